@@ -1,0 +1,106 @@
+package rx
+
+import "context"
+
+// First subscribes to src and returns its first value, unsubscribing at once.
+// It returns ErrEmpty if src completes without a value, src's error if it
+// fails, and ctx's error if ctx ends first (src is then unsubscribed). First
+// starts no goroutine; it waits for as long as ctx allows, so bound it with a
+// deadline or bound src with Timeout.
+func First[T any](ctx context.Context, src Observable[T]) (T, error) {
+	w := &firstObserver[T]{sc: newScope(), ch: make(chan firstResult[T], 1)}
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, err
+	}
+	subscribeIn[T](src, w, w.sc)
+	select {
+	case r := <-w.ch:
+		return r.v, r.err
+	default:
+	}
+	select {
+	case r := <-w.ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		w.sc.cancel()
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+type firstResult[T any] struct {
+	v   T
+	err error
+}
+
+type firstObserver[T any] struct {
+	sc   *scope
+	ch   chan firstResult[T]
+	done bool
+}
+
+func (w *firstObserver[T]) finish(r firstResult[T]) {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.sc.cancel()
+	w.ch <- r
+}
+
+func (w *firstObserver[T]) OnNext(v T)        { w.finish(firstResult[T]{v: v}) }
+func (w *firstObserver[T]) OnError(err error) { w.finish(firstResult[T]{err: err}) }
+func (w *firstObserver[T]) OnCompleted()      { w.finish(firstResult[T]{err: ErrEmpty}) }
+func (w *firstObserver[T]) rxScope() *scope   { return w.sc }
+
+// Collect subscribes to src and returns all its values once it completes, or
+// the values so far with src's error, or with ctx's error if ctx ends first
+// (src is then unsubscribed). It starts no goroutine.
+func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w := &collectObserver[T]{sc: newScope(), ch: make(chan error, 1)}
+	subscribeIn[T](src, w, w.sc)
+	select {
+	case err := <-w.ch:
+		return w.vs, err
+	case <-ctx.Done():
+		w.sc.cancel()
+		// A delivery racing with the cancellation may still be running;
+		// hand back nothing rather than a slice it could be appending to.
+		return nil, ctx.Err()
+	}
+}
+
+type collectObserver[T any] struct {
+	sc   *scope
+	ch   chan error
+	vs   []T
+	done bool
+}
+
+func (w *collectObserver[T]) OnNext(v T) {
+	if !w.done {
+		w.vs = append(w.vs, v)
+	}
+}
+
+func (w *collectObserver[T]) OnError(err error) {
+	if !w.done {
+		w.done = true
+		w.sc.cancel()
+		w.ch <- err
+	}
+}
+
+func (w *collectObserver[T]) OnCompleted() {
+	if !w.done {
+		w.done = true
+		w.sc.cancel()
+		w.ch <- nil
+	}
+}
+
+func (w *collectObserver[T]) rxScope() *scope { return w.sc }

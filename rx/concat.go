@@ -1,0 +1,186 @@
+package rx
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Concat subscribes to each source in turn, the next when the previous has
+// completed. Synchronous sources do not grow the stack.
+func Concat[T any](srcs ...Observable[T]) Observable[T] {
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		sc := ensureScope(down)
+		c := &concatSink[T]{down: down, sc: sc, srcs: srcs}
+		c.next()
+		return sc
+	})
+}
+
+type concatSink[T any] struct {
+	down Observer[T]
+	sc   *scope
+	srcs []Observable[T]
+	i    int
+	wip  atomic.Int32
+}
+
+func (c *concatSink[T]) next() {
+	if c.wip.Add(1) != 1 {
+		return
+	}
+	for {
+		if c.sc.cancelled() {
+			return
+		}
+		if c.i == len(c.srcs) {
+			c.down.OnCompleted()
+			return
+		}
+		src := c.srcs[c.i]
+		c.i++
+		in := c.sc.child()
+		subscribeIn[T](src, &concatInner[T]{c: c, sc: in}, in)
+		if c.wip.Add(-1) == 0 {
+			return
+		}
+	}
+}
+
+type concatInner[T any] struct {
+	c  *concatSink[T]
+	sc *scope
+}
+
+func (i *concatInner[T]) OnNext(v T) { i.c.down.OnNext(v) }
+func (i *concatInner[T]) OnError(err error) {
+	i.sc.cancel()
+	i.c.down.OnError(err)
+}
+func (i *concatInner[T]) OnCompleted() {
+	i.sc.cancel()
+	i.c.next()
+}
+func (i *concatInner[T]) rxScope() *scope { return i.sc }
+
+// ConcatMap maps each value to an observable and concatenates them: the inner
+// for a value is subscribed when the previous inner has completed; values
+// arriving meanwhile wait in order.
+func ConcatMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
+	return observableFunc[U](func(down Observer[U]) Subscription {
+		sc := ensureScope(down)
+		c := &concatMapper[T, U]{f: f, work: sc.child()}
+		c.out.init(down, sc)
+		outer := c.work.child()
+		subscribeIn[T](src, &concatMapOuter[T, U]{c: c, sc: outer}, outer)
+		return sc
+	})
+}
+
+type concatMapper[T, U any] struct {
+	out  serial[U]
+	f    func(T) Observable[U]
+	work *scope
+	wip  atomic.Int64
+
+	mu        sync.Mutex
+	queue     []T
+	active    bool
+	outerDone bool
+	done      bool
+}
+
+// pump starts the next inner when none is running; concurrent and re-entrant
+// calls are folded into the running pump's loop.
+func (c *concatMapper[T, U]) pump() {
+	if c.wip.Add(1) != 1 {
+		return
+	}
+	for {
+		c.step()
+		if c.wip.Add(-1) == 0 {
+			return
+		}
+	}
+}
+
+func (c *concatMapper[T, U]) step() {
+	c.mu.Lock()
+	if c.active || c.done {
+		c.mu.Unlock()
+		return
+	}
+	if len(c.queue) == 0 {
+		if c.outerDone {
+			c.done = true
+			c.mu.Unlock()
+			c.out.OnCompleted()
+			c.work.cancel()
+			return
+		}
+		c.mu.Unlock()
+		return
+	}
+	v := c.queue[0]
+	var zero T
+	c.queue[0] = zero
+	c.queue = c.queue[1:]
+	c.active = true
+	c.mu.Unlock()
+	inner := c.f(v)
+	if inner == nil {
+		c.fail(errNilInner)
+		return
+	}
+	in := c.work.child()
+	subscribeIn[U](inner, &concatMapInner[T, U]{c: c, sc: in}, in)
+}
+
+func (c *concatMapper[T, U]) fail(err error) {
+	c.mu.Lock()
+	c.done = true
+	c.queue = nil
+	c.mu.Unlock()
+	c.out.OnError(err)
+	c.work.cancel()
+}
+
+type concatMapOuter[T, U any] struct {
+	c  *concatMapper[T, U]
+	sc *scope
+}
+
+func (o *concatMapOuter[T, U]) OnNext(v T) {
+	o.c.mu.Lock()
+	if o.c.done {
+		o.c.mu.Unlock()
+		return
+	}
+	o.c.queue = append(o.c.queue, v)
+	o.c.mu.Unlock()
+	o.c.pump()
+}
+func (o *concatMapOuter[T, U]) OnError(err error) { o.c.fail(err) }
+func (o *concatMapOuter[T, U]) OnCompleted() {
+	o.sc.cancel()
+	o.c.mu.Lock()
+	o.c.outerDone = true
+	o.c.mu.Unlock()
+	o.c.pump()
+}
+func (o *concatMapOuter[T, U]) rxScope() *scope { return o.sc }
+
+type concatMapInner[T, U any] struct {
+	c  *concatMapper[T, U]
+	sc *scope
+}
+
+func (i *concatMapInner[T, U]) OnNext(v U)        { i.c.out.OnNext(v) }
+func (i *concatMapInner[T, U]) OnError(err error) { i.c.fail(err) }
+func (i *concatMapInner[T, U]) OnCompleted() {
+	i.sc.cancel()
+	i.c.mu.Lock()
+	i.c.active = false
+	i.c.mu.Unlock()
+	i.c.pump()
+}
+func (i *concatMapInner[T, U]) rxScope() *scope { return i.sc }

@@ -1,0 +1,161 @@
+package rx
+
+import (
+	"context"
+	"errors"
+)
+
+// Return emits v and completes, synchronously inside Subscribe.
+func Return[T any](v T) Observable[T] {
+	return observableFunc[T](func(o Observer[T]) Subscription {
+		sc := scopeOf(o)
+		if sc.cancelled() {
+			return noSubscription{}
+		}
+		o.OnNext(v)
+		if !sc.cancelled() {
+			o.OnCompleted()
+		}
+		return noSubscription{}
+	})
+}
+
+// Of emits each value in order and completes, synchronously inside Subscribe.
+// It stops as soon as the chain below it unsubscribes.
+func Of[T any](vs ...T) Observable[T] {
+	return observableFunc[T](func(o Observer[T]) Subscription {
+		sc := scopeOf(o)
+		for _, v := range vs {
+			if sc.cancelled() {
+				return noSubscription{}
+			}
+			o.OnNext(v)
+		}
+		if !sc.cancelled() {
+			o.OnCompleted()
+		}
+		return noSubscription{}
+	})
+}
+
+// Range emits count consecutive integers starting at start, synchronously.
+// A negative count emits nothing.
+func Range(start, count int) Observable[int] {
+	return observableFunc[int](func(o Observer[int]) Subscription {
+		sc := scopeOf(o)
+		for i := 0; i < count; i++ {
+			if sc.cancelled() {
+				return noSubscription{}
+			}
+			o.OnNext(start + i)
+		}
+		if !sc.cancelled() {
+			o.OnCompleted()
+		}
+		return noSubscription{}
+	})
+}
+
+// Empty completes at once.
+func Empty[T any]() Observable[T] {
+	return observableFunc[T](func(o Observer[T]) Subscription {
+		o.OnCompleted()
+		return noSubscription{}
+	})
+}
+
+// Never emits nothing and never terminates.
+func Never[T any]() Observable[T] {
+	return observableFunc[T](func(Observer[T]) Subscription { return noSubscription{} })
+}
+
+var errNilError = errors.New("rx.Throw: called with a nil error")
+
+// Throw fails at once with err.
+func Throw[T any](err error) Observable[T] {
+	if err == nil {
+		err = errNilError
+	}
+	return observableFunc[T](func(o Observer[T]) Subscription {
+		o.OnError(err)
+		return noSubscription{}
+	})
+}
+
+var errNilObservable = errors.New("rx.Defer: factory returned a nil Observable")
+
+// Defer calls f on every subscription and subscribes to the observable it returns.
+func Defer[T any](f func() Observable[T]) Observable[T] {
+	return observableFunc[T](func(o Observer[T]) Subscription {
+		src := f()
+		if src == nil {
+			o.OnError(errNilObservable)
+			return noSubscription{}
+		}
+		sc := ensureScope(o)
+		subscribeIn(src, inScope(o, sc), sc)
+		return sc
+	})
+}
+
+// Create makes an observable from a producer. produce runs on the subscribing
+// goroutine, once per subscription; it may return at once and keep emitting
+// from goroutines it starts, and may call o from several goroutines: calls
+// are serialised and anything after a terminal notification is dropped.
+// Returning from produce does not complete the stream; calling OnCompleted or
+// OnError does. ctx is done when the subscriber unsubscribes or the stream
+// terminates, so a producer that waits must also wait on ctx.Done().
+func Create[T any](produce func(ctx context.Context, o Observer[T])) Observable[T] {
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		sc := ensureScope(down)
+		ctx, cancel := context.WithCancel(context.Background())
+		e := &createEmitter[T]{cancel: cancel}
+		e.init(down, sc)
+		e.mb.handle = e.deliver
+		sc.onCancel(cancel)
+		produce(ctx, e)
+		return sc
+	})
+}
+
+type createEmitter[T any] struct {
+	serial[T]
+	cancel context.CancelFunc
+}
+
+func (e *createEmitter[T]) deliver(n note[T]) {
+	if n.kind != kindNext && !e.finished {
+		e.cancel()
+	}
+	e.serial.deliver(n)
+}
+
+// FromChannel emits the values received from ch and completes when ch is
+// closed. One goroutine per subscription receives; it exits when the
+// subscriber unsubscribes (a value received at that moment is dropped) or ch
+// is closed. A nil channel never emits.
+func FromChannel[T any](ch <-chan T) Observable[T] {
+	return observableFunc[T](func(o Observer[T]) Subscription {
+		sc := ensureScope(o)
+		stop := make(chan struct{})
+		sc.onCancel(func() { close(stop) })
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case v, ok := <-ch:
+					if sc.cancelled() {
+						return
+					}
+					if !ok {
+						o.OnCompleted()
+						return
+					}
+					o.OnNext(v)
+				}
+			}
+		}()
+		return sc
+	})
+}

@@ -1,0 +1,39 @@
+package rx
+
+import "sync/atomic"
+
+// Finally calls f exactly once when the subscription ends: after a terminal
+// notification has been forwarded, or when it is unsubscribed.
+func Finally[T any](src Observable[T], f func()) Observable[T] {
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		sc := ensureScope(down)
+		o := &finallyObserver[T]{down: down, sc: sc, f: f}
+		sc.onCancel(o.run)
+		subscribeIn[T](src, o, sc)
+		return sc
+	})
+}
+
+type finallyObserver[T any] struct {
+	down Observer[T]
+	sc   *scope
+	f    func()
+	ran  atomic.Bool
+}
+
+func (o *finallyObserver[T]) run() {
+	if o.ran.CompareAndSwap(false, true) {
+		o.f()
+	}
+}
+
+func (o *finallyObserver[T]) OnNext(v T) { o.down.OnNext(v) }
+func (o *finallyObserver[T]) OnError(err error) {
+	o.down.OnError(err)
+	o.run()
+}
+func (o *finallyObserver[T]) OnCompleted() {
+	o.down.OnCompleted()
+	o.run()
+}
+func (o *finallyObserver[T]) rxScope() *scope { return o.sc }

@@ -1,0 +1,105 @@
+package rx
+
+import (
+	"errors"
+	"sync/atomic"
+)
+
+var errNilInner = errors.New("rx: selector returned a nil Observable")
+
+// SelectMany maps each value to an observable and merges their values as they
+// arrive (no ordering between inners; unbounded concurrency, as in Rx.NET).
+// It completes when the source and every inner have completed; any error
+// ends the stream and unsubscribes everything.
+func SelectMany[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
+	return observableFunc[U](func(down Observer[U]) Subscription {
+		sc := ensureScope(down)
+		m := &merger[U]{work: sc.child()}
+		m.out.init(down, sc)
+		m.active.Store(1)
+		outer := m.work.child()
+		subscribeIn[T](src, &selectManyOuter[T, U]{m: m, f: f, sc: outer}, outer)
+		return sc
+	})
+}
+
+// Merge merges the values of srcs as they arrive; it completes when all have.
+func Merge[T any](srcs ...Observable[T]) Observable[T] {
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		if len(srcs) == 0 {
+			down.OnCompleted()
+			return noSubscription{}
+		}
+		sc := ensureScope(down)
+		m := &merger[T]{work: sc.child()}
+		m.out.init(down, sc)
+		m.active.Store(int64(len(srcs)))
+		for _, src := range srcs {
+			if m.work.cancelled() {
+				break
+			}
+			m.subscribe(src)
+		}
+		return sc
+	})
+}
+
+// merger is the shared state of a merge: one serialised output, and a count
+// of live sources (the outer counts as one).
+type merger[T any] struct {
+	out    serial[T]
+	work   *scope
+	active atomic.Int64
+}
+
+func (m *merger[T]) subscribe(src Observable[T]) {
+	in := m.work.child()
+	subscribeIn[T](src, &mergeInner[T]{m: m, sc: in}, in)
+}
+
+func (m *merger[T]) doneOne() {
+	if m.active.Add(-1) == 0 {
+		m.out.OnCompleted()
+		m.work.cancel()
+	}
+}
+
+func (m *merger[T]) fail(err error) {
+	m.out.OnError(err)
+	m.work.cancel()
+}
+
+type mergeInner[T any] struct {
+	m  *merger[T]
+	sc *scope
+}
+
+func (i *mergeInner[T]) OnNext(v T)        { i.m.out.OnNext(v) }
+func (i *mergeInner[T]) OnError(err error) { i.m.fail(err) }
+func (i *mergeInner[T]) OnCompleted() {
+	i.sc.cancel()
+	i.m.doneOne()
+}
+func (i *mergeInner[T]) rxScope() *scope { return i.sc }
+
+type selectManyOuter[T, U any] struct {
+	m  *merger[U]
+	f  func(T) Observable[U]
+	sc *scope
+}
+
+func (o *selectManyOuter[T, U]) OnNext(v T) {
+	inner := o.f(v)
+	if inner == nil {
+		o.m.fail(errNilInner)
+		return
+	}
+	o.m.active.Add(1)
+	o.m.subscribe(inner)
+}
+func (o *selectManyOuter[T, U]) OnError(err error) { o.m.fail(err) }
+func (o *selectManyOuter[T, U]) OnCompleted() {
+	o.sc.cancel()
+	o.m.doneOne()
+}
+func (o *selectManyOuter[T, U]) rxScope() *scope { return o.sc }

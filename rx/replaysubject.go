@@ -1,0 +1,54 @@
+package rx
+
+// ReplaySubject is a Subject that replays to each new observer the last size
+// values it received (all of them when size <= 0), then its terminal
+// notification if it has ended.
+type ReplaySubject[T any] struct {
+	subjectCore[T]
+	size int
+	buf  []T // owned by the mailbox handler
+}
+
+// NewReplaySubject returns a ReplaySubject that keeps the last size values;
+// size <= 0 keeps every value.
+func NewReplaySubject[T any](size int) *ReplaySubject[T] {
+	s := &ReplaySubject[T]{size: size}
+	s.mb.handle = s.handle
+	return s
+}
+
+func (s *ReplaySubject[T]) handle(e subjectEvent[T]) {
+	switch e.kind {
+	case kindNext:
+		if s.size > 0 && len(s.buf) == s.size {
+			var zero T
+			s.buf[0] = zero
+			s.buf = s.buf[1:]
+		}
+		s.buf = append(s.buf, e.v)
+		s.forEach(func(o Observer[T]) { o.OnNext(e.v) })
+	case kindSubscribe:
+		for _, v := range s.buf {
+			if e.sub.sc.cancelled() {
+				return
+			}
+			e.sub.o.OnNext(v)
+		}
+		if t, ok := s.add(e.sub); ok && !e.sub.sc.cancelled() {
+			t.replay(e.sub.o)
+		}
+	default:
+		s.terminate(e.note())
+	}
+}
+
+// Subscribe adds o, which first receives the buffered values in order.
+func (s *ReplaySubject[T]) Subscribe(o Observer[T]) Subscription {
+	sc := ensureScope(o)
+	sub := &subscriber[T]{o: o, sc: sc}
+	sc.onCancel(func() { s.remove(sub) })
+	s.mb.post(subjectEvent[T]{kind: kindSubscribe, sub: sub})
+	return sc
+}
+
+func (s *ReplaySubject[T]) rxNative() {}

@@ -1,0 +1,16 @@
+// Package rxtest tests rx streams in virtual time.
+//
+// NewClock returns a Clock that satisfies clock.Clock, so it can be injected
+// wherever production code takes a clock, and rx.Scheduler, so rx's time
+// operators put their timers on it. Advance moves virtual time forward and
+// runs every timer that falls due, in due order and first-scheduled first on
+// ties, on the calling goroutine, returning once they have run: a test
+// advances the clock and asserts, with no sleeps and no flakes.
+//
+// A Recorder captures a stream's notifications with their virtual times and
+// flags grammar violations (anything after a terminal notification, or two
+// calls at once). Hot and Cold build scripted sources that log their
+// subscription spans, and Start runs the Rx.NET TestScheduler shape
+// (subscribe at one instant, unsubscribe at another), so Rx.NET marble tests
+// port almost line for line.
+package rxtest

@@ -1,0 +1,121 @@
+package rx
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// A scope is the cancellation state of one subscription chain. Operators that
+// only transform values share their downstream's scope, so a synchronous
+// source sees an unsubscription made anywhere below it with one atomic load
+// per value. Operators whose upstream may end before their downstream does
+// (Take, Concat, SelectMany, Retry, Timeout, ...) give that upstream a child
+// scope. An operator cancels only scopes it created; the root is cancelled by
+// whoever holds the Subscription.
+type scope struct {
+	done     atomic.Bool
+	mu       sync.Mutex
+	parent   *scope
+	children map[*scope]struct{}
+	cleanups []func()
+}
+
+func newScope() *scope { return &scope{} }
+
+// Unsubscribe cancels the scope: it is the Subscription the chain returns.
+func (s *scope) Unsubscribe() { s.cancel() }
+
+func (s *scope) cancelled() bool { return s != nil && s.done.Load() }
+
+func (s *scope) cancel() {
+	if s == nil || !s.done.CompareAndSwap(false, true) {
+		return
+	}
+	s.mu.Lock()
+	children, cleanups, parent := s.children, s.cleanups, s.parent
+	s.children, s.cleanups, s.parent = nil, nil, nil
+	s.mu.Unlock()
+	if parent != nil {
+		parent.forget(s)
+	}
+	for c := range children {
+		c.cancel()
+	}
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
+}
+
+// onCancel runs f when the scope is cancelled, or at once if it already is.
+func (s *scope) onCancel(f func()) {
+	s.mu.Lock()
+	if s.done.Load() {
+		s.mu.Unlock()
+		f()
+		return
+	}
+	s.cleanups = append(s.cleanups, f)
+	s.mu.Unlock()
+}
+
+// child returns a scope cancelled with s but cancellable on its own.
+func (s *scope) child() *scope {
+	c := &scope{}
+	s.mu.Lock()
+	if s.done.Load() {
+		s.mu.Unlock()
+		c.done.Store(true)
+		return c
+	}
+	c.parent = s
+	if s.children == nil {
+		s.children = make(map[*scope]struct{})
+	}
+	s.children[c] = struct{}{}
+	s.mu.Unlock()
+	return c
+}
+
+func (s *scope) forget(c *scope) {
+	s.mu.Lock()
+	delete(s.children, c)
+	s.mu.Unlock()
+}
+
+// scoped is implemented by the observers of this package: it hands the chain's
+// scope to the source they subscribe to.
+type scoped interface{ rxScope() *scope }
+
+// scopeOf returns o's scope, or nil when o is a plain observer.
+func scopeOf[T any](o Observer[T]) *scope {
+	if s, ok := o.(scoped); ok {
+		return s.rxScope()
+	}
+	return nil
+}
+
+// ensureScope returns o's scope, or a new root scope when o has none.
+func ensureScope[T any](o Observer[T]) *scope {
+	if s := scopeOf(o); s != nil {
+		return s
+	}
+	return newScope()
+}
+
+// inScope returns an observer carrying sc that forwards to o.
+func inScope[T any](o Observer[T], sc *scope) Observer[T] {
+	if scopeOf(o) == sc {
+		return o
+	}
+	return &forward[T]{down: o, sc: sc}
+}
+
+type forward[T any] struct {
+	down Observer[T]
+	sc   *scope
+}
+
+func (f *forward[T]) OnNext(v T)        { f.down.OnNext(v) }
+func (f *forward[T]) OnError(err error) { f.down.OnError(err) }
+func (f *forward[T]) OnCompleted()      { f.down.OnCompleted() }
+func (f *forward[T]) rxScope() *scope   { return f.sc }

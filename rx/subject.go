@@ -1,0 +1,171 @@
+package rx
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Subject is both an Observer and a hot Observable: every value it receives
+// goes to the observers subscribed at that moment. Its Observer methods may be
+// called from any goroutine; calls are serialised, and a call made from
+// inside a notification is queued behind it rather than nested. After a
+// terminal notification, late subscribers receive that terminal notification.
+type Subject[T any] struct {
+	subjectCore[T]
+}
+
+// NewSubject returns a Subject with no observers.
+func NewSubject[T any]() *Subject[T] {
+	s := &Subject[T]{}
+	s.mb.handle = s.handle
+	return s
+}
+
+func (s *Subject[T]) handle(e subjectEvent[T]) {
+	if e.kind == kindNext {
+		s.forEach(func(o Observer[T]) { o.OnNext(e.v) })
+		return
+	}
+	s.terminate(e.note())
+}
+
+// Subscribe adds o; it sees the values the subject receives from now on.
+func (s *Subject[T]) Subscribe(o Observer[T]) Subscription {
+	sc := ensureScope(o)
+	sub := &subscriber[T]{o: o, sc: sc}
+	if t, ok := s.add(sub); ok {
+		t.replay(o)
+		return sc
+	}
+	sc.onCancel(func() { s.remove(sub) })
+	return sc
+}
+
+func (s *Subject[T]) rxNative() {}
+
+// subscriber is one observer of a subject, with its subscription's scope.
+type subscriber[T any] struct {
+	o  Observer[T]
+	sc *scope
+}
+
+type subjectEvent[T any] struct {
+	kind kind
+	v    T
+	err  error
+	sub  *subscriber[T] // set for subscribe events (kind == kindSubscribe)
+}
+
+const kindSubscribe kind = 3
+
+func (e subjectEvent[T]) note() note[T] { return note[T]{kind: e.kind, v: e.v, err: e.err} }
+
+func (n note[T]) replay(o Observer[T]) {
+	if n.kind == kindError {
+		o.OnError(n.err)
+	} else {
+		o.OnCompleted()
+	}
+}
+
+// subjectCore holds what every subject shares: the serialised input, the
+// copy-on-write observer list, and the terminal notification once there is one.
+type subjectCore[T any] struct {
+	mb      mailbox[subjectEvent[T]]
+	stopped atomic.Bool
+	list    atomic.Pointer[[]*subscriber[T]]
+
+	mu   sync.Mutex
+	term *note[T]
+}
+
+// OnNext passes v to the current observers.
+func (s *subjectCore[T]) OnNext(v T) {
+	if !s.stopped.Load() {
+		s.mb.post(subjectEvent[T]{kind: kindNext, v: v})
+	}
+}
+
+// OnError ends the subject with err.
+func (s *subjectCore[T]) OnError(err error) {
+	if !s.stopped.Swap(true) {
+		s.mb.post(subjectEvent[T]{kind: kindError, err: err})
+	}
+}
+
+// OnCompleted ends the subject.
+func (s *subjectCore[T]) OnCompleted() {
+	if !s.stopped.Swap(true) {
+		s.mb.post(subjectEvent[T]{kind: kindCompleted})
+	}
+}
+
+// add registers sub unless the subject has terminated, in which case it
+// returns the terminal notification to replay.
+func (s *subjectCore[T]) add(sub *subscriber[T]) (note[T], bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.term != nil {
+		return *s.term, true
+	}
+	var next []*subscriber[T]
+	if cur := s.list.Load(); cur != nil {
+		next = make([]*subscriber[T], 0, len(*cur)+1)
+		next = append(next, *cur...)
+	}
+	next = append(next, sub)
+	s.list.Store(&next)
+	return note[T]{}, false
+}
+
+func (s *subjectCore[T]) remove(sub *subscriber[T]) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.list.Load()
+	if cur == nil {
+		return
+	}
+	for i, x := range *cur {
+		if x == sub {
+			next := make([]*subscriber[T], 0, len(*cur)-1)
+			next = append(next, (*cur)[:i]...)
+			next = append(next, (*cur)[i+1:]...)
+			s.list.Store(&next)
+			return
+		}
+	}
+}
+
+func (s *subjectCore[T]) forEach(f func(Observer[T])) {
+	cur := s.list.Load()
+	if cur == nil {
+		return
+	}
+	for _, sub := range *cur {
+		if !sub.sc.cancelled() {
+			f(sub.o)
+		}
+	}
+}
+
+// terminate records n as the terminal notification and delivers it to the
+// observers outside any lock, so an observer may call back into the subject.
+func (s *subjectCore[T]) terminate(n note[T]) []*subscriber[T] {
+	s.mu.Lock()
+	if s.term != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	s.term = &n
+	cur := s.list.Swap(nil)
+	s.mu.Unlock()
+	if cur == nil {
+		return nil
+	}
+	for _, sub := range *cur {
+		if !sub.sc.cancelled() {
+			n.replay(sub.o)
+		}
+	}
+	return *cur
+}

@@ -1,0 +1,151 @@
+package rx
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// Timeout ends the stream with a *TimeoutError when src lets due pass without
+// a value: the bound starts at subscription (before src is subscribed) and
+// restarts after each value has been forwarded. On expiry src is unsubscribed,
+// then the error is delivered. A terminal notification from src disarms it.
+// due <= 0 is a bound already spent: the stream fails at once without
+// subscribing to src.
+//
+// Timeout keeps one timer per subscription however many values pass: each
+// value records when it was forwarded, and a timer that fires early re-arms
+// itself for the remainder, so the error arrives exactly due after the last
+// value, never before.
+func Timeout[T any](src Observable[T], due time.Duration, clk clock.Clock) Observable[T] {
+	return TimeoutStage(src, "", due, clk)
+}
+
+// TimeoutStage is Timeout whose error names the stage that was waited on,
+// e.g. TimeoutStage(read, "instance key", 10*time.Second, clk) fails with
+// "instance key: no answer within 10s".
+func TimeoutStage[T any](src Observable[T], stage string, due time.Duration, clk clock.Clock) Observable[T] {
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		sc := ensureScope(down)
+		if due <= 0 {
+			down.OnError(&TimeoutError{Stage: stage, After: due})
+			return sc
+		}
+		t := &timeoutSink[T]{down: down, clk: clk, due: due, stage: stage, up: sc.child(), sw: newStopwatch(clk)}
+		t.arm(due)
+		sc.onCancel(t.disarm)
+		subscribeIn[T](src, (*timeoutObserver[T])(t), t.up)
+		return sc
+	})
+}
+
+// state packs the offset of the last forwarded value (since subscription)
+// with two flags, so the value path is one load, one CAS and one store.
+const (
+	timeoutEmitting = 1
+	timeoutDone     = 2
+	timeoutShift    = 2
+)
+
+type timeoutSink[T any] struct {
+	down  Observer[T]
+	clk   clock.Clock
+	due   time.Duration
+	stage string
+	up    *scope
+	sw    stopwatch
+	state atomic.Int64
+
+	mu       sync.Mutex
+	stop     func() bool
+	disarmed bool
+}
+
+func (t *timeoutSink[T]) arm(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.disarmed {
+		return
+	}
+	t.stop = after(t.clk, d, t.fire)
+}
+
+func (t *timeoutSink[T]) disarm() {
+	t.mu.Lock()
+	stop := t.stop
+	t.disarmed, t.stop = true, nil
+	t.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+func (t *timeoutSink[T]) fire() {
+	for {
+		s := t.state.Load()
+		if s&timeoutDone != 0 {
+			return
+		}
+		if s&timeoutEmitting != 0 {
+			// A value is being forwarded; the bound restarts after it.
+			t.arm(t.due)
+			return
+		}
+		now := t.sw.elapsed()
+		deadline := time.Duration(s>>timeoutShift) + t.due
+		if now < deadline {
+			t.arm(deadline - now)
+			return
+		}
+		if t.state.CompareAndSwap(s, s|timeoutDone) {
+			break
+		}
+	}
+	t.disarm()
+	t.up.cancel()
+	t.down.OnError(&TimeoutError{Stage: t.stage, After: t.due})
+}
+
+func (t *timeoutSink[T]) terminate() bool {
+	for {
+		s := t.state.Load()
+		if s&timeoutDone != 0 {
+			return false
+		}
+		if t.state.CompareAndSwap(s, s|timeoutDone) {
+			t.disarm()
+			t.up.cancel()
+			return true
+		}
+	}
+}
+
+type timeoutObserver[T any] timeoutSink[T]
+
+func (o *timeoutObserver[T]) OnNext(v T) {
+	t := (*timeoutSink[T])(o)
+	s := t.state.Load()
+	if s&timeoutDone != 0 || !t.state.CompareAndSwap(s, s|timeoutEmitting) {
+		return
+	}
+	t.down.OnNext(v)
+	t.state.Store(int64(t.sw.elapsed()) << timeoutShift)
+}
+
+func (o *timeoutObserver[T]) OnError(err error) {
+	t := (*timeoutSink[T])(o)
+	if t.terminate() {
+		t.down.OnError(err)
+	}
+}
+
+func (o *timeoutObserver[T]) OnCompleted() {
+	t := (*timeoutSink[T])(o)
+	if t.terminate() {
+		t.down.OnCompleted()
+	}
+}
+
+func (o *timeoutObserver[T]) rxScope() *scope { return o.up }

@@ -1,0 +1,25 @@
+package rx
+
+import (
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// Timer emits the clock's time once due has passed, then completes.
+func Timer(due time.Duration, clk clock.Clock) Observable[time.Time] {
+	return observableFunc[time.Time](func(o Observer[time.Time]) Subscription {
+		sc := ensureScope(o)
+		stop := after(clk, due, func() {
+			if sc.cancelled() {
+				return
+			}
+			o.OnNext(clk.Now())
+			if !sc.cancelled() {
+				o.OnCompleted()
+			}
+		})
+		sc.onCancel(func() { stop() })
+		return sc
+	})
+}

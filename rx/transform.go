@@ -1,0 +1,101 @@
+package rx
+
+// Map applies f to each value.
+func Map[T, U any](src Observable[T], f func(T) U) Observable[U] {
+	return observableFunc[U](func(down Observer[U]) Subscription {
+		sc := scopeOf(down)
+		m := &mapObserver[T, U]{down: down, f: f, sc: sc}
+		return subscribe[T](src, m, sc)
+	})
+}
+
+type mapObserver[T, U any] struct {
+	down Observer[U]
+	f    func(T) U
+	sc   *scope
+}
+
+func (m *mapObserver[T, U]) OnNext(v T)        { m.down.OnNext(m.f(v)) }
+func (m *mapObserver[T, U]) OnError(err error) { m.down.OnError(err) }
+func (m *mapObserver[T, U]) OnCompleted()      { m.down.OnCompleted() }
+func (m *mapObserver[T, U]) rxScope() *scope   { return m.sc }
+
+// Filter forwards the values for which keep returns true.
+func Filter[T any](src Observable[T], keep func(T) bool) Observable[T] {
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		sc := scopeOf(down)
+		f := &filterObserver[T]{down: down, keep: keep, sc: sc}
+		return subscribe[T](src, f, sc)
+	})
+}
+
+type filterObserver[T any] struct {
+	down Observer[T]
+	keep func(T) bool
+	sc   *scope
+}
+
+func (f *filterObserver[T]) OnNext(v T) {
+	if f.keep(v) {
+		f.down.OnNext(v)
+	}
+}
+func (f *filterObserver[T]) OnError(err error) { f.down.OnError(err) }
+func (f *filterObserver[T]) OnCompleted()      { f.down.OnCompleted() }
+func (f *filterObserver[T]) rxScope() *scope   { return f.sc }
+
+// Scan emits the running accumulation of f over the values, starting from seed.
+func Scan[T, A any](src Observable[T], seed A, f func(A, T) A) Observable[A] {
+	return observableFunc[A](func(down Observer[A]) Subscription {
+		sc := scopeOf(down)
+		s := &scanObserver[T, A]{down: down, acc: seed, f: f, sc: sc}
+		return subscribe[T](src, s, sc)
+	})
+}
+
+type scanObserver[T, A any] struct {
+	down Observer[A]
+	acc  A
+	f    func(A, T) A
+	sc   *scope
+}
+
+func (s *scanObserver[T, A]) OnNext(v T) {
+	s.acc = s.f(s.acc, v)
+	s.down.OnNext(s.acc)
+}
+func (s *scanObserver[T, A]) OnError(err error) { s.down.OnError(err) }
+func (s *scanObserver[T, A]) OnCompleted()      { s.down.OnCompleted() }
+func (s *scanObserver[T, A]) rxScope() *scope   { return s.sc }
+
+// DistinctUntilChanged drops values equal to the one just before them.
+func DistinctUntilChanged[T comparable](src Observable[T]) Observable[T] {
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		sc := scopeOf(down)
+		d := &distinctObserver[T]{down: down, sc: sc}
+		return subscribe[T](src, d, sc)
+	})
+}
+
+type distinctObserver[T comparable] struct {
+	down Observer[T]
+	last T
+	seen bool
+	sc   *scope
+}
+
+func (d *distinctObserver[T]) OnNext(v T) {
+	if d.seen && v == d.last {
+		return
+	}
+	d.seen, d.last = true, v
+	d.down.OnNext(v)
+}
+func (d *distinctObserver[T]) OnError(err error) { d.down.OnError(err) }
+func (d *distinctObserver[T]) OnCompleted()      { d.down.OnCompleted() }
+func (d *distinctObserver[T]) rxScope() *scope   { return d.sc }
+
+// Do calls next with each value before forwarding it.
+func Do[T any](src Observable[T], next func(T)) Observable[T] {
+	return Map(src, func(v T) T { next(v); return v })
+}
