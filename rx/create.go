@@ -25,13 +25,20 @@ func Return[T any](v T) Observable[T] {
 func Of[T any](vs ...T) Observable[T] {
 	return observableFunc[T](func(o Observer[T]) Subscription {
 		sc := scopeOf(o)
+		if sc == nil { // nobody below can unsubscribe: no check per value
+			for _, v := range vs {
+				o.OnNext(v)
+			}
+			o.OnCompleted()
+			return noSubscription{}
+		}
 		for _, v := range vs {
-			if sc.cancelled() {
+			if sc.done.Load() {
 				return noSubscription{}
 			}
 			o.OnNext(v)
 		}
-		if !sc.cancelled() {
+		if !sc.done.Load() {
 			o.OnCompleted()
 		}
 		return noSubscription{}
@@ -43,13 +50,21 @@ func Of[T any](vs ...T) Observable[T] {
 func Range(start, count int) Observable[int] {
 	return observableFunc[int](func(o Observer[int]) Subscription {
 		sc := scopeOf(o)
-		for i := 0; i < count; i++ {
-			if sc.cancelled() {
+		end := start + count
+		if sc == nil { // nobody below can unsubscribe: no check per value
+			for v := start; v < end; v++ {
+				o.OnNext(v)
+			}
+			o.OnCompleted()
+			return noSubscription{}
+		}
+		for v := start; v < end; v++ {
+			if sc.done.Load() {
 				return noSubscription{}
 			}
-			o.OnNext(start + i)
+			o.OnNext(v)
 		}
-		if !sc.cancelled() {
+		if !sc.done.Load() {
 			o.OnCompleted()
 		}
 		return noSubscription{}
