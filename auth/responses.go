@@ -1,0 +1,60 @@
+package auth
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// DefaultRetryAfter is what WriteUnavailable advertises when the caller
+// gives no positive delay.
+const DefaultRetryAfter = 5 * time.Second
+
+const (
+	unauthenticatedMessage = "A registered instance key is required (Authorization: Bearer mwi_… or Basic with the key as password)."
+	unavailableMessage     = "The server could not find out whether this request is authorised: a dependency it must consult did not answer in time. " +
+		"This is NOT a statement about your key or your grant. Retry after the number of seconds in Retry-After."
+)
+
+// WriteUnauthenticated answers 401 for a request that carries no usable
+// instance key. It is decided without reading storage, so its speed says
+// nothing about the health of the authenticated path.
+func WriteUnauthenticated(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", "Bearer")
+	writeJSON(w, http.StatusUnauthorized, struct {
+		Error string `json:"error"`
+	}{unauthenticatedMessage})
+}
+
+// WriteUnavailable answers 503 with Retry-After for a request whose key or
+// grant could not be checked, naming what could not be read in reason. It
+// must be used instead of 401 whenever the answer is "could not find out".
+// retryAfter is rounded up to whole seconds; zero or less means
+// DefaultRetryAfter.
+func WriteUnavailable(w http.ResponseWriter, reason string, retryAfter time.Duration) {
+	if retryAfter <= 0 {
+		retryAfter = DefaultRetryAfter
+	}
+	seconds := int64(retryAfter / time.Second)
+	if retryAfter%time.Second != 0 {
+		seconds++
+	}
+	w.Header().Set("Retry-After", strconv.FormatInt(seconds, 10))
+	writeJSON(w, http.StatusServiceUnavailable, struct {
+		Error  string `json:"error"`
+		Reason string `json:"reason"`
+	}{unavailableMessage, reason})
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	// Neither answer may be replayed by a cache: both describe this moment.
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	// The bodies are fixed structs of strings; encoding cannot fail, and a
+	// write error means the client has gone, which nobody can be told.
+	_ = json.NewEncoder(w).Encode(body)
+}

@@ -1,0 +1,152 @@
+package registry
+
+import (
+	"archive/zip"
+	"bytes"
+	"compress/flate"
+	"crypto/rand"
+	"hash/crc32"
+	"io/fs"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func deflated(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := flate.NewWriter(&buf, flate.BestCompression)
+	require.NoError(t, err)
+	_, err = w.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return buf.Bytes()
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+func file(name string, body string) entry { return entry{name: name, body: []byte(body)} }
+
+func TestUnsafeArchivesAreRefusedAndLeaveNothingBehind(t *testing.T) {
+	zeros := func(n int) []byte { return make([]byte, n) }
+	bomb := zeros(2 * ratioFloor)
+	// lying declares a size of its choosing; only reading the entry tells the truth.
+	lying := func(declared int, data []byte) entry {
+		body := deflated(t, data)
+		return entry{header: &zip.FileHeader{
+			Name: "lib/small.txt", Method: zip.Deflate,
+			UncompressedSize64: uint64(declared), CompressedSize64: uint64(len(body)),
+			CRC32: crc32.ChecksumIEEE(data[:min(declared, len(data))]),
+		}, body: body}
+	}
+	badCRC := func(crc uint32) entry {
+		body := []byte("hello")
+		return entry{header: &zip.FileHeader{
+			Name: "lib/hello.txt", Method: zip.Store,
+			UncompressedSize64: uint64(len(body)), CompressedSize64: uint64(len(body)), CRC32: crc,
+		}, body: body}
+	}
+
+	// Each case pairs a refused archive with its nearest acceptable twin: the
+	// twin landing under the same options is the control that the refusal
+	// is caused by what differs, not by the setup.
+	cases := []struct {
+		name    string
+		opts    LandingOptions
+		bad     []byte
+		good    []byte
+		problem ArchiveProblem
+		entry   string
+	}{
+		{name: "parent segment", bad: zipOf(t, file("../evil.txt", "x")), good: zipOf(t, file("evil.txt", "x")),
+			problem: ArchiveUnsafePath, entry: "../evil.txt"},
+		{name: "parent segment after a directory", bad: zipOf(t, file("lib/ok.txt", "x"), file("lib/../../evil.txt", "x")),
+			good: zipOf(t, file("lib/ok.txt", "x"), file("lib/evil.txt", "x")), problem: ArchiveUnsafePath, entry: "lib/../../evil.txt"},
+		{name: "absolute path", bad: zipOf(t, file("/etc/evil", "x")), good: zipOf(t, file("etc/evil", "x")),
+			problem: ArchiveUnsafePath, entry: "/etc/evil"},
+		{name: "UNC path", bad: zipOf(t, file("//server/share/evil", "x")), good: zipOf(t, file("server/share/evil", "x")),
+			problem: ArchiveUnsafePath, entry: "//server/share/evil"},
+		{name: "backslash parent", bad: zipOf(t, file(`..\evil.txt`, "x")), good: zipOf(t, file("evil.txt", "x")),
+			problem: ArchiveUnsafePath, entry: `..\evil.txt`},
+		{name: "backslash inside a name", bad: zipOf(t, file(`lib\..\..\evil.txt`, "x")), good: zipOf(t, file("lib/evil.txt", "x")),
+			problem: ArchiveUnsafePath, entry: `lib\..\..\evil.txt`},
+		{name: "drive letter", bad: zipOf(t, file("C:/evil.txt", "x")), good: zipOf(t, file("C/evil.txt", "x")),
+			problem: ArchiveUnsafePath, entry: "C:/evil.txt"},
+		{name: "drive-relative", bad: zipOf(t, file("C:evil.txt", "x")), good: zipOf(t, file("Cevil.txt", "x")),
+			problem: ArchiveUnsafePath, entry: "C:evil.txt"},
+		{name: "reserved device name", bad: zipOf(t, file("lib/CON.txt", "x")), good: zipOf(t, file("lib/CONE.txt", "x")),
+			problem: ArchiveUnsafePath, entry: "lib/CON.txt"},
+		{name: "dot segment", bad: zipOf(t, file("lib/./a.txt", "x")), good: zipOf(t, file("lib/a.txt", "x")),
+			problem: ArchiveUnsafePath, entry: "lib/./a.txt"},
+		{name: "symlink", bad: zipOf(t, file("lib/a.txt", "x"), entry{name: "lib/link", body: []byte("/etc/passwd"), mode: fs.ModeSymlink | 0o777}),
+			good: zipOf(t, file("lib/a.txt", "x"), file("lib/link", "/etc/passwd")), problem: ArchiveNotRegular, entry: "lib/link"},
+		{name: "symlinked directory then a file through it",
+			bad:  zipOf(t, entry{name: "lib", body: []byte("/etc"), mode: fs.ModeSymlink | 0o777}, file("lib/passwd", "x")),
+			good: zipOf(t, file("lib/passwd", "x")), problem: ArchiveNotRegular, entry: "lib"},
+		{name: "named pipe", bad: zipOf(t, entry{name: "fifo", mode: fs.ModeNamedPipe | 0o644}), good: zipOf(t, file("fifo", "")),
+			problem: ArchiveNotRegular, entry: "fifo"},
+		{name: "device", bad: zipOf(t, entry{name: "dev", mode: fs.ModeDevice | 0o644}), good: zipOf(t, file("dev", "")),
+			problem: ArchiveNotRegular, entry: "dev"},
+		{name: "archive over the size limit", opts: LandingOptions{MaxArchive: 4096},
+			bad:  zipOf(t, entry{name: "blob", body: randomBytes(8192), store: true}),
+			good: zipOf(t, entry{name: "blob", body: randomBytes(1024), store: true}), problem: ArchiveTooLarge},
+		{name: "too many entries", opts: LandingOptions{MaxEntries: 4},
+			bad:  zipOf(t, file("a", "1"), file("b", "2"), file("c", "3"), file("d", "4"), file("e", "5")),
+			good: zipOf(t, file("a", "1"), file("b", "2"), file("c", "3"), file("d", "4")), problem: ArchiveTooManyEntries},
+		{name: "file over the per-file limit", opts: LandingOptions{MaxFileSize: 1024},
+			bad:  zipOf(t, entry{name: "big", body: zeros(1025)}),
+			good: zipOf(t, entry{name: "big", body: zeros(1024)}), problem: ArchiveTooLarge, entry: "big"},
+		{name: "expanded total over the limit", opts: LandingOptions{MaxExpanded: 4096},
+			bad:  zipOf(t, entry{name: "a", body: zeros(2000)}, entry{name: "b", body: zeros(2000)}, entry{name: "c", body: zeros(2000)}),
+			good: zipOf(t, entry{name: "a", body: zeros(2000)}, entry{name: "b", body: zeros(2000)}), problem: ArchiveTooLarge, entry: "c"},
+		{name: "decompression bomb", bad: zipOf(t, entry{name: "bomb", body: bomb}),
+			good: zipOf(t, entry{name: "bomb", body: zeros(ratioFloor)}), problem: ArchiveSuspiciousRatio, entry: "bomb"},
+		{name: "header that understates the expanded size",
+			bad:     zipOf(t, file("lib/first.txt", "written before the lie is found"), lying(10, zeros(1<<20))),
+			good:    zipOf(t, file("lib/first.txt", "written before the lie is found"), lying(1<<20, zeros(1<<20))),
+			problem: ArchiveSuspiciousRatio, entry: "lib/small.txt"},
+		{name: "checksum mismatch", bad: zipOf(t, file("lib/a.txt", "x"), badCRC(crc32.ChecksumIEEE([]byte("hellO")))),
+			good: zipOf(t, file("lib/a.txt", "x"), badCRC(crc32.ChecksumIEEE([]byte("hello")))), problem: ArchiveCorrupt, entry: "lib/hello.txt"},
+		{name: "same path twice", bad: zipOf(t, file("a.txt", "1"), file("a.txt", "2")), good: zipOf(t, file("a.txt", "1"), file("b.txt", "2")),
+			problem: ArchiveDuplicate, entry: "a.txt"},
+		{name: "same path in another case", bad: zipOf(t, file("A.txt", "1"), file("a.txt", "2")), good: zipOf(t, file("A.txt", "1"), file("b.txt", "2")),
+			problem: ArchiveDuplicate, entry: "a.txt"},
+		{name: "file where a directory is needed", bad: zipOf(t, file("lib", "1"), file("lib/a.txt", "2")),
+			good: zipOf(t, file("lib2", "1"), file("lib/a.txt", "2")), problem: ArchiveDuplicate, entry: "lib/a.txt"},
+		{name: "not a zip", bad: []byte("PK\x03\x04 certainly not a zip"), good: zipOf(t, file("a.txt", "1")), problem: ArchiveCorrupt},
+		{name: "no files", bad: zipOf(t, entry{name: "lib/", mode: fs.ModeDir | 0o755}),
+			good: zipOf(t, entry{name: "lib/", mode: fs.ModeDir | 0o755}, file("lib/a.txt", "1")), problem: ArchiveEmpty},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			root := t.TempDir()
+			l := newLanding(t, DirVolume(root), tc.opts)
+			_, err := l.Land(ctx, "Target", "1.0.0", zipOf(t, file("lib/a.txt", "previous")))
+			require.NoError(t, err)
+			before := tree(t, root)
+			actBefore, err := l.Activation(ctx)
+			require.NoError(t, err)
+
+			_, err = l.Land(ctx, "Target", "2.0.0", tc.bad)
+			var ae *ArchiveError
+			require.ErrorAs(t, err, &ae)
+			assert.Equal(t, tc.problem, ae.Problem, "%v", err)
+			assert.Equal(t, tc.entry, ae.Entry)
+			assert.Equal(t, before, tree(t, root), "a refused archive leaves nothing behind")
+			actAfter, err := l.Activation(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, actBefore, actAfter, "a refused archive leaves the activation as it was")
+
+			_, err = l.Land(ctx, "Target", "2.0.0", tc.good)
+			require.NoError(t, err, "control: the acceptable twin lands under the same options")
+			assert.NotEqual(t, before, tree(t, root))
+		})
+	}
+}

@@ -1,0 +1,519 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type activationResult struct {
+	act Activation
+	err error
+}
+
+func readAsync(ctx context.Context, l *ModuleLanding) <-chan activationResult {
+	ch := make(chan activationResult, 1)
+	go func() {
+		act, err := l.Activation(ctx)
+		ch <- activationResult{act, err}
+	}()
+	return ch
+}
+
+func landAsync(ctx context.Context, l *ModuleLanding, module, version string, archive []byte) <-chan error {
+	ch := make(chan error, 1)
+	go func() {
+		_, err := l.Land(ctx, module, version, archive)
+		ch <- err
+	}()
+	return ch
+}
+
+// parkOn makes l's landings of version park between their bytes and their
+// record, announcing each parked record on the returned channel.
+func parkOn(t *testing.T, l *ModuleLanding, version string) (<-chan Record, *releaser) {
+	parked := make(chan Record, 4)
+	rel := newReleaser(t)
+	l.park = func(ctx context.Context, r Record) {
+		if r.Version == version {
+			parked <- r
+			rel.wait(ctx)
+		}
+	}
+	return parked, rel
+}
+
+func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
+	ctx := t.Context()
+	root := t.TempDir()
+	l := newLanding(t, DirVolume(root), LandingOptions{})
+	_, err := l.Land(ctx, "Crm", "1.0.0", moduleArchive(t, "Crm", "1.0.0", 3))
+	require.NoError(t, err)
+
+	parked, rel := parkOn(t, l, "2.0.0")
+	waitedOn := make(chan string, 4)
+	l.waiting = func(what string) { waitedOn <- what }
+	landed := landAsync(ctx, l, "Crm", "2.0.0", moduleArchive(t, "Crm", "2.0.0", 3))
+	p := receive(t, parked, "the 2.0.0 landing reaching its recording window")
+	_, err = os.Stat(filepath.Join(root, filepath.FromSlash(p.FilesDir())))
+	require.NoError(t, err, "the parked landing's bytes are on disk, so a careless read could see them")
+
+	res := receive(t, readAsync(ctx, l), "the authoritative read during a parked landing")
+	require.NoError(t, res.err)
+	assert.Equal(t, map[string]string{"Crm": "1.0.0"}, servedVersions(res.act),
+		"a read during the landing sees the previous activation, not the parked version")
+	assert.Empty(t, waitedOn, "the read never waited on anything")
+
+	rel.release()
+	require.NoError(t, receive(t, landed, "the released landing finishing"))
+	after, err := l.Activation(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"Crm": "2.0.0"}, servedVersions(after), "positive control: once recorded, the landing is served")
+
+	t.Run("negative control: with reads on the landing lane the read is queued behind the landing", func(t *testing.T) {
+		neg := newLanding(t, DirVolume(root), LandingOptions{})
+		neg.readsOnLandingLane = true
+		parked, rel := parkOn(t, neg, "3.0.0")
+		waitedOn := make(chan string, 4)
+		neg.waiting = func(what string) { waitedOn <- what }
+		landed := landAsync(ctx, neg, "Crm", "3.0.0", moduleArchive(t, "Crm", "3.0.0", 3))
+		receive(t, parked, "the 3.0.0 landing reaching its recording window")
+
+		readCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		read := readAsync(readCtx, neg)
+		assert.Equal(t, "the landing lane", receive(t, waitedOn, "the read reporting what it waits on"))
+		select {
+		case r := <-read:
+			require.FailNowf(t, "the read answered while queued", "%+v", r)
+		default:
+		}
+		cancel() // the read would otherwise wait for as long as the landing is parked
+		res := receive(t, read, "the queued read giving up")
+		var we *WaitError
+		require.ErrorAs(t, res.err, &we)
+		assert.Equal(t, "the landing lane", we.Waiting)
+		assert.Contains(t, we.Holder, "landing Crm@3.0.0")
+		assert.ErrorIs(t, res.err, context.Canceled)
+
+		rel.release()
+		require.NoError(t, receive(t, landed, "the released landing finishing"))
+	})
+}
+
+func TestALandingIsAtomicForConcurrentReaders(t *testing.T) {
+	ctx := t.Context()
+	v := DirVolume(t.TempDir())
+	l := newLanding(t, v, LandingOptions{ReadPool: 4})
+
+	const versions, readers = 8, 4
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var reads atomic.Int64
+	problems := make(chan error, readers)
+	for range readers {
+		wg.Go(func() {
+			for {
+				act, err := l.Activation(ctx)
+				if err == nil {
+					err = checkComplete(ctx, v, act)
+				}
+				if err != nil {
+					problems <- err
+					return
+				}
+				reads.Add(1)
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		})
+	}
+	for i := range versions {
+		version := fmt.Sprintf("1.%d.0", i)
+		// Growing file counts: a reader seeing a torn generation would miss files.
+		_, err := l.Land(ctx, "Atomic", version, moduleArchive(t, "Atomic", version, 2+i))
+		require.NoError(t, err)
+		_, err = l.Land(ctx, fmt.Sprintf("Other%d", i), "1.0.0", moduleArchive(t, fmt.Sprintf("Other%d", i), "1.0.0", 2))
+		require.NoError(t, err)
+	}
+	close(stop)
+	wg.Wait()
+	close(problems)
+	for err := range problems {
+		assert.NoError(t, err, "a reader saw an incomplete state")
+	}
+	assert.Positive(t, reads.Load())
+	final, err := l.Activation(ctx)
+	require.NoError(t, err)
+	require.NoError(t, checkComplete(ctx, v, final))
+	assert.Equal(t, fmt.Sprintf("1.%d.0", versions-1), servedVersions(final)["Atomic"])
+
+	t.Run("negative control: recording before the bytes exist lets a reader see a torn state", func(t *testing.T) {
+		v := DirVolume(t.TempDir())
+		neg := newLanding(t, v, LandingOptions{})
+		neg.recordBeforeBytes = true
+		parked, rel := parkOn(t, neg, "1.0.0")
+		landed := landAsync(ctx, neg, "Torn", "1.0.0", moduleArchive(t, "Torn", "1.0.0", 3))
+		receive(t, parked, "the landing parking between its record and its bytes")
+		act, err := neg.Activation(ctx)
+		require.NoError(t, err)
+		require.Error(t, checkComplete(ctx, v, act), "the checker must catch a record whose bytes are missing")
+		rel.release()
+		require.NoError(t, receive(t, landed, "the released landing finishing"))
+	})
+}
+
+func TestTwoReplicasOnOneRootSeeEachOthersRecordsAndTheLatestWins(t *testing.T) {
+	ctx := t.Context()
+	root := t.TempDir()
+	clk := &testClock{}
+	a := newLanding(t, DirVolume(root), LandingOptions{Replica: "a"})
+	b := newLanding(t, DirVolume(root), LandingOptions{Replica: "b"})
+	a.now, b.now = clk.Now, clk.Now
+
+	// Replica a writes just below a decimal-digit boundary and b just above
+	// it: record names without zero padding would sort a's record last and
+	// wrongly let it win.
+	aTime, bTime := time.Unix(0, 999_999_990), time.Unix(0, 1_000_000_000)
+	require.Greater(t, fmt.Sprint(aTime.UnixNano()+1), fmt.Sprint(bTime.UnixNano()),
+		"the chosen instants discriminate padded from unpadded names")
+
+	clk.Set(aTime)
+	_, err := a.Land(ctx, "Shared", "1.0.0", moduleArchive(t, "Shared", "1.0.0", 2))
+	require.NoError(t, err)
+	seen, err := b.Activation(ctx)
+	require.NoError(t, err)
+	got, ok := seen.Lookup("shared")
+	require.True(t, ok, "replica b sees what replica a landed")
+	assert.Equal(t, "a", got.Replica)
+	assert.Equal(t, "1.0.0", got.Version)
+
+	clk.Set(bTime)
+	_, err = b.Land(ctx, "Shared", "2.0.0", moduleArchive(t, "Shared", "2.0.0", 2))
+	require.NoError(t, err)
+	for name, l := range map[string]*ModuleLanding{"a": a, "b": b} {
+		act, err := l.Activation(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"Shared": "2.0.0"}, servedVersions(act), "replica %s", name)
+	}
+
+	clk.Set(bTime.Add(time.Second))
+	_, err = a.Uninstall(ctx, "Shared")
+	require.NoError(t, err)
+	act, err := b.Activation(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, act.Modules, "b sees a's uninstall")
+
+	clk.Set(bTime.Add(2 * time.Second))
+	shelved, err := a.Shelve(ctx, "Shared", "2.0.0")
+	require.NoError(t, err, "a can shelve a version b landed: the bytes stay after an uninstall")
+	act, err = b.Activation(ctx)
+	require.NoError(t, err)
+	got, ok = act.Lookup("Shared")
+	require.True(t, ok)
+	assert.Equal(t, Shelved, got.State)
+	assert.Equal(t, shelved.Generation, got.Generation)
+
+	rc, info, err := a.OpenBundle(ctx, "Shared", "2.0.0")
+	require.NoError(t, err, "a shelved version is still downloadable")
+	_, err = io.Copy(io.Discard, rc)
+	require.NoError(t, err)
+	require.NoError(t, rc.Close())
+	assert.Equal(t, Shelved, info.State)
+
+	clk.Set(bTime.Add(3 * time.Second))
+	_, err = b.Remove(ctx, "Shared")
+	require.NoError(t, err)
+	_, err = a.Shelve(ctx, "Shared", "1.0.0")
+	var nf *NotFoundError
+	require.ErrorAs(t, err, &nf, "nothing landed before a removal can be shelved again")
+	_, _, err = a.OpenBundle(ctx, "Shared", "2.0.0")
+	require.ErrorAs(t, err, &nf)
+}
+
+func TestADownloadStreamsTheServedVersionAndChecksItsBytes(t *testing.T) {
+	ctx := t.Context()
+	root := t.TempDir()
+	l := newLanding(t, DirVolume(root), LandingOptions{})
+	v1 := moduleArchive(t, "Dl", "1.0.0", 2)
+	v2 := moduleArchive(t, "Dl", "2.0.0", 2)
+	_, err := l.Land(ctx, "Dl", "1.0.0", v1)
+	require.NoError(t, err)
+	landed, err := l.Land(ctx, "Dl", "2.0.0", v2)
+	require.NoError(t, err)
+
+	rc, info, err := l.OpenBundle(ctx, "dl", "2.0.0")
+	require.NoError(t, err)
+	got, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	require.NoError(t, rc.Close())
+	assert.Equal(t, v2, got)
+	assert.Equal(t, landed.SHA256, info.SHA256)
+	assert.Equal(t, int64(len(v2)), info.Size)
+
+	_, _, err = l.OpenBundle(ctx, "Dl", "1.0.0")
+	var nf *NotFoundError
+	require.ErrorAs(t, err, &nf, "a superseded version is not served")
+
+	// Negative control: the same download over altered bytes must fail.
+	bundle := filepath.Join(root, filepath.FromSlash(bundlePath("dl", landed.Generation)))
+	tampered := append([]byte(nil), v2...)
+	tampered[len(tampered)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(bundle, tampered, 0o644))
+	rc, _, err = l.OpenBundle(ctx, "Dl", "2.0.0")
+	require.NoError(t, err)
+	_, err = io.ReadAll(rc)
+	require.NoError(t, rc.Close())
+	var ie *IntegrityError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, landed.SHA256, ie.WantSHA256)
+}
+
+func TestLandingsRunOneAtATime(t *testing.T) {
+	// highWater lands four versions at once and reports how many were inside
+	// the landing at the same moment. The first parks; each other one either
+	// joins it inside (lane too wide) or reports that it waits on the lane.
+	highWater := func(t *testing.T, capacity int) (int32, []string) {
+		ctx := t.Context()
+		l := newLanding(t, DirVolume(t.TempDir()), LandingOptions{})
+		if capacity != 1 {
+			l.lane = newSlots("the landing lane", capacity, l.done)
+		}
+		var inside, high atomic.Int32
+		arrived := make(chan string, 4)
+		waited := make(chan string, 4)
+		rel := newReleaser(t)
+		l.park = func(ctx context.Context, r Record) {
+			n := inside.Add(1)
+			for h := high.Load(); n > h && !high.CompareAndSwap(h, n); h = high.Load() {
+			}
+			arrived <- r.Version
+			rel.wait(ctx)
+			inside.Add(-1)
+		}
+		l.waiting = func(what string) { waited <- what }
+
+		var done []<-chan error
+		done = append(done, landAsync(ctx, l, "Serial", "1.0.0", moduleArchive(t, "Serial", "1.0.0", 2)))
+		receive(t, arrived, "the first landing parking")
+		for i := 2; i <= 4; i++ {
+			v := fmt.Sprintf("%d.0.0", i)
+			done = append(done, landAsync(ctx, l, "Serial", v, moduleArchive(t, "Serial", v, 2)))
+		}
+		var waits []string
+		for range 3 {
+			select {
+			case <-arrived:
+			case w := <-waited:
+				waits = append(waits, w)
+			case <-time.After(bound):
+				require.FailNow(t, "a landing neither entered nor queued within the bound")
+			}
+		}
+		rel.release()
+		for _, d := range done {
+			require.NoError(t, receive(t, d, "a landing finishing"))
+		}
+		return high.Load(), waits
+	}
+
+	high, waits := highWater(t, 1)
+	assert.Equal(t, int32(1), high, "no two landings are ever inside at once")
+	assert.Equal(t, []string{"the landing lane", "the landing lane", "the landing lane"}, waits)
+
+	t.Run("negative control: a lane of two lets landings overlap", func(t *testing.T) {
+		high, _ := highWater(t, 2)
+		assert.Equal(t, int32(2), high)
+	})
+}
+
+func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
+	t.Run("the landing lane", func(t *testing.T) {
+		ctx := t.Context()
+		l := newLanding(t, DirVolume(t.TempDir()), LandingOptions{})
+		parked, rel := parkOn(t, l, "1.0.0")
+		waited := make(chan string, 8)
+		l.waiting = func(what string) { waited <- what }
+		first := landAsync(ctx, l, "Lane", "1.0.0", moduleArchive(t, "Lane", "1.0.0", 1))
+		receive(t, parked, "the first landing parking")
+
+		waitCtx, cancel := context.WithCancel(ctx)
+		second := landAsync(waitCtx, l, "Lane", "2.0.0", moduleArchive(t, "Lane", "2.0.0", 1))
+		assert.Equal(t, "the landing lane", receive(t, waited, "the second landing queuing"))
+		cancel()
+		err := receive(t, second, "the queued landing giving up")
+		var we *WaitError
+		require.ErrorAs(t, err, &we)
+		assert.Equal(t, "the landing lane", we.Waiting)
+		assert.Equal(t, "landing Lane@1.0.0", we.Holder)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Contains(t, err.Error(), "the landing lane")
+
+		rel.release()
+		require.NoError(t, receive(t, first, "the first landing finishing"))
+		// Control: the same landing with the lane free succeeds, so the
+		// error above was the wait and nothing else.
+		_, err = l.Land(ctx, "Lane", "2.0.0", moduleArchive(t, "Lane", "2.0.0", 1))
+		require.NoError(t, err)
+	})
+
+	t.Run("the read pool and the volume", func(t *testing.T) {
+		ctx := t.Context()
+		gv := &gatedVolume{Volume: DirVolume(t.TempDir())}
+		l := newLanding(t, gv, LandingOptions{ReadPool: 1})
+		waited := make(chan string, 8)
+		l.waiting = func(what string) { waited <- what }
+
+		gate := newReleaser(t)
+		entered := gv.arm(gate)
+		firstCtx, cancelFirst := context.WithCancel(ctx)
+		defer cancelFirst()
+		first := readAsync(firstCtx, l)
+		receive(t, entered, "the first read reaching the volume")
+
+		secondCtx, cancelSecond := context.WithCancel(ctx)
+		second := readAsync(secondCtx, l)
+		assert.Equal(t, "the read pool", receive(t, waited, "the second read queuing"))
+		cancelSecond()
+		res := receive(t, second, "the queued read giving up")
+		var we *WaitError
+		require.ErrorAs(t, res.err, &we)
+		assert.Equal(t, "the read pool", we.Waiting)
+		assert.Equal(t, "activation read", we.Holder)
+		assert.ErrorIs(t, res.err, context.Canceled)
+
+		// The first read is held inside a volume operation; ending its
+		// context names the volume and the operation.
+		cancelFirst()
+		res = receive(t, first, "the read held by the volume giving up")
+		require.ErrorAs(t, res.err, &we)
+		assert.Equal(t, "the volume (list modules)", we.Waiting)
+		assert.ErrorIs(t, res.err, context.Canceled)
+
+		// Control: with the pool free and the volume answering, the same read succeeds.
+		_, err := l.Activation(ctx)
+		require.NoError(t, err)
+	})
+}
+
+func TestAScanCostsOperationsPerModuleNotPerRecord(t *testing.T) {
+	ctx := t.Context()
+	cv := CountingVolume(DirVolume(t.TempDir()))
+	l := newLanding(t, cv, LandingOptions{})
+	scanCost := func(scan func() error) OpCounts {
+		before := cv.Ops()
+		require.NoError(t, scan())
+		return cv.Ops().Sub(before)
+	}
+	activation := func() error { _, err := l.Activation(ctx); return err }
+	// readEveryRecord is the scan this package must not be: it reads each
+	// module's whole history. It serves as the negative control below.
+	readEveryRecord := func() error {
+		mods, err := cv.ReadDir(ctx, modulesDir)
+		if err != nil {
+			return err
+		}
+		for _, m := range mods {
+			recs, err := cv.ReadDir(ctx, recordsDir(m.Name()))
+			if err != nil {
+				return err
+			}
+			for _, id := range recordIDs(recs) {
+				if _, err := cv.ReadFile(ctx, recordsDir(m.Name())+"/"+id+recordSuffix); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	landModules := func(from, to int) {
+		for i := from; i < to; i++ {
+			m := fmt.Sprintf("Mod%02d", i)
+			_, err := l.Land(ctx, m, "1.0.0", moduleArchive(t, m, "1.0.0", 1))
+			require.NoError(t, err)
+		}
+	}
+
+	landModules(0, 3)
+	cost3 := scanCost(activation)
+	landModules(3, 6)
+	cost6 := scanCost(activation)
+	landModules(6, 9)
+	cost9 := scanCost(activation)
+	perModule := (cost6.Total() - cost3.Total()) / 3
+	assert.Equal(t, cost6.Total()-cost3.Total(), cost9.Total()-cost6.Total(), "each module adds the same cost")
+	assert.LessOrEqual(t, perModule, int64(2), "one listing and one record read per module")
+	assert.Zero(t, cost9.MkdirAll+cost9.WriteFile+cost9.Rename+cost9.RemoveAll, "a read writes nothing")
+
+	naiveBefore := scanCost(readEveryRecord)
+	for i := range 9 {
+		m := fmt.Sprintf("Mod%02d", i)
+		for _, v := range []string{"1.1.0", "1.2.0", "1.3.0"} {
+			_, err := l.Land(ctx, m, v, moduleArchive(t, m, v, 1))
+			require.NoError(t, err)
+		}
+		_, err := l.Shelve(ctx, m, "1.0.0")
+		require.NoError(t, err)
+	}
+	assert.Equal(t, cost9, scanCost(activation), "five records per module cost what one did")
+	assert.Greater(t, scanCost(readEveryRecord).Total(), naiveBefore.Total(),
+		"negative control: a scan of every record grows with the history the activation ignored")
+}
+
+func TestClosingRefusesNewWorkReleasesWaitersAndShutdownWaitsWithinItsBound(t *testing.T) {
+	ctx := t.Context()
+	l := newLanding(t, DirVolume(t.TempDir()), LandingOptions{})
+	parked, rel := parkOn(t, l, "1.0.0")
+	waited := make(chan string, 8)
+	l.waiting = func(what string) { waited <- what }
+	running := landAsync(ctx, l, "Closing", "1.0.0", moduleArchive(t, "Closing", "1.0.0", 1))
+	receive(t, parked, "the running landing parking")
+	queued := landAsync(ctx, l, "Closing", "2.0.0", moduleArchive(t, "Closing", "2.0.0", 1))
+	receive(t, waited, "the second landing queuing")
+
+	require.NoError(t, l.Close())
+	assert.ErrorIs(t, receive(t, queued, "the queued landing released by Close"), ErrClosed)
+	_, err := l.Activation(ctx)
+	assert.ErrorIs(t, err, ErrClosed)
+
+	// Shutdown waits for the parked landing: with its bound already spent it
+	// says what it was waiting for.
+	spent, cancel := context.WithCancel(ctx)
+	cancel()
+	err = l.Shutdown(spent)
+	var we *WaitError
+	require.ErrorAs(t, err, &we)
+	assert.Equal(t, "running calls to finish (1)", we.Waiting)
+	assert.Equal(t, "landing Closing@1.0.0", we.Holder)
+
+	rel.release()
+	require.NoError(t, receive(t, running, "the running landing finishing after Close"))
+	shut := make(chan error, 1)
+	go func() { shut <- l.Shutdown(ctx) }()
+	require.NoError(t, receive(t, shut, "Shutdown returning once nothing runs"))
+}
+
+func TestNewModuleLandingRefusesNonsenseOptions(t *testing.T) {
+	_, err := NewModuleLanding(nil, LandingOptions{})
+	require.Error(t, err)
+	_, err = NewModuleLanding(DirVolume(t.TempDir()), LandingOptions{ReadPool: -1})
+	require.ErrorContains(t, err, "ReadPool")
+	_, err = NewModuleLanding(DirVolume(t.TempDir()), LandingOptions{Replica: "../x"})
+	require.ErrorContains(t, err, "Replica")
+	l, err := NewModuleLanding(DirVolume(t.TempDir()), LandingOptions{Logger: quietLogger()})
+	require.NoError(t, err, "control: zero options take the defaults")
+	require.NoError(t, l.Close())
+	require.NoError(t, l.Close(), "closing twice is harmless")
+}

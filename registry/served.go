@@ -1,0 +1,285 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/meshrx/meshrx/rx"
+)
+
+// Defaults for ServedOptions fields left zero.
+const (
+	DefaultFreshness        = 30 * time.Second
+	DefaultDerivationBudget = 60 * time.Second
+)
+
+// ServedOptions configures a ServedActivation.
+type ServedOptions struct {
+	// Clock measures freshness and bounds derivations; nil is the real clock.
+	Clock clock.Clock
+	// Freshness is how long a snapshot is served before the next read
+	// starts a re-derivation: the bound within which another replica's
+	// records are absorbed. Default 30s.
+	Freshness time.Duration
+	// DerivationBudget bounds one derivation (a scan of the records).
+	// Default 60s.
+	DerivationBudget time.Duration
+}
+
+// Snapshot is one derived activation list, numbered so that consumers (the
+// index) can tell a new derivation from the one they already built on.
+type Snapshot struct {
+	Activation
+	Seq       uint64    // increases with every published derivation
+	DerivedAt time.Time // when the derivation that produced it started
+}
+
+// ServedActivation is the activation list the index serves: a maintained
+// snapshot, never a scan per request.
+//
+//   - A landing, shelving, uninstall or removal made through it invalidates
+//     the snapshot before it returns, so this replica serves its own writes on
+//     its very next read.
+//   - Records another replica wrote are absorbed within Freshness: the first
+//     read past it still answers at once from the snapshot and starts one
+//     re-derivation, which every concurrent reader shares.
+//   - A derivation that started before a local write is never published over
+//     it (a write generation guards the snapshot).
+//   - The derivation in flight belongs to the service, not to the request
+//     that started it: its slot is claimed by compare-and-swap, its result is
+//     an rx.AsyncSubject fed by the service's own subscription, and the slot
+//     is released only if it still holds this derivation. A request that
+//     gives up leaves the derivation running for the next reader, a fault is
+//     never cached as the answer, and a derivation that finishes late never
+//     evicts its successor.
+//
+// The bundle download keeps the authoritative ModuleLanding.Activation: it
+// decides which bytes a consumer receives.
+type ServedActivation struct {
+	landing   *ModuleLanding
+	clk       clock.Clock
+	freshness time.Duration
+	budget    time.Duration
+
+	mu      sync.Mutex
+	snap    Snapshot
+	has     bool
+	gen     uint64 // bumped by every local write
+	seq     uint64
+	closed  bool
+	running sync.WaitGroup
+
+	inflight    atomic.Pointer[derivation]
+	derivations atomic.Int64
+
+	// Test seams, the negative controls of the tests.
+	releaseAlways bool // release the slot even if it holds a successor
+	ignoreGen     bool // publish whatever finishes, even over a local write
+	requestOwned  bool // the claiming request's abort cancels the scan, and a failed derivation stays in the slot
+}
+
+type derivation struct {
+	gen     uint64
+	started time.Time
+	result  *rx.AsyncSubject[Snapshot]
+	abort   func() // set only by the requestOwned negative control
+}
+
+// NewServedActivation serves the activation of l.
+func NewServedActivation(l *ModuleLanding, opts ServedOptions) *ServedActivation {
+	s := &ServedActivation{landing: l, clk: opts.Clock, freshness: opts.Freshness, budget: opts.DerivationBudget}
+	if s.clk == nil {
+		s.clk = clock.New()
+	}
+	if s.freshness <= 0 {
+		s.freshness = DefaultFreshness
+	}
+	if s.budget <= 0 {
+		s.budget = DefaultDerivationBudget
+	}
+	return s
+}
+
+// Freshness is the bound within which other replicas' records are served.
+func (s *ServedActivation) Freshness() time.Duration { return s.freshness }
+
+// Derivations returns how many derivations (scans) this service has started.
+func (s *ServedActivation) Derivations() int64 { return s.derivations.Load() }
+
+// Read returns the served activation. With a snapshot it answers at once
+// (starting one shared re-derivation if the snapshot is due); without one
+// (at start, or right after a local write) it waits for the derivation in
+// flight. Callers bound the wait, e.g. with rx.TimeoutStage; giving up does
+// not stop the derivation.
+func (s *ServedActivation) Read() rx.Observable[Snapshot] {
+	return rx.Defer(func() rx.Observable[Snapshot] {
+		s.mu.Lock()
+		snap, has, gen := s.snap, s.has, s.gen
+		s.mu.Unlock()
+		if has {
+			if s.clk.Since(snap.DerivedAt) >= s.freshness {
+				s.claim(gen)
+			}
+			return rx.Return(snap)
+		}
+		d := s.claim(gen)
+		if d == nil {
+			return rx.Throw[Snapshot](ErrClosed)
+		}
+		if d.abort != nil { // negative control: the claiming request owns the derivation
+			abort := d.abort
+			d.abort = nil
+			return rx.Finally[Snapshot](d.result, abort)
+		}
+		return d.result
+	})
+}
+
+// Snapshot returns the current snapshot, if any, without starting anything.
+func (s *ServedActivation) Snapshot() (Snapshot, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap, s.has
+}
+
+// claim returns the derivation for write generation gen: the one in flight
+// if it is at least that recent, else a new one it starts.
+func (s *ServedActivation) claim(gen uint64) *derivation {
+	for {
+		cur := s.inflight.Load()
+		if cur != nil && cur.gen >= gen {
+			return cur
+		}
+		d := &derivation{gen: gen, started: s.clk.Now(), result: rx.NewAsyncSubject[Snapshot]()}
+		if s.inflight.CompareAndSwap(cur, d) {
+			if !s.start(d) {
+				s.inflight.CompareAndSwap(d, nil)
+				return nil
+			}
+			return d
+		}
+	}
+}
+
+// start runs d on the service's own subscription: no request can cancel it.
+func (s *ServedActivation) start(d *derivation) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	s.running.Add(1)
+	s.mu.Unlock()
+	s.derivations.Add(1)
+	scan := rx.Create(func(ctx context.Context, o rx.Observer[Activation]) {
+		if s.requestOwned {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			d.abort = cancel
+		}
+		go func() {
+			act, err := s.landing.Activation(ctx)
+			if err != nil {
+				o.OnError(err)
+				return
+			}
+			o.OnNext(act)
+			o.OnCompleted()
+		}()
+	})
+	rx.TimeoutStage(scan, "activation derivation", s.budget, s.clk).Subscribe(rx.NewObserver(
+		func(a Activation) { d.result.OnNext(s.publish(d, a)) },
+		func(err error) {
+			if !s.requestOwned { // the negative control keeps a fault in the slot
+				s.release(d)
+			}
+			s.running.Done()
+			d.result.OnError(err)
+		},
+		func() {
+			s.release(d)
+			s.running.Done()
+			d.result.OnCompleted()
+		},
+	))
+	return true
+}
+
+// publish installs a derivation's result unless a local write came after it
+// started, and returns the snapshot its readers receive either way.
+func (s *ServedActivation) publish(d *derivation, a Activation) Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	snap := Snapshot{Activation: a, Seq: s.seq, DerivedAt: d.started}
+	if s.gen == d.gen || s.ignoreGen {
+		s.snap, s.has = snap, true
+	}
+	return snap
+}
+
+// release frees d's slot, only if the slot still holds d.
+func (s *ServedActivation) release(d *derivation) {
+	if s.releaseAlways {
+		s.inflight.Store(nil)
+		return
+	}
+	s.inflight.CompareAndSwap(d, nil)
+}
+
+// invalidate drops the snapshot after a local write, before the write is
+// reported to its caller.
+func (s *ServedActivation) invalidate() {
+	s.mu.Lock()
+	s.gen++
+	s.has = false
+	s.mu.Unlock()
+}
+
+// Land lands a module version (see ModuleLanding.Land) and invalidates the snapshot.
+func (s *ServedActivation) Land(ctx context.Context, module, version string, archive []byte) (Record, error) {
+	return s.write(s.landing.Land(ctx, module, version, archive))
+}
+
+// Shelve shelves a module version (see ModuleLanding.Shelve) and invalidates the snapshot.
+func (s *ServedActivation) Shelve(ctx context.Context, module, version string) (Record, error) {
+	return s.write(s.landing.Shelve(ctx, module, version))
+}
+
+// Uninstall uninstalls a module (see ModuleLanding.Uninstall) and invalidates the snapshot.
+func (s *ServedActivation) Uninstall(ctx context.Context, module string) (Record, error) {
+	return s.write(s.landing.Uninstall(ctx, module))
+}
+
+// Remove removes a module (see ModuleLanding.Remove) and invalidates the snapshot.
+func (s *ServedActivation) Remove(ctx context.Context, module string) (Record, error) {
+	return s.write(s.landing.Remove(ctx, module))
+}
+
+func (s *ServedActivation) write(r Record, err error) (Record, error) {
+	if err == nil {
+		s.invalidate()
+	}
+	return r, err
+}
+
+// Close refuses new derivations and waits, bounded by ctx, for the one in
+// flight to finish.
+func (s *ServedActivation) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.running.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return errors.Join(errors.New("registry: closing the served activation: a derivation is still running"), ctx.Err())
+	}
+}

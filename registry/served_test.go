@@ -1,0 +1,399 @@
+package registry
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/rx"
+	"github.com/meshrx/meshrx/rx/rxtest"
+)
+
+// replicas returns two ModuleLandings on one root, standing for two
+// replicas of the registry, each seen through a counting volume.
+func replicas(t *testing.T) (a, b *ModuleLanding, av *CountedVolume, gate *heldVolume) {
+	t.Helper()
+	root := t.TempDir()
+	gate = &heldVolume{Volume: DirVolume(root)}
+	av = CountingVolume(gate)
+	a = newLanding(t, av, LandingOptions{Replica: "a"})
+	b = newLanding(t, DirVolume(root), LandingOptions{Replica: "b"})
+	return a, b, av, gate
+}
+
+func newServed(t *testing.T, l *ModuleLanding, clk *rxtest.Clock) *ServedActivation {
+	t.Helper()
+	s := NewServedActivation(l, ServedOptions{Clock: clk})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		require.NoError(t, s.Close(ctx))
+	})
+	return s
+}
+
+// read reads the served activation, waiting at most bound.
+func read(t *testing.T, s *ServedActivation) Snapshot {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	snap, err := rx.First(ctx, s.Read())
+	require.NoError(t, err)
+	return snap
+}
+
+// settle waits at most bound for the derivation in flight, if any, to end.
+func settle(t *testing.T, s *ServedActivation) {
+	t.Helper()
+	if d := s.inflight.Load(); d != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		_, _ = rx.Collect[Snapshot](ctx, d.result)
+		require.NoError(t, ctx.Err(), "the derivation did not finish")
+	}
+}
+
+func land(t *testing.T, l interface {
+	Land(context.Context, string, string, []byte) (Record, error)
+}, module, version string) {
+	t.Helper()
+	_, err := l.Land(context.Background(), module, version, moduleArchive(t, module, version, 2))
+	require.NoError(t, err)
+}
+
+func TestAServedReadDoesNotRescanTheVolume(t *testing.T) {
+	a, b, av, _ := replicas(t)
+	clk := rxtest.NewClock()
+	s := newServed(t, a, clk)
+	land(t, s, "Alpha", "1.0.0")
+	assert.Equal(t, map[string]string{"Alpha": "1.0.0"}, servedVersions(read(t, s).Activation))
+
+	land(t, b, "Beta", "1.0.0") // another replica's record is on the volume
+	act, err := a.Activation(context.Background())
+	require.NoError(t, err)
+	require.Contains(t, servedVersions(act), "Beta", "the authoritative read sees it")
+
+	before := av.Ops()
+	clk.Advance(s.Freshness() - 1)
+	for range 2 {
+		assert.NotContains(t, servedVersions(read(t, s).Activation), "Beta", "fresh: served from the snapshot")
+	}
+	assert.Zero(t, av.Ops().Sub(before).Total(), "served reads touched the volume")
+
+	// Negative control: answering each request with the authoritative read,
+	// as the incident's index did, costs a scan per request.
+	before = av.Ops()
+	for range 2 {
+		_, err := a.Activation(context.Background())
+		require.NoError(t, err)
+	}
+	assert.Positive(t, av.Ops().Sub(before).Total())
+	assert.EqualValues(t, 1, s.Derivations(), "one derivation, at the first read")
+}
+
+func TestThisReplicasOwnLandingIsServedAtOnce(t *testing.T) {
+	a, _, _, _ := replicas(t)
+	clk := rxtest.NewClock()
+	s := newServed(t, a, clk)
+	land(t, s, "Alpha", "1.0.0")
+	read(t, s)
+	land(t, s, "Alpha", "2.0.0")
+	assert.Equal(t, "2.0.0", servedVersions(read(t, s).Activation)["Alpha"], "no freshness wait for our own write")
+
+	// Negative control: a landing that bypasses the service does not
+	// invalidate the snapshot, and is not served while it is fresh.
+	land(t, a, "Alpha", "3.0.0")
+	assert.Equal(t, "2.0.0", servedVersions(read(t, s).Activation)["Alpha"])
+}
+
+func TestAnotherReplicasLandingIsServedOnceTheSnapshotIsDue(t *testing.T) {
+	a, b, _, _ := replicas(t)
+	clk := rxtest.NewClock()
+	s := newServed(t, a, clk)
+	land(t, s, "Alpha", "1.0.0")
+	first := read(t, s)
+	land(t, b, "Beta", "1.0.0")
+
+	clk.Advance(s.Freshness() - 1)
+	assert.NotContains(t, servedVersions(read(t, s).Activation), "Beta")
+	assert.EqualValues(t, 1, s.Derivations(), "not due yet: nothing started")
+
+	clk.Advance(1)
+	due := read(t, s)
+	assert.Equal(t, first.Seq, due.Seq, "the due read answers at once from the snapshot")
+	assert.EqualValues(t, 2, s.Derivations(), "and starts one re-derivation")
+	settle(t, s)
+	assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Beta"])
+}
+
+func TestConcurrentDueReadersShareOneDerivation(t *testing.T) {
+	a, _, av, held := replicas(t)
+	clk := rxtest.NewClock()
+	s := newServed(t, a, clk)
+	land(t, s, "Alpha", "1.0.0")
+	read(t, s)
+	clk.Advance(s.Freshness())
+	gate := newReleaser(t)
+	entered := held.hold(gate)
+	before := av.Ops()
+
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			read(t, s) // each answers at once from the snapshot
+		}()
+	}
+	wg.Wait()
+	receive(t, entered, "the re-derivation reaching the volume")
+	assert.EqualValues(t, 2, s.Derivations(), "100 due readers, one derivation (after the first read's)")
+	gate.release()
+	settle(t, s)
+	oneScan := av.Ops().Sub(before).Total()
+
+	// Negative control: 100 readers each scanning, as the incident's pollers did.
+	before = av.Ops()
+	var wg2 sync.WaitGroup
+	for range 100 {
+		wg2.Add(1)
+		go func() {
+			defer wg2.Done()
+			_, err := a.Activation(context.Background())
+			assert.NoError(t, err)
+		}()
+	}
+	wg2.Wait()
+	assert.Equal(t, 100*oneScan, av.Ops().Sub(before).Total())
+}
+
+func TestConcurrentColdReadersShareOneDerivation(t *testing.T) {
+	a, _, _, _ := replicas(t)
+	clk := rxtest.NewClock()
+	s := newServed(t, a, clk)
+	land(t, a, "Alpha", "1.0.0")
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Alpha"])
+		}()
+	}
+	wg.Wait()
+	assert.EqualValues(t, 1, s.Derivations())
+}
+
+func TestADerivationStartedBeforeALocalWriteIsNotPublished(t *testing.T) {
+	for _, control := range []bool{false, true} {
+		a, _, _, held := replicas(t)
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		s.ignoreGen = control
+		land(t, s, "Alpha", "1.0.0")
+		read(t, s)
+		clk.Advance(s.Freshness())
+		gate := newReleaser(t)
+		entered := held.holdAfterListing(gate)
+		read(t, s) // due: starts a derivation, which lists the modules and waits
+		receive(t, entered, "the stale derivation listing the modules")
+		stale := s.inflight.Load()
+
+		land(t, s, "Beta", "1.0.0") // a local write while it runs
+		fresh := read(t, s)         // derives anew: the write must be served
+		require.Contains(t, servedVersions(fresh.Activation), "Beta")
+		gate.release()
+		_, _ = rx.Collect[Snapshot](context.Background(), stale.result)
+
+		snap, ok := s.Snapshot()
+		require.True(t, ok)
+		if control {
+			// Negative control: publishing whatever finishes last puts the
+			// pre-write listing back over the write.
+			assert.NotContains(t, servedVersions(snap.Activation), "Beta")
+		} else {
+			assert.Contains(t, servedVersions(snap.Activation), "Beta")
+		}
+	}
+}
+
+func TestAnAbortedRequestDoesNotCacheAFault(t *testing.T) {
+	for _, control := range []bool{false, true} {
+		a, _, _, held := replicas(t)
+		land(t, a, "Alpha", "1.0.0")
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		s.requestOwned = control
+		gate := newReleaser(t)
+		entered := held.hold(gate)
+
+		aborted := rxtest.Record(clk, s.Read()) // the first request starts the derivation...
+		receive(t, entered, "the derivation reaching the volume")
+		aborted.Unsubscribe() // ...and gives up
+		gate.release()
+		settle(t, s)
+
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		snap, err := rx.First(ctx, s.Read())
+		cancel()
+		if control {
+			// Negative control: a derivation owned by the request dies with it,
+			// and its fault is what every later reader gets.
+			assert.ErrorIs(t, err, context.Canceled)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Alpha"])
+		assert.EqualValues(t, 1, s.Derivations(), "the next reader got the derivation the aborted one started")
+	}
+}
+
+func TestALateDerivationDoesNotEvictItsSuccessor(t *testing.T) {
+	for _, control := range []bool{false, true} {
+		a, _, _, held := replicas(t)
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		s.releaseAlways = control
+		land(t, s, "Alpha", "1.0.0")
+		read(t, s)
+		require.EqualValues(t, 1, s.Derivations())
+
+		clk.Advance(s.Freshness())
+		first, second := newReleaser(t), newReleaser(t)
+		enteredFirst := held.hold(first)
+		read(t, s) // due: derivation D1 starts and waits
+		receive(t, enteredFirst, "D1 reaching the volume")
+		d1 := s.inflight.Load()
+
+		land(t, s, "Beta", "1.0.0") // a local write: D1 may no longer publish
+		enteredSecond := held.hold(second)
+		waiting := rxtest.Record(clk, s.Read()) // no snapshot: D2 starts and waits
+		receive(t, enteredSecond, "D2 reaching the volume")
+
+		first.release() // D1 finishes late, while D2 is in flight
+		_, _ = rx.Collect[Snapshot](context.Background(), d1.result)
+		late := rxtest.Record(clk, s.Read()) // must join D2, not start D3
+
+		second.release()
+		settle(t, s)
+		settle(t, s)
+		want := int64(3) // the first read, D1, D2
+		if control {
+			want = 4 // D1 evicted D2 from the slot: the late reader started D3
+		}
+		assert.Equal(t, want, s.Derivations())
+		for _, r := range []*rxtest.Recorder[Snapshot]{waiting, late} {
+			require.True(t, r.WaitTerminated(bound))
+			require.NoError(t, r.Err())
+			assert.Contains(t, servedVersions(r.Values()[0].Activation), "Beta")
+		}
+	}
+}
+
+func TestAFailedDerivationIsNotServedAndTheNextReadDerivesAgain(t *testing.T) {
+	a, _, _, held := replicas(t)
+	land(t, a, "Alpha", "1.0.0")
+	clk := rxtest.NewClock()
+	s := newServed(t, a, clk)
+	held.failNext(&fs.PathError{Op: "readdir", Path: modulesDir, Err: os.ErrPermission})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	_, err := rx.First(ctx, s.Read())
+	require.ErrorIs(t, err, os.ErrPermission)
+	_, has := s.Snapshot()
+	assert.False(t, has, "a fault is not a snapshot")
+	assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Alpha"])
+	assert.EqualValues(t, 2, s.Derivations())
+}
+
+func TestAStuckDerivationEndsAtItsBudgetNamingTheStage(t *testing.T) {
+	a, _, _, held := replicas(t)
+	clk := rxtest.NewClock()
+	s := newServed(t, a, clk)
+	gate := newReleaser(t)
+	entered := held.hold(gate)
+	rec := rxtest.Record(clk, s.Read())
+	receive(t, entered, "the derivation reaching the volume")
+	clk.Advance(DefaultDerivationBudget)
+	var te *rx.TimeoutError
+	require.ErrorAs(t, rec.Err(), &te)
+	assert.Equal(t, "activation derivation", te.Stage)
+	gate.release()
+	settle(t, s)
+}
+
+// heldVolume can hold the next scans of the modules directory (in order),
+// either before listing it or right after, until their gates open; and can
+// fail the next one.
+type heldVolume struct {
+	Volume
+	mu    sync.Mutex
+	holds []hold
+	fail  error
+}
+
+type hold struct {
+	gate         *releaser
+	entered      chan struct{}
+	afterListing bool
+}
+
+func (h *heldVolume) hold(gate *releaser) <-chan struct{} { return h.add(hold{gate: gate}) }
+
+func (h *heldVolume) holdAfterListing(gate *releaser) <-chan struct{} {
+	return h.add(hold{gate: gate, afterListing: true})
+}
+
+func (h *heldVolume) add(x hold) <-chan struct{} {
+	x.entered = make(chan struct{}, 1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.holds = append(h.holds, x)
+	return x.entered
+}
+
+func (h *heldVolume) failNext(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fail = err
+}
+
+func (h *heldVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	if name != modulesDir {
+		return h.Volume.ReadDir(ctx, name)
+	}
+	h.mu.Lock()
+	var x *hold
+	if len(h.holds) > 0 {
+		x = &h.holds[0]
+		h.holds = h.holds[1:]
+	}
+	fail := h.fail
+	h.fail = nil
+	h.mu.Unlock()
+	if fail != nil {
+		return nil, fail
+	}
+	if x == nil {
+		return h.Volume.ReadDir(ctx, name)
+	}
+	var entries []fs.DirEntry
+	var err error
+	if x.afterListing {
+		entries, err = h.Volume.ReadDir(ctx, name)
+	}
+	x.entered <- struct{}{}
+	x.gate.wait(ctx)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: ctxErr}
+	}
+	if x.afterListing {
+		return entries, err
+	}
+	return h.Volume.ReadDir(ctx, name)
+}

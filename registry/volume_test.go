@@ -1,0 +1,112 @@
+package registry
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestADirVolumeRefusesNamesThatEscapeItsRoot(t *testing.T) {
+	ctx := t.Context()
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	outside := filepath.Join(base, "outside")
+	require.NoError(t, os.MkdirAll(root, 0o755))
+	require.NoError(t, os.MkdirAll(outside, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "inside"), []byte("inside"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "abslink")))
+	require.NoError(t, os.Symlink("../outside", filepath.Join(root, "rellink")))
+	outsideBefore := tree(t, outside)
+
+	v := DirVolume(root)
+	escapes := map[string]func() error{
+		"read via ..":            func() error { _, err := v.ReadFile(ctx, "../outside/secret"); return err },
+		"read absolute":          func() error { _, err := v.ReadFile(ctx, filepath.Join(outside, "secret")); return err },
+		"read via absolute link": func() error { _, err := v.ReadFile(ctx, "abslink/secret"); return err },
+		"read via relative link": func() error { _, err := v.ReadFile(ctx, "rellink/secret"); return err },
+		"open via link":          func() error { _, err := v.Open(ctx, "rellink/secret"); return err },
+		"list via link":          func() error { _, err := v.ReadDir(ctx, "rellink"); return err },
+		"stat via ..":            func() error { _, err := v.Stat(ctx, "../outside"); return err },
+		"write via link":         func() error { return v.WriteFile(ctx, "rellink/planted", []byte("x")) },
+		"mkdir via ..":           func() error { return v.MkdirAll(ctx, "../outside/planted") },
+		"rename out":             func() error { return v.Rename(ctx, "inside", "../outside/moved") },
+		"rename via link":        func() error { return v.Rename(ctx, "inside", "rellink/moved") },
+		"remove via link":        func() error { return v.RemoveAll(ctx, "rellink/secret") },
+		"remove the root":        func() error { return v.RemoveAll(ctx, ".") },
+	}
+	for name, op := range escapes {
+		assert.Error(t, op(), name)
+	}
+	assert.Equal(t, outsideBefore, tree(t, outside), "nothing outside the root was touched")
+
+	// Control: the same operations on names inside the root work.
+	data, err := v.ReadFile(ctx, "inside")
+	require.NoError(t, err)
+	assert.Equal(t, "inside", string(data))
+	require.NoError(t, v.MkdirAll(ctx, "a/b"))
+	require.NoError(t, v.WriteFile(ctx, "a/b/c", []byte("c")))
+	require.NoError(t, v.Rename(ctx, "a/b/c", "a/d"))
+	entries, err := v.ReadDir(ctx, "a")
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	assert.Equal(t, "b", entries[0].Name())
+	assert.Equal(t, "d", entries[1].Name())
+	f, err := v.Open(ctx, "a/d")
+	require.NoError(t, err)
+	got, err := io.ReadAll(f)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	assert.Equal(t, "c", string(got))
+	require.NoError(t, v.RemoveAll(ctx, "a"))
+	_, err = v.Stat(ctx, "a")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+func TestAVolumeOperationDoesNotStartOnceItsContextIsDone(t *testing.T) {
+	root := t.TempDir()
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	for name, v := range map[string]Volume{
+		"dir volume": DirVolume(root),
+		// A round trip of an hour would hold the test for an hour if the
+		// context were not honoured: the bound is the test's negative control.
+		"slow volume": SlowVolume(DirVolume(root), time.Hour),
+	} {
+		err := v.WriteFile(done, "x", []byte("x"))
+		assert.ErrorIs(t, err, context.Canceled, name)
+		_, err = os.Stat(filepath.Join(root, "x"))
+		assert.ErrorIs(t, err, fs.ErrNotExist, "%s wrote nothing", name)
+	}
+	require.NoError(t, SlowVolume(DirVolume(root), time.Nanosecond).WriteFile(t.Context(), "x", []byte("x")),
+		"control: with a live context the write happens")
+}
+
+func TestCountingVolumeCountsEveryOperationOnce(t *testing.T) {
+	ctx := t.Context()
+	cv := CountingVolume(DirVolume(t.TempDir()))
+	require.NoError(t, cv.MkdirAll(ctx, "d"))
+	require.NoError(t, cv.WriteFile(ctx, "d/f", []byte("f")))
+	require.NoError(t, cv.Rename(ctx, "d/f", "d/g"))
+	_, err := cv.ReadDir(ctx, "d")
+	require.NoError(t, err)
+	_, err = cv.ReadFile(ctx, "d/g")
+	require.NoError(t, err)
+	_, err = cv.ReadFile(ctx, "d/missing")
+	require.Error(t, err, "a failed operation is still a round trip")
+	_, err = cv.Stat(ctx, "d/g")
+	require.NoError(t, err)
+	rc, err := cv.Open(ctx, "d/g")
+	require.NoError(t, err)
+	require.NoError(t, rc.Close())
+	require.NoError(t, cv.RemoveAll(ctx, "d"))
+	assert.Equal(t, OpCounts{MkdirAll: 1, WriteFile: 1, Rename: 1, ReadDir: 1, ReadFile: 2, Stat: 1, RemoveAll: 1, Open: 1}, cv.Ops())
+	assert.Equal(t, int64(9), cv.Ops().Total())
+}
