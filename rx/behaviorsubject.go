@@ -31,6 +31,9 @@ func (s *BehaviorSubject[T]) handle(e subjectEvent[T]) {
 		s.mu.Unlock()
 		s.forEach(func(o Observer[T]) { o.OnNext(e.v) })
 	case kindSubscribe:
+		if e.sub.sc.cancelled() {
+			return
+		}
 		if t, ok := s.add(e.sub); ok {
 			t.replay(e.sub.o)
 			return

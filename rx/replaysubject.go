@@ -28,6 +28,9 @@ func (s *ReplaySubject[T]) handle(e subjectEvent[T]) {
 		s.buf = append(s.buf, e.v)
 		s.forEach(func(o Observer[T]) { o.OnNext(e.v) })
 	case kindSubscribe:
+		if e.sub.sc.cancelled() {
+			return
+		}
 		for _, v := range s.buf {
 			if e.sub.sc.cancelled() {
 				return
