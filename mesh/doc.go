@@ -1,0 +1,42 @@
+// Package mesh defines the mesh: a tree of nodes split into partitions, the
+// query language that reads it, and the router that decides which partition
+// schemas answer a query.
+//
+// # Nodes and partitions
+//
+// A Node lives at a slash-separated Path = Namespace + "/" + ID (or ID at the
+// root). The first segment of the path is the node's partition; a store keeps
+// each partition in a schema of its own, named by the lower-cased segment.
+// Use Node.Normalize to fill and check a node's path fields, and ValidatePath
+// to check a path.
+//
+// # Satellites
+//
+// A segment starting with _ names a satellite container beside its owner:
+// acme/Docs/_Access/g1 is an access grant owned by acme/Docs, stored in the
+// "access" table of the acme schema (TableFor, OwnerOf). A _-prefixed first
+// segment is a global satellite: _Access/g1 is a root-scope grant, stored in
+// a schema named by a registry (DefaultGlobalSatellites). An unregistered one
+// has nowhere to live. _Policy is an ordinary node, not a satellite.
+//
+// # Queries
+//
+// A query is a string in a GitHub-search style language (see Parse):
+//
+//	namespace:acme/Docs nodeType:Article -state:deleted name:*report* sort:lastModified-desc
+//
+// Parse returns a *Query; its String method gives the canonical form, and
+// Matches, Less and NodeTypes give its meaning over nodes, once, for every
+// store to share.
+//
+// # Routing
+//
+// A query whose anchor names a concrete partition is pinned to that schema. A
+// query that names none would have to read every partition schema: the Router
+// refuses it with *UnanchoredQueryError unless it declares partitions:all or
+// its shape is on the shrink-only allow list (mesh/unanchored-queries.allow).
+//
+//	router, _ := mesh.NewRouter(mesh.RouterConfig{})
+//	q, _ := mesh.Parse("namespace:acme/Docs nodeType:Article")
+//	route, err := router.Route(q, knownSchemas) // Pinned, Schemas ["acme"]
+package mesh

@@ -1,0 +1,226 @@
+package mesh
+
+import (
+	"slices"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/meshrx/meshrx/rx"
+)
+
+// FanIn merges the results of several providers of one query into one live
+// result. Every provider must send exactly one Initial; the merged Initial
+// is sent once all have (deduplicated by path, first provider wins, in the
+// query's order, clipped to its limit). A provider that completes without an
+// Initial counts as empty and is named in SilentProviders. If any provider
+// is still silent when budget has passed on clk, the read ends with
+// *ProviderStalledError naming it. Once every provider has been heard, no
+// timer stays armed. After the Initial, live frames pass through, minus
+// duplicates (an Added for a path already in the result is an Updated, a
+// Removed for a path another provider still holds is dropped); a provider's
+// Reset re-sends the merged result as a Reset. Any provider error ends the
+// read.
+func FanIn(q *Query, providers []Provider, clk clock.Clock, budget time.Duration) rx.Observable[Change] {
+	return rx.Defer(func() rx.Observable[Change] {
+		st := newFanIn(q, providers, budget)
+		heard := rx.NewSubject[struct{}]()
+		st.heard = heard
+		sources := make([]rx.Observable[fanInEvent], 0, len(providers)+1)
+		for i, p := range providers {
+			frames := rx.Map(p.Query(q), func(c Change) fanInEvent { return fanInEvent{from: i, change: c} })
+			sources = append(sources, rx.Concat(frames, rx.Return(fanInEvent{from: i, completed: true})))
+		}
+		stall := rx.TakeUntil[time.Time, struct{}](rx.Timer(budget, clk), heard)
+		sources = append(sources, rx.Map(stall, func(time.Time) fanInEvent { return fanInEvent{from: -1} }))
+		steps := rx.Map(rx.Merge(sources...), st.step)
+		return rx.ConcatMap(steps, func(s fanInStep) rx.Observable[Change] {
+			if s.err != nil {
+				return rx.Throw[Change](s.err)
+			}
+			return rx.Of(s.out...)
+		})
+	})
+}
+
+type fanInEvent struct {
+	from      int // provider index; -1 is the stall timer
+	change    Change
+	completed bool
+}
+
+type fanInStep struct {
+	out []Change
+	err error
+}
+
+// fanIn is the state of one subscription; step runs serialised by Merge.
+type fanIn struct {
+	q         *Query
+	names     []string
+	budget    time.Duration
+	heard     *rx.Subject[struct{}]
+	sets      []map[string]Node // each provider's current result
+	initial   []bool
+	silent    []bool
+	parts     [][]string
+	remaining int // providers not yet heard
+	sent      bool
+}
+
+func newFanIn(q *Query, providers []Provider, budget time.Duration) *fanIn {
+	f := &fanIn{q: q, budget: budget, remaining: len(providers)}
+	for _, p := range providers {
+		f.names = append(f.names, p.Name())
+		f.sets = append(f.sets, map[string]Node{})
+	}
+	f.initial = make([]bool, len(providers))
+	f.silent = make([]bool, len(providers))
+	f.parts = make([][]string, len(providers))
+	return f
+}
+
+func (f *fanIn) step(e fanInEvent) fanInStep {
+	if e.from < 0 { // the stall timer fired
+		if f.sent {
+			return fanInStep{}
+		}
+		var missing []string
+		for i, seen := range f.initial {
+			if !seen && !f.silent[i] {
+				missing = append(missing, f.names[i])
+			}
+		}
+		return fanInStep{err: &ProviderStalledError{Providers: missing, Budget: f.budget, Query: f.q.String()}}
+	}
+	if e.completed {
+		if !f.initial[e.from] && !f.silent[e.from] {
+			f.silent[e.from] = true
+			return f.heardOne()
+		}
+		return fanInStep{}
+	}
+	c := e.change
+	switch c.Kind {
+	case Initial, Reset:
+		set := make(map[string]Node, len(c.Items))
+		for _, n := range c.Items {
+			set[pathOf(n)] = n
+		}
+		f.sets[e.from] = set
+		f.parts[e.from] = c.Partitions
+		f.silent[e.from] = false
+		if c.SilentProviders != nil {
+			f.silent[e.from] = true // a provider reporting its own floor
+		}
+		if !f.initial[e.from] {
+			f.initial[e.from] = true
+			return f.heardOne()
+		}
+		if !f.sent {
+			return fanInStep{}
+		}
+		return fanInStep{out: []Change{f.merged(Reset)}}
+	}
+	if !f.initial[e.from] {
+		return fanInStep{} // live frames before a provider's own Initial carry nothing
+	}
+	return fanInStep{out: f.live(e.from, c)}
+}
+
+// heardOne counts a provider heard from; when it was the last, the merged
+// Initial goes out and the stall timer is disarmed.
+func (f *fanIn) heardOne() fanInStep {
+	f.remaining--
+	if f.remaining > 0 {
+		return fanInStep{}
+	}
+	f.sent = true
+	f.heard.OnNext(struct{}{})
+	return fanInStep{out: []Change{f.merged(Initial)}}
+}
+
+func (f *fanIn) merged(kind ChangeKind) Change {
+	seen := map[string]bool{}
+	var items []Node
+	var parts, silent []string
+	for i, set := range f.sets {
+		for p, n := range set {
+			if !seen[p] {
+				seen[p] = true
+				items = append(items, n)
+			}
+		}
+		parts = append(parts, f.parts[i]...)
+		if f.silent[i] {
+			silent = append(silent, f.names[i])
+		}
+	}
+	slices.SortStableFunc(items, func(a, b Node) int {
+		switch {
+		case f.q.Less(a, b):
+			return -1
+		case f.q.Less(b, a):
+			return 1
+		}
+		return 0
+	})
+	if f.q.Limit > 0 && len(items) > f.q.Limit {
+		items = items[:f.q.Limit]
+	}
+	if parts != nil {
+		slices.Sort(parts)
+		parts = slices.Compact(parts)
+	}
+	return Change{Kind: kind, Items: items, Partitions: parts, SilentProviders: silent}
+}
+
+// live applies one provider's live frame and returns what the merged result
+// gains from it.
+func (f *fanIn) live(from int, c Change) []Change {
+	var added, updated, removed []Node
+	for _, n := range c.Items {
+		p := pathOf(n)
+		heldElsewhere := f.heldBy(p, from)
+		switch c.Kind {
+		case Added, Updated:
+			_, had := f.sets[from][p]
+			f.sets[from][p] = n
+			if !f.sent {
+				continue
+			}
+			if had || heldElsewhere {
+				updated = append(updated, n)
+			} else {
+				added = append(added, n)
+			}
+		case Removed:
+			delete(f.sets[from], p)
+			if f.sent && !heldElsewhere {
+				removed = append(removed, n)
+			}
+		}
+	}
+	var out []Change
+	for _, x := range []struct {
+		kind  ChangeKind
+		items []Node
+	}{{Added, added}, {Updated, updated}, {Removed, removed}} {
+		if len(x.items) > 0 {
+			out = append(out, Change{Kind: x.kind, Items: x.items, Partitions: c.Partitions})
+		}
+	}
+	return out
+}
+
+func (f *fanIn) heldBy(path string, except int) bool {
+	for i, set := range f.sets {
+		if i == except {
+			continue
+		}
+		if _, ok := set[path]; ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,165 @@
+package mesh_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
+	"github.com/meshrx/meshrx/rx/rxtest"
+)
+
+// scripted is a provider whose frames come from a subject the test drives.
+type scripted struct {
+	name   string
+	frames *rx.ReplaySubject[mesh.Change]
+}
+
+func newScripted(name string) *scripted {
+	return &scripted{name: name, frames: rx.NewReplaySubject[mesh.Change](0)}
+}
+
+func (s *scripted) Name() string                                 { return s.name }
+func (s *scripted) Query(*mesh.Query) rx.Observable[mesh.Change] { return s.frames }
+
+func node(path, nodeType string) mesh.Node {
+	n, err := mesh.Node{Path: path, NodeType: nodeType}.Normalize()
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+func paths(c mesh.Change) []string {
+	var ps []string
+	for _, n := range c.Items {
+		ps = append(ps, n.Path)
+	}
+	return ps
+}
+
+func mustParse(t *testing.T, s string) *mesh.Query {
+	t.Helper()
+	q, err := mesh.Parse(s)
+	require.NoError(t, err)
+	return q
+}
+
+func TestTheMergedInitialWaitsForEveryProviderAndDeduplicatesInOrder(t *testing.T) {
+	clk := rxtest.NewClock()
+	a, b := newScripted("store"), newScripted("config")
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme"), []mesh.Provider{a, b}, clk, 15*time.Second))
+	a.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/b", "T"), node("acme/a", "T")}, Partitions: []string{"acme"}})
+	assert.Empty(t, rec.Values(), "config has not answered yet")
+	b.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/a", "Dup"), node("acme/c", "T")}})
+	require.Len(t, rec.Values(), 1)
+	first := rec.Values()[0]
+	assert.Equal(t, mesh.Initial, first.Kind)
+	assert.Equal(t, []string{"acme/a", "acme/b", "acme/c"}, paths(first))
+	assert.Equal(t, "T", first.Items[0].NodeType, "the first provider wins a duplicate")
+	assert.Equal(t, []string{"acme"}, first.Partitions)
+	assert.Empty(t, first.SilentProviders)
+	assert.Zero(t, clk.Pending(), "a healthy query leaves no timer armed")
+}
+
+func TestAProviderSilentPastTheBudgetEndsTheReadNamingIt(t *testing.T) {
+	clk := rxtest.NewClock()
+	a, b := newScripted("store"), newScripted("static-config")
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme"), []mesh.Provider{a, b}, clk, 15*time.Second))
+	a.frames.OnNext(mesh.Change{Kind: mesh.Initial})
+	clk.Advance(15*time.Second - 1)
+	require.False(t, rec.Terminated(), "not before the budget")
+	clk.Advance(1)
+	var stalled *mesh.ProviderStalledError
+	require.ErrorAs(t, rec.Err(), &stalled)
+	assert.Equal(t, []string{"static-config"}, stalled.Providers)
+	assert.Equal(t, 15*time.Second, stalled.Budget)
+	assert.Equal(t, mustParse(t, "namespace:acme").String(), stalled.Query)
+	assert.True(t, mesh.IsUnavailable(rec.Err()))
+	assert.Equal(t, rxtest.Error[mesh.Change](15*time.Second, rec.Err()), rec.Events()[0], "exactly at 15 s")
+	// Negative control: the same provider answering one tick before the bound.
+	clk2 := rxtest.NewClock()
+	a2, b2 := newScripted("store"), newScripted("static-config")
+	rec2 := rxtest.Record(clk2, mesh.FanIn(mustParse(t, "namespace:acme"), []mesh.Provider{a2, b2}, clk2, 15*time.Second))
+	a2.frames.OnNext(mesh.Change{Kind: mesh.Initial})
+	clk2.Advance(15*time.Second - 1)
+	b2.frames.OnNext(mesh.Change{Kind: mesh.Initial})
+	clk2.Advance(time.Minute)
+	assert.NoError(t, rec2.Err())
+	assert.Len(t, rec2.Values(), 1)
+}
+
+func TestAProviderThatCompletesWithoutAnInitialIsNamedAsSilent(t *testing.T) {
+	clk := rxtest.NewClock()
+	a, b := newScripted("store"), newScripted("config")
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme"), []mesh.Provider{a, b}, clk, 15*time.Second))
+	a.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/a", "T")}})
+	b.frames.OnCompleted()
+	require.Len(t, rec.Values(), 1)
+	assert.Equal(t, []string{"config"}, rec.Values()[0].SilentProviders)
+	assert.Equal(t, []string{"acme/a"}, paths(rec.Values()[0]))
+	clk.Advance(time.Minute)
+	assert.NoError(t, rec.Err(), "silence by completion is not a stall")
+}
+
+func TestLiveChangesPassThroughDeduplicated(t *testing.T) {
+	clk := rxtest.NewClock()
+	a, b := newScripted("store"), newScripted("config")
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme"), []mesh.Provider{a, b}, clk, 15*time.Second))
+	a.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/a", "T")}})
+	b.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/a", "T")}})
+	a.frames.OnNext(mesh.Change{Kind: mesh.Added, Items: []mesh.Node{node("acme/n", "T")}})
+	b.frames.OnNext(mesh.Change{Kind: mesh.Added, Items: []mesh.Node{node("acme/n", "T")}})   // already there
+	a.frames.OnNext(mesh.Change{Kind: mesh.Removed, Items: []mesh.Node{node("acme/a", "T")}}) // config still holds it
+	b.frames.OnNext(mesh.Change{Kind: mesh.Removed, Items: []mesh.Node{node("acme/a", "T")}}) // now gone
+	var kinds []string
+	for _, c := range rec.Values()[1:] {
+		kinds = append(kinds, c.Kind.String()+" "+paths(c)[0])
+	}
+	assert.Equal(t, []string{"added acme/n", "updated acme/n", "removed acme/a"}, kinds)
+}
+
+func TestAProviderResetResendsTheMergedResult(t *testing.T) {
+	clk := rxtest.NewClock()
+	a := newScripted("store")
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme"), []mesh.Provider{a}, clk, 15*time.Second))
+	a.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/a", "T")}})
+	a.frames.OnNext(mesh.Change{Kind: mesh.Reset, Items: []mesh.Node{node("acme/b", "T")}})
+	require.Len(t, rec.Values(), 2)
+	assert.Equal(t, mesh.Reset, rec.Values()[1].Kind)
+	assert.Equal(t, []string{"acme/b"}, paths(rec.Values()[1]))
+}
+
+func TestAProviderErrorEndsTheRead(t *testing.T) {
+	clk := rxtest.NewClock()
+	a, b := newScripted("store"), newScripted("config")
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme"), []mesh.Provider{a, b}, clk, 15*time.Second))
+	a.frames.OnError(rxtest.ErrTest)
+	assert.ErrorIs(t, rec.Err(), rxtest.ErrTest)
+	assert.Zero(t, clk.Pending())
+}
+
+func TestTheMergedInitialHonoursSortAndLimit(t *testing.T) {
+	clk := rxtest.NewClock()
+	a, b := newScripted("a"), newScripted("b")
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme sort:name-desc limit:2"), []mesh.Provider{a, b}, clk, time.Second))
+	n := func(path, name string) mesh.Node { x := node(path, "T"); x.Name = name; return x }
+	a.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{n("acme/1", "a"), n("acme/2", "c")}})
+	b.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{n("acme/3", "b"), n("acme/4", "c")}})
+	assert.Equal(t, []string{"acme/2", "acme/4"}, paths(rec.Values()[0]), "name desc, then path")
+}
+
+func TestBudgetsNestStrictly(t *testing.T) {
+	b := mesh.DefaultBudgets()
+	assert.Equal(t, mesh.Budgets{Operation: 30 * time.Second, Nested: 25 * time.Second, Permission: 20 * time.Second, QueryInitial: 15 * time.Second}, b)
+	require.NoError(t, b.Validate())
+	assert.Error(t, mesh.Budgets{Operation: 10 * time.Second, Nested: 10 * time.Second, Permission: 5 * time.Second, QueryInitial: time.Second}.Validate())
+	for _, d := range []time.Duration{time.Millisecond, time.Second, 6 * time.Second, time.Hour} {
+		assert.Less(t, mesh.Nest(d), d)
+		assert.Positive(t, mesh.Nest(d))
+	}
+	require.NoError(t, mesh.BudgetsFrom(2*time.Second).Validate())
+}

@@ -1,0 +1,145 @@
+package mesh
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// State is the lifecycle state of a node. The zero value is StateActive.
+type State uint8
+
+const (
+	StateActive State = iota
+	StateNew
+	StateTransient
+	StateRejected
+	StateDeleted
+)
+
+func stateNames() [5]string {
+	return [...]string{"active", "new", "transient", "rejected", "deleted"}
+}
+
+// String returns the lower-case name of s, as it appears in JSON and queries.
+func (s State) String() string {
+	if names := stateNames(); int(s) < len(names) {
+		return names[s]
+	}
+	return "state(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ParseState returns the State named s (case-insensitive).
+func ParseState(s string) (State, error) {
+	names := stateNames()
+	for i, name := range names {
+		if strings.EqualFold(s, name) {
+			return State(i), nil
+		}
+	}
+	return 0, fmt.Errorf("mesh: unknown node state %q; want one of %s", s, strings.Join(names[:], ", "))
+}
+
+// MarshalText encodes s as its name; it fails for a value with no name.
+func (s State) MarshalText() ([]byte, error) {
+	if int(s) >= len(stateNames()) {
+		return nil, fmt.Errorf("mesh: cannot encode unknown node %s", s)
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText decodes a state name (case-insensitive).
+func (s *State) UnmarshalText(b []byte) error {
+	v, err := ParseState(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// Node is one entry of the mesh. Path = Namespace + "/" + ID, or ID at the root.
+type Node struct {
+	ID           string          `json:"id"`
+	Namespace    string          `json:"namespace"`
+	Path         string          `json:"path"`
+	NodeType     string          `json:"nodeType"`
+	Name         string          `json:"name"`
+	MainNode     string          `json:"mainNode"` // owner path for satellites; Path otherwise
+	Content      json.RawMessage `json:"content,omitempty"`
+	Version      int64           `json:"version"`
+	State        State           `json:"state"`
+	LastModified time.Time       `json:"lastModified,omitzero"`
+}
+
+// NodeError reports a node whose fields are inconsistent or invalid.
+type NodeError struct {
+	Path   string // the node's path, or its id when it has no path
+	Field  string // the JSON name of the offending field
+	Reason string
+	Err    error // underlying cause, such as a *PathError; may be nil
+}
+
+func (e *NodeError) Error() string {
+	msg := fmt.Sprintf("mesh: node %s: %s: %s", quoteClipped(e.Path, 64), e.Field, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// Normalize returns n with Path filled from Namespace and ID (or Namespace and
+// ID from Path), MainNode defaulted to the owner of a satellite or to Path, and
+// every field validated. It returns a *NodeError (wrapping a *PathError for a
+// bad path) and leaves n untouched.
+func (n Node) Normalize() (Node, error) {
+	name := n.Path
+	if name == "" {
+		name = JoinPath(n.Namespace, n.ID)
+	}
+	fail := func(field, reason string, err error) (Node, error) {
+		return Node{}, &NodeError{Path: name, Field: field, Reason: reason, Err: err}
+	}
+	if n.Path == "" {
+		if n.ID == "" {
+			return fail("id", "a node needs an id or a path", nil)
+		}
+		if strings.Contains(n.ID, "/") {
+			return fail("id", "an id is one path segment; put the rest in namespace", nil)
+		}
+		n.Path = JoinPath(n.Namespace, n.ID)
+	}
+	if err := ValidatePath(n.Path); err != nil {
+		return fail("path", "invalid path", err)
+	}
+	ns, id := SplitPath(n.Path)
+	if n.ID != "" && n.ID != id {
+		return fail("id", fmt.Sprintf("id %q does not match path (want %q)", n.ID, id), nil)
+	}
+	if n.Namespace != "" && n.Namespace != ns {
+		return fail("namespace", fmt.Sprintf("namespace %q does not match path (want %q)", n.Namespace, ns), nil)
+	}
+	n.ID, n.Namespace = id, ns
+	if n.MainNode == "" {
+		n.MainNode = OwnerOf(n.Path)
+		if n.MainNode == "" {
+			n.MainNode = n.Path
+		}
+	} else if err := ValidatePath(n.MainNode); err != nil {
+		return fail("mainNode", "invalid main node path", err)
+	}
+	if len(n.Content) > 0 && !json.Valid(n.Content) {
+		return fail("content", "content is not valid JSON", nil)
+	}
+	if n.Version < 0 {
+		return fail("version", fmt.Sprintf("version %d is negative", n.Version), nil)
+	}
+	if int(n.State) >= len(stateNames()) {
+		return fail("state", fmt.Sprintf("unknown %s", n.State), nil)
+	}
+	return n, nil
+}

@@ -1,0 +1,44 @@
+package mesh
+
+import (
+	"context"
+
+	"github.com/meshrx/meshrx/rx"
+)
+
+// Service is a mesh store: memstore in process, pgstore on PostgreSQL. Every
+// store passes the same conformance suite (mesh/meshtest).
+type Service interface {
+	// Query parses q, routes it and returns its live result: an Initial frame
+	// with the full result, then Added/Updated/Removed frames as writes land
+	// (and Reset after a gap in the feed). A query that does not parse fails
+	// with *ParseError, one the router refuses with *UnanchoredQueryError, an
+	// unroutable one answers an empty Initial. A provider that stays silent
+	// past the initial budget ends it with *ProviderStalledError.
+	Query(q string) rx.Observable[Change]
+
+	// Get reads one node: the node then completion when it is present,
+	// completion alone when it is absent, an error when the store could not
+	// find out (IsUnavailable reports true). "Could not find out" is never
+	// "absent".
+	Get(path string) rx.Observable[Node]
+
+	// Put writes n (normalised: Path or Namespace+ID) and returns what was
+	// stored. The version is bumped only when something visible changed.
+	Put(ctx context.Context, n Node) (Node, error)
+
+	// Delete removes the node at path; deleting an absent node is not an error.
+	Delete(ctx context.Context, path string) error
+
+	// Changes announces every write, from this process and (for shared
+	// stores) from its replicas.
+	Changes() rx.Observable[ChangeNotice]
+}
+
+// Provider is one source of a query's result, merged by FanIn. It must send
+// exactly one Initial frame first; it may complete after it (a one-shot
+// read) or stay live.
+type Provider interface {
+	Name() string
+	Query(q *Query) rx.Observable[Change]
+}
