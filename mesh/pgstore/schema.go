@@ -1,0 +1,256 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Names fixed by the schema.
+const (
+	// NotifyChannel is the channel every node table's trigger notifies with a
+	// JSON payload {"path": ..., "op": "INSERT"|"UPDATE"|"DELETE", "node_type": ...}.
+	NotifyChannel = "mesh_node_changes"
+	// NodesTable holds a partition's nodes that are not satellites.
+	NodesTable = "mesh_nodes"
+	// GlobalAccessSchema holds the global _Access satellite; it is never a
+	// partition and never searched by a fan-out.
+	GlobalAccessSchema = "system_access"
+	// MaxSchemaNameLen is PostgreSQL's identifier limit in bytes; a longer
+	// name would be silently truncated, letting two partitions collide.
+	MaxSchemaNameLen = 63
+)
+
+// LockBudget bounds each wait for one of pgstore's advisory locks (the
+// migration lock, a partition's creation lock).
+const LockBudget = 30 * time.Second
+
+// Tables returns the node tables every partition schema (and
+// GlobalAccessSchema) has: NodesTable, then the satellite tables.
+func Tables() []string {
+	return []string{NodesTable, "access", "notifications", "threads", "activities"}
+}
+
+// migrationLockKey is the advisory lock serialising migrators ("meshrx" in
+// ASCII, then 1).
+const migrationLockKey int64 = 0x6d65736872780001
+
+// DB is what Migrate and EnsurePartition need: *pgxpool.Pool, *pgx.Conn and
+// pgx.Tx all satisfy it. Each call runs in a transaction of its own (a
+// savepoint when db is a pgx.Tx).
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// PartitionNameError reports a partition name that cannot be a schema.
+type PartitionNameError struct {
+	Partition string // as given
+	Reason    string
+}
+
+func (e *PartitionNameError) Error() string {
+	return fmt.Sprintf("pgstore: partition %q cannot be stored: %s", e.Partition, e.Reason)
+}
+
+// LockTimeoutError reports that one of pgstore's advisory locks was not
+// granted within LockBudget.
+type LockTimeoutError struct {
+	Lock  string // what the lock guards
+	After time.Duration
+	Err   error
+}
+
+func (e *LockTimeoutError) Error() string {
+	return fmt.Sprintf("pgstore: waited %s for the %s and did not get it: %v", e.After, e.Lock, e.Err)
+}
+
+func (e *LockTimeoutError) Unwrap() error { return e.Err }
+
+// MigrationChangedError reports that an applied migration's file differs
+// from what was applied: the database and this build disagree about the
+// schema, and guessing would lose data.
+type MigrationChangedError struct {
+	Name            string
+	Applied, ByFile string // SHA-256 of the SQL, hex
+}
+
+func (e *MigrationChangedError) Error() string {
+	return fmt.Sprintf("pgstore: migration %s was applied with checksum %s but the file now has %s; "+
+		"add a new migration instead of editing an applied one", e.Name, e.Applied, e.ByFile)
+}
+
+// ErrNotMigrated is wrapped by EnsurePartition's error when the database
+// lacks pgstore's schema.
+var ErrNotMigrated = errors.New("pgstore: the database is not migrated (run Migrate first)")
+
+// SchemaName returns the schema of a partition: its name lower-cased. It
+// fails with a *PartitionNameError for a name that cannot be a partition
+// schema: empty, not UTF-8, containing '/' or NUL, longer than
+// MaxSchemaNameLen bytes once lower-cased, starting with '_' (a global
+// satellite) or "pg_" (reserved by PostgreSQL), or one of public,
+// information_schema and GlobalAccessSchema.
+func SchemaName(partition string) (string, error) {
+	bad := func(reason string) (string, error) {
+		return "", &PartitionNameError{Partition: partition, Reason: reason}
+	}
+	switch {
+	case partition == "":
+		return bad("the name is empty")
+	case !utf8.ValidString(partition):
+		return bad("the name is not valid UTF-8")
+	case strings.ContainsRune(partition, 0):
+		return bad("the name contains a NUL byte")
+	case strings.Contains(partition, "/"):
+		return bad("a partition is one path segment and cannot contain '/'")
+	case strings.HasPrefix(partition, "_"):
+		return bad("a name starting with '_' is a global satellite, routed through its registry, not a partition")
+	}
+	schema := strings.ToLower(partition)
+	switch {
+	case len(schema) > MaxSchemaNameLen:
+		return bad(fmt.Sprintf("the lower-cased name is %d bytes; schema names are limited to %d", len(schema), MaxSchemaNameLen))
+	case strings.HasPrefix(schema, "pg_"):
+		return bad("names starting with pg_ are reserved by PostgreSQL")
+	case schema == "public" || schema == "information_schema" || schema == GlobalAccessSchema:
+		return bad("the name belongs to a schema that is not a partition")
+	}
+	return schema, nil
+}
+
+// EnsurePartition creates the schema of a partition, with its node tables,
+// indexes and notify triggers, unless it exists, registers it in
+// public.searchable_schemas, and returns the schema name. It is meant for the
+// first write to a partition; concurrent calls for one partition create it
+// once and all succeed.
+func EnsurePartition(ctx context.Context, db DB, partition string) (schema string, err error) {
+	schema, err = SchemaName(partition)
+	if err != nil {
+		return "", err
+	}
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `SELECT public.ensure_partition_schema($1, $2)`, schema, LockBudget)
+		return err
+	})
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		return schema, nil
+	case errors.As(err, &pgErr) && pgErr.Code == "42883": // undefined_function
+		return "", fmt.Errorf("pgstore: creating partition schema %q: %w: %w", schema, ErrNotMigrated, err)
+	case errors.As(err, &pgErr) && pgErr.Code == "55P03": // lock_not_available
+		return "", &LockTimeoutError{Lock: fmt.Sprintf("creation lock of partition schema %q", schema), After: LockBudget, Err: err}
+	}
+	return "", fmt.Errorf("pgstore: creating partition schema %q: %w", schema, err)
+}
+
+// Migrate brings the database to this build's schema by applying, in name
+// order, the embedded migrations it has not applied yet, each recorded in
+// public.meshrx_migrations with its checksum. Running it again changes
+// nothing. Concurrent migrators (replicas starting together) are serialised
+// by an advisory lock.
+func Migrate(ctx context.Context, db DB) error {
+	migrations, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if err := lockMigrations(ctx, tx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS public.meshrx_migrations (
+			name       TEXT PRIMARY KEY,
+			checksum   TEXT NOT NULL,
+			applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+		)`); err != nil {
+			return fmt.Errorf("pgstore: creating the migrations table: %w", err)
+		}
+		rows, err := tx.Query(ctx, `SELECT name, checksum FROM public.meshrx_migrations`)
+		if err != nil {
+			return fmt.Errorf("pgstore: reading applied migrations: %w", err)
+		}
+		applied := map[string]string{}
+		var name, sum string
+		if _, err := pgx.ForEachRow(rows, []any{&name, &sum}, func() error {
+			applied[name] = sum
+			return nil
+		}); err != nil {
+			return fmt.Errorf("pgstore: reading applied migrations: %w", err)
+		}
+		for _, m := range migrations {
+			if sum, ok := applied[m.name]; ok {
+				if sum != m.checksum {
+					return &MigrationChangedError{Name: m.name, Applied: sum, ByFile: m.checksum}
+				}
+				continue
+			}
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return fmt.Errorf("pgstore: applying migration %s: %w", m.name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO public.meshrx_migrations (name, checksum) VALUES ($1, $2)`,
+				m.name, m.checksum); err != nil {
+				return fmt.Errorf("pgstore: recording migration %s: %w", m.name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// lockMigrations takes the migration lock, waiting at most LockBudget
+// (lock_timeout, restored once the lock is held).
+func lockMigrations(ctx context.Context, tx pgx.Tx) error {
+	var previous string
+	if err := tx.QueryRow(ctx, `SELECT current_setting('lock_timeout')`).Scan(&previous); err != nil {
+		return fmt.Errorf("pgstore: reading lock_timeout: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprint(LockBudget.Milliseconds())); err != nil {
+		return fmt.Errorf("pgstore: setting lock_timeout: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+			return &LockTimeoutError{Lock: "migration lock", After: LockBudget, Err: err}
+		}
+		return fmt.Errorf("pgstore: waiting for the migration lock: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, previous); err != nil {
+		return fmt.Errorf("pgstore: restoring lock_timeout: %w", err)
+	}
+	return nil
+}
+
+type migration struct {
+	name, sql, checksum string
+}
+
+func loadMigrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: listing migrations: %w", err)
+	}
+	slices.Sort(names)
+	migrations := make([]migration, 0, len(names))
+	for _, name := range names {
+		b, err := migrationFiles.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: reading migration %s: %w", name, err)
+		}
+		sum := sha256.Sum256(b)
+		migrations = append(migrations, migration{name: path.Base(name), sql: string(b), checksum: hex.EncodeToString(sum[:])})
+	}
+	return migrations, nil
+}
