@@ -1,0 +1,44 @@
+package mesh
+
+import (
+	"context"
+	"strings"
+)
+
+// SecuritySnapshot is every node of the security types, from every
+// partition: the input of the access fold. Version changes whenever a write
+// changes the set, so a reader can keep what it built from it until then.
+type SecuritySnapshot struct {
+	Version int64
+	Nodes   []Node
+}
+
+// SecurityReader is implemented by stores that maintain the security
+// materialisation: the nodes whose type is one of SecurityTypes (or a type
+// the store was configured to gate), kept up to date by the write path
+// itself rather than read by a query. The access fold must never be paged or
+// narrowed — a short read is a vanished grant or a deny that fails open — so
+// it reads this complete set, not a fan-out.
+type SecurityReader interface {
+	SecurityNodes(ctx context.Context) (SecuritySnapshot, error)
+}
+
+// SecurityTypes returns the node types of the access fold: the same types
+// the router never narrows.
+func SecurityTypes() []string { return NeverNarrowedTypes() }
+
+// IsSecurityType reports whether nodeType is one of SecurityTypes or gated
+// (compared without case).
+func IsSecurityType(nodeType string, gated []string) bool {
+	for _, t := range SecurityTypes() {
+		if strings.EqualFold(t, nodeType) {
+			return true
+		}
+	}
+	for _, t := range gated {
+		if strings.EqualFold(t, nodeType) {
+			return true
+		}
+	}
+	return false
+}
