@@ -1,0 +1,297 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const testInstanceKey = "mwi_test_key"
+
+// scriptedRegistry is a real HTTP server whose n-th request (from 0) is
+// answered by answer; it records when each request arrived and what it was.
+type scriptedRegistry struct {
+	*httptest.Server
+	answer func(n int, w http.ResponseWriter, r *http.Request)
+
+	mu       sync.Mutex
+	arrived  []time.Time
+	paths    []string
+	keys     []string
+	ifNoneOf []string
+}
+
+func newScriptedRegistry(t *testing.T, answer func(n int, w http.ResponseWriter, r *http.Request)) *scriptedRegistry {
+	t.Helper()
+	s := &scriptedRegistry{answer: answer}
+	s.Server = serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		n := len(s.arrived)
+		s.arrived = append(s.arrived, time.Now())
+		s.paths = append(s.paths, r.URL.EscapedPath())
+		s.keys = append(s.keys, r.Header.Get("Authorization"))
+		s.ifNoneOf = append(s.ifNoneOf, r.Header.Get("If-None-Match"))
+		s.mu.Unlock()
+		s.answer(n, w, r)
+	}))
+	return s
+}
+
+func (s *scriptedRegistry) requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.arrived)
+}
+
+func (s *scriptedRegistry) gap(i int) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.arrived[i].Sub(s.arrived[i-1])
+}
+
+// newTestClient returns a Client for srv whose idle connections are closed
+// when the test ends.
+func newTestClient(t *testing.T, srv *httptest.Server, opts ClientOptions) *Client {
+	t.Helper()
+	opts.BaseURL, opts.Key, opts.HTTPClient = srv.URL, testInstanceKey, srv.Client()
+	if opts.Logger == nil {
+		opts.Logger = quietLogger()
+	}
+	c, err := NewClient(opts)
+	require.NoError(t, err)
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// boundedContext is the test's context cut at bound: a client call that
+// does not return by then fails the test instead of hanging it.
+func boundedContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), bound)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func writeIndex(w http.ResponseWriter, etag string, idx Index) {
+	w.Header().Set("Content-Type", "application/json")
+	if etag != "" {
+		w.Header().Set("ETag", etag)
+	}
+	_ = json.NewEncoder(w).Encode(idx)
+}
+
+func unavailable(retryAfter string) func(int, http.ResponseWriter, *http.Request) {
+	return func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", retryAfter)
+		http.Error(w, `{"error":"no answer within 25s","waitingOn":["pushed artifacts record"]}`, http.StatusServiceUnavailable)
+	}
+}
+
+var demoIndex = Index{Bundles: []IndexEntry{{Plugin: "Acme.Crm", Version: "1.2.0", URL: "https://r.example/api/plugins/bundles/Acme.Crm/1.2.0", SHA256: "ab"}}}
+
+func TestAnEmptyRegistryURLIsRefusedNamingTheSetting(t *testing.T) {
+	for _, base := range []string{"", "   ", "/api", "registry.example.com/api", "ftp://registry.example.com"} {
+		_, err := NewClient(ClientOptions{BaseURL: base, Key: testInstanceKey})
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce, "base %q", base)
+		assert.Equal(t, RegistryURLSetting, ce.Setting, "base %q", base)
+		assert.Contains(t, err.Error(), RegistryURLSetting, "base %q", base)
+	}
+	_, err := NewClient(ClientOptions{BaseURL: "   "})
+	assert.ErrorContains(t, err, "blank", "whitespace is not an absent value: say what it is")
+
+	env := func(kv map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
+	}
+	good := map[string]string{RegistryURLSetting: "https://registry.example.com", InstanceKeySetting: testInstanceKey}
+	for _, c := range []struct {
+		name    string
+		env     map[string]string
+		setting string
+		problem string
+	}{
+		{"url missing", map[string]string{InstanceKeySetting: testInstanceKey}, RegistryURLSetting, "is not set"},
+		{"url present but empty", map[string]string{RegistryURLSetting: "", InstanceKeySetting: testInstanceKey}, RegistryURLSetting, "is set but empty"},
+		{"url whitespace", map[string]string{RegistryURLSetting: " \t", InstanceKeySetting: testInstanceKey}, RegistryURLSetting, "is set but empty"},
+		{"url relative", map[string]string{RegistryURLSetting: "/api", InstanceKeySetting: testInstanceKey}, RegistryURLSetting, "is not an absolute URL"},
+		{"key present but empty", map[string]string{RegistryURLSetting: "https://registry.example.com", InstanceKeySetting: ""}, InstanceKeySetting, "is set but empty"},
+		{"key missing", map[string]string{RegistryURLSetting: "https://registry.example.com"}, InstanceKeySetting, "is not set"},
+	} {
+		_, err := ClientOptionsFromEnv(env(c.env))
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce, c.name)
+		assert.Equal(t, c.setting, ce.Setting, c.name)
+		assert.Contains(t, err.Error(), c.setting+" "+c.problem, c.name)
+		assert.NotContains(t, err.Error(), testInstanceKey, "%s: an error never repeats the key", c.name)
+	}
+
+	// Control: the same reading with both settings present succeeds.
+	opts, err := ClientOptionsFromEnv(env(good))
+	require.NoError(t, err)
+	assert.Equal(t, ClientOptions{BaseURL: "https://registry.example.com", Key: testInstanceKey}, opts)
+	_, err = NewClient(opts)
+	require.NoError(t, err)
+}
+
+func TestTheClientWaitsWhatRetryAfterAsksBeforeTheNextAttempt(t *testing.T) {
+	const asked = 2 * time.Second
+	srv := newScriptedRegistry(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 0 {
+			unavailable("2")(n, w, r)
+			return
+		}
+		writeIndex(w, `"v1"`, demoIndex)
+	})
+	c := newTestClient(t, srv.Server, ClientOptions{})
+
+	ctx, cancel := context.WithTimeout(t.Context(), asked+bound)
+	defer cancel()
+	idx, etag, err := c.Index(ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, demoIndex, idx)
+	assert.Equal(t, `"v1"`, etag)
+	require.Equal(t, 2, srv.requests())
+	// Measured on the server's own clock. Without honouring Retry-After the
+	// client's backoff would retry after 1s, and this would fail.
+	assert.GreaterOrEqual(t, srv.gap(1), asked)
+}
+
+func TestRetryAfterIsCappedByMaxRetryWait(t *testing.T) {
+	const capped = 50 * time.Millisecond
+	srv := newScriptedRegistry(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 0 {
+			unavailable("3600")(n, w, r)
+			return
+		}
+		writeIndex(w, "", demoIndex)
+	})
+	c := newTestClient(t, srv.Server, ClientOptions{MaxRetryWait: capped})
+
+	// Uncapped, the client would wait an hour and the bounded context would
+	// end the call with an error.
+	_, _, err := c.Index(boundedContext(t), "")
+	require.NoError(t, err)
+	require.Equal(t, 2, srv.requests())
+	assert.GreaterOrEqual(t, srv.gap(1), capped)
+}
+
+func TestAttemptsAreBoundedAndExhaustionIsAnHTTPError(t *testing.T) {
+	for _, c := range []struct {
+		attempts, want int
+	}{{0, DefaultAttempts}, {4, 4}} {
+		srv := newScriptedRegistry(t, unavailable("0"))
+		client := newTestClient(t, srv.Server, ClientOptions{Attempts: c.attempts})
+
+		_, _, err := client.Index(boundedContext(t), "")
+		var he *HTTPError
+		require.ErrorAs(t, err, &he)
+		assert.Equal(t, http.StatusServiceUnavailable, he.Status)
+		assert.Equal(t, c.want, he.Attempts)
+		assert.Equal(t, c.want, srv.requests(), "exactly Attempts requests")
+		assert.Contains(t, he.Body, "pushed artifacts record", "the registry's own reason is kept")
+		assert.Equal(t, srv.URL+IndexPath, he.URL)
+	}
+}
+
+func TestOnlyTooManyRequestsAndServerErrorsAreRetried(t *testing.T) {
+	for _, c := range []struct {
+		status, requests int
+	}{
+		{http.StatusUnauthorized, 1},
+		{http.StatusNotFound, 1},
+		{http.StatusTooManyRequests, 3}, // control: the same client does retry what may pass
+	} {
+		srv := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, http.StatusText(c.status), c.status)
+		})
+		client := newTestClient(t, srv.Server, ClientOptions{Attempts: 3})
+
+		_, _, err := client.Index(boundedContext(t), "")
+		var he *HTTPError
+		require.ErrorAs(t, err, &he, "status %d", c.status)
+		assert.Equal(t, c.status, he.Status)
+		assert.Equal(t, c.requests, he.Attempts, "status %d", c.status)
+		assert.Equal(t, c.requests, srv.requests(), "status %d", c.status)
+	}
+}
+
+func TestAnAttemptThatHangsIsCutAtItsTimeout(t *testing.T) {
+	const attemptTimeout = 100 * time.Millisecond
+	srv := newScriptedRegistry(t, func(_ int, _ http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // never answers; the client's leaving ends it
+	})
+	c := newTestClient(t, srv.Server, ClientOptions{Attempts: 2, AttemptTimeout: attemptTimeout, MaxRetryWait: time.Millisecond})
+
+	// Without the attempt timeout the call would be held until the test's
+	// bounded context ends, and the error would be that context's.
+	ctx := boundedContext(t)
+	_, _, err := c.Index(ctx, "")
+	var te *TransportError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, 2, te.Attempts)
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	assert.True(t, ne.Timeout(), "the attempt timed out: %v", err)
+	assert.NoError(t, ctx.Err(), "it was the attempt's bound that ended the call, not the caller's")
+	assert.Equal(t, 2, srv.requests())
+}
+
+func TestAnUnchangedIndexIsNotModified(t *testing.T) {
+	srv := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		writeIndex(w, `"v1"`, demoIndex)
+	})
+	c := newTestClient(t, srv.Server, ClientOptions{})
+
+	idx, etag, err := c.Index(boundedContext(t), "")
+	require.NoError(t, err)
+	assert.Equal(t, demoIndex, idx)
+	_, again, err := c.Index(boundedContext(t), etag)
+	require.ErrorIs(t, err, ErrNotModified)
+	assert.Equal(t, `"v1"`, again)
+
+	assert.Equal(t, []string{"", `"v1"`}, srv.ifNoneOf)
+	assert.Equal(t, []string{"Bearer " + testInstanceKey, "Bearer " + testInstanceKey}, srv.keys)
+	assert.Equal(t, []string{IndexPath, IndexPath}, srv.paths)
+}
+
+func TestADownloadAsksForTheBundleByNameAndRefusesUnsafeNames(t *testing.T) {
+	bundle := randomBytes(8 << 10)
+	srv := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(bundle) })
+	c := newTestClient(t, srv.Server, ClientOptions{})
+
+	rc, err := c.Download(boundedContext(t), "Acme.Crm", "1.2.0+build.7")
+	require.NoError(t, err)
+	got, err := io.ReadAll(rc)
+	require.NoError(t, rc.Close())
+	require.NoError(t, err)
+	assert.Equal(t, bundle, got)
+	assert.Equal(t, []string{BundlesPath + "/Acme.Crm/1.2.0+build.7"}, srv.paths)
+
+	for _, name := range [][2]string{{"../etc", "1.0"}, {"Acme.Crm", "1.0/../../x"}, {"", "1.0"}} {
+		_, err := c.Download(boundedContext(t), name[0], name[1])
+		var ne *NameError
+		require.ErrorAs(t, err, &ne, "%q", name)
+	}
+	assert.Equal(t, 1, srv.requests(), "a refused name makes no request")
+
+	// A download that is refused is an *HTTPError like any other call.
+	missing := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) })
+	_, err = newTestClient(t, missing.Server, ClientOptions{}).Download(boundedContext(t), "Acme.Crm", "9.9.9")
+	var he *HTTPError
+	require.True(t, errors.As(err, &he))
+	assert.Equal(t, http.StatusNotFound, he.Status)
+}
