@@ -24,15 +24,17 @@ import (
 func FanIn(q *Query, providers []Provider, clk clock.Clock, budget time.Duration) rx.Observable[Change] {
 	return rx.Defer(func() rx.Observable[Change] {
 		st := newFanIn(q, providers, budget)
-		heard := rx.NewSubject[struct{}]()
+		// heard replays to late subscribers: providers that answer while being
+		// subscribed must still disarm the stall timer.
+		heard := rx.NewAsyncSubject[struct{}]()
 		st.heard = heard
+		stall := rx.TakeUntil[time.Time, struct{}](rx.Timer(budget, clk), heard)
 		sources := make([]rx.Observable[fanInEvent], 0, len(providers)+1)
+		sources = append(sources, rx.Map(stall, func(time.Time) fanInEvent { return fanInEvent{from: -1} }))
 		for i, p := range providers {
 			frames := rx.Map(p.Query(q), func(c Change) fanInEvent { return fanInEvent{from: i, change: c} })
 			sources = append(sources, rx.Concat(frames, rx.Return(fanInEvent{from: i, completed: true})))
 		}
-		stall := rx.TakeUntil[time.Time, struct{}](rx.Timer(budget, clk), heard)
-		sources = append(sources, rx.Map(stall, func(time.Time) fanInEvent { return fanInEvent{from: -1} }))
 		steps := rx.Map(rx.Merge(sources...), st.step)
 		return rx.ConcatMap(steps, func(s fanInStep) rx.Observable[Change] {
 			if s.err != nil {
@@ -59,7 +61,7 @@ type fanIn struct {
 	q         *Query
 	names     []string
 	budget    time.Duration
-	heard     *rx.Subject[struct{}]
+	heard     *rx.AsyncSubject[struct{}]
 	sets      []map[string]Node // each provider's current result
 	initial   []bool
 	silent    []bool
@@ -137,6 +139,7 @@ func (f *fanIn) heardOne() fanInStep {
 	}
 	f.sent = true
 	f.heard.OnNext(struct{}{})
+	f.heard.OnCompleted()
 	return fanInStep{out: []Change{f.merged(Initial)}}
 }
 
@@ -156,15 +159,7 @@ func (f *fanIn) merged(kind ChangeKind) Change {
 			silent = append(silent, f.names[i])
 		}
 	}
-	slices.SortStableFunc(items, func(a, b Node) int {
-		switch {
-		case f.q.Less(a, b):
-			return -1
-		case f.q.Less(b, a):
-			return 1
-		}
-		return 0
-	})
+	f.q.SortNodes(items)
 	if f.q.Limit > 0 && len(items) > f.q.Limit {
 		items = items[:f.q.Limit]
 	}

@@ -163,3 +163,21 @@ func TestBudgetsNestStrictly(t *testing.T) {
 	}
 	require.NoError(t, mesh.BudgetsFrom(2*time.Second).Validate())
 }
+
+// synchronous is a provider that answers inside Subscribe.
+type synchronous struct{ items []mesh.Node }
+
+func (s synchronous) Name() string { return "sync" }
+func (s synchronous) Query(*mesh.Query) rx.Observable[mesh.Change] {
+	return rx.Return(mesh.Change{Kind: mesh.Initial, Items: s.items})
+}
+
+// Negative control: with a plain Subject for "heard", subscribed before the
+// stall timer, one 15 s timer stays armed here until unsubscription.
+func TestAProviderAnsweringDuringSubscribeLeavesNoTimerArmed(t *testing.T) {
+	clk := rxtest.NewClock()
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme"), []mesh.Provider{synchronous{}}, clk, 15*time.Second))
+	require.Len(t, rec.Values(), 1)
+	assert.Zero(t, clk.Pending(), "the stall timer is disarmed")
+	assert.True(t, rec.Completed(), "every provider completed, so the read did")
+}

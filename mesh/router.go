@@ -35,6 +35,7 @@ type Route struct {
 	Kind     RouteKind
 	Schemas  []string // schemas to read, sorted; empty for Unroutable
 	Anchored bool     // the query itself names its partitions
+	Narrowed bool     // an unanchored fan-out read only its type's declared instance locations
 	Shape    string   // DescribeShape of the query
 }
 
@@ -265,7 +266,18 @@ func (r *Router) Route(q *Query, partitions []string) (Route, error) {
 	}
 	r.log.Warn("mesh: unanchored query fans out over partition schemas",
 		"shape", shape, "schemas", len(schemas), "declared", declared, "narrowed", narrowed)
-	return Route{Kind: FanOut, Schemas: schemas, Shape: shape}, nil
+	return Route{Kind: FanOut, Schemas: schemas, Narrowed: narrowed, Shape: shape}, nil
+}
+
+// SchemaFor returns the schema that holds path: its lower-cased partition, or
+// for a _-prefixed first segment the registered global-satellite schema. ok is
+// false for an unregistered global satellite or an empty path.
+func (r *Router) SchemaFor(path string) (schema string, ok bool) {
+	first := Partition(path)
+	if first == "" {
+		return "", false
+	}
+	return r.schemaFor(first)
 }
 
 // locationsFor returns the declared schemas of nodeType. Never-narrowed types

@@ -388,3 +388,17 @@ func TestTheUnanchoredFoldPopulationIsExactlyTheDeclaredGlobalOne(t *testing.T) 
 	_, err := route(t, r, strings.Replace(globalShape("Role", contentProjection), " partitions:all", "", 1))
 	assert.Error(t, err)
 }
+
+func TestSchemaForNamesThePartitionOrTheRegisteredGlobalSchema(t *testing.T) {
+	r, err := NewRouter(RouterConfig{})
+	require.NoError(t, err)
+	for path, want := range map[string]string{"Acme/Docs/x": "acme", "_Access/g1": "system_access", "Admin": "admin"} {
+		got, ok := r.SchemaFor(path)
+		assert.True(t, ok, path)
+		assert.Equal(t, want, got, path)
+	}
+	for _, path := range []string{"", "_Foo/x"} {
+		_, ok := r.SchemaFor(path)
+		assert.False(t, ok, path)
+	}
+}

@@ -1,0 +1,19 @@
+// Package memstore is the embedded mesh store: every partition kept in
+// process memory, no setup, the same behaviour as the PostgreSQL store
+// (both pass mesh/meshtest).
+//
+// Each partition schema holds its nodes in a tree of namespaces, so a pinned
+// read touches one partition, a children query reads one namespace and a
+// descendants query walks one subtree; nothing scans a partition it need not.
+//
+// Queries are live. A write is classified once per live query: a query whose
+// node types, partitions or anchor cannot include the written node is not
+// matched at all (Stats counts both outcomes). Frames are delivered after the store's
+// lock is released, in write order per query, so an observer may read from or
+// write to the store inside OnNext. The store starts no goroutines.
+//
+//	s, _ := memstore.New(memstore.Options{})
+//	defer s.Close()
+//	s.Put(ctx, mesh.Node{Path: "acme/Docs/intro", NodeType: "Article"})
+//	first, err := rx.First(ctx, s.Query("namespace:acme/Docs nodeType:Article"))
+package memstore

@@ -1,0 +1,232 @@
+package memstore
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// Options configure a Store. The zero value is ready to use.
+type Options struct {
+	// Clock stamps LastModified and bounds each query's Initial; nil means
+	// the real clock.
+	Clock clock.Clock
+	// Budgets bound the store's waits; the zero value means
+	// mesh.DefaultBudgets. Queries use Budgets.QueryInitial.
+	Budgets mesh.Budgets
+	// Router routes queries and resolves global satellites; nil means
+	// mesh.NewRouter(mesh.RouterConfig{}).
+	Router *mesh.Router
+	// Providers are fanned in beside the store on every routed query, such as
+	// static configuration.
+	Providers []mesh.Provider
+	// Logger receives the store's log lines; nil discards them.
+	Logger *slog.Logger
+	// GatedTypes are node types kept in the security materialisation
+	// (SecurityNodes) beside mesh.SecurityTypes.
+	GatedTypes []string
+}
+
+var (
+	_ mesh.Service = (*Store)(nil)
+	_ io.Closer    = (*Store)(nil) // meshtest closes a store to check that it then answers "unavailable"
+)
+
+// providerName is the name the store's own provider has in a fan-in.
+const providerName = "memstore"
+
+// Store is a mesh.Service kept in process memory. It is safe for concurrent
+// use. Its zero value is not usable: call New.
+//
+// Nodes the store returns share their Content with the store: treat it as
+// read-only.
+type Store struct {
+	clk       clock.Clock
+	budgets   mesh.Budgets
+	router    *mesh.Router
+	providers []mesh.Provider
+	log       *slog.Logger
+
+	// mu guards the partitions and closed. It is held only for in-memory
+	// work bounded by the data touched (one index update and the live
+	// queries' classification for a write, one anchored read for a query),
+	// never while delivering to an observer, logging or doing I/O.
+	mu     sync.RWMutex
+	parts  map[string]*partition // schema → partition
+	closed bool
+
+	// liveMu guards the live queries; it is taken inside mu (read or write),
+	// never the other way round.
+	liveMu sync.Mutex
+	live   registry
+
+	changes    *rx.Subject[mesh.ChangeNotice]
+	changesBox outbox[mesh.ChangeNotice]
+	// closing fires once, on Close, and ends every query's stream: a query
+	// also merges Options.Providers, which may stay live forever.
+	closing *rx.AsyncSubject[struct{}]
+
+	sec security // guarded by mu
+
+	evaluations, skipped, scanned atomic.Int64
+}
+
+// New returns an empty Store. It fails when opts.Budgets are set but do not
+// nest, or when the default router cannot be built.
+func New(opts Options) (*Store, error) {
+	s := &Store{
+		clk:       opts.Clock,
+		budgets:   opts.Budgets,
+		router:    opts.Router,
+		providers: slices.Clone(opts.Providers),
+		log:       opts.Logger,
+		parts:     map[string]*partition{},
+		live:      newRegistry(),
+		changes:   rx.NewSubject[mesh.ChangeNotice](),
+		closing:   rx.NewAsyncSubject[struct{}](),
+		sec:       newSecurity(opts.GatedTypes),
+	}
+	if s.clk == nil {
+		s.clk = clock.New()
+	}
+	if s.budgets == (mesh.Budgets{}) {
+		s.budgets = mesh.DefaultBudgets()
+	}
+	if err := s.budgets.Validate(); err != nil {
+		return nil, fmt.Errorf("memstore: %w", err)
+	}
+	if s.router == nil {
+		r, err := mesh.NewRouter(mesh.RouterConfig{})
+		if err != nil {
+			return nil, fmt.Errorf("memstore: default router: %w", err)
+		}
+		s.router = r
+	}
+	for i, p := range s.providers {
+		if p == nil {
+			return nil, fmt.Errorf("memstore: Options.Providers[%d] is nil", i)
+		}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s, nil
+}
+
+// Stats counts the store's work.
+type Stats struct {
+	Nodes       int   // nodes stored
+	LiveQueries int   // live queries registered now
+	Evaluations int64 // (write, live query) pairs in which the written node was matched against the query
+	Skipped     int64 // (write, live query) pairs settled without matching: the node's type, partition or place in the tree cannot be in the query's result
+	Scanned     int64 // nodes examined by Initial reads, matching or not
+}
+
+// Stats returns the counters so far.
+func (s *Store) Stats() Stats {
+	s.mu.RLock()
+	nodes := 0
+	for _, p := range s.parts {
+		nodes += p.size
+	}
+	s.mu.RUnlock()
+	s.liveMu.Lock()
+	live := s.live.len()
+	s.liveMu.Unlock()
+	return Stats{
+		Nodes:       nodes,
+		LiveQueries: live,
+		Evaluations: s.evaluations.Load(),
+		Skipped:     s.skipped.Load(),
+		Scanned:     s.scanned.Load(),
+	}
+}
+
+// Close ends every live query (each completes), completes Changes, and
+// releases the stored nodes. Afterwards reads fail with a
+// *mesh.UnavailableError wrapping ErrClosed, and writes with ErrClosed.
+// Closing twice is harmless.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.parts = nil
+	s.liveMu.Lock()
+	ended := s.live.clear()
+	s.liveMu.Unlock()
+	for _, lq := range ended {
+		lq.box.push(frame[mesh.Change]{end: true})
+	}
+	s.changesBox.push(frame[mesh.ChangeNotice]{end: true})
+	s.mu.Unlock()
+
+	for _, lq := range ended {
+		lq.flush()
+	}
+	s.flushChanges()
+	s.closing.OnNext(struct{}{})
+	s.closing.OnCompleted()
+	s.log.Debug("memstore: closed", "liveQueriesEnded", len(ended))
+	return nil
+}
+
+// Changes announces every write after it is visible to readers, in the order
+// the writes were applied. It is hot: a subscriber sees the writes made
+// after it subscribed. A Put that changes nothing announces nothing. A write
+// that changes a node's type is announced with NodeType "" (every reader
+// must re-read), since both the old and the new type may matter.
+func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] { return s.changes }
+
+func (s *Store) flushChanges() {
+	s.changesBox.flush(func(f frame[mesh.ChangeNotice]) {
+		if f.end {
+			s.changes.OnCompleted()
+			return
+		}
+		s.changes.OnNext(f.v)
+	})
+}
+
+// schemaOf returns the schema that holds path, and whether it is a global
+// satellite schema. A path whose first segment starts with _ resolves
+// through the router's registry of global satellites.
+func (s *Store) schemaOf(path string) (schema string, global bool, err error) {
+	first := mesh.Partition(path)
+	if !strings.HasPrefix(first, "_") {
+		return strings.ToLower(first), false, nil
+	}
+	route, err := s.router.Route(&mesh.Query{Path: first}, nil)
+	if err != nil || route.Kind != mesh.Pinned {
+		return "", true, &UnroutablePathError{Path: path, Segment: first}
+	}
+	return route.Schemas[0], true, nil
+}
+
+// partitionSchemas returns the partition schemas stored, sorted; global
+// satellite schemas are not partitions. The caller holds mu.
+func (s *Store) partitionSchemas() []string {
+	schemas := make([]string, 0, len(s.parts))
+	for name, p := range s.parts {
+		if !p.global {
+			schemas = append(schemas, name)
+		}
+	}
+	slices.Sort(schemas)
+	return schemas
+}
+
+func unavailable(op string) error {
+	return &mesh.UnavailableError{Op: op, Err: ErrClosed}
+}

@@ -1,0 +1,136 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/meshrx/meshrx/mesh"
+)
+
+// Put stores n, normalised (mesh.Node.Normalize), and returns what was
+// stored. The store owns Version and LastModified: a new node gets version
+// 1, and a write that changes what a reader sees (content, compared as JSON
+// values; name; node type; state; main node) gets the next version and the
+// clock's time. A write that changes none of them stores nothing, announces
+// nothing and returns the node as it was.
+//
+// Put fails with the *mesh.NodeError of an invalid node, an
+// *UnroutablePathError for a path no partition can hold, ctx's error when ctx
+// ends before the write (nothing is written), or ErrClosed.
+func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	if err := ctx.Err(); err != nil {
+		return mesh.Node{}, fmt.Errorf("memstore: put %q: %w", n.Path, err)
+	}
+	n, err := n.Normalize()
+	if err != nil {
+		return mesh.Node{}, err
+	}
+	schema, global, err := s.schemaOf(n.Path)
+	if err != nil {
+		return mesh.Node{}, err
+	}
+	n.Content = slices.Clone(n.Content) // the caller keeps its bytes
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return mesh.Node{}, fmt.Errorf("memstore: put %q: %w", n.Path, ErrClosed)
+	}
+	if err := ctx.Err(); err != nil { // ended while waiting for the lock
+		s.mu.Unlock()
+		return mesh.Node{}, fmt.Errorf("memstore: put %q: %w", n.Path, err)
+	}
+	p := s.parts[schema]
+	if p == nil {
+		p = newPartition(schema, global)
+		s.parts[schema] = p
+	}
+	var old *mesh.Node
+	if e, ok := p.lookup(n.Path); ok {
+		if sameVisible(e.node, n) {
+			stored := e.node
+			s.mu.Unlock()
+			return stored, nil
+		}
+		prev := e.node
+		old = &prev
+		n.Version = prev.Version + 1
+	} else {
+		n.Version = 1
+	}
+	n.LastModified = s.clk.Now().UTC().Round(0)
+	p.put(n)
+	s.sec.apply(old, &n)
+	touched := s.classify(schema, global, old, &n)
+	notice := mesh.ChangeNotice{Path: n.Path, Op: mesh.WriteInsert, NodeType: n.NodeType}
+	if old != nil {
+		notice.Op = mesh.WriteUpdate
+		if old.NodeType != n.NodeType {
+			notice.NodeType = "" // both types may matter: everyone re-reads
+		}
+	}
+	s.changesBox.push(frame[mesh.ChangeNotice]{v: notice})
+	s.mu.Unlock()
+
+	s.deliver(touched)
+	return n, nil
+}
+
+// Delete removes the node at exactly path. Deleting an absent node, or one
+// under an unroutable path, is not an error. It fails with *mesh.PathError
+// for an invalid path, ctx's error when ctx ends first (nothing is deleted),
+// or ErrClosed.
+func (s *Store) Delete(ctx context.Context, path string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: delete %q: %w", path, err)
+	}
+	if err := mesh.ValidatePath(path); err != nil {
+		return err
+	}
+	schema, global, err := s.schemaOf(path)
+	if err != nil {
+		return nil // nothing can be stored there
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("memstore: delete %q: %w", path, ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("memstore: delete %q: %w", path, err)
+	}
+	p := s.parts[schema]
+	if p == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	old, ok := p.remove(path)
+	if !ok {
+		s.mu.Unlock()
+		return nil
+	}
+	s.sec.apply(&old, nil)
+	touched := s.classify(schema, global, &old, nil)
+	s.changesBox.push(frame[mesh.ChangeNotice]{v: mesh.ChangeNotice{Path: path, Op: mesh.WriteDelete, NodeType: old.NodeType}})
+	s.mu.Unlock()
+
+	s.deliver(touched)
+	return nil
+}
+
+// deliver flushes the frames a write queued, then its change notice. It runs
+// after the store's lock is released.
+func (s *Store) deliver(touched []*liveQuery) {
+	for _, lq := range touched {
+		lq.flush()
+	}
+	s.flushChanges()
+}
+
+// sameVisible reports whether b changes nothing a reader of a sees.
+func sameVisible(a, b mesh.Node) bool {
+	return a.Name == b.Name && a.NodeType == b.NodeType && a.State == b.State &&
+		a.MainNode == b.MainNode && sameContent(a.Content, b.Content)
+}

@@ -1,0 +1,249 @@
+package meshtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/memstore"
+	"github.com/meshrx/meshrx/rx"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// probeBound shortens the suite's waits for stores that are broken on
+// purpose: the frame they never send is waited for this long.
+const probeBound = 300 * time.Millisecond
+
+// Each check passes a healthy store and fails one broken in the way the
+// check exists to catch: the suite can fail.
+func TestEachCheckFailsTheStoreItExistsToCatch(t *testing.T) {
+	s := &suite{bound: probeBound}
+	checks := map[string]check{}
+	for _, c := range s.checks() {
+		checks[c.name] = c
+	}
+	for _, c := range []struct {
+		check  string
+		broken string
+		wrap   func(*memstore.Store) mesh.Service
+		caught string // part of the failure the broken store must cause; "" when it must pass
+	}{
+		{"TheVersionBumpsOnlyOnARealChange", "bumps the version on every put", bumpsOnEveryPut,
+			"key order and whitespace are not a change"},
+		{"AClosedStoreAnswersUnavailableNeverAbsent", "answers absent when it cannot read", absentWhenUnavailable,
+			"unavailable is never absent"},
+		{"AWriteOfAnUnrelatedTypeSendsNoFrameToAConstrainedQuery", "re-reads every query on every write", resetsOnEveryWrite,
+			"only the Initial and the marker's frame"},
+		{"WritesReachALiveQueryAsAddedUpdatedAndRemovedFrames", "drops Updated frames", dropsUpdates,
+			"for Updated acme/Docs/a"},
+		{"ConcurrentLiveQueriesAndWritersConvergeToAFreshInitial", "drops Updated frames", dropsUpdates,
+			"for the live result to equal a fresh Initial"},
+		{"AnUnanchoredQueryIsRefusedUnlessItDeclaresPartitionsAll", "serves unanchored queries", servesUnanchored,
+			"an unanchored query is refused"},
+		{"EveryWriteIsAnnouncedWithItsPathOpAndNodeType", "announces nothing", announcesNothing,
+			"for INSERT acme/n"},
+		{"TheInitialIsOrderedBySortFieldThenPath", "ignores the sort", ignoresSort,
+			"the tie on m broken by path"},
+		// The control of the controls: a fault a check does not look at passes it.
+		{"TheFirstFrameIsTheInitialWithTheFullMatchingSet", "ignores the sort", ignoresSort, ""},
+	} {
+		ch, ok := checks[c.check]
+		require.True(t, ok, "no check named %s", c.check)
+		t.Run(c.check+"/"+strings.ReplaceAll(c.broken, " ", "_"), func(t *testing.T) {
+			healthy := runProbe(t, ch, newMemstore(t))
+			require.False(t, healthy.failed, "the healthy store passes:\n%s", healthy.report())
+
+			broken := runProbe(t, ch, c.wrap(newMemstore(t)))
+			if c.caught == "" {
+				assert.False(t, broken.failed, "a store that %s passes a check that does not look at it:\n%s", c.broken, broken.report())
+				return
+			}
+			require.True(t, broken.failed, "a store that %s fails the check", c.broken)
+			assert.Contains(t, broken.report(), c.caught, "it fails for the reason the check exists")
+		})
+	}
+}
+
+func newMemstore(t testing.TB) *memstore.Store {
+	s, err := memstore.New(memstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// probe is a testing.TB that records failures instead of failing the test
+// it runs in, so a check can be run against a store that must fail it.
+type probe struct {
+	testing.TB // the real test: Cleanup, Log, Name, TempDir
+	mu         sync.Mutex
+	failed     bool
+	skipped    bool
+	msgs       []string
+}
+
+func (p *probe) Helper() {}
+
+func (p *probe) Errorf(format string, args ...any) { p.record(fmt.Sprintf(format, args...)) }
+func (p *probe) Error(args ...any)                 { p.record(fmt.Sprint(args...)) }
+func (p *probe) Fail()                             { p.record("") }
+func (p *probe) FailNow()                          { p.Fail(); runtime.Goexit() }
+func (p *probe) Fatalf(format string, args ...any) { p.Errorf(format, args...); runtime.Goexit() }
+func (p *probe) Fatal(args ...any)                 { p.Error(args...); runtime.Goexit() }
+func (p *probe) Skip(args ...any)                  { p.skip() }
+func (p *probe) Skipf(string, ...any)              { p.skip() }
+func (p *probe) SkipNow()                          { p.skip() }
+
+func (p *probe) Failed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failed
+}
+
+func (p *probe) Skipped() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.skipped
+}
+
+func (p *probe) record(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failed = true
+	if msg != "" {
+		p.msgs = append(p.msgs, msg)
+	}
+}
+
+func (p *probe) skip() {
+	p.mu.Lock()
+	p.skipped = true
+	p.mu.Unlock()
+	runtime.Goexit()
+}
+
+type probeResult struct {
+	failed, skipped bool
+	msgs            []string
+}
+
+func (r probeResult) report() string {
+	if len(r.msgs) == 0 {
+		return "(no messages)"
+	}
+	return strings.Join(r.msgs, "\n")
+}
+
+// runProbe runs one check on its own goroutine (FailNow ends it there).
+func runProbe(t *testing.T, c check, svc mesh.Service) probeResult {
+	t.Helper()
+	p := &probe{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.run(p, svc)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatalf("check %s did not return within 30s", c.name)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return probeResult{failed: p.failed, skipped: p.skipped, msgs: slices.Clone(p.msgs)}
+}
+
+// The broken stores: a real store with one fault each.
+
+type wrapped struct{ *memstore.Store }
+
+type bumping struct {
+	wrapped
+	mu    sync.Mutex
+	extra int64
+}
+
+func bumpsOnEveryPut(s *memstore.Store) mesh.Service { return &bumping{wrapped: wrapped{s}} }
+
+func (b *bumping) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	stored, err := b.Store.Put(ctx, n)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.extra++
+	stored.Version += b.extra
+	return stored, err
+}
+
+type absent struct{ wrapped }
+
+func absentWhenUnavailable(s *memstore.Store) mesh.Service { return absent{wrapped{s}} }
+
+func (a absent) Get(path string) rx.Observable[mesh.Node] {
+	return rx.Catch(a.Store.Get(path), func(error) rx.Observable[mesh.Node] { return rx.Empty[mesh.Node]() })
+}
+
+var _ io.Closer = absent{}
+
+type resetting struct{ wrapped }
+
+func resetsOnEveryWrite(s *memstore.Store) mesh.Service { return resetting{wrapped{s}} }
+
+// Query re-reads the whole query on every change notice, as a listener that
+// cannot classify would.
+func (r resetting) Query(q string) rx.Observable[mesh.Change] {
+	rereads := rx.SelectMany(r.Store.Changes(), func(mesh.ChangeNotice) rx.Observable[mesh.Change] {
+		return rx.Map(rx.Take(r.Store.Query(q), 1), func(c mesh.Change) mesh.Change { c.Kind = mesh.Reset; return c })
+	})
+	return rx.Merge(r.Store.Query(q), rereads)
+}
+
+type dropping struct{ wrapped }
+
+func dropsUpdates(s *memstore.Store) mesh.Service { return dropping{wrapped{s}} }
+
+func (d dropping) Query(q string) rx.Observable[mesh.Change] {
+	return rx.Filter(d.Store.Query(q), func(c mesh.Change) bool { return c.Kind != mesh.Updated })
+}
+
+type unanchoredServed struct{ wrapped }
+
+func servesUnanchored(s *memstore.Store) mesh.Service { return unanchoredServed{wrapped{s}} }
+
+func (u unanchoredServed) Query(q string) rx.Observable[mesh.Change] {
+	if !strings.Contains(q, "partitions:all") && !strings.Contains(q, "namespace:") && !strings.Contains(q, "path:") {
+		q += " partitions:all"
+	}
+	return u.Store.Query(q)
+}
+
+type silent struct{ wrapped }
+
+func announcesNothing(s *memstore.Store) mesh.Service { return silent{wrapped{s}} }
+
+func (silent) Changes() rx.Observable[mesh.ChangeNotice] { return rx.Never[mesh.ChangeNotice]() }
+
+type unsorted struct{ wrapped }
+
+func ignoresSort(s *memstore.Store) mesh.Service { return unsorted{wrapped{s}} }
+
+// Query answers in path order, whatever the query's sort says.
+func (u unsorted) Query(q string) rx.Observable[mesh.Change] {
+	return rx.Map(u.Store.Query(q), func(c mesh.Change) mesh.Change {
+		c.Items = slices.Clone(c.Items)
+		slices.SortFunc(c.Items, func(a, b mesh.Node) int { return strings.Compare(a.Path, b.Path) })
+		return c
+	})
+}
