@@ -1,0 +1,101 @@
+package sqlgen
+
+import (
+	"strings"
+
+	"github.com/meshrx/meshrx/mesh"
+)
+
+// anchor compiles where the query looks: each of Paths, or Path, under
+// Scope. mesh compares anchors case-insensitively with * as a glob, so each
+// scope becomes one spelled-out pattern over path (or namespace).
+func (b *builder) anchor(q *mesh.Query) pred {
+	if len(q.Paths) > 0 {
+		ps := make([]pred, len(q.Paths))
+		for i, p := range q.Paths {
+			ps[i] = b.scope(q.Scope, p)
+		}
+		return anyOf(ps...)
+	}
+	if q.Path == "" && q.Scope == mesh.ScopeExact {
+		return predTrue // no anchor
+	}
+	return b.scope(q.Scope, q.Path)
+}
+
+// slash is the pattern atom for '/', which nothing else lower-cases to.
+const slash = `\U0000002F`
+
+func (b *builder) scope(s mesh.Scope, anchor string) pred {
+	if tooManyStars(anchor) && s <= mesh.ScopeHierarchy {
+		b.residuals = append(b.residuals, "anchor "+anchor+": a glob with more stars than the database is asked to match")
+		return superset
+	}
+	a := []rune(strings.ToLower(anchor))
+	col := "n.path"
+	var alts []string
+	switch s {
+	case mesh.ScopeExact:
+		alts = []string{globAtoms(a)}
+	case mesh.ScopeChildren:
+		col = "n.namespace"
+		alts = []string{globAtoms(a)}
+	case mesh.ScopeDescendants:
+		alts = descendantAlts(a)
+	case mesh.ScopeSubtree:
+		alts = append([]string{globAtoms(a)}, descendantAlts(a)...)
+	case mesh.ScopeAncestors:
+		alts = ancestorAlts(a)
+	case mesh.ScopeHierarchy:
+		alts = append(ancestorAlts(a), globAtoms(a))
+		alts = append(alts, descendantAlts(a)...)
+	}
+	re := fullMatch(alts)
+	if re == "" {
+		return predFalse // an unknown scope selects nothing in mesh either
+	}
+	return exactly(col + " ~ " + b.param(re, "text"))
+}
+
+// globAtoms renders lower-cased glob runes: * matches any run, any other
+// rune matches the runes that lower-case to it.
+func globAtoms(a []rune) string {
+	var b strings.Builder
+	for _, c := range a {
+		if c == '*' {
+			b.WriteString(".*")
+			continue
+		}
+		regexClass(&b, lowerPreimage(c))
+	}
+	return b.String()
+}
+
+// descendantAlts: a path strictly below the anchor is a prefix the anchor
+// matches, then '/', then anything. An anchor that matches the empty string
+// (only stars) is below-matched by every path.
+func descendantAlts(a []rune) []string {
+	alts := []string{globAtoms(a) + slash + ".*"}
+	if strings.Trim(string(a), "*") == "" {
+		alts = append(alts, ".+")
+	}
+	return alts
+}
+
+// ancestorAlts: a path is a strict ancestor when the anchor can match the
+// path, a '/', and at least one more rune. Either a literal '/' of the
+// anchor matches that slash (and something follows it in the anchor), so
+// the path matches the anchor up to there; or a * swallows the slash, so
+// the path matches the anchor up to that star followed by anything.
+func ancestorAlts(a []rune) []string {
+	var alts []string
+	for k, c := range a {
+		switch {
+		case c == '/' && k+1 < len(a):
+			alts = append(alts, globAtoms(a[:k]))
+		case c == '*':
+			alts = append(alts, globAtoms(a[:k])+".*")
+		}
+	}
+	return alts
+}
