@@ -31,10 +31,11 @@ func (d Decision) String() string {
 }
 
 // Decide answers whether user holds every permission in need at path. A nil
-// Fold (the legs could not be read) is Undetermined; asking for None is
-// Allowed.
+// Fold (the legs could not be read) is Undetermined, and so is a path at or
+// below an unreadable scope (Snapshot.Unreadable); otherwise asking for None
+// is Allowed.
 func (f *Fold) Decide(user, path string, need Permission) Decision {
-	if f == nil {
+	if f == nil || f.unreadableAt(normalizePath(path)) {
 		return Undetermined
 	}
 	if f.Effective(user, path).Has(need) {

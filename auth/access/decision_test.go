@@ -28,3 +28,26 @@ func TestAFoldThatCouldNotBeReadIsUndeterminedAndUndeterminedDenies(t *testing.T
 	assert.False(t, f.Decide("alice", "acme/doc", Read|Update).Allows())
 	assert.Equal(t, Allowed, f.Decide("bob", "acme/doc", None), "asking for nothing is allowed")
 }
+
+func TestAnUnreadableScopeIsUndeterminedAtAndBelowItAndNowhereElse(t *testing.T) {
+	viewers := []AccessAssignment{
+		{Scope: "", Subject: "alice", Roles: []RoleGrant{{Role: RoleViewer}}},
+	}
+	f, err := NewFold(Snapshot{Assignments: viewers, Unreadable: []string{"acme/docs"}})
+	require.NoError(t, err)
+	assert.Equal(t, Undetermined, f.Decide("alice", "acme/docs", Read))
+	assert.Equal(t, Undetermined, f.Decide("alice", "acme/docs/q3/plan", Read))
+	assert.Equal(t, None, f.Effective("alice", "acme/docs/q3"))
+	assert.Equal(t, Allowed, f.Decide("alice", "acme/docsets", Read), "a sibling sharing the prefix is not below the scope")
+	assert.Equal(t, Allowed, f.Decide("alice", "acme", Read), "above the scope is answered")
+
+	// Negative control: without the unreadable scope the same question is
+	// decided from the assignment.
+	whole, err := NewFold(Snapshot{Assignments: viewers})
+	require.NoError(t, err)
+	assert.Equal(t, Allowed, whole.Decide("alice", "acme/docs/q3/plan", Read))
+
+	root, err := NewFold(Snapshot{Assignments: viewers, Unreadable: []string{""}})
+	require.NoError(t, err)
+	assert.Equal(t, Undetermined, root.Decide("alice", "zeta", Read), "the root scope covers every path")
+}

@@ -25,12 +25,18 @@ type Snapshot struct {
 	Memberships []GroupMembership
 	Assignments []AccessAssignment
 	Policies    []Policy
+	Gates       []Gate
+	// Unreadable lists scopes where a security node was present but could
+	// not be read (an assignment or policy whose content is broken). Leaving
+	// it out could drop a deny, so every question at or below such a scope
+	// is Undetermined; the rest of the mesh is answered as usual.
+	Unreadable []string
 }
 
 // SnapshotError reports one entry of a Snapshot that the fold cannot use.
 // NewFold reports every such entry, joined.
 type SnapshotError struct {
-	Kind    string // "role", "membership", "assignment" or "policy"
+	Kind    string // "role", "membership", "assignment", "policy" or "gate"
 	Index   int    // position in its Snapshot slice
 	Problem string
 }
@@ -46,6 +52,10 @@ type Fold struct {
 	rolePerms map[string]Permission  // role id → permissions, built-ins included
 	groupsOf  map[string][]string    // member → the groups it is directly in
 	scopes    map[string]*scopeRules // scope → what applies there
+	gates     map[string]bool        // paths opened for Read to everyone
+	// unreadable are the scopes of Snapshot.Unreadable; "" is the root and
+	// covers every path.
+	unreadable []string
 
 	// subjects caches each asked-about user's transitive groups. It only
 	// grows with the distinct users asked about, and dies with the Fold.
@@ -73,7 +83,8 @@ type scopedGrant struct {
 // entry, for: a blank role id, a role with unknown permission bits, a custom
 // role that redefines a built-in or repeats an id; a membership with a blank
 // member or group; an assignment with a blank subject or role, or a scope
-// naming the _Access container itself; two policies for one scope.
+// naming the _Access container itself; two policies for one scope; a gate
+// with a blank path.
 func NewFold(s Snapshot) (*Fold, error) {
 	var errs []error
 	bad := func(kind string, i int, format string, args ...any) {
@@ -151,6 +162,22 @@ func NewFold(s Snapshot) (*Fold, error) {
 		rules.hasPolicy, rules.cap, rules.breaks, rules.public = true, p.Cap(), p.BreaksInheritance, p.PublicRead
 	}
 
+	for i, g := range s.Gates {
+		p := normalizePath(g.Path)
+		if strings.TrimSpace(p) == "" {
+			bad("gate", i, "blank path")
+			continue
+		}
+		if f.gates == nil {
+			f.gates = make(map[string]bool, len(s.Gates))
+		}
+		f.gates[p] = true
+	}
+
+	for _, u := range s.Unreadable {
+		f.unreadable = append(f.unreadable, normalizePath(u))
+	}
+
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -194,7 +221,9 @@ func normalizePath(p string) string {
 //
 // The result is the union of the roles' permissions, plus for a signed-in
 // user the permissions Public holds by the same walk, limited by the cap,
-// plus the PublicRead grant. Unknown role ids grant nothing. A deny on a user
+// plus the PublicRead grant, plus Read at a gated path (see Gate), for
+// everyone. Unknown role ids grant nothing. At or below an unreadable scope
+// (Snapshot.Unreadable) nothing is granted. A deny on a user
 // or group does not take away what Public holds. A nil Fold grants nothing.
 func (f *Fold) Effective(user, path string) Permission {
 	if f == nil {
@@ -204,6 +233,9 @@ func (f *Fold) Effective(user, path string) Permission {
 		user = Anonymous
 	}
 	path = normalizePath(path)
+	if f.unreadableAt(path) {
+		return None
+	}
 	signedIn := user != Anonymous && user != Public
 
 	own := f.walk(user, path, signedIn)
@@ -211,7 +243,21 @@ func (f *Fold) Effective(user, path string) Permission {
 	if signedIn {
 		perms |= f.walk(Public, path, false).roles
 	}
-	return perms&own.cap | own.publicGrant
+	perms = perms&own.cap | own.publicGrant
+	if f.gates[path] {
+		perms |= Read
+	}
+	return perms
+}
+
+// unreadableAt reports whether path is at or below an unreadable scope.
+func (f *Fold) unreadableAt(path string) bool {
+	for _, u := range f.unreadable {
+		if u == "" || path == u || strings.HasPrefix(path, u) && path[len(u)] == '/' {
+			return true
+		}
+	}
+	return false
 }
 
 type walkResult struct {

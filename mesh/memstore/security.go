@@ -17,10 +17,12 @@ type security struct {
 	gated   []string
 	nodes   map[string]mesh.Node // path → node
 	version int64
+	sorted  []mesh.Node // the nodes of version, built on first read; shared, never modified
+	built   int64       // the version sorted was built for, -1 for none
 }
 
 func newSecurity(gated []string) security {
-	return security{gated: slices.Clone(gated), nodes: map[string]mesh.Node{}}
+	return security{gated: slices.Clone(gated), nodes: map[string]mesh.Node{}, built: -1}
 }
 
 // apply records a write; old or n is nil for an insert or a delete. Called
@@ -42,22 +44,33 @@ func (s *security) apply(old, n *mesh.Node) {
 
 // SecurityNodes returns every node of a security type (mesh.SecurityTypes,
 // plus Options.GatedTypes) and the version of that set: the complete input
-// of the access fold, kept by the write path.
+// of the access fold, kept by the write path. The slice is shared by every
+// reader of the same version and must not be modified; reading an unchanged
+// set costs no copy.
 func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return mesh.SecuritySnapshot{}, fmt.Errorf("memstore: security nodes: %w", err)
 	}
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+	closed, version, built, sorted := s.closed, s.sec.version, s.sec.built, s.sec.sorted
+	s.mu.RUnlock()
+	if closed {
 		return mesh.SecuritySnapshot{}, unavailable("read the security nodes")
 	}
-	nodes := make([]mesh.Node, 0, len(s.sec.nodes))
-	for _, n := range s.sec.nodes {
-		nodes = append(nodes, n)
+	if built == version {
+		return mesh.SecuritySnapshot{Version: version, Nodes: sorted}, nil
 	}
-	slices.SortFunc(nodes, func(a, b mesh.Node) int { return strings.Compare(a.Path, b.Path) })
-	return mesh.SecuritySnapshot{Version: s.sec.version, Nodes: nodes}, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sec.built != s.sec.version {
+		nodes := make([]mesh.Node, 0, len(s.sec.nodes))
+		for _, n := range s.sec.nodes {
+			nodes = append(nodes, n)
+		}
+		slices.SortFunc(nodes, func(a, b mesh.Node) int { return strings.Compare(a.Path, b.Path) })
+		s.sec.sorted, s.sec.built = nodes, s.sec.version
+	}
+	return mesh.SecuritySnapshot{Version: s.sec.version, Nodes: s.sec.sorted}, nil
 }
 
 var _ mesh.SecurityReader = (*Store)(nil)

@@ -1,0 +1,130 @@
+package auth
+
+import (
+	"context"
+	"testing"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/auth/access"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// resultSink keeps the Result of one subscription without allocating.
+type resultSink struct {
+	res  Result
+	done bool
+}
+
+func (s *resultSink) OnNext(r Result) { s.res = r }
+func (s *resultSink) OnError(error)   {}
+func (s *resultSink) OnCompleted()    { s.done = true }
+
+func BenchmarkFast401(b *testing.B) {
+	store := newFaultStore(b, clock.New())
+	a := &Authenticator{Mesh: store, Ladder: &PlanTierLadder{Mesh: store}}
+	for _, c := range []struct{ name, header string }{
+		{"missing", ""},
+		{"malformed", "Bearer mwi_0123456789abcdefghijklmnopqrstuvwxyzABCDEF!"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var sink resultSink
+			b.ReportAllocs()
+			for b.Loop() {
+				sink = resultSink{}
+				a.Authenticate(c.header).Subscribe(&sink)
+			}
+			if !sink.done || sink.res.Authenticated() || sink.res.Unavailable != "" {
+				b.Fatalf("want an unauthenticated Result, got %+v", sink)
+			}
+		})
+	}
+	if n := store.reads(); n != 0 {
+		b.Fatalf("the fast path read the mesh %d times", n)
+	}
+}
+
+func BenchmarkAuthenticatedRequestWarmLadder(b *testing.B) {
+	store := newFaultStore(b, clock.New())
+	ctx := context.Background()
+	reg := &Registry{Mesh: store}
+	_, err := reg.Register(ctx, "acme", "Acme", "pro")
+	require.NoError(b, err)
+	key, err := reg.IssueKey(ctx, "acme")
+	require.NoError(b, err)
+	_, err = reg.SetGrant(ctx, "acme", "ops", "Plugins/*@pro")
+	require.NoError(b, err)
+	require.NoError(b, reg.SetPlanTier(ctx, PlanTier{ID: "pro", Rank: 2}))
+	a := &Authenticator{Mesh: store, Ladder: &PlanTierLadder{Mesh: store}}
+	header := bearer(key)
+	res, err := rx.First(ctx, a.Authenticate(header)) // warms the ladder
+	require.NoError(b, err)
+	require.True(b, res.Allows("Plugins", "charts", "pro"))
+
+	queries := store.queries.Load()
+	var sink resultSink
+	b.ReportAllocs()
+	for b.Loop() {
+		sink = resultSink{}
+		a.Authenticate(header).Subscribe(&sink)
+	}
+	if !sink.done || !sink.res.Authenticated() {
+		b.Fatalf("want an authenticated Result, got %+v", sink)
+	}
+	if store.queries.Load() != queries {
+		b.Fatal("the warm ladder was read again")
+	}
+}
+
+// securityTypesQuery reads every node of the fold's types with a query, as a
+// fold without a materialisation would have to on every check.
+const securityTypesQuery = "nodeType:" + RoleNodeType + "|" + MembershipNodeType + "|" + AssignmentNodeType + "|" + PolicyNodeType + " partitions:all"
+
+func BenchmarkPermissionCheckWith10000Memberships(b *testing.B) {
+	s := newSecurityStore(b)
+	org(b, s)
+	ctx := context.Background()
+	check := func(b *testing.B, decide func() access.Decision) {
+		b.Helper()
+		b.ReportAllocs()
+		var d access.Decision
+		for b.Loop() {
+			d = decide()
+		}
+		if d != access.Denied {
+			b.Fatalf("alice is a contractor: want Denied, got %v", d)
+		}
+	}
+
+	b.Run("materialised", func(b *testing.B) {
+		fs := &FoldSource{Reader: s}
+		_, err := fs.Fold(ctx) // built once; every check below reads the version
+		require.NoError(b, err)
+		check(b, func() access.Decision { return fs.Decide(ctx, "alice", "acme/roadmap/q3", access.Update) })
+	})
+	b.Run("materialised-fold-only", func(b *testing.B) {
+		// The cached fold alone, without the version read: what the check
+		// costs once the reader's version check is cheap.
+		fold, err := (&FoldSource{Reader: s}).Fold(ctx)
+		require.NoError(b, err)
+		check(b, func() access.Decision { return fold.Decide("alice", "acme/roadmap/q3", access.Update) })
+	})
+	b.Run("reread-per-check", func(b *testing.B) {
+		check(b, func() access.Decision {
+			change, err := rx.First(ctx, s.Query(securityTypesQuery))
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows, _, err := AccessSnapshot(change.Items, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fold, err := access.NewFold(rows)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return fold.Decide("alice", "acme/roadmap/q3", access.Update)
+		})
+	})
+}

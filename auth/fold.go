@@ -1,0 +1,444 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/meshrx/meshrx/auth/access"
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// StageAccessFold names the wait for the security nodes behind an access
+// decision.
+const StageAccessFold = "access fold"
+
+// GlobalAdminScope is the scope at which the Admin role makes a user a global
+// administrator.
+const GlobalAdminScope = "Admin"
+
+// The node types of the access fold and the content each carries:
+//
+//	Role                   anywhere; the id is the node's id
+//	                       {"permissions": 7 | ["Read", "Update"], "isInheritable": true}
+//	GroupMembership        anywhere (by convention under the group)
+//	                       {"member": "alice", "groups": ["team-7", "staff"]}
+//	AccessAssignment       at {scope}/_Access/{id}; _Access/{id} is the root scope ""
+//	                       {"subject": "alice", "roles": [{"role": "Editor", "denied": false}]}
+//	PartitionAccessPolicy  at {scope}/_Policy
+//	                       {"read": null, "create": false, "update": false, "delete": false,
+//	                        "comment": null, "execute": null, "thread": null, "api": null,
+//	                        "publicRead": true, "breaksInheritance": false}
+//	a gated type           anywhere; content is not read: the node itself becomes
+//	                       readable by everyone (access.Gate)
+//
+// How a node that cannot be read is treated depends on what leaving it out
+// would do. A role or a gate only grants, so it is left out (narrower, never
+// wider) and logged. An assignment or policy may carry a deny or a cap, so
+// its scope becomes unreadable: every question at or below it is
+// Undetermined. A membership may lead to a group whose deny is decisive
+// anywhere, so the whole fold is unusable and every question is
+// Undetermined.
+const (
+	RoleNodeType       = "Role"
+	MembershipNodeType = "GroupMembership"
+	AssignmentNodeType = "AccessAssignment"
+	PolicyNodeType     = "PartitionAccessPolicy"
+
+	accessContainer = "_Access"
+	policyID        = "_Policy"
+)
+
+// FoldSource serves the access fold from a store's security materialisation
+// (mesh.SecurityReader): the complete set of security nodes, maintained by
+// the write path, never a paged or narrowed query. The fold is rebuilt only
+// when the snapshot's Version changes; the cache is the value's own, so use
+// one FoldSource per store and share it. Each read is bounded by Budget on
+// Clock, and the Reader must honour the context it is given, which is
+// cancelled when the budget is spent.
+//
+// A FoldSource must not be copied after first use.
+type FoldSource struct {
+	Reader mesh.SecurityReader
+	// Clock bounds reads; nil means the real clock.
+	Clock clock.Clock
+	// Budget bounds one read of the security nodes (and the rebuild it may
+	// need); zero means mesh.DefaultBudgets().Permission.
+	Budget time.Duration
+	// GatedTypes are node types whose nodes open themselves for Read to
+	// everyone (access.Gate). The store must gate the same types, so that it
+	// returns them among the security nodes.
+	GatedTypes []string
+	// Logger receives a warning per undetermined decision and per security
+	// node left out; nil discards.
+	Logger *slog.Logger
+
+	mu    sync.Mutex
+	reads uint64     // reads started, numbering them
+	cur   *foldBuild // the newest build, finished or in flight
+}
+
+// foldBuild is the fold of one snapshot version.
+type foldBuild struct {
+	seq     uint64 // the read it came from
+	version int64
+	done    chan struct{} // closed once fold and err are set
+	fold    *access.Fold
+	err     error
+}
+
+// Fold returns the access fold of the current security nodes: the cached one
+// when the snapshot version has not changed. It fails when the nodes could
+// not be read within the budget, or cannot make a usable fold.
+func (s *FoldSource) Fold(ctx context.Context) (*access.Fold, error) {
+	// The read runs off the caller's goroutine so that the bound holds even
+	// against a reader that is slow to notice its context ending.
+	load := rx.Create(func(ctx context.Context, o rx.Observer[*access.Fold]) {
+		go func() {
+			f, err := s.load(ctx)
+			if err != nil {
+				o.OnError(err)
+				return
+			}
+			o.OnNext(f)
+			o.OnCompleted()
+		}()
+	})
+	f, err := rx.First(ctx, rx.TimeoutStage(load, StageAccessFold, s.budget(), s.clock()))
+	if err != nil {
+		return nil, fmt.Errorf("auth: reading the access fold: %w", err)
+	}
+	return f, nil
+}
+
+// Decide answers whether user holds every permission in need at path.
+// A fold that could not be read is Undetermined, which denies.
+func (s *FoldSource) Decide(ctx context.Context, user, path string, need access.Permission) access.Decision {
+	f, err := s.Fold(ctx)
+	if err != nil {
+		s.logger().Warn("auth: access undetermined: the fold could not be read", "user", user, "path", path, "error", err)
+		return access.Undetermined
+	}
+	return f.Decide(user, path, need)
+}
+
+// IsGlobalAdmin answers whether user holds, at GlobalAdminScope, every
+// permission of the Admin role: an Admin grant at Admin (or inherited from
+// the root) and no deny there. A fold that could not be read is
+// Undetermined.
+func (s *FoldSource) IsGlobalAdmin(ctx context.Context, user string) access.Decision {
+	if strings.EqualFold(strings.TrimSpace(user), GlobalAdminScope) {
+		// The fold makes every user Admin of their own partition; a user
+		// whose id is the admin partition's name must not become global
+		// admin by that rule.
+		return access.Denied
+	}
+	admin, _ := access.BuiltInRole(access.RoleAdmin)
+	return s.Decide(ctx, user, GlobalAdminScope, admin.Permissions)
+}
+
+// load reads the security nodes and returns their fold, building it only for
+// a version not seen before. Concurrent loads of one version share a build.
+func (s *FoldSource) load(ctx context.Context) (*access.Fold, error) {
+	s.mu.Lock()
+	s.reads++
+	seq := s.reads
+	s.mu.Unlock()
+
+	snap, err := s.Reader.SecurityNodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the security nodes: %w", err)
+	}
+
+	s.mu.Lock()
+	b := s.cur
+	if b != nil && b.version == snap.Version {
+		s.mu.Unlock()
+		select {
+		case <-b.done:
+			return b.fold, b.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	nb := &foldBuild{seq: seq, version: snap.Version, done: make(chan struct{})}
+	if b == nil || b.seq < seq {
+		// Only a read that started after the cached one may replace it, so a
+		// slow read of an older version never evicts a newer fold.
+		s.cur = nb
+	}
+	s.mu.Unlock()
+
+	nb.fold, nb.err = s.build(snap)
+	close(nb.done)
+	return nb.fold, nb.err
+}
+
+// build makes the fold of one snapshot. Its error is a fact about that
+// version's nodes, so it is kept with the version like a fold would be.
+func (s *FoldSource) build(snap mesh.SecuritySnapshot) (*access.Fold, error) {
+	as, skipped, err := AccessSnapshot(snap.Nodes, s.GatedTypes)
+	for _, e := range skipped {
+		s.logger().Warn("auth: security node left out of the access fold", "version", snap.Version, "error", e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, scope := range as.Unreadable {
+		s.logger().Warn("auth: access undetermined below a scope: a security node there cannot be read", "version", snap.Version, "scope", scope)
+	}
+	return access.NewFold(as)
+}
+
+func (s *FoldSource) budget() time.Duration {
+	if s.Budget <= 0 {
+		return mesh.DefaultBudgets().Permission
+	}
+	return s.Budget
+}
+
+func (s *FoldSource) clock() clock.Clock {
+	if s.Clock == nil {
+		return clock.New()
+	}
+	return s.Clock
+}
+
+func (s *FoldSource) logger() *slog.Logger { return orDiscard(s.Logger) }
+
+// SecurityNodeError reports a security node whose content or place the fold
+// cannot use.
+type SecurityNodeError struct {
+	Path     string
+	NodeType string
+	Problem  string
+}
+
+func (e *SecurityNodeError) Error() string {
+	return fmt.Sprintf("auth: %s node %s: %s", e.NodeType, e.Path, e.Problem)
+}
+
+// AccessSnapshot maps security nodes to the rows of the access fold (see
+// [RoleNodeType] for the content each type carries). Nodes of other types
+// are ignored. Roles that cannot be used are left out and reported in
+// skipped; assignments and policies that cannot be read make their scope
+// unreadable (access.Snapshot.Unreadable) and are reported in skipped too; a
+// membership that cannot be read is an error, since no fold is usable
+// without it. err joins one *SecurityNodeError per such membership.
+func AccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Snapshot, skipped []error, err error) {
+	var broken []error
+	unreadable := map[string]bool{}
+	markUnreadable := func(scope string, e error) {
+		skipped = append(skipped, e)
+		if !unreadable[scope] {
+			unreadable[scope] = true
+			snap.Unreadable = append(snap.Unreadable, scope)
+		}
+	}
+	roles := map[string][]access.Role{}
+	var roleOrder []string
+
+	for _, n := range nodes {
+		bad := func(problem string) error {
+			return &SecurityNodeError{Path: n.Path, NodeType: n.NodeType, Problem: problem}
+		}
+		switch {
+		case strings.EqualFold(n.NodeType, RoleNodeType):
+			r, problem := roleOf(n)
+			if problem != "" {
+				skipped = append(skipped, bad(problem))
+				continue
+			}
+			if _, seen := roles[r.ID]; !seen {
+				roleOrder = append(roleOrder, r.ID)
+			}
+			roles[r.ID] = append(roles[r.ID], r)
+
+		case strings.EqualFold(n.NodeType, MembershipNodeType):
+			var m access.GroupMembership
+			switch {
+			case !decodeObject(n.Content, &m):
+				broken = append(broken, bad(`content is not {"member": ..., "groups": [...]}`))
+			case strings.TrimSpace(m.Member) == "":
+				broken = append(broken, bad("blank member"))
+			case slicesContainBlank(m.Groups):
+				broken = append(broken, bad("a blank group"))
+			default:
+				snap.Memberships = append(snap.Memberships, m)
+			}
+
+		case strings.EqualFold(n.NodeType, AssignmentNodeType):
+			ns, _ := mesh.SplitPath(n.Path)
+			scope, inContainer := assignmentScope(ns)
+			var a struct {
+				Subject string             `json:"subject"`
+				Roles   []access.RoleGrant `json:"roles"`
+			}
+			switch {
+			case !inContainer:
+				markUnreadable(ns, bad("not in an "+accessContainer+" container"))
+			case !decodeObject(n.Content, &a):
+				markUnreadable(scope, bad(`content is not {"subject": ..., "roles": [{"role": ..., "denied": ...}]}`))
+			case strings.TrimSpace(a.Subject) == "":
+				markUnreadable(scope, bad("blank subject"))
+			case blankRole(a.Roles):
+				markUnreadable(scope, bad("a blank role"))
+			default:
+				snap.Assignments = append(snap.Assignments, access.AccessAssignment{Scope: scope, Subject: a.Subject, Roles: a.Roles})
+			}
+
+		case strings.EqualFold(n.NodeType, PolicyNodeType):
+			scope, id := mesh.SplitPath(n.Path)
+			var p access.Policy
+			switch {
+			case id != policyID:
+				markUnreadable(scope, bad("a policy must be the node "+policyID+" of its scope"))
+			case !decodeObject(n.Content, &p):
+				markUnreadable(scope, bad("content is not an object of policy flags"))
+			default:
+				p.Scope = scope
+				snap.Policies = append(snap.Policies, p)
+			}
+
+		case isGated(n.NodeType, gatedTypes):
+			snap.Gates = append(snap.Gates, access.Gate{Path: n.Path})
+		}
+	}
+
+	for _, id := range roleOrder {
+		defs := roles[id]
+		if len(defs) > 1 {
+			// Which definition is meant cannot be told; with none, the role
+			// grants nothing.
+			skipped = append(skipped, &SecurityNodeError{NodeType: RoleNodeType, Path: id, Problem: fmt.Sprintf("defined by %d nodes", len(defs))})
+			continue
+		}
+		snap.Roles = append(snap.Roles, defs[0])
+	}
+	if len(broken) > 0 {
+		return access.Snapshot{}, skipped, errors.Join(broken...)
+	}
+	return snap, skipped, nil
+}
+
+// roleOf reads a Role node, or says why it cannot be used.
+func roleOf(n mesh.Node) (access.Role, string) {
+	var c struct {
+		Permissions json.RawMessage `json:"permissions"`
+		Inheritable bool            `json:"isInheritable"`
+	}
+	if !decodeObject(n.Content, &c) {
+		return access.Role{}, `content is not {"permissions": ..., "isInheritable": ...}`
+	}
+	perms, ok := parsePermissions(c.Permissions)
+	if !ok {
+		return access.Role{}, "permissions must be a number or a list of permission names"
+	}
+	r := access.Role{ID: n.ID, Permissions: perms, Inheritable: c.Inheritable}
+	if builtIn, ok := access.BuiltInRole(r.ID); ok && builtIn.Permissions != r.Permissions {
+		return access.Role{}, fmt.Sprintf("redefines the built-in role %q", r.ID)
+	}
+	return r, ""
+}
+
+// knownPermissions is every flag a role may carry.
+const knownPermissions = access.All | access.Sync | access.Compile
+
+// parsePermissions reads a permission set given as its number or as a list
+// of flag names ("Read", "All", ...; case-insensitive).
+func parsePermissions(raw json.RawMessage) (access.Permission, bool) {
+	var n uint32
+	if json.Unmarshal(raw, &n) == nil {
+		p := access.Permission(n)
+		return p, p&^knownPermissions == 0
+	}
+	var names []string
+	if json.Unmarshal(raw, &names) != nil {
+		return 0, false
+	}
+	var p access.Permission
+	for _, name := range names {
+		flag, ok := permissionNamed(strings.TrimSpace(name))
+		if !ok {
+			return 0, false
+		}
+		p |= flag
+	}
+	return p, true
+}
+
+func permissionNamed(name string) (access.Permission, bool) {
+	for flag := access.Permission(1); flag&knownPermissions != 0; flag <<= 1 {
+		if strings.EqualFold(flag.String(), name) {
+			return flag, true
+		}
+	}
+	switch {
+	case strings.EqualFold(name, access.All.String()):
+		return access.All, true
+	case strings.EqualFold(name, access.None.String()):
+		return access.None, true
+	}
+	return 0, false
+}
+
+// assignmentScope returns the scope an assignment in namespace ns applies
+// to: the path its _Access container hangs under.
+func assignmentScope(ns string) (string, bool) {
+	if ns == accessContainer {
+		return "", true
+	}
+	if scope, ok := strings.CutSuffix(ns, "/"+accessContainer); ok {
+		return scope, true
+	}
+	return "", false
+}
+
+// decodeObject decodes a JSON object into v, reporting whether it could.
+func decodeObject(raw json.RawMessage, v any) bool {
+	trimmed := strings.TrimSpace(string(raw))
+	return strings.HasPrefix(trimmed, "{") && json.Unmarshal(raw, v) == nil
+}
+
+func slicesContainBlank(xs []string) bool {
+	for _, x := range xs {
+		if strings.TrimSpace(x) == "" {
+			return true
+		}
+	}
+	return false
+}
+
+func blankRole(rs []access.RoleGrant) bool {
+	for _, r := range rs {
+		if strings.TrimSpace(r.Role) == "" {
+			return true
+		}
+	}
+	return false
+}
+
+func isGated(nodeType string, gated []string) bool {
+	for _, t := range gated {
+		if strings.EqualFold(t, nodeType) {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteUndetermined answers 503 with Retry-After for a request whose access
+// could not be decided because the fold could not be read: like
+// WriteUnavailable, it is not a statement about the caller's rights.
+func WriteUndetermined(w http.ResponseWriter, reason string) {
+	WriteUnavailable(w, StageAccessFold+": "+reason, 0)
+}

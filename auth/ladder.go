@@ -1,0 +1,205 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// Defaults for PlanTierLadder fields left zero.
+const (
+	DefaultLadderReadTimeout   = 10 * time.Second
+	DefaultLadderCacheDuration = time.Minute
+)
+
+// StagePlanTiers names the wait for the plan-tier listing.
+const StagePlanTiers = "plan tiers"
+
+// tierQuery lists the ladder: one Initial frame is the whole ladder.
+const tierQuery = "namespace:" + TierNamespace + " nodeType:" + TierNodeType
+
+// PlanTierLadder reads the plan ladder (the PlanTier nodes under
+// [TierNamespace]) and caches it. Use one per mesh and share it: the cache is
+// the value's own.
+//
+// A read within CacheDuration of the last fill answers from the cache without
+// touching the mesh. Otherwise one fill runs, however many callers ask at
+// once: its slot is claimed by compare-and-swap, its result is an
+// rx.AsyncSubject fed by the ladder's own subscription (so a caller that
+// gives up does not cancel it), and the slot is released only if it still
+// holds that fill. A fill is bounded by ReadTimeout; when it fails, readers
+// get the last snapshot, or the empty ladder if there never was one (unknown
+// plans license nothing), and a warning is logged.
+//
+// A PlanTierLadder must not be copied after first use.
+type PlanTierLadder struct {
+	Mesh mesh.Service
+	// Clock bounds fills and ages the cache; nil means the real clock.
+	Clock clock.Clock
+	// ReadTimeout bounds one fill; zero means DefaultLadderReadTimeout.
+	ReadTimeout time.Duration
+	// CacheDuration is how long a filled ladder is served; zero means
+	// DefaultLadderCacheDuration.
+	CacheDuration time.Duration
+	// Logger receives a warning per failed fill; nil discards.
+	Logger *slog.Logger
+
+	mu       sync.Mutex
+	snap     PlanTierRanks
+	has      bool
+	filledAt time.Time
+
+	inflight atomic.Pointer[ladderFill]
+}
+
+// ladderFill is one fill in flight.
+type ladderFill struct {
+	started time.Time
+	result  *rx.AsyncSubject[ladderOutcome]
+}
+
+// ladderOutcome is what a read yields: the ranks to decide with and, when
+// the fill failed, why and whether the ranks are a last snapshot.
+type ladderOutcome struct {
+	ranks PlanTierRanks
+	err   error
+	stale bool // err != nil and ranks is the last good snapshot
+}
+
+// Read returns the ladder: one value, then completion. It never fails.
+func (l *PlanTierLadder) Read() rx.Observable[PlanTierRanks] {
+	return rx.Map(l.read(), func(o ladderOutcome) PlanTierRanks { return o.ranks })
+}
+
+// read is Read with the failure kept, for callers that must tell "the ladder
+// is empty" from "the ladder could not be read".
+func (l *PlanTierLadder) read() rx.Observable[ladderOutcome] {
+	return rx.Defer(func() rx.Observable[ladderOutcome] {
+		clk := l.clock()
+		l.mu.Lock()
+		fresh := l.has && clk.Since(l.filledAt) < l.cacheDuration()
+		snap := l.snap
+		l.mu.Unlock()
+		if fresh {
+			return rx.Return(ladderOutcome{ranks: snap})
+		}
+		return l.claim(clk).result
+	})
+}
+
+// claim returns the fill in flight, or starts one.
+func (l *PlanTierLadder) claim(clk clock.Clock) *ladderFill {
+	for {
+		if cur := l.inflight.Load(); cur != nil {
+			return cur
+		}
+		f := &ladderFill{started: clk.Now(), result: rx.NewAsyncSubject[ladderOutcome]()}
+		if l.inflight.CompareAndSwap(nil, f) {
+			l.start(f, clk)
+			return f
+		}
+	}
+}
+
+// start runs f on the ladder's own subscription: no caller can cancel it,
+// and the timeout ends it, so it needs no owner to stop it.
+func (l *PlanTierLadder) start(f *ladderFill, clk clock.Clock) {
+	initial := rx.Take(rx.Filter(l.Mesh.Query(tierQuery), func(c mesh.Change) bool { return c.Kind == mesh.Initial }), 1)
+	var got *mesh.Change
+	rx.TimeoutStage(initial, StagePlanTiers, l.readTimeout(), clk).Subscribe(rx.NewObserver(
+		func(c mesh.Change) { got = &c },
+		func(err error) { l.finish(f, PlanTierRanks{}, err) },
+		func() {
+			switch {
+			case got == nil:
+				l.finish(f, PlanTierRanks{}, errors.New("the tier listing completed without its Initial frame"))
+			case len(got.SilentProviders) > 0:
+				// A floor, not the ladder: a missing tier would read as unknown.
+				l.finish(f, PlanTierRanks{}, fmt.Errorf("provider(s) %s sent no tiers", strings.Join(got.SilentProviders, ", ")))
+			default:
+				l.finish(f, l.ranksOf(got.Items), nil)
+			}
+		},
+	))
+}
+
+// ranksOf builds the ladder from tier nodes. A tier whose content cannot be
+// read is left out, so its plan is unknown and licenses nothing.
+func (l *PlanTierLadder) ranksOf(nodes []mesh.Node) PlanTierRanks {
+	rows := make([]PlanTier, 0, len(nodes))
+	for _, n := range nodes {
+		t, err := ParsePlanTier(n.ID, n.Content)
+		if err != nil {
+			l.logger().Warn("auth: plan tier left out of the ladder", "path", n.Path, "error", err)
+			continue
+		}
+		rows = append(rows, t)
+	}
+	return NewPlanTierRanks(rows)
+}
+
+// finish publishes a fill: a success becomes the cache, a failure falls back
+// to the last snapshot. The cache is updated and the slot released before the
+// readers are told, so a reader that arrives next sees the new cache.
+func (l *PlanTierLadder) finish(f *ladderFill, ranks PlanTierRanks, err error) {
+	out := ladderOutcome{ranks: ranks}
+	l.mu.Lock()
+	if err == nil {
+		l.snap, l.has, l.filledAt = ranks, true, f.started
+	} else {
+		out = ladderOutcome{ranks: l.snap, err: err, stale: l.has}
+	}
+	l.mu.Unlock()
+	l.inflight.CompareAndSwap(f, nil)
+	if err != nil {
+		if out.stale {
+			l.logger().Warn("auth: could not read the plan-tier ladder; serving the last snapshot", "stage", StagePlanTiers, "error", err)
+		} else {
+			l.logger().Warn("auth: could not read the plan-tier ladder and have no snapshot; plan-scoped entries license nothing", "stage", StagePlanTiers, "error", err)
+		}
+	}
+	f.result.OnNext(out)
+	f.result.OnCompleted()
+}
+
+func (l *PlanTierLadder) clock() clock.Clock {
+	if l.Clock == nil {
+		return clock.New()
+	}
+	return l.Clock
+}
+
+func (l *PlanTierLadder) readTimeout() time.Duration {
+	if l.ReadTimeout <= 0 {
+		return DefaultLadderReadTimeout
+	}
+	return l.ReadTimeout
+}
+
+func (l *PlanTierLadder) cacheDuration() time.Duration {
+	if l.CacheDuration <= 0 {
+		return DefaultLadderCacheDuration
+	}
+	return l.CacheDuration
+}
+
+func (l *PlanTierLadder) logger() *slog.Logger {
+	return orDiscard(l.Logger)
+}
+
+// orDiscard returns lg, or a logger that drops everything when lg is nil.
+func orDiscard(lg *slog.Logger) *slog.Logger {
+	if lg == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return lg
+}

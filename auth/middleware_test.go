@@ -1,0 +1,204 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// instanceEcho answers 200 with the id of the instance Middleware resolved.
+var instanceEcho = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	res, ok := FromContext(r.Context())
+	if !ok {
+		http.Error(w, "no auth result in the context", http.StatusInternalServerError)
+		return
+	}
+	_, _ = io.WriteString(w, res.Instance.ID)
+})
+
+type httpAnswer struct {
+	status     int
+	retryAfter string
+	body       string
+	reason     string
+}
+
+func server(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// get sends GET / with an Authorization header (none when blank), bounded in
+// real time.
+func get(t *testing.T, srv *httptest.Server, authorization string) httpAnswer {
+	t.Helper()
+	return <-getAsync(t, srv, authorization)
+}
+
+func getAsync(t *testing.T, srv *httptest.Server, authorization string) <-chan httpAnswer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	out := make(chan httpAnswer, 1)
+	go func() {
+		defer cancel()
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			out <- httpAnswer{status: -1, body: err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		a := httpAnswer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: string(body)}
+		var parsed struct{ Reason string }
+		if json.Unmarshal(body, &parsed) == nil {
+			a.reason = parsed.Reason
+		}
+		out <- a
+	}()
+	return out
+}
+
+func receive(t *testing.T, ch <-chan httpAnswer) httpAnswer {
+	t.Helper()
+	select {
+	case a := <-ch:
+		return a
+	case <-time.After(bound):
+		require.FailNow(t, "no answer")
+		return httpAnswer{}
+	}
+}
+
+func TestMiddlewareAnswers401WithoutAKeyOrWithAMalformedOneAndReadsNothing(t *testing.T) {
+	f := newFixture(t)
+	srv := server(t, Middleware(f.authenticator(nil), instanceEcho))
+	for _, h := range []string{"", "Bearer not-a-key", "Basic bm9wZQ=="} {
+		a := get(t, srv, h)
+		assert.Equal(t, http.StatusUnauthorized, a.status, "header %q", h)
+	}
+	assert.Zero(t, f.store.reads())
+	assert.Zero(t, f.clk.Pending())
+}
+
+func TestMiddlewareAnswers401ForUnknownRevokedAndDisabledKeys(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	srv := server(t, Middleware(f.authenticator(nil), instanceEcho))
+
+	// Negative control first: the key works.
+	require.Equal(t, http.StatusOK, get(t, srv, bearer(f.key)).status)
+
+	unknown, err := NewKey()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusUnauthorized, get(t, srv, bearer(unknown)).status, "unknown")
+
+	disabled, err := f.reg.IssueKey(ctx, "acme")
+	require.NoError(t, err)
+	require.NoError(t, f.reg.Disable(ctx, "acme"))
+	assert.Equal(t, http.StatusUnauthorized, get(t, srv, bearer(disabled)).status, "disabled")
+	require.NoError(t, f.reg.Enable(ctx, "acme"))
+
+	require.NoError(t, f.reg.RevokeKey(ctx, "acme", f.key))
+	assert.Equal(t, http.StatusUnauthorized, get(t, srv, bearer(f.key)).status, "revoked")
+	assert.Equal(t, http.StatusOK, get(t, srv, bearer(disabled)).status, "the other key still works")
+}
+
+func TestMiddlewarePassesAValidKeyOnWithTheInstanceInTheContext(t *testing.T) {
+	f := newFixture(t)
+	a := get(t, server(t, Middleware(f.authenticator(nil), instanceEcho)), bearer(f.key))
+	assert.Equal(t, http.StatusOK, a.status)
+	assert.Equal(t, "acme", a.body)
+
+	// Negative control: the same handler without Middleware finds no Result.
+	assert.Equal(t, http.StatusInternalServerError, get(t, server(t, instanceEcho), bearer(f.key)).status)
+}
+
+func TestAStalledLegAnswers503WithinItsBudgetNamingTheLeg(t *testing.T) {
+	for _, stage := range []string{StageInstanceKey, StageInstance, StageGrant, StagePlanTiers} {
+		t.Run(stage, func(t *testing.T) {
+			f := newFixture(t)
+			for _, l := range stallKeys(f) {
+				if l.stage == stage {
+					f.store.stall(l.key)
+				}
+			}
+			srv := server(t, Middleware(f.authenticator(nil), instanceEcho))
+			pending := getAsync(t, srv, bearer(f.key))
+			for _, l := range stallKeys(f) {
+				if l.stage == stage {
+					f.store.waitEntered(t, l.key)
+				}
+			}
+
+			f.clk.Advance(DefaultReadBudget - time.Nanosecond)
+			assert.Equal(t, 1, f.clk.Pending(), "the leg's bound has not tripped early; the request waits on it")
+			f.clk.Advance(time.Nanosecond)
+
+			a := receive(t, pending)
+			assert.Equal(t, http.StatusServiceUnavailable, a.status)
+			assert.Equal(t, "5", a.retryAfter)
+			assert.Equal(t, stage+": no answer within 10s", a.reason)
+			assert.Contains(t, a.body, "NOT a statement about your key or your grant")
+		})
+	}
+}
+
+func TestAFailingStoreAnswers503Never401(t *testing.T) {
+	f := newFixture(t)
+	srv := server(t, Middleware(f.authenticator(nil), instanceEcho))
+	require.Equal(t, http.StatusOK, get(t, srv, bearer(f.key)).status, "negative control: healthy")
+
+	f.store.fail(GrantPath("acme"), errors.New("i/o error"))
+	a := get(t, srv, bearer(f.key))
+	assert.Equal(t, http.StatusServiceUnavailable, a.status)
+	assert.Equal(t, "grant: i/o error", a.reason)
+
+	require.NoError(t, f.store.Close())
+	a = get(t, srv, bearer(f.key))
+	assert.Equal(t, http.StatusServiceUnavailable, a.status)
+	assert.Contains(t, a.reason, StageInstanceKey+": ")
+	assert.Contains(t, a.reason, "closed")
+
+	// A missing key is still a fast 401 on a dead store: that speaks of the
+	// header, not of the store.
+	assert.Equal(t, http.StatusUnauthorized, get(t, srv, "").status)
+}
+
+func TestARequestThatEndsBeforeItsKeyIsCheckedIs503(t *testing.T) {
+	f := newFixture(t)
+	f.store.stall(InstancePath("acme"))
+	cancels := make(chan context.CancelFunc, 1)
+	endable := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// As an outer deadline would: the test decides when it passes.
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			cancels <- cancel
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+	pending := getAsync(t, server(t, endable(Middleware(f.authenticator(nil), instanceEcho))), bearer(f.key))
+	f.store.waitEntered(t, InstancePath("acme"))
+	require.Equal(t, 1, f.clk.Pending(), "the request waits on the instance leg")
+	(<-cancels)()
+
+	a := receive(t, pending)
+	assert.Equal(t, http.StatusServiceUnavailable, a.status, "no virtual time passed: the request context ended the wait")
+	assert.Contains(t, a.reason, "the request ended before the key could be checked")
+	assert.Zero(t, f.clk.Pending(), "the abandoned leg was unsubscribed and its bound disarmed")
+}
