@@ -18,6 +18,21 @@
 // gets 503 with Retry-After ([WriteUnavailable]), whose body says plainly
 // that it is not a statement about the key. A fault never becomes a fact.
 //
-// The pure access fold for mesh permissions lives in the sub-package
-// [github.com/meshrx/meshrx/auth/access].
+// # Reading the mesh
+//
+// The instances, their key index, their grants and the plan tiers are mesh
+// nodes ([Registry] writes them). An [Authenticator] turns an Authorization
+// header into a [Result]: a missing or malformed key answers synchronously,
+// with no read; otherwise three live legs run in turn — instance key,
+// instance, grant — each bounded by ReadBudget with a stage-named timeout on
+// the injected clock, then the cached [PlanTierLadder]. A leg that cannot
+// answer makes the Result unavailable and names the leg; only an absent key,
+// instance or a disabled one makes it unauthenticated. [Middleware] maps the
+// three outcomes onto 401, 503 and the handler.
+//
+// Permissions come from the access fold over the security nodes the store
+// maintains on its write path ([mesh.SecurityReader]): [FoldSource] never
+// pages or narrows them, rebuilds the fold only when they change, and a fold
+// it could not read decides Undetermined, which denies. The pure fold lives
+// in the sub-package [github.com/meshrx/meshrx/auth/access].
 package auth

@@ -17,4 +17,24 @@
 // Every wait (for the lane, for a read slot, for the volume) is bounded by the
 // caller's context, and when it trips the error is a [*WaitError] naming what
 // was waited on.
+//
+// # Serving
+//
+// The index never scans: it reads a [ServedActivation], a snapshot maintained
+// by the service — invalidated by this replica's own writes before they are
+// reported, re-derived once per freshness window for other replicas' records,
+// with one derivation in flight owned by the service rather than by the
+// request that started it.
+//
+// Every request carries a [Ledger] from its arrival; each wait enters it as a
+// named stage ([InStage]). A route answers within its [Deadline] or refuses
+// with 503 + Retry-After, naming in its body and in one warning the stages it
+// was still waiting on.
+//
+// # Consuming
+//
+// A [Client] fetches the index and bundles with bounded attempts that honour
+// Retry-After; a [Reconciler] polls it and lands new versions, and when it
+// cannot it leaves a mark an operator reads: its Status, a gauge, and one
+// warning per transition into failure.
 package registry
