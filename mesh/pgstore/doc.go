@@ -2,16 +2,52 @@
 // partition name lower-cased) holding mesh_nodes and the satellite tables
 // (access, notifications, threads, activities), all of one shape.
 //
-// Migrate installs the shared schema: public.searchable_schemas (the
-// partition schemas a fan-out may read), public.partition_access, the global
-// satellite schema system_access, and the functions that create partition
-// schemas. EnsurePartition creates a partition's schema on its first write.
+// # The store
+//
+// Open returns a Store, a mesh.Service and mesh.SecurityReader that passes
+// the conformance suite mesh/meshtest:
+//
+//	s, err := pgstore.Open(ctx, "postgres://…/mesh", pgstore.Options{})
+//	defer s.Close()
+//	s.Put(ctx, mesh.Node{Path: "acme/Docs/intro", NodeType: "Article"})
+//	first, err := rx.First(ctx, s.Query("namespace:acme/Docs nodeType:Article"))
+//
+// Writes create a partition's schema on its first write and bump a node's
+// version only when something visible changed, decided by the database in
+// the upsert itself. A pinned query reads one schema; a fan-out reads every
+// schema it covers in one UNION ALL statement and is logged with its shape.
+// An unroutable query answers empty without a statement.
+//
+// # The change feed
 //
 // Every node table has a trigger that announces each row change on the
-// mesh_node_changes channel as {"path", "op", "node_type"}, so that a
-// listener in another process can classify a change by node type instead of
-// re-running every query; updates that change nothing visible are not
-// announced.
+// mesh_node_changes channel as {"path", "op", "node_type"} (node_type null
+// when a write changes it), so that a listener in another process can
+// classify a change by node type instead of re-running every query; updates
+// that change nothing visible are not announced. Each Store listens on one
+// connection of its own: its own writes and those of every other process on
+// the database (its replicas) arrive the same way. A notice concerns only
+// the live queries that read its schema and table, whose anchor holds its
+// path and whose node types include its type (without a type, any type
+// does); each of those re-reads the written path (or, for a query with a
+// limit, its whole result) and sends what changed. After the listener
+// reconnects every live query gets a Reset, never a silent gap.
+//
+// # The security fold
+//
+// public.security_fold holds a copy of every node whose type is a security
+// type (mesh.SecurityTypes, or a type listed in public.security_fold_types),
+// from every node table of every schema, maintained by triggers in the
+// writing transaction, with a version bumped by the same transaction.
+// SecurityNodes reads it in one statement: never paged, never narrowed.
+//
+// # Schema
+//
+// Migrate installs the shared schema: public.searchable_schemas (the
+// partition schemas a fan-out may read), public.partition_access, the global
+// satellite schema system_access, the fold, and the functions that create
+// partition and global satellite schemas (EnsurePartition,
+// EnsureGlobalSchema).
 //
 // Functions take a DB (a *pgxpool.Pool, *pgx.Conn or pgx.Tx). Schema and
 // table names are always quoted as identifiers (pgx.Identifier, or %I in

@@ -158,6 +158,38 @@ func EnsurePartition(ctx context.Context, db DB, partition string) (schema strin
 	return "", fmt.Errorf("pgstore: creating partition schema %q: %w", schema, err)
 }
 
+// EnsureGlobalSchema creates the schema of a global satellite (a first path
+// segment starting with _, such as _Access → GlobalAccessSchema) with the
+// node tables, indexes and triggers of a partition, unless it exists. It is
+// not registered as searchable: no fan-out reads it. schema is used as
+// given (the router lower-cases it); a name that cannot be a schema is a
+// *PartitionNameError.
+func EnsureGlobalSchema(ctx context.Context, db DB, schema string) error {
+	bad := func(reason string) error { return &PartitionNameError{Partition: schema, Reason: reason} }
+	switch {
+	case schema == "" || !utf8.ValidString(schema) || strings.ContainsRune(schema, 0):
+		return bad("a global satellite schema needs a non-empty UTF-8 name without NUL")
+	case len(schema) > MaxSchemaNameLen:
+		return bad(fmt.Sprintf("the name is %d bytes; schema names are limited to %d", len(schema), MaxSchemaNameLen))
+	case strings.Contains(schema, "/") || strings.HasPrefix(schema, "pg_") || schema == "public" || schema == "information_schema":
+		return bad("the name is reserved or not one identifier")
+	}
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `SELECT public.ensure_global_schema($1, $2)`, schema, LockBudget)
+		return err
+	})
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pgErr) && pgErr.Code == "42883": // undefined_function
+		return fmt.Errorf("pgstore: creating global satellite schema %q: %w: %w", schema, ErrNotMigrated, err)
+	case errors.As(err, &pgErr) && pgErr.Code == "55P03": // lock_not_available
+		return &LockTimeoutError{Lock: fmt.Sprintf("creation lock of global satellite schema %q", schema), After: LockBudget, Err: err}
+	}
+	return fmt.Errorf("pgstore: creating global satellite schema %q: %w", schema, err)
+}
+
 // Migrate brings the database to this build's schema by applying, in name
 // order, the embedded migrations it has not applied yet, each recorded in
 // public.meshrx_migrations with its checksum. Running it again changes

@@ -225,10 +225,12 @@ func TestAPartitionSchemaHasEveryTableIndexAndTrigger(t *testing.T) {
 
 			triggers := queryStrings(t, conn, `
 				SELECT pg_get_triggerdef(oid) FROM pg_trigger
-				WHERE tgrelid = $1::regclass AND NOT tgisinternal`, pgx.Identifier{schema, table}.Sanitize())
-			require.Len(t, triggers, 1, where)
-			assert.Contains(t, triggers[0], "AFTER INSERT OR DELETE OR UPDATE", where)
-			assert.Contains(t, triggers[0], "FOR EACH ROW EXECUTE FUNCTION mesh_notify_change()", where)
+				WHERE tgrelid = $1::regclass AND NOT tgisinternal ORDER BY tgname`, pgx.Identifier{schema, table}.Sanitize())
+			require.Len(t, triggers, 2, where)
+			for i, fn := range []string{"mesh_notify_change()", "mesh_security_fold()"} {
+				assert.Contains(t, triggers[i], "AFTER INSERT OR DELETE OR UPDATE", where)
+				assert.Contains(t, triggers[i], "FOR EACH ROW EXECUTE FUNCTION "+fn, where)
+			}
 		}
 	}
 
@@ -322,8 +324,12 @@ func TestEveryNodeTableAnnouncesChangesWithPathOpAndNodeType(t *testing.T) {
 				exec(`UPDATE TABLE SET ` + set + ` WHERE id = 'n1'`)
 				assert.Equal(t, change("Shop/n1", "UPDATE", "Order"), l.next(), set)
 			}
+			// A change of type is announced untyped: readers of the old type
+			// and of the new one must both look.
 			exec(`UPDATE TABLE SET node_type = 'Invoice' WHERE id = 'n1'`)
-			assert.Equal(t, change("Shop/n1", "UPDATE", "Invoice"), l.next())
+			assert.Equal(t, map[string]any{"path": "Shop/n1", "op": "UPDATE", "node_type": nil}, l.next())
+			exec(`UPDATE TABLE SET name = 'N2' WHERE id = 'n1'`)
+			assert.Equal(t, change("Shop/n1", "UPDATE", "Invoice"), l.next(), "control: the next update is typed again")
 
 			// A move is the old path's removal and the new path's arrival.
 			exec(`UPDATE TABLE SET id = 'n2' WHERE id = 'n1'`)

@@ -1,0 +1,163 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/meshrx/meshrx/mesh"
+)
+
+// connectListener opens the listener's own connection and subscribes it to
+// NotifyChannel, within Budgets.QueryInitial.
+func (s *Store) connectListener(ctx context.Context) (*pgx.Conn, error) {
+	ctx, cancel, explain := bounded(ctx, s.budgets.QueryInitial, "connecting the change listener")
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, s.listenCfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting the change listener: %w", explain(err))
+	}
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{NotifyChannel}.Sanitize()); err != nil {
+		s.closeConn(conn)
+		return nil, fmt.Errorf("listening on %s: %w", NotifyChannel, explain(err))
+	}
+	return conn, nil
+}
+
+func (s *Store) closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.budgets.QueryInitial)
+	defer cancel()
+	_ = conn.Close(ctx)
+}
+
+// listen is the listener's goroutine: it turns notifications into change
+// notices and re-reads, and when the connection fails it reconnects with
+// backoff on the store's clock, reloads the known schemas and resets every
+// live query, since notices sent during the gap are lost.
+func (s *Store) listen(conn *pgx.Conn) {
+	defer s.wg.Done()
+	for {
+		err := s.receive(conn)
+		s.closeConn(conn)
+		if s.ctx.Err() != nil {
+			return
+		}
+		conn = s.reconnect(err)
+		if conn == nil {
+			return // closed while reconnecting
+		}
+		n := s.reconnects.Add(1)
+		s.log.Info("pgstore: change feed reconnected; resetting live queries", "reconnects", n)
+		s.feed.OnNext(FeedState{Connected: true, Reconnects: n})
+		s.resetAll()
+	}
+}
+
+// receive handles notifications until the connection fails or the store
+// closes.
+func (s *Store) receive(conn *pgx.Conn) error {
+	for {
+		n, err := conn.WaitForNotification(s.ctx)
+		if err != nil {
+			return err
+		}
+		s.handle(n.Payload)
+	}
+}
+
+// reconnect waits and retries until a connection listens again (with the
+// known schemas reloaded on it) or the store closes (nil).
+func (s *Store) reconnect(cause error) *pgx.Conn {
+	delay := MinReconnectDelay
+	for {
+		// The timer is armed before the state is published, so whoever reacts
+		// to the state (a test advancing a virtual clock) cannot outrun it.
+		timer := s.clk.Timer(delay)
+		s.log.Warn("pgstore: change feed lost; live queries wait for it", "err", cause, "retryIn", delay)
+		s.feed.OnNext(FeedState{Connected: false, Reconnects: s.reconnects.Load(), Err: cause, RetryIn: delay})
+		select {
+		case <-s.ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		}
+		conn, err := s.connectListener(s.ctx)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(s.ctx, s.budgets.QueryInitial)
+			err = s.schemas.load(ctx, conn)
+			cancel()
+			if err == nil {
+				return conn
+			}
+			err = fmt.Errorf("reloading the node schemas: %w", err)
+			s.closeConn(conn)
+		}
+		if s.ctx.Err() != nil {
+			return nil
+		}
+		cause = err
+		delay = min(2*delay, MaxReconnectDelay)
+	}
+}
+
+// notice is the payload the notify triggers send.
+type notice struct {
+	Path     *string `json:"path"`
+	Op       string  `json:"op"`
+	NodeType *string `json:"node_type"`
+}
+
+// handle settles one notification: it updates the known schemas, makes the
+// live queries it can concern re-read, and announces it on Changes. A
+// payload it cannot read re-reads every live query (fail-safe).
+func (s *Store) handle(payload string) {
+	s.notices.Add(1)
+	var n notice
+	op, opOK := mesh.WriteOp(0), false
+	if err := json.Unmarshal([]byte(payload), &n); err == nil {
+		op, opOK = mesh.ParseWriteOp(n.Op)
+	}
+	if !opOK || n.Path == nil || *n.Path == "" {
+		s.log.Warn("pgstore: unreadable change notice; every live query re-reads", "payload", clip(payload, 200))
+		s.dispatchAll()
+		return
+	}
+	path := *n.Path
+	nodeType, typed := "", false
+	if n.NodeType != nil && !s.untyped {
+		nodeType, typed = *n.NodeType, true
+	}
+	schema, global, err := s.schemaFor(path)
+	if err != nil {
+		s.log.Warn("pgstore: change notice for a path no schema holds; every live query re-reads", "path", path, "err", err)
+		s.dispatchAll()
+	} else {
+		if global {
+			s.schemas.addGlobal(schema)
+		} else {
+			s.schemas.addPartition(schema)
+		}
+		s.dispatch(schema, !global, path, nodeType, typed)
+	}
+	s.changes.OnNext(mesh.ChangeNotice{Path: path, Op: op, NodeType: nodeType})
+}
+
+// dispatchAll makes every live query re-read.
+func (s *Store) dispatchAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for lq := range s.live {
+		s.requeries.Add(1)
+		lq.owe(pendingDiff, "")
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -1,0 +1,335 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// pending is the read a live query owes its subscriber, in increasing
+// strength: a stronger one absorbs a weaker one scheduled before it runs.
+type pending uint8
+
+// maxPointPaths is how many written paths a live query re-checks one by one
+// before it reads its whole result instead.
+const maxPointPaths = 100
+
+const (
+	pendingNone    pending = iota
+	pendingDiff            // re-read and send what changed
+	pendingReset           // re-read and send the whole result as a Reset
+	pendingInitial         // the first read, sent as the Initial
+)
+
+// liveQuery is one subscription of the store's provider. Its reads run on a
+// goroutine of its own, one at a time; notices that arrive meanwhile
+// coalesce into one more read.
+type liveQuery struct {
+	q      *mesh.Query
+	anchor *mesh.Query // q without filter and free text: where q can look
+	plan   plan
+	types  map[string]bool // lower-cased node types the query can match; nil: any
+	fixed  map[string]bool // the schemas it reads, unless plan.anySchema
+	tables map[string]bool // the node tables it reads
+
+	wake chan struct{} // capacity 1: a read is owed
+
+	mu      sync.Mutex
+	owed    pending
+	dirty   map[string]bool // written paths to re-check, for pendingDiff
+	readAll bool            // a pendingDiff that needs a full re-read
+}
+
+func newLiveQuery(q *mesh.Query, p plan) *liveQuery {
+	anchor := *q
+	anchor.Filter, anchor.Text = nil, nil
+	lq := &liveQuery{q: q, anchor: &anchor, plan: p, wake: make(chan struct{}, 1), owed: pendingInitial,
+		dirty: map[string]bool{}, tables: map[string]bool{}}
+	if types, ok := q.NodeTypes(); ok {
+		lq.types = make(map[string]bool, len(types))
+		for _, t := range types {
+			lq.types[strings.ToLower(t)] = true
+		}
+	}
+	if !p.anySchema {
+		lq.fixed = make(map[string]bool, len(p.schemas))
+		for _, sc := range p.schemas {
+			lq.fixed[sc] = true
+		}
+	}
+	for _, t := range p.tables {
+		lq.tables[t] = true
+	}
+	lq.wake <- struct{}{}
+	return lq
+}
+
+// owe schedules a read of at least strength p. For pendingDiff, path is the
+// written path to re-check, or "" for a full re-read.
+func (lq *liveQuery) owe(p pending, path string) {
+	lq.mu.Lock()
+	lq.owed = max(lq.owed, p)
+	if p == pendingDiff {
+		if path == "" || len(lq.dirty) >= maxPointPaths {
+			lq.readAll = true
+		} else {
+			lq.dirty[path] = true
+		}
+	}
+	lq.mu.Unlock()
+	select {
+	case lq.wake <- struct{}{}:
+	default: // a wake-up is already due
+	}
+}
+
+// take returns the read owed, with the paths to re-check when a point read
+// will do (nil when the whole result must be read).
+func (lq *liveQuery) take() (pending, []string) {
+	lq.mu.Lock()
+	defer lq.mu.Unlock()
+	p := lq.owed
+	var paths []string
+	if p == pendingDiff && !lq.readAll && lq.q.Limit <= 0 { // a limit's top N needs the whole result
+		paths = make([]string, 0, len(lq.dirty))
+		for path := range lq.dirty {
+			paths = append(paths, path)
+		}
+		slices.Sort(paths)
+	}
+	lq.owed, lq.readAll = pendingNone, false
+	clear(lq.dirty)
+	return p, paths
+}
+
+// concerns reports whether a write at path of a node of nodeType, in
+// schema, can change the query's result. typed is false when the notice
+// carries no node type: then only where the node is can rule it out.
+func (lq *liveQuery) concerns(schema string, partition bool, path, nodeType string, typed bool) bool {
+	if lq.plan.anySchema {
+		if !partition {
+			return false
+		}
+	} else if !lq.fixed[schema] {
+		return false
+	}
+	if !lq.tables[mesh.TableFor(path)] {
+		return false
+	}
+	ns, _ := mesh.SplitPath(path)
+	if !lq.anchor.Matches(mesh.Node{Path: path, Namespace: ns}) {
+		return false
+	}
+	return !typed || lq.types == nil || lq.types[strings.ToLower(nodeType)]
+}
+
+// runLive registers lq, then serves it until the subscriber leaves (ctx
+// ends), a read fails (*mesh.UnavailableError) or the store closes (the
+// query completes). It returns at once; the work runs on a store goroutine.
+func (s *Store) runLive(subCtx context.Context, lq *liveQuery, o rx.Observer[mesh.Change]) {
+	op := "query " + lq.q.String()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		o.OnError(unavailable(op, ErrClosed))
+		return
+	}
+	s.live[lq] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+
+	go func() {
+		defer s.wg.Done()
+		defer s.unregister(lq)
+		ctx, stop := s.scoped(subCtx)
+		defer stop()
+		var last map[string]mesh.Node
+		for {
+			select {
+			case <-ctx.Done():
+				s.endLive(o, op, last != nil)
+				return
+			case <-lq.wake:
+			}
+			owed, paths := lq.take()
+			if owed == pendingNone {
+				continue
+			}
+			if paths != nil {
+				frames, err := s.recheck(ctx, lq, paths, last)
+				if err == nil {
+					for _, c := range frames {
+						o.OnNext(c)
+					}
+					continue
+				}
+				if ctx.Err() != nil {
+					s.endLive(o, op, true)
+					return
+				}
+				s.log.Warn("pgstore: point read failed; reading the whole result", "query", lq.q.String(), "err", err)
+			}
+			items, parts, err := s.read(ctx, lq.q, lq.plan)
+			if err != nil {
+				if ctx.Err() != nil {
+					s.endLive(o, op, last != nil)
+					return
+				}
+				s.log.Warn("pgstore: live query read failed; ending it", "query", lq.q.String(), "err", err)
+				o.OnError(unavailable(op, err))
+				return
+			}
+			switch owed {
+			case pendingInitial:
+				o.OnNext(mesh.Change{Kind: mesh.Initial, Items: items, Partitions: parts})
+			case pendingReset:
+				s.resets.Add(1)
+				o.OnNext(mesh.Change{Kind: mesh.Reset, Items: items, Partitions: parts})
+			default:
+				for _, c := range diff(last, items, parts) {
+					o.OnNext(c)
+				}
+			}
+			last = make(map[string]mesh.Node, len(items))
+			for _, n := range items {
+				last[n.Path] = n
+			}
+		}
+	}()
+}
+
+// endLive ends a live query whose context is done: on Close it completes
+// (or fails, when it never sent its Initial); an unsubscribed one gets
+// nothing more.
+func (s *Store) endLive(o rx.Observer[mesh.Change], op string, sentInitial bool) {
+	if s.ctx.Err() == nil {
+		return // the subscriber left
+	}
+	if sentInitial {
+		o.OnCompleted()
+		return
+	}
+	o.OnError(unavailable(op, ErrClosed))
+}
+
+func (s *Store) unregister(lq *liveQuery) {
+	s.mu.Lock()
+	delete(s.live, lq)
+	s.mu.Unlock()
+}
+
+// diff returns the frames that turn the result before into the result
+// now: Added for nodes that entered, Updated for nodes that changed, Removed
+// for nodes that left.
+func diff(before map[string]mesh.Node, now []mesh.Node, parts []string) []mesh.Change {
+	var added, updated, removed []mesh.Node
+	seen := make(map[string]bool, len(now))
+	for _, n := range now {
+		seen[n.Path] = true
+		old, had := before[n.Path]
+		switch {
+		case !had:
+			added = append(added, n)
+		case !sameNode(old, n):
+			updated = append(updated, n)
+		}
+	}
+	for p, n := range before {
+		if !seen[p] {
+			removed = append(removed, n)
+		}
+	}
+	return changeFrames(added, updated, removed, parts)
+}
+
+// changeFrames returns the Added, Updated and Removed frames, in that order,
+// leaving out empty ones. Removed nodes are put in path order.
+func changeFrames(added, updated, removed []mesh.Node, parts []string) []mesh.Change {
+	slices.SortFunc(removed, func(a, b mesh.Node) int { return strings.Compare(a.Path, b.Path) })
+	var out []mesh.Change
+	for _, c := range []struct {
+		kind  mesh.ChangeKind
+		items []mesh.Node
+	}{{mesh.Added, added}, {mesh.Updated, updated}, {mesh.Removed, removed}} {
+		if len(c.items) > 0 {
+			out = append(out, mesh.Change{Kind: c.kind, Items: c.items, Partitions: parts})
+		}
+	}
+	return out
+}
+
+// recheck point-reads the written paths and patches the live result last:
+// a path whose node now matches enters (Added) or changes in it (Updated),
+// one whose node is gone or no longer matches leaves it (Removed).
+func (s *Store) recheck(ctx context.Context, lq *liveQuery, paths []string, last map[string]mesh.Node) ([]mesh.Change, error) {
+	got, err := s.pointRead(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
+	var added, updated, removed []mesh.Node
+	for _, p := range paths {
+		n, ok := got[p]
+		in := ok && lq.q.Matches(n)
+		old, had := last[p]
+		switch {
+		case in && !had:
+			added = append(added, n)
+			last[p] = n
+		case in && !sameNode(old, n):
+			updated = append(updated, n)
+			last[p] = n
+		case !in && had:
+			removed = append(removed, old)
+			delete(last, p)
+		}
+	}
+	byQuery := func(a, b mesh.Node) int {
+		switch {
+		case lq.q.Less(a, b):
+			return -1
+		case lq.q.Less(b, a):
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(added, byQuery)
+	slices.SortStableFunc(updated, byQuery)
+	return changeFrames(added, updated, removed, s.covered(lq.plan)), nil
+}
+
+func sameNode(a, b mesh.Node) bool {
+	return a.Version == b.Version && a.LastModified.Equal(b.LastModified) && a.Name == b.Name &&
+		a.NodeType == b.NodeType && a.State == b.State && a.MainNode == b.MainNode &&
+		a.Namespace == b.Namespace && a.ID == b.ID && bytes.Equal(a.Content, b.Content)
+}
+
+// dispatch settles one change notice against every live query: those it
+// can concern owe a re-read of the path, the others are skipped without
+// reading.
+func (s *Store) dispatch(schema string, partition bool, path, nodeType string, typed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for lq := range s.live {
+		if lq.concerns(schema, partition, path, nodeType, typed) {
+			s.requeries.Add(1)
+			lq.owe(pendingDiff, path)
+		} else {
+			s.skipped.Add(1)
+		}
+	}
+}
+
+// resetAll makes every live query re-read its whole result and send it as
+// a Reset: after a gap in the feed nothing else is trustworthy.
+func (s *Store) resetAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for lq := range s.live {
+		lq.owe(pendingReset, "")
+	}
+}

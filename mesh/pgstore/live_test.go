@@ -1,0 +1,244 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
+	"github.com/meshrx/meshrx/rx/rxtest"
+)
+
+func TestTwoReplicasSeeEachOthersWrites(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	a, b := openStore(t, url, Options{}), openStore(t, url, Options{})
+	const q = "namespace:acme/Docs nodeType:Article"
+	put(t, a, mesh.Node{Path: "acme/Docs/seed", NodeType: "Article"})
+	onA, onB := watchQuery(t, a, q), watchQuery(t, b, q)
+	for _, w := range []*watch[mesh.Change]{onA, onB} {
+		initial := w.await(t, "the Initial", func(c mesh.Change) bool { return true })
+		require.Equal(t, mesh.Initial, initial.Kind)
+		assert.Equal(t, []string{"acme/Docs/seed"}, pathsOf(initial.Items))
+	}
+
+	for _, step := range []struct {
+		writer *Store
+		name   string
+	}{{b, "b"}, {a, "a"}} {
+		path := "acme/Docs/from-" + step.name
+		stored := put(t, step.writer, mesh.Node{Path: path, NodeType: "Article"})
+		for _, w := range []*watch[mesh.Change]{onA, onB} {
+			added := w.await(t, "Added "+path, kindOn(mesh.Added, path))
+			assert.Equal(t, stored, added.Items[0], "every replica, the writer included, sees the stored node")
+		}
+		changed := put(t, step.writer, mesh.Node{Path: path, NodeType: "Article", Content: json.RawMessage(`{"v": 2}`)})
+		for _, w := range []*watch[mesh.Change]{onA, onB} {
+			updated := w.await(t, "Updated "+path, kindOn(mesh.Updated, path))
+			assert.Equal(t, changed.Version, updated.Items[0].Version)
+		}
+		del(t, step.writer, path)
+		for _, w := range []*watch[mesh.Change]{onA, onB} {
+			w.await(t, "Removed "+path, kindOn(mesh.Removed, path))
+		}
+	}
+}
+
+func TestAnUnrelatedTypeWriteFromAnotherReplicaReRunsNoLiveQuery(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	typed := openStore(t, url, Options{})
+	// Negative control: the same replica reading notices as if they carried
+	// no node type, the pre-fix payload.
+	untyped := openStore(t, url, Options{UntypedFeed: true})
+	writer := openStore(t, url, Options{})
+	readers := []*Store{typed, untyped}
+	var changes []*watch[mesh.ChangeNotice]
+	for _, r := range readers {
+		changes = append(changes, watchStream(t, "changes", r.Changes()))
+	}
+	put(t, writer, mesh.Node{Path: "acme/Docs/a", NodeType: "Article"})
+	for _, c := range changes {
+		c.await(t, "the notice of acme/Docs/a", noticeOf("acme/Docs/a"))
+	}
+
+	const queries, writes = 20, 10
+	for _, r := range readers {
+		for range queries {
+			w := watchQuery(t, r, "namespace:acme/Docs nodeType:Article")
+			w.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial })
+		}
+	}
+	before := []Stats{typed.Stats(), untyped.Stats()}
+
+	for i := range writes {
+		put(t, writer, mesh.Node{Path: "acme/Docs/p" + string(rune('a'+i)), NodeType: "Page"})
+	}
+	// Notices are handled in commit order, each before it is announced: once
+	// the marker is announced, every write before it has been settled.
+	put(t, writer, mesh.Node{Path: "acme/Docs/marker", NodeType: "Page"})
+	for _, c := range changes {
+		c.await(t, "the marker's notice", noticeOf("acme/Docs/marker"))
+	}
+	notices := int64(writes + 1)
+
+	got := typed.Stats()
+	assert.Equal(t, int64(0), got.Requeries-before[0].Requeries, "a Page write cannot change an Article query: no re-query")
+	assert.Equal(t, int64(0), got.Reads-before[0].Reads+got.PointReads-before[0].PointReads, "and no read")
+	assert.Equal(t, queries*notices, got.Skipped-before[0].Skipped, "every (notice, query) pair was settled by type")
+
+	got = untyped.Stats()
+	assert.Equal(t, queries*notices, got.Requeries-before[1].Requeries,
+		"without the node type, every write re-runs every live query: the multiplier")
+	assert.Equal(t, int64(0), got.Skipped-before[1].Skipped)
+}
+
+func TestAChangeOfNodeTypeReachesQueriesOfTheOldAndTheNewType(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	reader, writer := openStore(t, url, Options{}), openStore(t, url, Options{})
+	put(t, writer, mesh.Node{Path: "acme/Docs/x", NodeType: "Article"})
+	articles := watchQuery(t, reader, "namespace:acme/Docs nodeType:Article")
+	pages := watchQuery(t, reader, "namespace:acme/Docs nodeType:Page")
+	changes := watchStream(t, "changes", reader.Changes())
+	articles.await(t, "Initial with x", kindOn(mesh.Initial, "acme/Docs/x"))
+	pages.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial })
+
+	put(t, writer, mesh.Node{Path: "acme/Docs/x", NodeType: "Page"})
+	// Classified by the new type alone, the Article query would skip this
+	// write and keep x for ever; the notice is untyped so both look.
+	notice := changes.await(t, "the notice of the type change", func(n mesh.ChangeNotice) bool {
+		return n.Path == "acme/Docs/x" && n.Op == mesh.WriteUpdate
+	})
+	assert.Equal(t, "", notice.NodeType)
+	articles.await(t, "Removed x", kindOn(mesh.Removed, "acme/Docs/x"))
+	pages.await(t, "Added x", kindOn(mesh.Added, "acme/Docs/x"))
+}
+
+func TestAnUnreadableNoticeReRunsEveryLiveQuery(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	s := openStore(t, url, Options{})
+	changes := watchStream(t, "changes", s.Changes())
+	put(t, s, mesh.Node{Path: "acme/Docs/a", NodeType: "Article"})
+	changes.await(t, "the notice of acme/Docs/a", noticeOf("acme/Docs/a"))
+	const queries = 3
+	for range queries {
+		w := watchQuery(t, s, "namespace:acme/Docs nodeType:Article")
+		w.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial })
+	}
+	before := s.Stats()
+
+	conn := connect(t, url)
+	for _, payload := range []string{`not json`, `{"op": "INSERT"}`, `{"path": "acme/Docs/q", "op": "MERGE"}`} {
+		_, err := conn.Exec(testContext(t), `SELECT pg_notify($1, $2)`, NotifyChannel, payload)
+		require.NoError(t, err)
+	}
+	// Control: a readable notice of another type is skipped. It also marks
+	// the end, as notices are handled in order.
+	put(t, s, mesh.Node{Path: "acme/Docs/marker", NodeType: "Page"})
+	changes.await(t, "the marker's notice", noticeOf("acme/Docs/marker"))
+
+	got := s.Stats()
+	assert.Equal(t, int64(3*queries), got.Requeries-before.Requeries, "each unreadable notice re-runs every live query (fail-safe)")
+	assert.Equal(t, int64(queries), got.Skipped-before.Skipped)
+	for _, n := range changes.values(t) {
+		assert.NotEmpty(t, n.Path, "an unreadable notice is not announced: %+v", n)
+	}
+}
+
+// listenerPID returns the backend pid of the store's listener on its
+// database (the only store on it).
+func listenerPID(t *testing.T, url string) uint32 {
+	t.Helper()
+	pids := queryStrings(t, connect(t, url),
+		`SELECT pid::text FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`, listenerAppName)
+	require.Len(t, pids, 1, "one listener connection per store")
+	pid, err := strconv.ParseUint(pids[0], 10, 32)
+	require.NoError(t, err)
+	return uint32(pid)
+}
+
+func TestAListenerReconnectSendsResetNotASilentGap(t *testing.T) {
+	t.Parallel()
+	clk := rxtest.NewClock()
+	url := pg.Database(t)
+	s := openStore(t, url, Options{Clock: clk})
+	feed := watchStream(t, "feed", s.Feed())
+	changes := watchStream(t, "changes", s.Changes())
+	put(t, s, mesh.Node{Path: "acme/Docs/a", NodeType: "Article"})
+	changes.await(t, "the notice of acme/Docs/a", noticeOf("acme/Docs/a"))
+	live := watchQuery(t, s, "namespace:acme/Docs nodeType:Article")
+	live.await(t, "Initial with a", kindOn(mesh.Initial, "acme/Docs/a"))
+
+	var terminated bool
+	require.NoError(t, connect(t, url).QueryRow(testContext(t), `SELECT pg_terminate_backend($1, 10000)`,
+		listenerPID(t, url)).Scan(&terminated))
+	require.True(t, terminated, "the listener's backend has exited")
+	down := feed.await(t, "the feed to go down", func(f FeedState) bool { return !f.Connected })
+	assert.Error(t, down.Err, "the state says why the feed is down")
+	assert.Equal(t, MinReconnectDelay, down.RetryIn)
+
+	// Written while nobody listens: no notice will ever carry it.
+	put(t, s, mesh.Node{Path: "acme/Docs/b", NodeType: "Article"})
+	clk.Advance(down.RetryIn)
+	reset := live.await(t, "a Reset after the reconnect", func(c mesh.Change) bool { return c.Kind == mesh.Reset })
+	assert.Equal(t, []string{"acme/Docs/a", "acme/Docs/b"}, pathsOf(reset.Items), "the Reset holds the write made during the gap")
+	up := feed.await(t, "the feed to be back", func(f FeedState) bool { return f.Connected && f.Reconnects == 1 })
+	assert.NoError(t, up.Err)
+
+	// Negative control: the gap was real. The write's notice never came
+	// (the notice of a later write does), and before the Reset no frame
+	// carried it: without the Reset the query would never learn of b.
+	put(t, s, mesh.Node{Path: "acme/Docs/c", NodeType: "Article"})
+	changes.await(t, "the notice of acme/Docs/c", noticeOf("acme/Docs/c"))
+	live.await(t, "Added c", kindOn(mesh.Added, "acme/Docs/c"))
+	for _, n := range changes.values(t) {
+		assert.NotEqual(t, "acme/Docs/b", n.Path, "a write made while the feed was down is not announced")
+	}
+	frames := live.values(t)
+	for _, c := range frames {
+		if c.Kind == mesh.Reset {
+			break
+		}
+		assert.NotContains(t, pathsOf(c.Items), "acme/Docs/b", "before the Reset, %s carried b", c.Kind)
+	}
+	assert.Equal(t, int64(1), s.Stats().Resets)
+}
+
+func TestClosingTheStoreCompletesLiveQueriesAndEndsItsStreams(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pg.Database(t), Options{})
+	put(t, s, mesh.Node{Path: "acme/Docs/a", NodeType: "Role"})
+	live := watchQuery(t, s, "namespace:acme/Docs")
+	live.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial })
+	changes := watchStream(t, "changes", s.Changes())
+	feed := watchStream(t, "feed", s.Feed())
+	// Control: before Close, the fold answers.
+	_, err := s.SecurityNodes(testContext(t))
+	require.NoError(t, err)
+
+	require.NoError(t, s.Close())
+	assert.NoError(t, live.end(t), "a live query completes on Close")
+	assert.NoError(t, changes.end(t))
+	assert.NoError(t, feed.end(t))
+	assert.Zero(t, s.Stats().LiveQueries)
+
+	_, err = first(t, s.Get("acme/Docs/a"))
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.True(t, mesh.IsUnavailable(err), "a closed store cannot say what is there: %v", err)
+	_, err = first(t, s.Query("namespace:acme/Docs"))
+	assert.True(t, mesh.IsUnavailable(err))
+	_, err = s.SecurityNodes(testContext(t))
+	assert.True(t, mesh.IsUnavailable(err))
+	_, err = s.Put(context.Background(), mesh.Node{Path: "acme/Docs/b"})
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, s.Delete(context.Background(), "acme/Docs/a"), ErrClosed)
+	_, err = first(t, rx.Filter(s.Changes(), func(mesh.ChangeNotice) bool { return true }))
+	assert.ErrorIs(t, err, rx.ErrEmpty, "a late subscriber to Changes sees it completed")
+}

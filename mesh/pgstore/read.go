@@ -1,0 +1,325 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// Get reads the node at exactly path: the node then completion when it is
+// present, completion alone when it is absent (including under a path no
+// schema can hold), and a *mesh.UnavailableError when the database could
+// not answer within Budgets.QueryInitial — never "absent" for "could not
+// find out". An invalid path fails with *mesh.PathError.
+func (s *Store) Get(path string) rx.Observable[mesh.Node] {
+	if err := mesh.ValidatePath(path); err != nil {
+		return rx.Throw[mesh.Node](err)
+	}
+	return rx.Create(func(ctx context.Context, o rx.Observer[mesh.Node]) {
+		op := "read " + path
+		started := s.start(func() {
+			ctx, stop := s.scoped(ctx)
+			defer stop()
+			n, ok, err := s.get(ctx, path)
+			switch {
+			case err != nil && s.ctx.Err() != nil:
+				o.OnError(unavailable(op, ErrClosed))
+			case err != nil:
+				o.OnError(unavailable(op, err))
+			case ok:
+				o.OnNext(n)
+				o.OnCompleted()
+			default:
+				o.OnCompleted()
+			}
+		})
+		if !started {
+			o.OnError(unavailable(op, ErrClosed))
+		}
+	})
+}
+
+// scoped returns ctx ended also by Close.
+func (s *Store) scoped(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+func (s *Store) get(ctx context.Context, path string) (mesh.Node, bool, error) {
+	schema, _, err := s.schemaFor(path)
+	if err != nil {
+		if isUnroutable(err) {
+			return mesh.Node{}, false, nil
+		}
+		return mesh.Node{}, false, err
+	}
+	ctx, cancel, explain := bounded(ctx, s.budgets.QueryInitial, "reading "+path)
+	defer cancel()
+	ns, id := mesh.SplitPath(path)
+	n, err := scanNode(s.pool.QueryRow(ctx, `SELECT `+nodeColumns+` FROM `+
+		pgx.Identifier{schema, mesh.TableFor(path)}.Sanitize()+` WHERE namespace = $1 AND id = $2`, ns, id))
+	switch {
+	case err == nil:
+		return n, true, nil
+	case errors.Is(err, pgx.ErrNoRows), missingRelation(err):
+		return mesh.Node{}, false, nil
+	}
+	return mesh.Node{}, false, explain(err)
+}
+
+// Query parses q, routes it over the partition schemas the store knows and
+// returns its live result, merged with Options.Providers by mesh.FanIn: an
+// Initial with the full result, then Added, Updated and Removed frames as
+// writes land anywhere on the database, and a Reset after the listener
+// reconnects. A query that does not parse fails with *mesh.ParseError; one
+// the router refuses with *mesh.UnanchoredQueryError; an unroutable one
+// answers an empty Initial and completes without touching the database.
+// A read the database cannot answer ends the query with
+// *mesh.UnavailableError. Close completes every live query.
+func (s *Store) Query(q string) rx.Observable[mesh.Change] {
+	parsed, err := mesh.Parse(q)
+	if err != nil {
+		return rx.Throw[mesh.Change](err)
+	}
+	return rx.Defer(func() rx.Observable[mesh.Change] {
+		if s.isClosed() {
+			return rx.Throw[mesh.Change](unavailable("query "+parsed.String(), ErrClosed))
+		}
+		p, err := s.plan(parsed)
+		if err != nil {
+			return rx.Throw[mesh.Change](err)
+		}
+		if p.unroutable {
+			return rx.Return(mesh.Change{Kind: mesh.Initial, Partitions: []string{}})
+		}
+		providers := make([]mesh.Provider, 0, 1+len(s.providers))
+		providers = append(providers, &storeProvider{s: s, plan: p})
+		providers = append(providers, s.providers...)
+		return mesh.FanIn(parsed, providers, s.clk, s.budgets.QueryInitial)
+	})
+}
+
+// plan is how the store reads one subscription of a query.
+type plan struct {
+	unroutable bool
+	fanOut     bool     // the route is a fan-out: reads are logged
+	shape      string   // mesh.DescribeShape of the query
+	schemas    []string // fixed schemas to read (when !anySchema)
+	anySchema  bool     // read every partition schema, as known at each read
+	tables     []string // node tables to read in each schema
+}
+
+// anySchemaProbe is a schema name no partition can have. Passed to the
+// router among the known partitions, it tells whether an unanchored query
+// reads every partition (the probe survives), or only the declared instance
+// locations of its node type (it does not).
+const anySchemaProbe = "/"
+
+func (s *Store) plan(q *mesh.Query) (plan, error) {
+	route, err := s.router.Route(q, append(s.schemas.partitionList(), anySchemaProbe))
+	if err != nil {
+		return plan{}, err
+	}
+	p := plan{shape: route.Shape, fanOut: route.Kind == mesh.FanOut, tables: tablesFor(q)}
+	switch {
+	case route.Kind == mesh.Unroutable:
+		p.unroutable = true
+	case route.Anchored:
+		p.schemas = route.Schemas
+	case slices.Contains(route.Schemas, anySchemaProbe):
+		p.anySchema = true
+	default:
+		// Narrowed to declared instance locations: those that exist now. A
+		// declared partition created later joins at the next subscription.
+		p.schemas = route.Schemas
+	}
+	return p, nil
+}
+
+// tablesFor returns the node tables that can hold a node q selects, in
+// Tables order: the satellite table an anchor lies in, mesh_nodes for exact
+// and children reads of an ordinary path, every table below an ordinary
+// path or without an anchor.
+func tablesFor(q *mesh.Query) []string {
+	anchors := q.Paths
+	if len(anchors) == 0 {
+		if q.Path == "" {
+			return Tables()
+		}
+		anchors = []string{q.Path}
+	}
+	need := map[string]bool{}
+	for _, a := range anchors {
+		t := mesh.TableFor(a)
+		switch {
+		case t != mesh.NodesTable && q.Scope != mesh.ScopeAncestors && q.Scope != mesh.ScopeHierarchy:
+			need[t] = true // everything at or below a satellite container is in its table
+		case q.Scope == mesh.ScopeExact:
+			need[t] = true
+		case q.Scope == mesh.ScopeChildren:
+			need[mesh.TableFor(a+"/x")] = true
+		case q.Scope == mesh.ScopeAncestors && t == mesh.NodesTable:
+			need[mesh.NodesTable] = true // the ancestors of an ordinary path are ordinary
+		default:
+			return Tables()
+		}
+	}
+	return slices.DeleteFunc(Tables(), func(t string) bool { return !need[t] })
+}
+
+// selectRows returns the nodes q selects from the given tables of the given
+// schemas, in q's order and clipped to its limit, reading them with ONE
+// statement: a single SELECT, or one UNION ALL over every (schema, table).
+// It reads whole tables and filters with q.Matches; the statement is where
+// a translation of q to SQL (filters, order, limit) goes.
+func (s *Store) selectRows(ctx context.Context, q *mesh.Query, tables, schemas []string) ([]mesh.Node, error) {
+	if len(tables) == 0 || len(schemas) == 0 {
+		return nil, nil
+	}
+	var sql strings.Builder
+	for _, schema := range schemas {
+		for _, table := range tables {
+			if sql.Len() > 0 {
+				sql.WriteString("\nUNION ALL ")
+			}
+			sql.WriteString("SELECT " + nodeColumns + " FROM " + pgx.Identifier{schema, table}.Sanitize())
+		}
+	}
+	s.reads.Add(1)
+	rows, err := s.pool.Query(ctx, sql.String())
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := pgx.CollectRows(rows, collectNode)
+	if err != nil {
+		return nil, err
+	}
+	nodes = slices.DeleteFunc(nodes, func(n mesh.Node) bool { return !q.Matches(n) })
+	slices.SortStableFunc(nodes, func(a, b mesh.Node) int {
+		switch {
+		case q.Less(a, b):
+			return -1
+		case q.Less(b, a):
+			return 1
+		}
+		return 0
+	})
+	if q.Limit > 0 && len(nodes) > q.Limit {
+		nodes = nodes[:q.Limit]
+	}
+	return nodes, nil
+}
+
+// read runs one read of a live query's plan and returns the result and the
+// schemas it covers. A fan-out is logged with its shape and schema count.
+//
+// Every partition an unanchored query reads is known: the schema set learns
+// of a new one from its first write's notice (and a reconnect reloads it).
+// An anchored query may name a schema this store has not heard of yet,
+// created by another process a moment ago: then the set is reloaded before
+// the read, so the read is never short; a schema that does not exist holds
+// nothing and is not read.
+func (s *Store) read(ctx context.Context, q *mesh.Query, p plan) ([]mesh.Node, []string, error) {
+	ctx, cancel, explain := bounded(ctx, s.budgets.QueryInitial, "reading query "+q.String())
+	defer cancel()
+	covered := s.covered(p)
+	existing := s.schemas.existing(covered)
+	if len(existing) < len(covered) {
+		if err := s.schemas.load(ctx, s.pool); err != nil {
+			return nil, nil, explain(err)
+		}
+		existing = s.schemas.existing(covered)
+	}
+	started := s.clk.Now()
+	nodes, err := s.selectRows(ctx, q, p.tables, existing)
+	if err != nil {
+		return nil, nil, explain(err)
+	}
+	if p.fanOut {
+		s.log.Info("pgstore: fan-out read", "shape", p.shape, "schemas", len(existing),
+			"tables", len(p.tables), "rows", len(nodes), "elapsed", s.clk.Since(started))
+	}
+	return nodes, covered, nil
+}
+
+// covered returns the schemas a read of p covers now.
+func (s *Store) covered(p plan) []string {
+	if p.anySchema {
+		return s.schemas.partitionList()
+	}
+	if p.schemas == nil {
+		return []string{}
+	}
+	return p.schemas
+}
+
+// pointRead returns the nodes stored at paths (those present), read with
+// one statement: one SELECT by path per (schema, table) they lie in, joined
+// with UNION ALL.
+func (s *Store) pointRead(ctx context.Context, paths []string) (map[string]mesh.Node, error) {
+	type where struct{ schema, table string }
+	groups := map[where][]string{}
+	for _, p := range paths {
+		schema, _, err := s.schemaFor(p)
+		if err != nil || !s.schemas.has(schema) {
+			continue // nothing can be stored there, or nothing is yet
+		}
+		w := where{schema, mesh.TableFor(p)}
+		groups[w] = append(groups[w], p)
+	}
+	got := make(map[string]mesh.Node, len(paths))
+	if len(groups) == 0 {
+		return got, nil
+	}
+	keys := slices.SortedFunc(maps.Keys(groups), func(a, b where) int {
+		return cmp.Or(strings.Compare(a.schema, b.schema), strings.Compare(a.table, b.table))
+	})
+	var sql strings.Builder
+	args := make([]any, 0, len(keys))
+	for i, w := range keys {
+		if i > 0 {
+			sql.WriteString("\nUNION ALL ")
+		}
+		args = append(args, groups[w])
+		fmt.Fprintf(&sql, "SELECT %s FROM %s WHERE path = ANY($%d)", nodeColumns, pgx.Identifier{w.schema, w.table}.Sanitize(), len(args))
+	}
+	ctx, cancel, explain := bounded(ctx, s.budgets.QueryInitial, "re-reading written nodes")
+	defer cancel()
+	s.pointReads.Add(1)
+	rows, err := s.pool.Query(ctx, sql.String(), args...)
+	if err != nil {
+		return nil, explain(err)
+	}
+	nodes, err := pgx.CollectRows(rows, collectNode)
+	if err != nil {
+		return nil, explain(err)
+	}
+	for _, n := range nodes {
+		got[n.Path] = n
+	}
+	return got, nil
+}
+
+// storeProvider is the store's part of one query's fan-in.
+type storeProvider struct {
+	s    *Store
+	plan plan
+}
+
+func (p *storeProvider) Name() string { return providerName }
+
+func (p *storeProvider) Query(q *mesh.Query) rx.Observable[mesh.Change] {
+	return rx.Create(func(ctx context.Context, o rx.Observer[mesh.Change]) {
+		p.s.runLive(ctx, newLiveQuery(q, p.plan), o)
+	})
+}

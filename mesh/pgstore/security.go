@@ -1,0 +1,100 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/meshrx/meshrx/mesh"
+)
+
+// SecurityNodes returns every node of a security type (mesh.SecurityTypes
+// and Options.GatedTypes, without case) from every partition schema and
+// global satellite schema, read from public.security_fold in one statement:
+// the fold is never paged and never narrowed. The triggers that maintain it
+// run in each writing transaction, so the snapshot is exactly the committed
+// writes, with the version they produced. Nodes come in path order. A
+// database that cannot answer within Budgets.Permission is a
+// *mesh.UnavailableError.
+func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error) {
+	const op = "read the security fold"
+	if s.isClosed() {
+		return mesh.SecuritySnapshot{}, unavailable(op, ErrClosed)
+	}
+	ctx, cancel, explain := bounded(ctx, s.budgets.Permission, "reading the security fold")
+	defer cancel()
+	// One statement, so the version and the rows come from one snapshot; the
+	// one-row version table is joined, not a second read.
+	rows, err := s.pool.Query(ctx, `
+		SELECT v.version, f.namespace, f.id, f.path, f.name, f.node_type, f.main_node, f.content, f.version, f.state, f.last_modified
+		FROM public.security_fold_version v
+		LEFT JOIN public.security_fold f ON true
+		ORDER BY f.path COLLATE "C", f.schema_name, f.table_name`)
+	if err != nil {
+		return mesh.SecuritySnapshot{}, unavailable(op, explain(err))
+	}
+	var snap mesh.SecuritySnapshot
+	for rows.Next() {
+		n, present, err := scanFoldRow(rows, &snap.Version)
+		if err != nil {
+			rows.Close()
+			return mesh.SecuritySnapshot{}, unavailable(op, err)
+		}
+		if present {
+			snap.Nodes = append(snap.Nodes, n)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return mesh.SecuritySnapshot{}, unavailable(op, explain(err))
+	}
+	return snap, nil
+}
+
+// scanFoldRow reads one row of the fold query into the fold version and a
+// node; present is false for the version row joined to an empty fold.
+func scanFoldRow(rows pgx.Rows, foldVersion *int64) (n mesh.Node, present bool, err error) {
+	var (
+		namespace, id, path, name, typ, mainNode *string
+		content                                  []byte
+		version                                  *int64
+		state                                    *int16
+		modified                                 *time.Time
+	)
+	if err := rows.Scan(foldVersion, &namespace, &id, &path, &name, &typ, &mainNode, &content, &version, &state, &modified); err != nil {
+		return mesh.Node{}, false, err
+	}
+	if id == nil || version == nil || state == nil || modified == nil {
+		return mesh.Node{}, false, nil
+	}
+	if *state < 0 || *state > 255 {
+		return mesh.Node{}, false, fmt.Errorf("pgstore: folded node %s has state %d, outside the range of mesh.State", deref(path), *state)
+	}
+	n = mesh.Node{
+		ID: *id, Namespace: deref(namespace), Path: deref(path), NodeType: deref(typ), Name: deref(name),
+		MainNode: deref(mainNode), Version: *version, State: mesh.State(*state), LastModified: modified.UTC(),
+	}
+	if content != nil {
+		n.Content = content
+	}
+	return n, true, nil
+}
+
+// addFoldTypes adds gated node types to public.security_fold_types and
+// backfills their rows (see the SQL function), waiting at most LockBudget
+// for writers in flight.
+func addFoldTypes(ctx context.Context, db DB, types []string) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprint(LockBudget.Milliseconds())); err != nil {
+			return fmt.Errorf("setting lock_timeout: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT public.security_fold_add_types($1)`, types); err != nil {
+			if pgCode(err) == "55P03" {
+				return &LockTimeoutError{Lock: "security fold types table", After: LockBudget, Err: err}
+			}
+			return fmt.Errorf("adding gated types to the security fold: %w", err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,191 @@
+package pgstore
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh"
+)
+
+// foldNode returns the folded node at path, if any.
+func foldNode(t *testing.T, s *Store, path string) (mesh.SecuritySnapshot, *mesh.Node) {
+	t.Helper()
+	snap, err := s.SecurityNodes(testContext(t))
+	require.NoError(t, err)
+	for i, n := range snap.Nodes {
+		if n.Path == path {
+			return snap, &snap.Nodes[i]
+		}
+	}
+	return snap, nil
+}
+
+func TestEverySecurityTypeWriteLandsInTheFold(t *testing.T) {
+	t.Parallel()
+	const gated = "Store/Plugin"
+	url := pg.Database(t)
+	s := openStore(t, url, Options{GatedTypes: []string{gated}})
+	types := append(mesh.SecurityTypes(), gated, strings.ToLower(mesh.SecurityTypes()[0]))
+
+	version := func() int64 {
+		snap, _ := foldNode(t, s, "")
+		return snap.Version
+	}
+	for _, typ := range types {
+		id := strings.NewReplacer("/", "-").Replace(typ)
+		// A partition's nodes, an owner's _Access satellite and the global
+		// _Access satellite: mesh_nodes and access tables, a partition schema
+		// and system_access.
+		for _, path := range []string{"acme/Sec/" + id, "acme/Sec/_Access/" + id, "_Access/" + id} {
+			where := typ + " at " + path
+			v0 := version()
+			stored := put(t, s, mesh.Node{Path: path, NodeType: typ, Content: json.RawMessage(`{"roles": ["Viewer"]}`)})
+			snap, got := foldNode(t, s, path)
+			require.NotNil(t, got, "%s: a write lands in the fold as soon as it commits", where)
+			assert.Equal(t, stored, *got, where)
+			assert.Greater(t, snap.Version, v0, "%s: the fold version moves", where)
+
+			v1 := snap.Version
+			changed := put(t, s, mesh.Node{Path: path, NodeType: typ, Content: json.RawMessage(`{"roles": ["Editor"]}`)})
+			snap, got = foldNode(t, s, path)
+			require.NotNil(t, got, where)
+			assert.Equal(t, changed, *got, "%s: an update refreshes the folded copy", where)
+			assert.Greater(t, snap.Version, v1, where)
+
+			put(t, s, mesh.Node{Path: path, NodeType: "Page", Content: changed.Content})
+			_, got = foldNode(t, s, path)
+			assert.Nil(t, got, "%s: a change of type out of the set leaves the fold", where)
+			put(t, s, mesh.Node{Path: path, NodeType: typ, Content: changed.Content})
+			_, got = foldNode(t, s, path)
+			assert.NotNil(t, got, "%s: a change of type into the set enters the fold", where)
+
+			v2 := version()
+			del(t, s, path)
+			snap, got = foldNode(t, s, path)
+			assert.Nil(t, got, "%s: a delete leaves the fold", where)
+			assert.Greater(t, snap.Version, v2, where)
+		}
+	}
+
+	// Control: other types never enter, and do not move the version.
+	v := version()
+	put(t, s, mesh.Node{Path: "acme/Sec/page", NodeType: "Page"})
+	snap, got := foldNode(t, s, "acme/Sec/page")
+	assert.Nil(t, got)
+	assert.Equal(t, v, snap.Version)
+
+	// Negative control: a node table without the fold trigger (a write path
+	// the materialisation does not cover) is caught by the census above.
+	conn := connect(t, url)
+	_, err := conn.Exec(testContext(t), `DROP TRIGGER mesh_nodes_security_fold ON acme.mesh_nodes`)
+	require.NoError(t, err)
+	put(t, s, mesh.Node{Path: "acme/Sec/uncovered", NodeType: "Role"})
+	_, got = foldNode(t, s, "acme/Sec/uncovered")
+	assert.Nil(t, got, "without the trigger the write would be missing from the fold")
+}
+
+func TestTheFoldChangesInTheWritingTransaction(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	s := openStore(t, url, Options{})
+	put(t, s, mesh.Node{Path: "acme/x", NodeType: "Article"}) // creates the partition
+	ctx := testContext(t)
+	conn := connect(t, url)
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO acme.mesh_nodes (namespace, id, node_type) VALUES ('acme', 'r', 'Role')`)
+	require.NoError(t, err)
+	var inTx, outside int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM public.security_fold WHERE path = 'acme/r'`).Scan(&inTx))
+	assert.Equal(t, 1, inTx, "the writing transaction sees its node in the fold")
+	_, got := foldNode(t, s, "acme/r")
+	assert.Nil(t, got, "nobody else sees it before the commit")
+	require.NoError(t, tx.Rollback(ctx))
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM public.security_fold WHERE path = 'acme/r'`).Scan(&outside))
+	assert.Equal(t, 0, outside, "a rolled-back write leaves nothing in the fold")
+
+	// Control: the same write committed is there.
+	_, err = conn.Exec(ctx, `INSERT INTO acme.mesh_nodes (namespace, id, node_type) VALUES ('acme', 'r', 'Role')`)
+	require.NoError(t, err)
+	_, got = foldNode(t, s, "acme/r")
+	assert.NotNil(t, got)
+}
+
+func TestTheFoldMigrationBackfillsSecurityNodesWrittenBeforeIt(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	conn := connect(t, url)
+	ctx := testContext(t)
+	migrations, err := loadMigrations()
+	require.NoError(t, err)
+	require.Equal(t, "0001_partition_schemas.sql", migrations[0].name)
+	// The database as the previous build left it: 0001 applied, with nodes.
+	_, err = conn.Exec(ctx, migrations[0].sql)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `CREATE TABLE public.meshrx_migrations (name TEXT PRIMARY KEY, checksum TEXT NOT NULL,
+		applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
+		INSERT INTO public.meshrx_migrations (name, checksum) VALUES ('`+migrations[0].name+`', '`+migrations[0].checksum+`')`)
+	require.NoError(t, err)
+	_, err = EnsurePartition(ctx, conn, "Acme")
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `
+		INSERT INTO acme.mesh_nodes (namespace, id, node_type, version) VALUES ('acme', 'admins', 'Role', 3), ('acme', 'doc', 'Article', 1);
+		INSERT INTO acme.access (namespace, id, node_type, main_node, version) VALUES ('acme/_Access', 'g', 'AccessAssignment', 'acme', 1);
+		INSERT INTO system_access.access (namespace, id, node_type, version) VALUES ('_Access', 'root', 'AccessAssignment', 1)`)
+	require.NoError(t, err)
+
+	s := openStore(t, url, Options{}) // applies 0002
+	snap, err := s.SecurityNodes(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"_Access/root", "acme/_Access/g", "acme/admins"}, pathsOf(snap.Nodes),
+		"every security node written before the fold existed is in it; the Article is not")
+	assert.Positive(t, snap.Version)
+	i := slices.IndexFunc(snap.Nodes, func(n mesh.Node) bool { return n.Path == "acme/admins" })
+	assert.Equal(t, int64(3), snap.Nodes[i].Version)
+}
+
+func TestAGatedTypeAddedLaterIsBackfilledAndFoldedFromThenOn(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	before := openStore(t, url, Options{})
+	put(t, before, mesh.Node{Path: "Store/plugins/p1", NodeType: "Plugin"})
+	_, got := foldNode(t, before, "Store/plugins/p1")
+	assert.Nil(t, got, "control: an ungated type is not folded")
+
+	openStore(t, url, Options{GatedTypes: []string{"Plugin"}}) // a replica configured with it
+	snap, got := foldNode(t, before, "Store/plugins/p1")
+	require.NotNil(t, got, "the existing node of the newly gated type is backfilled")
+	put(t, before, mesh.Node{Path: "Store/plugins/p2", NodeType: "plugin"})
+	after, got := foldNode(t, before, "Store/plugins/p2")
+	assert.NotNil(t, got, "and later writes of it are folded (the type compares without case)")
+	assert.Greater(t, after.Version, snap.Version)
+
+	// Opening again with the same type changes nothing.
+	openStore(t, url, Options{GatedTypes: []string{"PLUGIN"}})
+	again, _ := foldNode(t, before, "")
+	assert.Equal(t, after.Version, again.Version)
+}
+
+func TestSecurityNodesReadsTheFoldInOneStatement(t *testing.T) {
+	t.Parallel()
+	trace := &statements{}
+	s := openStore(t, pg.Database(t), Options{QueryTracer: trace})
+	for _, p := range []string{"alpha/r", "beta/r", "gamma/_Access/g", "_Access/root"} {
+		put(t, s, mesh.Node{Path: p, NodeType: "Role"})
+	}
+	trace.take()
+	snap, err := s.SecurityNodes(testContext(t))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"_Access/root", "alpha/r", "beta/r", "gamma/_Access/g"}, pathsOf(snap.Nodes))
+	sql := trace.take()
+	require.Len(t, sql, 1, "one statement: %q", sql)
+	assert.Empty(t, schemasNamed(sql[0], "alpha", "beta", "gamma", GlobalAccessSchema), "no partition schema is read")
+	for _, word := range []string{"UNION", "LIMIT", "OFFSET"} {
+		assert.NotContains(t, strings.ToUpper(sql[0]), word, "never a fan-out, never paged")
+	}
+}

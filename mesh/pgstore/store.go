@@ -1,0 +1,349 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// Options configure a Store. The zero value is ready to use.
+type Options struct {
+	// Clock stamps LastModified, bounds each query's Initial (with
+	// Budgets.QueryInitial) and paces listener reconnects; nil means the
+	// real clock.
+	Clock clock.Clock
+	// Budgets bound the store's waits; the zero value means
+	// mesh.DefaultBudgets. Reads are bounded by QueryInitial, writes by
+	// Operation.
+	Budgets mesh.Budgets
+	// Router routes queries and resolves global satellites; nil means
+	// mesh.NewRouter with GatedTypes and Logger.
+	Router *mesh.Router
+	// Providers are fanned in beside the store on every routed query, such
+	// as static configuration.
+	Providers []mesh.Provider
+	// Logger receives the store's log lines; nil discards them.
+	Logger *slog.Logger
+	// GatedTypes are node types folded into public.security_fold besides
+	// mesh.SecurityTypes. Open adds those the database lacks (and backfills
+	// their rows); it never removes one.
+	GatedTypes []string
+	// MaxConns caps the connection pool; 0 means pool_max_conns from the URL,
+	// or pgxpool's default. The listener's connection is not counted.
+	MaxConns int32
+	// QueryTracer sees every statement of the connection pool (reads and
+	// writes; not the listener's LISTEN).
+	QueryTracer pgx.QueryTracer
+	// UntypedFeed makes the listener ignore the node type of every change
+	// notice, as if the payload lacked it: every notice makes every live
+	// query whose schema and anchor hold the written path re-read. It exists
+	// to measure that multiplier; never set it otherwise.
+	UntypedFeed bool
+}
+
+// Reconnect pacing of the listener: the first retry waits MinReconnectDelay,
+// each further failure doubles the wait up to MaxReconnectDelay.
+const (
+	MinReconnectDelay = 250 * time.Millisecond
+	MaxReconnectDelay = 30 * time.Second
+)
+
+// closeBudget bounds Close's wait for the store's goroutines, which end
+// promptly once their context is cancelled.
+const closeBudget = 30 * time.Second
+
+// listenerAppName is the application_name of the listener's connection.
+const listenerAppName = "meshrx-pgstore-listener"
+
+// providerName is the name the store's own provider has in a fan-in.
+const providerName = "pgstore"
+
+// Store is a mesh.Service and mesh.SecurityReader on PostgreSQL. It is safe
+// for concurrent use. Make one with Open and release it with Close.
+type Store struct {
+	pool      *pgxpool.Pool
+	listenCfg *pgx.ConnConfig
+	clk       clock.Clock
+	budgets   mesh.Budgets
+	router    *mesh.Router
+	providers []mesh.Provider
+	log       *slog.Logger
+	untyped   bool
+
+	// ctx ends when Close begins; every goroutine of the store watches it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// mu guards closed, live and wg.Add (so no goroutine starts after Close
+	// has begun waiting). It is never held while calling an observer.
+	mu     sync.Mutex
+	closed bool
+	live   map[*liveQuery]struct{}
+	wg     sync.WaitGroup
+
+	schemas *schemaSet
+
+	changes *rx.Subject[mesh.ChangeNotice]
+	feed    *rx.BehaviorSubject[FeedState]
+
+	notices, requeries, skipped, reads, pointReads, resets, reconnects atomic.Int64
+}
+
+// Open connects to the database at url (a postgres:// URL or key=value
+// connection string), applies Migrate, adds Options.GatedTypes to the
+// security fold, and starts the store's one listener connection on
+// NotifyChannel. Open is bounded by ctx and by twice Budgets.Operation.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	s := &Store{
+		clk:       opts.Clock,
+		budgets:   opts.Budgets,
+		router:    opts.Router,
+		providers: slices.Clone(opts.Providers),
+		log:       opts.Logger,
+		untyped:   opts.UntypedFeed,
+		live:      map[*liveQuery]struct{}{},
+		schemas:   newSchemaSet(),
+		changes:   rx.NewSubject[mesh.ChangeNotice](),
+		feed:      rx.NewBehaviorSubject(FeedState{}),
+	}
+	if s.clk == nil {
+		s.clk = clock.New()
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.budgets == (mesh.Budgets{}) {
+		s.budgets = mesh.DefaultBudgets()
+	}
+	if err := s.budgets.Validate(); err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	for i, t := range opts.GatedTypes {
+		if strings.TrimSpace(t) == "" {
+			return nil, fmt.Errorf("pgstore: Options.GatedTypes[%d] is empty", i)
+		}
+	}
+	for i, p := range s.providers {
+		if p == nil {
+			return nil, fmt.Errorf("pgstore: Options.Providers[%d] is nil", i)
+		}
+	}
+	if s.router == nil {
+		r, err := mesh.NewRouter(mesh.RouterConfig{GatedTypes: opts.GatedTypes, Logger: opts.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: default router: %w", err)
+		}
+		s.router = r
+	}
+
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parsing the database URL: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	s.listenCfg = cfg.ConnConfig.Copy()
+	s.listenCfg.Tracer = nil
+	if s.listenCfg.RuntimeParams == nil {
+		s.listenCfg.RuntimeParams = map[string]string{}
+	}
+	s.listenCfg.RuntimeParams["application_name"] = listenerAppName
+	if opts.QueryTracer != nil {
+		cfg.ConnConfig.Tracer = opts.QueryTracer
+	}
+
+	budget := 2 * s.budgets.Operation
+	openCtx, cancel, explain := bounded(ctx, budget, "opening the store (migrate, load schemas, listen)")
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(openCtx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: creating the connection pool: %w", err)
+	}
+	s.pool = pool
+	conn, err := s.prepare(openCtx, opts.GatedTypes)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open: %w", explain(err))
+	}
+
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.feed.OnNext(FeedState{Connected: true})
+	s.wg.Add(1)
+	go s.listen(conn)
+	return s, nil
+}
+
+// prepare migrates, configures the fold, loads the known schemas and opens
+// the listener's connection.
+func (s *Store) prepare(ctx context.Context, gated []string) (*pgx.Conn, error) {
+	if err := Migrate(ctx, s.pool); err != nil {
+		return nil, err
+	}
+	if len(gated) > 0 {
+		if err := addFoldTypes(ctx, s.pool, gated); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.schemas.load(ctx, s.pool); err != nil {
+		return nil, fmt.Errorf("loading the node schemas: %w", err)
+	}
+	return s.connectListener(ctx)
+}
+
+// Stats counts the store's work since Open.
+type Stats struct {
+	LiveQueries int   // live queries registered now
+	Notices     int64 // change notices received by the listener
+	// Requeries counts (notice, live query) pairs in which the notice made
+	// the query re-read: its node type could matter to the query, or the
+	// notice had none. Re-reads scheduled while one runs share one read.
+	Requeries int64
+	// Skipped counts (notice, live query) pairs settled without reading:
+	// the query cannot match the node type, or does not look where the
+	// written node is (schema, table, anchor).
+	Skipped    int64
+	Reads      int64 // whole-result read statements: Initials, Resets, re-reads of a limit or many writes
+	PointReads int64 // statements re-reading written paths for live queries
+	Resets     int64 // Reset frames sent after listener reconnects
+	Reconnects int64 // listener connections made after the first
+}
+
+// Stats returns the counters so far.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	live := len(s.live)
+	s.mu.Unlock()
+	return Stats{
+		LiveQueries: live,
+		Notices:     s.notices.Load(),
+		Requeries:   s.requeries.Load(),
+		Skipped:     s.skipped.Load(),
+		Reads:       s.reads.Load(),
+		PointReads:  s.pointReads.Load(),
+		Resets:      s.resets.Load(),
+		Reconnects:  s.reconnects.Load(),
+	}
+}
+
+// FeedState says whether the store's change feed is live.
+type FeedState struct {
+	Connected  bool
+	Reconnects int64         // listener connections made after the first
+	Err        error         // why the feed is down; nil while connected
+	RetryIn    time.Duration // while down: the wait before the next attempt, on the store's clock
+}
+
+// Feed returns the state of the change feed: the current state at once,
+// then every change, from the listener's goroutine; it completes on Close.
+// While the feed is down, live queries receive nothing; when it is back,
+// every live query gets a Reset.
+func (s *Store) Feed() rx.Observable[FeedState] { return s.feed }
+
+// Changes announces every write to the database, from this store and from
+// every other process on it, in commit order, as the notify triggers send
+// them (see NotifyChannel). It is hot: a subscriber sees the writes
+// announced after it subscribed. A write that changes a node's type is
+// announced with NodeType "". Writes made while the feed is down are not
+// announced (see Feed). Observers are called on the listener's goroutine
+// and delay it; Changes completes on Close.
+func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] { return s.changes }
+
+// Close ends every live query (each completes), stops the listener, waits
+// for the store's goroutines (at most 30s) and closes the pool. Afterwards
+// reads fail with a *mesh.UnavailableError wrapping ErrClosed, and writes
+// with ErrClosed. Closing twice is harmless. Close must not be called from
+// an observer of the store's streams.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	timer := time.NewTimer(closeBudget)
+	defer timer.Stop()
+	var err error
+	select {
+	case <-done:
+	case <-timer.C:
+		err = fmt.Errorf("pgstore: close: the store's goroutines did not end within %s", closeBudget)
+	}
+	s.pool.Close()
+	s.changes.OnCompleted()
+	s.feed.OnCompleted()
+	return err
+}
+
+// start runs f on a goroutine of the store, unless the store is closed.
+func (s *Store) start(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func unavailable(op string, err error) error {
+	return &mesh.UnavailableError{Op: op, Err: err}
+}
+
+// schemaFor returns the schema that holds path, and whether it is a global
+// satellite schema. A first segment starting with _ resolves through the
+// router's registry of global satellites; ok is false for an unregistered
+// one. A partition name that cannot be a schema is a *PartitionNameError.
+func (s *Store) schemaFor(path string) (schema string, global bool, err error) {
+	first := mesh.Partition(path)
+	if strings.HasPrefix(first, "_") {
+		schema, ok := s.router.SchemaFor(path)
+		if !ok {
+			return "", true, &UnroutablePathError{Path: path, Segment: first}
+		}
+		return schema, true, nil
+	}
+	schema, err = SchemaName(first)
+	return schema, false, err
+}
+
+// isUnroutable reports an error of schemaFor that means "nothing can be
+// stored there".
+func isUnroutable(err error) bool {
+	var u *UnroutablePathError
+	var p *PartitionNameError
+	return errors.As(err, &u) || errors.As(err, &p)
+}
+
+var (
+	_ mesh.Service        = (*Store)(nil)
+	_ mesh.SecurityReader = (*Store)(nil)
+)

@@ -1,0 +1,178 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/meshrx/meshrx/mesh"
+)
+
+// maxNodeTypeLen is the node tables' bound on node_type, in bytes.
+const maxNodeTypeLen = 256
+
+// Put stores n, normalised (mesh.Node.Normalize), in the table
+// mesh.TableFor(path) of its partition's schema (created on the first write
+// to it), and returns what was stored. The store owns Version and
+// LastModified: a new node gets version 1, and a write that changes what a
+// reader sees (content, compared as JSON values; name; node type; state;
+// main node) gets the next version and the clock's time. A write that
+// changes none of them stores nothing, announces nothing and returns the
+// node as it was. The write is announced through the database (Changes).
+//
+// Put fails with the *mesh.NodeError of an invalid node, an
+// *UnroutablePathError or *PartitionNameError for a path no schema can
+// hold, ctx's error when ctx has ended (nothing is written), ErrClosed, or
+// a *mesh.UnavailableError when the database could not do it.
+func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	if err := ctx.Err(); err != nil {
+		return mesh.Node{}, fmt.Errorf("pgstore: put %q: %w", n.Path, err)
+	}
+	n, err := n.Normalize()
+	if err != nil {
+		return mesh.Node{}, err
+	}
+	if err := checkStorable(n); err != nil {
+		return mesh.Node{}, err
+	}
+	schema, global, err := s.schemaFor(n.Path)
+	if err != nil {
+		return mesh.Node{}, err
+	}
+	if s.isClosed() {
+		return mesh.Node{}, fmt.Errorf("pgstore: put %q: %w", n.Path, ErrClosed)
+	}
+	op := "put " + n.Path
+	ctx, cancel, explain := bounded(ctx, s.budgets.Operation, op)
+	defer cancel()
+
+	var stored mesh.Node
+	for attempt := 0; ; attempt++ {
+		if err := s.ensureSchema(ctx, schema, global, mesh.Partition(n.Path)); err != nil {
+			return mesh.Node{}, writeError(op, n.Path, explain(err))
+		}
+		stored, err = s.upsert(ctx, schema, n)
+		if err == nil {
+			return stored, nil
+		}
+		if attempt == 0 && missingRelation(err) { // dropped behind the store's back: create it again
+			s.schemas.forget(schema)
+			continue
+		}
+		return mesh.Node{}, writeError(op, n.Path, explain(err))
+	}
+}
+
+// checkStorable refuses values PostgreSQL cannot hold in a text column.
+func checkStorable(n mesh.Node) error {
+	for _, f := range []struct{ field, v string }{
+		{"name", n.Name}, {"nodeType", n.NodeType}, {"mainNode", n.MainNode},
+	} {
+		if !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
+			return &mesh.NodeError{Path: n.Path, Field: f.field, Reason: "must be UTF-8 text without NUL characters"}
+		}
+	}
+	if len(n.NodeType) > maxNodeTypeLen {
+		return &mesh.NodeError{Path: n.Path, Field: "nodeType",
+			Reason: fmt.Sprintf("node type is %d bytes; the limit is %d", len(n.NodeType), maxNodeTypeLen)}
+	}
+	return nil
+}
+
+// ensureSchema creates the schema on the first write to it.
+func (s *Store) ensureSchema(ctx context.Context, schema string, global bool, partition string) error {
+	if s.schemas.has(schema) {
+		return nil
+	}
+	if global {
+		if err := EnsureGlobalSchema(ctx, s.pool, schema); err != nil {
+			return err
+		}
+		s.schemas.addGlobal(schema)
+		return nil
+	}
+	if _, err := EnsurePartition(ctx, s.pool, partition); err != nil {
+		return err
+	}
+	s.schemas.addPartition(schema)
+	return nil
+}
+
+// upsert writes n with one statement in the common case: the conditional
+// upsert bumps version and LastModified only when a visible field differs
+// (jsonb equality for content, so key order, spacing and number spelling do
+// not count) and returns the row. When it changes nothing it returns no
+// row, and the row is read as stored; if a concurrent delete got there
+// first, the write is tried again.
+func (s *Store) upsert(ctx context.Context, schema string, n mesh.Node) (mesh.Node, error) {
+	table := pgx.Identifier{schema, mesh.TableFor(n.Path)}.Sanitize()
+	upsert := `INSERT INTO ` + table + ` AS t (namespace, id, name, node_type, main_node, content, version, state, last_modified)
+		VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)
+		ON CONFLICT (namespace, id) DO UPDATE SET
+			name = EXCLUDED.name, node_type = EXCLUDED.node_type, main_node = EXCLUDED.main_node,
+			content = EXCLUDED.content, state = EXCLUDED.state,
+			version = t.version + 1, last_modified = EXCLUDED.last_modified
+		WHERE (t.name, t.node_type, t.main_node, t.state, coalesce(t.content, 'null'::jsonb))
+			IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.node_type, EXCLUDED.main_node, EXCLUDED.state, coalesce(EXCLUDED.content, 'null'::jsonb))
+		RETURNING ` + nodeColumns
+	var content any
+	if len(n.Content) > 0 {
+		content = n.Content
+	}
+	const attempts = 3
+	for range attempts {
+		now := s.clk.Now().UTC().Truncate(time.Microsecond) // PostgreSQL keeps microseconds
+		stored, err := scanNode(s.pool.QueryRow(ctx, upsert,
+			n.Namespace, n.ID, n.Name, n.NodeType, n.MainNode, content, int16(n.State), now))
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return stored, err
+		}
+		stored, err = scanNode(s.pool.QueryRow(ctx, `SELECT `+nodeColumns+` FROM `+table+` WHERE namespace = $1 AND id = $2`,
+			n.Namespace, n.ID))
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return stored, err
+		}
+	}
+	return mesh.Node{}, fmt.Errorf("the node was deleted concurrently %d times while being written", attempts)
+}
+
+// Delete removes the node at exactly path. Deleting an absent node, or one
+// under a path no schema can hold, is not an error. It fails with
+// *mesh.PathError for an invalid path, ctx's error when ctx has ended
+// (nothing is deleted), ErrClosed, or a *mesh.UnavailableError.
+func (s *Store) Delete(ctx context.Context, path string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pgstore: delete %q: %w", path, err)
+	}
+	if err := mesh.ValidatePath(path); err != nil {
+		return err
+	}
+	schema, _, err := s.schemaFor(path)
+	if err != nil {
+		if isUnroutable(err) {
+			return nil // nothing can be stored there
+		}
+		return err
+	}
+	if s.isClosed() {
+		return fmt.Errorf("pgstore: delete %q: %w", path, ErrClosed)
+	}
+	op := "delete " + path
+	ctx, cancel, explain := bounded(ctx, s.budgets.Operation, op)
+	defer cancel()
+	ns, id := mesh.SplitPath(path)
+	_, err = s.pool.Exec(ctx, `DELETE FROM `+pgx.Identifier{schema, mesh.TableFor(path)}.Sanitize()+
+		` WHERE namespace = $1 AND id = $2`, ns, id)
+	switch {
+	case err == nil:
+		return nil
+	case missingRelation(err):
+		return nil // the schema was never created: nothing to delete
+	}
+	return unavailable(op, explain(err))
+}
