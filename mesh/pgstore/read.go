@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/pgstore/internal/sqlgen"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -177,43 +178,33 @@ func tablesFor(q *mesh.Query) []string {
 	return slices.DeleteFunc(Tables(), func(t string) bool { return !need[t] })
 }
 
-// selectRows returns the nodes q selects from the given tables of the given
-// schemas, in q's order and clipped to its limit, reading them with ONE
-// statement: a single SELECT, or one UNION ALL over every (schema, table).
-// It reads whole tables and filters with q.Matches; the statement is where
-// a translation of q to SQL (filters, order, limit) goes.
+// selectRows reads the nodes q selects from tables in schemas with ONE
+// statement (sqlgen: a pinned SELECT, or one UNION ALL over every schema and
+// table). What SQL cannot decide exactly it returns as a superset, and Go
+// finishes the filter, the order and the limit with the query's own Matches
+// and SortNodes, so the answer is the same either way.
 func (s *Store) selectRows(ctx context.Context, q *mesh.Query, tables, schemas []string) ([]mesh.Node, error) {
 	if len(tables) == 0 || len(schemas) == 0 {
 		return nil, nil
 	}
-	var sql strings.Builder
-	for _, schema := range schemas {
-		for _, table := range tables {
-			if sql.Len() > 0 {
-				sql.WriteString("\nUNION ALL ")
-			}
-			sql.WriteString("SELECT " + nodeColumns + " FROM " + pgx.Identifier{schema, table}.Sanitize())
-		}
+	sel, err := sqlgen.BuildTables(q, tables, schemas)
+	if err != nil {
+		return nil, err
 	}
 	s.reads.Add(1)
-	rows, err := s.pool.Query(ctx, sql.String())
+	rows, err := s.pool.Query(ctx, sel.SQL, sel.Args...)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := pgx.CollectRows(rows, collectNode)
+	nodes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mesh.Node, error) { return sqlgen.ScanNode(r) })
 	if err != nil {
 		return nil, err
+	}
+	if sel.Exact {
+		return nodes, nil
 	}
 	nodes = slices.DeleteFunc(nodes, func(n mesh.Node) bool { return !q.Matches(n) })
-	slices.SortStableFunc(nodes, func(a, b mesh.Node) int {
-		switch {
-		case q.Less(a, b):
-			return -1
-		case q.Less(b, a):
-			return 1
-		}
-		return 0
-	})
+	q.SortNodes(nodes)
 	if q.Limit > 0 && len(nodes) > q.Limit {
 		nodes = nodes[:q.Limit]
 	}

@@ -156,6 +156,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	// The statements sqlgen writes for content fields look expensive to the
+	// planner, which would JIT-compile them on any sizeable table: seconds
+	// of compilation for millisecond reads.
+	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	s.listenCfg = cfg.ConnConfig.Copy()
 	s.listenCfg.Tracer = nil
 	if s.listenCfg.RuntimeParams == nil {

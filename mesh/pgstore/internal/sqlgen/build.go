@@ -72,12 +72,26 @@ func (e *InputError) Error() string {
 // MaxSchemaNameLen bytes, not UTF-8 or containing NUL, or a query value or
 // field that is not UTF-8 or contains NUL.
 func Build(q *mesh.Query, table string, schemas []string) (Select, error) {
+	return BuildTables(q, []string{table}, schemas)
+}
+
+// BuildTables is Build over several tables of each schema: one branch per
+// schema and table, all in one statement.
+func BuildTables(q *mesh.Query, tables, schemas []string) (Select, error) {
 	if q == nil {
 		return Select{}, &InputError{Input: "query", Reason: "the query is nil"}
 	}
-	if !slices.Contains(Tables(), table) {
-		return Select{}, &InputError{Input: "table", Value: table,
-			Reason: "not a node table; want one of " + strings.Join(Tables(), ", ")}
+	if len(tables) == 0 {
+		return Select{}, &InputError{Input: "table", Reason: "no table to read"}
+	}
+	for i, table := range tables {
+		if !slices.Contains(Tables(), table) {
+			return Select{}, &InputError{Input: "table", Value: table,
+				Reason: "not a node table; want one of " + strings.Join(Tables(), ", ")}
+		}
+		if slices.Contains(tables[:i], table) {
+			return Select{}, &InputError{Input: "table", Value: table, Reason: "listed twice"}
+		}
 	}
 	if err := checkSchemas(schemas); err != nil {
 		return Select{}, err
@@ -108,21 +122,25 @@ func Build(q *mesh.Query, table string, schemas []string) (Select, error) {
 	}
 
 	var sql strings.Builder
-	branch := func(schema string) {
+	branch := func(schema, table string) {
 		sql.WriteString("SELECT " + Columns + " FROM " + pgx.Identifier{schema, table}.Sanitize() + " AS n")
 		if where.sql != "TRUE" {
 			sql.WriteString(" WHERE " + where.sql)
 		}
 	}
-	if len(schemas) == 1 {
-		branch(schemas[0])
+	if len(schemas) == 1 && len(tables) == 1 {
+		branch(schemas[0], tables[0])
 	} else {
 		sql.WriteString("SELECT * FROM (")
-		for i, s := range schemas {
-			if i > 0 {
-				sql.WriteString(" UNION ALL ")
+		first := true
+		for _, s := range schemas {
+			for _, t := range tables {
+				if !first {
+					sql.WriteString(" UNION ALL ")
+				}
+				first = false
+				branch(s, t)
 			}
-			branch(s)
 		}
 		sql.WriteString(") AS combined")
 	}

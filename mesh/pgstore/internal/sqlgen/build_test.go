@@ -208,3 +208,18 @@ func checkStatement(t testing.TB, sel Select) {
 	require.Zero(t, depth, "unbalanced ( in %s", s)
 	require.Len(t, used, len(sel.Args), "every argument is referenced: %s", s)
 }
+
+func TestSeveralTablesAreOneStatementWithABranchPerSchemaAndTable(t *testing.T) {
+	q, err := mesh.Parse("path:acme scope:descendants nodeType:Article")
+	require.NoError(t, err)
+	sel, err := BuildTables(q, []string{"mesh_nodes", "access"}, []string{"acme", "beta"})
+	require.NoError(t, err)
+	assert.Equal(t, 3, strings.Count(sel.SQL, "UNION ALL"))
+	for _, from := range []string{`"acme"."mesh_nodes"`, `"acme"."access"`, `"beta"."mesh_nodes"`, `"beta"."access"`} {
+		assert.Contains(t, sel.SQL, from)
+	}
+	_, err = BuildTables(q, []string{"mesh_nodes", "mesh_nodes"}, []string{"acme"})
+	assert.Error(t, err, "a table listed twice")
+	_, err = BuildTables(q, nil, []string{"acme"})
+	assert.Error(t, err, "no table")
+}
