@@ -6,19 +6,25 @@ import (
 )
 
 // Return emits v and completes, synchronously inside Subscribe.
-func Return[T any](v T) Observable[T] {
-	return observableFunc[T](func(o Observer[T]) Subscription {
-		sc := scopeOf(o)
-		if sc.cancelled() {
-			return noSubscription{}
-		}
-		o.OnNext(v)
-		if !sc.cancelled() {
-			o.OnCompleted()
-		}
+func Return[T any](v T) Observable[T] { return returnObservable[T]{v} }
+
+// returnObservable is a struct rather than a closure: for small or
+// pointer-shaped values it fits an interface without an allocation.
+type returnObservable[T any] struct{ v T }
+
+func (r returnObservable[T]) Subscribe(o Observer[T]) Subscription {
+	sc := scopeOf(o)
+	if sc.cancelled() {
 		return noSubscription{}
-	})
+	}
+	o.OnNext(r.v)
+	if !sc.cancelled() {
+		o.OnCompleted()
+	}
+	return noSubscription{}
 }
+
+func (returnObservable[T]) rxNative() {}
 
 // Of emits each value in order and completes, synchronously inside Subscribe.
 // It stops as soon as the chain below it unsubscribes.
