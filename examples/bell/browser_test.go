@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh/memstore"
+	"github.com/meshrx/meshrx/notifications"
+)
+
+// Browser test settings.
+const (
+	chromiumPath = "/usr/bin/chromium"
+	// envRequireBrowser, when "1", turns a missing Chromium from a skip into a
+	// failure, so CI cannot pass by skipping the browser test.
+	envRequireBrowser = "MESHRX_REQUIRE_BROWSER"
+	// envScreenshot names a PNG file to write a screenshot of the bell page
+	// to; a relative path is taken from the module root.
+	envScreenshot = "MESHRX_SCREENSHOT"
+	// browserBound limits everything the browser does in one test.
+	browserBound = 90 * time.Second
+)
+
+// browser starts a headless Chromium for t and returns a tab context bounded
+// by browserBound. It skips t when Chromium is not installed (or fails it when
+// MESHRX_REQUIRE_BROWSER=1).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		msg := fmt.Sprintf("no Chromium at %s (%v); install it with: apt-get install -y chromium", chromiumPath, err)
+		if os.Getenv(envRequireBrowser) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 860),
+	)
+	tab, cancelTab := chromedp.NewContext(alloc)
+	bounded, cancelBound := context.WithTimeout(tab, browserBound)
+	t.Cleanup(func() {
+		cancelBound()
+		cancelTab()
+		cancelAlloc() // waits for the browser process to exit
+	})
+	return bounded
+}
+
+// serveBell serves the bell page on a memory store seeded like the command's,
+// on a free loopback port, until the test ends.
+func serveBell(t *testing.T) (string, *server) {
+	t.Helper()
+	store, err := memstore.New(memstore.Options{})
+	require.NoError(t, err)
+	svc := &notifications.Service{Mesh: store, Clock: clock.New(), Admins: demoAdmins{demoAdmin: true}}
+	require.NoError(t, seed(t.Context(), svc))
+	srv := newServer(svc, discard())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, ln, srv, discard()) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(bound):
+			t.Error("the server did not shut down within the bound")
+		}
+		_ = store.Close()
+	})
+	return "http://" + ln.Addr().String(), srv
+}
+
+// shows is a JavaScript expression that is true when the bell lists a
+// notification titled title.
+func shows(title string) string {
+	return fmt.Sprintf(`[...document.querySelectorAll("#groups .item-title")].some(e => e.firstChild && e.firstChild.textContent === %q)`, title)
+}
+
+func TestASentNotificationAppearsInTheBellWithoutAReload(t *testing.T) {
+	ctx := browser(t)
+	base, srv := serveBell(t)
+	const title = "Hello from the browser test"
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(base+"/?viewer=alice"),
+		chromedp.WaitVisible(chromedp.CSS(`#bell[data-ready="true"]`)),
+		// A marker that a reload would wipe.
+		chromedp.Evaluate[chromedp.Void](`window.__loadedOnce = "yes"`),
+	))
+	before, err := chromedp.Run(ctx, chromedp.Evaluate[bool](shows(title)))
+	require.NoError(t, err)
+	require.False(t, before, "negative control: not shown before it is sent")
+	badgeBefore, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#badge")))
+	require.NoError(t, err)
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS("#to"), "alice"),
+		chromedp.SendKeys(chromedp.CSS("#title"), title),
+		chromedp.SendKeys(chromedp.CSS("#message"), "sent through the form"),
+		chromedp.Click(chromedp.CSS("#submit")),
+	))
+	// Waits, bounded by the tab's context, until the bell shows it.
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](shows(title)))
+	require.NoError(t, err, "the notification did not appear in the bell")
+
+	marker, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.__loadedOnce || ""`))
+	require.NoError(t, err)
+	assert.Equal(t, "yes", marker, "the page was not reloaded")
+	assert.Equal(t, int64(1), srv.pageLoads.Load(), "the page was served once")
+	badgeAfter, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#badge")))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprint(atoi(t, badgeBefore)+1), badgeAfter, "the unread badge counts it")
+
+	if path := os.Getenv(envScreenshot); path != "" {
+		screenshot(t, ctx, path)
+	}
+}
+
+// screenshot sends a few more notifications, so the bell looks used, and
+// writes a PNG of the page to path.
+func screenshot(t *testing.T, ctx context.Context, path string) {
+	t.Helper()
+	for _, n := range []struct{ title, message, typ, target string }{
+		{"Access granted", "You can now edit acme/Reports.", "AccessGranted", "acme/Reports"},
+		{"Plugin charts updated", "Version 2.4 is installed.", "System", "Plugins/charts"},
+		{"Assistant is ready", "Your chat about the Q3 report is ready.", "ChatReady", "acme/Reports/q3/_Thread/t1"},
+	} {
+		require.NoError(t, chromedp.Do(ctx,
+			chromedp.SetValue(chromedp.CSS("#to"), "alice"),
+			chromedp.SendKeys(chromedp.CSS("#title"), n.title),
+			chromedp.SendKeys(chromedp.CSS("#message"), n.message),
+			chromedp.SetValue(chromedp.CSS("#type"), n.typ),
+			chromedp.SetValue(chromedp.CSS("#target"), n.target),
+			chromedp.Click(chromedp.CSS("#submit")),
+		))
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](shows(n.title)))
+		require.NoError(t, err)
+		require.NoError(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("target").value = ""`)))
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(moduleRoot(t), path)
+	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, png, 0o644))
+	t.Logf("screenshot written to %s", path)
+}
+
+// moduleRoot returns the directory holding go.mod, above the test's working
+// directory.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		require.NotEqual(t, parent, dir, "no go.mod above the working directory")
+		dir = parent
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	var n int
+	_, err := fmt.Sscan(s, &n)
+	require.NoError(t, err, "not a number: %q", s)
+	return n
+}

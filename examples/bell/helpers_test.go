@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// bound limits, in real time, each wait of these tests: a server starting, a
+// response, an event. It is a failure bound, never a pause.
+const bound = 30 * time.Second
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// urlWriter catches the "listening on" line run prints.
+type urlWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	found chan string
+	sent  bool
+}
+
+func (w *urlWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if line, _, ok := strings.Cut(w.buf.String(), "\n"); ok && !w.sent {
+		if u, ok := strings.CutPrefix(line, "listening on "); ok {
+			w.sent = true
+			w.found <- u
+		}
+	}
+	return len(p), nil
+}
+
+// app is a run of the command in this process.
+type app struct {
+	url  string
+	stop func() error // ends the run (as a signal would) and returns its error
+}
+
+// startRun starts run(cfg) and waits until it prints its URL. The run is
+// stopped when the test ends, if the test has not stopped it.
+func startRun(t *testing.T, cfg config) *app {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &urlWriter{found: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, w, discard()) }()
+	var once sync.Once
+	var runErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(bound):
+				runErr = errors.New("run did not return within the bound after its context ended")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	select {
+	case u := <-w.found:
+		return &app{url: u, stop: stop}
+	case err := <-done:
+		require.FailNow(t, "run ended before listening", "err: %v", err)
+	case <-time.After(bound):
+		require.FailNow(t, "run did not print its URL within the bound")
+	}
+	return nil
+}
+
+// client returns an HTTP client whose connections are closed when the test
+// ends.
+func client(t *testing.T) *http.Client {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: bound}
+}
+
+// post sends a form and returns the status and the decoded JSON body.
+func post(t *testing.T, c *http.Client, u string, form url.Values) (int, map[string]any) {
+	t.Helper()
+	res, err := c.PostForm(u, form)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body := map[string]any{}
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	if len(raw) > 0 {
+		require.NoError(t, json.Unmarshal(raw, &body), "body: %s", raw)
+	}
+	return res.StatusCode, body
+}
+
+// event is one Server-Sent Event.
+type event struct {
+	name string
+	data string
+}
+
+// stream reads an event stream.
+type stream struct {
+	status int
+	events chan event // closed when the stream ends
+	cancel func()
+}
+
+// openStream opens GET u and reads its events until the stream ends or the
+// test does.
+func openStream(t *testing.T, c *http.Client, u string) *stream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	require.NoError(t, err)
+	// The client's overall Timeout would cut a live stream: use one without.
+	res, err := (&http.Client{Transport: c.Transport}).Do(req)
+	require.NoError(t, err)
+	s := &stream{status: res.StatusCode, events: make(chan event, 64), cancel: cancel}
+	ended := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-ended })
+	go func() {
+		defer close(ended)
+		defer close(s.events)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		var ev event
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.name != "" || ev.data != "" {
+					select {
+					case s.events <- ev:
+					case <-ctx.Done():
+						return
+					}
+				}
+				ev = event{}
+			case strings.HasPrefix(line, "event: "):
+				ev.name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				ev.data += strings.TrimPrefix(line, "data: ")
+			}
+		}
+	}()
+	return s
+}
+
+// next returns the next event named name whose data satisfies pred, skipping
+// others. It fails the test when the stream ends or the bound passes first.
+func (s *stream) next(t *testing.T, name string, pred func(data string) bool) event {
+	t.Helper()
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				require.FailNow(t, "the stream ended before a matching "+name+" event")
+			}
+			if ev.name == name && pred(ev.data) {
+				return ev
+			}
+		case <-deadline.C:
+			require.FailNow(t, "no matching "+name+" event within the bound")
+		}
+	}
+}
+
+// ended waits for the stream to end.
+func (s *stream) ended(t *testing.T) {
+	t.Helper()
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for {
+		select {
+		case _, ok := <-s.events:
+			if !ok {
+				return
+			}
+		case <-deadline.C:
+			require.FailNow(t, "the stream did not end within the bound")
+		}
+	}
+}
+
+// decodeBell decodes a bell event.
+func decodeBell(t *testing.T, data string) bellView {
+	t.Helper()
+	var v bellView
+	require.NoError(t, json.Unmarshal([]byte(data), &v), "bell event: %s", data)
+	return v
+}
+
+// has reports whether a bell event shows a notification titled title.
+func has(title string) func(string) bool {
+	return func(data string) bool {
+		var v bellView
+		if json.Unmarshal([]byte(data), &v) != nil {
+			return false
+		}
+		return v.find(title) != nil
+	}
+}
+
+func (v bellView) find(title string) *itemView {
+	for _, g := range v.Groups {
+		for i := range g.Items {
+			if g.Items[i].Title == title {
+				return &g.Items[i]
+			}
+		}
+	}
+	return nil
+}
+
+func (v bellView) count() int {
+	n := 0
+	for _, g := range v.Groups {
+		n += len(g.Items)
+	}
+	return n
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/meshrx/meshrx/auth/access"
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/memstore"
+	"github.com/meshrx/meshrx/mesh/pgstore"
+	"github.com/meshrx/meshrx/notifications"
+)
+
+// Budgets of the server's own waits.
+const (
+	openBudget     = time.Minute      // connecting to and migrating PostgreSQL
+	seedBudget     = 30 * time.Second // writing the demo notifications
+	shutdownBudget = 10 * time.Second // open requests finishing after a signal
+)
+
+// demoAdmin is the demo's global admin: its bell also shows the Admin
+// notifications. The other demo users are alice and bob.
+const demoAdmin = "ops"
+
+// demoAdmins is the global-admin check of the demo: a fixed set, so every
+// answer is determined.
+type demoAdmins map[string]bool
+
+func (d demoAdmins) IsGlobalAdmin(_ context.Context, user string) access.Decision {
+	if d[strings.ToLower(user)] {
+		return access.Allowed
+	}
+	return access.Denied
+}
+
+// run serves the bell page on cfg.addr until ctx ends, then shuts down.
+func run(ctx context.Context, cfg config, stdout io.Writer, logger *slog.Logger) error {
+	store, closeStore, err := openStore(ctx, cfg, clock.New(), logger)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	svc := &notifications.Service{
+		Mesh:   store,
+		Clock:  clock.New(),
+		Admins: demoAdmins{demoAdmin: true},
+		Logger: logger,
+	}
+	if err := seed(ctx, svc); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "listening on http://%s\n", displayAddr(ln.Addr()))
+	return serve(ctx, ln, newServer(svc, logger), logger)
+}
+
+// displayAddr returns addr as a URL host: a listener on every interface
+// (":0" gives [::]:port) is shown as localhost, which a browser can open.
+func displayAddr(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return addr.String()
+	}
+	return net.JoinHostPort("localhost", strconv.Itoa(tcp.Port))
+}
+
+// openStore opens the store cfg names: PostgreSQL with -pg, the embedded
+// store otherwise. The returned func releases it.
+func openStore(ctx context.Context, cfg config, clk clock.Clock, logger *slog.Logger) (mesh.Service, func(), error) {
+	if cfg.pg == "" {
+		s, err := memstore.New(memstore.Options{Clock: clk, Logger: logger})
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, func() { _ = s.Close() }, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, openBudget)
+	defer cancel()
+	s, err := pgstore.Open(ctx, cfg.pg, pgstore.Options{Clock: clk, Logger: logger})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, nil, fmt.Errorf("opening PostgreSQL: no answer within %s: %w", openBudget, err)
+		}
+		return nil, nil, fmt.Errorf("opening PostgreSQL: %w", err)
+	}
+	return s, func() { _ = s.Close() }, nil
+}
+
+// seed writes a few demo notifications. Each has an identity, so a restart on
+// PostgreSQL replaces them instead of adding more.
+func seed(ctx context.Context, svc *notifications.Service) error {
+	ctx, cancel := context.WithTimeout(ctx, seedBudget)
+	defer cancel()
+	demo := []struct {
+		n  notifications.Notification
+		to []string
+	}{
+		{notifications.Notification{Title: "Welcome to meshrx", Message: "Your bell reads only your own partition.",
+			Type: notifications.General, TargetPath: "meshrx/Docs/welcome", CreatedBy: "system"}, []string{"alice", "bob"}},
+		{notifications.Notification{Title: "Review requested", Message: "bob asks you to approve the Q3 report.",
+			Type: notifications.ApprovalRequired, TargetPath: "acme/Reports/q3", CreatedBy: "bob"}, []string{"alice"}},
+		{notifications.Notification{Title: "Nightly backup finished", Message: "All partitions were backed up.",
+			Type: notifications.System, TargetPath: "Admin/Backups", CreatedBy: "system"}, nil}, // to Admin
+	}
+	for _, d := range demo {
+		d.n.Identity = "demo:" + d.n.Title
+		if _, err := svc.Create(ctx, d.n, d.to...); err != nil {
+			return fmt.Errorf("seeding demo notifications: %w", err)
+		}
+	}
+	return nil
+}
+
+// serve serves h on ln until ctx ends, then shuts the server down: live
+// event streams are ended first (they would never go idle by themselves),
+// then open requests get shutdownBudget to finish.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+	streams, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
+	srv := &http.Server{
+		Handler:           h,
+		BaseContext:       func(net.Listener) context.Context { return streams },
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute, // an idle keep-alive connection is not held forever
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("bell: shutting down")
+	endStreams()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	<-served // Serve returns at once when Shutdown starts
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown: open requests did not finish within %s: %w", shutdownBudget, err)
+	}
+	return nil
+}

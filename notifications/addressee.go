@@ -1,0 +1,67 @@
+package notifications
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/meshrx/meshrx/mesh"
+)
+
+// Admin is the platform addressee: notifications for nobody in particular,
+// and those whose recipient names no usable partition, are delivered here.
+// Global admins see them in their bell.
+const Admin = "Admin"
+
+// Container is the satellite segment notifications are stored under.
+const Container = "_Notification"
+
+// ResolveAddressee returns the addressee of a recipient path: its first
+// segment. A blank recipient, or one whose first segment cannot be a
+// partition (invalid, or starting with _ and so unroutable or a global
+// satellite), resolves to Admin: delivery fails closed, to someone who reads
+// it. ok reports whether the recipient itself named the addressee.
+func ResolveAddressee(recipient string) (addressee string, ok bool) {
+	first := mesh.Partition(strings.TrimSpace(recipient))
+	if !validAddressee(first) {
+		return Admin, false
+	}
+	return first, true
+}
+
+// validAddressee reports whether a names a partition a notification can be
+// delivered to.
+func validAddressee(a string) bool {
+	return a != "" && !strings.HasPrefix(a, "_") && !strings.Contains(a, "/") && mesh.ValidatePath(a) == nil
+}
+
+// DeliveryNamespace returns the namespace notifications for addressee are
+// stored in: {addressee}/_Notification.
+func DeliveryNamespace(addressee string) string {
+	return addressee + "/" + Container
+}
+
+// BellQuery returns the live query of one addressee's notifications, newest
+// first. It is pinned to the addressee's partition.
+func BellQuery(addressee string) string {
+	return "namespace:" + DeliveryNamespace(addressee) + " nodeType:" + NodeType + " sort:createdAt-desc"
+}
+
+// RetentionQuery returns the query of the n least recently modified
+// notifications in partition, the candidates retention removes first. It is
+// pinned to the partition.
+func RetentionQuery(partition string, n int) string {
+	return "path:" + partition + " scope:descendants nodeType:" + NodeType +
+		" sort:lastModified-asc limit:" + strconv.Itoa(n)
+}
+
+// deliveryPath returns where the notification id for addressee is stored.
+func deliveryPath(addressee, id string) string {
+	return DeliveryNamespace(addressee) + "/" + id
+}
+
+// isDelivered reports whether the notification at path is stored the
+// addressed way: directly in its partition's _Notification container.
+func isDelivered(path string) bool {
+	owner := mesh.OwnerOf(path)
+	return owner != "" && !strings.Contains(owner, "/") && mesh.TableFor(path) == "notifications"
+}

@@ -1,0 +1,283 @@
+package notifications
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// BellState is what a viewer's bell shows: their notifications grouped by
+// the entity they are about, and how many are unread.
+type BellState struct {
+	// Groups hold the notifications by source, the group with the newest
+	// notification first.
+	Groups []Group
+	// Unread counts the notifications not yet read, in every group.
+	Unread int
+}
+
+// Group is the notifications about one entity, newest first.
+type Group struct {
+	// Source is the entity the notifications are about: the owner of their
+	// TargetPath ("" when they name none).
+	Source string
+	Items  []Notification
+}
+
+// Len returns the number of notifications in s.
+func (s BellState) Len() int {
+	n := 0
+	for _, g := range s.Groups {
+		n += len(g.Items)
+	}
+	return n
+}
+
+// Bell returns the viewer's bell, live: a BellState once the viewer's
+// notifications have been read, then another after every change to them.
+//
+// It reads the viewer's own notifications (BellQuery(viewer)) and, when
+// Admins says the viewer is a global admin, the Admin notifications
+// (BellQuery(Admin)): each a live read pinned to one partition, merged here.
+// Admins is asked once per subscription, bounded by Budgets.Permission;
+// Denied or Undetermined leave the Admin notifications out. Each read's first
+// frame is bounded by the store (Budgets.QueryInitial there).
+//
+// A viewer that is not a partition name fails with *InvalidError. The bell
+// fails when a read fails, and completes when every read has completed (the
+// store closed).
+func (s *Service) Bell(viewer string) rx.Observable[BellState] {
+	if s.Mesh == nil {
+		return rx.Throw[BellState](errNoMesh)
+	}
+	if !validAddressee(viewer) {
+		return rx.Throw[BellState](&InvalidError{Field: "viewer", Value: viewer, Reason: "not a partition name"})
+	}
+	return rx.Defer(func() rx.Observable[BellState] {
+		b := &bell{svc: s}
+		// Finally releases the legs as soon as the bell ends: on Unsubscribe
+		// (before it returns) or after the terminal notification.
+		return rx.Finally(rx.Create(func(ctx context.Context, o rx.Observer[BellState]) {
+			b.open(ctx, o, viewer)
+		}), b.unsubscribe)
+	})
+}
+
+// open decides the legs of the viewer's bell and subscribes them.
+func (b *bell) open(ctx context.Context, o rx.Observer[BellState], viewer string) {
+	s := b.svc
+	addressees := []string{viewer}
+	if !strings.EqualFold(viewer, Admin) && s.isGlobalAdmin(ctx, viewer).Allows() {
+		addressees = append(addressees, Admin)
+	}
+	b.mu.Lock()
+	b.o = o
+	b.legs = make([]leg, len(addressees))
+	for i, a := range addressees {
+		b.legs[i] = leg{addressee: a, items: map[string]Notification{}}
+	}
+	b.mu.Unlock()
+	for i, a := range addressees {
+		if ctx.Err() != nil {
+			return // unsubscribed meanwhile
+		}
+		sub := s.Mesh.Query(BellQuery(a)).Subscribe(rx.NewObserver(
+			func(c mesh.Change) { b.frame(i, c) },
+			func(err error) { b.end(err) },
+			func() { b.completed(i) },
+		))
+		if !b.keep(sub) {
+			return
+		}
+	}
+}
+
+// bell merges the legs of one subscription.
+type bell struct {
+	o   rx.Observer[BellState]
+	svc *Service
+
+	mu       sync.Mutex
+	legs     []leg
+	subs     []rx.Subscription
+	released bool // the subscription ended: legs are unsubscribed as they come
+	ended    bool // a terminal notification is queued or delivered
+
+	// The outbox: the state (and ending) waiting for delivery, delivered in
+	// order by whichever caller found it empty, outside the lock, so an
+	// observer may write to the store from OnNext.
+	pending   *BellState
+	endErr    error
+	endQueued bool
+	draining  bool
+}
+
+type leg struct {
+	addressee string
+	items     map[string]Notification // by path
+	initial   bool
+	done      bool
+}
+
+func (b *bell) keep(sub rx.Subscription) bool {
+	b.mu.Lock()
+	if b.released {
+		b.mu.Unlock()
+		sub.Unsubscribe()
+		return false
+	}
+	b.subs = append(b.subs, sub)
+	b.mu.Unlock()
+	return true
+}
+
+func (b *bell) unsubscribe() {
+	b.mu.Lock()
+	b.released = true
+	subs := b.subs
+	b.subs = nil
+	b.mu.Unlock()
+	for _, sub := range subs {
+		sub.Unsubscribe()
+	}
+}
+
+func (b *bell) frame(i int, c mesh.Change) {
+	b.mu.Lock()
+	if b.ended {
+		b.mu.Unlock()
+		return
+	}
+	l := &b.legs[i]
+	switch c.Kind {
+	case mesh.Initial, mesh.Reset:
+		clear(l.items)
+		l.initial = true
+		fallthrough
+	case mesh.Added, mesh.Updated:
+		for _, node := range c.Items {
+			n, ok := decode(node)
+			if !ok {
+				b.svc.log().Warn("notifications: stored notification does not decode; showing it by name",
+					"path", node.Path)
+			}
+			l.items[strings.ToLower(node.Path)] = n
+		}
+	case mesh.Removed:
+		for _, node := range c.Items {
+			delete(l.items, strings.ToLower(node.Path))
+		}
+	}
+	if !b.allInitial() {
+		b.mu.Unlock()
+		return
+	}
+	st := b.state()
+	b.pending = &st
+	b.drain()
+}
+
+func (b *bell) allInitial() bool {
+	for _, l := range b.legs {
+		if !l.initial {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *bell) end(err error) {
+	b.mu.Lock()
+	if b.ended {
+		b.mu.Unlock()
+		return
+	}
+	b.ended, b.endQueued, b.endErr = true, true, err
+	b.drain()
+}
+
+func (b *bell) completed(i int) {
+	b.mu.Lock()
+	b.legs[i].done = true
+	for _, l := range b.legs {
+		if !l.done {
+			b.mu.Unlock()
+			return
+		}
+	}
+	b.mu.Unlock()
+	b.end(nil)
+}
+
+// drain is called with b.mu held and releases it. It delivers what is queued
+// unless another call is already delivering, which then delivers it.
+func (b *bell) drain() {
+	if b.draining {
+		b.mu.Unlock()
+		return
+	}
+	b.draining = true
+	for {
+		st, endNow, err := b.pending, b.endQueued, b.endErr
+		b.pending, b.endQueued = nil, false
+		if st == nil && !endNow {
+			b.draining = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		if st != nil {
+			b.o.OnNext(*st)
+		}
+		if endNow {
+			if err != nil {
+				b.o.OnError(err)
+			} else {
+				b.o.OnCompleted()
+			}
+		}
+		b.mu.Lock()
+	}
+}
+
+// state builds the BellState of the legs' current items.
+func (b *bell) state() BellState {
+	var all []Notification
+	for _, l := range b.legs {
+		for _, n := range l.items {
+			all = append(all, n)
+		}
+	}
+	slices.SortFunc(all, newestFirst)
+	var st BellState
+	index := map[string]int{} // lower-cased source → group
+	for _, n := range all {
+		if !n.IsRead {
+			st.Unread++
+		}
+		key := strings.ToLower(n.Source())
+		gi, ok := index[key]
+		if !ok {
+			gi = len(st.Groups)
+			index[key] = gi
+			st.Groups = append(st.Groups, Group{Source: n.Source()})
+		}
+		st.Groups[gi].Items = append(st.Groups[gi].Items, n)
+	}
+	return st
+}
+
+// newestFirst orders notifications by CreatedAt, newest first, then by
+// addressee and id so that the order is total.
+func newestFirst(a, b Notification) int {
+	return cmp.Or(
+		b.CreatedAt.Compare(a.CreatedAt),
+		strings.Compare(strings.ToLower(a.Addressee), strings.ToLower(b.Addressee)),
+		strings.Compare(a.ID, b.ID),
+	)
+}

@@ -1,0 +1,160 @@
+package notifications_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/notifications"
+)
+
+// putLegacy writes a notification the old way, under the entity that
+// notified.
+func putLegacy(t *testing.T, s mesh.Service, path, title, recipient string) {
+	t.Helper()
+	content, err := json.Marshal(map[string]any{"title": title, "recipient": recipient, "type": "General"})
+	require.NoError(t, err)
+	_, err = s.Put(ctx(t), mesh.Node{Path: path, NodeType: notifications.NodeType, Name: title, Content: content})
+	require.NoError(t, err)
+}
+
+// everyNotification returns title → paths of every notification in the mesh.
+func everyNotification(t *testing.T, s mesh.Service) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, n := range initial(t, s, notifications.LegacyQuery) {
+		title := contentOf(t, n).Title
+		out[title] = append(out[title], n.Path)
+	}
+	return out
+}
+
+func TestLegacyNotificationsMoveToTheirAddresseesAndASecondRunDoesNothing(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		putLegacy(t, fx.store, "acme/Docs/_Notification/n1", "for alice", "alice/Inbox")
+		putLegacy(t, fx.store, "Plugins/charts/_Notification/n2", "for the plugin's partition", "")
+		putLegacy(t, fx.store, "acme/Docs/_Notification/n3", "unusable recipient", "_Access/x")
+		delivered := create(t, fx.service(), "already delivered", "acme/Docs", "bob")
+
+		report, err := fx.service().MigrateLegacy(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, notifications.Report{Scanned: 4, Moved: 3, Skipped: 1}, report)
+
+		// Same ids, at the addressees; the entity kept as the target.
+		n1, ok := get(t, fx.store, "alice/_Notification/n1")
+		require.True(t, ok)
+		assert.Equal(t, "alice", n1.MainNode)
+		c := contentOf(t, n1)
+		assert.Equal(t, "for alice", c.Title)
+		assert.Equal(t, "acme/Docs", c.TargetPath)
+		assert.Equal(t, "acme/Docs/_Notification/n1", c.MovedFrom)
+		_, ok = get(t, fx.store, "Plugins/_Notification/n2")
+		assert.True(t, ok, "no recipient: the entity's partition")
+		_, ok = get(t, fx.store, "acme/_Notification/n3")
+		assert.True(t, ok, "an unusable recipient: the entity's partition")
+		_, ok = get(t, fx.store, "bob/_Notification/"+delivered)
+		assert.True(t, ok, "a delivered row stays")
+		for _, old := range []string{"acme/Docs/_Notification/n1", "Plugins/charts/_Notification/n2", "acme/Docs/_Notification/n3"} {
+			_, ok := get(t, fx.store, old)
+			assert.False(t, ok, "%s was moved", old)
+		}
+
+		again, err := fx.service().MigrateLegacy(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, notifications.Report{Scanned: 4, Skipped: 4}, again)
+	})
+}
+
+func TestAMigrationKilledMidwayLosesNothingAndDoublesNothing(t *testing.T) {
+	const rows = 9
+	// Kill points: right after the k-th copy is written and before its old
+	// row is deleted (the dangerous moment), and right after the k-th delete.
+	for _, kill := range []struct {
+		name string
+		at   func(rec *recordingMesh, k int, stop func())
+	}{
+		{"AfterACopyBeforeItsDelete", func(rec *recordingMesh, k int, stop func()) {
+			rec.afterPut = func(n int) {
+				if n == k {
+					stop()
+				}
+			}
+		}},
+		{"AfterADelete", func(rec *recordingMesh, k int, stop func()) {
+			rec.afterDelete = func(n int) {
+				if n == k {
+					stop()
+				}
+			}
+		}},
+	} {
+		t.Run(kill.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, fx fixture) {
+				want := map[string]string{} // title → addressee
+				for i := range rows {
+					title := fmt.Sprintf("legacy %d", i)
+					recipient := []string{"alice", "bob/Inbox", ""}[i%3]
+					putLegacy(t, fx.store, fmt.Sprintf("acme/Item%d/_Notification/id%d", i, i), title, recipient)
+					want[title] = map[string]string{"alice": "alice", "bob/Inbox": "bob", "": "acme"}[recipient]
+				}
+
+				rec := &recordingMesh{Service: fx.store}
+				svc := &notifications.Service{Mesh: rec, Clock: fx.clk}
+				killed, stop := context.WithCancel(ctx(t))
+				kill.at(rec, 4, stop)
+				report, err := svc.MigrateLegacy(killed)
+				require.ErrorIs(t, err, context.Canceled, "the run was killed")
+				assert.Less(t, report.Moved, rows, "it stopped part way")
+
+				rec.afterPut, rec.afterDelete = nil, nil
+				report, err = svc.MigrateLegacy(ctx(t))
+				require.NoError(t, err)
+				assert.Zero(t, report.Failed)
+
+				got := everyNotification(t, fx.store)
+				require.Len(t, got, rows, "nothing lost: %v", got)
+				for title, at := range got {
+					require.Len(t, at, 1, "%q is stored once, not doubled: %v", title, at)
+					assert.True(t, strings.HasPrefix(at[0], want[title]+"/_Notification/"),
+						"%q at its addressee %s: %s", title, want[title], at[0])
+				}
+				// Negative controls (tried): a migration that deletes the old
+				// row before writing the new one fails at AfterADelete, the row
+				// in flight is gone; one that does not recognise its own
+				// earlier copy fails at AfterACopyBeforeItsDelete with a
+				// conflict on the second run.
+			})
+		})
+	}
+}
+
+func TestALegacyRowWhoseAddressedSlotHoldsAnotherNotificationStaysWhereItIs(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		// alice already has a notification with id n1 (delivered, not moved).
+		_, err := fx.store.Put(ctx(t), mesh.Node{Path: "alice/_Notification/n1", NodeType: notifications.NodeType,
+			Content: json.RawMessage(`{"id":"n1","title":"alice's own"}`)})
+		require.NoError(t, err)
+		putLegacy(t, fx.store, "acme/Docs/_Notification/n1", "legacy n1", "alice")
+		putLegacy(t, fx.store, "acme/Docs/_Notification/n2", "legacy n2", "alice")
+
+		report, err := fx.service().MigrateLegacy(ctx(t))
+		assert.Equal(t, notifications.Report{Scanned: 3, Moved: 1, Skipped: 1, Failed: 1}, report)
+		var move *notifications.MoveError
+		require.True(t, errors.As(err, &move), "got %v", err)
+		assert.Equal(t, "acme/Docs/_Notification/n1", move.From)
+		var conflict *notifications.ConflictError
+		require.True(t, errors.As(err, &conflict), "got %v", err)
+
+		own, _ := get(t, fx.store, "alice/_Notification/n1")
+		assert.Equal(t, "alice's own", contentOf(t, own).Title, "the slot's notification is untouched")
+		_, ok := get(t, fx.store, "acme/Docs/_Notification/n1")
+		assert.True(t, ok, "the conflicting legacy row is kept, not lost")
+	})
+}

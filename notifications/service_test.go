@@ -1,0 +1,213 @@
+package notifications_test
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/notifications"
+)
+
+func TestANotificationIsDeliveredToEachAddresseesPartition(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		svc := fx.service()
+		nodes, err := svc.Create(ctx(t), notifications.Notification{
+			Title:      "Report ready",
+			TargetPath: "acme/Docs/report",
+			Type:       notifications.ApprovalRequired,
+			CreatedBy:  "carol",
+		}, "alice/Inbox", "bob", "alice/Elsewhere")
+		require.NoError(t, err)
+		require.Len(t, nodes, 2, "alice is named twice but is one addressee")
+		id := nodes[0].ID
+		assert.Equal(t, id, nodes[1].ID, "one notification, one id")
+
+		for _, want := range []struct{ addressee, recipient string }{{"alice", "alice/Inbox"}, {"bob", "bob"}} {
+			n, ok := get(t, fx.store, want.addressee+"/_Notification/"+id)
+			require.True(t, ok, "delivered to %s", want.addressee)
+			assert.Equal(t, want.addressee, n.MainNode)
+			assert.Equal(t, notifications.NodeType, n.NodeType)
+			c := contentOf(t, n)
+			assert.Equal(t, "acme/Docs/report", c.TargetPath)
+			assert.Equal(t, want.recipient, c.Recipient)
+			assert.Equal(t, notifications.ApprovalRequired, c.Type)
+			assert.False(t, c.IsRead)
+			assert.True(t, c.CreatedAt.Equal(fx.clk.Now()), "createdAt is the clock's time")
+		}
+		// The old way stored it under the entity; nothing may be there now.
+		assert.Empty(t, initial(t, fx.store, "namespace:acme/Docs/report/_Notification"))
+	})
+}
+
+func TestTheStoredContentHasExactlyTheDocumentedFields(t *testing.T) {
+	fx := newMem(t)
+	nodes, err := fx.service().Create(ctx(t), notifications.Notification{Title: "t", Message: "m"}, "alice")
+	require.NoError(t, err)
+	var fields map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(nodes[0].Content, &fields))
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	assert.Equal(t, []string{"createdAt", "createdBy", "icon", "id", "isRead", "message",
+		"recipient", "targetPath", "title", "type"}, keys)
+	var createdAt string
+	require.NoError(t, json.Unmarshal(fields["createdAt"], &createdAt))
+	_, err = time.Parse(time.RFC3339, createdAt)
+	assert.NoError(t, err, "createdAt is RFC 3339: %s", createdAt)
+}
+
+func TestARecipientThatNamesNoPartitionIsDeliveredToAdmin(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		nodes, err := fx.service().Create(ctx(t), notifications.Notification{Title: "orphan"},
+			"", "_Access/g1", "_Nowhere/x")
+		require.NoError(t, err)
+		require.Len(t, nodes, 1, "every unusable recipient resolves to the one Admin addressee")
+		assert.Equal(t, "Admin/_Notification/"+nodes[0].ID, nodes[0].Path)
+
+		// No recipients at all is the same: fail closed.
+		nodes, err = fx.service().Create(ctx(t), notifications.Notification{Title: "nobody"})
+		require.NoError(t, err)
+		require.Len(t, nodes, 1)
+		assert.Equal(t, "Admin", nodes[0].MainNode)
+	})
+}
+
+func TestAPartitionTheStoreRefusesFallsBackToAdmin(t *testing.T) {
+	// PostgreSQL cannot hold a partition named pg_catalog (a reserved schema);
+	// the memory store can, which is the negative control: there the same
+	// recipient is delivered as addressed.
+	pgfx := newPG(t)
+	nodes, err := pgfx.service().Create(ctx(t), notifications.Notification{Title: "reserved"}, "pg_catalog")
+	require.NoError(t, err)
+	require.Len(t, nodes, 1)
+	assert.Equal(t, "Admin", nodes[0].MainNode)
+
+	memfx := newMem(t)
+	nodes, err = memfx.service().Create(ctx(t), notifications.Notification{Title: "reserved"}, "pg_catalog")
+	require.NoError(t, err)
+	require.Len(t, nodes, 1)
+	assert.Equal(t, "pg_catalog", nodes[0].MainNode)
+}
+
+func TestAnIdentityReplacesTheEarlierNotificationInsteadOfAddingOne(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		svc := fx.service()
+		for i := range 3 {
+			_, err := svc.Create(ctx(t), notifications.Notification{
+				Title: "disk full, attempt " + strconv.Itoa(i), Identity: "disk-full:acme/db1",
+			}, "alice")
+			require.NoError(t, err)
+			fx.clk.Advance(time.Second)
+		}
+		rows := initial(t, fx.store, notifications.BellQuery("alice"))
+		require.Len(t, rows, 1)
+		assert.Equal(t, "disk full, attempt 2", contentOf(t, rows[0]).Title, "the latest condition wins")
+
+		// Negative control: without an identity each Create adds a row.
+		for range 2 {
+			_, err := svc.Create(ctx(t), notifications.Notification{Title: "disk full"}, "bob")
+			require.NoError(t, err)
+		}
+		assert.Len(t, initial(t, fx.store, notifications.BellQuery("bob")), 2)
+	})
+}
+
+func TestCreateRefusesABlankTitleOrUnknownTypeAndWritesNothing(t *testing.T) {
+	fx := newMem(t)
+	svc := fx.service()
+	for _, n := range []notifications.Notification{
+		{Title: "  "},
+		{Title: "x", Type: "Urgent"},
+	} {
+		_, err := svc.Create(ctx(t), n, "alice")
+		var invalid *notifications.InvalidError
+		require.True(t, errors.As(err, &invalid), "got %v", err)
+	}
+	assert.Empty(t, initial(t, fx.store, notifications.BellQuery("alice")))
+}
+
+func TestMarkReadChangesOnlyTheViewersOwnNotification(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		svc := fx.service()
+		nodes, err := svc.Create(ctx(t), notifications.Notification{Title: "hello", Icon: "bell"}, "alice", "bob")
+		require.NoError(t, err)
+		id := nodes[0].ID
+
+		require.NoError(t, svc.MarkRead(ctx(t), "alice", id))
+		alice, _ := get(t, fx.store, "alice/_Notification/"+id)
+		bob, _ := get(t, fx.store, "bob/_Notification/"+id)
+		assert.True(t, contentOf(t, alice).IsRead)
+		assert.Equal(t, "bell", contentOf(t, alice).Icon, "the other fields are kept")
+		assert.False(t, contentOf(t, bob).IsRead, "bob's copy is bob's to mark")
+
+		// Marking again writes nothing.
+		require.NoError(t, svc.MarkRead(ctx(t), "alice", id))
+		again, _ := get(t, fx.store, "alice/_Notification/"+id)
+		assert.Equal(t, alice.Version, again.Version)
+
+		// Carol has no such notification; an id that does not exist is the same.
+		var notFound *notifications.NotFoundError
+		require.True(t, errors.As(svc.MarkRead(ctx(t), "carol", id), &notFound))
+		require.True(t, errors.As(svc.MarkRead(ctx(t), "alice", "no-such-id"), &notFound))
+		assert.Equal(t, "alice", notFound.Viewer)
+
+		var invalid *notifications.InvalidError
+		require.True(t, errors.As(svc.MarkRead(ctx(t), "_Access", id), &invalid))
+		require.True(t, errors.As(svc.MarkRead(ctx(t), "alice", "x/../y"), &invalid))
+	})
+}
+
+func TestRetentionKeepsTheNewestNotificationsPerAddresseeAndNeverALegacyRow(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		const keep = 3
+		svc := fx.service()
+		svc.Retention = keep
+
+		// A legacy row in alice's partition, older than everything: retention
+		// must leave it for the migration.
+		_, err := fx.store.Put(ctx(t), mesh.Node{Path: "alice/Doc/_Notification/old", NodeType: notifications.NodeType,
+			Content: json.RawMessage(`{"title":"legacy"}`)})
+		require.NoError(t, err)
+		fx.clk.Advance(time.Second)
+
+		for i := range 5 {
+			_, err := svc.Create(ctx(t), notifications.Notification{Title: "n" + strconv.Itoa(i)}, "alice", "bob")
+			require.NoError(t, err)
+			fx.clk.Advance(time.Second)
+		}
+		var got []string
+		for _, n := range initial(t, fx.store, "namespace:alice/_Notification nodeType:Notification sort:createdAt-asc") {
+			got = append(got, contentOf(t, n).Title)
+		}
+		assert.Equal(t, []string{"n2", "n3", "n4"}, got, "the three newest stay")
+		assert.Len(t, initial(t, fx.store, notifications.BellQuery("bob")), keep, "bob's cap is bob's")
+		_, ok := get(t, fx.store, "alice/Doc/_Notification/old")
+		assert.True(t, ok, "the legacy row is not retention's to remove")
+
+		// Prune at the cap removes nothing more.
+		removed, err := svc.Prune(ctx(t), "alice")
+		require.NoError(t, err)
+		assert.Zero(t, removed)
+
+		// Negative control: with a larger cap the same writes keep all five.
+		svc.Retention = 10
+		for i := range 5 {
+			_, err := svc.Create(ctx(t), notifications.Notification{Title: "c" + strconv.Itoa(i)}, "carol")
+			require.NoError(t, err)
+		}
+		assert.Len(t, initial(t, fx.store, notifications.BellQuery("carol")), 5)
+
+		var invalid *notifications.InvalidError
+		_, err = svc.Prune(ctx(t), "")
+		assert.True(t, errors.As(err, &invalid))
+	})
+}
