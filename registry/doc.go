@@ -31,6 +31,14 @@
 // with 503 + Retry-After, naming in its body and in one warning the stages it
 // was still waiting on.
 //
+// A [Server] is the registry's HTTP API. Its bundle index is assembled once
+// per publication or entitlement change and kept, never built per request: a
+// request authenticates, reads the snapshot and the package catalog (one live
+// query the server owns, not one per request), and gets the document kept
+// for its entitlement, or 304. A download resolves the bundle authoritatively
+// and, when the caller may not have it, answers exactly as for a bundle that
+// does not exist.
+//
 // # Consuming
 //
 // A [Client] fetches the index and bundles with bounded attempts that honour

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// load is the consumer side of a run: pollers reading the index on a fixed
+// interval, as real consumers do.
+//
+// The load is OPEN LOOP: every poll is scheduled by the clock at
+// start + phase + k×interval, whether or not the poller's earlier polls
+// have been answered, and its latency is measured from that scheduled
+// instant. A slow registry therefore cannot slow its own load down, and a
+// poll that had to wait for a free connection counts the wait.
+type load struct {
+	url      string // the index URL
+	key      string // instance key, sent as a bearer token
+	pollers  int
+	interval time.Duration
+	duration time.Duration
+	// grace is how long polls still running at the end of the run may take
+	// to finish. A poll still running after it is cut off and counts as
+	// unfinished, with its elapsed time.
+	grace time.Duration
+	// connsPerPoller caps each poller's connections; a poll waiting for one
+	// is still timed from its schedule.
+	connsPerPoller int
+	clk            clock.Clock
+}
+
+// sample is one poll's outcome.
+type sample struct {
+	latency    time.Duration // from the scheduled instant to the end (or the cut-off)
+	status     int           // 0 when no answer arrived
+	unfinished bool          // still running at the end and cut off
+	err        error
+}
+
+func (s sample) failed() bool {
+	return s.err != nil || (s.status != http.StatusOK && s.status != http.StatusNotModified)
+}
+
+// run polls from start until start+duration, then waits at most grace for
+// polls still running, and returns every scheduled poll's sample: none is
+// dropped.
+func (l load) run(ctx context.Context, start time.Time) []sample {
+	end := start.Add(l.duration)
+	cutoff, cancel := l.clk.WithDeadline(ctx, end.Add(l.grace))
+	defer cancel()
+
+	var (
+		mu      sync.Mutex
+		samples []sample
+		polls   sync.WaitGroup
+		poller  sync.WaitGroup
+	)
+	record := func(s sample) {
+		mu.Lock()
+		samples = append(samples, s)
+		mu.Unlock()
+	}
+	transports := make([]*http.Transport, l.pollers)
+	for p := range l.pollers {
+		transports[p] = &http.Transport{MaxConnsPerHost: l.connsPerPoller, MaxIdleConnsPerHost: l.connsPerPoller}
+		client := &http.Client{Transport: transports[p]}
+		phase := l.interval * time.Duration(p) / time.Duration(l.pollers)
+		var etag etagBox
+		poller.Go(func() {
+			for k := 0; ; k++ {
+				at := start.Add(phase + time.Duration(k)*l.interval)
+				if !at.Before(end) || !l.waitUntil(cutoff, at) {
+					return
+				}
+				polls.Go(func() { record(l.poll(cutoff, client, &etag, at)) })
+			}
+		})
+	}
+	poller.Wait()
+	polls.Wait() // every poll ends by the cut-off at the latest
+	for _, t := range transports {
+		t.CloseIdleConnections()
+	}
+	return samples
+}
+
+// waitUntil waits for the clock to reach at; false if ctx ended first.
+func (l load) waitUntil(ctx context.Context, at time.Time) bool {
+	d := l.clk.Until(at)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := l.clk.Timer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// poll makes one index request scheduled at at, bounded by ctx (the run's
+// cut-off), as a consumer that keeps the ETag it was last given.
+func (l load) poll(ctx context.Context, client *http.Client, etag *etagBox, at time.Time) sample {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
+	if err != nil {
+		return sample{err: err}
+	}
+	req.Header.Set("Authorization", "Bearer "+l.key)
+	if tag := etag.get(); tag != "" {
+		req.Header.Set("If-None-Match", tag)
+	}
+	resp, err := client.Do(req)
+	if err == nil {
+		err = drain(resp)
+		if tag := resp.Header.Get("ETag"); tag != "" && resp.StatusCode == http.StatusOK {
+			etag.set(tag)
+		}
+	}
+	s := sample{latency: l.clk.Since(at), err: err}
+	if resp != nil {
+		s.status = resp.StatusCode
+	}
+	if err != nil && ctx.Err() != nil {
+		s.unfinished = true
+		s.err = fmt.Errorf("still running at the end of the run plus %s: %w", l.grace, err)
+	}
+	return s
+}
+
+func drain(resp *http.Response) error {
+	defer resp.Body.Close()
+	_, err := io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// etagBox is one poller's last ETag.
+type etagBox struct {
+	mu  sync.Mutex
+	tag string
+}
+
+func (e *etagBox) get() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.tag
+}
+
+func (e *etagBox) set(tag string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.tag = tag
+}
+
+// stats summarises one mode's samples.
+type stats struct {
+	requests, errors, unfinished int
+	p50, p90, p99, max           time.Duration
+}
+
+func summarize(samples []sample) stats {
+	st := stats{requests: len(samples)}
+	lat := make([]time.Duration, 0, len(samples))
+	for _, s := range samples {
+		lat = append(lat, s.latency)
+		if s.failed() {
+			st.errors++
+		}
+		if s.unfinished {
+			st.unfinished++
+		}
+	}
+	slices.Sort(lat)
+	st.p50, st.p90, st.p99 = percentile(lat, 50), percentile(lat, 90), percentile(lat, 99)
+	if len(lat) > 0 {
+		st.max = lat[len(lat)-1]
+	}
+	return st
+}
+
+// percentile is the nearest-rank percentile of sorted: the smallest value
+// with at least p% of the values at or below it.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 × n)
+	if rank < 1 {
+		rank = 1
+	}
+	return sorted[rank-1]
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/meshrx/meshrx/rx/rxtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// bound is the longest a test waits for something that must happen.
+const bound = 10 * time.Second
+
+// stuckServer answers nothing until the request's client goes away, and
+// reports each request's arrival.
+func stuckServer(t *testing.T) (*httptest.Server, <-chan struct{}) {
+	arrived := make(chan struct{}, 1024)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	return srv, arrived
+}
+
+func TestAPollStillRunningAtTheEndCountsWithItsElapsedTime(t *testing.T) {
+	srv, arrived := stuckServer(t)
+	clk := rxtest.NewClock()
+	start := clk.Now()
+	l := load{url: srv.URL, key: "k", pollers: 2, interval: 100 * time.Millisecond, duration: time.Second,
+		grace: 500 * time.Millisecond, connsPerPoller: 16, clk: clk}
+
+	done := make(chan []sample, 1)
+	go func() { done <- l.run(t.Context(), start) }()
+	clk.Advance(l.duration)
+	// Open loop: every scheduled poll is sent although none has been
+	// answered. A closed loop (next poll after the last answer) would have
+	// sent two, and this wait would trip.
+	for i := range 20 {
+		select {
+		case <-arrived:
+		case <-time.After(bound):
+			require.FailNowf(t, "polls missing", "only %d of 20 scheduled polls reached the server", i)
+		}
+	}
+	assert.Empty(t, done, "the run ended before its grace")
+	clk.Advance(l.grace)
+
+	var samples []sample
+	select {
+	case samples = <-done:
+	case <-time.After(bound):
+		require.FailNow(t, "the run did not end at its cut-off")
+	}
+	require.Len(t, samples, 20, "no poll is dropped")
+	var got, want []time.Duration
+	for _, s := range samples {
+		assert.True(t, s.unfinished)
+		assert.True(t, s.failed())
+		got = append(got, s.latency)
+	}
+	// Each poll counts from its scheduled instant to the cut-off.
+	cutoff := l.duration + l.grace
+	for k := range 10 {
+		want = append(want, cutoff-time.Duration(k)*l.interval, cutoff-50*time.Millisecond-time.Duration(k)*l.interval)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	assert.Equal(t, want, got)
+
+	st := summarize(samples)
+	assert.Equal(t, stats{requests: 20, errors: 20, unfinished: 20, p50: 1 * time.Second, p90: 1400 * time.Millisecond,
+		p99: 1500 * time.Millisecond, max: 1500 * time.Millisecond}, st)
+}
+
+func TestPollsAnsweredInTimeAreNotCountedAsErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("ETag", `"v1"`)
+		_, _ = w.Write([]byte(`{"bundles":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	clk := rxtest.NewClock()
+	l := load{url: srv.URL, key: "k", pollers: 1, interval: 100 * time.Millisecond, duration: time.Second, grace: time.Second, connsPerPoller: 1, clk: clk}
+	done := make(chan []sample, 1)
+	start := clk.Now()
+	go func() { done <- l.run(t.Context(), start) }()
+	clk.Advance(l.duration)
+	var samples []sample
+	select {
+	case samples = <-done:
+	case <-time.After(bound):
+		require.FailNow(t, "the run did not end")
+	}
+	st := summarize(samples)
+	assert.Equal(t, 10, st.requests)
+	assert.Zero(t, st.errors)
+	assert.Zero(t, st.unfinished)
+}
+
+func TestAPollerSendsTheETagItWasGiven(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("ETag", `"v1"`)
+		_, _ = w.Write([]byte(`{"bundles":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	clk := rxtest.NewClock()
+	l := load{url: srv.URL, key: "k", clk: clk}
+	client := srv.Client()
+	var etag etagBox
+	first := l.poll(t.Context(), client, &etag, clk.Now())
+	second := l.poll(t.Context(), client, &etag, clk.Now())
+	require.NoError(t, first.err)
+	require.NoError(t, second.err)
+	assert.Equal(t, http.StatusOK, first.status)
+	assert.Equal(t, http.StatusNotModified, second.status, "the second poll revalidates, as consumers do")
+	assert.False(t, second.failed(), "a 304 is an answer, not an error")
+}
+
+func TestPercentilesAreNearestRank(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i))
+	}
+	assert.Equal(t, time.Duration(50), percentile(d, 50))
+	assert.Equal(t, time.Duration(99), percentile(d, 99))
+	assert.Equal(t, time.Duration(1), percentile(d[:1], 99))
+	assert.Equal(t, time.Duration(0), percentile(nil, 50))
+	// With fewer samples than 1/(1-p), p99 is the maximum: the slowest poll
+	// is never rounded away.
+	assert.Equal(t, time.Duration(10), percentile(d[:10], 99))
+}
+
+func TestTheLoadtestPrintsItsTableAndTheSummaryLast(t *testing.T) {
+	var out, errs bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	err := run(ctx, []string{"-modules", "20", "-pollers", "4", "-duration", "300ms", "-latency", "1ms", "-interval", "50ms", "-grace", "300ms"}, &out, &errs)
+	require.NoError(t, err, "stderr: %s", errs.String())
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	require.GreaterOrEqual(t, len(lines), 4, out.String())
+	assert.Regexp(t, `^mode\s+requests\s+p50\s+p90\s+p99\s+max\s+errors\s+derivations$`, lines[0])
+	assert.Regexp(t, `^served\s+24\s`, lines[1], "4 pollers × 6 polls each")
+	assert.Regexp(t, `^scan\s+24\s`, lines[2])
+	summary := regexp.MustCompile(`^summary: served_p50_ms=[0-9.]+ served_p99_ms=[0-9.]+ scan_p50_ms=[0-9.]+ scan_p99_ms=[0-9.]+ derivations=(\d+) requests=(\d+)$`)
+	m := summary.FindStringSubmatch(lines[len(lines)-1])
+	require.NotNil(t, m, "last line %q", lines[len(lines)-1])
+	assert.Equal(t, "1", m[1], "the served registry derived once, before the run")
+	assert.Equal(t, "24", m[2])
+}

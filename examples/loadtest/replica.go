@@ -1,0 +1,229 @@
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/memstore"
+	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// moduleName names the i-th generated module.
+func moduleName(i int) string { return fmt.Sprintf("Load.Module%04d", i) }
+
+// landModules lands n one-file modules into dir on the local disk: the
+// setup, kept off the slow volume so that it does not take n × files ×
+// latency.
+func landModules(ctx context.Context, dir string, n int, logger *slog.Logger) error {
+	l, err := registry.NewModuleLanding(registry.DirVolume(dir), registry.LandingOptions{Logger: logger, Replica: "setup"})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	for i := range n {
+		name := moduleName(i)
+		archive, err := tinyBundle(name)
+		if err != nil {
+			return err
+		}
+		if _, err := l.Land(ctx, name, "1.0.0", archive); err != nil {
+			return fmt.Errorf("landing %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func tinyBundle(name string) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.Create("manifest.json")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fmt.Fprintf(w, `{"plugin":%q}`, name); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// scanCounter counts the scans started on a volume: a scan of the module
+// records begins by listing the volume's top-level modules directory.
+type scanCounter struct {
+	registry.Volume
+	top   map[string]bool // the top-level directories the setup created
+	scans atomic.Int64
+}
+
+func newScanCounter(v registry.Volume, dir string) (*scanCounter, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	top := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() {
+			top[e.Name()] = true
+		}
+	}
+	return &scanCounter{Volume: v, top: top}, nil
+}
+
+func (c *scanCounter) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	if c.top[name] {
+		c.scans.Add(1)
+	}
+	return c.Volume.ReadDir(ctx, name)
+}
+
+// replica is one registry process, in process: its own mesh, its own
+// landing on the slow volume, its own HTTP server on a free port.
+type replica struct {
+	url    string // the index URL
+	key    string
+	served *registry.ServedActivation
+	scans  *scanCounter
+	close  func(ctx context.Context) error
+}
+
+// derivations is how many scans of the module records the replica started:
+// the served snapshot's derivations, or the baseline's per-request scans.
+func (r *replica) derivations() int64 { return r.scans.scans.Load() }
+
+// startReplica starts a registry over the modules in dir, each volume
+// operation delayed by latency. scan selects the scan-per-request baseline.
+// The served replica's snapshot is derived once before it answers, as a
+// registry at steady state has one.
+func startReplica(ctx context.Context, dir string, modules int, latency time.Duration, scan bool, logger *slog.Logger) (_ *replica, err error) {
+	var closers []func(ctx context.Context) error
+	closeAll := func(ctx context.Context) error {
+		var errs []error
+		for i := len(closers) - 1; i >= 0; i-- {
+			errs = append(errs, closers[i](ctx))
+		}
+		return errors.Join(errs...)
+	}
+	defer func() {
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+			defer cancel()
+			err = errors.Join(err, closeAll(sctx))
+		}
+	}()
+
+	store, err := memstore.New(memstore.Options{Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func(context.Context) error { return store.Close() })
+	key, err := registerConsumer(ctx, store, modules)
+	if err != nil {
+		return nil, err
+	}
+
+	counter, err := newScanCounter(registry.SlowVolume(registry.DirVolume(dir), latency), dir)
+	if err != nil {
+		return nil, err
+	}
+	landing, err := registry.NewModuleLanding(counter, registry.LandingOptions{Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, landing.Shutdown)
+	served := registry.NewServedActivation(landing, registry.ServedOptions{})
+	closers = append(closers, served.Close)
+	if !scan {
+		if _, err := rx.First(ctx, served.Read()); err != nil {
+			return nil, fmt.Errorf("deriving the first snapshot: %w", err)
+		}
+	}
+
+	srv, err := registry.NewServer(registry.ServerOptions{
+		Landing:        landing,
+		Served:         served,
+		Auth:           &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
+		Mesh:           store,
+		Logger:         logger,
+		Metrics:        prometheus.NewRegistry(),
+		ScanPerRequest: scan,
+	})
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, srv.Close)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	httpSrv := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      2 * registry.DownloadBudget,
+		IdleTimeout:       time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+	closers = append(closers, func(ctx context.Context) error {
+		err := httpSrv.Shutdown(ctx)
+		if err != nil {
+			_ = httpSrv.Close()
+		}
+		<-serveErr
+		return err
+	})
+	return &replica{
+		url:    "http://" + ln.Addr().String() + registry.IndexPath,
+		key:    key,
+		served: served,
+		scans:  counter,
+		close:  closeAll,
+	}, nil
+}
+
+// registerConsumer writes the plan ladder, a package node per module and
+// a consumer instance on the pro plan granted Plugins/*, and returns its key.
+func registerConsumer(ctx context.Context, store mesh.Service, modules int) (string, error) {
+	reg := &auth.Registry{Mesh: store}
+	for _, t := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}} {
+		if err := reg.SetPlanTier(ctx, t); err != nil {
+			return "", err
+		}
+	}
+	content, err := json.Marshal(registry.PackageContent{Tier: "free"})
+	if err != nil {
+		return "", err
+	}
+	for i := range modules {
+		n := mesh.Node{Path: registry.DefaultSource + "/" + moduleName(i), NodeType: registry.PackageNodeType, Content: content}
+		if _, err := store.Put(ctx, n); err != nil {
+			return "", err
+		}
+	}
+	if _, err := reg.Register(ctx, "load", "load test consumer", "pro"); err != nil {
+		return "", err
+	}
+	if _, err := reg.SetGrant(ctx, "load", "examples/loadtest", registry.DefaultSource+"/*"); err != nil {
+		return "", err
+	}
+	return reg.IssueKey(ctx, "load")
+}

@@ -1,0 +1,232 @@
+// Command registry runs the meshrx plugin registry with demo packages.
+//
+//	go run ./examples/registry [-addr 127.0.0.1:8080] [-data DIR] [-pg URL] [-publish-token TOKEN]
+//
+// It keeps the mesh in process (memstore) unless -pg names a PostgreSQL
+// database, in which case several processes on one database and one -data
+// directory are replicas. The module volume is a temporary directory,
+// removed on exit, unless -data names one. At start it lands three small
+// demo bundles with plan tiers, registers a demo instance granted
+// Plugins/* and prints what a consumer needs:
+//
+//	publish token: …
+//	demo instance key: mwi_…
+//	listening on http://127.0.0.1:8080
+//
+// Try it:
+//
+//	curl -H "Authorization: Bearer mwi_…" http://127.0.0.1:8080/api/plugins/bundles/index.json
+//
+// SIGINT or SIGTERM shuts it down, waiting a bounded time for requests in
+// flight.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/memstore"
+	"github.com/meshrx/meshrx/mesh/pgstore"
+	"github.com/meshrx/meshrx/registry"
+)
+
+// Bounds of the process's own waits.
+const (
+	startBudget    = 60 * time.Second // opening the store and landing the demo
+	shutdownBudget = 15 * time.Second // requests in flight, then the store
+)
+
+// HTTP server timeouts. A download's status line is bounded by
+// registry.DownloadBudget; its bytes must fit in WriteTimeout as well.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = registry.DownloadBudget + 30*time.Second // a publication's upload
+	writeTimeout      = 2 * registry.DownloadBudget
+	idleTimeout       = 2 * time.Minute
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, hooks{}); err != nil {
+		fmt.Fprintln(os.Stderr, "registry:", err)
+		os.Exit(1)
+	}
+}
+
+// hooks let a test reach into a run without changing what it does.
+type hooks struct {
+	// wrap, if set, wraps the registry's handler (e.g. to time it).
+	wrap func(http.Handler) http.Handler
+}
+
+// config is what the flags say.
+type config struct {
+	addr         string
+	data         string
+	pg           string
+	publishToken string
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("registry", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; :0 picks a free port)")
+	fs.StringVar(&c.data, "data", "", "module volume directory (default: a temporary directory removed on exit)")
+	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL for the mesh (default: in-process memstore)")
+	fs.StringVar(&c.publishToken, "publish-token", "", "bearer token that authorises publishing (default: a random token, printed)")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return c, nil
+}
+
+// run serves the registry until ctx ends, then shuts down within
+// shutdownBudget.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) (err error) {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+
+	dataDir := cfg.data
+	if dataDir == "" {
+		if dataDir, err = os.MkdirTemp("", "meshrx-registry-"); err != nil {
+			return fmt.Errorf("creating the data directory: %w", err)
+		}
+		defer func() { err = errors.Join(err, os.RemoveAll(dataDir)) }()
+	} else if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return fmt.Errorf("creating the data directory: %w", err)
+	}
+	token := cfg.publishToken
+	if token == "" {
+		var b [24]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return fmt.Errorf("generating a publish token: %w", err)
+		}
+		token = hex.EncodeToString(b[:])
+	}
+
+	startCtx, cancelStart := context.WithTimeout(ctx, startBudget)
+	defer cancelStart()
+	store, closeStore, err := openMesh(startCtx, cfg.pg, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closeStore()) }()
+
+	landing, err := registry.NewModuleLanding(registry.DirVolume(dataDir), registry.LandingOptions{Logger: logger})
+	if err != nil {
+		return err
+	}
+	served := registry.NewServedActivation(landing, registry.ServedOptions{})
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+		defer cancel()
+		err = errors.Join(err, served.Close(sctx), landing.Shutdown(sctx))
+	}()
+
+	key, err := setUpDemo(startCtx, store, landing, served)
+	if err != nil {
+		return fmt.Errorf("setting up the demo: %w", err)
+	}
+
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := registry.NewServer(registry.ServerOptions{
+		Landing:      landing,
+		Served:       served,
+		Auth:         &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
+		Mesh:         store,
+		PublishToken: token,
+		Logger:       logger,
+		Metrics:      metrics,
+		Version:      "meshrx-registry-example",
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+		defer cancel()
+		err = errors.Join(err, srv.Close(sctx))
+	}()
+
+	handler := srv.Handler()
+	if h.wrap != nil {
+		handler = h.wrap(handler)
+	}
+	httpSrv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
+	}
+	fmt.Fprintf(stdout, "data directory: %s\n", dataDir)
+	fmt.Fprintf(stdout, "publish token: %s\n", token)
+	fmt.Fprintf(stdout, "demo instance key: %s\n", key)
+	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("registry: shutting down", slog.Duration("budget", shutdownBudget))
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+	defer cancel()
+	if err := httpSrv.Shutdown(sctx); err != nil {
+		// Requests still running past the budget are cut off.
+		_ = httpSrv.Close()
+		<-serveErr
+		return fmt.Errorf("shutting down the HTTP server within %s: %w", shutdownBudget, err)
+	}
+	<-serveErr // Serve has returned http.ErrServerClosed
+	return nil
+}
+
+// openMesh opens the store -pg names, or an in-process one.
+func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Service, func() error, error) {
+	if pgURL == "" {
+		s, err := memstore.New(memstore.Options{Logger: logger})
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, s.Close, nil
+	}
+	s, err := pgstore.Open(ctx, pgURL, pgstore.Options{Logger: logger})
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the PostgreSQL mesh: %w", err)
+	}
+	return s, s.Close, nil
+}

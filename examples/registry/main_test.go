@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/meshrx/meshrx/registry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// bound is the longest a test waits for something that must happen; a
+// passing run never comes near it.
+const bound = 10 * time.Second
+
+// timings records how long the registry's handler chain took per request,
+// keyed by "METHOD path".
+type timings struct {
+	mu   sync.Mutex
+	took map[string][]time.Duration
+}
+
+func (t *timings) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		next.ServeHTTP(w, r)
+		took := time.Since(start)
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		key := r.Method + " " + r.URL.Path + " " + r.Header.Get("Authorization")
+		t.took[key] = append(t.took[key], took)
+	})
+}
+
+func (t *timings) of(key string) []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]time.Duration(nil), t.took[key]...)
+}
+
+// started is a registry running in process, as `go run ./examples/registry -addr 127.0.0.1:0` would.
+type started struct {
+	url, key, token, data string
+	client                *http.Client
+	done                  <-chan error
+}
+
+func start(t *testing.T, h hooks) *started {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, []string{"-addr", "127.0.0.1:0"}, w, io.Discard, h)
+		_ = w.CloseWithError(io.EOF)
+		done <- err
+	}()
+	s := &started{client: &http.Client{Transport: &http.Transport{}, Timeout: bound}, done: done}
+	t.Cleanup(func() {
+		s.client.CloseIdleConnections()
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err, "the registry's shutdown")
+		case <-time.After(bound):
+			t.Error("the registry did not shut down within the bound")
+		}
+		_, err := os.Stat(s.data)
+		assert.True(t, os.IsNotExist(err), "the temporary data directory is removed on exit")
+	})
+
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	deadline := time.After(bound)
+	for s.url == "" {
+		select {
+		case line, ok := <-lines:
+			require.True(t, ok, "the registry stopped before it listened")
+			switch {
+			case strings.HasPrefix(line, "listening on "):
+				s.url = strings.TrimPrefix(line, "listening on ")
+			case strings.HasPrefix(line, "demo instance key: "):
+				s.key = strings.TrimPrefix(line, "demo instance key: ")
+			case strings.HasPrefix(line, "publish token: "):
+				s.token = strings.TrimPrefix(line, "publish token: ")
+			case strings.HasPrefix(line, "data directory: "):
+				s.data = strings.TrimPrefix(line, "data directory: ")
+			}
+		case <-deadline:
+			require.FailNow(t, "the registry did not print its address within the bound")
+		}
+	}
+	go func() { // drain, so the registry never blocks on its output
+		for range lines {
+		}
+	}()
+	require.True(t, strings.HasPrefix(s.key, "mwi_"), "demo key %q", s.key)
+	require.NotEmpty(t, s.token)
+	return s
+}
+
+func (s *started) do(t *testing.T, method, path, auth string, header http.Header, body []byte) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, s.url+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := s.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, data
+}
+
+func median(ds []time.Duration) time.Duration {
+	sorted := append([]time.Duration(nil), ds...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	return sorted[len(sorted)/2]
+}
+
+func TestTheExampleRegistryServesItsDemoToItsDemoKey(t *testing.T) {
+	tm := &timings{took: map[string][]time.Duration{}}
+	s := start(t, hooks{wrap: tm.wrap})
+	bearer := "Bearer " + s.key
+
+	// Without a key: 401, decided without any read, in well under a
+	// millisecond inside the server. Several requests, so that one
+	// scheduling hiccup does not decide the figure.
+	for range 9 {
+		resp, _ := s.do(t, http.MethodGet, registry.IndexPath, "", nil, nil)
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	}
+	unauth := tm.of("GET " + registry.IndexPath + " ")
+	require.Len(t, unauth, 9)
+	assert.Less(t, median(unauth), time.Millisecond, "the 401 path took %v", unauth)
+
+	resp, body := s.do(t, http.MethodGet, registry.IndexPath, bearer, nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	var idx registry.Index
+	require.NoError(t, json.Unmarshal(body, &idx))
+	got := map[string]string{}
+	for _, b := range idx.Bundles {
+		got[b.Plugin] = b.Version
+	}
+	want := map[string]string{}
+	for _, p := range demoPackages() {
+		want[p.name] = p.version
+	}
+	assert.Equal(t, want, got, "the demo instance (pro, Plugins/*) sees every demo package")
+	etag := resp.Header.Get("ETag")
+	require.NotEmpty(t, etag)
+
+	resp, body = s.do(t, http.MethodGet, registry.IndexPath, bearer, http.Header{"If-None-Match": {etag}}, nil)
+	assert.Equal(t, http.StatusNotModified, resp.StatusCode)
+	assert.Empty(t, body)
+
+	resp, _ = s.do(t, http.MethodGet, registry.BundlesPath+"/..%2f..%2fetc/passwd", bearer, nil, nil)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	// Publish a new version with the token; this replica lists it at once.
+	archive, err := demoBundle(demoPackage{name: "Demo.Hello", version: "1.1.0"})
+	require.NoError(t, err)
+	resp, _ = s.do(t, http.MethodPost, registry.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer wrong-token", nil, archive)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, body = s.do(t, http.MethodPost, registry.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer "+s.token, nil, archive)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, "%s", body)
+
+	resp, body = s.do(t, http.MethodGet, registry.IndexPath, bearer, http.Header{"If-None-Match": {etag}}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the publication changed the index")
+	require.NoError(t, json.Unmarshal(body, &idx))
+	for _, b := range idx.Bundles {
+		if b.Plugin == "Demo.Hello" {
+			assert.Equal(t, "1.1.0", b.Version)
+		}
+	}
+
+	// The bundle downloads through the consumer client, checked against the index.
+	client, err := registry.NewClient(registry.ClientOptions{BaseURL: s.url, Key: s.key})
+	require.NoError(t, err)
+	defer client.CloseIdleConnections()
+	rc, err := client.Download(t.Context(), "Demo.Hello", "1.1.0")
+	require.NoError(t, err)
+	downloaded, err := io.ReadAll(rc)
+	require.NoError(t, rc.Close())
+	require.NoError(t, err)
+	assert.Equal(t, archive, downloaded)
+
+	resp, body = s.do(t, http.MethodGet, "/healthz", "", nil, nil)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	resp, body = s.do(t, http.MethodGet, "/metrics", "", nil, nil)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), `meshrx_registry_requests_total{route="index",status="401"} 9`)
+}

@@ -1,0 +1,322 @@
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// PackageNodeType is the node type of a package node: Source/{plugin} on the
+// mesh, whose content is a PackageContent.
+const PackageNodeType = "Package"
+
+// DefaultCatalogRetry is how long the package catalog waits before it
+// restarts its live query after the query failed.
+const DefaultCatalogRetry = 5 * time.Second
+
+// PackageContent is the content of a package node: the plan tier a caller's
+// plan must cover to receive the package. An empty tier is the baseline.
+type PackageContent struct {
+	Tier string `json:"tier"`
+}
+
+// errCatalogClosed ends the reads of a catalog whose server has closed.
+var errCatalogClosed = errors.New("registry: the package catalog is closed")
+
+// catalogPackage is what the catalog knows of one package.
+type catalogPackage struct {
+	tier       string
+	unreadable bool // content that is not a PackageContent: the package is served to nobody
+}
+
+// catalogState is one version of the catalog: a value, never modified once
+// published.
+type catalogState struct {
+	version  uint64
+	packages map[string]catalogPackage // keyed by moduleKey(plugin)
+}
+
+// lookup returns what the catalog says of plugin. A plugin without a package
+// node is at the baseline tier.
+func (c *catalogState) lookup(plugin string) catalogPackage {
+	return c.packages[moduleKey(plugin)]
+}
+
+// catalogHealth is what /healthz and the metrics report of the catalog.
+type catalogHealth struct {
+	ready     bool      // an Initial has arrived at least once
+	available bool      // the live query is running and has sent its Initial
+	problem   string    // why it is not available; "" when it is
+	since     time.Time // when it became unavailable
+}
+
+// catalog is the server's one live query over the package nodes, kept as a
+// map from plugin to tier and a version that changes with every change.
+// Requests read its state; none of them queries the mesh.
+type catalog struct {
+	svc   mesh.Service
+	query string
+	clk   clock.Clock
+	retry time.Duration
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	state   *catalogState                   // nil until the first Initial
+	first   *rx.AsyncSubject[*catalogState] // completes with the first Initial
+	live    bool                            // the current query has sent its Initial
+	problem string
+	since   time.Time
+	attempt uint64 // frames of an older subscription are ignored
+	sub     rx.Subscription
+	timer   rx.Subscription
+	closed  bool
+
+	// Test seam, set by this package's tests before first use: told when a
+	// reader starts waiting for the first Initial.
+	waiting func()
+}
+
+func newCatalog(svc mesh.Service, source string, clk clock.Clock, retry time.Duration, log *slog.Logger) *catalog {
+	return &catalog{
+		svc:     svc,
+		query:   "namespace:" + source + " nodeType:" + PackageNodeType,
+		clk:     clk,
+		retry:   retry,
+		log:     log,
+		first:   rx.NewAsyncSubject[*catalogState](),
+		problem: "waiting for the package catalog's first answer",
+		since:   clk.Now(),
+	}
+}
+
+// start subscribes the live query. It is called by NewServer and, after a
+// failure, by the retry timer; never by a request.
+func (c *catalog) start() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.attempt++
+	attempt := c.attempt
+	c.live = false
+	c.timer = nil
+	c.mu.Unlock()
+
+	sub := c.svc.Query(c.query).Subscribe(rx.NewObserver(
+		func(ch mesh.Change) { c.apply(attempt, ch) },
+		func(err error) { c.failed(attempt, err) },
+		func() { c.failed(attempt, errors.New("the live query ended")) },
+	))
+
+	c.mu.Lock()
+	if c.closed || c.attempt != attempt {
+		c.mu.Unlock()
+		sub.Unsubscribe()
+		return
+	}
+	c.sub = sub
+	c.mu.Unlock()
+}
+
+// apply folds one frame into a new state.
+func (c *catalog) apply(attempt uint64, ch mesh.Change) {
+	c.mu.Lock()
+	if c.closed || attempt != c.attempt {
+		c.mu.Unlock()
+		return
+	}
+	next := &catalogState{packages: map[string]catalogPackage{}}
+	if c.state != nil {
+		next.version = c.state.version
+	}
+	next.version++
+	replace := ch.Kind == mesh.Initial || ch.Kind == mesh.Reset
+	if !replace && c.state != nil {
+		for k, v := range c.state.packages {
+			next.packages[k] = v
+		}
+	}
+	if !replace && c.state == nil {
+		// A live frame before any Initial breaks the query's contract; wait
+		// for the Initial rather than build on nothing.
+		c.mu.Unlock()
+		return
+	}
+	var unreadable []string
+	for _, n := range ch.Items {
+		key := moduleKey(n.ID)
+		if ch.Kind == mesh.Removed {
+			delete(next.packages, key)
+			continue
+		}
+		p, err := decodePackage(n)
+		if err != nil {
+			unreadable = append(unreadable, fmt.Sprintf("%s: %v", n.Path, err))
+		}
+		next.packages[key] = p
+	}
+	recovered := !c.live && c.state != nil && ch.Kind == mesh.Initial
+	first := c.state == nil
+	c.state = next
+	if ch.Kind == mesh.Initial {
+		c.live = true
+		c.problem = ""
+		c.since = time.Time{}
+	}
+	subject := c.first
+	c.mu.Unlock()
+
+	for _, u := range unreadable {
+		c.log.Warn("registry: a package node's content is not a package; the package is served to nobody until it is fixed",
+			slog.String("problem", u))
+	}
+	if recovered {
+		c.log.Info("registry: the package catalog is live again", slog.String("query", c.query))
+	}
+	if first {
+		subject.OnNext(next)
+		subject.OnCompleted()
+	}
+}
+
+// failed records that the live query ended and arms the retry. The last
+// known state stays served: a stale tier is what the registry knew, and
+// health and metrics say it is stale.
+func (c *catalog) failed(attempt uint64, err error) {
+	c.mu.Lock()
+	if c.closed || attempt != c.attempt {
+		c.mu.Unlock()
+		return
+	}
+	wasLive := c.live
+	c.live = false
+	c.problem = "the package catalog query failed: " + err.Error()
+	if wasLive || c.since.IsZero() {
+		c.since = c.clk.Now()
+	}
+	c.attempt++ // frames still queued from the failed subscription are ignored
+	c.sub = nil
+	c.mu.Unlock()
+
+	if wasLive {
+		c.log.Warn("registry: the package catalog is unavailable; serving its last known state and retrying",
+			slog.String("query", c.query), slog.Duration("retry", c.retry), slog.String("error", err.Error()))
+	}
+	timer := rx.Timer(c.retry, c.clk).Subscribe(rx.NewObserver(func(time.Time) { c.start() }, nil, nil))
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		timer.Unsubscribe()
+		return
+	}
+	c.timer = timer
+	c.mu.Unlock()
+}
+
+// read answers the current state at once, or waits for the first Initial.
+// The caller bounds the wait.
+func (c *catalog) read() rx.Observable[*catalogState] {
+	return rx.Defer(func() rx.Observable[*catalogState] {
+		c.mu.Lock()
+		st, first, closed := c.state, c.first, c.closed
+		c.mu.Unlock()
+		switch {
+		case st != nil:
+			return rx.Return(st)
+		case closed:
+			return rx.Throw[*catalogState](errCatalogClosed)
+		}
+		if c.waiting != nil {
+			c.waiting()
+		}
+		return first
+	})
+}
+
+// current returns the state without waiting, if there is one.
+func (c *catalog) current() (*catalogState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state, c.state != nil
+}
+
+// health reports whether the catalog is live.
+func (c *catalog) health() catalogHealth {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return catalogHealth{ready: c.state != nil, available: c.live, problem: c.problem, since: c.since}
+}
+
+// close stops the live query and the retry; readers still waiting for the
+// first Initial get errCatalogClosed.
+func (c *catalog) close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	sub, timer, first, waiting := c.sub, c.timer, c.first, c.state == nil
+	c.sub, c.timer = nil, nil
+	c.mu.Unlock()
+	if sub != nil {
+		sub.Unsubscribe()
+	}
+	if timer != nil {
+		timer.Unsubscribe()
+	}
+	if waiting {
+		first.OnError(errCatalogClosed)
+	}
+}
+
+// decodePackage reads a package node. A node that cannot be read is kept as
+// unreadable, so that its package is served to nobody rather than at a
+// guessed tier.
+func decodePackage(n mesh.Node) (catalogPackage, error) {
+	if len(n.Content) == 0 {
+		return catalogPackage{}, nil
+	}
+	var c PackageContent
+	if err := json.Unmarshal(n.Content, &c); err != nil {
+		return catalogPackage{unreadable: true}, fmt.Errorf("content is not {\"tier\": ...}: %w", err)
+	}
+	tier, err := canonicalTier(c.Tier)
+	if err != nil {
+		return catalogPackage{unreadable: true}, err
+	}
+	return catalogPackage{tier: tier}, nil
+}
+
+// tierError reports a package tier that cannot be used.
+type tierError struct {
+	Tier   string
+	Reason string
+}
+
+func (e *tierError) Error() string {
+	return fmt.Sprintf("registry: invalid package tier %q: %s", e.Tier, e.Reason)
+}
+
+// canonicalTier trims and lower-cases a tier and checks that it is a plain
+// plan id: up to 64 ASCII letters, digits, '.', '_' and '-'.
+func canonicalTier(tier string) (string, error) {
+	t := strings.ToLower(strings.TrimSpace(tier))
+	if t == "" {
+		return "", nil
+	}
+	if reason := checkName(t, 64, "._-"); reason != "" {
+		return "", &tierError{Tier: tier, Reason: reason}
+	}
+	return t, nil
+}

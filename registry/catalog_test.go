@@ -1,0 +1,115 @@
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
+)
+
+func packageNode(plugin, content string) mesh.Node {
+	return mesh.Node{ID: plugin, Namespace: DefaultSource, Path: DefaultSource + "/" + plugin, NodeType: PackageNodeType, Content: json.RawMessage(content)}
+}
+
+func TestTheCatalogIsOneLiveQueryNotOnePerRequest(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.publish("A", "1.0.0", "")
+	key := f.instance("acme", "pro", "Plugins/*")
+	// Control: the counter sees the server's own live query, started once.
+	require.EqualValues(t, 1, f.mesh.catalogQueries.Load())
+	for range 20 {
+		f.index(key)
+		f.do(request{path: BundlesPath + "/A/1.0.0", key: key})
+	}
+	assert.EqualValues(t, 1, f.mesh.catalogQueries.Load(), "requests read the catalog's state, never the mesh")
+}
+
+func TestAPackageTierChangeReachesTheIndexThroughTheLiveQuery(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.publish("A", "1.0.0", "enterprise")
+	key := f.instance("acme", "pro", "Plugins/*")
+	idx, _ := f.index(key)
+	assert.Empty(t, idx.Bundles, "an enterprise package is beyond a pro plan")
+
+	_, err := f.store.Put(t.Context(), packageNode("A", `{"tier":"pro"}`))
+	require.NoError(t, err)
+	idx, _ = f.index(key)
+	assert.Equal(t, map[string]string{"A": "1.0.0"}, listed(idx))
+
+	// Removing the node puts the package back at the baseline.
+	_, err = f.store.Put(t.Context(), packageNode("A", `{"tier":"enterprise"}`))
+	require.NoError(t, err)
+	require.NoError(t, f.store.Delete(t.Context(), DefaultSource+"/A"))
+	idx, _ = f.index(key)
+	assert.Equal(t, map[string]string{"A": "1.0.0"}, listed(idx))
+}
+
+func TestAPackageWhoseNodeCannotBeReadIsServedToNobody(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.publish("A", "1.0.0", "")
+	f.publish("B", "1.0.0", "")
+	_, err := f.store.Put(t.Context(), packageNode("B", `{"tier": 5}`))
+	require.NoError(t, err)
+	key := f.instance("acme", "enterprise", "Plugins/*")
+	idx, _ := f.index(key)
+	assert.Equal(t, map[string]string{"A": "1.0.0"}, listed(idx), "an unreadable tier is not guessed")
+	assert.Equal(t, http.StatusNotFound, f.do(request{path: BundlesPath + "/B/1.0.0", key: key}).status)
+	warns := f.logs.at(slog.LevelWarn)
+	require.NotEmpty(t, warns)
+	assert.Contains(t, warns[len(warns)-1].Attrs["problem"].String(), DefaultSource+"/B")
+
+	// Control: fixing the node serves it.
+	_, err = f.store.Put(t.Context(), packageNode("B", `{"tier":"pro"}`))
+	require.NoError(t, err)
+	idx, _ = f.index(key)
+	assert.Equal(t, map[string]string{"A": "1.0.0", "B": "1.0.0"}, listed(idx))
+}
+
+func TestAnUnavailableCatalogServesItsLastKnownStateAndSaysSo(t *testing.T) {
+	queries := make(chan *rx.Subject[mesh.Change], 4)
+	f := newFixture(t, fixtureOptions{mesh: func(m *watchedMesh) {
+		m.catalogQ = func() rx.Observable[mesh.Change] {
+			s := rx.NewSubject[mesh.Change]()
+			queries <- s
+			return s
+		}
+	}})
+	f.publish("A", "1.0.0", "")
+	f.publish("B", "1.0.0", "")
+	key := f.instance("acme", "pro", "Plugins/*")
+	live := receive(t, queries, "the catalog's live query")
+	live.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{packageNode("A", `{"tier":"pro"}`), packageNode("B", `{"tier":"enterprise"}`)}})
+	idx, _ := f.index(key)
+	assert.Equal(t, map[string]string{"A": "1.0.0"}, listed(idx))
+	assert.Equal(t, 1.0, gauge(t, f, "meshrx_registry_catalog_available"))
+
+	live.OnError(errors.New("store went away"))
+	idx, _ = f.index(key)
+	assert.Equal(t, map[string]string{"A": "1.0.0"}, listed(idx), "the last known state is still served")
+	health := f.do(request{path: HealthPath})
+	assert.Equal(t, http.StatusServiceUnavailable, health.status)
+	assert.Contains(t, string(health.body), "store went away")
+	assert.Equal(t, 0.0, gauge(t, f, "meshrx_registry_catalog_available"))
+	f.clk.Advance(DefaultCatalogRetry - 1)
+	assert.Equal(t, float64(DefaultCatalogRetry-1)/1e9, gauge(t, f, "meshrx_registry_catalog_unavailable_seconds"))
+	warns := f.logs.at(slog.LevelWarn)
+	require.Len(t, warns, 1, "one warning on the way into failure")
+	assert.Contains(t, warns[0].Message, "package catalog is unavailable")
+	assert.Empty(t, queries, "the retry waits its delay")
+
+	// The retry is live again, with a changed tier: the index follows.
+	f.clk.Advance(1)
+	retry := receive(t, queries, "the retried live query")
+	retry.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{packageNode("A", `{"tier":"enterprise"}`), packageNode("B", `{"tier":"pro"}`)}})
+	idx, _ = f.index(key)
+	assert.Equal(t, map[string]string{"B": "1.0.0"}, listed(idx))
+	assert.Equal(t, http.StatusOK, f.do(request{path: HealthPath}).status)
+	assert.Len(t, f.logs.at(slog.LevelInfo), 1, "one line on recovery")
+}

@@ -1,0 +1,295 @@
+package registry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// DefaultIndexCacheSize bounds how many assembled index documents a Server
+// keeps for one snapshot and catalog version: one per distinct entitlement
+// (and base URL) seen since they changed.
+const DefaultIndexCacheSize = 1024
+
+// indexDoc is one assembled index, serialised, with its strong ETag.
+type indexDoc struct {
+	body []byte
+	etag string
+}
+
+// indexGeneration is what an assembled index was built from, apart from
+// the caller: the served snapshot's content generation and the catalog
+// version.
+type indexGeneration struct {
+	content uint64
+	catalog uint64
+}
+
+func (g indexGeneration) atLeast(o indexGeneration) bool {
+	return g.content >= o.content && g.catalog >= o.catalog
+}
+
+// indexKey names one assembled index: a generation and the caller's
+// entitlement (with the base URL its bundle URLs start with).
+type indexKey struct {
+	gen         indexGeneration
+	entitlement string
+}
+
+// indexSlot holds one document, assembled once however many requests ask
+// for it at the same moment.
+type indexSlot struct {
+	once sync.Once
+	doc  indexDoc
+}
+
+// indexCache keeps the documents of the newest generation seen, at most max
+// of them. A newer generation drops every older document: they can never be
+// asked for again.
+type indexCache struct {
+	max int
+
+	mu      sync.Mutex
+	current indexGeneration
+	slots   map[string]*indexSlot // keyed by entitlement, for current
+	order   []string              // insertion order, for eviction
+
+	assemblies atomic.Int64 // documents assembled, cached or not
+}
+
+func newIndexCache(max int) *indexCache {
+	if max <= 0 {
+		max = DefaultIndexCacheSize
+	}
+	return &indexCache{max: max, slots: map[string]*indexSlot{}}
+}
+
+// get returns the document for key, assembling it with build at most once
+// while key's generation is the newest. A request still holding an older
+// generation gets a fresh assembly that is not kept.
+func (c *indexCache) get(key indexKey, build func() []byte) indexDoc {
+	c.mu.Lock()
+	switch {
+	case key.gen == c.current:
+	case key.gen.atLeast(c.current):
+		c.current = key.gen
+		clear(c.slots)
+		c.order = c.order[:0]
+	default:
+		c.mu.Unlock()
+		return c.assemble(build)
+	}
+	slot, ok := c.slots[key.entitlement]
+	if !ok {
+		if len(c.order) >= c.max {
+			oldest := c.order[0]
+			c.order = c.order[1:]
+			delete(c.slots, oldest)
+		}
+		slot = &indexSlot{}
+		c.slots[key.entitlement] = slot
+		c.order = append(c.order, key.entitlement)
+	}
+	c.mu.Unlock()
+	slot.once.Do(func() { slot.doc = c.assemble(build) })
+	return slot.doc
+}
+
+func (c *indexCache) assemble(build func() []byte) indexDoc {
+	c.assemblies.Add(1)
+	body := build()
+	sum := sha256.Sum256(body)
+	return indexDoc{body: body, etag: `"` + hex.EncodeToString(sum[:]) + `"`}
+}
+
+// assembleIndex builds the index document for one caller: every served
+// module the caller is entitled to, in the activation's order, with the URL
+// it downloads from. allows decides entitlement from the plugin's name and
+// tier; a package whose catalog node cannot be read is served to nobody.
+func assembleIndex(act Activation, cat *catalogState, baseURL string, allows func(plugin, tier string) bool) []byte {
+	idx := Index{Bundles: make([]IndexEntry, 0, len(act.Modules))}
+	base := strings.TrimRight(baseURL, "/")
+	for _, r := range act.Modules {
+		pkg := cat.lookup(r.Module)
+		if pkg.unreadable || !allows(r.Module, pkg.tier) {
+			continue
+		}
+		idx.Bundles = append(idx.Bundles, IndexEntry{
+			Plugin:  r.Module,
+			Version: r.Version,
+			URL:     base + BundlesPath + "/" + url.PathEscape(r.Module) + "/" + url.PathEscape(r.Version),
+			SHA256:  r.SHA256,
+		})
+	}
+	// Index holds only strings: encoding cannot fail.
+	body, _ := json.Marshal(idx)
+	return append(body, '\n')
+}
+
+// indexAnswer serves doc, or 304 when the caller already holds it.
+func indexAnswer(doc indexDoc, ifNoneMatch string) Answer {
+	h := http.Header{}
+	h.Set("ETag", doc.etag)
+	// The document is per caller: no shared cache may keep it, and a
+	// private one must revalidate.
+	h.Set("Cache-Control", "private, no-cache")
+	h.Set("Vary", "Authorization")
+	if etagMatches(ifNoneMatch, doc.etag) {
+		return Answer{Status: http.StatusNotModified, Header: h}
+	}
+	h.Set("Content-Type", "application/json")
+	return Answer{Header: h, Body: doc.body}
+}
+
+// etagMatches applies If-None-Match's weak comparison: "*", or any listed
+// tag equal to etag once a W/ prefix is ignored.
+func etagMatches(header, etag string) bool {
+	header = strings.TrimSpace(header)
+	if header == "" {
+		return false
+	}
+	if header == "*" {
+		return true
+	}
+	want := strings.TrimPrefix(etag, "W/")
+	for tag := range strings.SplitSeq(header, ",") {
+		if strings.TrimPrefix(strings.TrimSpace(tag), "W/") == want {
+			return true
+		}
+	}
+	return false
+}
+
+// activationView is the activation list one index request is assembled
+// from: the served snapshot, or (only in the ScanPerRequest baseline) a scan.
+type activationView struct {
+	act     Activation
+	seq     uint64
+	scanned bool
+}
+
+// contentGenerations numbers what the served snapshots contain. A
+// re-derivation that finds the same modules at the same versions (the
+// periodic one, most of the time) keeps the number, so the documents
+// assembled from the previous snapshot stay valid.
+type contentGenerations struct {
+	mu  sync.Mutex
+	seq uint64   // the newest snapshot seen
+	fp  [32]byte // what it contains
+	gen uint64
+}
+
+// of returns the content generation of the snapshot seq holding act, and
+// false for a snapshot older than one already seen.
+func (c *contentGenerations) of(seq uint64, act Activation) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case seq == c.seq && c.gen > 0:
+		return c.gen, true
+	case seq < c.seq:
+		return 0, false
+	}
+	fp := fingerprint(act)
+	if c.gen == 0 || fp != c.fp {
+		c.gen++
+	}
+	c.seq, c.fp = seq, fp
+	return c.gen, true
+}
+
+// fingerprint digests what an index is assembled from in an activation.
+func fingerprint(act Activation) [32]byte {
+	h := sha256.New()
+	for _, r := range act.Modules {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", r.Module, r.Version, r.SHA256)
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// activation reads the served snapshot, or scans in the baseline mode.
+func (s *Server) activation(ledger *Ledger) rx.Observable[activationView] {
+	if !s.scan {
+		return rx.Map(InStage(s.served.Read(), ledger, StageActivation), func(sn Snapshot) activationView {
+			return activationView{act: sn.Activation, seq: sn.Seq}
+		})
+	}
+	scan := background(func(ctx context.Context) (Activation, error) { return s.landing.Activation(ctx) })
+	return rx.Map(InStage(scan, ledger, StageActivation), func(a Activation) activationView {
+		return activationView{act: a, scanned: true}
+	})
+}
+
+// indexRoute serves GET /api/plugins/bundles/index.json: authentication,
+// the served snapshot, the package catalog, then the document kept for
+// this caller's entitlement, or 304 when the caller already holds it.
+func (s *Server) indexRoute(r *http.Request) rx.Observable[Answer] {
+	ledger := LedgerFrom(r.Context())
+	ifNoneMatch := r.Header.Get("If-None-Match")
+	base := s.baseURL(r)
+	return s.authenticated(r, func(res auth.Result) rx.Observable[Answer] {
+		return rx.SelectMany(rx.Take(s.activation(ledger), 1), func(v activationView) rx.Observable[Answer] {
+			cat := InStage(s.catalog.read(), ledger, StageCatalog)
+			return rx.Map(rx.Take(cat, 1), func(c *catalogState) Answer {
+				build := func() []byte {
+					return assembleIndex(v.act, c, base, func(plugin, tier string) bool {
+						return res.Allows(s.source, plugin, tier)
+					})
+				}
+				gen, current := uint64(0), false
+				if !v.scanned {
+					gen, current = s.contents.of(v.seq, v.act)
+				}
+				if !current {
+					return indexAnswer(s.index.assemble(build), ifNoneMatch)
+				}
+				key := indexKey{gen: indexGeneration{content: gen, catalog: c.version}, entitlement: entitlementKey(res, base)}
+				return indexAnswer(s.index.get(key, build), ifNoneMatch)
+			})
+		})
+	})
+}
+
+// entitlementKey is everything auth.Result.Allows decides from, in
+// canonical form, with the base URL the document's links start with:
+// two callers with equal keys receive the same document.
+func entitlementKey(res auth.Result, baseURL string) string {
+	entries := make([]string, 0, len(res.Grant.Entries))
+	for _, e := range res.Grant.Entries {
+		pkg := e.Package
+		if pkg == "" {
+			pkg = auth.AllPackages
+		}
+		entries = append(entries, strings.ToLower(strings.TrimSpace(e.Source))+"/"+pkg+"@"+strings.ToLower(strings.TrimSpace(e.Plan)))
+	}
+	slices.Sort(entries)
+	entries = slices.Compact(entries)
+	var b strings.Builder
+	b.WriteString(baseURL)
+	b.WriteString("\x00grant:")
+	b.WriteString(strings.Join(entries, "\x00"))
+	b.WriteString("\x00plan:")
+	if res.Instance != nil {
+		b.WriteString(strings.ToLower(strings.TrimSpace(res.Instance.Plan)))
+	}
+	b.WriteString("\x00ranks:")
+	for _, id := range res.Ranks.Ids() {
+		rank, _ := res.Ranks.RankOf(id)
+		fmt.Fprintf(&b, "%s=%d/%t\x00", id, rank, res.Ranks.IsAllAccess(id))
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:])
+}

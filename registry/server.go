@@ -1,0 +1,413 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// The stages a registry request may wait in, as the ledger, the refusals
+// and the metrics name them.
+const (
+	StageAuthentication = "instance-key authentication"
+	StageActivation     = "activation list"
+	StageCatalog        = "package catalog"
+	StageBundleRead     = "bundle read"
+	StageUpload         = "publish upload"
+	StageLanding        = "bundle landing"
+	StagePackageNode    = "package node"
+)
+
+// Paths of the routes that are not bundle routes.
+const (
+	VersionPath = "/api/version"
+	HealthPath  = "/healthz"
+	MetricsPath = "/metrics"
+)
+
+// DefaultSource is the grant source, and the mesh namespace of the package
+// nodes, when ServerOptions.Source is empty.
+const DefaultSource = "Plugins"
+
+// healthBudget bounds a health check: it reads what the index reads and
+// must say quickly when that is stuck.
+const healthBudget = 5 * time.Second
+
+// Authenticator decides who a request's Authorization header belongs to
+// (see auth.Authenticator). A missing or malformed key must be answered
+// synchronously, without reading storage: that is the fast 401.
+type Authenticator interface {
+	Authenticate(header string) rx.Observable[auth.Result]
+}
+
+// ServerOptions configures a Server.
+type ServerOptions struct {
+	// Landing answers bundle downloads authoritatively. Required.
+	Landing *ModuleLanding
+	// Served is the activation snapshot the index is assembled from, and
+	// what publishing lands through. It must serve Landing. Required.
+	Served *ServedActivation
+	// Auth authenticates every bundle request. Required.
+	Auth Authenticator
+	// Mesh holds the package nodes (Source/{plugin}, node type Package):
+	// the server keeps one live query over them. Required.
+	Mesh mesh.Service
+	// Source is the grant source the packages belong to, and the namespace
+	// of their nodes. Default "Plugins".
+	Source string
+	// PublishToken authorises publishing as a bearer token; "" leaves the
+	// publish route unmapped.
+	PublishToken string
+	// Clock times budgets, stages and the snapshot's age; nil is the real clock.
+	Clock clock.Clock
+	// Logger receives refusals and catalog problems; nil is slog.Default().
+	Logger *slog.Logger
+	// Metrics is where the server registers its collectors (they are
+	// unregistered by Close). Nil gives the server a registry of its own.
+	// GET /metrics serves it when it is also a prometheus.Gatherer.
+	Metrics prometheus.Registerer
+	// IndexBudget bounds the index and the health check's answer, from
+	// arrival. Default IndexBudget (25s).
+	IndexBudget time.Duration
+	// DownloadBudget bounds a bundle download's answer (its status line),
+	// from arrival. Default DownloadBudget (60s).
+	DownloadBudget time.Duration
+	// PublishBudget bounds a publication's answer, from arrival, and its
+	// upload. Default DownloadBudget (60s).
+	PublishBudget time.Duration
+	// MaxPublishBytes refuses larger uploads with 413. Default DefaultMaxArchive.
+	MaxPublishBytes int64
+	// Version is what GET /api/version reports.
+	Version string
+	// BaseURL returns the scheme and host bundle URLs in the index start
+	// with, e.g. "https://registry.example.com". Nil derives it from the
+	// request (its Host, https when it came over TLS).
+	BaseURL func(r *http.Request) string
+	// IndexCacheSize bounds the assembled index documents kept. Default
+	// DefaultIndexCacheSize.
+	IndexCacheSize int
+	// CatalogRetry is the wait before the package catalog's live query is
+	// restarted after it failed. Default DefaultCatalogRetry.
+	CatalogRetry time.Duration
+	// ScanPerRequest answers every index request from a fresh
+	// ModuleLanding.Activation scan, assembled per request: the cost the
+	// served snapshot exists to avoid. It is a benchmark baseline for
+	// examples/loadtest ONLY; never set it in a deployment.
+	ScanPerRequest bool
+}
+
+// Server is the plugin registry's HTTP API: the bundle index, bundle
+// downloads, publishing, version, health and metrics.
+//
+// The index is assembled once per publication or entitlement change, not
+// per request: a document is kept per (activation content, catalog version,
+// caller entitlement). Beyond authenticating its caller (the key, instance
+// and grant point reads of the Authenticator), a request reads the served
+// snapshot and the catalog's in-memory state: never a scan, never a mesh
+// query. Every route starts its ledger at arrival and answers or refuses
+// within its budget, naming the stage it was waiting on.
+type Server struct {
+	landing *ModuleLanding
+	served  *ServedActivation
+	auth    Authenticator
+	mesh    mesh.Service
+	source  string
+	token   string
+	clk     clock.Clock
+	log     *slog.Logger
+	version string
+	baseURL func(r *http.Request) string
+	scan    bool
+
+	indexBudget, downloadBudget, publishBudget time.Duration
+	maxPublish                                 int64
+
+	catalog  *catalog
+	index    *indexCache
+	contents contentGenerations
+	metrics  *serverMetrics
+	handler  http.Handler
+}
+
+// NewServer checks opts, registers the metrics and starts the package
+// catalog's live query. Close stops it.
+func NewServer(opts ServerOptions) (*Server, error) {
+	switch {
+	case opts.Landing == nil:
+		return nil, &ConfigError{Setting: "ServerOptions.Landing", Problem: "is required"}
+	case opts.Served == nil:
+		return nil, &ConfigError{Setting: "ServerOptions.Served", Problem: "is required"}
+	case opts.Served.landing != opts.Landing:
+		return nil, &ConfigError{Setting: "ServerOptions.Served", Problem: "must serve ServerOptions.Landing"}
+	case opts.Auth == nil:
+		return nil, &ConfigError{Setting: "ServerOptions.Auth", Problem: "is required"}
+	case opts.Mesh == nil:
+		return nil, &ConfigError{Setting: "ServerOptions.Mesh", Problem: "is required"}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"IndexBudget", opts.IndexBudget}, {"DownloadBudget", opts.DownloadBudget}, {"PublishBudget", opts.PublishBudget}, {"CatalogRetry", opts.CatalogRetry}} {
+		if d.v < 0 {
+			return nil, &ConfigError{Setting: "ServerOptions." + d.name, Value: d.v.String(), Problem: "is negative (zero takes the default)"}
+		}
+	}
+	if opts.MaxPublishBytes < 0 || opts.IndexCacheSize < 0 {
+		return nil, &ConfigError{Setting: "ServerOptions.MaxPublishBytes/IndexCacheSize", Problem: "is negative (zero takes the default)"}
+	}
+	source := opts.Source
+	if source == "" {
+		source = DefaultSource
+	}
+	if err := ValidateModuleName(source); err != nil {
+		return nil, &ConfigError{Setting: "ServerOptions.Source", Value: source, Problem: "is not a plain name: " + err.Error()}
+	}
+	s := &Server{
+		landing:        opts.Landing,
+		served:         opts.Served,
+		auth:           opts.Auth,
+		mesh:           opts.Mesh,
+		source:         source,
+		token:          opts.PublishToken,
+		clk:            opts.Clock,
+		log:            opts.Logger,
+		version:        opts.Version,
+		baseURL:        opts.BaseURL,
+		scan:           opts.ScanPerRequest,
+		indexBudget:    orDuration(opts.IndexBudget, IndexBudget),
+		downloadBudget: orDuration(opts.DownloadBudget, DownloadBudget),
+		publishBudget:  orDuration(opts.PublishBudget, DownloadBudget),
+		maxPublish:     opts.MaxPublishBytes,
+		index:          newIndexCache(opts.IndexCacheSize),
+	}
+	if s.clk == nil {
+		s.clk = clock.New()
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.baseURL == nil {
+		s.baseURL = requestBaseURL
+	}
+	if s.maxPublish == 0 {
+		s.maxPublish = DefaultMaxArchive
+	}
+	s.catalog = newCatalog(s.mesh, s.source, s.clk, orDuration(opts.CatalogRetry, DefaultCatalogRetry), s.log)
+	m, err := newServerMetrics(s, opts.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	s.handler = s.routes()
+	s.catalog.start()
+	return s, nil
+}
+
+func orDuration(v, d time.Duration) time.Duration {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+// requestBaseURL is the scheme and host the request was sent to.
+func requestBaseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// Handler returns the server's routes.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close stops the package catalog's live query and unregisters the metrics.
+// It does not close Landing, Served or Mesh, which the caller owns, and it
+// does not wait for requests: shut the http.Server down first.
+func (s *Server) Close(context.Context) error {
+	s.catalog.close()
+	s.metrics.unregister()
+	return nil
+}
+
+// Route names, as the metrics label them.
+const (
+	routeIndex    = "index"
+	routeBundle   = "bundle"
+	routePublish  = "publish"
+	routeVersion  = "version"
+	routeHealth   = "healthz"
+	routeMetrics  = "metrics"
+	publishPrefix = "POST " + BundlesPath + "/{plugin}"
+)
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(route, pattern string, budget time.Duration, answer func(*http.Request) rx.Observable[Answer], wrap ...func(http.Handler) http.Handler) {
+		var h http.Handler = Deadline{Route: pattern, Budget: budget, Clock: s.clk, Logger: s.log}.Handler(answer)
+		for _, w := range wrap {
+			h = w(h)
+		}
+		mux.Handle(pattern, Arrival(s.clk, s.instrument(route, h)))
+	}
+	handle(routeIndex, "GET "+IndexPath, s.indexBudget, s.indexRoute)
+	handle(routeBundle, "GET "+BundlesPath+"/{plugin}/{version}", s.downloadBudget, s.downloadRoute, withBundleHold)
+	if s.token != "" {
+		handle(routePublish, publishPrefix, s.publishBudget, s.publishRoute, s.publishGate)
+	}
+	handle(routeVersion, "GET "+VersionPath, s.indexBudget, s.versionRoute)
+	handle(routeHealth, "GET "+HealthPath, healthBudget, s.healthRoute)
+	if s.metrics.gatherer != nil {
+		handle(routeMetrics, "GET "+MetricsPath, s.indexBudget, s.metricsRoute)
+	}
+	return mux
+}
+
+// authenticated runs next for an authenticated caller and answers the
+// others: 401 for no usable key, 503 with Retry-After for "could not find
+// out". The missing-key answer is synchronous: it reads nothing.
+func (s *Server) authenticated(r *http.Request, next func(auth.Result) rx.Observable[Answer]) rx.Observable[Answer] {
+	ledger := LedgerFrom(r.Context())
+	header := r.Header.Get("Authorization")
+	return rx.Defer(func() rx.Observable[Answer] {
+		src := s.auth.Authenticate(header)
+		if src == nil {
+			return rx.Throw[Answer](errors.New("registry: the authenticator returned no result stream"))
+		}
+		return rx.SelectMany(rx.Take(InStage(src, ledger, StageAuthentication), 1), func(res auth.Result) rx.Observable[Answer] {
+			switch {
+			case res.Unavailable != "":
+				noteRefusal(r, StageAuthentication)
+				return rx.Return(recordAnswer(func(w http.ResponseWriter) {
+					auth.WriteUnavailable(w, StageAuthentication+": "+res.Unavailable, auth.DefaultRetryAfter)
+				}))
+			case !res.Authenticated():
+				return rx.Return(recordAnswer(auth.WriteUnauthenticated))
+			}
+			return next(res)
+		})
+	})
+}
+
+// versionRoute answers what this server is.
+func (s *Server) versionRoute(*http.Request) rx.Observable[Answer] {
+	return rx.Return(jsonAnswer(http.StatusOK, struct {
+		Version string `json:"version"`
+	}{s.version}))
+}
+
+// healthRoute answers 200 when what the index needs is readable: the
+// package catalog is live and the activation snapshot answers. Otherwise 503
+// naming what is missing.
+func (s *Server) healthRoute(r *http.Request) rx.Observable[Answer] {
+	ledger := LedgerFrom(r.Context())
+	snap := InStage(s.served.Read(), ledger, StageActivation)
+	type health struct {
+		Status   string   `json:"status"`
+		Missing  []string `json:"missing"`
+		Snapshot uint64   `json:"snapshot,omitempty"`
+		Catalog  uint64   `json:"catalog,omitempty"`
+	}
+	check := func(seq uint64, snapErr error) Answer {
+		h := health{Status: "ok", Missing: []string{}, Snapshot: seq}
+		if snapErr != nil {
+			h.Missing = append(h.Missing, StageActivation+": "+snapErr.Error())
+		}
+		ch := s.catalog.health()
+		if !ch.available {
+			h.Missing = append(h.Missing, fmt.Sprintf("%s: %s (since %s)", StageCatalog, ch.problem, ch.since.UTC().Format(time.RFC3339)))
+		}
+		if st, ok := s.catalog.current(); ok {
+			h.Catalog = st.version
+		}
+		if len(h.Missing) > 0 {
+			h.Status = "unavailable"
+			noteRefusal(r, strings.Join(missingStages(snapErr, ch), ", "))
+			a := jsonAnswer(http.StatusServiceUnavailable, h)
+			a.Header.Set("Retry-After", "5")
+			return a
+		}
+		return jsonAnswer(http.StatusOK, h)
+	}
+	answered := rx.Map(rx.Take(snap, 1), func(sn Snapshot) Answer { return check(sn.Seq, nil) })
+	return rx.Catch(answered, func(err error) rx.Observable[Answer] { return rx.Return(check(0, err)) })
+}
+
+func missingStages(snapErr error, ch catalogHealth) []string {
+	var out []string
+	if snapErr != nil {
+		out = append(out, StageActivation)
+	}
+	if !ch.available {
+		out = append(out, StageCatalog)
+	}
+	return out
+}
+
+// answerWriter is an http.ResponseWriter that keeps what is written, so a
+// helper that writes a response (auth.WriteUnauthenticated, promhttp) can
+// produce an Answer instead.
+type answerWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (a *answerWriter) Header() http.Header { return a.header }
+
+func (a *answerWriter) WriteHeader(status int) {
+	if a.status == 0 {
+		a.status = status
+	}
+}
+
+func (a *answerWriter) Write(p []byte) (int, error) {
+	if a.status == 0 {
+		a.status = http.StatusOK
+	}
+	return a.body.Write(p)
+}
+
+// recordAnswer returns what write writes, as an Answer.
+func recordAnswer(write func(http.ResponseWriter)) Answer {
+	a := &answerWriter{header: http.Header{}}
+	write(a)
+	return Answer{Status: a.status, Header: a.header, Body: a.body.Bytes()}
+}
+
+// jsonAnswer is a JSON answer that no cache keeps.
+func jsonAnswer(status int, v any) Answer {
+	body, err := json.Marshal(v)
+	if err != nil {
+		body, _ = json.Marshal(struct {
+			Error string `json:"error"`
+		}{"registry: encoding the answer failed: " + err.Error()})
+		status = http.StatusInternalServerError
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	return Answer{Status: status, Header: h, Body: append(body, '\n')}
+}
+
+// errorAnswer is a JSON error answer: {"error": msg}.
+func errorAnswer(status int, msg string) Answer {
+	return jsonAnswer(status, struct {
+		Error string `json:"error"`
+	}{msg})
+}

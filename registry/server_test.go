@@ -1,0 +1,450 @@
+package registry
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/memstore"
+	"github.com/meshrx/meshrx/rx"
+	"github.com/meshrx/meshrx/rx/rxtest"
+)
+
+const testPublishToken = "publish-token-for-tests"
+
+// watchedMesh is the real store with every read counted, and, where a test
+// says so, a read replaced: the package catalog's query, or the point reads
+// of one path.
+type watchedMesh struct {
+	mesh.Service
+	gets, queries  atomic.Int64
+	catalogQueries atomic.Int64 // queries for package nodes
+
+	mu       sync.Mutex
+	catalogQ func() rx.Observable[mesh.Change] // replaces the package catalog's query
+	stallGet string                            // a Get of this path never answers
+	stalled  chan string                       // told the path of a stalled Get
+}
+
+func (m *watchedMesh) Get(path string) rx.Observable[mesh.Node] {
+	m.gets.Add(1)
+	m.mu.Lock()
+	stall, stalled := m.stallGet, m.stalled
+	m.mu.Unlock()
+	if stall != "" && path == stall {
+		return rx.Defer(func() rx.Observable[mesh.Node] {
+			select {
+			case stalled <- path:
+			default:
+			}
+			return rx.Never[mesh.Node]()
+		})
+	}
+	return m.Service.Get(path)
+}
+
+func (m *watchedMesh) Query(q string) rx.Observable[mesh.Change] {
+	m.queries.Add(1)
+	if strings.Contains(q, "nodeType:"+PackageNodeType) {
+		m.catalogQueries.Add(1)
+	}
+	m.mu.Lock()
+	replace := m.catalogQ
+	m.mu.Unlock()
+	if replace != nil && strings.Contains(q, "nodeType:"+PackageNodeType) {
+		return replace()
+	}
+	return m.Service.Query(q)
+}
+
+// reads is how many point reads and queries the mesh has served.
+func (m *watchedMesh) reads() (gets, queries int64) { return m.gets.Load(), m.queries.Load() }
+
+// fixture is a registry on real parts: memstore, a ModuleLanding on a
+// temporary directory, the real authenticator, a real HTTP server, and the
+// virtual clock for every budget.
+type fixture struct {
+	t       testing.TB
+	clk     *rxtest.Clock
+	store   *memstore.Store
+	mesh    *watchedMesh
+	volume  *CountedVolume
+	root    string
+	landing *ModuleLanding
+	served  *ServedActivation
+	reg     *auth.Registry
+	server  *Server
+	http    *httptest.Server
+	metrics *prometheus.Registry
+	logs    *logStore
+}
+
+type fixtureOptions struct {
+	volume func(Volume) Volume  // wraps the volume the landing works on
+	mesh   func(*watchedMesh)   // adjusts the mesh before the server starts
+	server func(*ServerOptions) // adjusts the server's options
+}
+
+func newFixture(t testing.TB, fo fixtureOptions) *fixture {
+	t.Helper()
+	f := &fixture{t: t, clk: rxtest.NewClock(), root: t.TempDir(), metrics: prometheus.NewRegistry()}
+	store, err := memstore.New(memstore.Options{Clock: f.clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	f.store = store
+	f.mesh = &watchedMesh{Service: store}
+	f.reg = &auth.Registry{Mesh: store, Clock: f.clk}
+	for _, tier := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}, {ID: "enterprise", Rank: 2}} {
+		require.NoError(t, f.reg.SetPlanTier(t.Context(), tier))
+	}
+
+	f.volume = CountingVolume(DirVolume(f.root))
+	var v Volume = f.volume
+	if fo.volume != nil {
+		v = fo.volume(v)
+	}
+	f.landing, err = NewModuleLanding(v, LandingOptions{Logger: quietLogger()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.landing.Close() })
+	f.served = NewServedActivation(f.landing, ServedOptions{Clock: f.clk})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		assert.NoError(t, f.served.Close(ctx), "a derivation outlived the test")
+	})
+	if fo.mesh != nil {
+		fo.mesh(f.mesh)
+	}
+	var logger *slog.Logger
+	f.logs, logger = captureLogs()
+	ladder := &auth.PlanTierLadder{Mesh: f.mesh, Clock: f.clk}
+	opts := ServerOptions{
+		Landing:      f.landing,
+		Served:       f.served,
+		Auth:         &auth.Authenticator{Mesh: f.mesh, Clock: f.clk, Ladder: ladder},
+		Mesh:         f.mesh,
+		PublishToken: testPublishToken,
+		Clock:        f.clk,
+		Logger:       logger,
+		Metrics:      f.metrics,
+		Version:      "test-1.0",
+	}
+	if fo.server != nil {
+		fo.server(&opts)
+	}
+	f.server, err = NewServer(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.server.Close(context.Background()) })
+	f.http = httptest.NewServer(f.server.Handler())
+	t.Cleanup(f.http.Close)
+	return f
+}
+
+// instance registers an instance on plan with grant entries and returns a
+// key for it.
+func (f *fixture) instance(id, plan string, grant ...string) string {
+	f.t.Helper()
+	ctx := f.t.Context()
+	_, err := f.reg.Register(ctx, id, id, plan)
+	require.NoError(f.t, err)
+	key, err := f.reg.IssueKey(ctx, id)
+	require.NoError(f.t, err)
+	_, err = f.reg.SetGrant(ctx, id, "test", grant...)
+	require.NoError(f.t, err)
+	return key
+}
+
+// publish lands a version through the served activation and records its
+// package node with tier, as the publish route does.
+func (f *fixture) publish(module, version, tier string) (Record, []byte) {
+	f.t.Helper()
+	archive := testBundle(f.t, module, version)
+	rec, err := f.served.Land(f.t.Context(), module, version, archive)
+	require.NoError(f.t, err)
+	content, err := json.Marshal(PackageContent{Tier: tier})
+	require.NoError(f.t, err)
+	_, err = f.store.Put(f.t.Context(), mesh.Node{Path: DefaultSource + "/" + module, NodeType: PackageNodeType, Content: content})
+	require.NoError(f.t, err)
+	return rec, archive
+}
+
+// testBundle is a small archive for module at version.
+func testBundle(tb testing.TB, module, version string) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, name := range []string{"MANIFEST", "lib/main.txt"} {
+		w, err := zw.Create(name)
+		require.NoError(tb, err)
+		_, err = w.Write(fileBody(module, version, name))
+		require.NoError(tb, err)
+	}
+	require.NoError(tb, zw.Close())
+	return buf.Bytes()
+}
+
+// request is one HTTP request of a test.
+type request struct {
+	method string
+	path   string // may carry an escaped path and a query
+	key    string // instance key, sent as a bearer token
+	header http.Header
+	body   []byte
+}
+
+// send makes the request in the background; the reply arrives on the
+// channel. It ends with the test's context at the latest.
+func (f *fixture) send(req request) <-chan reply {
+	out := make(chan reply, 1)
+	ctx := f.t.Context()
+	go func() {
+		method := req.method
+		if method == "" {
+			method = http.MethodGet
+		}
+		var body io.Reader
+		if req.body != nil {
+			body = bytes.NewReader(req.body)
+		}
+		r, err := http.NewRequestWithContext(ctx, method, f.http.URL+req.path, body)
+		if err != nil {
+			out <- reply{err: err}
+			return
+		}
+		for k, vs := range req.header {
+			r.Header[k] = vs
+		}
+		if req.key != "" {
+			r.Header.Set("Authorization", "Bearer "+req.key)
+		}
+		resp, err := f.http.Client().Do(r)
+		if err != nil {
+			out <- reply{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		out <- reply{status: resp.StatusCode, header: resp.Header, body: data, err: err}
+	}()
+	return out
+}
+
+// do makes the request and waits, at most bound, for its reply.
+func (f *fixture) do(req request) reply {
+	f.t.Helper()
+	var got reply
+	select {
+	case got = <-f.send(req):
+	case <-time.After(bound):
+		require.FailNow(f.t, "bounded wait tripped", "%s %s got no reply within %s", req.method, req.path, bound)
+	}
+	require.NoError(f.t, got.err)
+	return got
+}
+
+// index fetches the index with key and decodes it, requiring a 200.
+func (f *fixture) index(key string) (Index, reply) {
+	f.t.Helper()
+	got := f.do(request{path: IndexPath, key: key})
+	require.Equal(f.t, http.StatusOK, got.status, "index: %s", got.body)
+	var idx Index
+	require.NoError(f.t, json.Unmarshal(got.body, &idx))
+	return idx, got
+}
+
+// listed maps each plugin in idx to its version.
+func listed(idx Index) map[string]string {
+	out := map[string]string{}
+	for _, b := range idx.Bundles {
+		out[b.Plugin] = b.Version
+	}
+	return out
+}
+
+func TestVersionAnswersWithoutAKeyOrAnyRead(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	gets, queries := f.mesh.reads()
+	got := f.do(request{path: VersionPath})
+	require.Equal(t, http.StatusOK, got.status)
+	var v struct{ Version string }
+	require.NoError(t, json.Unmarshal(got.body, &v))
+	assert.Equal(t, "test-1.0", v.Version)
+	g2, q2 := f.mesh.reads()
+	assert.Equal(t, [2]int64{gets, queries}, [2]int64{g2, q2}, "the version route reads nothing")
+}
+
+func TestHealthSaysOKOnlyWhileTheCatalogAndTheSnapshotAreReadable(t *testing.T) {
+	queries := make(chan *rx.Subject[mesh.Change], 4)
+	f := newFixture(t, fixtureOptions{mesh: func(m *watchedMesh) {
+		m.catalogQ = func() rx.Observable[mesh.Change] {
+			s := rx.NewSubject[mesh.Change]()
+			queries <- s
+			return s
+		}
+	}})
+	first := receive(t, queries, "the catalog's live query")
+
+	// Before the catalog's first answer, health names it as missing.
+	got := f.do(request{path: HealthPath})
+	assert.Equal(t, http.StatusServiceUnavailable, got.status)
+	assert.Contains(t, string(got.body), StageCatalog)
+	assert.NotContains(t, string(got.body), StageActivation+":", "the snapshot is readable")
+
+	first.OnNext(mesh.Change{Kind: mesh.Initial})
+	got = f.do(request{path: HealthPath})
+	assert.Equal(t, http.StatusOK, got.status, "%s", got.body)
+
+	// The live query fails: health says so until the retry is live again.
+	first.OnError(&mesh.ProviderStalledError{Providers: []string{"memstore"}, Budget: 15 * time.Second, Query: "namespace:Plugins nodeType:Package"})
+	got = f.do(request{path: HealthPath})
+	assert.Equal(t, http.StatusServiceUnavailable, got.status)
+	assert.Contains(t, string(got.body), "memstore")
+
+	f.clk.Advance(DefaultCatalogRetry)
+	retry := receive(t, queries, "the catalog's retried query")
+	retry.OnNext(mesh.Change{Kind: mesh.Initial})
+	got = f.do(request{path: HealthPath})
+	assert.Equal(t, http.StatusOK, got.status, "%s", got.body)
+}
+
+func TestAStalledActivationListAnswers503NamingItWithinTheBudget(t *testing.T) {
+	gate := newReleaser(t)
+	var gated *gatedVolume
+	f := newFixture(t, fixtureOptions{volume: func(v Volume) Volume {
+		gated = &gatedVolume{Volume: v}
+		return gated
+	}})
+	key := f.instance("acme", "pro", "Plugins/*")
+	scanning := gated.arm(gate)
+
+	replies := f.send(request{path: IndexPath, key: key})
+	receive(t, scanning, "the index request's derivation reaching the volume")
+
+	f.clk.Advance(IndexBudget - time.Nanosecond)
+	// The request is still held a nanosecond before its budget (the
+	// warning's elapsed time below pins the instant it was refused: the
+	// timer runs at its due time). Without the deadline it would be held for
+	// as long as the volume is, and the receive below would trip.
+	assert.Empty(t, replies, "the request was answered before its budget ran out")
+
+	f.clk.Advance(time.Nanosecond)
+	got := receive(t, replies, "the refusal at the budget")
+	require.NoError(t, got.err)
+	assert.Equal(t, http.StatusServiceUnavailable, got.status)
+	assert.NotEmpty(t, got.header.Get("Retry-After"))
+	assert.Equal(t, []string{StageActivation}, got.refusal(t).WaitingOn)
+
+	warns := f.logs.at(slog.LevelWarn)
+	require.Len(t, warns, 1, "one warning for one refusal")
+	assert.Equal(t, StageActivation, warns[0].Attrs["stage"].String())
+	assert.Equal(t, IndexBudget, warns[0].Attrs["elapsed"].Duration())
+	assert.Equal(t, 1.0, counter(t, f, "meshrx_registry_unavailable_total", map[string]string{"route": routeIndex, "stage": StageActivation}))
+	gate.release()
+}
+
+func TestAnIndexRequestWaitsForTheCatalogsFirstAnswerOnlyWithinItsBudget(t *testing.T) {
+	queries := make(chan *rx.Subject[mesh.Change], 2)
+	f := newFixture(t, fixtureOptions{mesh: func(m *watchedMesh) {
+		m.catalogQ = func() rx.Observable[mesh.Change] {
+			s := rx.NewSubject[mesh.Change]()
+			queries <- s
+			return s
+		}
+	}})
+	waiting := make(chan struct{}, 4)
+	f.server.catalog.waiting = func() { waiting <- struct{}{} }
+	key := f.instance("acme", "pro", "Plugins/*")
+	f.publish("Acme.Crm", "1.0.0", "")
+	catalogQuery := receive(t, queries, "the catalog's live query")
+
+	replies := f.send(request{path: IndexPath, key: key})
+	receive(t, waiting, "the index request waiting for the catalog")
+	f.clk.Advance(IndexBudget - time.Nanosecond)
+	assert.Empty(t, replies, "answered before the budget ran out")
+	f.clk.Advance(time.Nanosecond)
+	got := receive(t, replies, "the refusal")
+	require.NoError(t, got.err)
+	assert.Equal(t, http.StatusServiceUnavailable, got.status)
+	assert.Equal(t, []string{StageCatalog}, got.refusal(t).WaitingOn)
+
+	// A request waiting when the first answer arrives is answered by it.
+	replies = f.send(request{path: IndexPath, key: key})
+	receive(t, waiting, "the second request waiting for the catalog")
+	catalogQuery.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{{
+		ID: "Acme.Crm", Namespace: DefaultSource, Path: DefaultSource + "/Acme.Crm", NodeType: PackageNodeType, Content: json.RawMessage(`{"tier":""}`),
+	}}})
+	got = receive(t, replies, "the answer once the catalog answered")
+	require.NoError(t, got.err)
+	assert.Equal(t, http.StatusOK, got.status, "%s", got.body)
+	assert.Contains(t, string(got.body), "Acme.Crm")
+}
+
+func TestAnUnavailableAuthenticationLegIsA503NamingItNeverA401(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	key := f.instance("acme", "pro", "Plugins/*")
+	stalled := make(chan string, 1)
+	f.mesh.mu.Lock()
+	f.mesh.stallGet, f.mesh.stalled = auth.GrantPath("acme"), stalled
+	f.mesh.mu.Unlock()
+
+	replies := f.send(request{path: IndexPath, key: key})
+	receive(t, stalled, "the grant leg being read")
+	f.clk.Advance(auth.DefaultReadBudget)
+	got := receive(t, replies, "the answer once the grant leg's budget ran out")
+	require.NoError(t, got.err)
+	assert.Equal(t, http.StatusServiceUnavailable, got.status, "could not find out is never a 401")
+	assert.Equal(t, "5", got.header.Get("Retry-After"))
+	assert.Contains(t, string(got.body), StageAuthentication)
+	assert.Contains(t, string(got.body), auth.StageGrant)
+	assert.Contains(t, string(got.body), "NOT a statement about your key")
+
+	// Control: the same key with the leg answering is authenticated.
+	f.mesh.mu.Lock()
+	f.mesh.stallGet = ""
+	f.mesh.mu.Unlock()
+	_, ok := f.index(key)
+	assert.Equal(t, http.StatusOK, ok.status)
+}
+
+func TestNewServerNamesTheOptionItCannotUse(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	complete := ServerOptions{Landing: f.landing, Served: f.served, Auth: f.server.auth, Mesh: f.mesh, Metrics: prometheus.NewRegistry(), Clock: f.clk}
+	otherLanding, err := NewModuleLanding(DirVolume(t.TempDir()), LandingOptions{Logger: quietLogger()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = otherLanding.Close() })
+	for setting, breakIt := range map[string]func(*ServerOptions){
+		"ServerOptions.Landing":     func(o *ServerOptions) { o.Landing = nil },
+		"ServerOptions.Served":      func(o *ServerOptions) { o.Landing = otherLanding },
+		"ServerOptions.Auth":        func(o *ServerOptions) { o.Auth = nil },
+		"ServerOptions.Mesh":        func(o *ServerOptions) { o.Mesh = nil },
+		"ServerOptions.Source":      func(o *ServerOptions) { o.Source = "../etc" },
+		"ServerOptions.IndexBudget": func(o *ServerOptions) { o.IndexBudget = -time.Second },
+	} {
+		opts := complete
+		breakIt(&opts)
+		_, err := NewServer(opts)
+		var cfg *ConfigError
+		require.ErrorAs(t, err, &cfg, setting)
+		assert.Equal(t, setting, cfg.Setting)
+	}
+	// Control: the complete options make a server.
+	s, err := NewServer(complete)
+	require.NoError(t, err)
+	require.NoError(t, s.Close(t.Context()))
+}
