@@ -1,0 +1,178 @@
+package pgstore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh"
+)
+
+// locksHeld calls s.LocksHeld within testBudget.
+func locksHeld(t *testing.T, s *Store, q string) (int, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), testBudget)
+	defer cancel()
+	return s.LocksHeld(ctx, q)
+}
+
+// relationsOf counts, from the catalog, the given tables of the given
+// schemas and their indexes: what the planner opens to read them.
+func relationsOf(t *testing.T, url string, schemas, tables []string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), testBudget)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(context.WithoutCancel(ctx))
+	var n int
+	require.NoError(t, conn.QueryRow(ctx, `
+		SELECT count(*) + coalesce(sum((SELECT count(*) FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid)), 0)
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace ns ON ns.oid = c.relnamespace
+		WHERE ns.nspname = ANY($1) AND c.relname = ANY($2) AND c.relkind = 'r'`, schemas, tables).Scan(&n))
+	return n
+}
+
+func TestLocksHeldCountsEveryTableTheReadOpensAndItsIndexes(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	s := openStore(t, url, Options{})
+	parts := []string{"alpha", "beta", "gamma"}
+	for _, p := range parts {
+		put(t, s, mesh.Node{Path: p + "/item1", NodeType: "Item"})
+		put(t, s, mesh.Node{Path: p + "/note1", NodeType: "Note"})
+	}
+
+	pinned, err := locksHeld(t, s, "namespace:alpha nodeType:Item")
+	require.NoError(t, err)
+	assert.Equal(t, relationsOf(t, url, []string{"alpha"}, []string{NodesTable}), pinned,
+		"a pinned read opens its partition's mesh_nodes and that table's indexes, nothing else")
+	assert.LessOrEqual(t, pinned, 16, "a pinned read fits in a backend's 16 fast-path lock slots")
+
+	fanOut, err := locksHeld(t, s, "nodeType:Item partitions:all")
+	require.NoError(t, err)
+	assert.Equal(t, relationsOf(t, url, parts, Tables()), fanOut,
+		"a fan-out opens every node table of every partition, with their indexes")
+
+	// Control: a query that reads nothing counts nothing, so the numbers
+	// above are the read's locks and not the counting statement's own.
+	none, err := locksHeld(t, s, "path:_Nowhere/x")
+	require.NoError(t, err)
+	assert.Zero(t, none)
+}
+
+func TestAFanOutsLocksGrowWithThePartitionsWhileAPinnedReadsStayPut(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pg.Database(t), Options{})
+	put(t, s, mesh.Node{Path: "p0/item", NodeType: "Item"})
+	pinnedOne, err := locksHeld(t, s, "namespace:p0 nodeType:Item")
+	require.NoError(t, err)
+	fanOutOne, err := locksHeld(t, s, "nodeType:Item partitions:all")
+	require.NoError(t, err)
+
+	for _, p := range []string{"p1", "p2", "p3"} {
+		put(t, s, mesh.Node{Path: p + "/item", NodeType: "Item"})
+	}
+	pinnedFour, err := locksHeld(t, s, "namespace:p0 nodeType:Item")
+	require.NoError(t, err)
+	fanOutFour, err := locksHeld(t, s, "nodeType:Item partitions:all")
+	require.NoError(t, err)
+
+	assert.Equal(t, pinnedOne, pinnedFour, "a pinned read does not see the other partitions")
+	assert.Equal(t, 4*fanOutOne, fanOutFour, "each partition adds the same tables and indexes to a fan-out")
+	assert.Greater(t, fanOutOne, 16, "even over one partition a fan-out reads every node table: past the fast-path slots")
+}
+
+func TestLocksHeldRunsTheStatementTheQueryRuns(t *testing.T) {
+	t.Parallel()
+	trace := &statements{}
+	s := openStore(t, pg.Database(t), Options{QueryTracer: trace})
+	for _, p := range []string{"alpha", "beta"} {
+		put(t, s, mesh.Node{Path: p + "/item1", NodeType: "Item"})
+	}
+	for _, q := range []string{"namespace:alpha nodeType:Item", "nodeType:Item partitions:all"} {
+		trace.take()
+		initialOf(t, s, q)
+		read := trace.take()
+		require.Len(t, read, 1, "query %s reads with one statement", q)
+
+		_, err := locksHeld(t, s, q)
+		require.NoError(t, err)
+		diag := trace.take()
+		assert.Contains(t, diag, read[0], "query %s: LocksHeld runs the statement of the Initial read", q)
+	}
+
+	// Control: another partition's read is another statement, so the
+	// comparison above can tell statements apart.
+	initialOf(t, s, "namespace:alpha nodeType:Item")
+	alpha := trace.take()
+	_, err := locksHeld(t, s, "namespace:beta nodeType:Item")
+	require.NoError(t, err)
+	assert.NotContains(t, trace.take(), alpha[0])
+}
+
+// relationLocksElsewhere counts the relation locks of the database held by
+// sessions other than conn's.
+func relationLocksElsewhere(t *testing.T, ctx context.Context, conn *pgx.Conn) int {
+	t.Helper()
+	var n int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_locks
+		WHERE locktype = 'relation' AND pid <> pg_backend_pid()
+		  AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())`).Scan(&n))
+	return n
+}
+
+func TestLocksHeldLeavesNoLockBehind(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	s := openStore(t, url, Options{})
+	put(t, s, mesh.Node{Path: "alpha/item1", NodeType: "Item"})
+	ctx, cancel := context.WithTimeout(t.Context(), testBudget)
+	defer cancel()
+	observer, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer observer.Close(context.WithoutCancel(ctx))
+
+	n, err := s.LocksHeld(ctx, "nodeType:Item partitions:all")
+	require.NoError(t, err)
+	require.Positive(t, n)
+	assert.Zero(t, relationLocksElsewhere(t, ctx, observer), "the transaction was rolled back and its locks released")
+
+	// Control: a transaction left open after the same read is visible to
+	// the observer, so a LocksHeld that did not roll back would fail above.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	require.NoError(t, err)
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	_, err = tx.Exec(ctx, `SELECT count(*) FROM "alpha"."mesh_nodes"`)
+	require.NoError(t, err)
+	assert.Positive(t, relationLocksElsewhere(t, ctx, observer))
+}
+
+func TestLocksHeldRefusesWhatQueryRefusesWithTheSameTypedErrors(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pg.Database(t), Options{})
+	put(t, s, mesh.Node{Path: "alpha/item1", NodeType: "Item"})
+
+	_, err := locksHeld(t, s, "nodeType:(Item")
+	var parseErr *mesh.ParseError
+	assert.ErrorAs(t, err, &parseErr, "a query that does not parse")
+
+	_, err = locksHeld(t, s, "nodeType:Item")
+	var unanchored *mesh.UnanchoredQueryError
+	assert.ErrorAs(t, err, &unanchored, "a fan-out that does not declare partitions:all")
+
+	// Control: the same fan-out declared is counted.
+	n, err := locksHeld(t, s, "nodeType:Item partitions:all")
+	require.NoError(t, err)
+	assert.Positive(t, n)
+
+	require.NoError(t, s.Close())
+	_, err = locksHeld(t, s, "namespace:alpha")
+	var unavailable *mesh.UnavailableError
+	assert.ErrorAs(t, err, &unavailable, "a closed store cannot say")
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.Contains(t, err.Error(), mustParse(t, "namespace:alpha").String(), "the error names the query")
+}
