@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,6 +178,7 @@ func TestInstanceLocationsNarrowAnUnanchoredSingleTypeFanOut(t *testing.T) {
 		got, err := route(t, r, s)
 		require.NoError(t, err, s)
 		assert.Equal(t, want, got.Schemas, s)
+		assert.Equal(t, !slices.Equal(want, knownSchemas), got.Narrowed, s)
 	}
 	// Control: an anchored query is never widened or narrowed by declarations.
 	got, err := route(t, r, "path:acme nodeType:MenuItem")

@@ -84,12 +84,6 @@ type plan struct {
 	anySchema  bool     // read every partition, now and as they are created
 }
 
-// anySchemaProbe is a schema name no partition can have (a partition is one
-// path segment). Passed to the router among the known partitions, it tells
-// whether an unanchored query reads every partition, or only the declared
-// instance locations of its node type.
-const anySchemaProbe = "/"
-
 func (s *Store) plan(q *mesh.Query) (plan, error) {
 	s.mu.RLock()
 	closed := s.closed
@@ -98,7 +92,7 @@ func (s *Store) plan(q *mesh.Query) (plan, error) {
 	if closed {
 		return plan{}, unavailable("query " + q.String())
 	}
-	route, err := s.router.Route(q, append(known, anySchemaProbe))
+	route, err := s.router.Route(q, known)
 	if err != nil {
 		return plan{}, err
 	}
@@ -108,8 +102,7 @@ func (s *Store) plan(q *mesh.Query) (plan, error) {
 	case route.Anchored:
 		return plan{schemas: route.Schemas}, nil
 	}
-	probe := slices.Index(route.Schemas, anySchemaProbe)
-	if probe < 0 {
+	if route.Narrowed {
 		// Narrowed to declared instance locations: those that exist now. A
 		// declared partition created later joins at the next subscription.
 		return plan{schemas: route.Schemas}, nil

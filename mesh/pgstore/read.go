@@ -120,14 +120,8 @@ type plan struct {
 	tables     []string // node tables to read in each schema
 }
 
-// anySchemaProbe is a schema name no partition can have. Passed to the
-// router among the known partitions, it tells whether an unanchored query
-// reads every partition (the probe survives), or only the declared instance
-// locations of its node type (it does not).
-const anySchemaProbe = "/"
-
 func (s *Store) plan(q *mesh.Query) (plan, error) {
-	route, err := s.router.Route(q, append(s.schemas.partitionList(), anySchemaProbe))
+	route, err := s.router.Route(q, s.schemas.partitionList())
 	if err != nil {
 		return plan{}, err
 	}
@@ -137,12 +131,12 @@ func (s *Store) plan(q *mesh.Query) (plan, error) {
 		p.unroutable = true
 	case route.Anchored:
 		p.schemas = route.Schemas
-	case slices.Contains(route.Schemas, anySchemaProbe):
-		p.anySchema = true
-	default:
+	case route.Narrowed:
 		// Narrowed to declared instance locations: those that exist now. A
 		// declared partition created later joins at the next subscription.
 		p.schemas = route.Schemas
+	default:
+		p.anySchema = true
 	}
 	return p, nil
 }
