@@ -31,9 +31,13 @@ func (returnObservable[T]) rxNative() {}
 func Of[T any](vs ...T) Observable[T] {
 	return observableFunc[T](func(o Observer[T]) Subscription {
 		sc := scopeOf(o)
+		next := pushOf(o)
+		if next == nil {
+			next = o.OnNext
+		}
 		if sc == nil { // nobody below can unsubscribe: no check per value
 			for _, v := range vs {
-				o.OnNext(v)
+				next(v)
 			}
 			o.OnCompleted()
 			return noSubscription{}
@@ -42,7 +46,7 @@ func Of[T any](vs ...T) Observable[T] {
 			if sc.done.Load() {
 				return noSubscription{}
 			}
-			o.OnNext(v)
+			next(v)
 		}
 		if !sc.done.Load() {
 			o.OnCompleted()
@@ -57,9 +61,13 @@ func Range(start, count int) Observable[int] {
 	return observableFunc[int](func(o Observer[int]) Subscription {
 		sc := scopeOf(o)
 		end := start + count
+		next := pushOf(o)
+		if next == nil {
+			next = o.OnNext
+		}
 		if sc == nil { // nobody below can unsubscribe: no check per value
 			for v := start; v < end; v++ {
-				o.OnNext(v)
+				next(v)
 			}
 			o.OnCompleted()
 			return noSubscription{}
@@ -68,7 +76,7 @@ func Range(start, count int) Observable[int] {
 			if sc.done.Load() {
 				return noSubscription{}
 			}
-			o.OnNext(v)
+			next(v)
 		}
 		if !sc.done.Load() {
 			o.OnCompleted()

@@ -1,21 +1,50 @@
 package rx
 
+// pusher is implemented by the synchronous transforms of this package: a
+// source delivers values to them through a plain function rather than the
+// Observer interface, which saves an indirect hop per value and stage.
+type pusher[T any] interface{ rxPush() func(T) }
+
+// pushOf returns o's push function, or nil when o is not a pusher.
+func pushOf[T any](o Observer[T]) func(T) {
+	if p, ok := o.(pusher[T]); ok {
+		return p.rxPush()
+	}
+	return nil
+}
+
 // Map applies f to each value.
 func Map[T, U any](src Observable[T], f func(T) U) Observable[U] {
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := scopeOf(down)
-		m := &mapObserver[T, U]{down: down, f: f, sc: sc}
+		m := &mapObserver[T, U]{down: down, next: pushOf(down), f: f, sc: sc}
 		return subscribe[T](src, m, sc)
 	})
 }
 
 type mapObserver[T, U any] struct {
 	down Observer[U]
+	next func(U) // down's push function, if it has one
 	f    func(T) U
 	sc   *scope
 }
 
-func (m *mapObserver[T, U]) OnNext(v T)        { m.down.OnNext(m.f(v)) }
+func (m *mapObserver[T, U]) OnNext(v T) {
+	if m.next != nil {
+		m.next(m.f(v))
+		return
+	}
+	m.down.OnNext(m.f(v))
+}
+
+func (m *mapObserver[T, U]) rxPush() func(T) {
+	f, next, down := m.f, m.next, m.down
+	if next != nil {
+		return func(v T) { next(f(v)) }
+	}
+	return func(v T) { down.OnNext(f(v)) }
+}
+
 func (m *mapObserver[T, U]) OnError(err error) { m.down.OnError(err) }
 func (m *mapObserver[T, U]) OnCompleted()      { m.down.OnCompleted() }
 func (m *mapObserver[T, U]) rxScope() *scope   { return m.sc }
@@ -24,20 +53,42 @@ func (m *mapObserver[T, U]) rxScope() *scope   { return m.sc }
 func Filter[T any](src Observable[T], keep func(T) bool) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := scopeOf(down)
-		f := &filterObserver[T]{down: down, keep: keep, sc: sc}
+		f := &filterObserver[T]{down: down, next: pushOf(down), keep: keep, sc: sc}
 		return subscribe[T](src, f, sc)
 	})
 }
 
 type filterObserver[T any] struct {
 	down Observer[T]
+	next func(T) // down's push function, if it has one
 	keep func(T) bool
 	sc   *scope
 }
 
 func (f *filterObserver[T]) OnNext(v T) {
-	if f.keep(v) {
-		f.down.OnNext(v)
+	if !f.keep(v) {
+		return
+	}
+	if f.next != nil {
+		f.next(v)
+		return
+	}
+	f.down.OnNext(v)
+}
+
+func (f *filterObserver[T]) rxPush() func(T) {
+	keep, next, down := f.keep, f.next, f.down
+	if next != nil {
+		return func(v T) {
+			if keep(v) {
+				next(v)
+			}
+		}
+	}
+	return func(v T) {
+		if keep(v) {
+			down.OnNext(v)
+		}
 	}
 }
 func (f *filterObserver[T]) OnError(err error) { f.down.OnError(err) }
