@@ -31,24 +31,22 @@ func (returnObservable[T]) rxNative() {}
 func Of[T any](vs ...T) Observable[T] {
 	return observableFunc[T](func(o Observer[T]) Subscription {
 		sc := scopeOf(o)
-		next := pushOf(o)
-		if next == nil {
-			next = o.OnNext
-		}
-		if sc == nil { // nobody below can unsubscribe: no check per value
+		if next := pushOf(o); next != nil {
 			for _, v := range vs {
+				if sc.cancelled() {
+					return noSubscription{}
+				}
 				next(v)
 			}
-			o.OnCompleted()
-			return noSubscription{}
-		}
-		for _, v := range vs {
-			if sc.done.Load() {
-				return noSubscription{}
+		} else {
+			for _, v := range vs {
+				if sc.cancelled() {
+					return noSubscription{}
+				}
+				o.OnNext(v)
 			}
-			next(v)
 		}
-		if !sc.done.Load() {
+		if !sc.cancelled() {
 			o.OnCompleted()
 		}
 		return noSubscription{}
@@ -56,29 +54,40 @@ func Of[T any](vs ...T) Observable[T] {
 }
 
 // Range emits count consecutive integers starting at start, synchronously.
-// A negative count emits nothing.
+// A negative count emits nothing. It stops as soon as the chain below it
+// unsubscribes.
 func Range(start, count int) Observable[int] {
 	return observableFunc[int](func(o Observer[int]) Subscription {
 		sc := scopeOf(o)
 		end := start + count
-		next := pushOf(o)
-		if next == nil {
-			next = o.OnNext
-		}
-		if sc == nil { // nobody below can unsubscribe: no check per value
+		// The loops are spelled out per case: each value costs one call, to
+		// a push function or through the interface, and one load of the
+		// scope only when something below can unsubscribe.
+		switch next := pushOf(o); {
+		case next != nil && sc == nil:
 			for v := start; v < end; v++ {
 				next(v)
 			}
-			o.OnCompleted()
-			return noSubscription{}
-		}
-		for v := start; v < end; v++ {
-			if sc.done.Load() {
-				return noSubscription{}
+		case next != nil:
+			for v := start; v < end; v++ {
+				if sc.done.Load() {
+					return noSubscription{}
+				}
+				next(v)
 			}
-			next(v)
+		case sc == nil:
+			for v := start; v < end; v++ {
+				o.OnNext(v)
+			}
+		default:
+			for v := start; v < end; v++ {
+				if sc.done.Load() {
+					return noSubscription{}
+				}
+				o.OnNext(v)
+			}
 		}
-		if !sc.done.Load() {
+		if !sc.cancelled() {
 			o.OnCompleted()
 		}
 		return noSubscription{}
