@@ -1,6 +1,8 @@
 package mesh
 
 import (
+	"github.com/meshrx/meshrx/mesh/internal/scalar"
+
 	"bytes"
 	"cmp"
 	"encoding/json"
@@ -367,96 +369,17 @@ func valueMatches(have, want string) bool {
 // compareValues compares as numbers when both read as numbers, as times when
 // both read as times, and as case-insensitive strings otherwise.
 func compareValues(a, b string) int {
-	if na, ok := parseNumber(a); ok {
-		if nb, ok := parseNumber(b); ok {
-			return na.compare(nb)
+	if na, ok := scalar.ParseNumber(a); ok {
+		if nb, ok := scalar.ParseNumber(b); ok {
+			return na.Compare(nb)
 		}
 	}
-	if ta, ok := parseTime(a); ok {
-		if tb, ok := parseTime(b); ok {
+	if ta, ok := scalar.ParseTime(a); ok {
+		if tb, ok := scalar.ParseTime(b); ok {
 			return ta.Compare(tb)
 		}
 	}
 	return strings.Compare(strings.ToLower(a), strings.ToLower(b))
-}
-
-// number holds a parsed numeric value; integers keep full int64 precision.
-type number struct {
-	isInt bool
-	i     int64
-	f     float64
-}
-
-func (a number) compare(b number) int {
-	if a.isInt && b.isInt {
-		return cmp.Compare(a.i, b.i)
-	}
-	return cmp.Compare(a.float(), b.float())
-}
-
-func (a number) float() float64 {
-	if a.isInt {
-		return float64(a.i)
-	}
-	return a.f
-}
-
-// parseNumber reads s as a decimal number: an optional sign, digits with an
-// optional fraction, and an optional exponent. Words such as "Inf" are not
-// numbers.
-func parseNumber(s string) (number, bool) {
-	i := 0
-	if i < len(s) && (s[i] == '-' || s[i] == '+') {
-		i++
-	}
-	digits := 0
-	for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
-		digits++
-	}
-	if i < len(s) && s[i] == '.' {
-		for i++; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
-			digits++
-		}
-	}
-	if digits == 0 {
-		return number{}, false
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '-' || s[i] == '+') {
-			i++
-		}
-		exp := 0
-		for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
-			exp++
-		}
-		if exp == 0 {
-			return number{}, false
-		}
-	}
-	if i != len(s) {
-		return number{}, false
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return number{isInt: true, i: n}, true
-	}
-	// The syntax is checked above, so the only error left is range: the value
-	// saturates to ±Inf or 0, which still orders.
-	f, _ := strconv.ParseFloat(s, 64)
-	return number{f: f}, true
-}
-
-// parseTime reads an RFC 3339 time or a date (YYYY-MM-DD, midnight UTC).
-func parseTime(s string) (time.Time, bool) {
-	if len(s) < 10 || s[4] != '-' {
-		return time.Time{}, false
-	}
-	if len(s) == 10 {
-		t, err := time.Parse(time.DateOnly, s)
-		return t, err == nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	return t, err == nil
 }
 
 // NodeTypes returns the node types q can possibly match, when its filter pins
@@ -495,10 +418,10 @@ func nodeTypesOf(e Expr) (map[string]string, bool) {
 			if strings.Contains(v, "*") {
 				return nil, false
 			}
-			if _, ok := parseNumber(v); ok {
+			if _, ok := scalar.ParseNumber(v); ok {
 				return nil, false
 			}
-			if _, ok := parseTime(v); ok {
+			if _, ok := scalar.ParseTime(v); ok {
 				return nil, false
 			}
 			if _, dup := set[strings.ToLower(v)]; !dup {
@@ -566,7 +489,7 @@ func (q *Query) Less(a, b Node) bool {
 
 type sortValue struct {
 	kind int // 0 number, 1 time, 2 string
-	num  number
+	num  scalar.Number
 	t    time.Time
 	s    string
 }
@@ -581,10 +504,10 @@ func sortKey(n Node, field string) (sortValue, bool) {
 		return sortValue{}, false
 	}
 	s := vals[0]
-	if num, ok := parseNumber(s); ok {
+	if num, ok := scalar.ParseNumber(s); ok {
 		return sortValue{kind: 0, num: num}, true
 	}
-	if t, ok := parseTime(s); ok {
+	if t, ok := scalar.ParseTime(s); ok {
 		return sortValue{kind: 1, t: t}, true
 	}
 	return sortValue{kind: 2, s: strings.ToLower(s)}, true
@@ -596,7 +519,7 @@ func (a sortValue) compare(b sortValue) int {
 	}
 	switch a.kind {
 	case 0:
-		return a.num.compare(b.num)
+		return a.num.Compare(b.num)
 	case 1:
 		return a.t.Compare(b.t)
 	}

@@ -1,6 +1,8 @@
 package sqlgen
 
 import (
+	"github.com/meshrx/meshrx/mesh/internal/scalar"
+
 	"strings"
 
 	"github.com/meshrx/meshrx/mesh"
@@ -46,11 +48,11 @@ func (b *builder) versionCompare(c mesh.Cond, op string) pred {
 
 // versionNumber compares version with a number as mesh does: two integers
 // exactly, anything else as float64.
-func (b *builder) versionNumber(op string, num number) string {
-	if num.isInt {
-		return "n.version " + op + " " + b.param(num.i, "int8")
+func (b *builder) versionNumber(op string, num scalar.Number) string {
+	if num.IsInt {
+		return "n.version " + op + " " + b.param(num.Int, "int8")
 	}
-	return "n.version::float8 " + op + " " + b.param(num.f, "float8")
+	return "n.version::float8 " + op + " " + b.param(num.Float, "float8")
 }
 
 // State: mesh reads it as its name, so any condition on it selects a fixed
