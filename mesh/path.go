@@ -183,3 +183,17 @@ func quoteClipped(s string, n int) string {
 	}
 	return fmt.Sprintf("%q…", s[:cut])
 }
+
+// UnroutablePathError reports a write to a path no partition schema can
+// hold: its first segment starts with _ but is not a registered global
+// satellite. Every store refuses such a write with it.
+type UnroutablePathError struct {
+	Path    string // the path written
+	Segment string // its first segment
+}
+
+func (e *UnroutablePathError) Error() string {
+	return fmt.Sprintf("mesh: cannot store %q: first segment %q starts with _ but is not a registered global satellite, "+
+		"so no partition schema holds it; use a partition as the first segment, or register %s in the router's GlobalSatellites",
+		e.Path, e.Segment, e.Segment)
+}

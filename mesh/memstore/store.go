@@ -209,7 +209,7 @@ func (s *Store) schemaOf(path string) (schema string, global bool, err error) {
 	}
 	route, err := s.router.Route(&mesh.Query{Path: first}, nil)
 	if err != nil || route.Kind != mesh.Pinned {
-		return "", true, &UnroutablePathError{Path: path, Segment: first}
+		return "", true, &mesh.UnroutablePathError{Path: path, Segment: first}
 	}
 	return route.Schemas[0], true, nil
 }

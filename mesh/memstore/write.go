@@ -16,7 +16,7 @@ import (
 // nothing and returns the node as it was.
 //
 // Put fails with the *mesh.NodeError of an invalid node, an
-// *UnroutablePathError for a path no partition can hold, ctx's error when ctx
+// *mesh.UnroutablePathError for a path no partition can hold, ctx's error when ctx
 // ends before the write (nothing is written), or ErrClosed.
 func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
 	if err := ctx.Err(); err != nil {

@@ -92,7 +92,7 @@ func TestTheStoreKeepsItsOwnCopyOfTheContent(t *testing.T) {
 func TestAWriteUnderAnUnregisteredGlobalSatelliteIsRefusedByName(t *testing.T) {
 	s := newStore(t, memstore.Options{Clock: rxtest.NewClock()})
 	_, err := s.Put(context.Background(), mesh.Node{Path: "_Foo/x", NodeType: "Thing"})
-	var unroutable *memstore.UnroutablePathError
+	var unroutable *mesh.UnroutablePathError
 	require.ErrorAs(t, err, &unroutable)
 	assert.Equal(t, "_Foo", unroutable.Segment)
 	assert.Contains(t, err.Error(), "GlobalSatellites")

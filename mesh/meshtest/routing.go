@@ -55,7 +55,9 @@ func (s *suite) unregisteredGlobal(t testing.TB, svc mesh.Service) {
 	assert.Empty(t, first.Partitions, "an unroutable query reads no partition")
 
 	_, err := svc.Put(writeContext(t), node("_Foo/x", "Thing"))
-	require.Error(t, err, "a write to an unroutable path is refused")
+	var unroutable *mesh.UnroutablePathError
+	require.ErrorAs(t, err, &unroutable, "a write to an unroutable path is refused")
+	assert.Equal(t, "_Foo", unroutable.Segment)
 	_, err = firstErr(s.bound, svc.Get("_Foo/x"))
 	assert.ErrorIs(t, err, rx.ErrEmpty, "the refused write stored nothing")
 }

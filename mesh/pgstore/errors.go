@@ -17,19 +17,6 @@ import (
 // cannot say what is there, which is never the same as "absent".
 var ErrClosed = errors.New("pgstore: store is closed")
 
-// UnroutablePathError reports a write to a path no schema can hold: its
-// first segment starts with _ but is not a registered global satellite.
-type UnroutablePathError struct {
-	Path    string // the path written
-	Segment string // its first segment
-}
-
-func (e *UnroutablePathError) Error() string {
-	return fmt.Sprintf("pgstore: cannot store %q: first segment %q starts with _ but is not a registered global satellite, "+
-		"so no schema holds it; use a partition as the first segment, or register %s in the router's GlobalSatellites",
-		e.Path, e.Segment, e.Segment)
-}
-
 // BudgetError reports a database wait that used up the budget the store
 // gives it. It is wrapped in a *mesh.UnavailableError.
 type BudgetError struct {

@@ -333,7 +333,7 @@ func (s *Store) schemaFor(path string) (schema string, global bool, err error) {
 	if strings.HasPrefix(first, "_") {
 		schema, ok := s.router.SchemaFor(path)
 		if !ok {
-			return "", true, &UnroutablePathError{Path: path, Segment: first}
+			return "", true, &mesh.UnroutablePathError{Path: path, Segment: first}
 		}
 		return schema, true, nil
 	}
@@ -344,7 +344,7 @@ func (s *Store) schemaFor(path string) (schema string, global bool, err error) {
 // isUnroutable reports an error of schemaFor that means "nothing can be
 // stored there".
 func isUnroutable(err error) bool {
-	var u *UnroutablePathError
+	var u *mesh.UnroutablePathError
 	var p *PartitionNameError
 	return errors.As(err, &u) || errors.As(err, &p)
 }

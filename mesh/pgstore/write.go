@@ -26,7 +26,7 @@ const maxNodeTypeLen = 256
 // node as it was. The write is announced through the database (Changes).
 //
 // Put fails with the *mesh.NodeError of an invalid node, an
-// *UnroutablePathError or *PartitionNameError for a path no schema can
+// *mesh.UnroutablePathError or *PartitionNameError for a path no schema can
 // hold, ctx's error when ctx has ended (nothing is written), ErrClosed, or
 // a *mesh.UnavailableError when the database could not do it.
 func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {

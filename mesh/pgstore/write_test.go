@@ -209,7 +209,7 @@ func TestWritesNoSchemaCanHoldAreRefusedWithTypedErrorsAndCreateNothing(t *testi
 	ctx := testContext(t)
 
 	_, err := s.Put(ctx, mesh.Node{Path: "_Foo/x", NodeType: "Thing"})
-	var unroutable *UnroutablePathError
+	var unroutable *mesh.UnroutablePathError
 	require.ErrorAs(t, err, &unroutable)
 	assert.Equal(t, "_Foo", unroutable.Segment)
 
@@ -249,7 +249,7 @@ func TestAGlobalSatelliteRegisteredInTheRouterGetsASchemaNoFanOutReads(t *testin
 	// Control: with the default registry, _Policy has nowhere to live.
 	plain := openStore(t, url, Options{})
 	_, err := plain.Put(testContext(t), mesh.Node{Path: "_Policy/root", NodeType: "PartitionAccessPolicy"})
-	var unroutable *UnroutablePathError
+	var unroutable *mesh.UnroutablePathError
 	require.ErrorAs(t, err, &unroutable)
 
 	router, err := mesh.NewRouter(mesh.RouterConfig{GlobalSatellites: map[string]string{
