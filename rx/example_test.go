@@ -31,6 +31,23 @@ func ExampleSelectMany() {
 	// Output: [node-3 node-2 node-1]
 }
 
+func ExampleTimeout() {
+	clk := rxtest.NewClock()
+	ticks := rx.NewSubject[string]()
+	rec := rxtest.Record(clk, rx.Timeout[string](ticks, time.Second, clk))
+	ticks.OnNext("a") // at 0s: the bound restarts
+	clk.Advance(900 * time.Millisecond)
+	ticks.OnNext("b")        // at 0.9s: it restarts again
+	clk.Advance(time.Second) // 1.9s: due exactly one second after "b"
+	for _, e := range rec.Events() {
+		fmt.Println(e)
+	}
+	// Output:
+	// OnNext(0s, a)
+	// OnNext(900ms, b)
+	// OnError(1.9s, rx: no value within 1s)
+}
+
 func ExampleTimeoutStage() {
 	clk := rxtest.NewClock()
 	never := rx.Never[string]() // a provider that never answers
