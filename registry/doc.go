@@ -1,5 +1,7 @@
-// Package registry is the plugin registry's storage side: it lands module
-// versions on a volume and derives which of them are served.
+// Package registry is the plugin registry: it lands module versions on a
+// volume, derives which of them are served, serves each caller the index and
+// bundles its grant entitles it to — answering within a declared deadline or
+// refusing with the stage it waited on — and consumes another registry.
 //
 // A [ModuleLanding] writes each landed version into a fresh, immutable
 // generation directory (staged, then renamed into place) and then writes an
