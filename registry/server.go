@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -296,8 +297,11 @@ func (s *Server) authenticated(r *http.Request, next func(auth.Result) rx.Observ
 			switch {
 			case res.Unavailable != "":
 				noteRefusal(r, StageAuthentication)
+				// The authenticator has logged the detail; the answer names
+				// the leg only (the text before its first ": ").
+				leg, _, _ := strings.Cut(res.Unavailable, ": ")
 				return rx.Return(recordAnswer(func(w http.ResponseWriter) {
-					auth.WriteUnavailable(w, StageAuthentication+": "+res.Unavailable, auth.DefaultRetryAfter)
+					auth.WriteUnavailable(w, StageAuthentication+": "+leg+": "+reasonUnavailable, auth.DefaultRetryAfter)
 				}))
 			case !res.Authenticated():
 				return rx.Return(recordAnswer(auth.WriteUnauthenticated))
