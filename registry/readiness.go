@@ -113,7 +113,14 @@ func (s *Server) snapshotCheck() rx.Observable[*notReady] {
 		// A replica nobody read for a while holds an old snapshot whose
 		// re-derivation this read has just started: its outcome decides.
 		next := rx.Catch(rx.Take(s.served.inFlight(), 1), func(error) rx.Observable[Snapshot] { return rx.Empty[Snapshot]() })
-		return rx.Concat(rx.Map(next, stale), rx.Defer(func() rx.Observable[*notReady] { return rx.Return(stale(sn)) }))
+		// When it has already ended, the snapshot now served decides.
+		now := rx.Defer(func() rx.Observable[*notReady] {
+			if cur, ok := s.served.Snapshot(); ok {
+				return rx.Return(stale(cur))
+			}
+			return rx.Return(stale(sn))
+		})
+		return rx.Concat(rx.Map(next, stale), now)
 	})
 	return rx.Catch(rx.Take(read, 1), func(err error) rx.Observable[*notReady] {
 		return rx.Return(&notReady{reason: "the activation snapshot could not be derived", detail: err.Error()})

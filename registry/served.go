@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -89,7 +90,7 @@ type ServedActivation struct {
 
 	// Test seams, the negative controls of the tests.
 	releaseAlways bool // release the slot even if it holds a successor
-	ignoreGen     bool // publish whatever finishes, even over a local write
+	ignoreGen     bool // publish whatever finishes, even over a local write; nothing is superseded
 	requestOwned  bool // the claiming request's abort cancels the scan, and a failed derivation stays in the slot
 }
 
@@ -98,6 +99,46 @@ type derivation struct {
 	started time.Time
 	result  *rx.AsyncSubject[Snapshot]
 	abort   func() // set only by the requestOwned negative control
+
+	prev *derivation   // the derivation this one superseded: its scan ends before this one's starts
+	done chan struct{} // closed when this derivation's scan has returned
+
+	mu         sync.Mutex
+	cancelScan context.CancelFunc // nil until the scan starts
+	superseded bool
+}
+
+// errSuperseded ends a derivation that a newer one replaced. Read's callers
+// never see it: they join the successor.
+var errSuperseded = errors.New("registry: the activation derivation was superseded by a newer one")
+
+// supersede cancels d's scan: a newer derivation will answer its readers.
+func (d *derivation) supersede() {
+	d.mu.Lock()
+	d.superseded = true
+	cancel := d.cancelScan
+	d.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// scanning records the scan's cancel, calling it at once if d was
+// superseded before its scan started.
+func (d *derivation) scanning(cancel context.CancelFunc) {
+	d.mu.Lock()
+	d.cancelScan = cancel
+	superseded := d.superseded
+	d.mu.Unlock()
+	if superseded {
+		cancel()
+	}
+}
+
+func (d *derivation) wasSuperseded() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.superseded
 }
 
 // NewServedActivation serves the activation of l.
@@ -149,7 +190,12 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 			d.abort = nil
 			return rx.Finally[Snapshot](d.result, abort)
 		}
-		return d.result
+		return rx.Catch(d.result, func(err error) rx.Observable[Snapshot] {
+			if errors.Is(err, errSuperseded) {
+				return s.Read() // a newer derivation holds the slot: join it
+			}
+			return rx.Throw[Snapshot](err)
+		})
 	})
 }
 
@@ -177,8 +223,17 @@ func (s *ServedActivation) claim(gen uint64) *derivation {
 		if cur != nil && cur.gen >= gen {
 			return cur
 		}
-		d := &derivation{gen: gen, started: s.clk.Now(), result: rx.NewAsyncSubject[Snapshot]()}
+		d := &derivation{gen: gen, started: s.clk.Now(), result: rx.NewAsyncSubject[Snapshot](), done: make(chan struct{})}
+		if cur != nil && !s.ignoreGen {
+			d.prev = cur
+		}
 		if s.inflight.CompareAndSwap(cur, d) {
+			if d.prev != nil {
+				// A local write made cur's listing useless: stop it, and
+				// let this one scan once it has stopped, so that one scan
+				// at most runs on this replica.
+				d.prev.supersede()
+			}
 			if !s.start(d) {
 				s.inflight.CompareAndSwap(d, nil)
 				return nil
@@ -204,7 +259,20 @@ func (s *ServedActivation) start(d *derivation) bool {
 			ctx, cancel = context.WithCancel(ctx)
 			d.abort = cancel
 		}
+		ctx, cancel := context.WithCancel(ctx)
+		d.scanning(cancel)
 		go func() {
+			defer close(d.done)
+			defer cancel()
+			if prev := d.prev; prev != nil {
+				d.prev = nil // the chain of superseded derivations is not kept
+				select {
+				case <-prev.done:
+				case <-ctx.Done(): // bounded by this derivation's own budget
+					o.OnError(fmt.Errorf("registry: waiting for the superseded derivation's scan to stop: %w", ctx.Err()))
+					return
+				}
+			}
 			act, err := s.landing.Activation(ctx)
 			if err != nil {
 				o.OnError(err)
@@ -220,6 +288,13 @@ func (s *ServedActivation) start(d *derivation) bool {
 			d.result.OnNext(s.publish(d, a))
 		},
 		func(err error) {
+			if d.wasSuperseded() {
+				// Not a failure: its readers join the successor.
+				s.release(d)
+				s.running.Done()
+				d.result.OnError(errSuperseded)
+				return
+			}
 			s.derived(err)
 			if !s.requestOwned { // the negative control keeps a fault in the slot
 				s.release(d)
