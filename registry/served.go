@@ -80,6 +80,7 @@ type ServedActivation struct {
 	seq     uint64
 	closed  bool
 	running sync.WaitGroup
+	last    *derivation // the derivation started last: the next one scans once its scan has returned
 
 	failing     bool      // the last derivation failed
 	failedSince time.Time // when derivations started failing
@@ -100,7 +101,7 @@ type derivation struct {
 	result  *rx.AsyncSubject[Snapshot]
 	abort   func() // set only by the requestOwned negative control
 
-	prev *derivation   // the derivation this one superseded: its scan ends before this one's starts
+	prev *derivation   // the derivation started before this one: its scan returns before this one's starts
 	done chan struct{} // closed when this derivation's scan has returned
 
 	mu         sync.Mutex
@@ -224,15 +225,11 @@ func (s *ServedActivation) claim(gen uint64) *derivation {
 			return cur
 		}
 		d := &derivation{gen: gen, started: s.clk.Now(), result: rx.NewAsyncSubject[Snapshot](), done: make(chan struct{})}
-		if cur != nil && !s.ignoreGen {
-			d.prev = cur
-		}
 		if s.inflight.CompareAndSwap(cur, d) {
-			if d.prev != nil {
-				// A local write made cur's listing useless: stop it, and
-				// let this one scan once it has stopped, so that one scan
-				// at most runs on this replica.
-				d.prev.supersede()
+			if cur != nil && !s.ignoreGen {
+				// A local write made cur's listing useless: stop it. This
+				// one scans once it has stopped (see start).
+				cur.supersede()
 			}
 			if !s.start(d) {
 				s.inflight.CompareAndSwap(d, nil)
@@ -251,6 +248,10 @@ func (s *ServedActivation) start(d *derivation) bool {
 		return false
 	}
 	s.running.Add(1)
+	if !s.ignoreGen { // the negative control scans beside its predecessor
+		d.prev = s.last
+	}
+	s.last = d
 	s.mu.Unlock()
 	s.derivations.Add(1)
 	scan := rx.Create(func(ctx context.Context, o rx.Observer[Activation]) {
@@ -268,9 +269,14 @@ func (s *ServedActivation) start(d *derivation) bool {
 				d.prev = nil // the chain of superseded derivations is not kept
 				select {
 				case <-prev.done:
-				case <-ctx.Done(): // bounded by this derivation's own budget
-					o.OnError(fmt.Errorf("registry: waiting for the superseded derivation's scan to stop: %w", ctx.Err()))
-					return
+				default:
+					s.log.LogAttrs(ctx, slog.LevelDebug, "registry: a derivation waits for the previous scan to return (one scan at a time)")
+					select {
+					case <-prev.done:
+					case <-ctx.Done(): // bounded by this derivation's own budget
+						o.OnError(fmt.Errorf("registry: waiting for the previous derivation's scan to return: %w", ctx.Err()))
+						return
+					}
 				}
 			}
 			act, err := s.landing.Activation(ctx)

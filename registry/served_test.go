@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"sync"
 	"testing"
@@ -496,4 +497,71 @@ func readErr(s *ServedActivation) string {
 		return err.Error()
 	}
 	return ""
+}
+
+// deafVolume holds the first module listing until released, ignoring its
+// context: a scan that outlives its derivation's budget.
+type deafVolume struct {
+	Volume
+	once    sync.Once
+	entered chan struct{}
+	gate    *releaser
+}
+
+func (v *deafVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	if name == modulesDir {
+		held := false
+		v.once.Do(func() { held = true })
+		if held {
+			v.entered <- struct{}{}
+			<-v.gate.ch
+		}
+	}
+	return v.Volume.ReadDir(ctx, name)
+}
+
+func TestAScanThatOutlivesItsBudgetIsStillTheReplicasOnlyScan(t *testing.T) {
+	for _, control := range []bool{false, true} {
+		root := t.TempDir()
+		deaf := &deafVolume{Volume: DirVolume(root), entered: make(chan struct{}, 1), gate: newReleaser(t)}
+		scans := &concurrentScans{Volume: deaf}
+		a := newLanding(t, scans, LandingOptions{Replica: "a"})
+		clk := rxtest.NewClock()
+		logs, logger := captureLogs()
+		s := NewServedActivation(a, ServedOptions{Clock: clk, Logger: logger})
+		s.ignoreGen = control // negative control: nothing waits for its predecessor
+		land(t, s, "Alpha", "1.0.0")
+
+		first := rxtest.Record(clk, s.Read())
+		receive(t, deaf.entered, "the first scan holding")
+		clk.Advance(DefaultDerivationBudget) // its budget runs out; its scan does not stop
+		require.True(t, first.WaitTerminated(bound))
+		require.Error(t, first.Err())
+
+		second := rxtest.Record(clk, s.Read()) // a new derivation
+		if control {
+			require.True(t, second.WaitTerminated(bound), "without the wait it scans at once")
+			most, _ := scans.counts()
+			assert.Equal(t, 2, most, "two scans side by side")
+			deaf.gate.release()
+		} else {
+			// The derivation says it waits; until the old scan returns it
+			// has not scanned.
+			for len(logs.matching(slog.LevelDebug, "waits for the previous scan")) == 0 {
+				receive(t, logs.added, "the new derivation waiting for the old scan")
+			}
+			assert.False(t, second.Terminated())
+			most, _ := scans.counts()
+			assert.Equal(t, 1, most)
+			deaf.gate.release()
+			require.True(t, second.WaitTerminated(bound))
+			most, _ = scans.counts()
+			assert.Equal(t, 1, most, "one scan at a time, the old one's overrun included")
+		}
+		require.NoError(t, second.Err())
+		assert.Equal(t, "1.0.0", servedVersions(second.Values()[0].Activation)["Alpha"])
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		require.NoError(t, s.Close(ctx))
+		cancel()
+	}
 }
