@@ -2,7 +2,6 @@ package registry
 
 import (
 	"archive/zip"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -93,7 +92,7 @@ type archiveLimits struct {
 	maxEntries  int
 	maxFile     int64 // bytes of one entry, expanded
 	maxExpanded int64 // bytes of all entries, expanded
-	maxRatio    int64 // expanded/compressed for one entry ...
+	maxRatio    int64 // expanded/compressed, for one entry and for the whole archive ...
 	ratioFloor  int64 // ... once it expands past this many bytes
 }
 
@@ -111,12 +110,12 @@ type archivePlan struct {
 
 // planArchive checks everything that can be checked from the archive's
 // headers, before anything is written or the landing lane is taken.
-func planArchive(archive []byte, lim archiveLimits) (*archivePlan, error) {
-	if int64(len(archive)) > lim.maxArchive {
+func planArchive(archive io.ReaderAt, size int64, lim archiveLimits) (*archivePlan, error) {
+	if size > lim.maxArchive {
 		return nil, &ArchiveError{Problem: ArchiveTooLarge,
-			Detail: fmt.Sprintf("archive is %d bytes; the limit is %d", len(archive), lim.maxArchive)}
+			Detail: fmt.Sprintf("archive is %d bytes; the limit is %d", size, lim.maxArchive)}
 	}
-	zr, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
+	zr, err := zip.NewReader(archive, size)
 	if errors.Is(err, zip.ErrInsecurePath) && zr != nil {
 		err = nil // our own name checks below say which entry and why
 	}
@@ -181,6 +180,12 @@ func planArchive(archive []byte, lim archiveLimits) (*archivePlan, error) {
 	}
 	if len(plan.files) == 0 {
 		return nil, &ArchiveError{Problem: ArchiveEmpty, Detail: "the archive holds no files"}
+	}
+	// The whole archive is judged as well as each entry: many entries each
+	// under the floor can together expand far beyond what real content does.
+	if expanded > lim.ratioFloor && expanded > lim.maxRatio*max(size, 1) {
+		return nil, &ArchiveError{Problem: ArchiveSuspiciousRatio,
+			Detail: fmt.Sprintf("the archive's %d bytes expand to %d in all; the limit is %d:1", size, expanded, lim.maxRatio)}
 	}
 	return plan, nil
 }
