@@ -34,8 +34,10 @@ var errCatalogClosed = errors.New("registry: the package catalog is closed")
 
 // catalogPackage is what the catalog knows of one package.
 type catalogPackage struct {
+	name       string // the package's spelling: its node's name (or id)
+	path       string // its node's path
 	tier       string
-	unreadable bool // content that is not a PackageContent: the package is served to nobody
+	unreadable bool // content that is not a PackageContent, or two nodes for one package: served to nobody
 }
 
 // catalogState is one version of the catalog: a value, never modified once
@@ -45,10 +47,18 @@ type catalogState struct {
 	packages map[string]catalogPackage // keyed by moduleKey(plugin)
 }
 
-// lookup returns what the catalog says of plugin. A plugin without a package
-// node is at the baseline tier.
+// lookup returns what the catalog says of plugin, compared without case. A
+// plugin without a package node is not known, and a package whose tier is
+// not known is served to nobody: it comes back unreadable, so that the
+// index leaves it out and a download refuses it. Fail closed: a bundle
+// whose package node is not (yet) known here is never served at a guessed
+// tier.
 func (c *catalogState) lookup(plugin string) catalogPackage {
-	return c.packages[moduleKey(plugin)]
+	p, ok := c.packages[moduleKey(plugin)]
+	if !ok {
+		return catalogPackage{name: plugin, unreadable: true}
+	}
+	return p
 }
 
 // catalogHealth is what /healthz and the metrics report of the catalog.
@@ -155,13 +165,24 @@ func (c *catalog) apply(attempt uint64, ch mesh.Change) {
 	var unreadable []string
 	for _, n := range ch.Items {
 		key := moduleKey(n.ID)
+		prev, had := next.packages[key]
 		if ch.Kind == mesh.Removed {
-			delete(next.packages, key)
+			// A package that had two nodes stays withheld until the next
+			// full answer says which one is left.
+			if had && (prev.path == n.Path || prev.path == "") {
+				delete(next.packages, key)
+			}
 			continue
 		}
 		p, err := decodePackage(n)
 		if err != nil {
 			unreadable = append(unreadable, fmt.Sprintf("%s: %v", n.Path, err))
+		}
+		if had && prev.path != n.Path {
+			// Two nodes whose names differ only in case are one package
+			// with two tiers: serve it to nobody rather than pick one.
+			unreadable = append(unreadable, fmt.Sprintf("%s and %s name one package", prev.path, n.Path))
+			p = catalogPackage{name: prev.name, unreadable: true}
 		}
 		next.packages[key] = p
 	}
@@ -250,6 +271,19 @@ func (c *catalog) current() (*catalogState, bool) {
 	return c.state, c.state != nil
 }
 
+// Complete reports whether the catalog knows every package's tier now: its
+// first answer has arrived and its live query is running. While it is not,
+// reason says why; packages it does not know are withheld from every index
+// and download, and /readyz should say so.
+func (c *catalog) Complete() (complete bool, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != nil && c.live {
+		return true, ""
+	}
+	return false, c.problem
+}
+
 // health reports whether the catalog is live.
 func (c *catalog) health() catalogHealth {
 	c.mu.Lock()
@@ -284,18 +318,26 @@ func (c *catalog) close() {
 // unreadable, so that its package is served to nobody rather than at a
 // guessed tier.
 func decodePackage(n mesh.Node) (catalogPackage, error) {
+	name := n.Name
+	if ValidateModuleName(name) != nil || moduleKey(name) != moduleKey(n.ID) {
+		name = n.ID
+	}
+	p := catalogPackage{name: name, path: n.Path}
 	if len(n.Content) == 0 {
-		return catalogPackage{}, nil
+		return p, nil
 	}
 	var c PackageContent
 	if err := json.Unmarshal(n.Content, &c); err != nil {
-		return catalogPackage{unreadable: true}, fmt.Errorf("content is not {\"tier\": ...}: %w", err)
+		p.unreadable = true
+		return p, fmt.Errorf("content is not {\"tier\": ...}: %w", err)
 	}
 	tier, err := canonicalTier(c.Tier)
 	if err != nil {
-		return catalogPackage{unreadable: true}, err
+		p.unreadable = true
+		return p, err
 	}
-	return catalogPackage{tier: tier}, nil
+	p.tier = tier
+	return p, nil
 }
 
 // tierError reports a package tier that cannot be used.
