@@ -37,15 +37,17 @@ func (r *Registry) checkPlan(ctx context.Context, plan string) error {
 	if _, ok, err := r.read(ctx, StageKnownPlans, TierPath(id)); err != nil || ok {
 		return err
 	}
-	known, err := r.knownPlans(ctx)
+	known, err := r.KnownPlans(ctx)
 	if err != nil {
 		return err
 	}
 	return &UnknownPlanError{Plan: plan, Known: known}
 }
 
-// knownPlans lists the ladder's plans, cheapest first, in one bounded read.
-func (r *Registry) knownPlans(ctx context.Context) ([]string, error) {
+// KnownPlans lists the ladder's plans (the ids of the PlanTier nodes),
+// cheapest first, in one read bounded by ReadBudget. A registry checks a
+// package's tier against it.
+func (r *Registry) KnownPlans(ctx context.Context) ([]string, error) {
 	budget := r.ReadBudget
 	if budget <= 0 {
 		budget = DefaultReadBudget

@@ -419,6 +419,21 @@ func (l *ModuleLanding) writeState(ctx context.Context, rec Record) (Record, err
 	return r, nil
 }
 
+// spelling returns the name module was first landed under (compared
+// without case), or module itself when it has no records.
+func (l *ModuleLanding) spelling(ctx context.Context, module string) (string, error) {
+	name := module
+	err := l.onReadPool(ctx, "spelling of "+module, func() error {
+		rec, found, bad, err := l.scan.latest(ctx, moduleKey(module), nil)
+		l.reportUnreadable(bad)
+		if found {
+			name = rec.Module
+		}
+		return err
+	})
+	return name, err
+}
+
 // onLane runs write on the landing lane, one write at a time.
 func (l *ModuleLanding) onLane(ctx context.Context, holder string, write func() (Record, error)) (Record, error) {
 	if err := l.enter(); err != nil {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,6 +91,12 @@ type ServerOptions struct {
 	PublishBudget time.Duration
 	// MaxPublishBytes refuses larger uploads with 413. Default DefaultMaxArchive.
 	MaxPublishBytes int64
+	// UploadSlots bounds the publications uploading at once; one beyond is
+	// refused with 503 and Retry-After. Default DefaultUploadSlots.
+	UploadSlots int
+	// SpoolDir is where uploads are streamed to before they land. Default
+	// os.TempDir().
+	SpoolDir string
 	// Version is what GET /api/version reports.
 	Version string
 	// BaseURL returns the scheme and host bundle URLs in the index start
@@ -134,6 +141,8 @@ type Server struct {
 
 	indexBudget, downloadBudget, publishBudget time.Duration
 	maxPublish                                 int64
+	uploads                                    chan struct{} // upload slots
+	spoolDir                                   string
 
 	catalog  *catalog
 	index    *indexCache
@@ -165,8 +174,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 			return nil, &ConfigError{Setting: "ServerOptions." + d.name, Value: d.v.String(), Problem: "is negative (zero takes the default)"}
 		}
 	}
-	if opts.MaxPublishBytes < 0 || opts.IndexCacheSize < 0 {
-		return nil, &ConfigError{Setting: "ServerOptions.MaxPublishBytes/IndexCacheSize", Problem: "is negative (zero takes the default)"}
+	if opts.MaxPublishBytes < 0 || opts.IndexCacheSize < 0 || opts.UploadSlots < 0 {
+		return nil, &ConfigError{Setting: "ServerOptions.MaxPublishBytes/IndexCacheSize/UploadSlots", Problem: "is negative (zero takes the default)"}
 	}
 	source := opts.Source
 	if source == "" {
@@ -191,6 +200,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		downloadBudget: orDuration(opts.DownloadBudget, DownloadBudget),
 		publishBudget:  orDuration(opts.PublishBudget, DownloadBudget),
 		maxPublish:     opts.MaxPublishBytes,
+		uploads:        make(chan struct{}, cmp.Or(opts.UploadSlots, DefaultUploadSlots)),
+		spoolDir:       opts.SpoolDir,
 		index:          newIndexCache(opts.IndexCacheSize),
 	}
 	if s.clk == nil {
