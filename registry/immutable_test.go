@@ -376,4 +376,3 @@ func TestARefusedDownloadAndAMissingPackageDoTheSameWork(t *testing.T) {
 	assert.Equal(t, http.StatusOK, f.do(request{path: BundlesPath + "/Acme.Ent/1.0.0", key: ent}).status)
 	assert.NotZero(t, f.volume.Ops().Sub(ops).Open)
 }
-
