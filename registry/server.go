@@ -149,6 +149,8 @@ type Server struct {
 	contents contentGenerations
 	metrics  *serverMetrics
 	handler  http.Handler
+
+	metricsHandler http.Handler
 }
 
 // NewServer checks opts, registers the metrics and starts the package
@@ -282,11 +284,23 @@ func (s *Server) routes() http.Handler {
 	}
 	handle(routeVersion, "GET "+VersionPath, s.indexBudget, s.versionRoute)
 	handle(routeHealth, "GET "+HealthPath, healthBudget, s.healthRoute)
+	// /metrics is not public: it is served by MetricsHandler, on a listener of its own.
+	s.metricsHandler = http.NotFoundHandler()
 	if s.metrics.gatherer != nil {
+		public := mux
+		mux = http.NewServeMux()
 		handle(routeMetrics, "GET "+MetricsPath, s.indexBudget, s.metricsRoute)
+		s.metricsHandler, mux = mux, public
 	}
 	return mux
 }
+
+// MetricsHandler serves GET /metrics (when the server's Metrics is also a
+// prometheus.Gatherer). It is not part of Handler: per-route stage timings
+// help tell apart answers that are otherwise identical, so they belong on a
+// listener that is not public (examples/registry: -metrics-addr, loopback by
+// default).
+func (s *Server) MetricsHandler() http.Handler { return s.metricsHandler }
 
 // authenticated runs next for an authenticated caller and answers the
 // others: 401 for no usable key, 503 with Retry-After for "could not find
