@@ -87,8 +87,13 @@ type catalog struct {
 	since   time.Time
 	attempt uint64 // frames of an older subscription are ignored
 	sub     rx.Subscription
-	timer   rx.Subscription
-	closed  bool
+	feed    rx.Subscription // the store's change feed state, when it reports one
+
+	// feedDown: the store's change feed is down, so the live query may miss
+	// changes; the catalog is incomplete until a full answer after it is back.
+	feedDown bool
+	timer    rx.Subscription
+	closed   bool
 
 	// Test seam, set by this package's tests before first use: told when a
 	// reader starts waiting for the first Initial.
@@ -186,10 +191,13 @@ func (c *catalog) apply(attempt uint64, ch mesh.Change) {
 		}
 		next.packages[key] = p
 	}
-	recovered := !c.live && c.state != nil && ch.Kind == mesh.Initial
+	// A full answer makes the catalog complete again, unless the store's
+	// change feed is down (then frames may be missing from here on).
+	full := ch.Kind == mesh.Initial || ch.Kind == mesh.Reset
+	recovered := !c.live && c.state != nil && full && !c.feedDown
 	first := c.state == nil
 	c.state = next
-	if ch.Kind == mesh.Initial {
+	if full && !c.feedDown {
 		c.live = true
 		c.problem = ""
 		c.since = time.Time{}
@@ -242,6 +250,46 @@ func (c *catalog) failed(attempt uint64, err error) {
 	}
 	c.timer = timer
 	c.mu.Unlock()
+}
+
+// watchFeed follows the store's change feed state (nil while connected, why
+// not while down): while it is down the catalog is not complete, because the
+// live query hears of no change; it is complete again at the next full
+// answer (the Reset the store sends every live query once the feed is back).
+func (c *catalog) watchFeed(feed rx.Observable[error]) {
+	if feed == nil {
+		return
+	}
+	sub := feed.Subscribe(rx.NewObserver(func(down error) { c.feedState(down) }, nil, nil))
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		sub.Unsubscribe()
+		return
+	}
+	c.feed = sub
+	c.mu.Unlock()
+}
+
+func (c *catalog) feedState(down error) {
+	c.mu.Lock()
+	wasLive := c.live
+	if down == nil {
+		c.feedDown = false
+		c.mu.Unlock()
+		return
+	}
+	c.feedDown = true
+	c.live = false
+	c.problem = "the store's change feed is down: " + down.Error()
+	if wasLive || c.since.IsZero() {
+		c.since = c.clk.Now()
+	}
+	c.mu.Unlock()
+	if wasLive {
+		c.log.Warn("registry: the store's change feed is down; packages published meanwhile are withheld until it is back",
+			slog.String("query", c.query), slog.String("error", down.Error()))
+	}
 }
 
 // read answers the current state at once, or waits for the first Initial.
@@ -300,11 +348,14 @@ func (c *catalog) close() {
 		return
 	}
 	c.closed = true
-	sub, timer, first, waiting := c.sub, c.timer, c.first, c.state == nil
-	c.sub, c.timer = nil, nil
+	sub, timer, feed, first, waiting := c.sub, c.timer, c.feed, c.first, c.state == nil
+	c.sub, c.timer, c.feed = nil, nil, nil
 	c.mu.Unlock()
 	if sub != nil {
 		sub.Unsubscribe()
+	}
+	if feed != nil {
+		feed.Unsubscribe()
 	}
 	if timer != nil {
 		timer.Unsubscribe()

@@ -376,3 +376,44 @@ func TestARefusedDownloadAndAMissingPackageDoTheSameWork(t *testing.T) {
 	assert.Equal(t, http.StatusOK, f.do(request{path: BundlesPath + "/Acme.Ent/1.0.0", key: ent}).status)
 	assert.NotZero(t, f.volume.Ops().Sub(ops).Open)
 }
+
+func TestWhileTheStoresChangeFeedIsDownTheCatalogIsIncompleteUntilAFullAnswer(t *testing.T) {
+	queries := make(chan *rx.Subject[mesh.Change], 2)
+	feed := rx.NewBehaviorSubject[error](nil)
+	f := newFixture(t, fixtureOptions{
+		mesh: func(m *watchedMesh) {
+			m.catalogQ = func() rx.Observable[mesh.Change] {
+				s := rx.NewSubject[mesh.Change]()
+				queries <- s
+				return s
+			}
+		},
+		server: func(o *ServerOptions) { o.Feed = feed },
+	})
+	live := receive(t, queries, "the catalog's live query")
+	live.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{packageNode("Acme.Old", `{"tier":""}`)}})
+	complete, _ := f.server.catalog.Complete()
+	require.True(t, complete)
+
+	// The feed drops: the live query stays subscribed but hears nothing.
+	feed.OnNext(fmt.Errorf("listener: connection refused"))
+	complete, reason := f.server.catalog.Complete()
+	assert.False(t, complete, "a catalog that can miss changes is not complete")
+	assert.Contains(t, reason, "connection refused")
+	feed.OnNext(nil)
+	complete, _ = f.server.catalog.Complete()
+	assert.False(t, complete, "back, but changes made meanwhile are not in yet")
+	live.OnNext(mesh.Change{Kind: mesh.Reset, Items: []mesh.Node{packageNode("Acme.Old", `{"tier":""}`), packageNode("Acme.New", `{"tier":"pro"}`)}})
+	complete, _ = f.server.catalog.Complete()
+	assert.True(t, complete, "the full answer after the feed is back completes it")
+	st, _ := f.server.catalog.current()
+	assert.Equal(t, "pro", st.lookup("acme.new").tier)
+
+	// Negative control: without the feed's state the same outage is silent
+	// (the catalog claims to be complete while it hears nothing).
+	g := newFixture(t, fixtureOptions{})
+	require.Eventually(t, func() bool { ok, _ := g.server.catalog.Complete(); return ok }, bound, time.Millisecond)
+	feed.OnNext(fmt.Errorf("listener: connection refused"))
+	complete, _ = g.server.catalog.Complete()
+	assert.True(t, complete)
+}

@@ -106,6 +106,12 @@ type ServerOptions struct {
 	// IndexCacheSize bounds the assembled index documents kept. Default
 	// DefaultIndexCacheSize.
 	IndexCacheSize int
+	// Feed reports the state of Mesh's change feed, when the store has one
+	// that can drop (pgstore: its Feed, mapped to FeedState.Err when not
+	// Connected): nil while it is connected, why while it is down. While it
+	// is down the package catalog is incomplete (see Complete), and a
+	// package it has not heard of is withheld. Nil: the feed does not drop.
+	Feed rx.Observable[error]
 	// CatalogRetry is the wait before the package catalog's live query is
 	// restarted after it failed. Default DefaultCatalogRetry.
 	CatalogRetry time.Duration
@@ -226,6 +232,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.metrics = m
 	s.handler = s.routes()
 	s.catalog.start()
+	s.catalog.watchFeed(opts.Feed)
 	return s, nil
 }
 

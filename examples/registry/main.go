@@ -50,6 +50,7 @@ import (
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/rx"
 )
 
 // Bounds of the process's own waits.
@@ -138,7 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 
 	startCtx, cancelStart := context.WithTimeout(ctx, startBudget)
 	defer cancelStart()
-	store, closeStore, err := openMesh(startCtx, cfg.pg, logger)
+	store, feed, closeStore, err := openMesh(startCtx, cfg.pg, logger)
 	if err != nil {
 		return err
 	}
@@ -171,6 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		Served:       served,
 		Auth:         &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
 		Mesh:         store,
+		Feed:         feed,
 		PublishToken: token,
 		Logger:       logger,
 		Metrics:      metrics,
@@ -270,18 +272,28 @@ func listenMetrics(addr string, h http.Handler, logger *slog.Logger) (*http.Serv
 	}, ln, nil
 }
 
-// openMesh opens the store -pg names, or an in-process one.
-func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Service, func() error, error) {
+// openMesh opens the store -pg names, or an in-process one, and the state
+// of its change feed (nil for memstore, whose feed does not drop).
+func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Service, rx.Observable[error], func() error, error) {
 	if pgURL == "" {
 		s, err := memstore.New(memstore.Options{Logger: logger})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return s, s.Close, nil
+		return s, nil, s.Close, nil
 	}
 	s, err := pgstore.Open(ctx, pgURL, pgstore.Options{Logger: logger})
 	if err != nil {
-		return nil, nil, fmt.Errorf("opening the PostgreSQL mesh: %w", err)
+		return nil, nil, nil, fmt.Errorf("opening the PostgreSQL mesh: %w", err)
 	}
-	return s, s.Close, nil
+	feed := rx.Map(s.Feed(), func(f pgstore.FeedState) error {
+		switch {
+		case f.Connected:
+			return nil
+		case f.Err != nil:
+			return f.Err
+		}
+		return errors.New("the change feed is not connected")
+	})
+	return s, feed, s.Close, nil
 }
