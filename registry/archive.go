@@ -247,9 +247,10 @@ func claimPath(kinds map[string]bool, clean string, isDir bool) *ArchiveError {
 	return nil
 }
 
-// extractArchive writes the plan's files beneath dir on v, reading each entry
-// through a bound so that a header that lies about its size cannot make it
-// write more than was accepted.
+// extractArchive writes the plan's files beneath dir on v, streaming each
+// entry (on a StreamingVolume, never whole in memory) through a bound, so
+// that a header that lies about its size cannot make it write more than was
+// accepted.
 func extractArchive(ctx context.Context, v Volume, dir string, plan *archivePlan, lim archiveLimits) error {
 	made := map[string]bool{}
 	mkdir := func(p string) error {
@@ -271,47 +272,69 @@ func extractArchive(ctx context.Context, v Volume, dir string, plan *archivePlan
 	}
 	var expanded int64
 	for _, f := range plan.files {
-		data, err := readEntry(f, lim)
-		if err != nil {
-			return err
-		}
-		expanded += int64(len(data))
-		if expanded > lim.maxExpanded {
-			return &ArchiveError{Problem: ArchiveTooLarge, Entry: f.Name,
-				Detail: fmt.Sprintf("entries expand to more than %d bytes in all", lim.maxExpanded)}
-		}
 		if err := mkdir(path.Dir(f.Name)); err != nil {
 			return err
 		}
-		if err := v.WriteFile(ctx, path.Join(dir, f.Name), data); err != nil {
-			return volumeErr(ctx, "write "+path.Join(dir, f.Name), err)
+		n, err := writeEntry(ctx, v, path.Join(dir, f.Name), f)
+		if err != nil {
+			return err
+		}
+		expanded += n
+		if expanded > lim.maxExpanded {
+			return &ArchiveError{Problem: ArchiveTooLarge, Entry: f.Name,
+				Detail: fmt.Sprintf("entries expand to more than %d bytes in all", lim.maxExpanded)}
 		}
 	}
 	return nil
 }
 
-func readEntry(f *zip.File, lim archiveLimits) ([]byte, error) {
+// entryReader reads an entry through a bound of one byte past its declared
+// size, and keeps what the entry's own reader said, so that a failed copy is
+// told apart from a failed write.
+type entryReader struct {
+	r    io.Reader
+	n    int64
+	rerr error
+}
+
+func (e *entryReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.n += int64(n)
+	if err != nil && err != io.EOF {
+		e.rerr = err
+	}
+	return n, err
+}
+
+// writeEntry writes the zip entry f to name on v and returns its size. The
+// staging directory it writes to is abandoned on any error, so a torn file
+// is never seen.
+func writeEntry(ctx context.Context, v Volume, name string, f *zip.File) (int64, error) {
 	rc, err := f.Open()
 	if err != nil {
-		return nil, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name, Detail: "cannot open entry", Err: err}
+		return 0, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name, Detail: "cannot open entry", Err: err}
 	}
 	defer rc.Close()
 	declared := int64(f.UncompressedSize64)
-	data, err := io.ReadAll(io.LimitReader(rc, declared+1))
+	er := &entryReader{r: io.LimitReader(rc, declared+1)}
+	werr := writeStream(ctx, v, name, er)
+	err = er.rerr
 	// archive/zip answers ErrFormat for an entry expanding past its declared
 	// size; without a data descriptor (flag bit 3) that is the only cause.
-	overflow := int64(len(data)) > declared || errors.Is(err, zip.ErrFormat) && f.Flags&0x8 == 0
+	overflow := er.n > declared || errors.Is(err, zip.ErrFormat) && f.Flags&0x8 == 0
 	switch {
 	case overflow:
-		return nil, &ArchiveError{Problem: ArchiveSuspiciousRatio, Entry: f.Name,
+		return 0, &ArchiveError{Problem: ArchiveSuspiciousRatio, Entry: f.Name,
 			Detail: fmt.Sprintf("expands beyond the %d bytes its header declares", declared)}
 	case errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat):
-		return nil, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name, Detail: "entry does not match its header", Err: err}
+		return 0, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name, Detail: "entry does not match its header", Err: err}
 	case err != nil:
-		return nil, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name, Detail: "cannot read entry", Err: err}
-	case int64(len(data)) != declared:
-		return nil, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name,
-			Detail: fmt.Sprintf("expands to %d bytes but its header declares %d", len(data), declared)}
+		return 0, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name, Detail: "cannot read entry", Err: err}
+	case werr != nil:
+		return 0, volumeErr(ctx, "write "+name, werr)
+	case er.n != declared:
+		return 0, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name,
+			Detail: fmt.Sprintf("expands to %d bytes but its header declares %d", er.n, declared)}
 	}
-	return data, nil
+	return er.n, nil
 }

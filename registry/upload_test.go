@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -163,4 +164,34 @@ func TestUploadsStreamToDiskNotWholeIntoMemory(t *testing.T) {
 		require.Len(t, b, DefaultMaxArchive)
 	})
 	assert.Greater(t, whole, uint64(ceiling))
+}
+
+// plainVolume hides WriteFrom: a Volume that cannot stream, as a user's
+// own may be (the negative control for streaming).
+type plainVolume struct{ Volume }
+
+func TestALandingStreamsItsArchiveToTheVolumeNotWholeIntoMemory(t *testing.T) {
+	const size = 24 << 20
+	archive := zipOf(t, entry{name: "lib/blob.bin", body: randomBytes(size), store: true})
+	spool := filepath.Join(t.TempDir(), "upload.zip")
+	require.NoError(t, os.WriteFile(spool, archive, 0o644))
+	land := func(t *testing.T, v Volume) uint64 {
+		f, err := os.Open(spool)
+		require.NoError(t, err)
+		defer f.Close()
+		l := newLanding(t, v, LandingOptions{})
+		return allocated(func() {
+			_, created, err := l.LandArchive(t.Context(), "Big", "1.0.0", f, int64(len(archive)))
+			require.NoError(t, err)
+			require.True(t, created)
+		})
+	}
+	const ceiling = 8 << 20
+	streamed := land(t, DirVolume(t.TempDir()))
+	assert.Less(t, streamed, uint64(ceiling), "%d MiB allocated landing a %d MiB archive", streamed>>20, size>>20)
+
+	t.Run("negative control: a volume that cannot stream holds the bytes", func(t *testing.T) {
+		whole := land(t, plainVolume{DirVolume(t.TempDir())})
+		assert.Greater(t, whole, uint64(size))
+	})
 }
