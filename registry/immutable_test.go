@@ -1,10 +1,13 @@
 package registry
 
 import (
+	"archive/zip"
 	"bytes"
+	"compress/flate"
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"os"
 	"path"
@@ -416,4 +419,46 @@ func TestWhileTheStoresChangeFeedIsDownTheCatalogIsIncompleteUntilAFullAnswer(t 
 	feed.OnNext(fmt.Errorf("listener: connection refused"))
 	complete, _ = g.server.catalog.Complete()
 	assert.True(t, complete)
+}
+
+// bombOf is an archive of n entries of 1 MiB of zeros each, compressed once
+// and repeated: the 255 entries land 256 MB from 287 KB.
+func bombOf(t *testing.T, n int) []byte {
+	t.Helper()
+	var deflated bytes.Buffer
+	fw, err := flate.NewWriter(&deflated, flate.BestCompression)
+	require.NoError(t, err)
+	body := make([]byte, ratioFloor)
+	_, err = fw.Write(body)
+	require.NoError(t, err)
+	require.NoError(t, fw.Close())
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for i := range n {
+		h := &zip.FileHeader{Name: fmt.Sprintf("lib/part-%03d.bin", i), Method: zip.Deflate,
+			CRC32: crc32.ChecksumIEEE(body), CompressedSize64: uint64(deflated.Len()), UncompressedSize64: uint64(len(body))}
+		h.SetMode(0o644)
+		w, err := zw.CreateRaw(h)
+		require.NoError(t, err)
+		_, err = w.Write(deflated.Bytes())
+		require.NoError(t, err)
+	}
+	require.NoError(t, zw.Close())
+	return buf.Bytes()
+}
+
+func TestAnArchiveOfManySmallEntriesThatExpandsFarBeyondItselfIsRefusedWhole(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	bomb := bombOf(t, 255)
+	require.Less(t, len(bomb), 1<<20, "the whole archive is small")
+	got := f.do(publishRequest("Acme.Bomb", "?version=1.0.0", testPublishToken, bomb))
+	assert.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
+	assert.Contains(t, string(got.body), "suspicious compression ratio")
+	assert.Empty(t, f.activation())
+	assert.Empty(t, generations(t, f.root, "Acme.Bomb"), "nothing was extracted")
+
+	// Control: one such entry alone passes every check (it is under the
+	// per-entry floor), so it is the archive as a whole that was judged.
+	got = f.do(publishRequest("Acme.Bomb", "?version=1.0.0", testPublishToken, bombOf(t, 1)))
+	assert.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 }
