@@ -44,7 +44,8 @@ type catalogPackage struct {
 // published.
 type catalogState struct {
 	version  uint64
-	packages map[string]catalogPackage // keyed by moduleKey(plugin)
+	nodes    map[string]catalogPackage // keyed by node path: what the query said
+	packages map[string]catalogPackage // keyed by moduleKey(plugin): derived from nodes
 }
 
 // lookup returns what the catalog says of plugin, compared without case. A
@@ -150,15 +151,15 @@ func (c *catalog) apply(attempt uint64, ch mesh.Change) {
 		c.mu.Unlock()
 		return
 	}
-	next := &catalogState{packages: map[string]catalogPackage{}}
+	next := &catalogState{nodes: map[string]catalogPackage{}}
 	if c.state != nil {
 		next.version = c.state.version
 	}
 	next.version++
 	replace := ch.Kind == mesh.Initial || ch.Kind == mesh.Reset
 	if !replace && c.state != nil {
-		for k, v := range c.state.packages {
-			next.packages[k] = v
+		for k, v := range c.state.nodes {
+			next.nodes[k] = v
 		}
 	}
 	if !replace && c.state == nil {
@@ -169,24 +170,25 @@ func (c *catalog) apply(attempt uint64, ch mesh.Change) {
 	}
 	var unreadable []string
 	for _, n := range ch.Items {
-		key := moduleKey(n.ID)
-		prev, had := next.packages[key]
 		if ch.Kind == mesh.Removed {
-			// A package that had two nodes stays withheld until the next
-			// full answer says which one is left.
-			if had && (prev.path == n.Path || prev.path == "") {
-				delete(next.packages, key)
-			}
+			delete(next.nodes, n.Path)
 			continue
 		}
 		p, err := decodePackage(n)
 		if err != nil {
 			unreadable = append(unreadable, fmt.Sprintf("%s: %v", n.Path, err))
 		}
-		if had && prev.path != n.Path {
+		next.nodes[n.Path] = p
+	}
+	next.packages = make(map[string]catalogPackage, len(next.nodes))
+	for _, p := range next.nodes {
+		key := moduleKey(p.name)
+		if prev, had := next.packages[key]; had {
 			// Two nodes whose names differ only in case are one package
 			// with two tiers: serve it to nobody rather than pick one.
-			unreadable = append(unreadable, fmt.Sprintf("%s and %s name one package", prev.path, n.Path))
+			if prev.path != "" {
+				unreadable = append(unreadable, fmt.Sprintf("%s and %s name one package", prev.path, p.path))
+			}
 			p = catalogPackage{name: prev.name, unreadable: true}
 		}
 		next.packages[key] = p

@@ -112,3 +112,27 @@ func TestAnUnavailableCatalogServesItsLastKnownStateAndSaysSo(t *testing.T) {
 	assert.Equal(t, http.StatusOK, f.do(request{path: HealthPath}).status)
 	assert.Len(t, f.logs.at(slog.LevelInfo), 1, "one line on recovery")
 }
+
+func TestTwoPackageNodesWhoseNamesDifferOnlyInCaseAreOnePackageServedToNobody(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.publish("Sec.Ent", "1.0.0", "enterprise")
+	key := f.instance("acme", "enterprise", "Plugins/*")
+	idx, _ := f.index(key)
+	require.Equal(t, map[string]string{"Sec.Ent": "1.0.0"}, listed(idx), "control: one node, served at its tier")
+
+	// A second node under another spelling (written before identities were
+	// compared without case) gives the package two tiers: neither is guessed.
+	_, err := f.store.Put(t.Context(), packageNode("sec.ent", `{"tier":""}`))
+	require.NoError(t, err)
+	idx, _ = f.index(key)
+	assert.Empty(t, idx.Bundles)
+	assert.Equal(t, http.StatusNotFound, f.do(request{path: BundlesPath + "/sec.ent/1.0.0", key: key}).status)
+
+	// Removing the stray node serves the package again at its tier.
+	require.NoError(t, f.store.Delete(t.Context(), DefaultSource+"/sec.ent"))
+	idx, _ = f.index(key)
+	assert.Equal(t, map[string]string{"Sec.Ent": "1.0.0"}, listed(idx))
+	pro := f.instance("pro-customer", "pro", "Plugins/*")
+	idx, _ = f.index(pro)
+	assert.Empty(t, idx.Bundles, "at its tier, not the stray node's")
+}
