@@ -208,7 +208,7 @@ func (c *catalog) apply(attempt uint64, ch mesh.Change) {
 	c.mu.Unlock()
 
 	for _, u := range unreadable {
-		c.log.Warn("registry: a package node's content is not a package; the package is served to nobody until it is fixed",
+		c.log.Warn("registry: a package node cannot be used (its content is not a package, or another node names the same package); the package is served to nobody until it is fixed",
 			slog.String("problem", u))
 	}
 	if recovered {

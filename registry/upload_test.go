@@ -154,6 +154,7 @@ func TestUploadsStreamToDiskNotWholeIntoMemory(t *testing.T) {
 	assert.Equal(t, http.StatusRequestEntityTooLarge, got.StatusCode)
 	const ceiling = 16 << 20
 	assert.Less(t, alloc, uint64(ceiling), "%d MiB allocated receiving %d MiB", alloc>>20, sent>>20)
+	t.Logf("receiving a %d MiB chunked upload allocated %.1f MiB in all (client and server)", sent>>20, float64(alloc)/(1<<20))
 	assert.Empty(t, f.activation())
 
 	// Negative control: reading the upload whole, as the gate did, is
@@ -164,6 +165,7 @@ func TestUploadsStreamToDiskNotWholeIntoMemory(t *testing.T) {
 		require.Len(t, b, DefaultMaxArchive)
 	})
 	assert.Greater(t, whole, uint64(ceiling))
+	t.Logf("reading %d MiB whole, as the gate did: %.1f MiB", DefaultMaxArchive>>20, float64(whole)/(1<<20))
 }
 
 // plainVolume hides WriteFrom: a Volume that cannot stream, as a user's
@@ -189,9 +191,11 @@ func TestALandingStreamsItsArchiveToTheVolumeNotWholeIntoMemory(t *testing.T) {
 	const ceiling = 8 << 20
 	streamed := land(t, DirVolume(t.TempDir()))
 	assert.Less(t, streamed, uint64(ceiling), "%d MiB allocated landing a %d MiB archive", streamed>>20, size>>20)
+	t.Logf("landing a %d MiB archive allocated %.1f MiB", size>>20, float64(streamed)/(1<<20))
 
 	t.Run("negative control: a volume that cannot stream holds the bytes", func(t *testing.T) {
 		whole := land(t, plainVolume{DirVolume(t.TempDir())})
 		assert.Greater(t, whole, uint64(size))
+		t.Logf("through a volume that cannot stream: %.1f MiB", float64(whole)/(1<<20))
 	})
 }
