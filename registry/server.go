@@ -78,7 +78,7 @@ type ServerOptions struct {
 	Logger *slog.Logger
 	// Metrics is where the server registers its collectors (they are
 	// unregistered by Close). Nil gives the server a registry of its own.
-	// GET /metrics serves it when it is also a prometheus.Gatherer.
+	// MetricsHandler serves it when it is also a prometheus.Gatherer.
 	Metrics prometheus.Registerer
 	// IndexBudget bounds the index and the health check's answer, from
 	// arrival. Default IndexBudget (25s).
@@ -252,7 +252,7 @@ func requestBaseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// Handler returns the server's routes.
+// Handler returns the server's public routes; /metrics is not among them (see MetricsHandler).
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close stops the package catalog's live query and unregisters the metrics.
