@@ -462,3 +462,28 @@ func TestAnArchiveOfManySmallEntriesThatExpandsFarBeyondItselfIsRefusedWhole(t *
 	got = f.do(publishRequest("Acme.Bomb", "?version=1.0.0", testPublishToken, bombOf(t, 1)))
 	assert.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 }
+
+func TestPublishingToAPackageWhoseNodeCannotBeUsedIs409AndLandsNothing(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	_, err := f.store.Put(t.Context(), packageNode("Acme.Bad", `{"tier": 5}`))
+	require.NoError(t, err)
+	got := f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Bad", "1.0.0", 1)))
+	assert.Equal(t, http.StatusConflict, got.status, "%s", got.body)
+	assert.Contains(t, string(got.body), DefaultSource+"/Acme.Bad")
+
+	_, err = f.store.Put(t.Context(), packageNode("Acme.Bad", `{"tier":"pro"}`))
+	require.NoError(t, err)
+	_, err = f.store.Put(t.Context(), packageNode("ACME.BAD", `{"tier":""}`))
+	require.NoError(t, err)
+	got = f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Bad", "1.0.0", 1)))
+	assert.Equal(t, http.StatusConflict, got.status, "%s", got.body)
+	assert.Contains(t, string(got.body), "name one package")
+	assert.Empty(t, f.activation())
+
+	// Control: with one usable node the publication lands, under its spelling.
+	require.NoError(t, f.store.Delete(t.Context(), DefaultSource+"/ACME.BAD"))
+	got = f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Bad", "1.0.0", 1)))
+	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
+	assert.Equal(t, "Acme.Bad", decodePublish(t, got).Module)
+	assert.Equal(t, "pro", decodePublish(t, got).Tier)
+}

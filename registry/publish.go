@@ -333,11 +333,26 @@ func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, 
 	if err != nil {
 		return publishTarget{}, fmt.Errorf("registry: reading the package nodes before publishing %s@%s failed; nothing was published: %w", up.plugin, up.version, err)
 	}
+	var found []mesh.Node
 	for _, n := range ch.Items {
 		if moduleKey(n.ID) == moduleKey(up.plugin) {
-			p, _ := decodePackage(n)
-			return publishTarget{name: p.name, tier: p.tier}, nil
+			found = append(found, n)
 		}
+	}
+	switch len(found) {
+	case 0:
+	case 1:
+		p, err := decodePackage(found[0])
+		if err != nil {
+			// Its bundles are served to nobody until the node is fixed;
+			// publishing more of them would only hide that.
+			return publishTarget{refusal: ptr(errorAnswer(http.StatusConflict,
+				fmt.Sprintf("the package node %s cannot be used (%v); fix or remove it before publishing", found[0].Path, err)))}, nil
+		}
+		return publishTarget{name: p.name, tier: p.tier}, nil
+	default:
+		return publishTarget{refusal: ptr(errorAnswer(http.StatusConflict,
+			fmt.Sprintf("the package nodes %s and %s name one package (names are compared without case); remove one before publishing", found[0].Path, found[1].Path)))}, nil
 	}
 	name, err := s.landing.spelling(ctx, up.plugin)
 	if err != nil {
