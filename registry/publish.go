@@ -315,6 +315,10 @@ func (s *Server) publishRoute(r *http.Request) rx.Observable[Answer] {
 // possibly stale state) and writes one, at the given tier, only when there
 // is none.
 func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, error) {
+	if !up.spool.hold() {
+		return publishTarget{}, errors.New("registry: the upload was released before it could be checked")
+	}
+	defer up.spool.release()
 	if up.tier != "" {
 		known, err := (&auth.Registry{Mesh: s.mesh, Clock: s.clk}).KnownPlans(ctx)
 		if err != nil {
