@@ -49,6 +49,7 @@ func BenchmarkAuthenticatedRequestWarmLadder(b *testing.B) {
 	store := newFaultStore(b, clock.New())
 	ctx := context.Background()
 	reg := &Registry{Mesh: store}
+	require.NoError(b, reg.SetPlanTier(ctx, PlanTier{ID: "pro", Rank: 1}))
 	_, err := reg.Register(ctx, "acme", "Acme", "pro")
 	require.NoError(b, err)
 	key, err := reg.IssueKey(ctx, "acme")

@@ -97,13 +97,14 @@ func (e GrantEntry) String() string {
 	return e.Source + "/" + pkg
 }
 
-// Matches reports whether the entry names source (ignoring case) and pkg
-// (exactly, or by "*"). Plans are not considered.
+// Matches reports whether the entry names source and pkg, both compared
+// without case (a package has one identity whatever its spelling), or pkg
+// by "*". Plans are not considered.
 func (e GrantEntry) Matches(source, pkg string) bool {
 	if !strings.EqualFold(e.Source, source) {
 		return false
 	}
-	return e.Package == "" || e.Package == AllPackages || e.Package == pkg
+	return e.Package == "" || e.Package == AllPackages || strings.EqualFold(e.Package, pkg)
 }
 
 // Allows reports whether the grant lets an instance on instancePlan pull

@@ -70,7 +70,8 @@ func TestAGrantAllowsOnlyWhatAnEntryNamesAndThePlansCover(t *testing.T) {
 		{"source ignores case", entries("plugins/*"), "PLUGINS", "Foo", "", "", true},
 		{"another source", entries("Plugins/*"), "Education", "Foo", "", "dedicated", false},
 		{"exact package", entries("Plugins/Foo"), "Plugins", "Foo", "", "", true},
-		{"package is matched exactly", entries("Plugins/Foo"), "Plugins", "foo", "", "", false},
+		{"package ignores case: one package has one identity", entries("Plugins/Foo"), "Plugins", "foo", "", "", true},
+		{"package is matched whole", entries("Plugins/Foo"), "Plugins", "Foobar", "", "", false},
 		{"another package", entries("Plugins/Foo"), "Plugins", "Bar", "", "", false},
 		{"second entry matches", entries("Plugins/Foo", "Education/*"), "Education", "Bar", "", "", true},
 

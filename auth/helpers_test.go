@@ -154,15 +154,16 @@ func newFixture(t testing.TB) *fixture {
 	store := newFaultStore(t, clk)
 	reg := &Registry{Mesh: store, Clock: clk}
 	ctx := context.Background()
+	// The ladder first: Register refuses a plan it does not have.
+	for _, tier := range []PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 2}, {ID: "enterprise", Rank: 3, AllAccess: true}} {
+		require.NoError(t, reg.SetPlanTier(ctx, tier))
+	}
 	_, err := reg.Register(ctx, "acme", "Acme Corp", "pro")
 	require.NoError(t, err)
 	key, err := reg.IssueKey(ctx, "acme")
 	require.NoError(t, err)
 	_, err = reg.SetGrant(ctx, "acme", "ops@example.com", "Plugins/*@pro")
 	require.NoError(t, err)
-	for _, tier := range []PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 2}, {ID: "enterprise", Rank: 3, AllAccess: true}} {
-		require.NoError(t, reg.SetPlanTier(ctx, tier))
-	}
 	store.gets.Store(0)
 	store.queries.Store(0)
 	return &fixture{clk: clk, store: store, reg: reg, key: key}

@@ -68,9 +68,13 @@ func (e *UnknownKeyError) Error() string {
 }
 
 // Register records a new instance with no keys and no grant. plan is stored
-// in canonical form; blank means the baseline plan.
+// in canonical form; blank means the baseline plan. A plan the ladder does
+// not have is refused with an *UnknownPlanError naming the known ones.
 func (r *Registry) Register(ctx context.Context, id, name, plan string) (*Instance, error) {
 	if err := ValidateInstanceID(id); err != nil {
+		return nil, err
+	}
+	if err := r.checkPlan(ctx, plan); err != nil {
 		return nil, err
 	}
 	unlock, err := r.acquire(ctx)

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"archive/zip"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -93,7 +92,7 @@ type archiveLimits struct {
 	maxEntries  int
 	maxFile     int64 // bytes of one entry, expanded
 	maxExpanded int64 // bytes of all entries, expanded
-	maxRatio    int64 // expanded/compressed for one entry ...
+	maxRatio    int64 // expanded/compressed, for one entry and for the whole archive ...
 	ratioFloor  int64 // ... once it expands past this many bytes
 }
 
@@ -111,12 +110,12 @@ type archivePlan struct {
 
 // planArchive checks everything that can be checked from the archive's
 // headers, before anything is written or the landing lane is taken.
-func planArchive(archive []byte, lim archiveLimits) (*archivePlan, error) {
-	if int64(len(archive)) > lim.maxArchive {
+func planArchive(archive io.ReaderAt, size int64, lim archiveLimits) (*archivePlan, error) {
+	if size > lim.maxArchive {
 		return nil, &ArchiveError{Problem: ArchiveTooLarge,
-			Detail: fmt.Sprintf("archive is %d bytes; the limit is %d", len(archive), lim.maxArchive)}
+			Detail: fmt.Sprintf("archive is %d bytes; the limit is %d", size, lim.maxArchive)}
 	}
-	zr, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
+	zr, err := zip.NewReader(archive, size)
 	if errors.Is(err, zip.ErrInsecurePath) && zr != nil {
 		err = nil // our own name checks below say which entry and why
 	}
@@ -182,6 +181,12 @@ func planArchive(archive []byte, lim archiveLimits) (*archivePlan, error) {
 	if len(plan.files) == 0 {
 		return nil, &ArchiveError{Problem: ArchiveEmpty, Detail: "the archive holds no files"}
 	}
+	// The whole archive is judged as well as each entry: many entries each
+	// under the floor can together expand far beyond what real content does.
+	if expanded > lim.ratioFloor && expanded > lim.maxRatio*max(size, 1) {
+		return nil, &ArchiveError{Problem: ArchiveSuspiciousRatio,
+			Detail: fmt.Sprintf("the archive's %d bytes expand to %d in all; the limit is %d:1", size, expanded, lim.maxRatio)}
+	}
 	return plan, nil
 }
 
@@ -242,9 +247,10 @@ func claimPath(kinds map[string]bool, clean string, isDir bool) *ArchiveError {
 	return nil
 }
 
-// extractArchive writes the plan's files beneath dir on v, reading each entry
-// through a bound so that a header that lies about its size cannot make it
-// write more than was accepted.
+// extractArchive writes the plan's files beneath dir on v, streaming each
+// entry (on a StreamingVolume, never whole in memory) through a bound, so
+// that a header that lies about its size cannot make it write more than was
+// accepted.
 func extractArchive(ctx context.Context, v Volume, dir string, plan *archivePlan, lim archiveLimits) error {
 	made := map[string]bool{}
 	mkdir := func(p string) error {
@@ -266,47 +272,69 @@ func extractArchive(ctx context.Context, v Volume, dir string, plan *archivePlan
 	}
 	var expanded int64
 	for _, f := range plan.files {
-		data, err := readEntry(f, lim)
-		if err != nil {
-			return err
-		}
-		expanded += int64(len(data))
-		if expanded > lim.maxExpanded {
-			return &ArchiveError{Problem: ArchiveTooLarge, Entry: f.Name,
-				Detail: fmt.Sprintf("entries expand to more than %d bytes in all", lim.maxExpanded)}
-		}
 		if err := mkdir(path.Dir(f.Name)); err != nil {
 			return err
 		}
-		if err := v.WriteFile(ctx, path.Join(dir, f.Name), data); err != nil {
-			return volumeErr(ctx, "write "+path.Join(dir, f.Name), err)
+		n, err := writeEntry(ctx, v, path.Join(dir, f.Name), f)
+		if err != nil {
+			return err
+		}
+		expanded += n
+		if expanded > lim.maxExpanded {
+			return &ArchiveError{Problem: ArchiveTooLarge, Entry: f.Name,
+				Detail: fmt.Sprintf("entries expand to more than %d bytes in all", lim.maxExpanded)}
 		}
 	}
 	return nil
 }
 
-func readEntry(f *zip.File, lim archiveLimits) ([]byte, error) {
+// entryReader reads an entry through a bound of one byte past its declared
+// size, and keeps what the entry's own reader said, so that a failed copy is
+// told apart from a failed write.
+type entryReader struct {
+	r    io.Reader
+	n    int64
+	rerr error
+}
+
+func (e *entryReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.n += int64(n)
+	if err != nil && err != io.EOF {
+		e.rerr = err
+	}
+	return n, err
+}
+
+// writeEntry writes the zip entry f to name on v and returns its size. The
+// staging directory it writes to is abandoned on any error, so a torn file
+// is never seen.
+func writeEntry(ctx context.Context, v Volume, name string, f *zip.File) (int64, error) {
 	rc, err := f.Open()
 	if err != nil {
-		return nil, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name, Detail: "cannot open entry", Err: err}
+		return 0, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name, Detail: "cannot open entry", Err: err}
 	}
 	defer rc.Close()
 	declared := int64(f.UncompressedSize64)
-	data, err := io.ReadAll(io.LimitReader(rc, declared+1))
+	er := &entryReader{r: io.LimitReader(rc, declared+1)}
+	werr := writeStream(ctx, v, name, er)
+	err = er.rerr
 	// archive/zip answers ErrFormat for an entry expanding past its declared
 	// size; without a data descriptor (flag bit 3) that is the only cause.
-	overflow := int64(len(data)) > declared || errors.Is(err, zip.ErrFormat) && f.Flags&0x8 == 0
+	overflow := er.n > declared || errors.Is(err, zip.ErrFormat) && f.Flags&0x8 == 0
 	switch {
 	case overflow:
-		return nil, &ArchiveError{Problem: ArchiveSuspiciousRatio, Entry: f.Name,
+		return 0, &ArchiveError{Problem: ArchiveSuspiciousRatio, Entry: f.Name,
 			Detail: fmt.Sprintf("expands beyond the %d bytes its header declares", declared)}
 	case errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat):
-		return nil, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name, Detail: "entry does not match its header", Err: err}
+		return 0, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name, Detail: "entry does not match its header", Err: err}
 	case err != nil:
-		return nil, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name, Detail: "cannot read entry", Err: err}
-	case int64(len(data)) != declared:
-		return nil, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name,
-			Detail: fmt.Sprintf("expands to %d bytes but its header declares %d", len(data), declared)}
+		return 0, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name, Detail: "cannot read entry", Err: err}
+	case werr != nil:
+		return 0, volumeErr(ctx, "write "+name, werr)
+	case er.n != declared:
+		return 0, &ArchiveError{Problem: ArchiveCorrupt, Entry: f.Name,
+			Detail: fmt.Sprintf("expands to %d bytes but its header declares %d", er.n, declared)}
 	}
-	return data, nil
+	return er.n, nil
 }

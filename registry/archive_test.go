@@ -35,6 +35,7 @@ func file(name string, body string) entry { return entry{name: name, body: []byt
 func TestUnsafeArchivesAreRefusedAndLeaveNothingBehind(t *testing.T) {
 	zeros := func(n int) []byte { return make([]byte, n) }
 	bomb := zeros(2 * ratioFloor)
+	incompressible := randomBytes(1 << 20)
 	// lying declares a size of its choosing; only reading the entry tells the truth.
 	lying := func(declared int, data []byte) entry {
 		body := deflated(t, data)
@@ -106,9 +107,15 @@ func TestUnsafeArchivesAreRefusedAndLeaveNothingBehind(t *testing.T) {
 			good: zipOf(t, entry{name: "a", body: zeros(2000)}, entry{name: "b", body: zeros(2000)}), problem: ArchiveTooLarge, entry: "c"},
 		{name: "decompression bomb", bad: zipOf(t, entry{name: "bomb", body: bomb}),
 			good: zipOf(t, entry{name: "bomb", body: zeros(ratioFloor)}), problem: ArchiveSuspiciousRatio, entry: "bomb"},
+		// 255 entries of 1 MiB of zeros each pass the per-entry check and
+		// together expand 256 MB from 287 KB; the whole archive is judged too.
+		// Here the shape is the same at a size a test can build.
+		{name: "many entries under the ratio floor that together expand far beyond their archive",
+			bad:  zipOf(t, entry{name: "a", body: zeros(ratioFloor / 2)}, entry{name: "b", body: zeros(ratioFloor / 2)}, entry{name: "c", body: zeros(ratioFloor / 2)}),
+			good: zipOf(t, entry{name: "a", body: zeros(ratioFloor / 2)}, entry{name: "b", body: zeros(ratioFloor / 2)}), problem: ArchiveSuspiciousRatio},
 		{name: "header that understates the expanded size",
-			bad:     zipOf(t, file("lib/first.txt", "written before the lie is found"), lying(10, zeros(1<<20))),
-			good:    zipOf(t, file("lib/first.txt", "written before the lie is found"), lying(1<<20, zeros(1<<20))),
+			bad:     zipOf(t, file("lib/first.txt", "written before the lie is found"), lying(10, incompressible)),
+			good:    zipOf(t, file("lib/first.txt", "written before the lie is found"), lying(1<<20, incompressible)),
 			problem: ArchiveSuspiciousRatio, entry: "lib/small.txt"},
 		{name: "checksum mismatch", bad: zipOf(t, file("lib/a.txt", "x"), badCRC(crc32.ChecksumIEEE([]byte("hellO")))),
 			good: zipOf(t, file("lib/a.txt", "x"), badCRC(crc32.ChecksumIEEE([]byte("hello")))), problem: ArchiveCorrupt, entry: "lib/hello.txt"},

@@ -34,21 +34,32 @@ var errCatalogClosed = errors.New("registry: the package catalog is closed")
 
 // catalogPackage is what the catalog knows of one package.
 type catalogPackage struct {
+	name       string // the package's spelling: its node's name (or id)
+	path       string // its node's path
 	tier       string
-	unreadable bool // content that is not a PackageContent: the package is served to nobody
+	unreadable bool // content that is not a PackageContent, or two nodes for one package: served to nobody
 }
 
 // catalogState is one version of the catalog: a value, never modified once
 // published.
 type catalogState struct {
 	version  uint64
-	packages map[string]catalogPackage // keyed by moduleKey(plugin)
+	nodes    map[string]catalogPackage // keyed by node path: what the query said
+	packages map[string]catalogPackage // keyed by moduleKey(plugin): derived from nodes
 }
 
-// lookup returns what the catalog says of plugin. A plugin without a package
-// node is at the baseline tier.
+// lookup returns what the catalog says of plugin, compared without case. A
+// plugin without a package node is not known, and a package whose tier is
+// not known is served to nobody: it comes back unreadable, so that the
+// index leaves it out and a download refuses it. Fail closed: a bundle
+// whose package node is not (yet) known here is never served at a guessed
+// tier.
 func (c *catalogState) lookup(plugin string) catalogPackage {
-	return c.packages[moduleKey(plugin)]
+	p, ok := c.packages[moduleKey(plugin)]
+	if !ok {
+		return catalogPackage{name: plugin, unreadable: true}
+	}
+	return p
 }
 
 // catalogHealth is what /healthz and the metrics report of the catalog.
@@ -77,8 +88,13 @@ type catalog struct {
 	since   time.Time
 	attempt uint64 // frames of an older subscription are ignored
 	sub     rx.Subscription
-	timer   rx.Subscription
-	closed  bool
+	feed    rx.Subscription // the store's change feed state, when it reports one
+
+	// feedDown: the store's change feed is down, so the live query may miss
+	// changes; the catalog is incomplete until a full answer after it is back.
+	feedDown bool
+	timer    rx.Subscription
+	closed   bool
 
 	// Test seam, set by this package's tests before first use: told when a
 	// reader starts waiting for the first Initial.
@@ -135,15 +151,15 @@ func (c *catalog) apply(attempt uint64, ch mesh.Change) {
 		c.mu.Unlock()
 		return
 	}
-	next := &catalogState{packages: map[string]catalogPackage{}}
+	next := &catalogState{nodes: map[string]catalogPackage{}}
 	if c.state != nil {
 		next.version = c.state.version
 	}
 	next.version++
 	replace := ch.Kind == mesh.Initial || ch.Kind == mesh.Reset
 	if !replace && c.state != nil {
-		for k, v := range c.state.packages {
-			next.packages[k] = v
+		for k, v := range c.state.nodes {
+			next.nodes[k] = v
 		}
 	}
 	if !replace && c.state == nil {
@@ -154,21 +170,36 @@ func (c *catalog) apply(attempt uint64, ch mesh.Change) {
 	}
 	var unreadable []string
 	for _, n := range ch.Items {
-		key := moduleKey(n.ID)
 		if ch.Kind == mesh.Removed {
-			delete(next.packages, key)
+			delete(next.nodes, n.Path)
 			continue
 		}
 		p, err := decodePackage(n)
 		if err != nil {
 			unreadable = append(unreadable, fmt.Sprintf("%s: %v", n.Path, err))
 		}
+		next.nodes[n.Path] = p
+	}
+	next.packages = make(map[string]catalogPackage, len(next.nodes))
+	for _, p := range next.nodes {
+		key := moduleKey(p.name)
+		if prev, had := next.packages[key]; had {
+			// Two nodes whose names differ only in case are one package
+			// with two tiers: serve it to nobody rather than pick one.
+			if prev.path != "" {
+				unreadable = append(unreadable, fmt.Sprintf("%s and %s name one package", prev.path, p.path))
+			}
+			p = catalogPackage{name: prev.name, unreadable: true}
+		}
 		next.packages[key] = p
 	}
-	recovered := !c.live && c.state != nil && ch.Kind == mesh.Initial
+	// A full answer makes the catalog complete again, unless the store's
+	// change feed is down (then frames may be missing from here on).
+	full := ch.Kind == mesh.Initial || ch.Kind == mesh.Reset
+	recovered := !c.live && c.state != nil && full && !c.feedDown
 	first := c.state == nil
 	c.state = next
-	if ch.Kind == mesh.Initial {
+	if full && !c.feedDown {
 		c.live = true
 		c.problem = ""
 		c.since = time.Time{}
@@ -177,7 +208,7 @@ func (c *catalog) apply(attempt uint64, ch mesh.Change) {
 	c.mu.Unlock()
 
 	for _, u := range unreadable {
-		c.log.Warn("registry: a package node's content is not a package; the package is served to nobody until it is fixed",
+		c.log.Warn("registry: a package node cannot be used (its content is not a package, or another node names the same package); the package is served to nobody until it is fixed",
 			slog.String("problem", u))
 	}
 	if recovered {
@@ -223,6 +254,46 @@ func (c *catalog) failed(attempt uint64, err error) {
 	c.mu.Unlock()
 }
 
+// watchFeed follows the store's change feed state (nil while connected, why
+// not while down): while it is down the catalog is not complete, because the
+// live query hears of no change; it is complete again at the next full
+// answer (the Reset the store sends every live query once the feed is back).
+func (c *catalog) watchFeed(feed rx.Observable[error]) {
+	if feed == nil {
+		return
+	}
+	sub := feed.Subscribe(rx.NewObserver(func(down error) { c.feedState(down) }, nil, nil))
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		sub.Unsubscribe()
+		return
+	}
+	c.feed = sub
+	c.mu.Unlock()
+}
+
+func (c *catalog) feedState(down error) {
+	c.mu.Lock()
+	wasLive := c.live
+	if down == nil {
+		c.feedDown = false
+		c.mu.Unlock()
+		return
+	}
+	c.feedDown = true
+	c.live = false
+	c.problem = "the store's change feed is down: " + down.Error()
+	if wasLive || c.since.IsZero() {
+		c.since = c.clk.Now()
+	}
+	c.mu.Unlock()
+	if wasLive {
+		c.log.Warn("registry: the store's change feed is down; packages published meanwhile are withheld until it is back",
+			slog.String("query", c.query), slog.String("error", down.Error()))
+	}
+}
+
 // read answers the current state at once, or waits for the first Initial.
 // The caller bounds the wait.
 func (c *catalog) read() rx.Observable[*catalogState] {
@@ -250,6 +321,19 @@ func (c *catalog) current() (*catalogState, bool) {
 	return c.state, c.state != nil
 }
 
+// Complete reports whether the catalog knows every package's tier now: its
+// first answer has arrived and its live query is running. While it is not,
+// reason says why; packages it does not know are withheld from every index
+// and download, and /readyz should say so.
+func (c *catalog) Complete() (complete bool, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != nil && c.live {
+		return true, ""
+	}
+	return false, c.problem
+}
+
 // health reports whether the catalog is live.
 func (c *catalog) health() catalogHealth {
 	c.mu.Lock()
@@ -266,11 +350,14 @@ func (c *catalog) close() {
 		return
 	}
 	c.closed = true
-	sub, timer, first, waiting := c.sub, c.timer, c.first, c.state == nil
-	c.sub, c.timer = nil, nil
+	sub, timer, feed, first, waiting := c.sub, c.timer, c.feed, c.first, c.state == nil
+	c.sub, c.timer, c.feed = nil, nil, nil
 	c.mu.Unlock()
 	if sub != nil {
 		sub.Unsubscribe()
+	}
+	if feed != nil {
+		feed.Unsubscribe()
 	}
 	if timer != nil {
 		timer.Unsubscribe()
@@ -284,18 +371,26 @@ func (c *catalog) close() {
 // unreadable, so that its package is served to nobody rather than at a
 // guessed tier.
 func decodePackage(n mesh.Node) (catalogPackage, error) {
+	name := n.Name
+	if ValidateModuleName(name) != nil || moduleKey(name) != moduleKey(n.ID) {
+		name = n.ID
+	}
+	p := catalogPackage{name: name, path: n.Path}
 	if len(n.Content) == 0 {
-		return catalogPackage{}, nil
+		return p, nil
 	}
 	var c PackageContent
 	if err := json.Unmarshal(n.Content, &c); err != nil {
-		return catalogPackage{unreadable: true}, fmt.Errorf("content is not {\"tier\": ...}: %w", err)
+		p.unreadable = true
+		return p, fmt.Errorf("content is not {\"tier\": ...}: %w", err)
 	}
 	tier, err := canonicalTier(c.Tier)
 	if err != nil {
-		return catalogPackage{unreadable: true}, err
+		p.unreadable = true
+		return p, err
 	}
-	return catalogPackage{tier: tier}, nil
+	p.tier = tier
+	return p, nil
 }
 
 // tierError reports a package tier that cannot be used.

@@ -43,12 +43,11 @@ func TestAPackageTierChangeReachesTheIndexThroughTheLiveQuery(t *testing.T) {
 	idx, _ = f.index(key)
 	assert.Equal(t, map[string]string{"A": "1.0.0"}, listed(idx))
 
-	// Removing the node puts the package back at the baseline.
-	_, err = f.store.Put(t.Context(), packageNode("A", `{"tier":"enterprise"}`))
-	require.NoError(t, err)
+	// Removing the node withholds the package: a tier that is not known is
+	// never guessed as the baseline.
 	require.NoError(t, f.store.Delete(t.Context(), DefaultSource+"/A"))
 	idx, _ = f.index(key)
-	assert.Equal(t, map[string]string{"A": "1.0.0"}, listed(idx))
+	assert.Empty(t, listed(idx))
 }
 
 func TestAPackageWhoseNodeCannotBeReadIsServedToNobody(t *testing.T) {
@@ -112,4 +111,28 @@ func TestAnUnavailableCatalogServesItsLastKnownStateAndSaysSo(t *testing.T) {
 	assert.Equal(t, map[string]string{"B": "1.0.0"}, listed(idx))
 	assert.Equal(t, http.StatusOK, f.do(request{path: HealthPath}).status)
 	assert.Len(t, f.logs.matching(slog.LevelInfo, "package catalog is live again"), 1, "one line on recovery")
+}
+
+func TestTwoPackageNodesWhoseNamesDifferOnlyInCaseAreOnePackageServedToNobody(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.publish("Sec.Ent", "1.0.0", "enterprise")
+	key := f.instance("acme", "enterprise", "Plugins/*")
+	idx, _ := f.index(key)
+	require.Equal(t, map[string]string{"Sec.Ent": "1.0.0"}, listed(idx), "control: one node, served at its tier")
+
+	// A second node under another spelling (written before identities were
+	// compared without case) gives the package two tiers: neither is guessed.
+	_, err := f.store.Put(t.Context(), packageNode("sec.ent", `{"tier":""}`))
+	require.NoError(t, err)
+	idx, _ = f.index(key)
+	assert.Empty(t, idx.Bundles)
+	assert.Equal(t, http.StatusNotFound, f.do(request{path: BundlesPath + "/sec.ent/1.0.0", key: key}).status)
+
+	// Removing the stray node serves the package again at its tier.
+	require.NoError(t, f.store.Delete(t.Context(), DefaultSource+"/sec.ent"))
+	idx, _ = f.index(key)
+	assert.Equal(t, map[string]string{"Sec.Ent": "1.0.0"}, listed(idx))
+	pro := f.instance("pro-customer", "pro", "Plugins/*")
+	idx, _ = f.index(pro)
+	assert.Empty(t, idx.Bundles, "at its tier, not the stray node's")
 }

@@ -2,9 +2,12 @@ package registry
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"net"
@@ -274,22 +277,65 @@ func (c *Client) Index(ctx context.Context, etag string) (Index, string, error) 
 	return idx, resp.Header.Get("ETag"), nil
 }
 
-// Download opens the bundle of plugin at version. The caller reads and
-// closes it; reading is bounded by the download timeout.
-func (c *Client) Download(ctx context.Context, plugin, version string) (io.ReadCloser, error) {
-	if err := ValidateModuleName(plugin); err != nil {
+// Download opens the bundle an index entry lists. The caller reads and
+// closes it; reading is bounded by the download timeout. The stream is
+// verified against the sha256 the entry lists: a stream whose bytes do not
+// match ends with a *DigestError instead of io.EOF, so a caller that reads
+// to the end never takes other bytes for the listed ones. An entry without
+// a valid sha256 is refused with a *DigestError before any request, and an
+// answer whose X-Bundle-Sha256 names other bytes is refused before its body
+// is read.
+func (c *Client) Download(ctx context.Context, e IndexEntry) (io.ReadCloser, error) {
+	if err := ValidateModuleName(e.Plugin); err != nil {
 		return nil, err
 	}
-	if err := ValidateVersion(version); err != nil {
+	if err := ValidateVersion(e.Version); err != nil {
 		return nil, err
 	}
-	u := c.base.JoinPath(BundlesPath, plugin, version).String()
+	want := strings.ToLower(strings.TrimSpace(e.SHA256))
+	if !isSHA256Hex(want) {
+		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: e.SHA256}
+	}
+	u := c.base.JoinPath(BundlesPath, e.Plugin, e.Version).String()
 	resp, err := c.get(ctx, c.download, u, nil, http.StatusOK)
 	if err != nil {
 		return nil, err
 	}
-	return resp.Body, nil
+	if got := strings.ToLower(strings.TrimSpace(resp.Header.Get(BundleDigestHeader))); got != "" && got != want {
+		_ = resp.Body.Close()
+		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: want, Got: got}
+	}
+	return &verifiedBody{rc: resp.Body, h: sha256.New(), entry: e, want: want}, nil
 }
+
+// verifiedBody hashes a download as it is read and ends it with a
+// *DigestError, not io.EOF, when the bytes are not the ones listed.
+type verifiedBody struct {
+	rc    io.ReadCloser
+	h     hash.Hash
+	entry IndexEntry
+	want  string
+	err   error
+}
+
+func (b *verifiedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.rc.Read(p)
+	b.h.Write(p[:n])
+	if err == io.EOF {
+		if got := hex.EncodeToString(b.h.Sum(nil)); got != b.want {
+			err = &DigestError{Plugin: b.entry.Plugin, Version: b.entry.Version, Want: b.want, Got: got}
+		}
+	}
+	if err != nil {
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *verifiedBody) Close() error { return b.rc.Close() }
 
 // CloseIdleConnections closes the connections the client keeps open for
 // reuse.

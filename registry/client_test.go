@@ -2,6 +2,8 @@ package registry
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -275,7 +277,7 @@ func TestADownloadAsksForTheBundleByNameAndRefusesUnsafeNames(t *testing.T) {
 	srv := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(bundle) })
 	c := newTestClient(t, srv.Server, ClientOptions{})
 
-	rc, err := c.Download(boundedContext(t), "Acme.Crm", "1.2.0+build.7")
+	rc, err := c.Download(boundedContext(t), IndexEntry{Plugin: "Acme.Crm", Version: "1.2.0+build.7", SHA256: sha256Hex(bundle)})
 	require.NoError(t, err)
 	got, err := io.ReadAll(rc)
 	require.NoError(t, rc.Close())
@@ -284,7 +286,7 @@ func TestADownloadAsksForTheBundleByNameAndRefusesUnsafeNames(t *testing.T) {
 	assert.Equal(t, []string{BundlesPath + "/Acme.Crm/1.2.0+build.7"}, srv.paths)
 
 	for _, name := range [][2]string{{"../etc", "1.0"}, {"Acme.Crm", "1.0/../../x"}, {"", "1.0"}} {
-		_, err := c.Download(boundedContext(t), name[0], name[1])
+		_, err := c.Download(boundedContext(t), IndexEntry{Plugin: name[0], Version: name[1], SHA256: sha256Hex(bundle)})
 		var ne *NameError
 		require.ErrorAs(t, err, &ne, "%q", name)
 	}
@@ -292,8 +294,55 @@ func TestADownloadAsksForTheBundleByNameAndRefusesUnsafeNames(t *testing.T) {
 
 	// A download that is refused is an *HTTPError like any other call.
 	missing := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) })
-	_, err = newTestClient(t, missing.Server, ClientOptions{}).Download(boundedContext(t), "Acme.Crm", "9.9.9")
+	_, err = newTestClient(t, missing.Server, ClientOptions{}).Download(boundedContext(t), IndexEntry{Plugin: "Acme.Crm", Version: "9.9.9", SHA256: sha256Hex(bundle)})
 	var he *HTTPError
 	require.True(t, errors.As(err, &he))
 	assert.Equal(t, http.StatusNotFound, he.Status)
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func TestTheClientVerifiesTheSha256TheIndexListsForWhatItDownloads(t *testing.T) {
+	listed := randomBytes(8 << 10)
+	served := append([]byte(nil), listed...)
+	served[100] ^= 0xff // one byte changed on the way: same size, other bytes
+	srv := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(served) })
+	c := newTestClient(t, srv.Server, ClientOptions{})
+	entry := IndexEntry{Plugin: "Acme.Crm", Version: "1.0.0", SHA256: sha256Hex(listed)}
+
+	rc, err := c.Download(boundedContext(t), entry)
+	require.NoError(t, err)
+	_, err = io.ReadAll(rc)
+	require.NoError(t, rc.Close())
+	var mismatch *DigestError
+	require.ErrorAs(t, err, &mismatch, "reading to the end ends with the mismatch, not io.EOF")
+	assert.Equal(t, sha256Hex(listed), mismatch.Want)
+	assert.Equal(t, sha256Hex(served), mismatch.Got)
+
+	// An answer that names other bytes in its digest header is refused
+	// before its body is read.
+	named := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set(BundleDigestHeader, sha256Hex(served))
+		_, _ = w.Write(served)
+	})
+	_, err = newTestClient(t, named.Server, ClientOptions{}).Download(boundedContext(t), entry)
+	require.ErrorAs(t, err, &mismatch)
+
+	// An entry with no valid sha256 cannot be verified: no request is made.
+	before := srv.requests()
+	_, err = c.Download(boundedContext(t), IndexEntry{Plugin: "Acme.Crm", Version: "1.0.0", SHA256: "not-a-digest"})
+	require.ErrorAs(t, err, &mismatch)
+	assert.Equal(t, before, srv.requests())
+
+	// Control: the listed bytes read to a clean end.
+	served = listed
+	rc, err = c.Download(boundedContext(t), entry)
+	require.NoError(t, err)
+	got, err := io.ReadAll(rc)
+	require.NoError(t, rc.Close())
+	require.NoError(t, err)
+	assert.Equal(t, listed, got)
 }

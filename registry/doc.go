@@ -5,7 +5,9 @@
 //
 // A [ModuleLanding] writes each landed version into a fresh, immutable
 // generation directory (staged, then renamed into place) and then writes an
-// immutable record of its own. Nothing is ever read, modified and written
+// immutable record of its own. A published version is immutable too: its
+// first landing claims it on the volume, the same bytes again change
+// nothing, other bytes are a [*VersionConflictError]. Nothing is ever read, modified and written
 // back: the activation list is derived from the records present, the latest
 // record per module winning. Several processes sharing one volume root are
 // replicas; record file names sort in event order, so every replica derives
@@ -37,14 +39,16 @@
 // per publication or entitlement change and kept, never built per request: a
 // request authenticates, reads the snapshot and the package catalog (one live
 // query the server owns, not one per request), and gets the document kept
-// for its entitlement, or 304. A download resolves the bundle authoritatively
-// and, when the caller may not have it, answers exactly as for a bundle that
-// does not exist.
+// for its entitlement, or 304. A download decides entitlement from the
+// catalog before it touches the volume and, when the caller may not have the
+// bundle, answers exactly as for a bundle that does not exist, after the same
+// work. A package whose tier the catalog does not know is served to nobody.
+// A publication makes its package node durable before its bundle lands.
 //
 // # Consuming
 //
 // A [Client] fetches the index and bundles with bounded attempts that honour
-// Retry-After; a [Reconciler] polls it and lands new versions, and when it
+// Retry-After, and verifies each bundle against the sha256 the index lists; a [Reconciler] polls it and lands new versions, and when it
 // cannot it leaves a mark an operator reads: its Status, a gauge, and one
 // warning per transition into failure.
 package registry

@@ -21,8 +21,15 @@ func noSuchBundle() Answer {
 }
 
 // downloadRoute serves GET /api/plugins/bundles/{plugin}/{version}:
-// authentication, the package catalog, the authoritative bundle read, the
-// entitlement check, then the bytes.
+// authentication, the package catalog and the entitlement check, then the
+// authoritative bundle read and the bytes.
+//
+// Entitlement is decided from the catalog alone, before the volume is
+// touched: a package the caller may not have and a package that does not
+// exist cost the same work (none on the volume) and get the same bytes, so
+// neither the answer nor its timing tells a caller what exists beyond what
+// it may pull. A package whose tier this replica does not know is refused
+// the same way.
 func (s *Server) downloadRoute(r *http.Request) rx.Observable[Answer] {
 	ledger := LedgerFrom(r.Context())
 	plugin, version := r.PathValue("plugin"), r.PathValue("version")
@@ -34,16 +41,13 @@ func (s *Server) downloadRoute(r *http.Request) rx.Observable[Answer] {
 		}
 		cat := InStage(s.catalog.read(), ledger, StageCatalog)
 		return rx.SelectMany(rx.Take(cat, 1), func(c *catalogState) rx.Observable[Answer] {
+			pkg := c.lookup(plugin)
+			if pkg.unreadable || !res.Allows(s.source, pkg.name, pkg.tier) {
+				return rx.Return(noSuchBundle())
+			}
 			opened := InStage(s.openBundle(hold, plugin, version), ledger, StageBundleRead)
 			return rx.Map(rx.Take(opened, 1), func(info *BundleInfo) Answer {
 				if info == nil {
-					return noSuchBundle()
-				}
-				// The record's own spelling of the name is the one a grant
-				// names; the URL may differ in case.
-				pkg := c.lookup(info.Module)
-				if pkg.unreadable || !res.Allows(s.source, info.Module, pkg.tier) {
-					hold.release()
 					return noSuchBundle()
 				}
 				return bundleAnswer(*info, hold)

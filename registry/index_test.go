@@ -236,6 +236,9 @@ func (f *fixture) settle() {
 func TestARederivationThatFindsNothingNewKeepsTheAssembledIndex(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.publish("A", "1.0.0", "")
+	// B's package node exists before another replica lands B below.
+	_, err := f.store.Put(t.Context(), packageNode("B", `{"tier":""}`))
+	require.NoError(t, err)
 	key := f.instance("acme", "pro", "Plugins/*")
 	_, first := f.index(key)
 	require.EqualValues(t, 1, f.served.Derivations())
@@ -253,7 +256,7 @@ func TestARederivationThatFindsNothingNewKeepsTheAssembledIndex(t *testing.T) {
 	// Control: a re-derivation that finds another replica's landing does
 	// assemble again, and lists it.
 	other := newLanding(t, DirVolume(f.root), LandingOptions{Replica: "other"})
-	_, err := other.Land(t.Context(), "B", "1.0.0", moduleArchive(t, "B", "1.0.0", 1))
+	_, err = other.Land(t.Context(), "B", "1.0.0", moduleArchive(t, "B", "1.0.0", 1))
 	require.NoError(t, err)
 	f.clk.Advance(f.served.Freshness())
 	f.index(key)

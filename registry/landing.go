@@ -1,12 +1,14 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path"
 	"sync"
@@ -44,8 +46,9 @@ type LandingOptions struct {
 	MaxFileSize int64
 	// MaxExpanded is the most all entries together may expand to, in bytes.
 	MaxExpanded int64
-	// MaxRatio is the largest expanded-to-compressed ratio accepted for an
-	// entry that expands to more than 1 MiB.
+	// MaxRatio is the largest expanded-to-compressed ratio accepted, for an
+	// entry that expands to more than 1 MiB and for the archive as a whole
+	// once its entries expand to more than 1 MiB together.
 	MaxRatio int64
 	// Replica names this process in records and logs; default a random id.
 	Replica string
@@ -142,39 +145,105 @@ func NewModuleLanding(v Volume, opts LandingOptions) (*ModuleLanding, error) {
 // Replica is the name this ModuleLanding writes into its records.
 func (l *ModuleLanding) Replica() string { return l.replica }
 
-// Land publishes version of module from a zip archive: its files are
-// extracted into a fresh generation directory, the archive is kept beside
-// them as the downloadable bundle, and then a Landed record is written.
-// Names and the archive are checked before the landing lane is taken; a
-// refused landing returns a *NameError or *ArchiveError, leaves nothing
-// behind and does not change the activation.
+// Land publishes version of module from a zip archive held in memory; see
+// LandArchive.
 func (l *ModuleLanding) Land(ctx context.Context, module, version string, archive []byte) (Record, error) {
-	if err := ValidateModuleName(module); err != nil {
-		return Record{}, err
-	}
-	if err := ValidateVersion(version); err != nil {
-		return Record{}, err
-	}
-	plan, err := planArchive(archive, l.limits)
-	if err != nil {
-		l.log.Warn("archive refused", "module", module, "version", version, "err", err)
-		return Record{}, err
-	}
-	return l.onLane(ctx, "landing "+module+"@"+version, func() (Record, error) {
-		return l.land(ctx, module, version, archive, plan)
-	})
+	rec, _, err := l.LandArchive(ctx, module, version, bytes.NewReader(archive), int64(len(archive)))
+	return rec, err
 }
 
-func (l *ModuleLanding) land(ctx context.Context, module, version string, archive []byte, plan *archivePlan) (Record, error) {
+// LandArchive publishes version of module from a zip archive of size bytes:
+// its files are extracted into a fresh generation directory, the archive is
+// copied beside them as the downloadable bundle, and then a Landed record is
+// written. The archive is read through archive, never held whole in memory
+// (on a Volume that is a StreamingVolume).
+//
+// A published version is immutable. The first landing of a version claims
+// it on the volume (a directory renamed into place, which fails when the
+// claim exists, so of concurrent landings on any replica exactly one
+// claims); landing the same bytes again returns the existing record with
+// created false and writes nothing; other bytes are refused with a
+// *VersionConflictError naming the sha256 the version holds. Module names
+// are compared without case: the first spelling landed is kept.
+//
+// Names and the archive are checked before the landing lane is taken; a
+// refused landing returns a *NameError or *ArchiveError, leaves nothing
+// behind and does not change the activation. After a landing, generations
+// of the module that no record since its last removal references (left by
+// landings that failed, or before a removal) are deleted once older than
+// GenerationGrace.
+func (l *ModuleLanding) LandArchive(ctx context.Context, module, version string, archive io.ReaderAt, size int64) (rec Record, created bool, err error) {
+	if err := ValidateModuleName(module); err != nil {
+		return Record{}, false, err
+	}
+	if err := ValidateVersion(version); err != nil {
+		return Record{}, false, err
+	}
+	plan, err := planArchive(archive, size, l.limits)
+	if err != nil {
+		l.log.Warn("archive refused", "module", module, "version", version, "err", err)
+		return Record{}, false, err
+	}
+	sum, err := digest(archive, size)
+	if err != nil {
+		return Record{}, false, &ArchiveError{Problem: ArchiveCorrupt, Detail: "reading the archive failed", Err: err}
+	}
+	rec, err = l.onLane(ctx, "landing "+module+"@"+version, func() (Record, error) {
+		r, c, err := l.land(ctx, module, version, archive, size, sum, plan)
+		created = c
+		return r, err
+	})
+	return rec, created, err
+}
+
+// digest is the hex SHA-256 of the size bytes of r.
+func digest(r io.ReaderAt, size int64) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (l *ModuleLanding) land(ctx context.Context, module, version string, archive io.ReaderAt, size int64, sum string, plan *archivePlan) (Record, bool, error) {
 	key := moduleKey(module)
+	latest, found, bad, err := l.scan.latest(ctx, key, nil)
+	l.reportUnreadable(bad)
+	if err != nil {
+		return Record{}, false, err
+	}
+	if found {
+		module = latest.Module // the first spelling is the module's name
+	}
 	gen, landedAt := l.stamp()
-	sum := sha256.Sum256(archive)
+	claimed, err := l.claimVersion(ctx, key, module, version, gen, sum)
+	if err != nil {
+		return Record{}, false, err
+	}
+	if !claimed {
+		// The version holds these bytes already: answer its record if one
+		// since the last removal serves them.
+		prev, ok, bad, err := l.scan.latest(ctx, key, func(r Record) bool {
+			return r.State.Served() && r.Version == version && r.SHA256 == sum
+		})
+		l.reportUnreadable(bad)
+		if err != nil {
+			return Record{}, false, err
+		}
+		if ok {
+			l.log.Info("module version already landed with these bytes; nothing written",
+				"module", module, "version", version, "generation", prev.Generation)
+			return prev, false, nil
+		}
+		// Claimed with these bytes but never recorded (a landing that failed
+		// part way) or given up by a removal: land them again.
+	}
 	rec := Record{
 		Module: module, State: Landed, Version: version, Generation: gen,
-		SHA256: hex.EncodeToString(sum[:]), Size: int64(len(archive)), LandedAt: landedAt,
+		SHA256: sum, Size: size, LandedAt: landedAt,
 	}
 	var written Record
-	placeBytes := func() error { return l.placeBytes(ctx, key, gen, archive, plan) }
+	placeBytes := func() error { return l.placeBytes(ctx, key, gen, archive, size, plan) }
 	record := func() (err error) {
 		written, err = l.writeRecord(ctx, rec)
 		return err
@@ -183,26 +252,34 @@ func (l *ModuleLanding) land(ctx context.Context, module, version string, archiv
 	if l.recordBeforeBytes {
 		steps[0], steps[1] = record, placeBytes
 	}
+	unclaim := func() {
+		if claimed {
+			l.removeQuietly(ctx, versionClaimDir(key, version))
+		}
+	}
 	if err := steps[0](); err != nil {
+		unclaim()
 		l.log.Warn("landing failed; nothing was recorded", "module", module, "version", version, "err", err)
-		return Record{}, err
+		return Record{}, false, err
 	}
 	if l.park != nil {
 		l.park(ctx, rec)
 	}
 	if err := steps[1](); err != nil {
+		unclaim()
 		l.log.Warn("landing failed after its bytes were placed; the generation is unrecorded and never served",
 			"module", module, "version", version, "generation", generationDir(key, gen), "err", err)
-		return Record{}, err
+		return Record{}, false, err
 	}
 	l.log.Info("module landed", "module", module, "version", version, "generation", gen,
-		"files", len(plan.files), "bytes", len(archive), "record", written.ID)
-	return written, nil
+		"files", len(plan.files), "bytes", size, "record", written.ID)
+	l.collectGenerations(ctx, key)
+	return written, true, nil
 }
 
 // placeBytes extracts into a staging directory and renames it into place, so
 // that a generation directory only ever exists complete.
-func (l *ModuleLanding) placeBytes(ctx context.Context, key, gen string, archive []byte, plan *archivePlan) error {
+func (l *ModuleLanding) placeBytes(ctx context.Context, key, gen string, archive io.ReaderAt, size int64, plan *archivePlan) error {
 	stage := path.Join(stagingDir, gen)
 	files := path.Join(stage, filesName)
 	if err := l.v.MkdirAll(ctx, files); err != nil {
@@ -211,7 +288,7 @@ func (l *ModuleLanding) placeBytes(ctx context.Context, key, gen string, archive
 	if err := extractArchive(ctx, l.v, files, plan, l.limits); err != nil {
 		return l.abandon(ctx, stage, err)
 	}
-	if err := l.v.WriteFile(ctx, path.Join(stage, bundleName), archive); err != nil {
+	if err := writeStream(ctx, l.v, path.Join(stage, bundleName), io.NewSectionReader(archive, 0, size)); err != nil {
 		return l.abandon(ctx, stage, volumeErr(ctx, "write bundle", err))
 	}
 	if err := l.v.MkdirAll(ctx, generationsDir(key)); err != nil {
@@ -340,6 +417,21 @@ func (l *ModuleLanding) writeState(ctx context.Context, rec Record) (Record, err
 	}
 	l.log.Info("module "+string(r.State), "module", r.Module, "version", r.Version, "record", r.ID)
 	return r, nil
+}
+
+// spelling returns the name module was first landed under (compared
+// without case), or module itself when it has no records.
+func (l *ModuleLanding) spelling(ctx context.Context, module string) (string, error) {
+	name := module
+	err := l.onReadPool(ctx, "spelling of "+module, func() error {
+		rec, found, bad, err := l.scan.latest(ctx, moduleKey(module), nil)
+		l.reportUnreadable(bad)
+		if found {
+			name = rec.Module
+		}
+		return err
+	})
+	return name, err
 }
 
 // onLane runs write on the landing lane, one write at a time.

@@ -2,7 +2,9 @@ package registry
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -78,9 +80,8 @@ func TestMetricsExposeStagesRefusalsRequestsDerivationsAndSnapshotAge(t *testing
 	f.clk.Advance(auth.DefaultReadBudget)
 	require.Equal(t, http.StatusServiceUnavailable, receive(t, replies, "the refusal").status)
 
-	got := f.do(request{path: MetricsPath})
-	require.Equal(t, http.StatusOK, got.status)
-	text := string(got.body)
+	got := f.scrape()
+	text := string(got)
 	for _, line := range []string{
 		`meshrx_registry_requests_total{route="index",status="200"} 2`,
 		`meshrx_registry_requests_total{route="index",status="401"} 1`,
@@ -121,4 +122,28 @@ func TestTheMetricsAreTheServersOwnAndLeaveWithIt(t *testing.T) {
 	s, err := NewServer(ServerOptions{Landing: f.landing, Served: f.served, Auth: f.server.auth, Mesh: f.mesh, Metrics: f.metrics, Clock: f.clk})
 	require.NoError(t, err)
 	require.NoError(t, s.Close(t.Context()))
+}
+
+// scrape reads /metrics from the server's metrics handler, on a server of
+// its own as a deployment serves it.
+func (f *fixture) scrape() []byte {
+	f.t.Helper()
+	srv := httptest.NewServer(f.server.MetricsHandler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + MetricsPath)
+	require.NoError(f.t, err)
+	defer resp.Body.Close()
+	require.Equal(f.t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(f.t, err)
+	return body
+}
+
+func TestMetricsAreNotServedByThePublicHandler(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	got := f.do(request{path: MetricsPath})
+	assert.Equal(t, http.StatusNotFound, got.status, "the public listener has no /metrics")
+	assert.NotContains(t, string(got.body), "meshrx_registry")
+	// Control: the metrics handler serves them.
+	assert.Contains(t, string(f.scrape()), "meshrx_registry_catalog_available")
 }

@@ -8,39 +8,48 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/meshrx/meshrx/auth"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
 )
 
+// DefaultUploadSlots is how many publications may upload at once when
+// ServerOptions.UploadSlots is zero. A publication beyond them is refused
+// with 503 and Retry-After at once, before its body is read: uploads cost
+// disk and a connection for up to the publish budget each.
+const DefaultUploadSlots = 4
+
+// uploadRetryAfter is what a publication refused for want of an upload slot
+// is told to wait.
+const uploadRetryAfter = "5"
+
+// StageUploadSlots names the budget of concurrent uploads in refusals.
+const StageUploadSlots = "publish upload slots"
+
 // upload is a publication that passed the gate: authorised, well named,
-// and read whole.
+// and spooled to disk whole.
 type upload struct {
 	plugin, version string
 	tier            string
 	tierGiven       bool
-	archive         []byte
+	spool           *spool
 }
 
 type uploadKey struct{}
 
-// refusedWith is an error answered with a given status (see Deadline).
-type refusedWith struct {
-	status int
-	err    error
-}
-
-func (e *refusedWith) Error() string   { return e.err.Error() }
-func (e *refusedWith) Unwrap() error   { return e.err }
-func (e *refusedWith) HTTPStatus() int { return e.status }
-
 // publishGate checks a publication before anything is landed: the publish
-// token (compared in constant time), the names, and the upload, read whole
+// token (compared in constant time), the names, a declared Content-Length
+// (over MaxPublishBytes is refused before a byte is read), a free upload
+// slot (else 503 with Retry-After), and the upload, streamed to a spool file
 // within the publish budget and at most MaxPublishBytes. Refusals are
 // answered here; an accepted upload goes on to the route.
 func (s *Server) publishGate(next http.Handler) http.Handler {
@@ -68,15 +77,48 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 			return
 		}
 		up.tier = tier
-		archive, refusal := s.readUpload(w, r)
+		if r.ContentLength > s.maxPublish {
+			a := tooLarge(s.maxPublish)
+			a.Header.Set("Connection", "close") // the body is not read
+			writeAnswer(w, a)
+			return
+		}
+		release, ok := s.takeUploadSlot()
+		if !ok {
+			noteRefusal(r, StageUploadSlots)
+			a := errorAnswer(http.StatusServiceUnavailable,
+				fmt.Sprintf("%s: all %d are in use; publish again later", StageUploadSlots, cap(s.uploads)))
+			a.Header.Set("Retry-After", uploadRetryAfter)
+			a.Header.Set("Connection", "close") // the body is not read
+			writeAnswer(w, a)
+			return
+		}
+		sp, refusal := s.spoolUpload(w, r, release)
 		if refusal != nil {
 			noteRefusal(r, StageUpload)
 			writeAnswer(w, *refusal)
 			return
 		}
-		up.archive = archive
+		defer sp.release()
+		up.spool = sp
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), uploadKey{}, &up)))
 	})
+}
+
+// takeUploadSlot takes one of the upload slots without waiting.
+func (s *Server) takeUploadSlot() (release func(), ok bool) {
+	select {
+	case s.uploads <- struct{}{}:
+		var once sync.Once
+		return func() { once.Do(func() { <-s.uploads }) }, true
+	default:
+		return nil, false
+	}
+}
+
+func tooLarge(limit int64) Answer {
+	return errorAnswer(http.StatusRequestEntityTooLarge,
+		fmt.Sprintf("the upload is larger than the %d bytes a bundle may have", limit))
 }
 
 // publishAuthorized compares the bearer token with the publish token in
@@ -91,97 +133,241 @@ func (s *Server) publishAuthorized(header string) bool {
 	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
-// readUpload reads the request body whole, as the ledger stage "publish
-// upload", bounded by what is left of the publish budget (a read deadline
-// on the connection) and by MaxPublishBytes.
-func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) ([]byte, *Answer) {
+// spoolUpload streams the request body to a spool file, as the ledger stage
+// "publish upload", bounded by what is left of the publish budget (a read
+// deadline on the connection) and by MaxPublishBytes. Memory stays at one
+// copy buffer whatever the upload's size. release gives back the upload
+// slot; it runs when the spool is released, or now on a refusal.
+//
+// An upload that stalls is answered 408 and its connection closed: the
+// read deadline is left expired, so the server does not wait on the rest of
+// a body that is not coming (clearing it would hold the connection, and a
+// graceful shutdown, for as long as the client likes).
+func (s *Server) spoolUpload(w http.ResponseWriter, r *http.Request, release func()) (*spool, *Answer) {
 	ledger := LedgerFrom(r.Context())
 	stage := ledger.Enter(StageUpload)
 	defer stage.Finish()
+	refuse := func(a Answer) (*spool, *Answer) {
+		release()
+		return nil, &a
+	}
+	f, err := os.CreateTemp(s.spoolDir, "meshrx-upload-*.zip")
+	if err != nil {
+		s.log.Error("registry: cannot create an upload spool file", slog.String("dir", s.spoolDir), slog.String("error", err.Error()))
+		return refuse(errorAnswer(http.StatusServiceUnavailable, StageUpload+": the registry cannot spool uploads now"))
+	}
+	sp := &spool{f: f, refs: 1, done: release}
 	remaining := s.publishBudget - ledger.Elapsed()
 	rc := http.NewResponseController(w)
 	// The read deadline is wall time: it bounds a blocking read, which no
 	// virtual clock can interrupt. Not every ResponseWriter supports it
 	// (then the server's ReadTimeout is the bound).
-	if err := rc.SetReadDeadline(time.Now().Add(remaining)); err == nil {
-		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxPublish))
+	deadlineSet := rc.SetReadDeadline(time.Now().Add(remaining)) == nil
+	n, err := io.Copy(f, http.MaxBytesReader(w, r.Body, s.maxPublish))
 	if err == nil {
-		return body, nil
+		if deadlineSet {
+			_ = rc.SetReadDeadline(time.Time{}) // the body is read: the connection may be reused
+		}
+		sp.size = n
+		return sp, nil
 	}
-	var tooLarge *http.MaxBytesError
-	var a Answer
+	sp.release()
+	var big *http.MaxBytesError
 	switch {
-	case errors.As(err, &tooLarge):
-		a = errorAnswer(http.StatusRequestEntityTooLarge,
-			fmt.Sprintf("the upload is larger than the %d bytes a bundle may have", tooLarge.Limit))
+	case errors.As(err, &big):
+		return nil, ptr(tooLarge(big.Limit))
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		a = errorAnswer(http.StatusRequestTimeout,
+		a := errorAnswer(http.StatusRequestTimeout,
 			fmt.Sprintf("the upload was not received within the publish budget of %s (waiting on %s)", s.publishBudget, StageUpload))
+		a.Header.Set("Connection", "close")
+		return nil, &a
 	default:
-		a = errorAnswer(http.StatusBadRequest, "reading the upload failed: "+err.Error())
+		a := errorAnswer(http.StatusBadRequest, "reading the upload failed: "+err.Error())
+		a.Header.Set("Connection", "close")
+		return nil, &a
 	}
-	return nil, &a
 }
 
-// publishRoute lands an upload that passed the gate and records its
-// package node: POST /api/plugins/bundles/{plugin}?version=V[&tier=T].
-// The landing goes through Served, which invalidates the snapshot before it
-// answers, so this replica's next index read lists the new version.
+func ptr[T any](v T) *T { return &v }
+
+// spool is an upload on disk, removed when its last holder releases it:
+// the gate, and a landing still reading it after its request was answered.
+type spool struct {
+	f    *os.File
+	size int64
+	done func() // gives back the upload slot
+
+	mu   sync.Mutex
+	refs int
+}
+
+// hold takes another reference; false once the spool is gone.
+func (sp *spool) hold() bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.refs == 0 {
+		return false
+	}
+	sp.refs++
+	return true
+}
+
+// release drops a reference; the last one closes and removes the file.
+func (sp *spool) release() {
+	sp.mu.Lock()
+	sp.refs--
+	last := sp.refs == 0
+	sp.mu.Unlock()
+	if !last {
+		return
+	}
+	_ = sp.f.Close()
+	_ = os.Remove(sp.f.Name())
+	sp.done()
+}
+
+// publishTarget is the package a publication lands as: its canonical name
+// and the tier in effect, or the refusal that ends it.
+type publishTarget struct {
+	name, tier string
+	refusal    *Answer
+}
+
+// landing is what the landing did, or the refusal that ended it.
+type landing struct {
+	rec     Record
+	created bool
+	refusal *Answer
+}
+
+// PublishAnswer is the body of a successful publication: the record of the
+// version, the tier its package is served at, and whether this publication
+// landed it (201) or found it landed with the same bytes (200).
+type PublishAnswer struct {
+	Record
+	Tier    string `json:"tier"`
+	Created bool   `json:"created"`
+}
+
+// publishRoute lands an upload that passed the gate:
+// POST /api/plugins/bundles/{plugin}?version=V[&tier=T].
+//
+// A given tier must be one the plan ladder has (else 400 naming the known
+// ones) and the archive must pass its checks (else 400) before anything is
+// written. The package node is written first, for a package the catalog
+// does not have (an existing package, found without regard to case, keeps
+// its spelling and its tier): so a bundle becomes visible only once its
+// tier is durable, and a publication that fails leaves nothing served. The
+// landing then goes through Served, which invalidates the snapshot before it
+// answers, so this replica's next index read lists the new version. A
+// version published before answers 200 for the same bytes and 409 naming
+// its sha256 for others.
 func (s *Server) publishRoute(r *http.Request) rx.Observable[Answer] {
 	ledger := LedgerFrom(r.Context())
 	up, ok := r.Context().Value(uploadKey{}).(*upload)
 	if !ok {
 		return rx.Throw[Answer](errors.New("registry: the publish route ran without its gate"))
 	}
-	landed := InStage(background(func(ctx context.Context) (Record, error) {
-		rec, err := s.served.Land(ctx, up.plugin, up.version, up.archive)
-		var badArchive *ArchiveError
-		var badName *NameError
-		if errors.As(err, &badArchive) || errors.As(err, &badName) {
-			return rec, &refusedWith{status: http.StatusBadRequest, err: err}
+	target := InStage(background(func(ctx context.Context) (publishTarget, error) {
+		return s.publishTarget(ctx, up)
+	}), ledger, StagePackageNode)
+	return rx.SelectMany(rx.Take(target, 1), func(t publishTarget) rx.Observable[Answer] {
+		if t.refusal != nil {
+			return rx.Return(*t.refusal)
 		}
-		return rec, err
-	}), ledger, StageLanding)
-	return rx.SelectMany(rx.Take(landed, 1), func(rec Record) rx.Observable[Answer] {
-		node := InStage(s.writePackageNode(rec, up), ledger, StagePackageNode)
-		return rx.Map(rx.Take(node, 1), func(struct{}) Answer {
-			a := jsonAnswer(http.StatusCreated, rec)
-			a.Header.Set("Location", BundlesPath+"/"+url.PathEscape(rec.Module)+"/"+url.PathEscape(rec.Version))
+		landed := InStage(background(func(ctx context.Context) (landing, error) {
+			if !up.spool.hold() {
+				return landing{}, errors.New("registry: the upload was released before it could land")
+			}
+			defer up.spool.release()
+			rec, created, err := s.served.LandArchive(ctx, t.name, up.version, up.spool.f, up.spool.size)
+			var conflict *VersionConflictError
+			var badArchive *ArchiveError
+			var badName *NameError
+			switch {
+			case errors.As(err, &conflict):
+				return landing{refusal: ptr(errorAnswer(http.StatusConflict, conflict.Error()))}, nil
+			case errors.As(err, &badArchive) || errors.As(err, &badName):
+				return landing{refusal: ptr(errorAnswer(http.StatusBadRequest, err.Error()))}, nil
+			case err != nil:
+				return landing{}, err
+			}
+			return landing{rec: rec, created: created}, nil
+		}), ledger, StageLanding)
+		return rx.Map(rx.Take(landed, 1), func(l landing) Answer {
+			if l.refusal != nil {
+				return *l.refusal
+			}
+			status := http.StatusOK
+			if l.created {
+				status = http.StatusCreated
+			}
+			a := jsonAnswer(status, PublishAnswer{Record: l.rec, Tier: t.tier, Created: l.created})
+			a.Header.Set("Location", BundlesPath+"/"+url.PathEscape(l.rec.Module)+"/"+url.PathEscape(l.rec.Version))
 			return a
 		})
 	})
 }
 
-// writePackageNode records the package in the catalog: with the tier the
-// publication gave, or, when it gave none, the baseline for a package the
-// catalog does not know yet (an existing package keeps its tier, so that
-// republishing never widens a licence by accident).
-func (s *Server) writePackageNode(rec Record, up *upload) rx.Observable[struct{}] {
-	path := mesh.JoinPath(s.source, rec.Module)
-	return background(func(ctx context.Context) (struct{}, error) {
-		if !up.tierGiven {
-			_, err := rx.First(ctx, s.mesh.Get(path))
-			switch {
-			case err == nil:
-				return struct{}{}, nil
-			case !errors.Is(err, rx.ErrEmpty):
-				return struct{}{}, landedButNot(rec, "reading its package node", err)
-			}
+// publishTarget checks the tier and the archive and makes the package's
+// node durable: it finds the package's node without regard to case (one
+// bounded read of the package nodes, authoritative, not the catalog's
+// possibly stale state) and writes one, at the given tier, only when there
+// is none.
+func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, error) {
+	if !up.spool.hold() {
+		return publishTarget{}, errors.New("registry: the upload was released before it could be checked")
+	}
+	defer up.spool.release()
+	if up.tier != "" {
+		known, err := (&auth.Registry{Mesh: s.mesh, Clock: s.clk}).KnownPlans(ctx)
+		if err != nil {
+			return publishTarget{}, err
 		}
-		content, _ := json.Marshal(PackageContent{Tier: up.tier})
-		n := mesh.Node{Path: path, NodeType: PackageNodeType, Name: rec.Module, Content: content}
-		if _, err := s.mesh.Put(ctx, n); err != nil {
-			return struct{}{}, landedButNot(rec, "writing its package node", err)
+		if !slices.Contains(known, up.tier) {
+			return publishTarget{refusal: ptr(errorAnswer(http.StatusBadRequest,
+				fmt.Sprintf("unknown tier %q; the known tiers are %s (or none, for the baseline)", up.tier, strings.Join(known, ", "))))}, nil
 		}
-		return struct{}{}, nil
-	})
-}
-
-func landedButNot(rec Record, what string, err error) error {
-	return fmt.Errorf("registry: %s@%s landed (generation %s) but %s failed; publish it again: %w",
-		rec.Module, rec.Version, rec.Generation, what, err)
+	}
+	if _, err := planArchive(up.spool.f, up.spool.size, s.landing.limits); err != nil {
+		return publishTarget{refusal: ptr(errorAnswer(http.StatusBadRequest, err.Error()))}, nil
+	}
+	initial := rx.Take(rx.Filter(s.mesh.Query(s.catalog.query), func(c mesh.Change) bool { return c.Kind == mesh.Initial }), 1)
+	ch, err := rx.First(ctx, initial)
+	if err != nil {
+		return publishTarget{}, fmt.Errorf("registry: reading the package nodes before publishing %s@%s failed; nothing was published: %w", up.plugin, up.version, err)
+	}
+	var found []mesh.Node
+	for _, n := range ch.Items {
+		if moduleKey(n.ID) == moduleKey(up.plugin) {
+			found = append(found, n)
+		}
+	}
+	switch len(found) {
+	case 0:
+	case 1:
+		p, err := decodePackage(found[0])
+		if err != nil {
+			// Its bundles are served to nobody until the node is fixed;
+			// publishing more of them would only hide that.
+			return publishTarget{refusal: ptr(errorAnswer(http.StatusConflict,
+				fmt.Sprintf("the package node %s cannot be used (%v); fix or remove it before publishing", found[0].Path, err)))}, nil
+		}
+		return publishTarget{name: p.name, tier: p.tier}, nil
+	default:
+		return publishTarget{refusal: ptr(errorAnswer(http.StatusConflict,
+			fmt.Sprintf("the package nodes %s and %s name one package (names are compared without case); remove one before publishing", found[0].Path, found[1].Path)))}, nil
+	}
+	name, err := s.landing.spelling(ctx, up.plugin)
+	if err != nil {
+		return publishTarget{}, err
+	}
+	content, _ := json.Marshal(PackageContent{Tier: up.tier})
+	n := mesh.Node{Path: mesh.JoinPath(s.source, name), NodeType: PackageNodeType, Name: name, Content: content}
+	if _, err := s.mesh.Put(ctx, n); err != nil {
+		return publishTarget{}, fmt.Errorf("registry: writing the package node of %s failed; nothing was published, publish it again: %w", name, err)
+	}
+	return publishTarget{name: name, tier: up.tier}, nil
 }
 
 // background runs work on its own goroutine, bounded by the subscription:

@@ -127,13 +127,15 @@ func (s *Server) snapshotCheck() rx.Observable[*notReady] {
 	})
 }
 
-// catalogCheck fails while the package catalog's live query is down.
+// catalogCheck fails while the package catalog is incomplete: its live
+// query (or the store's change feed) is down, so packages whose tier is not
+// known are withheld.
 func (s *Server) catalogCheck() rx.Observable[*notReady] {
 	h := s.catalog.health()
-	if h.available {
+	if complete, _ := s.catalog.Complete(); complete {
 		return rx.Return[*notReady](nil)
 	}
-	reason := "the package catalog's live query is down"
+	reason := "the package catalog is incomplete (its live query or the store's change feed is down): packages whose tier is not known are withheld"
 	if !h.ready {
 		reason = "the package catalog has not answered yet"
 	}

@@ -324,7 +324,11 @@ func (r *Reconciler) install(ctx context.Context, cfg reconcilerConfig, e IndexE
 	if !isSHA256Hex(want) {
 		return fail("verify", &DigestError{Plugin: e.Plugin, Version: e.Version, Want: e.SHA256})
 	}
-	body, err := r.Client.Download(ctx, e.Plugin, e.Version)
+	body, err := r.Client.Download(ctx, e)
+	var digest *DigestError
+	if errors.As(err, &digest) {
+		return fail("verify", err)
+	}
 	if err != nil {
 		return fail("download", err)
 	}
@@ -342,6 +346,9 @@ func (r *Reconciler) install(ctx context.Context, cfg reconcilerConfig, e IndexE
 	}()
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(body, cfg.maxBytes+1))
+	if errors.As(err, &digest) {
+		return fail("verify", err)
+	}
 	if err != nil {
 		return fail("download", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -391,6 +392,16 @@ func (s *ServedActivation) invalidate() {
 // Land lands a module version (see ModuleLanding.Land) and invalidates the snapshot.
 func (s *ServedActivation) Land(ctx context.Context, module, version string, archive []byte) (Record, error) {
 	return s.write(s.landing.Land(ctx, module, version, archive))
+}
+
+// LandArchive lands a module version from an archive read in place (see
+// ModuleLanding.LandArchive) and invalidates the snapshot when it wrote one.
+func (s *ServedActivation) LandArchive(ctx context.Context, module, version string, archive io.ReaderAt, size int64) (Record, bool, error) {
+	rec, created, err := s.landing.LandArchive(ctx, module, version, archive, size)
+	if err == nil && created {
+		s.invalidate()
+	}
+	return rec, created, err
 }
 
 // Shelve shelves a module version (see ModuleLanding.Shelve) and invalidates the snapshot.

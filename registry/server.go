@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,7 +78,7 @@ type ServerOptions struct {
 	Logger *slog.Logger
 	// Metrics is where the server registers its collectors (they are
 	// unregistered by Close). Nil gives the server a registry of its own.
-	// GET /metrics serves it when it is also a prometheus.Gatherer.
+	// MetricsHandler serves it when it is also a prometheus.Gatherer.
 	Metrics prometheus.Registerer
 	// IndexBudget bounds the index and the health check's answer, from
 	// arrival. Default IndexBudget (25s).
@@ -90,6 +91,12 @@ type ServerOptions struct {
 	PublishBudget time.Duration
 	// MaxPublishBytes refuses larger uploads with 413. Default DefaultMaxArchive.
 	MaxPublishBytes int64
+	// UploadSlots bounds the publications uploading at once; one beyond is
+	// refused with 503 and Retry-After. Default DefaultUploadSlots.
+	UploadSlots int
+	// SpoolDir is where uploads are streamed to before they land. Default
+	// os.TempDir().
+	SpoolDir string
 	// Version is what GET /api/version reports.
 	Version string
 	// PublicURL is the absolute http(s) URL the registry is reached at,
@@ -100,6 +107,12 @@ type ServerOptions struct {
 	// IndexCacheSize bounds the assembled index documents kept. Default
 	// DefaultIndexCacheSize.
 	IndexCacheSize int
+	// Feed reports the state of Mesh's change feed, when the store has one
+	// that can drop (pgstore: its Feed, mapped to FeedState.Err when not
+	// Connected): nil while it is connected, why while it is down. While it
+	// is down the package catalog is incomplete (see Complete), and a
+	// package it has not heard of is withheld. Nil: the feed does not drop.
+	Feed rx.Observable[error]
 	// CatalogRetry is the wait before the package catalog's live query is
 	// restarted after it failed. Default DefaultCatalogRetry.
 	CatalogRetry time.Duration
@@ -135,6 +148,8 @@ type Server struct {
 
 	indexBudget, downloadBudget, publishBudget time.Duration
 	maxPublish                                 int64
+	uploads                                    chan struct{} // upload slots
+	spoolDir                                   string
 
 	catalog   *catalog
 	readiness *readinessState
@@ -144,6 +159,8 @@ type Server struct {
 	contents  contentGenerations
 	metrics   *serverMetrics
 	handler   http.Handler
+
+	metricsHandler http.Handler
 }
 
 // NewServer checks opts, registers the metrics and starts the package
@@ -169,8 +186,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 			return nil, &ConfigError{Setting: "ServerOptions." + d.name, Value: d.v.String(), Problem: "is negative (zero takes the default)"}
 		}
 	}
-	if opts.MaxPublishBytes < 0 || opts.IndexCacheSize < 0 {
-		return nil, &ConfigError{Setting: "ServerOptions.MaxPublishBytes/IndexCacheSize", Problem: "is negative (zero takes the default)"}
+	if opts.MaxPublishBytes < 0 || opts.IndexCacheSize < 0 || opts.UploadSlots < 0 {
+		return nil, &ConfigError{Setting: "ServerOptions.MaxPublishBytes/IndexCacheSize/UploadSlots", Problem: "is negative (zero takes the default)"}
 	}
 	source := opts.Source
 	if source == "" {
@@ -194,6 +211,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		downloadBudget: orDuration(opts.DownloadBudget, DownloadBudget),
 		publishBudget:  orDuration(opts.PublishBudget, DownloadBudget),
 		maxPublish:     opts.MaxPublishBytes,
+		uploads:        make(chan struct{}, cmp.Or(opts.UploadSlots, DefaultUploadSlots)),
+		spoolDir:       opts.SpoolDir,
 		index:          newIndexCache(opts.IndexCacheSize),
 		readiness:      newReadinessState(),
 	}
@@ -221,6 +240,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.metrics = m
 	s.handler = s.routes()
 	s.catalog.start()
+	s.catalog.watchFeed(opts.Feed)
 	return s, nil
 }
 
@@ -245,7 +265,7 @@ func publicURL(raw string) (string, error) {
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
-// Handler returns the server's routes.
+// Handler returns the server's public routes; /metrics is not among them (see MetricsHandler).
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close stops the package catalog's live query and unregisters the metrics.
@@ -289,11 +309,23 @@ func (s *Server) routes() http.Handler {
 	handle(routeLive, "GET "+LivePath, healthBudget, s.liveRoute)
 	handle(routeReady, "GET "+ReadyPath, healthBudget, s.readyRoute)
 	handle(routeHealth, "GET "+HealthPath, healthBudget, s.readyRoute) // kept: answers as /readyz
+	// /metrics is not public: it is served by MetricsHandler, on a listener of its own.
+	s.metricsHandler = http.NotFoundHandler()
 	if s.metrics.gatherer != nil {
+		public := mux
+		mux = http.NewServeMux()
 		handle(routeMetrics, "GET "+MetricsPath, s.indexBudget, s.metricsRoute)
+		s.metricsHandler, mux = mux, public
 	}
 	return mux
 }
+
+// MetricsHandler serves GET /metrics (when the server's Metrics is also a
+// prometheus.Gatherer). It is not part of Handler: per-route stage timings
+// help tell apart answers that are otherwise identical, so they belong on a
+// listener that is not public (examples/registry: -metrics-addr, loopback by
+// default).
+func (s *Server) MetricsHandler() http.Handler { return s.metricsHandler }
 
 // authenticated runs next for an authenticated caller and answers the
 // others: 401 for no usable key, 503 with Retry-After for "could not find

@@ -82,7 +82,7 @@ func (m *watchedMesh) reads() (gets, queries int64) { return m.gets.Load(), m.qu
 type fixture struct {
 	t       testing.TB
 	clk     *rxtest.Clock
-	store   *memstore.Store
+	store   mesh.Service
 	mesh    *watchedMesh
 	volume  *CountedVolume
 	root    string
@@ -96,6 +96,8 @@ type fixture struct {
 }
 
 type fixtureOptions struct {
+	store  mesh.Service         // the mesh, when not a fresh memstore (the test owns it)
+	root   string               // the volume's directory, when not a fresh one (a replica's)
 	volume func(Volume) Volume  // wraps the volume the landing works on
 	mesh   func(*watchedMesh)   // adjusts the mesh before the server starts
 	server func(*ServerOptions) // adjusts the server's options
@@ -103,17 +105,25 @@ type fixtureOptions struct {
 
 func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 	t.Helper()
-	f := &fixture{t: t, clk: rxtest.NewClock(), root: t.TempDir(), metrics: prometheus.NewRegistry()}
-	store, err := memstore.New(memstore.Options{Clock: f.clk})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	f.store = store
+	f := &fixture{t: t, clk: rxtest.NewClock(), root: fo.root, metrics: prometheus.NewRegistry()}
+	if f.root == "" {
+		f.root = t.TempDir()
+	}
+	f.store = fo.store
+	if f.store == nil {
+		store, err := memstore.New(memstore.Options{Clock: f.clk})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = store.Close() })
+		f.store = store
+	}
+	store := f.store
 	f.mesh = &watchedMesh{Service: store}
 	f.reg = &auth.Registry{Mesh: store, Clock: f.clk}
 	for _, tier := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}, {ID: "enterprise", Rank: 2}} {
 		require.NoError(t, f.reg.SetPlanTier(t.Context(), tier))
 	}
 
+	var err error
 	f.volume = CountingVolume(DirVolume(f.root))
 	var v Volume = f.volume
 	if fo.volume != nil {

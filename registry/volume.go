@@ -2,12 +2,14 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -38,49 +40,137 @@ type Volume interface {
 	Open(ctx context.Context, name string) (io.ReadCloser, error)
 }
 
+// StreamingVolume is a Volume that can write a file from a reader, so that
+// a bundle is copied to the volume without being held in memory. A Volume
+// that is not one gets the bytes read whole and passed to WriteFile.
+type StreamingVolume interface {
+	Volume
+	// WriteFrom creates or truncates name and copies r into it. Like
+	// WriteFile it is not atomic.
+	WriteFrom(ctx context.Context, name string, r io.Reader) error
+}
+
+// writeStream writes r to name on v, streaming when v can.
+func writeStream(ctx context.Context, v Volume, name string, r io.Reader) error {
+	if sv, ok := v.(StreamingVolume); ok {
+		return sv.WriteFrom(ctx, name, r)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	return v.WriteFile(ctx, name, data)
+}
+
 // dirVolume is a Volume on a local directory, confined to it by os.Root, which
 // refuses names that leave the root, including through symbolic links.
-type dirVolume struct{ root string }
+type dirVolume struct {
+	root string
+
+	mu     sync.Mutex
+	r      *os.Root // opened by the first operation, kept until Close
+	closed bool
+}
 
 // DirVolume returns a Volume on the existing directory root. Every name is
 // resolved beneath root; a name that would escape it (by "..", an absolute
 // path or a symbolic link) is refused with an error wrapping [fs.ErrInvalid]
 // or the operating system's refusal.
-func DirVolume(root string) Volume { return dirVolume{root: root} }
+//
+// The root is opened once, by the first operation, and that descriptor
+// serves every later one (a root that cannot be opened is tried again by the
+// next operation). The returned Volume is an [io.Closer] and a
+// [StreamingVolume]; Close releases the descriptor.
+func DirVolume(root string) Volume { return &dirVolume{root: root} }
 
-// do opens the root, checks the name and ctx, and runs op. Opening per
-// operation keeps the Volume free of a descriptor its owner would have to close.
-func (d dirVolume) do(ctx context.Context, opName, name string, op func(r *os.Root) error) error {
+// errVolumeClosed is returned by a DirVolume's operations after Close.
+var errVolumeClosed = errors.New("the volume is closed")
+
+func (d *dirVolume) open() (*os.Root, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.closed:
+		return nil, errVolumeClosed
+	case d.r != nil:
+		return d.r, nil
+	}
+	r, err := os.OpenRoot(d.root)
+	if err != nil {
+		return nil, fmt.Errorf("open volume root %s: %w", d.root, err)
+	}
+	d.r = r
+	return r, nil
+}
+
+// Close releases the root's descriptor; later operations fail.
+func (d *dirVolume) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	if d.r == nil {
+		return nil
+	}
+	r := d.r
+	d.r = nil
+	return r.Close()
+}
+
+// do checks the name and ctx and runs op on the root.
+func (d *dirVolume) do(ctx context.Context, opName, name string, op func(r *os.Root) error) error {
 	if !fs.ValidPath(name) {
 		return &fs.PathError{Op: opName, Path: name, Err: fs.ErrInvalid}
 	}
 	if err := ctx.Err(); err != nil {
 		return &fs.PathError{Op: opName, Path: name, Err: err}
 	}
-	r, err := os.OpenRoot(d.root)
+	r, err := d.open()
 	if err != nil {
-		return &fs.PathError{Op: opName, Path: name, Err: fmt.Errorf("open volume root %s: %w", d.root, err)}
+		return &fs.PathError{Op: opName, Path: name, Err: err}
 	}
-	defer r.Close()
 	return op(r)
 }
 
-func (d dirVolume) MkdirAll(ctx context.Context, name string) error {
+func (d *dirVolume) WriteFrom(ctx context.Context, name string, src io.Reader) error {
+	return d.do(ctx, "writefrom", name, func(r *os.Root) error {
+		f, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, ctxReader{ctx: ctx, r: src})
+		return errors.Join(err, f.Close())
+	})
+}
+
+// ctxReader stops a copy between reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func (d *dirVolume) MkdirAll(ctx context.Context, name string) error {
 	return d.do(ctx, "mkdirall", name, func(r *os.Root) error { return r.MkdirAll(name, 0o755) })
 }
 
-func (d dirVolume) WriteFile(ctx context.Context, name string, data []byte) error {
+func (d *dirVolume) WriteFile(ctx context.Context, name string, data []byte) error {
 	return d.do(ctx, "writefile", name, func(r *os.Root) error { return r.WriteFile(name, data, 0o644) })
 }
 
-func (d dirVolume) Rename(ctx context.Context, oldname, newname string) error {
+func (d *dirVolume) Rename(ctx context.Context, oldname, newname string) error {
 	if !fs.ValidPath(newname) {
 		return &fs.PathError{Op: "rename", Path: newname, Err: fs.ErrInvalid}
 	}
 	return d.do(ctx, "rename", oldname, func(r *os.Root) error { return r.Rename(oldname, newname) })
 }
 
-func (d dirVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+func (d *dirVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
 	var entries []fs.DirEntry
 	err := d.do(ctx, "readdir", name, func(r *os.Root) error {
 		var err error
@@ -90,7 +180,7 @@ func (d dirVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, err
 	return entries, err
 }
 
-func (d dirVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+func (d *dirVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	var data []byte
 	err := d.do(ctx, "readfile", name, func(r *os.Root) error {
 		var err error
@@ -100,7 +190,7 @@ func (d dirVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	return data, err
 }
 
-func (d dirVolume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+func (d *dirVolume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
 	var info fs.FileInfo
 	err := d.do(ctx, "stat", name, func(r *os.Root) error {
 		var err error
@@ -110,14 +200,14 @@ func (d dirVolume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
 	return info, err
 }
 
-func (d dirVolume) RemoveAll(ctx context.Context, name string) error {
+func (d *dirVolume) RemoveAll(ctx context.Context, name string) error {
 	if name == "." {
 		return &fs.PathError{Op: "removeall", Path: name, Err: fmt.Errorf("refusing to remove the volume root: %w", fs.ErrInvalid)}
 	}
 	return d.do(ctx, "removeall", name, func(r *os.Root) error { return r.RemoveAll(name) })
 }
 
-func (d dirVolume) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+func (d *dirVolume) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	var f *os.File
 	err := d.do(ctx, "open", name, func(r *os.Root) error {
 		var err error
@@ -182,6 +272,12 @@ func (c *CountedVolume) MkdirAll(ctx context.Context, name string) error {
 func (c *CountedVolume) WriteFile(ctx context.Context, name string, data []byte) error {
 	c.writeFile.Add(1)
 	return c.v.WriteFile(ctx, name, data)
+}
+
+// WriteFrom counts as a WriteFile; it streams when the wrapped Volume can.
+func (c *CountedVolume) WriteFrom(ctx context.Context, name string, r io.Reader) error {
+	c.writeFile.Add(1)
+	return writeStream(ctx, c.v, name, r)
 }
 
 func (c *CountedVolume) Rename(ctx context.Context, oldname, newname string) error {
@@ -251,6 +347,13 @@ func (s slowVolume) WriteFile(ctx context.Context, name string, data []byte) err
 		return err
 	}
 	return s.v.WriteFile(ctx, name, data)
+}
+
+func (s slowVolume) WriteFrom(ctx context.Context, name string, r io.Reader) error {
+	if err := s.roundTrip(ctx, "writefrom", name); err != nil {
+		return err
+	}
+	return writeStream(ctx, s.v, name, r)
 }
 
 func (s slowVolume) Rename(ctx context.Context, oldname, newname string) error {

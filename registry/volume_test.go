@@ -110,3 +110,62 @@ func TestCountingVolumeCountsEveryOperationOnce(t *testing.T) {
 	assert.Equal(t, OpCounts{MkdirAll: 1, WriteFile: 1, Rename: 1, ReadDir: 1, ReadFile: 2, Stat: 1, RemoveAll: 1, Open: 1}, cv.Ops())
 	assert.Equal(t, int64(9), cv.Ops().Total())
 }
+
+// perOperationVolume opens a fresh DirVolume for every operation: the way
+// the volume used to reopen its root each time (the negative control).
+type perOperationVolume struct{ root string }
+
+func (p perOperationVolume) WriteFile(ctx context.Context, name string, data []byte) error {
+	v := DirVolume(p.root)
+	defer v.(io.Closer).Close()
+	return v.WriteFile(ctx, name, data)
+}
+
+func (p perOperationVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	v := DirVolume(p.root)
+	defer v.(io.Closer).Close()
+	return v.ReadFile(ctx, name)
+}
+
+func TestTheDirVolumeOpensItsRootOnceNotOnEveryOperation(t *testing.T) {
+	type readWriter interface {
+		WriteFile(ctx context.Context, name string, data []byte) error
+		ReadFile(ctx context.Context, name string) ([]byte, error)
+	}
+	// The root is moved away after the first operation: a volume holding
+	// its root keeps working on it; one that reopens the path fails.
+	check := func(t *testing.T, open func(root string) readWriter) error {
+		ctx := t.Context()
+		dir := t.TempDir()
+		root := filepath.Join(dir, "volume")
+		require.NoError(t, os.Mkdir(root, 0o755))
+		v := open(root)
+		require.NoError(t, v.WriteFile(ctx, "first", []byte("1")))
+		require.NoError(t, os.Rename(root, filepath.Join(dir, "moved")))
+		if err := v.WriteFile(ctx, "second", []byte("2")); err != nil {
+			return err
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "moved", "second"))
+		require.NoError(t, err, "the second write landed in the root the volume holds")
+		assert.Equal(t, "2", string(got))
+		return nil
+	}
+	require.NoError(t, check(t, func(root string) readWriter {
+		v := DirVolume(root)
+		t.Cleanup(func() { _ = v.(io.Closer).Close() })
+		return v
+	}))
+	t.Run("negative control: reopening per operation", func(t *testing.T) {
+		assert.ErrorIs(t, check(t, func(root string) readWriter { return perOperationVolume{root: root} }), fs.ErrNotExist)
+	})
+}
+
+func TestAClosedDirVolumeRefusesOperations(t *testing.T) {
+	v := DirVolume(t.TempDir())
+	require.NoError(t, v.WriteFile(t.Context(), "a", []byte("1")))
+	require.NoError(t, v.(io.Closer).Close())
+	err := v.WriteFile(t.Context(), "b", []byte("2"))
+	var pe *fs.PathError
+	require.ErrorAs(t, err, &pe)
+	assert.ErrorIs(t, err, errVolumeClosed)
+}

@@ -47,6 +47,15 @@ func setUpDemo(ctx context.Context, store mesh.Service, landing *registry.Module
 		return "", err
 	}
 	for _, p := range demoPackages() {
+		// The package node first: a bundle is served only once its tier is known.
+		content, err := json.Marshal(registry.PackageContent{Tier: p.tier})
+		if err != nil {
+			return "", err
+		}
+		node := mesh.Node{Path: registry.DefaultSource + "/" + p.name, NodeType: registry.PackageNodeType, Name: p.name, Content: content}
+		if _, err := store.Put(ctx, node); err != nil {
+			return "", err
+		}
 		if rec, ok := act.Lookup(p.name); !ok || rec.Version != p.version {
 			archive, err := demoBundle(p)
 			if err != nil {
@@ -55,14 +64,6 @@ func setUpDemo(ctx context.Context, store mesh.Service, landing *registry.Module
 			if _, err := served.Land(ctx, p.name, p.version, archive); err != nil {
 				return "", err
 			}
-		}
-		content, err := json.Marshal(registry.PackageContent{Tier: p.tier})
-		if err != nil {
-			return "", err
-		}
-		node := mesh.Node{Path: registry.DefaultSource + "/" + p.name, NodeType: registry.PackageNodeType, Name: p.name, Content: content}
-		if _, err := store.Put(ctx, node); err != nil {
-			return "", err
 		}
 	}
 	var exists *auth.InstanceExistsError

@@ -1,6 +1,6 @@
 // Command registry runs the meshrx plugin registry with demo packages.
 //
-//	go run ./examples/registry [-addr 127.0.0.1:8080] [-data DIR] [-pg URL] [-publish-token TOKEN]
+//	go run ./examples/registry [-addr 127.0.0.1:8080] [-metrics-addr 127.0.0.1:9090] [-data DIR] [-pg URL] [-publish-token TOKEN]
 //	                           [-public-url https://registry.example.com] [-max-conns 1024]
 //
 // It keeps the mesh in process (memstore) unless -pg names a PostgreSQL
@@ -13,6 +13,11 @@
 //	publish token: …
 //	demo instance key: mwi_…
 //	listening on http://127.0.0.1:8080
+//	metrics on http://127.0.0.1:9090/metrics
+//
+// /metrics is served on its own listener (-metrics-addr, loopback by
+// default; "" turns it off), never on the public one: its per-route stage
+// timings would help tell apart answers that are otherwise identical.
 //
 // Try it:
 //
@@ -47,6 +52,7 @@ import (
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/rx"
 )
 
 // Bounds of the process's own waits.
@@ -82,6 +88,7 @@ type hooks struct {
 // config is what the flags say.
 type config struct {
 	addr         string
+	metricsAddr  string
 	data         string
 	pg           string
 	publishToken string
@@ -94,6 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	var c config
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; :0 picks a free port)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "127.0.0.1:9090", "address to serve /metrics on, kept off the public listener (\"\" turns it off)")
 	fs.StringVar(&c.data, "data", "", "module volume directory (default: a temporary directory removed on exit)")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL for the mesh (default: in-process memstore)")
 	fs.StringVar(&c.publishToken, "publish-token", "", "bearer token that authorises publishing (default: a random token, printed)")
@@ -140,13 +148,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 
 	startCtx, cancelStart := context.WithTimeout(ctx, startBudget)
 	defer cancelStart()
-	store, closeStore, err := openMesh(startCtx, cfg.pg, logger)
+	store, feed, closeStore, err := openMesh(startCtx, cfg.pg, logger)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
 
-	landing, err := registry.NewModuleLanding(registry.DirVolume(dataDir), registry.LandingOptions{Logger: logger})
+	volume := registry.DirVolume(dataDir)
+	if c, ok := volume.(io.Closer); ok { // it keeps the root open
+		defer func() { err = errors.Join(err, c.Close()) }()
+	}
+	landing, err := registry.NewModuleLanding(volume, registry.LandingOptions{Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -169,6 +181,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		Served:       served,
 		Auth:         &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
 		Mesh:         store,
+		Feed:         feed,
 		PublishToken: token,
 		Logger:       logger,
 		Metrics:      metrics,
@@ -201,16 +214,41 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
 	}
 	ln = registry.LimitListener(ln, cfg.maxConns)
+	metricsSrv, metricsLn, err := listenMetrics(cfg.metricsAddr, srv.MetricsHandler(), logger)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	fmt.Fprintf(stdout, "data directory: %s\n", dataDir)
 	fmt.Fprintf(stdout, "publish token: %s\n", token)
 	fmt.Fprintf(stdout, "demo instance key: %s\n", key)
+	if metricsLn != nil {
+		fmt.Fprintf(stdout, "metrics on http://%s%s\n", metricsLn.Addr(), registry.MetricsPath)
+	}
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
+	metricsErr := make(chan error, 1)
+	if metricsLn != nil {
+		go func() { metricsErr <- metricsSrv.Serve(metricsLn) }()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+			defer cancel()
+			if err := metricsSrv.Shutdown(sctx); err != nil {
+				_ = metricsSrv.Close()
+			}
+			<-metricsErr // bounded: Serve returns once the server is shut down or closed
+		}()
+	}
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("serving: %w", err)
+	case err := <-metricsErr:
+		_ = httpSrv.Close()
+		<-serveErr
+		metricsErr <- err // for the deferred shutdown's receive
+		return fmt.Errorf("serving metrics: %w", err)
 	case <-ctx.Done():
 	}
 	logger.Info("registry: shutting down", slog.Duration("budget", shutdownBudget))
@@ -226,18 +264,47 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	return nil
 }
 
-// openMesh opens the store -pg names, or an in-process one.
-func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Service, func() error, error) {
+// listenMetrics listens on addr for /metrics; an empty addr serves none.
+func listenMetrics(addr string, h http.Handler, logger *slog.Logger) (*http.Server, net.Listener, error) {
+	if addr == "" {
+		return nil, nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listening for metrics on %s: %w", addr, err)
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readHeaderTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}, ln, nil
+}
+
+// openMesh opens the store -pg names, or an in-process one, and the state
+// of its change feed (nil for memstore, whose feed does not drop).
+func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Service, rx.Observable[error], func() error, error) {
 	if pgURL == "" {
 		s, err := memstore.New(memstore.Options{Logger: logger})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return s, s.Close, nil
+		return s, nil, s.Close, nil
 	}
 	s, err := pgstore.Open(ctx, pgURL, pgstore.Options{Logger: logger})
 	if err != nil {
-		return nil, nil, fmt.Errorf("opening the PostgreSQL mesh: %w", err)
+		return nil, nil, nil, fmt.Errorf("opening the PostgreSQL mesh: %w", err)
 	}
-	return s, s.Close, nil
+	feed := rx.Map(s.Feed(), func(f pgstore.FeedState) error {
+		switch {
+		case f.Connected:
+			return nil
+		case f.Err != nil:
+			return f.Err
+		}
+		return errors.New("the change feed is not connected")
+	})
+	return s, feed, s.Close, nil
 }

@@ -55,6 +55,7 @@ func (t *timings) of(key string) []time.Duration {
 // started is a registry running in process, as `go run ./examples/registry -addr 127.0.0.1:0` would.
 type started struct {
 	url, key, token, data string
+	metrics               string // the /metrics URL on its own listener
 	client                *http.Client
 	done                  <-chan error
 }
@@ -65,7 +66,7 @@ func start(t *testing.T, h hooks, flags ...string) *started {
 	out, w := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := run(ctx, append([]string{"-addr", "127.0.0.1:0"}, flags...), w, io.Discard, h)
+		err := run(ctx, append([]string{"-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0"}, flags...), w, io.Discard, h)
 		_ = w.CloseWithError(io.EOF)
 		done <- err
 	}()
@@ -103,6 +104,8 @@ func start(t *testing.T, h hooks, flags ...string) *started {
 				s.key = strings.TrimPrefix(line, "demo instance key: ")
 			case strings.HasPrefix(line, "publish token: "):
 				s.token = strings.TrimPrefix(line, "publish token: ")
+			case strings.HasPrefix(line, "metrics on "):
+				s.metrics = strings.TrimPrefix(line, "metrics on ")
 			case strings.HasPrefix(line, "data directory: "):
 				s.data = strings.TrimPrefix(line, "data directory: ")
 			}
@@ -189,6 +192,13 @@ func TestTheExampleRegistryServesItsDemoToItsDemoKey(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	resp, body = s.do(t, http.MethodPost, registry.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer "+s.token, nil, archive)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%s", body)
+	// The same bytes again are 200; other bytes for 1.1.0 are 409.
+	resp, body = s.do(t, http.MethodPost, registry.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer "+s.token, nil, archive)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	changed, err := demoBundle(demoPackage{name: "Demo.Hello", version: "1.1.0", tier: "changed"})
+	require.NoError(t, err)
+	resp, body = s.do(t, http.MethodPost, registry.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer "+s.token, nil, changed)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
 
 	resp, body = s.do(t, http.MethodGet, registry.IndexPath, bearer, http.Header{"If-None-Match": {etag}}, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the publication changed the index")
@@ -203,7 +213,13 @@ func TestTheExampleRegistryServesItsDemoToItsDemoKey(t *testing.T) {
 	client, err := registry.NewClient(registry.ClientOptions{BaseURL: s.url, Key: s.key})
 	require.NoError(t, err)
 	defer client.CloseIdleConnections()
-	rc, err := client.Download(t.Context(), "Demo.Hello", "1.1.0")
+	var entry registry.IndexEntry
+	for _, b := range idx.Bundles {
+		if b.Plugin == "Demo.Hello" {
+			entry = b
+		}
+	}
+	rc, err := client.Download(t.Context(), entry)
 	require.NoError(t, err)
 	downloaded, err := io.ReadAll(rc)
 	require.NoError(t, rc.Close())
@@ -214,8 +230,16 @@ func TestTheExampleRegistryServesItsDemoToItsDemoKey(t *testing.T) {
 		resp, body = s.do(t, http.MethodGet, path, "", nil, nil)
 		assert.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", path, body)
 	}
-	resp, body = s.do(t, http.MethodGet, "/metrics", "", nil, nil)
-	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, _ = s.do(t, http.MethodGet, "/metrics", "", nil, nil)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "no /metrics on the public listener")
+	require.NotEmpty(t, s.metrics)
+	require.True(t, strings.HasPrefix(s.metrics, "http://127.0.0.1:"), "metrics on loopback: %s", s.metrics)
+	mresp, err := s.client.Get(s.metrics)
+	require.NoError(t, err)
+	defer mresp.Body.Close()
+	body, err = io.ReadAll(mresp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, mresp.StatusCode)
 	assert.Contains(t, string(body), `meshrx_registry_requests_total{route="index",status="401"} 9`)
 }
 

@@ -1,0 +1,168 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/pgstore"
+	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// pgBound is how long a test on PostgreSQL waits for the store to notice
+// the server has stopped: its budgets are cut to a second below, so this is
+// a ceiling, not a delay.
+const pgBound = 15 * time.Second
+
+// stoppablePG starts a PostgreSQL server of the test's own, which the test
+// may stop: a shared one cannot be. It skips (or fails, with
+// MESHRX_REQUIRE_PG=1) where there is none to start.
+func stoppablePG(t *testing.T) *pgtest.Server {
+	t.Helper()
+	bins, err := pgtest.FindBinaries(os.Getenv("PATH"), pgtest.DebianRoot)
+	plan := pgtest.Decide(os.Getenv, bins, err)
+	switch plan.Mode {
+	case pgtest.ModeSkip:
+		t.Skip(plan.Reason)
+	case pgtest.ModeFail:
+		t.Fatal(plan.Reason)
+	case pgtest.ModeExternal:
+		if os.Getenv("MESHRX_REQUIRE_PG") == "1" && plan.Binaries == (pgtest.Binaries{}) {
+			t.Fatal("this test stops its PostgreSQL server: it needs the server programs, not only MESHRX_PG_URL")
+		}
+	}
+	srv, err := pgtest.Config{Binaries: bins}.Start(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, srv.Stop()) })
+	return srv
+}
+
+// openPG opens a pgstore replica on dbURL whose waits are cut to a second,
+// so that a stopped server is noticed quickly.
+func openPG(t *testing.T, dbURL string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(t.Context(), dbURL, pgstore.Options{Budgets: mesh.BudgetsFrom(4 * time.Second), Logger: quietLogger()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// feedOf is the store's change feed state as ServerOptions.Feed takes it.
+func feedOf(s *pgstore.Store) rx.Observable[error] {
+	return rx.Map(s.Feed(), func(f pgstore.FeedState) error {
+		switch {
+		case f.Connected:
+			return nil
+		case f.Err != nil:
+			return f.Err
+		}
+		return errors.New("not connected")
+	})
+}
+
+// pgReplica is a registry replica on dbURL and the volume at root.
+func pgReplica(t *testing.T, dbURL, root string) *fixture {
+	store := openPG(t, dbURL)
+	return newFixture(t, fixtureOptions{store: store, root: root, server: func(o *ServerOptions) { o.Feed = feedOf(store) }})
+}
+
+func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed(t *testing.T) {
+	srv := stoppablePG(t)
+	dbURL, err := srv.CreateDatabase(t.Context(), "registry-publish-stop")
+	require.NoError(t, err)
+	root := t.TempDir()
+	// Two replicas on one database and one volume.
+	a := pgReplica(t, dbURL, root)
+	b := pgReplica(t, dbURL, root)
+	freeB := b.instance("free-b", "free", "Plugins/*")
+
+	// Control first: with the database up, a publication on one replica is
+	// served by the other at its tier.
+	got := a.do(publishRequest("Acme.Base", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Base", "1.0.0", 1)))
+	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
+	require.Eventually(t, func() bool {
+		st, ok := b.server.catalog.current()
+		return ok && !st.lookup("Acme.Base").unreadable
+	}, pgBound, 10*time.Millisecond, "replica b's catalog hears of Acme.Base")
+	b.clk.Advance(b.served.Freshness())
+	b.index(freeB)
+	b.settle()
+	idx, _ := b.index(freeB)
+	require.Equal(t, map[string]string{"Acme.Base": "1.0.0"}, listed(idx))
+
+	// A pro publication whose database stops while its upload is arriving.
+	archive := moduleArchive(t, "Acme.Pro", "1.0.0", 1)
+	body, upload := io.Pipe()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a.http.URL+BundlesPath+"/Acme.Pro?version=1.0.0&tier=pro", body)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testPublishToken)
+	req.ContentLength = int64(len(archive))
+	answered := make(chan *http.Response, 1)
+	go func() {
+		resp, err := a.http.Client().Do(req)
+		if err != nil {
+			answered <- nil
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		answered <- resp
+	}()
+	half := len(archive) / 2
+	_, err = upload.Write(archive[:half])
+	require.NoError(t, err)
+	require.NoError(t, srv.Stop(), "the database stops mid-publish")
+	_, err = io.Copy(upload, bytes.NewReader(archive[half:]))
+	require.NoError(t, err)
+	require.NoError(t, upload.Close())
+	var resp *http.Response
+	select {
+	case resp = <-answered:
+	case <-time.After(pgBound):
+		require.FailNow(t, "the publication was not answered")
+	}
+	require.NotNil(t, resp)
+	assert.GreaterOrEqual(t, resp.StatusCode, 500, "a publication that could not make its tier durable is not a success")
+
+	// Nothing of it is on the volume: no replica can serve it.
+	assert.Equal(t, map[string]string{"Acme.Base": "1.0.0"}, a.activation())
+	assert.Empty(t, generations(t, root, "Acme.Pro"))
+
+	// Both catalogs know they are incomplete (what /readyz reports).
+	for name, f := range map[string]*fixture{"a": a, "b": b} {
+		require.Eventually(t, func() bool { ok, _ := f.server.catalog.Complete(); return !ok }, pgBound, 10*time.Millisecond,
+			"replica %s's catalog notices the database stopped", name)
+	}
+
+	// A third replica, whose database the others cannot reach, lands Acme.Pro
+	// meanwhile: replica b serves its bytes (the volume is shared) but does
+	// not know its tier, so it is in no index b assembles and b refuses its
+	// download from the catalog. (Keyed requests themselves answer 503 while
+	// the database is down: authentication cannot read; what is checked here
+	// is what they are answered from.)
+	third := newLanding(t, DirVolume(root), LandingOptions{Replica: "third"})
+	_, err = third.Land(t.Context(), "Acme.Pro", "1.0.0", archive)
+	require.NoError(t, err)
+	b.clk.Advance(b.served.Freshness())
+	act, err := b.landing.Activation(t.Context())
+	require.NoError(t, err)
+	require.Contains(t, servedVersions(act), "Acme.Pro")
+	st, ok := b.server.catalog.current()
+	require.True(t, ok)
+	everyone := func(string, string) bool { return true }
+	var doc Index
+	require.NoError(t, json.Unmarshal(assembleIndex(act, st, "", everyone), &doc))
+	assert.Equal(t, map[string]string{"Acme.Base": "1.0.0"}, listed(doc), "a package whose tier is not known is in no index, even for a caller entitled to everything")
+	assert.True(t, st.lookup("acme.pro").unreadable, "and its download is refused before the volume")
+	assert.False(t, st.lookup("Acme.Base").unreadable, "control: the package whose tier b knows is served")
+}
