@@ -151,8 +151,8 @@ func TestAGroupDenyAmong10000MembershipsStillDenies(t *testing.T) {
 	assert.Equal(t, access.Allowed, fold.Decide("alice", "acme/roadmap", access.Update), "a paged fold lets the contractor edit")
 }
 
-// securityFaults is the real store with its security read made to stall
-// (until its context ends) or fail.
+// securityFaults is the real store with its security reads (the nodes and
+// the version) made to stall (until their context ends) or fail.
 type securityFaults struct {
 	*memstore.Store
 	stall   bool
@@ -170,6 +170,18 @@ func (s *securityFaults) SecurityNodes(ctx context.Context) (mesh.SecuritySnapsh
 		return mesh.SecuritySnapshot{}, s.err
 	}
 	return s.Store.SecurityNodes(ctx)
+}
+
+func (s *securityFaults) SecurityVersion(ctx context.Context) (int64, error) {
+	switch {
+	case s.stall:
+		s.entered <- struct{}{}
+		<-ctx.Done()
+		return 0, ctx.Err()
+	case s.err != nil:
+		return 0, s.err
+	}
+	return s.Store.SecurityVersion(ctx)
 }
 
 func TestAStalledFoldReadIsUndeterminedExactlyAtItsBudgetAndDenies(t *testing.T) {
