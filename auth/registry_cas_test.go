@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,4 +220,34 @@ func TestManyConcurrentKeyChangesOnTwoPostgresReplicasKeepEveryIssuedKey(t *test
 		require.NoError(t, err)
 		assert.Equal(t, "acme", c.Instance, "the index node of every key leads to the instance")
 	}
+}
+
+// everWritten is a mesh on which another writer always got there first.
+type everWritten struct {
+	mesh.Service
+	attempts atomic.Int64
+}
+
+func (e *everWritten) PutIfVersion(ctx context.Context, n mesh.Node, expected int64) (mesh.Node, error) {
+	e.attempts.Add(1)
+	return mesh.Node{}, &mesh.VersionConflictError{Path: n.Path, Expected: expected, Actual: expected + 1}
+}
+
+func TestAChangeThatAlwaysLosesTheRaceEndsWithATypedErrorAndWritesNothing(t *testing.T) {
+	f := newFixture(t)
+	contended := &everWritten{Service: f.store}
+	reg := &Registry{Mesh: contended, Clock: f.clk}
+	err := reg.Disable(context.Background(), "acme")
+	var ce *ContendedError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "acme", ce.ID)
+	assert.EqualValues(t, maxUpdateAttempts, contended.attempts.Load(), "bounded: it gives up after its attempts")
+	var conflict *mesh.VersionConflictError
+	assert.ErrorAs(t, err, &conflict, "the last conflict is kept")
+
+	inst, err := f.reg.Instance(context.Background(), "acme")
+	require.NoError(t, err)
+	assert.False(t, inst.Disabled, "nothing was written")
+	// Control: on the store itself the same change lands.
+	require.NoError(t, f.reg.Disable(context.Background(), "acme"))
 }
