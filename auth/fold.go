@@ -105,7 +105,7 @@ type foldBuild struct {
 // when the snapshot version has not changed. It fails when the nodes could
 // not be read within the budget, or cannot make a usable fold.
 func (s *FoldSource) Fold(ctx context.Context) (*access.Fold, error) {
-	if f, err, warm := s.warm(ctx); warm {
+	if f, answered, err := s.warm(ctx); answered {
 		return f, err
 	}
 	// The read runs off the caller's goroutine so that the bound holds even
@@ -158,35 +158,38 @@ func (s *FoldSource) IsGlobalAdmin(ctx context.Context, user string) access.Deci
 // version and the version has not moved: one version read, no snapshot
 // read, no goroutine. The read runs on the caller's goroutine under a
 // context the budget's timer cancels, so the bound holds for a versioner
-// that honours its context, as SecurityVersioner requires. warm is false
-// when the cold path must run: no versioner, no finished fold yet, or a
-// moved version.
-func (s *FoldSource) warm(ctx context.Context) (f *access.Fold, err error, warm bool) {
+// that honours its context, as SecurityVersioner requires. answered is
+// false when the cold path must run: no versioner, no finished fold yet, or
+// a moved version.
+func (s *FoldSource) warm(ctx context.Context) (f *access.Fold, answered bool, err error) {
 	versioner, ok := s.Reader.(mesh.SecurityVersioner)
 	if !ok {
-		return nil, nil, false
+		return nil, false, nil
 	}
 	s.mu.Lock()
 	b := s.cur
 	s.mu.Unlock()
 	if b == nil {
-		return nil, nil, false
+		return nil, false, nil
 	}
 	select {
 	case <-b.done:
 	default:
-		return nil, nil, false // a build in flight: the cold path shares it
+		return nil, false, nil // a build in flight: the cold path shares it
 	}
 	version, err := s.readVersion(ctx, versioner)
 	if err != nil {
 		// A cached fold is never served when the current version cannot
 		// be read: it may be the fold of a revoked grant.
-		return nil, fmt.Errorf("auth: reading the access fold: %w", err), true
+		return nil, true, fmt.Errorf("auth: reading the access fold: %w", err)
 	}
 	if version != b.version {
-		return nil, nil, false
+		return nil, false, nil
 	}
-	return b.fold, b.err, true
+	if b.err != nil {
+		return nil, true, fmt.Errorf("auth: reading the access fold: %w", b.err)
+	}
+	return b.fold, true, nil
 }
 
 // readVersion reads the security version within the budget on the clock.
