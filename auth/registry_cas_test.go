@@ -251,3 +251,39 @@ func TestAChangeThatAlwaysLosesTheRaceEndsWithATypedErrorAndWritesNothing(t *tes
 	// Control: on the store itself the same change lands.
 	require.NoError(t, f.reg.Disable(context.Background(), "acme"))
 }
+
+func TestTwoPostgresReplicasRotatingAtOnceLeaveExactlyOneKeyAndNoStrayIndex(t *testing.T) {
+	stores := openReplicas(t, 2)
+	ctx := context.Background()
+	at := newRendezvous(InstancePath("acme"), 2, 2)
+	plain := &Registry{Mesh: stores[0]}
+	_, err := plain.Register(ctx, "acme", "Acme", "pro")
+	require.NoError(t, err)
+	old, err := plain.IssueKey(ctx, "acme")
+	require.NoError(t, err)
+	// Both rotations read the instance at the same version before either
+	// writes.
+	regs := []*Registry{{Mesh: meeting{stores[0], at}}, {Mesh: meeting{stores[1], at}}}
+
+	keys := make([]string, 2)
+	var wg sync.WaitGroup
+	for i, r := range regs {
+		wg.Go(func() {
+			key, err := r.RotateKey(ctx, "acme")
+			assert.NoError(t, err)
+			keys[i] = key
+		})
+	}
+	wg.Wait()
+
+	inst, err := plain.Instance(ctx, "acme")
+	require.NoError(t, err)
+	require.Len(t, inst.KeyHashes, 1, "a rotation leaves one key")
+	survivor := inst.KeyHashes[0]
+	assert.Contains(t, []string{HashKey(keys[0]), HashKey(keys[1])}, survivor, "the key of the rotation that landed last")
+	assert.False(t, inst.HasKeyHash(HashKey(old)), "the key before both rotations is revoked")
+
+	index := first(t, stores[1].Query("namespace:"+KeyIndexNamespace)).Items
+	require.Len(t, index, 1, "no index node is left for a revoked key: %v", index)
+	assert.Equal(t, KeyIndexPath(survivor), index[0].Path)
+}
