@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -84,4 +86,52 @@ func TestADenyWrittenOnOnePostgresReplicaDecidesTheOthersNextCheck(t *testing.T)
 	putNode(t, stores[0], "acme/_Access/alice-deny", AssignmentNodeType, assignment("alice", roleGrant{Role: access.RoleEditor, Denied: true}))
 	assert.Equal(t, access.Denied, fs.Decide(ctx, "alice", "acme/roadmap", access.Update), "the other replica's next check denies")
 	assert.EqualValues(t, 2, other.snapshots.Load())
+}
+
+// stackProbe records whether each security read ran with the test
+// function on its stack, that is, on the caller's goroutine.
+type stackProbe struct {
+	*countingReader
+	caller        string
+	versionOnCall []bool
+	nodesOnCall   []bool
+}
+
+func onStack(fn string) bool {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "."+fn) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+func (p *stackProbe) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error) {
+	p.nodesOnCall = append(p.nodesOnCall, onStack(p.caller))
+	return p.countingReader.SecurityNodes(ctx)
+}
+
+func (p *stackProbe) SecurityVersion(ctx context.Context) (int64, error) {
+	p.versionOnCall = append(p.versionOnCall, onStack(p.caller))
+	return p.countingReader.SecurityVersion(ctx)
+}
+
+func TestAWarmDecisionRunsOnTheCallersGoroutine(t *testing.T) {
+	s := newSecurityStore(t)
+	putNode(t, s, "acme/_Access/anna", AssignmentNodeType, assignment("anna", roleGrant{Role: access.RoleViewer}))
+	probe := &stackProbe{countingReader: &countingReader{inner: s}, caller: "TestAWarmDecisionRunsOnTheCallersGoroutine"}
+	fs := &FoldSource{Reader: probe}
+	ctx := context.Background()
+	for range 3 {
+		require.Equal(t, access.Allowed, fs.Decide(ctx, "anna", "acme/doc", access.Read))
+	}
+	// Negative control: the cold read (the first decision's) runs on a
+	// goroutine of its own, so the probe can tell the two apart.
+	assert.Equal(t, []bool{false}, probe.nodesOnCall, "the cold read runs off the caller's goroutine")
+	assert.Equal(t, []bool{true, true}, probe.versionOnCall, "each warm decision reads the version on the caller's goroutine: no goroutine started")
 }
