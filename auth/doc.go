@@ -21,7 +21,8 @@
 // # Reading the mesh
 //
 // The instances, their key index, their grants and the plan tiers are mesh
-// nodes ([Registry] writes them). An [Authenticator] turns an Authorization
+// nodes ([Registry] writes them, each change to an instance a compare-and-set
+// on its node's version, so replicas lose nothing). An [Authenticator] turns an Authorization
 // header into a [Result]: a missing or malformed key answers synchronously,
 // with no read; otherwise three live legs run in turn — instance key,
 // instance, grant — each bounded by ReadBudget with a stage-named timeout on
@@ -32,7 +33,8 @@
 //
 // Permissions come from the access fold over the security nodes the store
 // maintains on its write path ([mesh.SecurityReader]): [FoldSource] never
-// pages or narrows them, rebuilds the fold only when they change, and a fold
+// pages or narrows them, rebuilds the fold only when they change (a warm
+// decision reads only their version, [mesh.SecurityVersioner]), and a fold
 // it could not read decides Undetermined, which denies. The pure fold lives
 // in the sub-package [github.com/meshrx/meshrx/auth/access].
 package auth

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,8 +100,9 @@ func TestEverySecurityTypeWrittenLandsInTheFoldAndADeleteTakesItOut(t *testing.T
 
 // org writes an organisation of 10,000 membership edges (the same shape as
 // auth/access's scale test) at paths that sort in row order: alice's team
-// edge first, the two edges that make her a contractor last.
-func org(t testing.TB, s *memstore.Store) {
+// edge first, the two edges that make her a contractor last. The writes go
+// four at a time, as a store's users would make them.
+func org(t testing.TB, s mesh.Service) {
 	t.Helper()
 	edges := make([][2]string, 0, 10_000)
 	edges = append(edges, [2]string{"alice", "team-7"})
@@ -117,8 +119,25 @@ func org(t testing.TB, s *memstore.Store) {
 		edges = append(edges, [2]string{fmt.Sprintf("proj-%d", j), fmt.Sprintf("team-%d", j%300)})
 	}
 	edges = append(edges, [2]string{"vendor-team", "contractors"}, [2]string{"alice", "vendor-team"})
-	for i, e := range edges {
-		putNode(t, s, fmt.Sprintf("Org/Memberships/m%05d", i), MembershipNodeType, map[string]any{"member": e[0], "groups": []string{e[1]}})
+	const writers = 4
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := w; i < len(edges); i += writers {
+				content, _ := json.Marshal(map[string]any{"member": edges[i][0], "groups": []string{edges[i][1]}})
+				n := mesh.Node{Path: fmt.Sprintf("Org/Memberships/m%05d", i), NodeType: MembershipNodeType, Content: content}
+				if _, err := s.Put(context.Background(), n); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
 	}
 	putNode(t, s, "_Access/staff", AssignmentNodeType, assignment("staff", roleGrant{Role: access.RoleViewer}))
 	putNode(t, s, "acme/_Access/team-7", AssignmentNodeType, assignment("team-7", roleGrant{Role: access.RoleEditor}))
@@ -151,8 +170,8 @@ func TestAGroupDenyAmong10000MembershipsStillDenies(t *testing.T) {
 	assert.Equal(t, access.Allowed, fold.Decide("alice", "acme/roadmap", access.Update), "a paged fold lets the contractor edit")
 }
 
-// securityFaults is the real store with its security read made to stall
-// (until its context ends) or fail.
+// securityFaults is the real store with its security reads (the nodes and
+// the version) made to stall (until their context ends) or fail.
 type securityFaults struct {
 	*memstore.Store
 	stall   bool
@@ -170,6 +189,18 @@ func (s *securityFaults) SecurityNodes(ctx context.Context) (mesh.SecuritySnapsh
 		return mesh.SecuritySnapshot{}, s.err
 	}
 	return s.Store.SecurityNodes(ctx)
+}
+
+func (s *securityFaults) SecurityVersion(ctx context.Context) (int64, error) {
+	switch {
+	case s.stall:
+		s.entered <- struct{}{}
+		<-ctx.Done()
+		return 0, ctx.Err()
+	case s.err != nil:
+		return 0, s.err
+	}
+	return s.Store.SecurityVersion(ctx)
 }
 
 func TestAStalledFoldReadIsUndeterminedExactlyAtItsBudgetAndDenies(t *testing.T) {

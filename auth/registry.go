@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -27,20 +26,40 @@ const maxKeyAttempts = 4
 // nodes). Every read it makes is bounded by ReadBudget on Clock, every write
 // by the caller's context.
 //
-// The mesh has no conditional write, so a Registry serialises its own
-// read-modify-write operations; two Registry values writing the same
-// instance at the same moment can lose a key hash. Use one Registry per mesh.
-// A Registry must not be copied after first use.
+// Every change to an instance node is a compare-and-set on its version
+// (mesh.Service.PutIfVersion), decided by the store: a Registry that meets
+// another writer's change (another Registry, another process, a replica on
+// the same database) reads the node again and reapplies its own, so no key
+// hash is lost, and a key index id is claimed by creating its node, so two
+// writers never share one.
 type Registry struct {
 	Mesh mesh.Service
 	// Clock stamps grants and bounds reads; nil means the real clock.
 	Clock clock.Clock
 	// ReadBudget bounds each read; zero means DefaultReadBudget.
 	ReadBudget time.Duration
-
-	lockOnce sync.Once
-	lock     chan struct{} // capacity 1: held while an operation runs
 }
+
+// maxUpdateAttempts bounds how often one change to an instance node is
+// reapplied after other writers' changes landed first. Each conflict is
+// another writer's success, so only a storm of writers to one instance
+// uses them all up.
+const maxUpdateAttempts = 32
+
+// ContendedError reports a change to an instance that lost the
+// compare-and-set to other writers MaxAttempts times in a row; nothing of it
+// was written. Try again later.
+type ContendedError struct {
+	ID          string
+	MaxAttempts int
+	Last        error // the last *mesh.VersionConflictError
+}
+
+func (e *ContendedError) Error() string {
+	return fmt.Sprintf("auth: instance %q changed under %d attempts in a row to update it; nothing was written", e.ID, e.MaxAttempts)
+}
+
+func (e *ContendedError) Unwrap() error { return e.Last }
 
 // InstanceExistsError reports a Register of an id that is already taken.
 type InstanceExistsError struct{ ID string }
@@ -77,18 +96,14 @@ func (r *Registry) Register(ctx context.Context, id, name, plan string) (*Instan
 	if err := r.checkPlan(ctx, plan); err != nil {
 		return nil, err
 	}
-	unlock, err := r.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if _, ok, err := r.read(ctx, "instance", InstancePath(id)); err != nil {
-		return nil, err
-	} else if ok {
+	inst := &Instance{ID: id, Name: strings.TrimSpace(name), Plan: canonicalPlan(plan)}
+	// Created only where no node is: of concurrent registrations of one id,
+	// exactly one lands.
+	err := r.putInstance(ctx, inst, 0)
+	if conflict := (*mesh.VersionConflictError)(nil); errors.As(err, &conflict) {
 		return nil, &InstanceExistsError{ID: id}
 	}
-	inst := &Instance{ID: id, Name: strings.TrimSpace(name), Plan: canonicalPlan(plan)}
-	if err := r.putInstance(ctx, inst); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return inst, nil
@@ -99,7 +114,8 @@ func (r *Registry) Instance(ctx context.Context, id string) (*Instance, error) {
 	if err := ValidateInstanceID(id); err != nil {
 		return nil, err
 	}
-	return r.instance(ctx, id)
+	inst, _, err := r.instance(ctx, id)
+	return inst, err
 }
 
 // IssueKey mints a new key for instance id and returns it. The raw key is
@@ -109,16 +125,7 @@ func (r *Registry) IssueKey(ctx context.Context, id string) (string, error) {
 	if err := ValidateInstanceID(id); err != nil {
 		return "", err
 	}
-	unlock, err := r.acquire(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	inst, err := r.instance(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	key, _, err := r.issue(ctx, inst)
+	key, _, _, err := r.issue(ctx, id, false)
 	return key, err
 }
 
@@ -128,23 +135,9 @@ func (r *Registry) RotateKey(ctx context.Context, id string) (string, error) {
 	if err := ValidateInstanceID(id); err != nil {
 		return "", err
 	}
-	unlock, err := r.acquire(ctx)
+	key, _, old, err := r.issue(ctx, id, true)
 	if err != nil {
 		return "", err
-	}
-	defer unlock()
-	inst, err := r.instance(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	old := slices.Clone(inst.KeyHashes)
-	key, hash, err := r.issue(ctx, inst)
-	if err != nil {
-		return "", err
-	}
-	inst.KeyHashes = []string{hash}
-	if err := r.putInstance(ctx, inst); err != nil {
-		return "", fmt.Errorf("auth: rotating the keys of %q: the new key works but the old ones were not revoked: %w", id, err)
 	}
 	for _, h := range old {
 		if err := r.dropIndex(ctx, id, h); err != nil {
@@ -167,21 +160,15 @@ func (r *Registry) RevokeKey(ctx context.Context, id, key string) error {
 	if IsWellFormedKey(key) {
 		hash = HashKey(key)
 	}
-	unlock, err := r.acquire(ctx)
+	_, err := r.update(ctx, id, func(inst *Instance) error {
+		i := slices.IndexFunc(inst.KeyHashes, func(h string) bool { return HashesEqual(h, hash) })
+		if i < 0 {
+			return &UnknownKeyError{ID: id, HashPrefix: HashPrefix(hash)}
+		}
+		inst.KeyHashes = slices.Delete(inst.KeyHashes, i, i+1)
+		return nil
+	})
 	if err != nil {
-		return err
-	}
-	defer unlock()
-	inst, err := r.instance(ctx, id)
-	if err != nil {
-		return err
-	}
-	i := slices.IndexFunc(inst.KeyHashes, func(h string) bool { return HashesEqual(h, hash) })
-	if i < 0 {
-		return &UnknownKeyError{ID: id, HashPrefix: HashPrefix(hash)}
-	}
-	inst.KeyHashes = slices.Delete(inst.KeyHashes, i, i+1)
-	if err := r.putInstance(ctx, inst); err != nil {
 		return err
 	}
 	return r.dropIndex(ctx, id, hash)
@@ -198,20 +185,11 @@ func (r *Registry) setDisabled(ctx context.Context, id string, disabled bool) er
 	if err := ValidateInstanceID(id); err != nil {
 		return err
 	}
-	unlock, err := r.acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	inst, err := r.instance(ctx, id)
-	if err != nil {
-		return err
-	}
-	if inst.Disabled == disabled {
+	_, err := r.update(ctx, id, func(inst *Instance) error {
+		inst.Disabled = disabled
 		return nil
-	}
-	inst.Disabled = disabled
-	return r.putInstance(ctx, inst)
+	})
+	return err
 }
 
 // SetGrant replaces the grant of instance id with entries in their text form
@@ -235,12 +213,7 @@ func (r *Registry) SetGrant(ctx context.Context, id, grantedBy string, entries .
 	if len(errs) > 0 {
 		return PluginGrant{}, errors.Join(errs...)
 	}
-	unlock, err := r.acquire(ctx)
-	if err != nil {
-		return PluginGrant{}, err
-	}
-	defer unlock()
-	if _, err := r.instance(ctx, id); err != nil {
+	if _, _, err := r.instance(ctx, id); err != nil {
 		return PluginGrant{}, err
 	}
 	g.UpdatedAt = r.clock().Now().UTC()
@@ -275,41 +248,84 @@ func (r *Registry) SetPlanTier(ctx context.Context, t PlanTier) error {
 	return r.put(ctx, mesh.Node{Path: TierPath(id), NodeType: TierNodeType, Name: id, Content: content})
 }
 
-// issue mints a key whose index id is free, lists its hash on inst, and
-// writes the index node. On failure it takes the hash back off the instance.
-func (r *Registry) issue(ctx context.Context, inst *Instance) (key, hash string, err error) {
+// issue mints a key, claims its index id by creating the index node (only
+// where none is, so two writers never share an id), and lists its hash on
+// instance id by compare-and-set: alone (revoking the others, returned in
+// replaced) when rotate, beside the others otherwise. If the instance
+// cannot be updated, the index node is taken back.
+func (r *Registry) issue(ctx context.Context, id string, rotate bool) (key, hash string, replaced []string, err error) {
+	// The instance must exist before an index node may lead to it.
+	if _, _, err := r.instance(ctx, id); err != nil {
+		return "", "", nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		if attempt == maxKeyAttempts {
-			return "", "", fmt.Errorf("auth: issuing a key for %q: %d fresh keys in a row had an index id already taken", inst.ID, maxKeyAttempts)
+			return "", "", nil, fmt.Errorf("auth: issuing a key for %q: %d fresh keys in a row had an index id already taken", id, maxKeyAttempts)
 		}
 		if key, err = NewKey(); err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
 		hash = HashKey(key)
-		_, taken, err := r.read(ctx, "instance key", KeyIndexPath(hash))
+		content, err := encodeContent(keyIndexContent{KeyHash: hash, Instance: id})
 		if err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
-		if !taken {
-			break
+		_, err = r.Mesh.PutIfVersion(ctx, mesh.Node{Path: KeyIndexPath(hash), NodeType: KeyIndexNodeType, Content: content}, 0)
+		if conflict := (*mesh.VersionConflictError)(nil); errors.As(err, &conflict) {
+			continue // the index id is taken
 		}
+		if err != nil {
+			return "", "", nil, fmt.Errorf("auth: registry: writing %s: %w", KeyIndexPath(hash), err)
+		}
+		break
 	}
-	inst.KeyHashes = append(inst.KeyHashes, hash)
-	if err := r.putInstance(ctx, inst); err != nil {
-		return "", "", err
-	}
-	content, err := encodeContent(keyIndexContent{KeyHash: hash, Instance: inst.ID})
-	if err == nil {
-		err = r.put(ctx, mesh.Node{Path: KeyIndexPath(hash), NodeType: KeyIndexNodeType, Content: content})
-	}
+	before, err := r.update(ctx, id, func(inst *Instance) error {
+		if rotate {
+			inst.KeyHashes = []string{hash}
+		} else {
+			inst.KeyHashes = append(inst.KeyHashes, hash)
+		}
+		return nil
+	})
 	if err != nil {
-		inst.KeyHashes = inst.KeyHashes[:len(inst.KeyHashes)-1]
-		if undo := r.putInstance(ctx, inst); undo != nil {
-			return "", "", errors.Join(err, fmt.Errorf("auth: and taking the unusable key hash back off %q failed (revoke hash %s…): %w", inst.ID, HashPrefix(hash), undo))
+		if undo := r.dropIndex(ctx, id, hash); undo != nil {
+			return "", "", nil, errors.Join(err, fmt.Errorf("auth: and deleting the unused index node of %q failed: %w", id, undo))
 		}
-		return "", "", err
+		return "", "", nil, err
 	}
-	return key, hash, nil
+	if rotate {
+		replaced = slices.DeleteFunc(slices.Clone(before.KeyHashes), func(h string) bool { return HashesEqual(h, hash) })
+	}
+	return key, hash, replaced, nil
+}
+
+// update applies change to instance id as a compare-and-set on its node's
+// version, reading it again and reapplying change after each conflict (at
+// most maxUpdateAttempts times), and returns the instance as it was before
+// the change that landed. An error from change is returned as it is, with
+// nothing written; a change that alters nothing writes nothing.
+func (r *Registry) update(ctx context.Context, id string, change func(*Instance) error) (before *Instance, err error) {
+	var last error
+	for range maxUpdateAttempts {
+		inst, version, err := r.instance(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		before = &Instance{ID: inst.ID, Name: inst.Name, Plan: inst.Plan, Disabled: inst.Disabled, KeyHashes: slices.Clone(inst.KeyHashes)}
+		if err := change(inst); err != nil {
+			return nil, err
+		}
+		err = r.putInstance(ctx, inst, version)
+		if conflict := (*mesh.VersionConflictError)(nil); errors.As(err, &conflict) {
+			last = err
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return before, nil
+	}
+	return nil, &ContendedError{ID: id, MaxAttempts: maxUpdateAttempts, Last: last}
 }
 
 // dropIndex deletes the index node of hash if it still leads to id with that
@@ -329,23 +345,31 @@ func (r *Registry) dropIndex(ctx context.Context, id, hash string) error {
 	return nil
 }
 
-func (r *Registry) instance(ctx context.Context, id string) (*Instance, error) {
+// instance reads instance id and the version of its node.
+func (r *Registry) instance(ctx context.Context, id string) (*Instance, int64, error) {
 	n, ok, err := r.read(ctx, "instance", InstancePath(id))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if !ok {
-		return nil, &UnknownInstanceError{ID: id}
+		return nil, 0, &UnknownInstanceError{ID: id}
 	}
-	return decodeInstance(n)
+	inst, err := decodeInstance(n)
+	return inst, n.Version, err
 }
 
-func (r *Registry) putInstance(ctx context.Context, inst *Instance) error {
+// putInstance writes inst's node if it is still at version expected (0:
+// absent); otherwise it fails with the *mesh.VersionConflictError.
+func (r *Registry) putInstance(ctx context.Context, inst *Instance, expected int64) error {
 	content, err := encodeInstance(inst)
 	if err != nil {
 		return err
 	}
-	return r.put(ctx, mesh.Node{Path: InstancePath(inst.ID), NodeType: InstanceNodeType, Name: inst.Name, Content: content})
+	n := mesh.Node{Path: InstancePath(inst.ID), NodeType: InstanceNodeType, Name: inst.Name, Content: content}
+	if _, err := r.Mesh.PutIfVersion(ctx, n, expected); err != nil {
+		return fmt.Errorf("auth: registry: writing %s: %w", n.Path, err)
+	}
+	return nil
 }
 
 func (r *Registry) put(ctx context.Context, n mesh.Node) error {
@@ -369,17 +393,6 @@ func (r *Registry) read(ctx context.Context, stage, path string) (mesh.Node, boo
 		return mesh.Node{}, false, fmt.Errorf("auth: registry: reading %s: %w", path, err)
 	}
 	return n, true, nil
-}
-
-// acquire takes the registry's write lock, waiting no longer than ctx allows.
-func (r *Registry) acquire(ctx context.Context) (unlock func(), err error) {
-	r.lockOnce.Do(func() { r.lock = make(chan struct{}, 1) })
-	select {
-	case r.lock <- struct{}{}:
-		return func() { <-r.lock }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("auth: registry: waiting for the write lock held by another operation: %w", ctx.Err())
-	}
 }
 
 func (r *Registry) clock() clock.Clock {

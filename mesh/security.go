@@ -23,6 +23,16 @@ type SecurityReader interface {
 	SecurityNodes(ctx context.Context) (SecuritySnapshot, error)
 }
 
+// SecurityVersioner is implemented by a SecurityReader that can tell the
+// Version its SecurityNodes would return now without reading the nodes (a
+// counter kept by the same writes that change the set): one row in
+// PostgreSQL, a field in memory. A reader that keeps a fold reads it on
+// every decision and the nodes only when it moved. It must honour ctx,
+// returning when ctx ends.
+type SecurityVersioner interface {
+	SecurityVersion(ctx context.Context) (int64, error)
+}
+
 // SecurityTypes returns the node types of the access fold: the same types
 // the router never narrows.
 func SecurityTypes() []string { return NeverNarrowedTypes() }

@@ -27,6 +27,15 @@ type Service interface {
 	// stored. The version is bumped only when something visible changed.
 	Put(ctx context.Context, n Node) (Node, error)
 
+	// PutIfVersion is Put made conditional, a compare-and-set on the
+	// node's version decided by the store itself (in PostgreSQL, by the
+	// database, so replicas are covered): n is written only if the node at
+	// its path is at version expected now, 0 meaning absent. Otherwise
+	// nothing is written and it fails with *VersionConflictError. A write
+	// that changes nothing visible at the expected version succeeds and
+	// returns the node as it is, like Put.
+	PutIfVersion(ctx context.Context, n Node, expected int64) (Node, error)
+
 	// Delete removes the node at path; deleting an absent node is not an error.
 	Delete(ctx context.Context, path string) error
 

@@ -26,9 +26,14 @@ type Report struct {
 }
 
 // MigrateLegacy moves notifications stored the old way, under the entity that
-// notified ({entity}/_Notification/{id}, an owner that is not a bare
-// partition), to their addressee: the first segment of their recipient, else
-// the entity's partition, else Admin. Each row is written at
+// notified ({entity}/_Notification/{id}), to their addressee, as Create
+// would have delivered them: the first segment of their recipient, or Admin
+// when the recipient is blank or names no usable partition (most legacy
+// rows, plugin-update notices and import failures, have none: in the
+// entity's partition no bell would read them). A row stored directly in a
+// partition's container ({partition}/_Notification/{id}) is taken as
+// delivered and left alone: that partition's bell reads it, and whether the
+// partition is a user's cannot be told here. Each row is written at
 // {addressee}/_Notification/{id}, with the same id and content (plus
 // targetPath, when it had none, and movedFrom), before the old row is
 // deleted, so a run stopped at any point loses nothing, and running it again
@@ -72,18 +77,6 @@ func (s *Service) MigrateLegacy(ctx context.Context) (Report, error) {
 	return r, errors.Join(errs...)
 }
 
-// legacyAddressee returns the addressee of a legacy row: its recipient's, else
-// its entity's partition, else Admin.
-func legacyAddressee(row mesh.Node, n Notification) string {
-	if a, ok := ResolveAddressee(n.Recipient); ok {
-		return a
-	}
-	if a := mesh.Partition(mesh.OwnerOf(row.Path)); validAddressee(a) {
-		return a
-	}
-	return Admin
-}
-
 // move copies one legacy row to its addressee (unless an earlier run did)
 // and then deletes it. It returns the addressed path.
 func (s *Service) move(ctx context.Context, row mesh.Node) (string, error) {
@@ -92,7 +85,7 @@ func (s *Service) move(ctx context.Context, row mesh.Node) (string, error) {
 		return "", fmt.Errorf("content is not a notification: %w", err)
 	}
 	_, id := mesh.SplitPath(row.Path)
-	addressee := legacyAddressee(row, n)
+	addressee, _ := ResolveAddressee(n.Recipient)
 	to := deliveryPath(addressee, id)
 
 	held, ok, err := s.get(ctx, to)

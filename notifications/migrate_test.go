@@ -55,10 +55,10 @@ func TestLegacyNotificationsMoveToTheirAddresseesAndASecondRunDoesNothing(t *tes
 		assert.Equal(t, "for alice", c.Title)
 		assert.Equal(t, "acme/Docs", c.TargetPath)
 		assert.Equal(t, "acme/Docs/_Notification/n1", c.MovedFrom)
-		_, ok = get(t, fx.store, "Plugins/_Notification/n2")
-		assert.True(t, ok, "no recipient: the entity's partition")
-		_, ok = get(t, fx.store, "acme/_Notification/n3")
-		assert.True(t, ok, "an unusable recipient: the entity's partition")
+		_, ok = get(t, fx.store, "Admin/_Notification/n2")
+		assert.True(t, ok, "no recipient: Admin, as Create delivers it")
+		_, ok = get(t, fx.store, "Admin/_Notification/n3")
+		assert.True(t, ok, "an unusable recipient: Admin, as Create delivers it")
 		_, ok = get(t, fx.store, "bob/_Notification/"+delivered)
 		assert.True(t, ok, "a delivered row stays")
 		for _, old := range []string{"acme/Docs/_Notification/n1", "Plugins/charts/_Notification/n2", "acme/Docs/_Notification/n3"} {
@@ -102,7 +102,7 @@ func TestAMigrationKilledMidwayLosesNothingAndDoublesNothing(t *testing.T) {
 					title := fmt.Sprintf("legacy %d", i)
 					recipient := []string{"alice", "bob/Inbox", ""}[i%3]
 					putLegacy(t, fx.store, fmt.Sprintf("acme/Item%d/_Notification/id%d", i, i), title, recipient)
-					want[title] = map[string]string{"alice": "alice", "bob/Inbox": "bob", "": "acme"}[recipient]
+					want[title] = map[string]string{"alice": "alice", "bob/Inbox": "bob", "": notifications.Admin}[recipient]
 				}
 
 				rec := &recordingMesh{Service: fx.store}
@@ -156,5 +156,69 @@ func TestALegacyRowWhoseAddressedSlotHoldsAnotherNotificationStaysWhereItIs(t *t
 		assert.Equal(t, "alice's own", contentOf(t, own).Title, "the slot's notification is untouched")
 		_, ok := get(t, fx.store, "acme/Docs/_Notification/n1")
 		assert.True(t, ok, "the conflicting legacy row is kept, not lost")
+	})
+}
+
+// The seed's sample of the newest 200 legacy notifications: 124
+// plugin-update notices under Plugins/{pkg}, 60 startup-import failures
+// under a space, 12 thread completions under a thread's context partition
+// (addressed to the user who ran it), 6 in a user's own partition (the
+// seed's counts, 202 rows). Neither of the first two kinds names a
+// recipient.
+//
+// Negative control (tried): with a blank recipient sent to the entity's
+// partition, as before, the 124 notices land in Plugins/_Notification and
+// the 60 failures in their spaces' containers: 184 of 202 where no bell
+// reads them, and this test fails on each.
+func TestEveryLegacyNotificationOfTheSeedsSampleLandsWhereABellReadsIt(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		users := []string{"rbuergi", "alice", "bob"}
+		spaces := []string{"Store", "Doc", "acme"}
+		for i := range 124 {
+			putLegacy(t, fx.store, fmt.Sprintf("Plugins/pkg-%d/_Notification/update-%d", i%40, i), fmt.Sprintf("update %d", i), "")
+		}
+		for i := range 60 {
+			putLegacy(t, fx.store, fmt.Sprintf("%s/Imports/startup-%d/_Notification/import-%d", spaces[i%len(spaces)], i%7, i), fmt.Sprintf("import failed %d", i), "")
+		}
+		for i := range 12 {
+			putLegacy(t, fx.store, fmt.Sprintf("Doc/threads/t%d/_Notification/done-%d", i, i), fmt.Sprintf("thread done %d", i), users[i%len(users)])
+		}
+		for i := range 6 {
+			u := users[i%len(users)]
+			putLegacy(t, fx.store, fmt.Sprintf("%s/_Notification/own-%d", u, i), fmt.Sprintf("own %d", i), u)
+		}
+
+		report, err := fx.service().MigrateLegacy(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, notifications.Report{Scanned: 202, Moved: 196, Skipped: 6}, report)
+
+		read := map[string]string{} // path → the bell that reads it
+		for _, bell := range append([]string{notifications.Admin}, users...) {
+			for _, n := range initial(t, fx.store, notifications.BellQuery(bell)) {
+				read[n.Path] = bell
+			}
+		}
+		all := everyNotification(t, fx.store)
+		require.Len(t, all, 202, "nothing lost, nothing doubled")
+		unread := 0
+		for title, at := range all {
+			require.Len(t, at, 1, "%q is stored once", title)
+			if _, ok := read[at[0]]; !ok {
+				unread++
+				t.Errorf("%q at %s: no bell reads it", title, at[0])
+			}
+		}
+		assert.Zero(t, unread)
+		admin := 0
+		for _, bell := range read {
+			if bell == notifications.Admin {
+				admin++
+			}
+		}
+		assert.Equal(t, 124+60, admin, "the notices and failures, with no recipient, are Admin's")
+
+		again, err := fx.service().MigrateLegacy(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, notifications.Report{Scanned: 202, Skipped: 202}, again, "a second run finds everything in place")
 	})
 }

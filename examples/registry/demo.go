@@ -34,7 +34,10 @@ func demoPackages() []demoPackage {
 // setUpDemo writes the plan ladder (free, pro), lands the demo bundles with
 // their package nodes (skipping a version already served, as on a restart
 // with -data), registers the demo instance on the pro plan granted
-// Plugins/*, and returns a fresh key for it.
+// Plugins/*, and returns a fresh key for it. The fresh key replaces the
+// instance's others: on a database an earlier start used, the key that
+// start printed is revoked, so demo keys do not pile up (with replicas, the
+// key the last one printed is the one that works).
 func setUpDemo(ctx context.Context, store mesh.Service, landing *registry.ModuleLanding, served *registry.ServedActivation) (string, error) {
 	reg := &auth.Registry{Mesh: store}
 	for _, t := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}} {
@@ -73,7 +76,7 @@ func setUpDemo(ctx context.Context, store mesh.Service, landing *registry.Module
 	if _, err := reg.SetGrant(ctx, demoInstance, "examples/registry", registry.DefaultSource+"/*"); err != nil {
 		return "", err
 	}
-	return reg.IssueKey(ctx, demoInstance)
+	return reg.RotateKey(ctx, demoInstance)
 }
 
 // demoBundle is a small zip: a manifest and a readme.

@@ -73,4 +73,22 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 	return mesh.SecuritySnapshot{Version: s.sec.version, Nodes: s.sec.sorted}, nil
 }
 
-var _ mesh.SecurityReader = (*Store)(nil)
+// SecurityVersion returns the version SecurityNodes would return now,
+// without building the set.
+func (s *Store) SecurityVersion(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memstore: security version: %w", err)
+	}
+	s.mu.RLock()
+	closed, version := s.closed, s.sec.version
+	s.mu.RUnlock()
+	if closed {
+		return 0, unavailable("read the security version")
+	}
+	return version, nil
+}
+
+var (
+	_ mesh.SecurityReader    = (*Store)(nil)
+	_ mesh.SecurityVersioner = (*Store)(nil)
+)

@@ -57,3 +57,29 @@ func TestEverySecurityTypeWriteLandsInTheMaterialisation(t *testing.T) {
 	_, paths := securityPaths(t, s)
 	assert.Empty(t, paths)
 }
+
+func TestSecurityVersionIsTheVersionTheNodesWouldHave(t *testing.T) {
+	ctx := context.Background()
+	s, err := memstore.New(memstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	version := func() int64 {
+		t.Helper()
+		v, err := s.SecurityVersion(ctx)
+		require.NoError(t, err)
+		snap, _ := securityPaths(t, s)
+		require.Equal(t, snap, v, "the version SecurityNodes returns")
+		return v
+	}
+	v0 := version()
+	_, err = s.Put(ctx, mesh.Node{Path: "acme/Docs/a", NodeType: "Article"})
+	require.NoError(t, err)
+	assert.Equal(t, v0, version(), "a write of another type does not move it")
+	_, err = s.Put(ctx, mesh.Node{Path: "acme/_Access/a", NodeType: "AccessAssignment"})
+	require.NoError(t, err)
+	assert.Greater(t, version(), v0, "a security write moves it")
+
+	require.NoError(t, s.Close())
+	_, err = s.SecurityVersion(ctx)
+	assert.True(t, mesh.IsUnavailable(err), "a closed store cannot tell: %v", err)
+}

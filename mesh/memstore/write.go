@@ -19,6 +19,25 @@ import (
 // *mesh.UnroutablePathError for a path no partition can hold, ctx's error when ctx
 // ends before the write (nothing is written), or ErrClosed.
 func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	return s.put(ctx, n, unconditional)
+}
+
+// PutIfVersion is Put only if the node at n's path is at version expected
+// (0: absent) when the write takes the store's lock; otherwise it writes
+// nothing and fails with *mesh.VersionConflictError. A negative expected
+// version is a *mesh.NodeError.
+func (s *Store) PutIfVersion(ctx context.Context, n mesh.Node, expected int64) (mesh.Node, error) {
+	if expected < 0 {
+		return mesh.Node{}, &mesh.NodeError{Path: n.Path, Field: "version",
+			Reason: fmt.Sprintf("expected version %d is negative", expected)}
+	}
+	return s.put(ctx, n, expected)
+}
+
+// unconditional is the expected version of a plain Put.
+const unconditional = -1
+
+func (s *Store) put(ctx context.Context, n mesh.Node, expected int64) (mesh.Node, error) {
 	if err := ctx.Err(); err != nil {
 		return mesh.Node{}, fmt.Errorf("memstore: put %q: %w", n.Path, err)
 	}
@@ -47,7 +66,18 @@ func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
 		s.parts[schema] = p
 	}
 	var old *mesh.Node
-	if e, ok := p.lookup(n.Path); ok {
+	e, ok := p.lookup(n.Path)
+	if expected != unconditional {
+		var actual int64
+		if ok {
+			actual = e.node.Version
+		}
+		if actual != expected {
+			s.mu.Unlock()
+			return mesh.Node{}, &mesh.VersionConflictError{Path: n.Path, Expected: expected, Actual: actual}
+		}
+	}
+	if ok {
 		if sameVisible(e.node, n) {
 			stored := e.node
 			s.mu.Unlock()

@@ -50,6 +50,7 @@ func (s *suite) checks() []check {
 		{"GetAnswersTheNodeWhenPresentAndNothingWhenAbsent", s.getPresentAbsent},
 		{"AClosedStoreAnswersUnavailableNeverAbsent", s.closedIsUnavailable},
 		{"TheVersionBumpsOnlyOnARealChange", s.versions},
+		{"AConditionalWriteLandsOnlyAtTheExpectedVersion", s.conditionalWrites},
 		{"BadInputIsRefusedWithATypedErrorAndLosesNothing", s.badInput},
 		{"ASatelliteLivesInItsOwnersPartition", s.satellites},
 		{"AGlobalSatelliteIsPinnedToItsRegisteredSchema", s.globalSatellites},

@@ -42,6 +42,8 @@ func TestEachCheckFailsTheStoreItExistsToCatch(t *testing.T) {
 	}{
 		{"TheVersionBumpsOnlyOnARealChange", "bumps the version on every put", bumpsOnEveryPut,
 			"key order and whitespace are not a change"},
+		{"AConditionalWriteLandsOnlyAtTheExpectedVersion", "ignores the expected version", ignoresExpectedVersion,
+			"a stale expected version is refused"},
 		{"AClosedStoreAnswersUnavailableNeverAbsent", "answers absent when it cannot read", absentWhenUnavailable,
 			"unavailable is never absent"},
 		{"AWriteOfAnUnrelatedTypeSendsNoFrameToAConstrainedQuery", "re-reads every query on every write", resetsOnEveryWrite,
@@ -185,6 +187,14 @@ func (b *bumping) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
 	b.extra++
 	stored.Version += b.extra
 	return stored, err
+}
+
+type lastWriterWins struct{ wrapped }
+
+func ignoresExpectedVersion(s *memstore.Store) mesh.Service { return lastWriterWins{wrapped{s}} }
+
+func (l lastWriterWins) PutIfVersion(ctx context.Context, n mesh.Node, _ int64) (mesh.Node, error) {
+	return l.Put(ctx, n)
 }
 
 type absent struct{ wrapped }

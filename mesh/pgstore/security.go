@@ -52,6 +52,25 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 	return snap, nil
 }
 
+// SecurityVersion returns the version SecurityNodes would return now: one
+// row (public.security_fold_version), which the triggers that maintain the
+// fold bump in each writing transaction, so a reader that keeps a fold
+// reads the fold's rows only when this moved. A database that cannot
+// answer within Budgets.Permission is a *mesh.UnavailableError.
+func (s *Store) SecurityVersion(ctx context.Context) (int64, error) {
+	const op = "read the security fold version"
+	if s.isClosed() {
+		return 0, unavailable(op, ErrClosed)
+	}
+	ctx, cancel, explain := bounded(ctx, s.budgets.Permission, "reading the security fold version")
+	defer cancel()
+	var version int64
+	if err := s.pool.QueryRow(ctx, `SELECT version FROM public.security_fold_version`).Scan(&version); err != nil {
+		return 0, unavailable(op, explain(err))
+	}
+	return version, nil
+}
+
 // scanFoldRow reads one row of the fold query into the fold version and a
 // node; present is false for the version row joined to an empty fold.
 func scanFoldRow(rows pgx.Rows, foldVersion *int64) (n mesh.Node, present bool, err error) {
@@ -98,3 +117,5 @@ func addFoldTypes(ctx context.Context, db DB, types []string) error {
 		return nil
 	})
 }
+
+var _ mesh.SecurityVersioner = (*Store)(nil)

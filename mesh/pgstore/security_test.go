@@ -189,3 +189,40 @@ func TestSecurityNodesReadsTheFoldInOneStatement(t *testing.T) {
 		assert.NotContains(t, strings.ToUpper(sql[0]), word, "never a fan-out, never paged")
 	}
 }
+
+func TestSecurityVersionReadsOneRowThatMovesExactlyWithTheFold(t *testing.T) {
+	t.Parallel()
+	trace := &statements{}
+	s := openStore(t, pg.Database(t), Options{QueryTracer: trace})
+	ctx := testContext(t)
+	version := func() int64 {
+		t.Helper()
+		trace.take()
+		v, err := s.SecurityVersion(ctx)
+		require.NoError(t, err)
+		sql := trace.take()
+		require.Len(t, sql, 1, "one statement: %q", sql)
+		assert.Contains(t, sql[0], "public.security_fold_version")
+		assert.NotContains(t, sql[0], "public.security_fold ", "the fold's rows are not read")
+		return v
+	}
+	snapshot := func() int64 {
+		t.Helper()
+		snap, err := s.SecurityNodes(ctx)
+		require.NoError(t, err)
+		return snap.Version
+	}
+
+	v0 := version()
+	assert.Equal(t, snapshot(), v0, "the version SecurityNodes would return")
+	put(t, s, mesh.Node{Path: "acme/doc", NodeType: "Article"})
+	assert.Equal(t, v0, version(), "a write of another type does not move it")
+	put(t, s, mesh.Node{Path: "acme/r", NodeType: "Role"})
+	v1 := version()
+	assert.Greater(t, v1, v0, "a security write moves it")
+	assert.Equal(t, snapshot(), v1)
+
+	require.NoError(t, s.Close())
+	_, err := s.SecurityVersion(ctx)
+	assert.True(t, mesh.IsUnavailable(err), "a closed store cannot tell: %v", err)
+}

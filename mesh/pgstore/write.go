@@ -30,6 +30,27 @@ const maxNodeTypeLen = 256
 // hold, ctx's error when ctx has ended (nothing is written), ErrClosed, or
 // a *mesh.UnavailableError when the database could not do it.
 func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	return s.put(ctx, n, unconditional)
+}
+
+// PutIfVersion is Put only if the node at n's path is at version expected
+// (0: absent). The database decides, in the writing statement (an UPDATE
+// or INSERT whose condition is the version), so it holds across replicas;
+// when the node is at another version nothing is written and it fails with
+// *mesh.VersionConflictError. A negative expected version is a
+// *mesh.NodeError.
+func (s *Store) PutIfVersion(ctx context.Context, n mesh.Node, expected int64) (mesh.Node, error) {
+	if expected < 0 {
+		return mesh.Node{}, &mesh.NodeError{Path: n.Path, Field: "version",
+			Reason: fmt.Sprintf("expected version %d is negative", expected)}
+	}
+	return s.put(ctx, n, expected)
+}
+
+// unconditional is the expected version of a plain Put.
+const unconditional = -1
+
+func (s *Store) put(ctx context.Context, n mesh.Node, expected int64) (mesh.Node, error) {
 	if err := ctx.Err(); err != nil {
 		return mesh.Node{}, fmt.Errorf("pgstore: put %q: %w", n.Path, err)
 	}
@@ -56,9 +77,16 @@ func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
 		if err := s.ensureSchema(ctx, schema, global, mesh.Partition(n.Path)); err != nil {
 			return mesh.Node{}, writeError(op, n.Path, explain(err))
 		}
-		stored, err = s.upsert(ctx, schema, n)
+		if expected == unconditional {
+			stored, err = s.upsert(ctx, schema, n)
+		} else {
+			stored, err = s.compareAndSet(ctx, schema, n, expected)
+		}
 		if err == nil {
 			return stored, nil
+		}
+		if conflict := (*mesh.VersionConflictError)(nil); errors.As(err, &conflict) {
+			return mesh.Node{}, conflict
 		}
 		if attempt == 0 && missingRelation(err) { // dropped behind the store's back: create it again
 			s.schemas.forget(schema)
@@ -139,6 +167,64 @@ func (s *Store) upsert(ctx context.Context, schema string, n mesh.Node) (mesh.No
 		}
 	}
 	return mesh.Node{}, fmt.Errorf("the node was deleted concurrently %d times while being written", attempts)
+}
+
+// compareAndSet writes n only if its row is at version expected (0:
+// absent), in one statement whose condition is the version, so concurrent
+// writers on any replica cannot both succeed from the same version. Like
+// upsert it bumps version and LastModified only for a visible change. When
+// the statement writes no row, the row is read to tell a no-op at the
+// expected version (success) from a conflict; a row that vanished or came
+// back in between is tried again.
+func (s *Store) compareAndSet(ctx context.Context, schema string, n mesh.Node, expected int64) (mesh.Node, error) {
+	table := pgx.Identifier{schema, mesh.TableFor(n.Path)}.Sanitize()
+	var write string
+	if expected == 0 {
+		write = `INSERT INTO ` + table + ` AS t (namespace, id, name, node_type, main_node, content, version, state, last_modified)
+			VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)
+			ON CONFLICT (namespace, id) DO NOTHING
+			RETURNING ` + nodeColumns
+	} else {
+		write = `UPDATE ` + table + ` AS t SET
+				name = $3, node_type = $4, main_node = $5, content = $6, state = $7,
+				version = t.version + 1, last_modified = $8
+			WHERE t.namespace = $1 AND t.id = $2 AND t.version = $9
+			  AND (t.name, t.node_type, t.main_node, t.state, coalesce(t.content, 'null'::jsonb))
+				IS DISTINCT FROM ($3::text, $4::text, $5::text, $7::smallint, coalesce($6::jsonb, 'null'::jsonb))
+			RETURNING ` + nodeColumns
+	}
+	var content any
+	if len(n.Content) > 0 {
+		content = n.Content
+	}
+	const attempts = 3
+	for range attempts {
+		now := s.clk.Now().UTC().Truncate(time.Microsecond) // PostgreSQL keeps microseconds
+		args := []any{n.Namespace, n.ID, n.Name, n.NodeType, n.MainNode, content, int16(n.State), now}
+		if expected != 0 {
+			args = append(args, expected)
+		}
+		stored, err := scanNode(s.pool.QueryRow(ctx, write, args...))
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return stored, err
+		}
+		held, err := scanNode(s.pool.QueryRow(ctx, `SELECT `+nodeColumns+` FROM `+table+` WHERE namespace = $1 AND id = $2`,
+			n.Namespace, n.ID))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			if expected == 0 {
+				continue // deleted since the insert met it
+			}
+			return mesh.Node{}, &mesh.VersionConflictError{Path: n.Path, Expected: expected}
+		case err != nil:
+			return mesh.Node{}, err
+		case held.Version == expected:
+			return held, nil // nothing visible to change
+		default:
+			return mesh.Node{}, &mesh.VersionConflictError{Path: n.Path, Expected: expected, Actual: held.Version}
+		}
+	}
+	return mesh.Node{}, fmt.Errorf("the node appeared and vanished concurrently %d times while being written", attempts)
 }
 
 // Delete removes the node at exactly path. Deleting an absent node, or one
