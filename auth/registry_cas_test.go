@@ -95,7 +95,7 @@ func (l lastWriterWins) PutIfVersion(ctx context.Context, n mesh.Node, _ int64) 
 func issueTogether(t *testing.T, regs ...*Registry) []string {
 	t.Helper()
 	ctx := context.Background()
-	_, err := regs[0].Register(ctx, "acme", "Acme", "pro")
+	err := registerAcme(ctx, regs[0])
 	require.NoError(t, err)
 	keys := make([]string, len(regs))
 	var wg sync.WaitGroup
@@ -180,7 +180,7 @@ func TestManyConcurrentKeyChangesOnTwoPostgresReplicasKeepEveryIssuedKey(t *test
 	stores := openReplicas(t, 2)
 	regs := []*Registry{{Mesh: stores[0]}, {Mesh: stores[1]}}
 	ctx := context.Background()
-	_, err := regs[0].Register(ctx, "acme", "Acme", "pro")
+	err := registerAcme(ctx, regs[0])
 	require.NoError(t, err)
 	initial, err := regs[0].IssueKey(ctx, "acme")
 	require.NoError(t, err)
@@ -257,7 +257,7 @@ func TestTwoPostgresReplicasRotatingAtOnceLeaveExactlyOneKeyAndNoStrayIndex(t *t
 	ctx := context.Background()
 	at := newRendezvous(InstancePath("acme"), 2, 2)
 	plain := &Registry{Mesh: stores[0]}
-	_, err := plain.Register(ctx, "acme", "Acme", "pro")
+	err := registerAcme(ctx, plain)
 	require.NoError(t, err)
 	old, err := plain.IssueKey(ctx, "acme")
 	require.NoError(t, err)
@@ -286,4 +286,14 @@ func TestTwoPostgresReplicasRotatingAtOnceLeaveExactlyOneKeyAndNoStrayIndex(t *t
 	index := first(t, stores[1].Query("namespace:"+KeyIndexNamespace)).Items
 	require.Len(t, index, 1, "no index node is left for a revoked key: %v", index)
 	assert.Equal(t, KeyIndexPath(survivor), index[0].Path)
+}
+
+// registerAcme writes the plan "pro" to reg's ladder, then registers the
+// instance "acme" on it: Register refuses a plan the ladder does not have.
+func registerAcme(ctx context.Context, reg *Registry) error {
+	if err := reg.SetPlanTier(ctx, PlanTier{ID: "pro", Rank: 2}); err != nil {
+		return err
+	}
+	_, err := reg.Register(ctx, "acme", "Acme", "pro")
+	return err
 }
