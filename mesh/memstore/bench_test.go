@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
@@ -56,15 +57,17 @@ func BenchmarkLiveQueryUpdateLatencyPerWrite(b *testing.B) {
 		sub := s.Query(fmt.Sprintf("namespace:acme/ns%05d", i)).Subscribe(rx.NewObserver[mesh.Change](nil, nil, nil))
 		b.Cleanup(sub.Unsubscribe)
 	}
-	var updated int
+	updated := make(chan struct{}, 1)
 	sub := s.Query("namespace:acme/hot").Subscribe(rx.NewObserver(func(c mesh.Change) {
 		if c.Kind == mesh.Updated {
-			updated++
+			updated <- struct{}{}
 		}
 	}, func(err error) { b.Error(err) }, nil))
 	b.Cleanup(sub.Unsubscribe)
 
 	ctx := context.Background()
+	stuck, cancel := context.WithTimeout(ctx, benchBound)
+	defer cancel()
 	n := mesh.Node{Path: "acme/hot/n07", NodeType: "Hot"}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -75,8 +78,13 @@ func BenchmarkLiveQueryUpdateLatencyPerWrite(b *testing.B) {
 		if _, err := s.Put(ctx, n); err != nil {
 			b.Fatal(err)
 		}
-		if updated != i { // delivery is synchronous: the frame has arrived when Put returns
-			b.Fatalf("after %d writes the observer has %d Updated frames", i, updated)
+		select { // delivered by the query's own drain
+		case <-updated:
+		case <-stuck.Done():
+			b.Fatalf("write %d: no Updated frame; the benchmark's bound of %s passed", i, benchBound)
 		}
 	}
 }
+
+// benchBound bounds a whole benchmark's waits for frames.
+const benchBound = 2 * time.Minute
