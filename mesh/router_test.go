@@ -166,12 +166,12 @@ func TestInstanceLocationsNarrowAnUnanchoredSingleTypeFanOut(t *testing.T) {
 		"Archive":  {"path:Elsewhere"}, // over-stated: costs an empty branch
 	}})
 	cases := map[string][]string{
-		"nodeType:MenuItem partitions:all":          {"admin", "ops"},
-		"nodeType:menuitem name:x partitions:all":   {"admin", "ops"},
-		"nodeType:Tier partitions:all":              {"admin", "beta"},
-		"nodeType:Archive partitions:all":           {},
-		"nodeType:Other partitions:all":             knownSchemas, // undeclared: full fan-out
-		"nodeType:MenuItem|Other partitions:all":    knownSchemas, // not a single type
+		"nodeType:MenuItem partitions:all":                  {"admin", "ops"},
+		"nodeType:menuitem name:x partitions:all":           {"admin", "ops"},
+		"nodeType:Tier partitions:all":                      {"admin", "beta"},
+		"nodeType:Archive partitions:all":                   {},
+		"nodeType:Other partitions:all":                     knownSchemas, // undeclared: full fan-out
+		"nodeType:MenuItem|Other partitions:all":            knownSchemas, // not a single type
 		"(nodeType:MenuItem OR content.x:1) partitions:all": knownSchemas,
 	}
 	for s, want := range cases {
