@@ -31,12 +31,14 @@ func benchPinnedRead(b *testing.B, size int) {
 	q := s.Query("namespace:acme/hot")
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := processCPU()
 	for b.Loop() {
 		c, err := rx.First(ctx, q)
 		if err != nil || len(c.Items) != 50 {
 			b.Fatalf("got %d rows, %v", len(c.Items), err)
 		}
 	}
+	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	// Reported after the loop: starting it clears user-reported metrics.
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(size), "heapB/node")
 }
