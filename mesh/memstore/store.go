@@ -321,6 +321,8 @@ func unavailable(op string) error {
 // wait for subscribers; Settle is for a caller that wants its observers up
 // to date before it goes on (a test, a drain before shutdown). When ctx ends
 // first it returns a *SettleError saying how many subscribers were behind.
+// Called from inside an observer's OnNext it waits for that delivery too,
+// so it can only end with ctx there.
 func (s *Store) Settle(ctx context.Context) error {
 	s.liveMu.Lock()
 	var pending []<-chan struct{}
