@@ -25,6 +25,15 @@
 //
 //	namespace:acme/Docs nodeType:Article -state:deleted name:*report* sort:lastModified-desc
 //
+// Fields are the node fields (id, namespace, path, name, nodeType, mainNode,
+// state, version, lastModified) and content properties, which are always
+// written with their prefix: content.title:Foo, sort:content.createdAt-desc,
+// select:path,content.title. Any other field name — a misspelling such as
+// nodeTyp:Article or sort:nme, or a bare property such as createdAt — is a
+// *ParseError whose Field names it and whose Suggestion is the nearest known
+// field (nodeType, name) or the content property (content.createdAt): a
+// query never silently matches nothing because of a typo.
+//
 // Parse returns a *Query; its String method gives the canonical form, and
 // Matches, Less and NodeTypes give its meaning over nodes, once, for every
 // store to share.

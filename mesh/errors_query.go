@@ -10,6 +10,12 @@ type ParseError struct {
 	Query  string // the whole input
 	Offset int    // byte offset of the problem in Query
 	Msg    string // what is wrong and how to fix it
+	// Field is the unknown field name, as written, when that is the
+	// problem (a misspelt field or sort key, or a content property written
+	// without its content. prefix); Suggestion is then what was probably
+	// meant: the nearest known field, or the content property.
+	Field      string
+	Suggestion string
 }
 
 func (e *ParseError) Error() string {

@@ -172,11 +172,11 @@ func TestNodeTypesListsTheTypesAQueryCanMatch(t *testing.T) {
 	}{
 		{"nodeType:Article", []string{"Article"}, true},
 		{"nodeType:Page|article|ARTICLE", []string{"article", "Page"}, true},
-		{"(nodeType:A x:1) OR nodeType:B", []string{"A", "B"}, true},
+		{"(nodeType:A content.x:1) OR nodeType:B", []string{"A", "B"}, true},
 		{"nodeType:A|B nodeType:B|C", []string{"B"}, true},
 		{"nodeType:A nodeType:B", []string{}, true},
-		{"x:1 (nodeType:A OR nodeType:B)", []string{"A", "B"}, true},
-		{"nodeType:A OR x:1", nil, false},
+		{"content.x:1 (nodeType:A OR nodeType:B)", []string{"A", "B"}, true},
+		{"nodeType:A OR content.x:1", nil, false},
 		{"nodeType:Art*", nil, false},
 		{"-nodeType:A", nil, false},
 		{"nodeType:>A", nil, false},
@@ -192,8 +192,8 @@ func TestNodeTypesListsTheTypesAQueryCanMatch(t *testing.T) {
 }
 
 func TestANodeOutsideTheTypesOfAConstrainedQueryNeverMatches(t *testing.T) {
-	queries := []string{"nodeType:A", "nodeType:A|b x:1", "(nodeType:A x:1) OR (nodeType:B y:2)", "nodeType:A nodeType:B",
-		"nodeType:A OR x:1", "-nodeType:A"}
+	queries := []string{"nodeType:A", "nodeType:A|b content.x:1", "(nodeType:A content.x:1) OR (nodeType:B content.y:2)", "nodeType:A nodeType:B",
+		"nodeType:A OR content.x:1", "-nodeType:A"}
 	var nodes []Node
 	for _, typ := range []string{"A", "a", "B", "C", "", "A*"} {
 		for _, c := range []string{`{}`, `{"x":1}`, `{"x":1,"y":2}`} {
@@ -255,7 +255,7 @@ func TestLessOrdersByTheSortFieldThenByPath(t *testing.T) {
 func TestNodesWithoutTheSortFieldSortLastInEitherDirection(t *testing.T) {
 	with := Node{Path: "b", Content: json.RawMessage(`{"createdAt":"2026-09-01T00:00:00Z"}`)}
 	without := Node{Path: "a"}
-	for _, s := range []string{"sort:createdAt", "sort:createdAt-desc"} {
+	for _, s := range []string{"sort:content.createdAt", "sort:content.createdAt-desc"} {
 		q := mustParse(t, s)
 		assert.True(t, q.Less(with, without), s)
 		assert.False(t, q.Less(without, with), s)
@@ -270,7 +270,7 @@ func TestLessIsAStrictWeakOrderOverMixedValues(t *testing.T) {
 	for i, v := range values {
 		nodes[i] = Node{Path: "n/" + strconv.Itoa(i), Content: json.RawMessage(`{"k":` + strconv.Quote(v) + `}`)}
 	}
-	q := mustParse(t, "sort:k")
+	q := mustParse(t, "sort:content.k")
 	for _, a := range nodes {
 		assert.False(t, q.Less(a, a), "irreflexive")
 		for _, b := range nodes {

@@ -32,10 +32,16 @@ const (
 //	                                    becomes descendants); namespace:A|B filters
 //	sort:lastModified-desc limit:20     order (then path) and size; limit:all
 //	select:path,name partitions:all     projection; explicit mesh-wide read
+//	content.title:Foo                   a content property, always written
+//	sort:content.createdAt-desc         with content. (filter, sort:, select:)
 //
 // A * in a value makes it a glob. Values and field names compare
-// case-insensitively. A field that is not a node field is read from content:
-// createdAt means content.createdAt. path:, scope:, sort:, limit:, select: and
+// case-insensitively. The node fields are id, namespace, path, name,
+// nodeType, mainNode, state, version and lastModified; a content property is
+// named content.a.b, in filters, sort: and select: alike. Any other field
+// name is an error (*ParseError with Field and Suggestion set: nodeTyp
+// suggests nodeType, createdAt suggests content.createdAt), never a
+// condition that silently matches nothing. path:, scope:, sort:, limit:, select: and
 // partitions: apply to the whole query and may not appear inside OR or be
 // negated. Errors are *ParseError values naming the offset of the problem.
 func Parse(s string) (*Query, error) {
@@ -300,7 +306,7 @@ func (p *parser) fieldTerm(start int, name string, neg bool) (item, error) {
 	}
 	field, ok := canonicalField(name)
 	if !ok {
-		return item{}, p.errAt(start, "field %q has an empty property name", name)
+		return item{}, fieldError(p.src, start, name, true)
 	}
 	return item{kind: itemCond, off: start, valOff: valOff, name: field, neg: neg, spec: spec}, nil
 }
@@ -740,12 +746,12 @@ func (b *builder) reserved(it item) error {
 	case "select":
 		for f := range strings.SplitSeq(v, ",") {
 			f = strings.TrimSpace(f)
-			field, ok := "", isFieldName(f)
-			if ok {
-				field, ok = canonicalField(f)
-			}
-			if !ok {
+			if !isFieldName(f) {
 				return b.errAt(it.valOff, "select: needs a comma-separated list of field names; %q is not one", f)
+			}
+			field, ok := canonicalField(f)
+			if !ok {
+				return fieldError(b.src, it.valOff, f, false)
 			}
 			b.q.Select = append(b.q.Select, field)
 		}
@@ -779,12 +785,12 @@ func (b *builder) sort(off int, v string) error {
 			field, desc = v[:i], true
 		}
 	}
-	canon, ok := "", isFieldName(field)
-	if ok {
-		canon, ok = canonicalField(field)
-	}
-	if !ok {
+	if !isFieldName(field) {
 		return b.errAt(off, "sort: takes field, field-asc or field-desc; %q is not a field name", field)
+	}
+	canon, ok := canonicalField(field)
+	if !ok {
+		return fieldError(b.src, off, field, false)
 	}
 	if canon == "content" {
 		return b.errAt(off, "cannot sort by content; sort by a property such as content.createdAt")

@@ -27,7 +27,7 @@ func realisticQueries() []string {
 		"path:acme scope:descendants id:_Policy nodeType:PartitionAccessPolicy " + content + " limit:all",
 		`namespace:_Access nodeType:AccessAssignment content.accessObject:"rbuergi" ` + content + " limit:all",
 		`path:Admin scope:descendants nodeType:AccessAssignment content.accessObject:"rbuergi" ` + content + " limit:all",
-		"namespace:rbuergi/_Notification nodeType:Notification sort:createdAt-desc",
+		"namespace:rbuergi/_Notification nodeType:Notification sort:content.createdAt-desc",
 		"path:acme scope:descendants nodeType:Notification sort:LastModified-asc limit:100",
 		"namespace:Admin/Tiers",
 		"path:Admin/Partition scope:children select:path",
@@ -67,8 +67,8 @@ func TestParseBuildsTheQueryTheGrammarDescribes(t *testing.T) {
 		{"nodeType:Article AND name:x", Query{Filter: And{eq("nodeType", "Article"), eq("name", "x")}}},
 		{"nodeType:A OR nodeType:B", Query{Filter: Or{eq("nodeType", "A"), eq("nodeType", "B")}}},
 		{"nodeType:A or nodeType:B Or nodeType:C", Query{Filter: Or{eq("nodeType", "A"), eq("nodeType", "B"), eq("nodeType", "C")}}},
-		{"x:1 (nodeType:A OR nodeType:B)", Query{Filter: And{eq("content.x", "1"), Or{eq("nodeType", "A"), eq("nodeType", "B")}}}},
-		{"(nodeType:A x:1) OR nodeType:B", Query{Filter: Or{And{eq("nodeType", "A"), eq("content.x", "1")}, eq("nodeType", "B")}}},
+		{"content.x:1 (nodeType:A OR nodeType:B)", Query{Filter: And{eq("content.x", "1"), Or{eq("nodeType", "A"), eq("nodeType", "B")}}}},
+		{"(nodeType:A content.x:1) OR nodeType:B", Query{Filter: Or{And{eq("nodeType", "A"), eq("content.x", "1")}, eq("nodeType", "B")}}},
 		{"((nodeType:A))", Query{Filter: eq("nodeType", "A")}},
 		{"-state:deleted", Query{Filter: Cond{Field: "state", Op: OpNe, Values: []string{"deleted"}}}},
 		{"version:>3 version:>=4 version:<9 version:<=8", Query{Filter: And{
@@ -111,14 +111,14 @@ func TestParseBuildsTheQueryTheGrammarDescribes(t *testing.T) {
 		{"sort:name", Query{Sort: Sort{Field: "name"}}},
 		{"sort:name-ASC", Query{Sort: Sort{Field: "name"}}},
 		{"sort:lastModified-desc", Query{Sort: Sort{Field: "lastModified", Desc: true}}},
-		{"sort:createdAt-desc", Query{Sort: Sort{Field: "content.createdAt", Desc: true}}},
+		{"sort:content.createdAt-desc", Query{Sort: Sort{Field: "content.createdAt", Desc: true}}},
 		{"sort:path-asc", Query{}},
 		{"sort:path-desc", Query{Sort: Sort{Field: "path", Desc: true}}},
 		{"limit:20", Query{Limit: 20}},
 		{"limit:ALL", Query{Limit: LimitAll}},
-		{"select:path,NAME,createdAt", Query{Select: []string{"path", "name", "content.createdAt"}}},
+		{"select:path,NAME,content.createdAt", Query{Select: []string{"path", "name", "content.createdAt"}}},
 		{"partitions:all", Query{AllPartitions: true}},
-		{"NODETYPE:a MainNode:b LASTMODIFIED:c Content.Title:d createdAt:e", Query{Filter: And{
+		{"NODETYPE:a MainNode:b LASTMODIFIED:c Content.Title:d content.createdAt:e", Query{Filter: And{
 			eq("nodeType", "a"), eq("mainNode", "b"), eq("lastModified", "c"), eq("content.Title", "d"), eq("content.createdAt", "e")}}},
 	}
 	for _, c := range cases {
@@ -141,7 +141,7 @@ func TestParseErrorsNameTheOffsetAndSayWhatToDo(t *testing.T) {
 		{`'abc`, 0, "unclosed quote; add a closing '", `'abc'`},
 		{"(nodeType:A OR nodeType:B", 0, "unclosed parenthesis", "(nodeType:A OR nodeType:B)"},
 		{"nodeType:A)", 10, "unmatched )", "nodeType:A"},
-		{"x:1 ()", 4, "empty parentheses", "x:1"},
+		{"name:1 ()", 7, "empty parentheses", "name:1"},
 		{"nodeType:A OR", 11, "OR needs a term after it", "nodeType:A OR nodeType:B"},
 		{"OR nodeType:A", 0, "OR needs a term before it", "nodeType:B OR nodeType:A"},
 		{"nodeType:A OR OR nodeType:B", 11, "OR needs a term after it", "nodeType:A OR nodeType:B"},
@@ -188,6 +188,12 @@ func TestParseErrorsNameTheOffsetAndSayWhatToDo(t *testing.T) {
 		{"nodeType:A OR budget", 14, "free text cannot be part of an OR", "nodeType:A budget"},
 		{"content:x", 0, "content: needs a property", "content.title:x"},
 		{"content..a:x", 0, "empty property name", "content.a:x"},
+		{"nodeTyp:Article", 0, `unknown field "nodeTyp"; did you mean nodeType?`, "nodeType:Article"},
+		{"title:Foo", 0, `unknown field "title"; a content property is written content.title`, "content.title:Foo"},
+		{"nodeType:A -stat:deleted", 11, `unknown field "stat"; did you mean state?`, "nodeType:A -state:deleted"},
+		{"sort:nme", 5, `unknown field "nme"; did you mean name?`, "sort:name"},
+		{"sort:createdAt-desc", 5, `unknown field "createdAt"; a content property is written content.createdAt`, "sort:content.createdAt-desc"},
+		{"select:path,nmae", 7, `unknown field "nmae"; did you mean name?`, "select:path,name"},
 		{"source:activity", 0, "source: is not supported", "nodeType:Activity"},
 		{`""`, 0, "empty quoted text", `"x"`},
 		{"name:\x07bell", 5, "control character U+0007", "name:bell"},
@@ -204,6 +210,41 @@ func TestParseErrorsNameTheOffsetAndSayWhatToDo(t *testing.T) {
 			assert.Contains(t, pe.Msg, c.msg)
 			_, err = Parse(c.good)
 			assert.NoError(t, err, "the fixed input parses")
+		})
+	}
+}
+
+// A misspelt field or sort key is an error naming it and what was probably
+// meant, never a content property that silently matches nothing.
+func TestAnUnknownFieldOrSortKeyIsAParseErrorSuggestingTheNearestField(t *testing.T) {
+	cases := []struct{ query, field, suggestion string }{
+		{"nodeTyp:Article", "nodeTyp", "nodeType"},
+		{"namespace:acme NODETPYE:Article", "NODETPYE", "nodeType"},
+		{"lastModifed:>2026-01-01", "lastModifed", "lastModified"},
+		{"mainnode:acme/a", "", ""}, // the control: field names are case-insensitive
+		{"sort:nme", "nme", "name"},
+		{"sort:versoin-desc", "versoin", "version"},
+		{"createdAt:x", "createdAt", "content.createdAt"},
+		{"sort:createdAt", "createdAt", "content.createdAt"},
+		{"select:path,title", "title", "content.title"},
+		{"scop:children path:acme", "scop", "scope"},
+		{"content.createdAt:x sort:content.createdAt select:content.title", "", ""}, // the control
+	}
+	for _, c := range cases {
+		t.Run(c.query, func(t *testing.T) {
+			_, err := Parse(c.query)
+			if c.field == "" {
+				require.NoError(t, err)
+				return
+			}
+			var pe *ParseError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, c.field, pe.Field)
+			assert.Equal(t, c.suggestion, pe.Suggestion)
+			assert.Contains(t, pe.Msg, `"`+c.field+`"`)
+			fixed := strings.Replace(c.query, c.field, c.suggestion, 1)
+			_, err = Parse(fixed)
+			assert.NoError(t, err, "the suggestion %q makes %q parse", c.suggestion, fixed)
 		})
 	}
 }
@@ -277,9 +318,18 @@ func FuzzParse(f *testing.F) {
 		}
 		canon := q.String()
 		back, err := Parse(canon)
-		require.NoError(t, err, "canonical form %q of %q does not parse", canon, s)
-		require.Equal(t, q, back, "canonical form %q of %q", canon, s)
-		require.Equal(t, canon, back.String(), "canonical form is a fixed point")
+		if len(canon) > MaxQueryLen {
+			// The canonical form may spell the query longer (namespace:X is
+			// path:X scope:children); past the limit it is refused like any
+			// input, by the length rule and nothing else.
+			var pe *ParseError
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, MaxQueryLen, pe.Offset)
+		} else {
+			require.NoError(t, err, "canonical form %q of %q does not parse", canon, s)
+			require.Equal(t, q, back, "canonical form %q of %q", canon, s)
+			require.Equal(t, canon, back.String(), "canonical form is a fixed point")
+		}
 		// The rest of the package must take any parsed query without panicking.
 		q.Matches(a)
 		q.Matches(b)

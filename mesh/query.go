@@ -292,18 +292,20 @@ func nodeField(lower string) (string, bool) {
 }
 
 // canonicalField returns the canonical name of a field: a node field in its
-// canonical spelling, or a content property as content.a.b (a name that is not
-// a node field, such as createdAt, is read from content). ok is false when a
-// content property path has an empty segment.
+// canonical spelling, or a content property as content.a.b. A content
+// property must be written with its content. prefix: a bare name that is not
+// a node field is unknown, not read from content, so a misspelt field is an
+// error instead of a query that silently matches nothing. ok is false for an
+// unknown field and for a content property path with an empty segment.
 func canonicalField(name string) (field string, ok bool) {
 	lower := strings.ToLower(name)
 	if f, ok := nodeField(lower); ok {
 		return f, true
 	}
-	prop := name
-	if strings.HasPrefix(lower, "content.") {
-		prop = name[len("content."):]
+	if !strings.HasPrefix(lower, "content.") {
+		return "", false
 	}
+	prop := name[len("content."):]
 	for seg := range strings.SplitSeq(prop, ".") {
 		if seg == "" {
 			return "", false

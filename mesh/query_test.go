@@ -12,7 +12,7 @@ func TestTheCanonicalFormParsesBackToAnEqualQuery(t *testing.T) {
 		`name:"a|b" name:"(x)" name:">1" name:"=1" name:'' name:"it's" name:"c:\\x"`,
 		`"a:b" "-x" "[y" "(z)" "OR" "and" "tab	here"`,
 		`[acme/a, "acme/b,c", "acme/[d]"] scope:children`,
-		`(a:1 OR (b:2 c:3) OR (d:4 OR e:5)) f:6`,
+		`(content.a:1 OR (content.b:2 content.c:3) OR (content.d:4 OR content.e:5)) content.f:6`,
 		`sort:content.x-desc-asc select:"path, name"`,
 		`namespace:a|b scope:descendants`,
 		`lastModified:<"2026-01-01T00:00:00+02:00"`,
@@ -37,8 +37,8 @@ func TestSpellingsOfTheSameQueryShareOneCanonicalForm(t *testing.T) {
 		{"-version:>3", "version:<=3"},
 		{"sort:name", "sort:name-asc", "sort:NAME-ASC"},
 		{"sort:path", ""},
-		{"createdAt:x", "content.createdAt:x", "Content.createdAt:x"},
-		{"a:1 AND b:2", "(a:1 b:2)", "a:1 (b:2)"},
+		{"content.createdAt:x", "Content.createdAt:x", "CONTENT.createdAt:x"},
+		{"content.a:1 AND content.b:2", "(content.a:1 content.b:2)", "content.a:1 (content.b:2)"},
 	}
 	for _, g := range groups {
 		want := mustParse(t, g[0]).String()
@@ -73,17 +73,17 @@ func TestStringQuotesValuesThatWouldReadBackAsSomethingElse(t *testing.T) {
 	}
 	// Control: the same value unquoted reads back as a different query.
 	assert.NotEqual(t, Query{Filter: eq("name", "a|b")}, *mustParse(t, "name:a|b"))
-	assert.NotEqual(t, Query{Text: []string{"OR"}}, *mustParse(t, "x:1 OR x:2"))
+	assert.NotEqual(t, Query{Text: []string{"OR"}}, *mustParse(t, "content.x:1 OR content.x:2"))
 }
 
 func TestStringOfAHandBuiltQueryParenthesisesForPrecedence(t *testing.T) {
 	q := Query{
-		Filter: And{Or{eq("a", "1"), And{eq("b", "2"), eq("c", "3")}}, eq("d", "4")},
+		Filter: And{Or{eq("content.a", "1"), And{eq("content.b", "2"), eq("content.c", "3")}}, eq("content.d", "4")},
 		Path:   "acme", Scope: ScopeSubtree, Limit: 5,
 	}
-	assert.Equal(t, "path:acme scope:subtree (a:1 OR (b:2 c:3)) d:4 limit:5", q.String())
+	assert.Equal(t, "path:acme scope:subtree (content.a:1 OR (content.b:2 content.c:3)) content.d:4 limit:5", q.String())
 	// Control: without parentheses the Or would swallow d:4 and limit:5.
-	_, err := Parse("path:acme scope:subtree a:1 OR b:2 c:3 d:4 limit:5")
+	_, err := Parse("path:acme scope:subtree content.a:1 OR content.b:2 content.c:3 content.d:4 limit:5")
 	assert.Error(t, err)
 	var nilQuery *Query
 	assert.Empty(t, nilQuery.String())

@@ -166,13 +166,13 @@ func TestInstanceLocationsNarrowAnUnanchoredSingleTypeFanOut(t *testing.T) {
 		"Archive":  {"path:Elsewhere"}, // over-stated: costs an empty branch
 	}})
 	cases := map[string][]string{
-		"nodeType:MenuItem partitions:all":          {"admin", "ops"},
-		"nodeType:menuitem name:x partitions:all":   {"admin", "ops"},
-		"nodeType:Tier partitions:all":              {"admin", "beta"},
-		"nodeType:Archive partitions:all":           {},
-		"nodeType:Other partitions:all":             knownSchemas, // undeclared: full fan-out
-		"nodeType:MenuItem|Other partitions:all":    knownSchemas, // not a single type
-		"(nodeType:MenuItem OR x:1) partitions:all": knownSchemas,
+		"nodeType:MenuItem partitions:all":                  {"admin", "ops"},
+		"nodeType:menuitem name:x partitions:all":           {"admin", "ops"},
+		"nodeType:Tier partitions:all":                      {"admin", "beta"},
+		"nodeType:Archive partitions:all":                   {},
+		"nodeType:Other partitions:all":                     knownSchemas, // undeclared: full fan-out
+		"nodeType:MenuItem|Other partitions:all":            knownSchemas, // not a single type
+		"(nodeType:MenuItem OR content.x:1) partitions:all": knownSchemas,
 	}
 	for s, want := range cases {
 		got, err := route(t, r, s)
@@ -304,7 +304,7 @@ func securityCensus() []censusEntry {
 		{"measured: assignments, children", "nodeType:AccessAssignment scope:children", FanOut, nil, true, false},
 		{"measured: assignments, exact", "nodeType:AccessAssignment", FanOut, nil, true, false},
 		{"measured: assignments, subtree", "nodeType:AccessAssignment scope:subtree", FanOut, nil, true, false},
-		{"bell", "namespace:rbuergi/_Notification nodeType:Notification sort:createdAt-desc", Pinned, []string{"rbuergi"}, false, false},
+		{"bell", "namespace:rbuergi/_Notification nodeType:Notification sort:content.createdAt-desc", Pinned, []string{"rbuergi"}, false, false},
 		{"bell, old shape", "nodeType:Notification", FanOut, nil, true, false},
 	}
 }

@@ -8,19 +8,19 @@ import (
 
 func TestAShapeNamesTheSingleNodeTypeTheAnchorPathAndTheScope(t *testing.T) {
 	cases := map[string]string{
-		"nodeType:Notification":                      "nodeType:Notification path:- scope:exact",
-		"namespace:acme/x nodeType:A -state:deleted": "nodeType:A path:acme/x scope:children",
-		"path:acme scope:SUBTREE nodeType:A":         "nodeType:A path:acme scope:subtree",
-		"[acme/a, beta/b] nodeType:A":                "nodeType:A path:acme/a|beta/b scope:exact",
-		"nodeType:A|B":                               "nodeType:* path:- scope:exact",
-		"nodeType:A nodeType:B":                      "nodeType:* path:- scope:exact",
-		"nodeType:A*":                                "nodeType:* path:- scope:exact",
-		"-nodeType:A":                                "nodeType:* path:- scope:exact",
-		"nodeType:A OR nodeType:B":                   "nodeType:* path:- scope:exact",
-		"(nodeType:A x:1) OR x:2":                    "nodeType:* path:- scope:exact",
-		"x:1 (y:1 OR y:2) nodeType:A":                "nodeType:A path:- scope:exact",
-		"":                                           "nodeType:* path:- scope:exact",
-		"namespace:rbuergi/_Notification nodeType:Notification sort:createdAt-desc limit:5": "nodeType:Notification path:rbuergi/_Notification scope:children",
+		"nodeType:Notification":                               "nodeType:Notification path:- scope:exact",
+		"namespace:acme/x nodeType:A -state:deleted":          "nodeType:A path:acme/x scope:children",
+		"path:acme scope:SUBTREE nodeType:A":                  "nodeType:A path:acme scope:subtree",
+		"[acme/a, beta/b] nodeType:A":                         "nodeType:A path:acme/a|beta/b scope:exact",
+		"nodeType:A|B":                                        "nodeType:* path:- scope:exact",
+		"nodeType:A nodeType:B":                               "nodeType:* path:- scope:exact",
+		"nodeType:A*":                                         "nodeType:* path:- scope:exact",
+		"-nodeType:A":                                         "nodeType:* path:- scope:exact",
+		"nodeType:A OR nodeType:B":                            "nodeType:* path:- scope:exact",
+		"(nodeType:A content.x:1) OR content.x:2":             "nodeType:* path:- scope:exact",
+		"content.x:1 (content.y:1 OR content.y:2) nodeType:A": "nodeType:A path:- scope:exact",
+		"": "nodeType:* path:- scope:exact",
+		"namespace:rbuergi/_Notification nodeType:Notification sort:content.createdAt-desc limit:5": "nodeType:Notification path:rbuergi/_Notification scope:children",
 	}
 	for query, want := range cases {
 		assert.Equal(t, want, DescribeShape(mustParse(t, query)), query)

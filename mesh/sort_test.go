@@ -27,7 +27,7 @@ func TestSortNodesOrdersExactlyAsLess(t *testing.T) {
 		}
 		nodes = append(nodes, n)
 	}
-	for _, s := range []string{"namespace:acme", "namespace:acme sort:createdAt-desc", "namespace:acme sort:name", "namespace:acme sort:name-desc"} {
+	for _, s := range []string{"namespace:acme", "namespace:acme sort:content.createdAt-desc", "namespace:acme sort:name", "namespace:acme sort:name-desc"} {
 		q, err := mesh.Parse(s)
 		require.NoError(t, err)
 		want := slices.Clone(nodes)

@@ -43,7 +43,7 @@ func DeliveryNamespace(addressee string) string {
 // BellQuery returns the live query of one addressee's notifications, newest
 // first. It is pinned to the addressee's partition.
 func BellQuery(addressee string) string {
-	return "namespace:" + DeliveryNamespace(addressee) + " nodeType:" + NodeType + " sort:createdAt-desc"
+	return "namespace:" + DeliveryNamespace(addressee) + " nodeType:" + NodeType + " sort:content.createdAt-desc"
 }
 
 // RetentionQuery returns the query of the n least recently modified

@@ -58,7 +58,7 @@ func TestEveryQueryOfTheServiceIsPinnedExceptTheDeclaredMigrationRead(t *testing
 	r, err := route("namespace:alice/_Notification|Admin/_Notification nodeType:Notification")
 	require.NoError(t, err)
 	assert.NotEqual(t, mesh.Pinned, r.Kind)
-	_, err = route("nodeType:Notification sort:createdAt-desc")
+	_, err = route("nodeType:Notification sort:content.createdAt-desc")
 	var refused *mesh.UnanchoredQueryError
 	assert.True(t, errors.As(err, &refused), "the old bell shape must be refused, got %v", err)
 

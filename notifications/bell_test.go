@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -216,18 +217,35 @@ func TestAnObserverMayWriteFromInsideTheBell(t *testing.T) {
 	fx := newMem(t)
 	svc := fx.service()
 	create(t, svc, "first", "", "alice")
+	var mu sync.Mutex
 	var seen []int
+	second := make(chan struct{})
 	var sub rx.Subscription
 	sub = svc.Bell("alice").Subscribe(rx.NewObserver(func(s notifications.BellState) {
+		mu.Lock()
 		seen = append(seen, s.Len())
-		if s.Len() == 1 {
-			// Re-entrant: the memory store delivers the resulting frame on
-			// this goroutine, inside this call.
+		mu.Unlock()
+		switch s.Len() {
+		case 1:
+			// Re-entrant: a write from inside the delivery of a state. The
+			// memory store queues the resulting frame and delivers it
+			// after this call returns.
 			_, err := svc.Create(context.Background(), notifications.Notification{Title: "second"}, "alice")
 			assert.NoError(t, err)
+		case 2:
+			close(second)
 		}
 	}, func(err error) { t.Error(err) }, nil))
 	defer sub.Unsubscribe()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	select {
+	case <-second:
+	case <-ctx.Done():
+		t.Fatal("the state after the write did not arrive within 10s")
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	assert.Equal(t, []int{1, 2}, seen, "the state after the write follows, in order")
 	assert.True(t, slices.IsSorted(seen))
 }

@@ -185,7 +185,7 @@ func TestRetentionKeepsTheNewestNotificationsPerAddresseeAndNeverALegacyRow(t *t
 			fx.clk.Advance(time.Second)
 		}
 		var got []string
-		for _, n := range initial(t, fx.store, "namespace:alice/_Notification nodeType:Notification sort:createdAt-asc") {
+		for _, n := range initial(t, fx.store, "namespace:alice/_Notification nodeType:Notification sort:content.createdAt-asc") {
 			got = append(got, contentOf(t, n).Title)
 		}
 		assert.Equal(t, []string{"n2", "n3", "n4"}, got, "the three newest stay")

@@ -8,9 +8,17 @@
 //
 // Queries are live. A write is classified once per live query: a query whose
 // node types, partitions or anchor cannot include the written node is not
-// matched at all (Stats counts both outcomes). Frames are delivered after the store's
-// lock is released, in write order per query, so an observer may read from or
-// write to the store inside OnNext. The store starts no goroutines.
+// matched at all (Stats counts both outcomes).
+//
+// Writers never wait on readers. A write queues its frames and returns; each
+// live query (and each Changes subscription) is delivered from its own
+// bounded queue by a goroutine that runs only while the queue is not empty,
+// in write order, outside the store's locks, so an observer may read from or
+// write to the store inside OnNext. A subscriber that falls more than
+// Options.QueueFrames behind has its pending frames collapsed into one Reset
+// carrying the result current when it catches up: its memory stays bounded,
+// it loses nothing, and no writer or other subscriber notices it. Settle
+// waits for every subscriber to catch up.
 //
 //	s, _ := memstore.New(memstore.Options{})
 //	defer s.Close()

@@ -14,7 +14,7 @@ import (
 )
 
 // bound is the real-time budget of a blocking wait in these tests. The store
-// delivers synchronously, so a healthy run never comes near it.
+// delivers within microseconds, so a healthy run never comes near it.
 const bound = 5 * time.Second
 
 func newStore(t testing.TB, opts memstore.Options) *memstore.Store {
@@ -55,4 +55,14 @@ func paths(items []mesh.Node) []string {
 		ps = append(ps, n.Path)
 	}
 	return ps
+}
+
+// settle waits, within bound, until every subscriber has received what the
+// writes so far queued for it: frames are delivered off the writer's
+// goroutine.
+func settle(t testing.TB, s *memstore.Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	require.NoError(t, s.Settle(ctx))
 }

@@ -2,8 +2,6 @@ package memstore
 
 import (
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
@@ -20,7 +18,7 @@ type liveQuery struct {
 	anchor    anchorFilter
 
 	o    rx.Observer[mesh.Change]
-	box  outbox[mesh.Change]
+	box  mailbox[mesh.Change]
 	done bool // unsubscribed or ended; guarded by Store.liveMu
 }
 
@@ -30,17 +28,6 @@ func (lq *liveQuery) reads(schema string, global bool) bool {
 		return !global
 	}
 	return lq.schemas[schema]
-}
-
-// flush delivers the queued frames, outside every store lock.
-func (lq *liveQuery) flush() {
-	lq.box.flush(func(f frame[mesh.Change]) {
-		if f.end {
-			lq.o.OnCompleted()
-			return
-		}
-		lq.o.OnNext(f.v)
-	})
 }
 
 // registry indexes the live queries by the node types they are constrained
@@ -98,21 +85,26 @@ func (r *registry) remove(lq *liveQuery) {
 	}
 }
 
-// clear removes and returns every query.
-func (r *registry) clear() []*liveQuery {
-	var all []*liveQuery
+// each calls f with every query once.
+func (r *registry) each(f func(*liveQuery)) {
 	for lq := range r.anyType {
-		all = append(all, lq)
+		f(lq)
 	}
 	seen := map[*liveQuery]bool{}
 	for _, set := range r.byType {
 		for lq := range set {
 			if !seen[lq] {
 				seen[lq] = true
-				all = append(all, lq)
+				f(lq)
 			}
 		}
 	}
+}
+
+// clear removes and returns every query.
+func (r *registry) clear() []*liveQuery {
+	var all []*liveQuery
+	r.each(func(lq *liveQuery) { all = append(all, lq) })
 	for _, lq := range all {
 		lq.done = true
 	}
@@ -141,8 +133,9 @@ func (r *registry) concerned(typeA, typeB string, f func(*liveQuery)) {
 
 // register reads lq's Initial and enters it among the live queries, in one
 // step with respect to writes: every write lands either in the Initial or as
-// a frame after it, never both, never neither. The Initial is delivered after
-// the store's lock is released.
+// a frame after it, never both, never neither. The Initial is delivered on
+// the subscribing goroutine after the store's lock is released; frames that
+// writes queue meanwhile wait for it, then go to a drain of their own.
 func (s *Store) register(lq *liveQuery) {
 	s.mu.RLock()
 	if s.closed {
@@ -151,24 +144,49 @@ func (s *Store) register(lq *liveQuery) {
 		return
 	}
 	items := s.read(lq)
+	lq.box.hold()
 	s.liveMu.Lock()
 	if !lq.done {
 		s.live.add(lq)
 	}
 	s.liveMu.Unlock()
-	lq.box.push(frame[mesh.Change]{v: mesh.Change{Kind: mesh.Initial, Items: items, Partitions: lq.parts}})
 	s.mu.RUnlock()
-	lq.flush()
+	lq.o.OnNext(mesh.Change{Kind: mesh.Initial, Items: items, Partitions: lq.parts})
+	if lq.box.release() {
+		go s.drain(lq)
+	}
 }
 
-// unregister removes lq; frames already queued for it are dropped by rx.
+// drain delivers lq's queued frames until none is left; see mailbox.
+func (s *Store) drain(lq *liveQuery) {
+	lq.box.drain(lq.o.OnNext, func() (mesh.Change, bool) { return s.collapse(lq) }, lq.o.OnCompleted)
+}
+
+// collapse reads lq's current result for the Reset that stands for the
+// frames its subscriber fell behind on. The read and the emptying of its
+// queue are one step with respect to writes (which queue under mu), so
+// every write is in the Reset or in a frame after it.
+func (s *Store) collapse(lq *liveQuery) (mesh.Change, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	lq.box.reset()
+	if s.closed {
+		return mesh.Change{}, false
+	}
+	items := s.read(lq)
+	s.resets.Add(1)
+	return mesh.Change{Kind: mesh.Reset, Items: items, Partitions: lq.parts}, true
+}
+
+// unregister removes lq; nothing more is delivered to it.
 func (s *Store) unregister(lq *liveQuery) {
 	s.liveMu.Lock()
-	defer s.liveMu.Unlock()
 	if !lq.done {
 		lq.done = true
 		s.live.remove(lq)
 	}
+	s.liveMu.Unlock()
+	lq.box.leave()
 }
 
 // classify queues, for every live query the write concerns, the frame it
@@ -176,7 +194,8 @@ func (s *Store) unregister(lq *liveQuery) {
 // Removed when it leaves. old and cur are the node before and after (nil when
 // absent; both have the same path). A query whose node types, partitions or
 // anchor cannot include the node is settled without matching. The caller
-// holds mu for writing; it returns the queries to flush once mu is released.
+// holds mu for writing; it returns the queries whose drain must be started
+// once mu is released.
 func (s *Store) classify(schema string, global bool, old, cur *mesh.Node) []*liveQuery {
 	some := cur
 	if some == nil {
@@ -189,7 +208,7 @@ func (s *Store) classify(schema string, global bool, old, cur *mesh.Node) []*liv
 	path := strings.ToLower(some.Path)
 	ns, _ := mesh.SplitPath(path)
 	parts := []string{schema}
-	var touched []*liveQuery
+	var start []*liveQuery
 	evaluated := 0
 
 	s.liveMu.Lock()
@@ -212,54 +231,13 @@ func (s *Store) classify(schema string, global bool, old, cur *mesh.Node) []*liv
 		default:
 			return
 		}
-		lq.box.push(frame[mesh.Change]{v: c})
-		touched = append(touched, lq)
+		if lq.box.push(c) {
+			start = append(start, lq)
+		}
 	})
 	s.liveMu.Unlock()
 
 	s.evaluations.Add(int64(evaluated))
 	s.skipped.Add(int64(total - evaluated))
-	return touched
-}
-
-// frame is one queued delivery: a value, or the end of the stream.
-type frame[T any] struct {
-	v   T
-	end bool
-}
-
-// outbox queues deliveries in the order they were decided (under the store's
-// lock) and delivers them later, outside it, one flush at a time: a flush
-// that finds another running leaves its frames to that one, so order holds
-// and an observer that writes to the store from OnNext does not deadlock.
-type outbox[T any] struct {
-	mu    sync.Mutex
-	queue []frame[T]
-	wip   atomic.Int64
-}
-
-func (b *outbox[T]) push(f frame[T]) {
-	b.mu.Lock()
-	b.queue = append(b.queue, f)
-	b.mu.Unlock()
-}
-
-func (b *outbox[T]) flush(deliver func(frame[T])) {
-	if b.wip.Add(1) != 1 {
-		return // the running flush will deliver what was pushed
-	}
-	missed := int64(1)
-	for {
-		b.mu.Lock()
-		batch := b.queue
-		b.queue = nil
-		b.mu.Unlock()
-		for _, f := range batch {
-			deliver(f)
-		}
-		missed = b.wip.Add(-missed)
-		if missed == 0 {
-			return
-		}
-	}
+	return start
 }

@@ -121,6 +121,7 @@ func (p *storeProvider) Name() string { return providerName }
 func (p *storeProvider) Query(q *mesh.Query) rx.Observable[mesh.Change] {
 	return rx.Defer(func() rx.Observable[mesh.Change] {
 		lq := newLiveQuery(q, p.plan)
+		lq.box.bound = p.s.queueFrames
 		live := rx.Create(func(_ context.Context, o rx.Observer[mesh.Change]) {
 			lq.o = o
 			p.s.register(lq)

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,6 +32,12 @@ type Options struct {
 	Providers []mesh.Provider
 	// Logger receives the store's log lines; nil discards them.
 	Logger *slog.Logger
+	// QueueFrames bounds each subscriber's queue: the frames of a live
+	// query, or the notices of a Changes subscription, written but not yet
+	// delivered. A subscriber that falls further behind has its queue
+	// collapsed into one delivery (a live query's Reset with the current
+	// result) sent when it catches up. Zero means DefaultQueueFrames.
+	QueueFrames int
 	// GatedTypes are node types kept in the security materialisation
 	// (SecurityNodes) beside mesh.SecurityTypes.
 	GatedTypes []string
@@ -55,6 +62,8 @@ type Store struct {
 	router    *mesh.Router
 	providers []mesh.Provider
 	log       *slog.Logger
+	// queueFrames bounds each subscriber's mailbox.
+	queueFrames int
 
 	// mu guards the partitions and closed. It is held only for in-memory
 	// work bounded by the data touched (one index update and the live
@@ -64,36 +73,36 @@ type Store struct {
 	parts  map[string]*partition // schema → partition
 	closed bool
 
-	// liveMu guards the live queries; it is taken inside mu (read or write),
-	// never the other way round.
-	liveMu sync.Mutex
-	live   registry
+	// liveMu guards the live queries and the Changes subscribers; it is
+	// taken inside mu (read or write), never the other way round.
+	liveMu   sync.Mutex
+	live     registry
+	watchers map[*watcher]struct{}
 
-	changes    *rx.Subject[mesh.ChangeNotice]
-	changesBox outbox[mesh.ChangeNotice]
 	// closing fires once, on Close, and ends every query's stream: a query
 	// also merges Options.Providers, which may stay live forever.
 	closing *rx.AsyncSubject[struct{}]
 
 	sec security // guarded by mu
 
-	evaluations, skipped, scanned atomic.Int64
+	evaluations, skipped, scanned, resets atomic.Int64
 }
 
 // New returns an empty Store. It fails when opts.Budgets are set but do not
 // nest, or when the default router cannot be built.
 func New(opts Options) (*Store, error) {
 	s := &Store{
-		clk:       opts.Clock,
-		budgets:   opts.Budgets,
-		router:    opts.Router,
-		providers: slices.Clone(opts.Providers),
-		log:       opts.Logger,
-		parts:     map[string]*partition{},
-		live:      newRegistry(),
-		changes:   rx.NewSubject[mesh.ChangeNotice](),
-		closing:   rx.NewAsyncSubject[struct{}](),
-		sec:       newSecurity(opts.GatedTypes),
+		clk:         opts.Clock,
+		budgets:     opts.Budgets,
+		router:      opts.Router,
+		providers:   slices.Clone(opts.Providers),
+		log:         opts.Logger,
+		queueFrames: opts.QueueFrames,
+		parts:       map[string]*partition{},
+		live:        newRegistry(),
+		watchers:    map[*watcher]struct{}{},
+		closing:     rx.NewAsyncSubject[struct{}](),
+		sec:         newSecurity(opts.GatedTypes),
 	}
 	if s.clk == nil {
 		s.clk = clock.New()
@@ -116,6 +125,12 @@ func New(opts Options) (*Store, error) {
 			return nil, fmt.Errorf("memstore: Options.Providers[%d] is nil", i)
 		}
 	}
+	switch {
+	case s.queueFrames == 0:
+		s.queueFrames = DefaultQueueFrames
+	case s.queueFrames < 0:
+		return nil, fmt.Errorf("memstore: Options.QueueFrames is %d; it must be positive, or zero for the default", s.queueFrames)
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -129,6 +144,7 @@ type Stats struct {
 	Evaluations int64 // (write, live query) pairs in which the written node was matched against the query
 	Skipped     int64 // (write, live query) pairs settled without matching: the node's type, partition or place in the tree cannot be in the query's result
 	Scanned     int64 // nodes examined by Initial reads, matching or not
+	Resets      int64 // Reset frames sent to live queries whose subscriber fell behind past Options.QueueFrames
 }
 
 // Stats returns the counters so far.
@@ -148,13 +164,14 @@ func (s *Store) Stats() Stats {
 		Evaluations: s.evaluations.Load(),
 		Skipped:     s.skipped.Load(),
 		Scanned:     s.scanned.Load(),
+		Resets:      s.resets.Load(),
 	}
 }
 
-// Close ends every live query (each completes), completes Changes, and
-// releases the stored nodes. Afterwards reads fail with a
-// *mesh.UnavailableError wrapping ErrClosed, and writes with ErrClosed.
-// Closing twice is harmless.
+// Close ends every live query (each completes once its queued frames are
+// delivered), completes every Changes subscription likewise, and releases
+// the stored nodes. Afterwards reads fail with a *mesh.UnavailableError
+// wrapping ErrClosed, and writes with ErrClosed. Closing twice is harmless.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -165,17 +182,23 @@ func (s *Store) Close() error {
 	s.parts = nil
 	s.liveMu.Lock()
 	ended := s.live.clear()
-	s.liveMu.Unlock()
+	var startQ []*liveQuery
 	for _, lq := range ended {
-		lq.box.push(frame[mesh.Change]{end: true})
+		if lq.box.end() {
+			startQ = append(startQ, lq)
+		}
 	}
-	s.changesBox.push(frame[mesh.ChangeNotice]{end: true})
+	var startW []*watcher
+	for w := range s.watchers {
+		if w.box.end() {
+			startW = append(startW, w)
+		}
+	}
+	clear(s.watchers)
+	s.liveMu.Unlock()
 	s.mu.Unlock()
 
-	for _, lq := range ended {
-		lq.flush()
-	}
-	s.flushChanges()
+	s.start(startQ, startW)
 	s.closing.OnNext(struct{}{})
 	s.closing.OnCompleted()
 	s.log.Debug("memstore: closed", "liveQueriesEnded", len(ended))
@@ -187,16 +210,77 @@ func (s *Store) Close() error {
 // after it subscribed. A Put that changes nothing announces nothing. A write
 // that changes a node's type is announced with NodeType "" (every reader
 // must re-read), since both the old and the new type may matter.
-func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] { return s.changes }
-
-func (s *Store) flushChanges() {
-	s.changesBox.flush(func(f frame[mesh.ChangeNotice]) {
-		if f.end {
-			s.changes.OnCompleted()
-			return
-		}
-		s.changes.OnNext(f.v)
+//
+// Each subscription is delivered from its own queue, never on the writer's
+// goroutine. A subscriber that falls behind by more than
+// Options.QueueFrames notices receives, in their place, one notice with an
+// empty Path and NodeType, Op WriteUpdate: anything may have changed, read
+// again. Close completes every subscription.
+func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] {
+	return rx.Defer(func() rx.Observable[mesh.ChangeNotice] {
+		w := &watcher{box: mailbox[mesh.ChangeNotice]{bound: s.queueFrames}}
+		feed := rx.Create(func(_ context.Context, o rx.Observer[mesh.ChangeNotice]) {
+			w.o = o
+			s.mu.RLock()
+			closed := s.closed
+			if !closed {
+				s.liveMu.Lock()
+				s.watchers[w] = struct{}{}
+				s.liveMu.Unlock()
+			}
+			s.mu.RUnlock()
+			if closed {
+				o.OnCompleted()
+			}
+		})
+		return rx.Finally(feed, func() {
+			s.liveMu.Lock()
+			delete(s.watchers, w)
+			s.liveMu.Unlock()
+			w.box.leave()
+		})
 	})
+}
+
+// watcher is one subscription of Changes.
+type watcher struct {
+	o   rx.Observer[mesh.ChangeNotice]
+	box mailbox[mesh.ChangeNotice]
+}
+
+// gapNotice stands for the notices a Changes subscriber fell behind on.
+var gapNotice = mesh.ChangeNotice{Op: mesh.WriteUpdate}
+
+func (w *watcher) drain() {
+	w.box.drain(w.o.OnNext, func() (mesh.ChangeNotice, bool) {
+		w.box.reset()
+		return gapNotice, true
+	}, w.o.OnCompleted)
+}
+
+// announce queues n for every Changes subscriber. The caller holds mu for
+// writing; it returns the subscribers whose drain must be started.
+func (s *Store) announce(n mesh.ChangeNotice) []*watcher {
+	var start []*watcher
+	s.liveMu.Lock()
+	for w := range s.watchers {
+		if w.box.push(n) {
+			start = append(start, w)
+		}
+	}
+	s.liveMu.Unlock()
+	return start
+}
+
+// start starts the drains a write made due. It runs after mu is released,
+// and never waits for a subscriber.
+func (s *Store) start(queries []*liveQuery, watchers []*watcher) {
+	for _, lq := range queries {
+		go s.drain(lq)
+	}
+	for _, w := range watchers {
+		go w.drain()
+	}
 }
 
 // schemaOf returns the schema that holds path, and whether it is a global
@@ -229,4 +313,33 @@ func (s *Store) partitionSchemas() []string {
 
 func unavailable(op string) error {
 	return &mesh.UnavailableError{Op: op, Err: ErrClosed}
+}
+
+// Settle waits until every live query and Changes subscription has
+// received what the writes that returned before the call queued for it (as
+// frames, or a Reset standing for them), or until ctx ends. Writes never
+// wait for subscribers; Settle is for a caller that wants its observers up
+// to date before it goes on (a test, a drain before shutdown). When ctx ends
+// first it returns a *SettleError saying how many subscribers were behind.
+// Called from inside an observer's OnNext it waits for that delivery too,
+// so it can only end with ctx there.
+func (s *Store) Settle(ctx context.Context) error {
+	s.liveMu.Lock()
+	var pending []<-chan struct{}
+	s.live.each(func(lq *liveQuery) {
+		if c := lq.box.settled(); c != nil {
+			pending = append(pending, c)
+		}
+	})
+	for w := range s.watchers {
+		if c := w.box.settled(); c != nil {
+			pending = append(pending, c)
+		}
+	}
+	s.liveMu.Unlock()
+	behind, err := awaitAll(ctx, pending)
+	if err != nil {
+		return &SettleError{Behind: behind, Err: err}
+	}
+	return nil
 }

@@ -15,6 +15,9 @@ import (
 // clock's time. A write that changes none of them stores nothing, announces
 // nothing and returns the node as it was.
 //
+// Put never runs or waits for a subscriber's code: live queries and Changes
+// receive the write from their own queues.
+//
 // Put fails with the *mesh.NodeError of an invalid node, an
 // *mesh.UnroutablePathError for a path no partition can hold, ctx's error when ctx
 // ends before the write (nothing is written), or ErrClosed.
@@ -100,10 +103,10 @@ func (s *Store) put(ctx context.Context, n mesh.Node, expected int64) (mesh.Node
 			notice.NodeType = "" // both types may matter: everyone re-reads
 		}
 	}
-	s.changesBox.push(frame[mesh.ChangeNotice]{v: notice})
+	watchers := s.announce(notice)
 	s.mu.Unlock()
 
-	s.deliver(touched)
+	s.start(touched, watchers)
 	return n, nil
 }
 
@@ -143,20 +146,11 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 	}
 	s.sec.apply(&old, nil)
 	touched := s.classify(schema, global, &old, nil)
-	s.changesBox.push(frame[mesh.ChangeNotice]{v: mesh.ChangeNotice{Path: path, Op: mesh.WriteDelete, NodeType: old.NodeType}})
+	watchers := s.announce(mesh.ChangeNotice{Path: path, Op: mesh.WriteDelete, NodeType: old.NodeType})
 	s.mu.Unlock()
 
-	s.deliver(touched)
+	s.start(touched, watchers)
 	return nil
-}
-
-// deliver flushes the frames a write queued, then its change notice. It runs
-// after the store's lock is released.
-func (s *Store) deliver(touched []*liveQuery) {
-	for _, lq := range touched {
-		lq.flush()
-	}
-	s.flushChanges()
 }
 
 // sameVisible reports whether b changes nothing a reader of a sees.

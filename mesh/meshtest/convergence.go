@@ -152,35 +152,34 @@ type liveState struct {
 }
 
 func subscribeLive(svc mesh.Service, q string) *liveResult {
-	l := &liveResult{q: q, rec: rxtest.NewRecorder[mesh.Change](nil), state: rx.NewBehaviorSubject(liveState{})}
-	rows := map[string]int64{} // touched only by the subscription's frames, which rx serialises
+	return subscribeLiveGated(svc, q, func(mesh.Change) {})
+}
+
+// patcher returns a function that applies one frame to a live result and
+// returns the result so far. Its state is touched only by one
+// subscription's frames, which rx serialises.
+func patcher() func(mesh.Change) liveState {
+	rows := map[string]int64{}
 	initial := false
-	l.sub = svc.Query(q).Subscribe(rx.NewObserver(
-		func(c mesh.Change) {
-			switch c.Kind {
-			case mesh.Initial, mesh.Reset:
-				initial = true
-				clear(rows)
-				for _, n := range c.Items {
-					rows[n.Path] = n.Version
-				}
-			case mesh.Added, mesh.Updated:
-				for _, n := range c.Items {
-					rows[n.Path] = n.Version
-				}
-			case mesh.Removed:
-				for _, n := range c.Items {
-					delete(rows, n.Path)
-				}
+	return func(c mesh.Change) liveState {
+		switch c.Kind {
+		case mesh.Initial, mesh.Reset:
+			initial = true
+			clear(rows)
+			for _, n := range c.Items {
+				rows[n.Path] = n.Version
 			}
-			st := liveState{initial: initial, rows: fingerprintRows(rows)}
-			l.rec.OnNext(c)
-			l.state.OnNext(st)
-		},
-		l.rec.OnError,
-		l.rec.OnCompleted,
-	))
-	return l
+		case mesh.Added, mesh.Updated:
+			for _, n := range c.Items {
+				rows[n.Path] = n.Version
+			}
+		case mesh.Removed:
+			for _, n := range c.Items {
+				delete(rows, n.Path)
+			}
+		}
+		return liveState{initial: initial, rows: fingerprintRows(rows)}
+	}
 }
 
 func fingerprintOf(items []mesh.Node) string {

@@ -59,6 +59,7 @@ func (s *suite) checks() []check {
 		{"AWriteOfAnUnrelatedTypeSendsNoFrameToAConstrainedQuery", s.relevance},
 		{"EveryWriteIsAnnouncedWithItsPathOpAndNodeType", s.notices},
 		{"ConcurrentLiveQueriesAndWritersConvergeToAFreshInitial", s.convergence},
+		{"ABlockedSubscriberHoldsUpNoWriterAndCatchesUpOnRelease", s.slowSubscriber},
 	}
 }
 

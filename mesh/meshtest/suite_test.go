@@ -207,17 +207,33 @@ func (a absent) Get(path string) rx.Observable[mesh.Node] {
 
 var _ io.Closer = absent{}
 
-type resetting struct{ wrapped }
+type resetting struct {
+	wrapped
+	writes *rx.Subject[struct{}]
+}
 
-func resetsOnEveryWrite(s *memstore.Store) mesh.Service { return resetting{wrapped{s}} }
+func resetsOnEveryWrite(s *memstore.Store) mesh.Service {
+	return resetting{wrapped{s}, rx.NewSubject[struct{}]()}
+}
 
-// Query re-reads the whole query on every change notice, as a listener that
-// cannot classify would.
+// Query re-reads the whole query on every write, as a listener that cannot
+// classify would. The re-read runs before the write returns, so its Reset
+// precedes the frames of later writes.
 func (r resetting) Query(q string) rx.Observable[mesh.Change] {
-	rereads := rx.SelectMany(r.Store.Changes(), func(mesh.ChangeNotice) rx.Observable[mesh.Change] {
+	rereads := rx.SelectMany(r.writes, func(struct{}) rx.Observable[mesh.Change] {
 		return rx.Map(rx.Take(r.Store.Query(q), 1), func(c mesh.Change) mesh.Change { c.Kind = mesh.Reset; return c })
 	})
 	return rx.Merge(r.Store.Query(q), rereads)
+}
+
+func (r resetting) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	defer r.writes.OnNext(struct{}{})
+	return r.Store.Put(ctx, n)
+}
+
+func (r resetting) Delete(ctx context.Context, path string) error {
+	defer r.writes.OnNext(struct{}{})
+	return r.Store.Delete(ctx, path)
 }
 
 type dropping struct{ wrapped }
@@ -256,4 +272,61 @@ func (u unsorted) Query(q string) rx.Observable[mesh.Change] {
 		slices.SortFunc(c.Items, func(a, b mesh.Node) int { return strings.Compare(a.Path, b.Path) })
 		return c
 	})
+}
+
+// The slow-subscriber rule fails a store whose writer waits for a blocked
+// subscriber (frames delivered under a lock the writer needs, as memstore
+// once did on the writer's own goroutine) and one that queues every frame
+// for it (memstore with a queue bound larger than the writes).
+func TestTheSlowSubscriberRuleFailsWaitingWritersAndUnboundedQueues(t *testing.T) {
+	s := &suite{bound: probeBound}
+	var ch check
+	for _, c := range s.checks() {
+		if c.name == "ABlockedSubscriberHoldsUpNoWriterAndCatchesUpOnRelease" {
+			ch = c
+		}
+	}
+	require.NotNil(t, ch.run)
+
+	healthy := runProbe(t, ch, newMemstore(t))
+	require.False(t, healthy.failed, "the healthy store passes:\n%s", healthy.report())
+
+	waiting := runProbe(t, ch, writerWaitsForReaders(newMemstore(t)))
+	require.True(t, waiting.failed, "a store whose writer waits for its subscribers fails the rule")
+	assert.Contains(t, waiting.report(), "a writer waited for a blocked subscriber")
+
+	unbounded, err := memstore.New(memstore.Options{QueueFrames: 10 * SlowWrites})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = unbounded.Close() })
+	queueing := runProbe(t, ch, unbounded)
+	require.True(t, queueing.failed, "a store that queues every frame for a blocked subscriber fails the rule")
+	assert.Contains(t, queueing.report(), "the store's memory stays bounded")
+}
+
+// waitingWriter delivers each frame holding a lock its writes take, so a
+// blocked subscriber blocks every writer, whatever the writer's context.
+type waitingWriter struct {
+	wrapped
+	mu *sync.Mutex
+}
+
+func writerWaitsForReaders(s *memstore.Store) mesh.Service {
+	return waitingWriter{wrapped{s}, &sync.Mutex{}}
+}
+
+func (w waitingWriter) Query(q string) rx.Observable[mesh.Change] {
+	return rx.Create(func(ctx context.Context, o rx.Observer[mesh.Change]) {
+		sub := w.Store.Query(q).Subscribe(rx.NewObserver(func(c mesh.Change) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			o.OnNext(c)
+		}, o.OnError, o.OnCompleted))
+		context.AfterFunc(ctx, sub.Unsubscribe)
+	})
+}
+
+func (w waitingWriter) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.Store.Put(ctx, n)
 }

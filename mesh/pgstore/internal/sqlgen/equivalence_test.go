@@ -343,7 +343,7 @@ var equivalenceCases = []struct {
 	{"lastModified:\"12000-01-01T00:00:00Z\"", true},
 	// content properties
 	{"content.title:alpha", true},
-	{"title:Alpha", true},
+	{"content.Title:Alpha", true},
 	{"content.title:*report*", true},
 	{"-content.title:alpha", true},
 	{"content.meta.owner:bob", true},

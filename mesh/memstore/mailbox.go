@@ -1,0 +1,226 @@
+package memstore
+
+import (
+	"context"
+	"sync"
+)
+
+// DefaultQueueFrames is the bound of a subscriber's queue when
+// Options.QueueFrames is zero.
+const DefaultQueueFrames = 1024
+
+// mailbox is one subscriber's bounded queue of deliveries. A writer pushes
+// under the store's lock and returns: it never runs the subscriber's code
+// and never waits for it. A drain delivers the queue on a goroutine of its
+// own, started when the queue goes from idle to busy and ended when it is
+// empty again, so an idle subscriber costs no goroutine.
+//
+// A subscriber that falls behind by more than bound deliveries has its queue
+// collapsed: the pending deliveries are dropped and the drain, when the
+// subscriber catches up, asks its collapse function for one delivery that
+// stands for all of them (a live query's Reset with the current result).
+// Memory stays bounded and nothing is lost.
+type mailbox[T any] struct {
+	bound int
+
+	mu        sync.Mutex
+	queue     []queued[T]
+	pushed    uint64 // deliveries pushed so far, dropped ones included
+	delivered uint64 // deliveries made (or covered by a collapsed one) so far
+	waiters   []waiter
+	collapsed bool   // deliveries were dropped: the next one is collapse()'s
+	covered   uint64 // what the collapsed delivery stands for, set by reset
+	ended     bool   // the stream ends after what is queued
+	running   bool   // a drain owns delivery
+	done      bool   // the subscriber left: deliver nothing more
+}
+
+// queued is one pending delivery and its place in the push order.
+type queued[T any] struct {
+	v   T
+	seq uint64
+}
+
+// waiter is a settle waiting for delivery up to seq.
+type waiter struct {
+	seq  uint64
+	done chan struct{}
+}
+
+// push queues v. It reports whether the caller must start a drain (go
+// m.drain(...)); it never blocks on the subscriber.
+func (m *mailbox[T]) push(v T) (start bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done || m.ended {
+		return false
+	}
+	m.pushed++
+	switch {
+	case m.collapsed:
+		// Covered by the collapsed delivery, computed when it is sent.
+	case len(m.queue) >= m.bound:
+		m.queue = nil // release what the subscriber will never need
+		m.collapsed = true
+	default:
+		m.queue = append(m.queue, queued[T]{v: v, seq: m.pushed})
+	}
+	return m.claim()
+}
+
+// end marks the stream as ending after what is queued.
+func (m *mailbox[T]) end() (start bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done || m.ended {
+		return false
+	}
+	m.ended = true
+	return m.claim()
+}
+
+// hold makes the caller the drain (for delivering a first value itself);
+// writers meanwhile queue without starting one. The caller must then call
+// drain or release.
+func (m *mailbox[T]) hold() {
+	m.mu.Lock()
+	m.running = true
+	m.mu.Unlock()
+}
+
+// release ends a hold. It reports whether deliveries queued meanwhile need
+// a drain, which the caller must then start; otherwise the mailbox is idle.
+func (m *mailbox[T]) release() (start bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.done && (len(m.queue) > 0 || m.collapsed || m.ended) {
+		return true // still running: the caller hands over to a drain
+	}
+	m.running = false
+	return false
+}
+
+// leave stops all delivery: the subscriber is gone.
+func (m *mailbox[T]) leave() {
+	m.mu.Lock()
+	m.done = true
+	m.queue = nil
+	m.wakeAll()
+	m.mu.Unlock()
+}
+
+// settled returns a channel closed once everything pushed so far has been
+// delivered (or the subscriber left or its stream ended), or nil when that
+// is so already.
+func (m *mailbox[T]) settled() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done || m.delivered >= m.pushed {
+		return nil
+	}
+	w := waiter{seq: m.pushed, done: make(chan struct{})}
+	m.waiters = append(m.waiters, w)
+	return w.done
+}
+
+// advance records delivery up to seq and wakes the waiters it satisfies. The
+// caller holds mu.
+func (m *mailbox[T]) advance(seq uint64) {
+	m.delivered = max(m.delivered, seq)
+	kept := m.waiters[:0]
+	for _, w := range m.waiters {
+		if w.seq <= m.delivered {
+			close(w.done)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(m.waiters[len(kept):])
+	m.waiters = kept
+}
+
+func (m *mailbox[T]) wakeAll() {
+	for _, w := range m.waiters {
+		close(w.done)
+	}
+	m.waiters = nil
+}
+
+// claim takes delivery for a new drain if none runs. The caller holds mu.
+func (m *mailbox[T]) claim() bool {
+	if m.running {
+		return false
+	}
+	m.running = true
+	return true
+}
+
+// reset clears the collapsed state and what is queued. The caller uses it
+// from collapse, atomically with the read the collapsed delivery carries.
+func (m *mailbox[T]) reset() {
+	m.mu.Lock()
+	m.queue = nil
+	m.collapsed = false
+	m.covered = m.pushed
+	m.mu.Unlock()
+}
+
+// awaitAll waits, within ctx, until every channel is closed; it returns how
+// many were still open when ctx ended, with ctx's error.
+func awaitAll(ctx context.Context, chans []<-chan struct{}) (int, error) {
+	for i, c := range chans {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return len(chans) - i, context.Cause(ctx)
+		}
+	}
+	return 0, nil
+}
+
+// drain delivers until the queue is empty, outside every lock. collapse
+// returns the delivery that stands for dropped ones (false: none, e.g. the
+// store closed) and must call reset; complete ends the stream.
+func (m *mailbox[T]) drain(deliver func(T), collapse func() (T, bool), complete func()) {
+	for {
+		m.mu.Lock()
+		switch {
+		case m.done:
+			m.running = false
+			m.mu.Unlock()
+			return
+		case m.collapsed:
+			m.mu.Unlock()
+			v, ok := collapse() // calls reset
+			if ok {
+				deliver(v)
+			}
+			m.mu.Lock()
+			m.advance(m.covered)
+			m.mu.Unlock()
+		case len(m.queue) > 0:
+			q := m.queue[0]
+			m.queue[0] = queued[T]{}
+			m.queue = m.queue[1:]
+			if len(m.queue) == 0 {
+				m.queue = nil // let the backing array go
+			}
+			m.mu.Unlock()
+			deliver(q.v)
+			m.mu.Lock()
+			m.advance(q.seq)
+			m.mu.Unlock()
+		case m.ended:
+			m.done = true
+			m.running = false
+			m.wakeAll()
+			m.mu.Unlock()
+			complete()
+			return
+		default:
+			m.running = false
+			m.mu.Unlock()
+			return
+		}
+	}
+}
