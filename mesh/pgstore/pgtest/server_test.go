@@ -294,7 +294,8 @@ func TestAServerThatNeverAnswersFailsNamingTheWaitAndIsKilled(t *testing.T) {
 	bins, err := FindBinaries(bin)
 	require.NoError(t, err)
 
-	const budget = 500 * time.Millisecond
+	// Long enough for the fake to record its pid on a loaded machine.
+	const budget = 2 * time.Second
 	_, err = Config{Binaries: bins, TempDir: tmp, StartBudget: budget, StopBudget: time.Second}.Start(t.Context())
 	var wait *WaitError
 	require.ErrorAs(t, err, &wait)
