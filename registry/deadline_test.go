@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,17 @@ func (s *logStore) at(level slog.Level) []loggedRecord {
 	var out []loggedRecord
 	for _, r := range s.records {
 		if r.Level == level {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// matching returns the records logged at level whose message contains part.
+func (s *logStore) matching(level slog.Level, part string) []loggedRecord {
+	var out []loggedRecord
+	for _, r := range s.at(level) {
+		if strings.Contains(r.Message, part) {
 			out = append(out, r)
 		}
 	}

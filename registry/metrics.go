@@ -85,7 +85,7 @@ func newServerMetrics(s *Server, reg prometheus.Registerer) (*serverMetrics, err
 		Help: "Index documents assembled; requests beyond these were served a kept document.",
 	}, func() float64 { return float64(s.index.assemblies.Load()) })
 
-	all := []prometheus.Collector{m.requests, m.stages, m.unavailable, derivations, age, catalogUp, catalogDown, assemblies}
+	all := []prometheus.Collector{m.requests, m.stages, m.unavailable, derivations, age, catalogUp, catalogDown, assemblies, s.readiness.gauge}
 	for _, c := range all {
 		if err := m.reg.Register(c); err != nil {
 			m.unregister()

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,10 @@ type ServedOptions struct {
 	// DerivationBudget bounds one derivation (a scan of the records).
 	// Default 60s.
 	DerivationBudget time.Duration
+	// Logger receives one warning when derivations start failing (the
+	// snapshot served from then on grows stale) and one line when one
+	// succeeds again; nil is slog.Default().
+	Logger *slog.Logger
 }
 
 // Snapshot is one derived activation list, numbered so that consumers (the
@@ -65,6 +70,7 @@ type ServedActivation struct {
 	clk       clock.Clock
 	freshness time.Duration
 	budget    time.Duration
+	log       *slog.Logger
 
 	mu      sync.Mutex
 	snap    Snapshot
@@ -73,6 +79,10 @@ type ServedActivation struct {
 	seq     uint64
 	closed  bool
 	running sync.WaitGroup
+
+	failing     bool      // the last derivation failed
+	failedSince time.Time // when derivations started failing
+	failure     string    // the last derivation's error
 
 	inflight    atomic.Pointer[derivation]
 	derivations atomic.Int64
@@ -92,7 +102,10 @@ type derivation struct {
 
 // NewServedActivation serves the activation of l.
 func NewServedActivation(l *ModuleLanding, opts ServedOptions) *ServedActivation {
-	s := &ServedActivation{landing: l, clk: opts.Clock, freshness: opts.Freshness, budget: opts.DerivationBudget}
+	s := &ServedActivation{landing: l, clk: opts.Clock, freshness: opts.Freshness, budget: opts.DerivationBudget, log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
 	if s.clk == nil {
 		s.clk = clock.New()
 	}
@@ -138,6 +151,15 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 		}
 		return d.result
 	})
+}
+
+// inFlight returns the result of the derivation in flight, or an empty
+// stream when none is running.
+func (s *ServedActivation) inFlight() rx.Observable[Snapshot] {
+	if d := s.inflight.Load(); d != nil {
+		return d.result
+	}
+	return rx.Empty[Snapshot]()
 }
 
 // Snapshot returns the current snapshot, if any, without starting anything.
@@ -193,8 +215,12 @@ func (s *ServedActivation) start(d *derivation) bool {
 		}()
 	})
 	rx.TimeoutStage(scan, "activation derivation", s.budget, s.clk).Subscribe(rx.NewObserver(
-		func(a Activation) { d.result.OnNext(s.publish(d, a)) },
+		func(a Activation) {
+			s.derived(nil)
+			d.result.OnNext(s.publish(d, a))
+		},
 		func(err error) {
+			s.derived(err)
 			if !s.requestOwned { // the negative control keeps a fault in the slot
 				s.release(d)
 			}
@@ -208,6 +234,46 @@ func (s *ServedActivation) start(d *derivation) bool {
 		},
 	))
 	return true
+}
+
+// derived notes how a derivation ended, logging the transitions: the first
+// failure (from then on the snapshot served grows stale, and says how old it
+// is) and the first success after failures.
+func (s *ServedActivation) derived(err error) {
+	s.mu.Lock()
+	was, since := s.failing, s.failedSince
+	snap, has := s.snap, s.has
+	if err != nil {
+		s.failure = err.Error()
+		if !s.failing {
+			s.failing, s.failedSince = true, s.clk.Now()
+		}
+	} else {
+		s.failing, s.failure = false, ""
+	}
+	s.mu.Unlock()
+	switch {
+	case err != nil && !was:
+		attrs := []slog.Attr{slog.String("error", err.Error())}
+		if has {
+			attrs = append(attrs, slog.Uint64("snapshot", snap.Seq), slog.Duration("snapshotAge", s.clk.Since(snap.DerivedAt)))
+		}
+		s.log.LogAttrs(context.Background(), slog.LevelWarn,
+			"registry: deriving the activation list failed; the snapshot served grows stale until a derivation succeeds", attrs...)
+	case err == nil && was:
+		s.log.LogAttrs(context.Background(), slog.LevelInfo,
+			"registry: deriving the activation list succeeded again", slog.Duration("failingFor", s.clk.Since(since)))
+	}
+}
+
+// lastFailure says, for the log, whether and since when derivations fail.
+func (s *ServedActivation) lastFailure() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.failing {
+		return "the last derivation succeeded"
+	}
+	return "derivations failing since " + s.failedSince.UTC().Format(time.RFC3339) + ": " + s.failure
 }
 
 // publish installs a derivation's result unless a local write came after it

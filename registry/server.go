@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -42,8 +40,8 @@ const (
 // nodes, when ServerOptions.Source is empty.
 const DefaultSource = "Plugins"
 
-// healthBudget bounds a health check: it reads what the index reads and
-// must say quickly when that is stuck.
+// healthBudget bounds a health answer: its checks are each bounded by
+// ReadinessProbeBudget, well within it.
 const healthBudget = 5 * time.Second
 
 // Authenticator decides who a request's Authorization header belongs to
@@ -135,11 +133,12 @@ type Server struct {
 	indexBudget, downloadBudget, publishBudget time.Duration
 	maxPublish                                 int64
 
-	catalog  *catalog
-	index    *indexCache
-	contents contentGenerations
-	metrics  *serverMetrics
-	handler  http.Handler
+	catalog   *catalog
+	readiness *readinessState
+	index     *indexCache
+	contents  contentGenerations
+	metrics   *serverMetrics
+	handler   http.Handler
 }
 
 // NewServer checks opts, registers the metrics and starts the package
@@ -192,6 +191,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		publishBudget:  orDuration(opts.PublishBudget, DownloadBudget),
 		maxPublish:     opts.MaxPublishBytes,
 		index:          newIndexCache(opts.IndexCacheSize),
+		readiness:      newReadinessState(),
 	}
 	if s.clk == nil {
 		s.clk = clock.New()
@@ -251,6 +251,8 @@ const (
 	routePublish  = "publish"
 	routeVersion  = "version"
 	routeHealth   = "healthz"
+	routeLive     = "livez"
+	routeReady    = "readyz"
 	routeMetrics  = "metrics"
 	publishPrefix = "POST " + BundlesPath + "/{plugin}"
 )
@@ -270,7 +272,9 @@ func (s *Server) routes() http.Handler {
 		handle(routePublish, publishPrefix, s.publishBudget, s.publishRoute, s.publishGate)
 	}
 	handle(routeVersion, "GET "+VersionPath, s.indexBudget, s.versionRoute)
-	handle(routeHealth, "GET "+HealthPath, healthBudget, s.healthRoute)
+	handle(routeLive, "GET "+LivePath, healthBudget, s.liveRoute)
+	handle(routeReady, "GET "+ReadyPath, healthBudget, s.readyRoute)
+	handle(routeHealth, "GET "+HealthPath, healthBudget, s.readyRoute) // kept: answers as /readyz
 	if s.metrics.gatherer != nil {
 		handle(routeMetrics, "GET "+MetricsPath, s.indexBudget, s.metricsRoute)
 	}
@@ -308,54 +312,6 @@ func (s *Server) versionRoute(*http.Request) rx.Observable[Answer] {
 	return rx.Return(jsonAnswer(http.StatusOK, struct {
 		Version string `json:"version"`
 	}{s.version}))
-}
-
-// healthRoute answers 200 when what the index needs is readable: the
-// package catalog is live and the activation snapshot answers. Otherwise 503
-// naming what is missing.
-func (s *Server) healthRoute(r *http.Request) rx.Observable[Answer] {
-	ledger := LedgerFrom(r.Context())
-	snap := InStage(s.served.Read(), ledger, StageActivation)
-	type health struct {
-		Status   string   `json:"status"`
-		Missing  []string `json:"missing"`
-		Snapshot uint64   `json:"snapshot,omitempty"`
-		Catalog  uint64   `json:"catalog,omitempty"`
-	}
-	check := func(seq uint64, snapErr error) Answer {
-		h := health{Status: "ok", Missing: []string{}, Snapshot: seq}
-		if snapErr != nil {
-			h.Missing = append(h.Missing, StageActivation+": "+snapErr.Error())
-		}
-		ch := s.catalog.health()
-		if !ch.available {
-			h.Missing = append(h.Missing, fmt.Sprintf("%s: %s (since %s)", StageCatalog, ch.problem, ch.since.UTC().Format(time.RFC3339)))
-		}
-		if st, ok := s.catalog.current(); ok {
-			h.Catalog = st.version
-		}
-		if len(h.Missing) > 0 {
-			h.Status = "unavailable"
-			noteRefusal(r, strings.Join(missingStages(snapErr, ch), ", "))
-			a := jsonAnswer(http.StatusServiceUnavailable, h)
-			a.Header.Set("Retry-After", "5")
-			return a
-		}
-		return jsonAnswer(http.StatusOK, h)
-	}
-	answered := rx.Map(rx.Take(snap, 1), func(sn Snapshot) Answer { return check(sn.Seq, nil) })
-	return rx.Catch(answered, func(err error) rx.Observable[Answer] { return rx.Return(check(0, err)) })
-}
-
-func missingStages(snapErr error, ch catalogHealth) []string {
-	var out []string
-	if snapErr != nil {
-		out = append(out, StageActivation)
-	}
-	if !ch.available {
-		out = append(out, StageCatalog)
-	}
-	return out
 }
 
 // answerWriter is an http.ResponseWriter that keeps what is written, so a

@@ -122,7 +122,9 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 	f.landing, err = NewModuleLanding(v, LandingOptions{Logger: quietLogger()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.landing.Close() })
-	f.served = NewServedActivation(f.landing, ServedOptions{Clock: f.clk})
+	var logger *slog.Logger
+	f.logs, logger = captureLogs()
+	f.served = NewServedActivation(f.landing, ServedOptions{Clock: f.clk, Logger: logger})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), bound)
 		defer cancel()
@@ -131,8 +133,6 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 	if fo.mesh != nil {
 		fo.mesh(f.mesh)
 	}
-	var logger *slog.Logger
-	f.logs, logger = captureLogs()
 	ladder := &auth.PlanTierLadder{Mesh: f.mesh, Clock: f.clk}
 	opts := ServerOptions{
 		Landing:      f.landing,
@@ -289,7 +289,7 @@ func TestVersionAnswersWithoutAKeyOrAnyRead(t *testing.T) {
 	assert.Equal(t, [2]int64{gets, queries}, [2]int64{g2, q2}, "the version route reads nothing")
 }
 
-func TestHealthSaysOKOnlyWhileTheCatalogAndTheSnapshotAreReadable(t *testing.T) {
+func TestReadyzSaysOKOnlyWhileTheCatalogIsLiveAndHealthzAnswersAlike(t *testing.T) {
 	queries := make(chan *rx.Subject[mesh.Change], 4)
 	f := newFixture(t, fixtureOptions{mesh: func(m *watchedMesh) {
 		m.catalogQ = func() rx.Observable[mesh.Change] {
@@ -301,25 +301,27 @@ func TestHealthSaysOKOnlyWhileTheCatalogAndTheSnapshotAreReadable(t *testing.T) 
 	first := receive(t, queries, "the catalog's live query")
 
 	// Before the catalog's first answer, health names it as missing.
-	got := f.do(request{path: HealthPath})
+	got := f.do(request{path: ReadyPath})
 	assert.Equal(t, http.StatusServiceUnavailable, got.status)
-	assert.Contains(t, string(got.body), StageCatalog)
-	assert.NotContains(t, string(got.body), StageActivation+":", "the snapshot is readable")
+	assert.Contains(t, string(got.body), CheckCatalog)
+	assert.NotContains(t, string(got.body), CheckSnapshot, "the snapshot is readable")
 
 	first.OnNext(mesh.Change{Kind: mesh.Initial})
-	got = f.do(request{path: HealthPath})
+	got = f.do(request{path: ReadyPath})
 	assert.Equal(t, http.StatusOK, got.status, "%s", got.body)
 
 	// The live query fails: health says so until the retry is live again.
 	first.OnError(&mesh.ProviderStalledError{Providers: []string{"memstore"}, Budget: 15 * time.Second, Query: "namespace:Plugins nodeType:Package"})
-	got = f.do(request{path: HealthPath})
+	got = f.do(request{path: ReadyPath})
 	assert.Equal(t, http.StatusServiceUnavailable, got.status)
-	assert.Contains(t, string(got.body), "memstore")
+	assert.Contains(t, string(got.body), CheckCatalog)
+	assert.NotContains(t, string(got.body), "memstore", "no internal text in the answer")
+	assert.Equal(t, got.status, f.do(request{path: HealthPath}).status, "/healthz answers as /readyz")
 
 	f.clk.Advance(DefaultCatalogRetry)
 	retry := receive(t, queries, "the catalog's retried query")
 	retry.OnNext(mesh.Change{Kind: mesh.Initial})
-	got = f.do(request{path: HealthPath})
+	got = f.do(request{path: ReadyPath})
 	assert.Equal(t, http.StatusOK, got.status, "%s", got.body)
 }
 
