@@ -350,7 +350,7 @@ func newRetrying(hc *http.Client, attemptTimeout time.Duration, attempts int, ma
 			if n, ok := ctx.Value(attemptsKey{}).(*atomic.Int32); ok {
 				n.Add(1)
 			}
-			return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+			return retryable(ctx, resp, err)
 		},
 		Backoff: func(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
 			return retryWait(lo, hi, attempt, resp, time.Now())
@@ -362,6 +362,17 @@ func newRetrying(hc *http.Client, attemptTimeout time.Duration, attempts int, ma
 			return nil, err
 		},
 	}
+}
+
+// retryable says whether an attempt may pass if repeated: a transport
+// failure, 429, or a registry that could not find out (502, 503, 504). A
+// 500 is a deterministic failure the registry has logged; repeating it
+// would hit the same wall, so it is returned at once.
+func retryable(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if err == nil && resp != nil && resp.StatusCode == http.StatusInternalServerError {
+		return false, nil
+	}
+	return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
 }
 
 // retryWait is how long to wait before retrying after resp: what a 429 or

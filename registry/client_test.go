@@ -202,13 +202,15 @@ func TestAttemptsAreBoundedAndExhaustionIsAnHTTPError(t *testing.T) {
 	}
 }
 
-func TestOnlyTooManyRequestsAndServerErrorsAreRetried(t *testing.T) {
+func TestOnlyTooManyRequestsAndCouldNotFindOutAreRetriedNeverA500(t *testing.T) {
 	for _, c := range []struct {
 		status, requests int
 	}{
 		{http.StatusUnauthorized, 1},
 		{http.StatusNotFound, 1},
-		{http.StatusTooManyRequests, 3}, // control: the same client does retry what may pass
+		{http.StatusInternalServerError, 1}, // a deterministic failure: retrying hits the same wall
+		{http.StatusTooManyRequests, 3},     // control: the same client does retry what may pass
+		{http.StatusServiceUnavailable, 3},
 	} {
 		srv := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Retry-After", "0")

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,10 +10,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -43,6 +46,7 @@ type Answer struct {
 // Deadline makes a route answer or refuse within its budget: a route with
 // no answer when the budget runs out answers 503 with Retry-After and a body
 // naming the stages it was still waiting on, and logs one warning saying so.
+// Refusal bodies carry the stage and a stable reason, never an error's text.
 type Deadline struct {
 	// Route names the route in logs, e.g. "GET /api/plugins/bundles/index.json";
 	// "" uses the request's method and path.
@@ -73,7 +77,8 @@ type httpStatuser interface {
 // budget runs out or the client leaves, the answer is unsubscribed.
 //
 // An answer in time is written untouched. An error is refused with the
-// status it carries (an error with an HTTPStatus() int method) or else 503 with Retry-After.
+// status it carries (an error with an HTTPStatus() int method), else 503
+// with Retry-After when CouldNotFindOut, else 500 without it.
 func (d Deadline) Handler(answer func(r *http.Request) rx.Observable[Answer]) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		clk := d.clock()
@@ -221,42 +226,81 @@ func (q *deadlineRequest) unanswered() {
 	q.d.logger().LogAttrs(q.r.Context(), slog.LevelWarn,
 		fmt.Sprintf("registry %s produced no answer within its budget while waiting on %s; answered 503 with Retry-After", q.route, stage),
 		attrs...)
-	msg := fmt.Sprintf("the registry produced no answer within %s of the request's arrival; %s", q.budget, q.ledger.Describe())
-	writeRefusal(q.w, http.StatusServiceUnavailable, q.d.retryAfter(), msg, pending)
+	msg := fmt.Sprintf("%s: %s (%s)", stage, reasonNoAnswer, q.budget)
+	writeRefusal(q.w, http.StatusServiceUnavailable, q.d.retryAfter(), refusal{Error: msg, Stage: stage, WaitingOn: pending})
 }
 
-// failed refuses a request whose route ended with err.
+// failed refuses a request whose route ended with err: with the status it
+// carries, else 503 with Retry-After when the registry could not find out
+// (see CouldNotFindOut), else 500 without Retry-After, for a failure that
+// repeating the request would only repeat.
 func (q *deadlineRequest) failed(err error) {
-	status := http.StatusServiceUnavailable
+	status := http.StatusInternalServerError
 	var s httpStatuser
-	if errors.As(err, &s) && s.HTTPStatus() >= 400 && s.HTTPStatus() <= 599 {
+	switch {
+	case errors.As(err, &s) && s.HTTPStatus() >= 400 && s.HTTPStatus() <= 599:
 		status = s.HTTPStatus()
+	case CouldNotFindOut(err):
+		status = http.StatusServiceUnavailable
 	}
 	q.refuse(err, status)
 }
 
-// refuse answers err with status; server-side failures are logged.
+// CouldNotFindOut reports whether err means the registry could not find
+// out (an unavailable or stalled store, a bound that tripped, a resource
+// exhausted for now, a service shutting down) rather than a failure that
+// would recur: the one kind of failure a registry answers 503 with
+// Retry-After.
+func CouldNotFindOut(err error) bool {
+	return mesh.IsUnavailable(err) ||
+		errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, ErrClosed) ||
+		errors.Is(err, errCatalogClosed) ||
+		errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// Stable reasons of the refusals the Deadline writes: the answer says which
+// stage and which of these; the error's own text goes to the log only.
+const (
+	reasonUnavailable = "could not find out: unavailable; retry after the Retry-After delay"
+	reasonInternal    = "internal error; logged by the registry, repeating the request will not help"
+	reasonNoAnswer    = "no answer within the request's budget"
+)
+
+// refuse answers err with status. A 4xx names the caller's mistake in the
+// error's own words; a 5xx names only the stage and a stable reason, and
+// logs the error once, with its stage.
 func (q *deadlineRequest) refuse(err error, status int) {
 	waitingOn := []string{}
 	var timeout *rx.TimeoutError
 	if errors.As(err, &timeout) && timeout.Stage != "" {
 		waitingOn = append(waitingOn, timeout.Stage)
 	}
+	stage := q.ledger.failedStage()
+	if stage == "" && len(waitingOn) > 0 {
+		stage = waitingOn[0]
+	}
+	if stage == "" {
+		stage = noStageRunning
+	}
+	msg := err.Error()
 	if status >= 500 {
 		level := slog.LevelWarn
-		if status == http.StatusInternalServerError {
-			level = slog.LevelError
+		reason := reasonUnavailable
+		if status != http.StatusServiceUnavailable {
+			level, reason = slog.LevelError, reasonInternal
 		}
 		q.d.logger().LogAttrs(q.r.Context(), level,
-			fmt.Sprintf("registry %s failed; answered %d", q.route, status),
-			slog.String("route", q.route), slog.Int("status", status), slog.String("error", err.Error()),
+			fmt.Sprintf("registry %s failed in %s; answered %d", q.route, stage, status),
+			slog.String("route", q.route), slog.String("stage", stage), slog.Int("status", status), slog.String("error", err.Error()),
 			slog.Duration("elapsed", q.ledger.Elapsed()), slog.String("detail", q.ledger.Describe()))
+		msg = stage + ": " + reason
 	}
 	retryAfter := time.Duration(0)
 	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		retryAfter = q.d.retryAfter()
 	}
-	writeRefusal(q.w, status, retryAfter, err.Error(), waitingOn)
+	writeRefusal(q.w, status, retryAfter, refusal{Error: msg, Stage: stage, WaitingOn: waitingOn})
 }
 
 // clientLeft notes a request whose client went away before it was answered.
@@ -287,10 +331,11 @@ func runningStage(pending []string) string {
 // refusal is the JSON body of every answer the Deadline writes itself.
 type refusal struct {
 	Error     string   `json:"error"`
+	Stage     string   `json:"stage"`
 	WaitingOn []string `json:"waitingOn"`
 }
 
-func writeRefusal(w http.ResponseWriter, status int, retryAfter time.Duration, msg string, waitingOn []string) {
+func writeRefusal(w http.ResponseWriter, status int, retryAfter time.Duration, body refusal) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -299,5 +344,5 @@ func writeRefusal(w http.ResponseWriter, status int, retryAfter time.Duration, m
 	}
 	w.WriteHeader(status)
 	// A write error means the client has gone; there is nobody to tell.
-	_ = json.NewEncoder(w).Encode(refusal{Error: msg, WaitingOn: waitingOn})
+	_ = json.NewEncoder(w).Encode(body)
 }

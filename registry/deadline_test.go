@@ -7,18 +7,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
@@ -484,34 +487,62 @@ type statusError struct {
 func (e *statusError) Error() string   { return e.msg }
 func (e *statusError) HTTPStatus() int { return e.status }
 
-func TestARouteErrorIsRefusedWithItsOwnStatusOrElse503(t *testing.T) {
+func TestOnlyCouldNotFindOutIsA503AndAnyOtherRouteErrorA500WithoutRetryAfter(t *testing.T) {
 	clk := rxtest.NewClock()
 	logs, logger := captureLogs()
 	d := Deadline{Budget: IndexBudget, RetryAfter: 7 * time.Second, Clock: clk, Logger: logger}
 	failing := func(err error) http.Handler {
-		return d.Handler(func(*http.Request) rx.Observable[Answer] { return rx.Throw[Answer](err) })
+		return d.Handler(func(r *http.Request) rx.Observable[Answer] {
+			return InStage(rx.Throw[Answer](err), LedgerFrom(r.Context()), "bundle read")
+		})
 	}
+	bug := errors.New("registry: assembling failed: index out of range [3] with length 3")
+	storeDown := &mesh.UnavailableError{Op: "read Plugins/A", Err: errors.New("failed to connect to user=postgres database=meshrx")}
+	fdsOut := &fs.PathError{Op: "openat", Path: "modules/demo.hello/records", Err: syscall.EMFILE}
 	mux := http.NewServeMux()
-	mux.Handle("GET /plain", failing(errors.New("mesh: read Plugins: unavailable")))
+	mux.Handle("GET /bug", failing(bug))
+	mux.Handle("GET /store", failing(storeDown))
+	mux.Handle("GET /fds", failing(fdsOut))
+	mux.Handle("GET /deadline", failing(fmt.Errorf("reading: %w", context.DeadlineExceeded)))
+	// Negative control: the same bug wrapped as an availability error is a
+	// 503, so the 500 above comes from what the error is, nothing else.
+	mux.Handle("GET /bug-as-unavailable", failing(&mesh.UnavailableError{Op: "x", Err: bug}))
 	mux.Handle("GET /gone", failing(fmt.Errorf("wrapped: %w", &statusError{http.StatusGone, "publication withdrawn"})))
-	mux.Handle("GET /stage", failing(&rx.TimeoutError{Stage: "instance key", After: 10 * time.Second}))
+	mux.Handle("GET /stage", d.Handler(func(*http.Request) rx.Observable[Answer] {
+		return rx.Throw[Answer](&rx.TimeoutError{Stage: "instance key", After: 10 * time.Second})
+	}))
 	srv := serve(t, Arrival(clk, mux))
 
-	plain := receive(t, fetch(t.Context(), srv, "/plain"), "/plain")
-	assert.Equal(t, http.StatusServiceUnavailable, plain.status)
-	assert.Equal(t, "7", plain.header.Get("Retry-After"))
-	assert.Equal(t, refusal{Error: "mesh: read Plugins: unavailable", WaitingOn: []string{}}, plain.refusal(t))
+	got := receive(t, fetch(t.Context(), srv, "/bug"), "/bug")
+	assert.Equal(t, http.StatusInternalServerError, got.status)
+	assert.Empty(t, got.header.Get("Retry-After"), "a bug is not 'retry later'")
+	assert.Equal(t, refusal{Error: "bundle read: " + reasonInternal, Stage: "bundle read", WaitingOn: []string{}}, got.refusal(t))
+	errs := logs.at(slog.LevelError)
+	require.Len(t, errs, 1, "logged once")
+	assert.Equal(t, "bundle read", errs[0].Attrs["stage"].String())
+	assert.Contains(t, errs[0].Attrs["error"].String(), "index out of range", "the detail goes to the log")
+
+	for _, path := range []string{"/store", "/fds", "/deadline", "/bug-as-unavailable"} {
+		got := receive(t, fetch(t.Context(), srv, path), path)
+		assert.Equal(t, http.StatusServiceUnavailable, got.status, path)
+		assert.Equal(t, "7", got.header.Get("Retry-After"), path)
+		assert.Equal(t, refusal{Error: "bundle read: " + reasonUnavailable, Stage: "bundle read", WaitingOn: []string{}}, got.refusal(t), path)
+		for _, internal := range []string{"postgres", "openat", "modules/", "too many open files", "deadline", "index out of range"} {
+			assert.NotContains(t, string(got.body), internal, "%s: no internal text in the answer", path)
+		}
+	}
 
 	gone := receive(t, fetch(t.Context(), srv, "/gone"), "/gone")
 	assert.Equal(t, http.StatusGone, gone.status)
 	assert.Empty(t, gone.header.Get("Retry-After"), "only an availability refusal asks to retry")
-	assert.Equal(t, "wrapped: publication withdrawn", gone.refusal(t).Error)
+	assert.Equal(t, "wrapped: publication withdrawn", gone.refusal(t).Error, "a 4xx tells the caller its mistake")
 
 	stage := receive(t, fetch(t.Context(), srv, "/stage"), "/stage")
 	assert.Equal(t, http.StatusServiceUnavailable, stage.status)
 	assert.Equal(t, []string{"instance key"}, stage.refusal(t).WaitingOn, "a stage's own bound names the stage")
+	assert.Equal(t, "instance key", stage.refusal(t).Stage)
 
-	assert.Len(t, logs.at(slog.LevelWarn), 2, "the two 503s leave a warning each; the 410 is the route's answer, not a failure")
+	assert.Len(t, logs.at(slog.LevelWarn), 5, "each 503 leaves a warning; the 410 is the route's answer, not a failure")
 }
 
 func TestWithoutTheDeadlineTheRequestIsHeld(t *testing.T) {

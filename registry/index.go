@@ -19,7 +19,7 @@ import (
 
 // DefaultIndexCacheSize bounds how many assembled index documents a Server
 // keeps for one snapshot and catalog version: one per distinct entitlement
-// (and base URL) seen since they changed.
+// seen since they changed.
 const DefaultIndexCacheSize = 1024
 
 // indexDoc is one assembled index, serialised, with its strong ETag.
@@ -41,7 +41,7 @@ func (g indexGeneration) atLeast(o indexGeneration) bool {
 }
 
 // indexKey names one assembled index: a generation and the caller's
-// entitlement (with the base URL its bundle URLs start with).
+// entitlement.
 type indexKey struct {
 	gen         indexGeneration
 	entitlement string
@@ -239,7 +239,7 @@ func (s *Server) activation(ledger *Ledger) rx.Observable[activationView] {
 func (s *Server) indexRoute(r *http.Request) rx.Observable[Answer] {
 	ledger := LedgerFrom(r.Context())
 	ifNoneMatch := r.Header.Get("If-None-Match")
-	base := s.baseURL(r)
+	base := s.baseURL
 	return s.authenticated(r, func(res auth.Result) rx.Observable[Answer] {
 		return rx.SelectMany(rx.Take(s.activation(ledger), 1), func(v activationView) rx.Observable[Answer] {
 			cat := InStage(s.catalog.read(), ledger, StageCatalog)
@@ -256,7 +256,7 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[Answer] {
 				if !current {
 					return indexAnswer(s.index.assemble(build), ifNoneMatch)
 				}
-				key := indexKey{gen: indexGeneration{content: gen, catalog: c.version}, entitlement: entitlementKey(res, base)}
+				key := indexKey{gen: indexGeneration{content: gen, catalog: c.version}, entitlement: entitlementKey(res)}
 				return indexAnswer(s.index.get(key, build), ifNoneMatch)
 			})
 		})
@@ -264,9 +264,10 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[Answer] {
 }
 
 // entitlementKey is everything auth.Result.Allows decides from, in
-// canonical form, with the base URL the document's links start with:
-// two callers with equal keys receive the same document.
-func entitlementKey(res auth.Result, baseURL string) string {
+// canonical form: two callers with equal keys receive the same document.
+// Nothing of the request (its Host above all) is in it: the document's
+// links start with the server's fixed PublicURL, or are relative.
+func entitlementKey(res auth.Result) string {
 	entries := make([]string, 0, len(res.Grant.Entries))
 	for _, e := range res.Grant.Entries {
 		pkg := e.Package
@@ -278,8 +279,7 @@ func entitlementKey(res auth.Result, baseURL string) string {
 	slices.Sort(entries)
 	entries = slices.Compact(entries)
 	var b strings.Builder
-	b.WriteString(baseURL)
-	b.WriteString("\x00grant:")
+	b.WriteString("grant:")
 	b.WriteString(strings.Join(entries, "\x00"))
 	b.WriteString("\x00plan:")
 	if res.Instance != nil {

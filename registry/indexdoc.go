@@ -17,6 +17,6 @@ type Index struct {
 type IndexEntry struct {
 	Plugin  string `json:"plugin"`
 	Version string `json:"version"`
-	URL     string `json:"url"`    // where the bundle downloads from
+	URL     string `json:"url"`    // where the bundle downloads from: relative to the registry, or under its configured public URL
 	SHA256  string `json:"sha256"` // hex digest of the bundle's bytes
 }

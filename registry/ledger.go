@@ -25,8 +25,9 @@ type Ledger struct {
 	clk     clock.Clock
 	arrival time.Time
 
-	mu     sync.Mutex
-	stages []*Stage
+	mu       sync.Mutex
+	stages   []*Stage
+	failedIn string // the first stage that ended with an error
 }
 
 // Stage is one wait entered in a Ledger.
@@ -91,6 +92,30 @@ func (s *Stage) Finish() {
 		s.ended = now
 	}
 	s.ledger.mu.Unlock()
+}
+
+// fail records that the stage's wait ended with an error: the first such
+// stage is the one a refusal names.
+func (s *Stage) fail() {
+	if s == nil {
+		return
+	}
+	s.Finish()
+	s.ledger.mu.Lock()
+	if s.ledger.failedIn == "" {
+		s.ledger.failedIn = s.name
+	}
+	s.ledger.mu.Unlock()
+}
+
+// failedStage returns the first stage that ended with an error, or "".
+func (l *Ledger) failedStage() string {
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failedIn
 }
 
 // Name returns the stage's name.
@@ -211,7 +236,7 @@ func InStage[T any](src rx.Observable[T], l *Ledger, stage string) rx.Observable
 			return rx.Empty[T]()
 		})
 		failed := func(err error) rx.Observable[T] {
-			s.Finish()
+			s.fail()
 			return rx.Throw[T](err)
 		}
 		answered := rx.Do(src, func(T) { s.Finish() })

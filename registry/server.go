@@ -7,6 +7,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -90,10 +92,11 @@ type ServerOptions struct {
 	MaxPublishBytes int64
 	// Version is what GET /api/version reports.
 	Version string
-	// BaseURL returns the scheme and host bundle URLs in the index start
-	// with, e.g. "https://registry.example.com". Nil derives it from the
-	// request (its Host, https when it came over TLS).
-	BaseURL func(r *http.Request) string
+	// PublicURL is the absolute http(s) URL the registry is reached at,
+	// e.g. "https://registry.example.com": bundle URLs in the index start
+	// with it. "" serves them relative to the registry ("/api/plugins/…").
+	// The request's Host header is never used: it is the caller's to set.
+	PublicURL string
 	// IndexCacheSize bounds the assembled index documents kept. Default
 	// DefaultIndexCacheSize.
 	IndexCacheSize int
@@ -127,7 +130,7 @@ type Server struct {
 	clk     clock.Clock
 	log     *slog.Logger
 	version string
-	baseURL func(r *http.Request) string
+	baseURL string // PublicURL without a trailing slash; "" for relative URLs
 	scan    bool
 
 	indexBudget, downloadBudget, publishBudget time.Duration
@@ -184,7 +187,6 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		clk:            opts.Clock,
 		log:            opts.Logger,
 		version:        opts.Version,
-		baseURL:        opts.BaseURL,
 		scan:           opts.ScanPerRequest,
 		indexBudget:    orDuration(opts.IndexBudget, IndexBudget),
 		downloadBudget: orDuration(opts.DownloadBudget, DownloadBudget),
@@ -199,9 +201,11 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	if s.baseURL == nil {
-		s.baseURL = requestBaseURL
+	base, err := publicURL(opts.PublicURL)
+	if err != nil {
+		return nil, err
 	}
+	s.baseURL = base
 	if s.maxPublish == 0 {
 		s.maxPublish = DefaultMaxArchive
 	}
@@ -223,13 +227,18 @@ func orDuration(v, d time.Duration) time.Duration {
 	return v
 }
 
-// requestBaseURL is the scheme and host the request was sent to.
-func requestBaseURL(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
+// publicURL checks ServerOptions.PublicURL: "" or an absolute http(s) URL
+// with a host and nothing after its path.
+func publicURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", nil
 	}
-	return scheme + "://" + r.Host
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", &ConfigError{Setting: "ServerOptions.PublicURL", Value: raw, Problem: "is not an absolute http(s) URL with a host and no query, fragment or user"}
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }
 
 // Handler returns the server's routes.
@@ -296,8 +305,11 @@ func (s *Server) authenticated(r *http.Request, next func(auth.Result) rx.Observ
 			switch {
 			case res.Unavailable != "":
 				noteRefusal(r, StageAuthentication)
+				// The authenticator has logged the detail; the answer names
+				// the leg only (the text before its first ": ").
+				leg, _, _ := strings.Cut(res.Unavailable, ": ")
 				return rx.Return(recordAnswer(func(w http.ResponseWriter) {
-					auth.WriteUnavailable(w, StageAuthentication+": "+res.Unavailable, auth.DefaultRetryAfter)
+					auth.WriteUnavailable(w, StageAuthentication+": "+leg+": "+reasonUnavailable, auth.DefaultRetryAfter)
 				}))
 			case !res.Authenticated():
 				return rx.Return(recordAnswer(auth.WriteUnauthenticated))

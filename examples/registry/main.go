@@ -1,6 +1,7 @@
 // Command registry runs the meshrx plugin registry with demo packages.
 //
 //	go run ./examples/registry [-addr 127.0.0.1:8080] [-data DIR] [-pg URL] [-publish-token TOKEN]
+//	                           [-public-url https://registry.example.com] [-max-conns 1024]
 //
 // It keeps the mesh in process (memstore) unless -pg names a PostgreSQL
 // database, in which case several processes on one database and one -data
@@ -15,7 +16,8 @@
 //
 // Try it:
 //
-//	curl -H "Authorization: Bearer mwi_…" http://127.0.0.1:8080/api/plugins/bundles/index.json
+//	curl -i -H "Authorization: Bearer mwi_…" http://127.0.0.1:8080/api/plugins/bundles/index.json
+//	curl -i http://127.0.0.1:8080/readyz
 //
 // SIGINT or SIGTERM shuts it down, waiting a bounded time for requests in
 // flight.
@@ -83,6 +85,8 @@ type config struct {
 	data         string
 	pg           string
 	publishToken string
+	publicURL    string
+	maxConns     int
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -93,11 +97,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.data, "data", "", "module volume directory (default: a temporary directory removed on exit)")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL for the mesh (default: in-process memstore)")
 	fs.StringVar(&c.publishToken, "publish-token", "", "bearer token that authorises publishing (default: a random token, printed)")
+	fs.StringVar(&c.publicURL, "public-url", "", "absolute URL the registry is reached at; bundle URLs in the index start with it (default: relative URLs)")
+	fs.IntVar(&c.maxConns, "max-conns", registry.DefaultMaxConnections, "connections served at once; more wait in the kernel's backlog")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.maxConns <= 0 {
+		return config{}, fmt.Errorf("-max-conns %d: must be positive", c.maxConns)
 	}
 	return c, nil
 }
@@ -164,6 +173,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		Logger:       logger,
 		Metrics:      metrics,
 		Version:      "meshrx-registry-example",
+		PublicURL:    cfg.publicURL,
 	})
 	if err != nil {
 		return err
@@ -190,6 +200,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
 	}
+	ln = registry.LimitListener(ln, cfg.maxConns)
 	fmt.Fprintf(stdout, "data directory: %s\n", dataDir)
 	fmt.Fprintf(stdout, "publish token: %s\n", token)
 	fmt.Fprintf(stdout, "demo instance key: %s\n", key)

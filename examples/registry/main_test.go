@@ -210,8 +210,10 @@ func TestTheExampleRegistryServesItsDemoToItsDemoKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, archive, downloaded)
 
-	resp, body = s.do(t, http.MethodGet, "/healthz", "", nil, nil)
-	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	for _, path := range []string{registry.LivePath, registry.ReadyPath, registry.HealthPath} {
+		resp, body = s.do(t, http.MethodGet, path, "", nil, nil)
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", path, body)
+	}
 	resp, body = s.do(t, http.MethodGet, "/metrics", "", nil, nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), `meshrx_registry_requests_total{route="index",status="401"} 9`)
