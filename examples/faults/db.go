@@ -22,10 +22,9 @@ import (
 // back. *pgtest.Server is one (the throwaway server); pgCtl is the other
 // (a server named by -pg, controlled with pg_ctl on its data directory).
 type database interface {
-	Halt(ctx context.Context) error    // stop -m fast, wait for the exit
-	Resume(ctx context.Context) error  // start, wait until it accepts connections
-	Restart(ctx context.Context) error // fast restart
-	Signal(sig syscall.Signal) error   // SIGSTOP / SIGCONT every server process
+	Halt(ctx context.Context) error   // stop -m fast, wait for the exit
+	Resume(ctx context.Context) error // start, wait until it accepts connections
+	Signal(sig syscall.Signal) error  // SIGSTOP / SIGCONT every server process
 }
 
 var _ database = (*pgtest.Server)(nil)
@@ -79,7 +78,6 @@ func (c *pgCtl) Halt(ctx context.Context) error { return c.run(ctx, "stop", "-m"
 func (c *pgCtl) Resume(ctx context.Context) error {
 	return c.run(ctx, "start", "-l", filepath.Join(c.dir, "faults-server.log"))
 }
-func (c *pgCtl) Restart(ctx context.Context) error { return c.run(ctx, "restart", "-m", "fast") }
 
 // Signal sends sig to the postmaster and each of its children (every
 // backend runs in a session of its own, so the process group is not enough).

@@ -28,8 +28,6 @@ const (
 	pollInterval     = 250 * time.Millisecond
 	downloadInterval = 500 * time.Millisecond
 	readyzInterval   = 500 * time.Millisecond
-	dbProbeInterval  = 250 * time.Millisecond
-	dbProbeBudget    = time.Second
 	resubscribeWait  = 500 * time.Millisecond
 	requestBudget    = 70 * time.Second // past every server budget: the server answers first
 	liveQuery        = "namespace:Plugins nodeType:Package"
@@ -61,7 +59,7 @@ type load struct {
 	published     []publication
 	notified      []created
 	lastIndex     map[string][]registry.IndexEntry // by replica
-	dbProbes      []probe
+	dbDown        []window
 	readyz        []readyzAnswer
 	readyzMissing int64
 
@@ -69,14 +67,13 @@ type load struct {
 	lives []*liveWatch
 }
 
-type probe struct {
-	start, end time.Time
-	ok         bool
-}
+type window struct{ from, to time.Time }
 
 type readyzAnswer struct {
 	start, end time.Time
 	status     int
+	replica    string
+	phase      string
 }
 
 // get sends a request with the consumer's key.
@@ -272,61 +269,41 @@ func (l *load) readyzProbe(ctx context.Context, wg *sync.WaitGroup, r *replica) 
 			atomic.AddInt64(&l.readyzMissing, 1)
 		}
 		l.mu.Lock()
-		l.readyz = append(l.readyz, readyzAnswer{start, time.Now(), resp.StatusCode})
-		l.mu.Unlock()
-	})
-}
-
-// dbProbe asks the database for SELECT 1 on a fresh connection.
-func (l *load) dbProbe(ctx context.Context, wg *sync.WaitGroup) {
-	every(ctx, wg, dbProbeInterval, func(ctx context.Context, _ int) {
-		start := time.Now()
-		ok := dbReachable(ctx, l.pgURL, dbProbeBudget)
-		if ctx.Err() != nil {
-			return
-		}
-		l.mu.Lock()
-		l.dbProbes = append(l.dbProbes, probe{start, time.Now(), ok})
+		l.readyz = append(l.readyz, readyzAnswer{start, time.Now(), resp.StatusCode, r.name, l.tally.current()})
 		l.mu.Unlock()
 	})
 }
 
 // readyzOKWhileDown returns how long /readyz answered 200 while the
-// database was unreachable: each 200 whose request lies wholly inside a
-// stretch of failed database probes counts one probe interval.
+// database was unreachable: each 200 whose request, from asking to answer,
+// lies inside a window the schedule held the database down (stopped, or
+// paused) counts one probe interval.
 func (l *load) readyzOKWhileDown() (time.Duration, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	type span struct{ from, to time.Time }
-	var down []span
-	var cur *span
-	for _, p := range l.dbProbes {
-		switch {
-		case !p.ok && cur == nil:
-			cur = &span{from: p.start, to: p.end}
-		case !p.ok:
-			cur.to = p.end
-		case cur != nil:
-			down = append(down, *cur)
-			cur = nil
-		}
-	}
-	if cur != nil {
-		down = append(down, *cur)
-	}
 	var d time.Duration
 	for _, a := range l.readyz {
 		if a.status != http.StatusOK {
 			continue
 		}
-		for _, s := range down {
-			if !a.start.Before(s.from) && !a.end.After(s.to) {
+		for _, w := range l.dbDown {
+			if !a.start.Before(w.from) && !a.end.After(w.to) {
 				d += readyzInterval
+				l.tally.violation("readyz_ok_while_db_down", "replica %s answered /readyz 200 at %s (asked %s before) during %q while the database was down",
+					a.replica, a.end.Format("15:04:05.000"), a.end.Sub(a.start).Round(time.Millisecond), a.phase)
 				break
 			}
 		}
 	}
 	return d, atomic.LoadInt64(&l.readyzMissing)
+}
+
+// databaseDown records a window in which the schedule held the database
+// unreachable.
+func (l *load) databaseDown(from, to time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dbDown = append(l.dbDown, window{from, to})
 }
 
 // bellWatch keeps bellViewer's bell on one replica, resubscribing when it

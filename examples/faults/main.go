@@ -79,6 +79,7 @@ type config struct {
 	publishEvery        time.Duration
 	notifyEvery         time.Duration
 	verbose             bool
+	only                string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -95,6 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.publishEvery, "publish-every", 3*time.Second, "interval between publications")
 	fs.DurationVar(&c.notifyEvery, "notify-every", 2*time.Second, "interval between notifications")
 	fs.BoolVar(&c.verbose, "v", false, "log the replicas' warnings to stderr")
+	fs.StringVar(&c.only, "only", "", "run only these faults of the schedule, by number (e.g. 3,4)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -146,6 +148,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	}
 	faults, err := schedule(cfg.schedule, cfg.quiet)
 	if err != nil {
+		return sum, err
+	}
+	if faults, err = pick(faults, cfg.only); err != nil {
 		return sum, err
 	}
 	level := slog.LevelError
@@ -206,6 +211,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 		publishEvery: cfg.publishEvery, notifyEvery: cfg.notifyEvery, lastIndex: map[string][]registry.IndexEntry{},
 		bell: &bellWatch{},
 	}
+	e.down = l.databaseDown
 	runtime.GC()
 	goroutinesBefore := runtime.NumGoroutine()
 
@@ -224,7 +230,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 		l.lives = append(l.lives, w)
 		w.run(loadCtx, &loadWG)
 	}
-	l.dbProbe(loadCtx, &loadWG)
 	l.bell.run(loadCtx, &loadWG, e.replicas[0])
 	l.publisher(writeCtx, &writeWG)
 	l.notifier(writeCtx, &writeWG)
@@ -234,21 +239,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	rssBefore := rssMB()
 
 	var phases []*phase
-	for i, f := range faults {
+	for _, f := range faults {
 		if ctx.Err() != nil {
 			break
 		}
-		ph := t.begin(fmt.Sprintf("%d %s", i+1, f.name))
+		ph := t.begin(f.name)
 		phases = append(phases, ph)
 		if f.needsDB && e.db == nil {
 			ph.note = "skipped: needs control of the server (-pg-ctl)"
 			ph.recovery, ph.feedBack = 0, 0
-			out("fault %d: %s — %s\n", i+1, f.name, ph.note)
+			out("fault %s — %s\n", f.name, ph.note)
 			continue
 		}
-		out("fault %d: %s\n", i+1, f.name)
+		out("fault %s\n", f.name)
 		if err := f.inject(ctx, e); err != nil {
-			return sum, fmt.Errorf("fault %d (%s): %w", i+1, f.name, err)
+			return sum, fmt.Errorf("fault %s: %w", f.name, err)
 		}
 		end := time.Now()
 		var wg sync.WaitGroup
@@ -301,6 +306,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	sum.recoveryP99 = p99(recoveries)
 	report(stdout, t, l, sum, goroutinesBefore, goroutinesAfter, rssBefore, rssAfter)
 	return sum, nil
+}
+
+// pick keeps the faults whose numbers only lists ("" keeps all). Each
+// keeps its number in its name.
+func pick(faults []fault, only string) ([]fault, error) {
+	for i := range faults {
+		faults[i].name = fmt.Sprintf("%d %s", i+1, faults[i].name)
+	}
+	if only == "" {
+		return faults, nil
+	}
+	var out []fault
+	for _, f := range strings.Split(only, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > len(faults) {
+			return nil, fmt.Errorf("-only %q: want fault numbers 1..%d", only, len(faults))
+		}
+		out = append(out, faults[n-1])
+	}
+	return out, nil
 }
 
 // consumerKey registers the consumer instance (plan pro, granted Plugins/*)

@@ -115,3 +115,20 @@ func TestAP99IsTheNearestRank(t *testing.T) {
 	assert.Equal(t, time.Duration(0), p99(nil))
 	assert.Equal(t, 3*time.Second, p99([]time.Duration{time.Second, 3 * time.Second, 2 * time.Second}))
 }
+
+func TestReadyzCountsA200OnlyInsideAWindowTheDatabaseWasHeldDown(t *testing.T) {
+	at := func(ms int) time.Time { return time.UnixMilli(int64(ms)) }
+	var out bytes.Buffer
+	l := &load{tally: newTally(&out)}
+	l.databaseDown(at(1000), at(5000))
+	l.readyz = []readyzAnswer{
+		{start: at(2000), end: at(2100), status: http.StatusOK, replica: "a"},          // counted
+		{start: at(3000), end: at(3100), status: http.StatusServiceUnavailable},        // honest
+		{start: at(4900), end: at(5200), status: http.StatusOK},                        // answered after the database was back
+		{start: at(6000), end: at(6100), status: http.StatusOK},                        // outside
+		{start: at(1500), end: at(1600), status: http.StatusNotFound, replica: "none"}, // no /readyz
+	}
+	d, _ := l.readyzOKWhileDown()
+	assert.Equal(t, readyzInterval, d)
+	assert.Contains(t, out.String(), "replica a answered /readyz 200")
+}

@@ -19,6 +19,7 @@ type env struct {
 	replicas []*replica
 	volume   *slowableVolume
 	out      func(format string, args ...any)
+	down     func(from, to time.Time) // records a window the database was held down
 }
 
 // fault is one step of the schedule. inject returns when the fault is over
@@ -50,7 +51,11 @@ func terminateBackends() fault {
 
 func fastRestart() fault {
 	return fault{name: "PostgreSQL fast restart", needsDB: true, inject: func(ctx context.Context, e *env) error {
-		return e.db.Restart(ctx)
+		if err := e.db.Halt(ctx); err != nil { // pg_ctl stop -m fast, then start: a restart
+			return err
+		}
+		e.down(time.Now(), time.Now())
+		return e.db.Resume(context.WithoutCancel(ctx))
 	}}
 }
 
@@ -59,7 +64,9 @@ func stopped(d time.Duration) fault {
 		if err := e.db.Halt(ctx); err != nil {
 			return err
 		}
+		from := time.Now()
 		wait(ctx, d)
+		e.down(from, time.Now())
 		// Started even when the run is ending: the server must not be left down.
 		return e.db.Resume(context.WithoutCancel(ctx))
 	}}
@@ -71,7 +78,9 @@ func paused(d time.Duration) fault {
 			_ = e.db.Signal(syscall.SIGCONT)
 			return err
 		}
+		from := time.Now()
 		wait(ctx, d)
+		e.down(from, time.Now())
 		return e.db.Signal(syscall.SIGCONT)
 	}}
 }

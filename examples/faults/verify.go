@@ -156,7 +156,7 @@ func report(w io.Writer, t *tally, l *load, s summary, gBefore, gAfter int, rssB
 		fmt.Fprintf(w, "%-78s %10s %8s %8d %4d %4d %4d %6d %7.1fs\n", p.name, rec, feed, c.requests, c.wrong401, c.retryAfterMissing, c.other5xx, c.unreachable, c.maxUnavailable.Seconds())
 	}
 	t.mu.Unlock()
-	fmt.Fprintf(w, "readyz: 200 while the database was unreachable %.1fs; answered 404 (no /readyz) %d times\n", s.readyzOKWhileDown.Seconds(), s.readyzMissing)
+	fmt.Fprintf(w, "readyz: 200 while the database was held down %.1fs; answered 404 (no /readyz) %d times\n", s.readyzOKWhileDown.Seconds(), s.readyzMissing)
 	fmt.Fprintf(w, "goroutines %d → %d (load stopped); RSS %.1f → %.1f MB (under load)\n", gBefore, gAfter, rssBefore, rssAfter)
 	for _, r := range l.replicas {
 		if store, _ := r.current(); store != nil {
