@@ -11,45 +11,60 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// connCounter tracks how many connections an http.Server holds open at
-// once, and the most it ever held.
-type connCounter struct {
+// countingListener counts the connections it has accepted that are not
+// closed yet (the descriptors they hold), and the most at once.
+type countingListener struct {
+	net.Listener
 	mu        sync.Mutex
 	open, max int
 }
 
-func (c *connCounter) state(_ net.Conn, s http.ConnState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch s {
-	case http.StateNew:
-		c.open++
-		c.max = max(c.max, c.open)
-	case http.StateClosed, http.StateHijacked:
-		c.open--
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
 	}
+	l.mu.Lock()
+	l.open++
+	l.max = max(l.max, l.open)
+	l.mu.Unlock()
+	return &countedConn{Conn: c, l: l}, nil
 }
 
-func (c *connCounter) peak() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.max
+func (l *countingListener) peak() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.max
+}
+
+type countedConn struct {
+	net.Conn
+	l    *countingListener
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.l.open--
+		c.l.mu.Unlock()
+	})
+	return err
 }
 
 // idleServer serves /ok on ln with a short ReadHeaderTimeout, the bound
 // that closes a connection which never sends a request.
-func idleServer(t *testing.T, ln net.Listener) (*connCounter, string) {
+func idleServer(t *testing.T, ln net.Listener) string {
 	t.Helper()
-	counter := &connCounter{}
 	srv := &http.Server{
 		Handler:           http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }),
 		ReadHeaderTimeout: 200 * time.Millisecond,
-		ConnState:         counter.state,
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close(); <-done })
-	return counter, "http://" + ln.Addr().String() + "/ok"
+	return "http://" + ln.Addr().String() + "/ok"
 }
 
 // dialIdle opens n connections that never send anything.
@@ -69,12 +84,14 @@ func TestIdleConnectionsCannotHoldMoreThanTheCapOfDescriptors(t *testing.T) {
 		limited bool
 	}{{"capped", true}, {"negative control: uncapped", false}} {
 		t.Run(c.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			raw, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)
+			counter := &countingListener{Listener: raw}
+			var ln net.Listener = counter
 			if c.limited {
-				ln = LimitListener(ln, limit)
+				ln = LimitListener(counter, limit)
 			}
-			counter, url := idleServer(t, ln)
+			url := idleServer(t, ln)
 			dialIdle(t, ln.Addr().String(), idle)
 
 			// A real request gets through once the idle ones are cut at the

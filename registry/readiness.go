@@ -113,7 +113,14 @@ func (s *Server) snapshotCheck() rx.Observable[*notReady] {
 		// A replica nobody read for a while holds an old snapshot whose
 		// re-derivation this read has just started: its outcome decides.
 		next := rx.Catch(rx.Take(s.served.inFlight(), 1), func(error) rx.Observable[Snapshot] { return rx.Empty[Snapshot]() })
-		return rx.Concat(rx.Map(next, stale), rx.Defer(func() rx.Observable[*notReady] { return rx.Return(stale(sn)) }))
+		// When it has already ended, the snapshot now served decides.
+		now := rx.Defer(func() rx.Observable[*notReady] {
+			if cur, ok := s.served.Snapshot(); ok {
+				return rx.Return(stale(cur))
+			}
+			return rx.Return(stale(sn))
+		})
+		return rx.Concat(rx.Map(next, stale), now)
 	})
 	return rx.Catch(rx.Take(read, 1), func(err error) rx.Observable[*notReady] {
 		return rx.Return(&notReady{reason: "the activation snapshot could not be derived", detail: err.Error()})
@@ -139,6 +146,11 @@ type readinessState struct {
 	mu    sync.Mutex
 	last  map[string]bool // check → ready, as last seen
 	gauge *prometheus.GaugeVec
+
+	outcome  readiness // the last evaluation's outcome
+	at       time.Time // when it was answered
+	has      bool
+	inflight *rx.AsyncSubject[readiness] // the evaluation running, if any
 }
 
 func newReadinessState() *readinessState {
@@ -158,12 +170,10 @@ func (r *readinessState) record(ctx context.Context, log *slog.Logger, names []s
 	for _, f := range failed {
 		bad[f.Check] = f
 	}
-	type transition struct {
-		name  string
-		ready bool
-	}
 	var changed []transition
 	r.mu.Lock()
+	defer func() { r.logTransitions(ctx, log, changed, bad) }()
+	defer r.mu.Unlock()
 	for _, n := range names {
 		_, isBad := bad[n]
 		was, seen := r.last[n]
@@ -174,7 +184,15 @@ func (r *readinessState) record(ctx context.Context, log *slog.Logger, names []s
 		r.gauge.WithLabelValues(n).Set(boolGauge(!isBad))
 	}
 	r.gauge.WithLabelValues("all").Set(boolGauge(len(failed) == 0))
-	r.mu.Unlock()
+}
+
+// transition is a check that became ready or not ready.
+type transition struct {
+	name  string
+	ready bool
+}
+
+func (r *readinessState) logTransitions(ctx context.Context, log *slog.Logger, changed []transition, bad map[string]checkResult) {
 	for _, c := range changed {
 		if c.ready {
 			log.LogAttrs(ctx, slog.LevelInfo, "registry: ready again: "+c.name, slog.String("check", c.name))
@@ -193,40 +211,15 @@ func boolGauge(b bool) float64 {
 	return 0
 }
 
-// readyRoute runs every readiness check, each bounded by
-// ReadinessProbeBudget, and answers 200 when all pass, else 503 with
+// readyRoute answers 200 when every readiness check passes, else 503 with
 // Retry-After naming each check that did not, with a stable reason. The
 // details go to the log, once per transition.
 func (s *Server) readyRoute(r *http.Request) rx.Observable[Answer] {
-	checks := s.readinessChecks()
 	ledger := LedgerFrom(r.Context())
-	return background(func(ctx context.Context) (Answer, error) {
-		results := make([]*checkResult, len(checks))
-		var wg sync.WaitGroup
-		for i, c := range checks {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				results[i] = s.runCheck(ctx, ledger, c)
-			}()
-		}
-		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return Answer{}, err
-		}
-		names := make([]string, len(checks))
-		body := readiness{Status: "ready", NotReady: []checkResult{}}
-		for i, c := range checks {
-			names[i] = c.name
-			if results[i] != nil {
-				body.NotReady = append(body.NotReady, *results[i])
-			}
-		}
-		s.readiness.record(ctx, s.log, names, body.NotReady)
+	return rx.Map(rx.Take(InStage(s.readinessNow(), ledger, StageReadiness), 1), func(body readiness) Answer {
 		if len(body.NotReady) == 0 {
-			return jsonAnswer(http.StatusOK, body), nil
+			return jsonAnswer(http.StatusOK, body)
 		}
-		body.Status = "not ready"
 		stages := make([]string, len(body.NotReady))
 		for i, f := range body.NotReady {
 			stages[i] = f.Check
@@ -234,22 +227,94 @@ func (s *Server) readyRoute(r *http.Request) rx.Observable[Answer] {
 		noteRefusal(r, joinNames(stages))
 		a := jsonAnswer(http.StatusServiceUnavailable, body)
 		a.Header.Set("Retry-After", "5")
-		return a, nil
+		return a
 	})
 }
 
+// StageReadiness is the ledger stage of a /readyz request.
+const StageReadiness = "readiness checks"
+
+// ReadinessReuse is how long a readiness outcome answers /readyz before
+// the checks run again: a flood of /readyz (it is unauthenticated) costs
+// the store one probe read per interval, and concurrent requests share the
+// evaluation in flight.
+const ReadinessReuse = time.Second
+
+// readinessNow answers the last outcome while it is younger than
+// ReadinessReuse, else joins the evaluation in flight or starts one. The
+// evaluation belongs to the server: a request that leaves does not stop it.
+func (s *Server) readinessNow() rx.Observable[readiness] {
+	return rx.Defer(func() rx.Observable[readiness] {
+		st := s.readiness
+		st.mu.Lock()
+		if st.has && s.clk.Since(st.at) < ReadinessReuse {
+			out := st.outcome
+			st.mu.Unlock()
+			return rx.Return(out)
+		}
+		if st.inflight != nil {
+			sub := st.inflight
+			st.mu.Unlock()
+			return sub
+		}
+		sub := rx.NewAsyncSubject[readiness]()
+		st.inflight = sub
+		st.mu.Unlock()
+		go func() {
+			out := s.evaluateReadiness(s.life)
+			st.mu.Lock()
+			st.outcome, st.at, st.has, st.inflight = out, s.clk.Now(), true, nil
+			st.mu.Unlock()
+			sub.OnNext(out)
+			sub.OnCompleted()
+		}()
+		return sub
+	})
+}
+
+// evaluateReadiness runs every check at once, each bounded by
+// ReadinessProbeBudget, and records the outcome (logs, gauge).
+func (s *Server) evaluateReadiness(ctx context.Context) readiness {
+	checks := s.readinessChecks()
+	results := make([]*checkResult, len(checks))
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = s.runCheck(ctx, c)
+		}()
+	}
+	wg.Wait()
+	names := make([]string, len(checks))
+	body := readiness{Status: "ready", NotReady: []checkResult{}}
+	for i, c := range checks {
+		names[i] = c.name
+		if results[i] != nil {
+			body.NotReady = append(body.NotReady, *results[i])
+		}
+	}
+	if len(body.NotReady) > 0 {
+		body.Status = "not ready"
+	}
+	s.readiness.record(ctx, s.log, names, body.NotReady)
+	return body
+}
+
 // runCheck runs one check within ReadinessProbeBudget; nil means it passed.
-func (s *Server) runCheck(ctx context.Context, ledger *Ledger, c readinessCheck) *checkResult {
+func (s *Server) runCheck(ctx context.Context, c readinessCheck) *checkResult {
 	src := c.check()
 	if src == nil {
 		return &checkResult{Check: c.name, Reason: "the check produced no result", detail: "nil observable"}
 	}
-	bounded := rx.TimeoutStage(InStage(src, ledger, "readiness: "+c.name), "readiness: "+c.name, ReadinessProbeBudget, s.clk)
+	bounded := rx.TimeoutStage(src, "readiness: "+c.name, ReadinessProbeBudget, s.clk)
 	nr, err := rx.First(ctx, bounded)
 	var timeout *rx.TimeoutError
 	switch {
 	case errors.As(err, &timeout):
 		return &checkResult{Check: c.name, Reason: fmt.Sprintf("no answer within %s", ReadinessProbeBudget), detail: err.Error()}
+	case ctx.Err() != nil:
+		return &checkResult{Check: c.name, Reason: "the registry is closing", detail: err.Error()}
 	case errors.Is(err, rx.ErrEmpty):
 		return nil
 	case err != nil:

@@ -65,7 +65,7 @@ func passingWithout(t *testing.T, f *fixture, name string) []string {
 		if c.name == name {
 			continue
 		}
-		if res := f.server.runCheck(t.Context(), nil, c); res != nil {
+		if res := f.server.runCheck(t.Context(), c); res != nil {
 			failed = append(failed, res.Check)
 		}
 	}
@@ -176,6 +176,7 @@ func TestReadyzSaysTheStoreIsNotReadyWhilePostgreSQLIsStopped(t *testing.T) {
 	require.Equal(t, http.StatusOK, got.status, "%s", got.body)
 
 	require.NoError(t, srv.Stop())
+	f.clk.Advance(ReadinessReuse) // the last outcome answers for ReadinessReuse
 	got = f.do(request{path: ReadyPath})
 	require.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
 	r := readyAnswer(t, got)
@@ -192,4 +193,28 @@ func TestReadyzSaysTheStoreIsNotReadyWhilePostgreSQLIsStopped(t *testing.T) {
 	// Negative control: without the store's probe read, the other checks
 	// (what /healthz checked before) pass with the database stopped.
 	assert.Empty(t, passingWithout(t, f, CheckStore))
+}
+
+func TestAFloodOfReadyzCostsTheStoreOneProbeReadPerInterval(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	gets, _ := f.mesh.reads()
+	const flood = 64
+	replies := make([]<-chan reply, flood)
+	for i := range replies {
+		replies[i] = f.send(request{path: ReadyPath})
+	}
+	for i, ch := range replies {
+		got := receive(t, ch, "a /readyz answer")
+		require.NoError(t, got.err)
+		assert.Equal(t, http.StatusOK, got.status, "request %d: %s", i, got.body)
+	}
+	after, _ := f.mesh.reads()
+	assert.Equal(t, int64(1), after-gets, "64 concurrent /readyz, one probe read")
+
+	// Control: the count does follow the checks' runs: once the outcome is
+	// older than ReadinessReuse, the next /readyz reads again.
+	f.clk.Advance(ReadinessReuse)
+	require.Equal(t, http.StatusOK, f.do(request{path: ReadyPath}).status)
+	again, _ := f.mesh.reads()
+	assert.Equal(t, int64(2), again-gets)
 }

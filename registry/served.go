@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,7 @@ type ServedActivation struct {
 	seq     uint64
 	closed  bool
 	running sync.WaitGroup
+	last    *derivation // the derivation started last: the next one scans once its scan has returned
 
 	failing     bool      // the last derivation failed
 	failedSince time.Time // when derivations started failing
@@ -89,7 +91,7 @@ type ServedActivation struct {
 
 	// Test seams, the negative controls of the tests.
 	releaseAlways bool // release the slot even if it holds a successor
-	ignoreGen     bool // publish whatever finishes, even over a local write
+	ignoreGen     bool // publish whatever finishes, even over a local write; nothing is superseded
 	requestOwned  bool // the claiming request's abort cancels the scan, and a failed derivation stays in the slot
 }
 
@@ -98,6 +100,46 @@ type derivation struct {
 	started time.Time
 	result  *rx.AsyncSubject[Snapshot]
 	abort   func() // set only by the requestOwned negative control
+
+	prev *derivation   // the derivation started before this one: its scan returns before this one's starts
+	done chan struct{} // closed when this derivation's scan has returned
+
+	mu         sync.Mutex
+	cancelScan context.CancelFunc // nil until the scan starts
+	superseded bool
+}
+
+// errSuperseded ends a derivation that a newer one replaced. Read's callers
+// never see it: they join the successor.
+var errSuperseded = errors.New("registry: the activation derivation was superseded by a newer one")
+
+// supersede cancels d's scan: a newer derivation will answer its readers.
+func (d *derivation) supersede() {
+	d.mu.Lock()
+	d.superseded = true
+	cancel := d.cancelScan
+	d.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// scanning records the scan's cancel, calling it at once if d was
+// superseded before its scan started.
+func (d *derivation) scanning(cancel context.CancelFunc) {
+	d.mu.Lock()
+	d.cancelScan = cancel
+	superseded := d.superseded
+	d.mu.Unlock()
+	if superseded {
+		cancel()
+	}
+}
+
+func (d *derivation) wasSuperseded() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.superseded
 }
 
 // NewServedActivation serves the activation of l.
@@ -149,7 +191,12 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 			d.abort = nil
 			return rx.Finally[Snapshot](d.result, abort)
 		}
-		return d.result
+		return rx.Catch(d.result, func(err error) rx.Observable[Snapshot] {
+			if errors.Is(err, errSuperseded) {
+				return s.Read() // a newer derivation holds the slot: join it
+			}
+			return rx.Throw[Snapshot](err)
+		})
 	})
 }
 
@@ -177,8 +224,13 @@ func (s *ServedActivation) claim(gen uint64) *derivation {
 		if cur != nil && cur.gen >= gen {
 			return cur
 		}
-		d := &derivation{gen: gen, started: s.clk.Now(), result: rx.NewAsyncSubject[Snapshot]()}
+		d := &derivation{gen: gen, started: s.clk.Now(), result: rx.NewAsyncSubject[Snapshot](), done: make(chan struct{})}
 		if s.inflight.CompareAndSwap(cur, d) {
+			if cur != nil && !s.ignoreGen {
+				// A local write made cur's listing useless: stop it. This
+				// one scans once it has stopped (see start).
+				cur.supersede()
+			}
 			if !s.start(d) {
 				s.inflight.CompareAndSwap(d, nil)
 				return nil
@@ -196,6 +248,10 @@ func (s *ServedActivation) start(d *derivation) bool {
 		return false
 	}
 	s.running.Add(1)
+	if !s.ignoreGen { // the negative control scans beside its predecessor
+		d.prev = s.last
+	}
+	s.last = d
 	s.mu.Unlock()
 	s.derivations.Add(1)
 	scan := rx.Create(func(ctx context.Context, o rx.Observer[Activation]) {
@@ -204,7 +260,25 @@ func (s *ServedActivation) start(d *derivation) bool {
 			ctx, cancel = context.WithCancel(ctx)
 			d.abort = cancel
 		}
+		ctx, cancel := context.WithCancel(ctx)
+		d.scanning(cancel)
 		go func() {
+			defer close(d.done)
+			defer cancel()
+			if prev := d.prev; prev != nil {
+				d.prev = nil // the chain of superseded derivations is not kept
+				select {
+				case <-prev.done:
+				default:
+					s.log.LogAttrs(ctx, slog.LevelDebug, "registry: a derivation waits for the previous scan to return (one scan at a time)")
+					select {
+					case <-prev.done:
+					case <-ctx.Done(): // bounded by this derivation's own budget
+						o.OnError(fmt.Errorf("registry: waiting for the previous derivation's scan to return: %w", ctx.Err()))
+						return
+					}
+				}
+			}
 			act, err := s.landing.Activation(ctx)
 			if err != nil {
 				o.OnError(err)
@@ -220,6 +294,13 @@ func (s *ServedActivation) start(d *derivation) bool {
 			d.result.OnNext(s.publish(d, a))
 		},
 		func(err error) {
+			if d.wasSuperseded() {
+				// Not a failure: its readers join the successor.
+				s.release(d)
+				s.running.Done()
+				d.result.OnError(errSuperseded)
+				return
+			}
 			s.derived(err)
 			if !s.requestOwned { // the negative control keeps a fault in the slot
 				s.release(d)

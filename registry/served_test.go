@@ -2,7 +2,9 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"sync"
 	"testing"
@@ -396,4 +398,170 @@ func (h *heldVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, e
 		return entries, err
 	}
 	return h.Volume.ReadDir(ctx, name)
+}
+
+// concurrentScans counts the module listings in flight at once (a scan's
+// first read, where a held scan waits), the most ever, and the listings
+// that ended cancelled.
+type concurrentScans struct {
+	Volume
+	mu             sync.Mutex
+	now, most      int
+	cancelledScans int
+}
+
+func (c *concurrentScans) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	if name != modulesDir {
+		return c.Volume.ReadDir(ctx, name)
+	}
+	c.mu.Lock()
+	c.now++
+	c.most = max(c.most, c.now)
+	c.mu.Unlock()
+	entries, err := c.Volume.ReadDir(ctx, name)
+	c.mu.Lock()
+	c.now--
+	if errors.Is(err, context.Canceled) {
+		c.cancelledScans++
+	}
+	c.mu.Unlock()
+	return entries, err
+}
+
+func (c *concurrentScans) counts() (most, cancelled int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.most, c.cancelledScans
+}
+
+func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
+	for _, control := range []bool{false, true} {
+		root := t.TempDir()
+		held := &heldVolume{Volume: DirVolume(root)}
+		scans := &concurrentScans{Volume: held}
+		a := newLanding(t, scans, LandingOptions{Replica: "a"})
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		// Negative control: with generations ignored nothing is
+		// superseded (the seed's behaviour): the slow scan keeps running
+		// and every write's derivation scans beside it.
+		s.ignoreGen = control
+		land(t, s, "Alpha", "1.0.0")
+		read(t, s)
+
+		clk.Advance(s.Freshness())
+		gate := newReleaser(t)
+		entered := held.hold(gate)
+		read(t, s) // due: a slow derivation starts and waits in its scan
+		receive(t, entered, "the slow derivation scanning")
+
+		// A burst of publications, each read at once, as an index request
+		// right after a publish would.
+		const burst = 6
+		var readers []*rxtest.Recorder[Snapshot]
+		for i := range burst {
+			land(t, s, "Burst", "1.0."+string(rune('0'+i)))
+			readers = append(readers, rxtest.Record(clk, s.Read()))
+		}
+		if control {
+			most, cancelled := scans.counts()
+			assert.Greater(t, most, 1, "without supersession the scans run side by side")
+			assert.Zero(t, cancelled)
+			gate.release()
+		}
+		for i, r := range readers {
+			require.True(t, r.WaitTerminated(bound), "reader %d", i)
+			require.NoError(t, r.Err(), "a reader of a superseded derivation joins its successor")
+			assert.LessOrEqual(t, "1.0."+string(rune('0'+i)), servedVersions(r.Values()[0].Activation)["Burst"],
+				"reader %d sees at least the write before it", i)
+		}
+		settle(t, s)
+		if control {
+			continue
+		}
+		most, cancelled := scans.counts()
+		assert.Equal(t, 1, most, "at most one scan at a time on this replica")
+		assert.GreaterOrEqual(t, cancelled, 1, "the slow, superseded scan was cancelled, not waited out")
+		snap, ok := s.Snapshot()
+		require.True(t, ok)
+		assert.Equal(t, "1.0.5", servedVersions(snap.Activation)["Burst"])
+		assert.Empty(t, readErr(s), "no superseded error reaches a reader")
+	}
+}
+
+// readErr reads once more and returns the error's text, if any.
+func readErr(s *ServedActivation) string {
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	if _, err := rx.First(ctx, s.Read()); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// deafVolume holds the first module listing until released, ignoring its
+// context: a scan that outlives its derivation's budget.
+type deafVolume struct {
+	Volume
+	once    sync.Once
+	entered chan struct{}
+	gate    *releaser
+}
+
+func (v *deafVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	if name == modulesDir {
+		held := false
+		v.once.Do(func() { held = true })
+		if held {
+			v.entered <- struct{}{}
+			<-v.gate.ch
+		}
+	}
+	return v.Volume.ReadDir(ctx, name)
+}
+
+func TestAScanThatOutlivesItsBudgetIsStillTheReplicasOnlyScan(t *testing.T) {
+	for _, control := range []bool{false, true} {
+		root := t.TempDir()
+		deaf := &deafVolume{Volume: DirVolume(root), entered: make(chan struct{}, 1), gate: newReleaser(t)}
+		scans := &concurrentScans{Volume: deaf}
+		a := newLanding(t, scans, LandingOptions{Replica: "a"})
+		clk := rxtest.NewClock()
+		logs, logger := captureLogs()
+		s := NewServedActivation(a, ServedOptions{Clock: clk, Logger: logger})
+		s.ignoreGen = control // negative control: nothing waits for its predecessor
+		land(t, s, "Alpha", "1.0.0")
+
+		first := rxtest.Record(clk, s.Read())
+		receive(t, deaf.entered, "the first scan holding")
+		clk.Advance(DefaultDerivationBudget) // its budget runs out; its scan does not stop
+		require.True(t, first.WaitTerminated(bound))
+		require.Error(t, first.Err())
+
+		second := rxtest.Record(clk, s.Read()) // a new derivation
+		if control {
+			require.True(t, second.WaitTerminated(bound), "without the wait it scans at once")
+			most, _ := scans.counts()
+			assert.Equal(t, 2, most, "two scans side by side")
+			deaf.gate.release()
+		} else {
+			// The derivation says it waits; until the old scan returns it
+			// has not scanned.
+			for len(logs.matching(slog.LevelDebug, "waits for the previous scan")) == 0 {
+				receive(t, logs.added, "the new derivation waiting for the old scan")
+			}
+			assert.False(t, second.Terminated())
+			most, _ := scans.counts()
+			assert.Equal(t, 1, most)
+			deaf.gate.release()
+			require.True(t, second.WaitTerminated(bound))
+			most, _ = scans.counts()
+			assert.Equal(t, 1, most, "one scan at a time, the old one's overrun included")
+		}
+		require.NoError(t, second.Err())
+		assert.Equal(t, "1.0.0", servedVersions(second.Values()[0].Activation)["Alpha"])
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		require.NoError(t, s.Close(ctx))
+		cancel()
+	}
 }

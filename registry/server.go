@@ -138,6 +138,8 @@ type Server struct {
 
 	catalog   *catalog
 	readiness *readinessState
+	life      context.Context // ends at Close: the server's own work (readiness) stops
+	stop      context.CancelFunc
 	index     *indexCache
 	contents  contentGenerations
 	metrics   *serverMetrics
@@ -209,9 +211,11 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if s.maxPublish == 0 {
 		s.maxPublish = DefaultMaxArchive
 	}
+	s.life, s.stop = context.WithCancel(context.Background())
 	s.catalog = newCatalog(s.mesh, s.source, s.clk, orDuration(opts.CatalogRetry, DefaultCatalogRetry), s.log)
 	m, err := newServerMetrics(s, opts.Metrics)
 	if err != nil {
+		s.stop()
 		return nil, err
 	}
 	s.metrics = m
@@ -248,6 +252,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // It does not close Landing, Served or Mesh, which the caller owns, and it
 // does not wait for requests: shut the http.Server down first.
 func (s *Server) Close(context.Context) error {
+	s.stop()
 	s.catalog.close()
 	s.metrics.unregister()
 	return nil

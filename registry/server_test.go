@@ -307,11 +307,13 @@ func TestReadyzSaysOKOnlyWhileTheCatalogIsLiveAndHealthzAnswersAlike(t *testing.
 	assert.NotContains(t, string(got.body), CheckSnapshot, "the snapshot is readable")
 
 	first.OnNext(mesh.Change{Kind: mesh.Initial})
+	f.clk.Advance(ReadinessReuse) // the last outcome answers for ReadinessReuse
 	got = f.do(request{path: ReadyPath})
 	assert.Equal(t, http.StatusOK, got.status, "%s", got.body)
 
 	// The live query fails: health says so until the retry is live again.
 	first.OnError(&mesh.ProviderStalledError{Providers: []string{"memstore"}, Budget: 15 * time.Second, Query: "namespace:Plugins nodeType:Package"})
+	f.clk.Advance(ReadinessReuse)
 	got = f.do(request{path: ReadyPath})
 	assert.Equal(t, http.StatusServiceUnavailable, got.status)
 	assert.Contains(t, string(got.body), CheckCatalog)

@@ -59,13 +59,13 @@ type started struct {
 	done                  <-chan error
 }
 
-func start(t *testing.T, h hooks) *started {
+func start(t *testing.T, h hooks, flags ...string) *started {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, w := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := run(ctx, []string{"-addr", "127.0.0.1:0"}, w, io.Discard, h)
+		err := run(ctx, append([]string{"-addr", "127.0.0.1:0"}, flags...), w, io.Discard, h)
 		_ = w.CloseWithError(io.EOF)
 		done <- err
 	}()
@@ -217,4 +217,41 @@ func TestTheExampleRegistryServesItsDemoToItsDemoKey(t *testing.T) {
 	resp, body = s.do(t, http.MethodGet, "/metrics", "", nil, nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), `meshrx_registry_requests_total{route="index",status="401"} 9`)
+}
+
+func TestTheExampleCapsItsConnectionsByDefaultAndRefusesANonPositiveCap(t *testing.T) {
+	cfg, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, registry.DefaultMaxConnections, cfg.maxConns)
+	for _, bad := range []string{"0", "-1"} {
+		_, err := parseFlags([]string{"-max-conns", bad}, io.Discard)
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), "-max-conns")
+	}
+}
+
+func TestTheExampleBuildsBundleURLsFromItsPublicURLNeverFromTheHost(t *testing.T) {
+	for _, c := range []struct {
+		flags  []string
+		prefix string
+	}{
+		{nil, registry.BundlesPath + "/"},
+		{[]string{"-public-url", "https://registry.example.com"}, "https://registry.example.com" + registry.BundlesPath + "/"},
+	} {
+		s := start(t, hooks{}, c.flags...)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url+registry.IndexPath, nil)
+		require.NoError(t, err)
+		req.Host = "evil.example"
+		req.Header.Set("Authorization", "Bearer "+s.key)
+		resp, err := s.client.Do(req)
+		require.NoError(t, err)
+		var idx registry.Index
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&idx))
+		require.NoError(t, resp.Body.Close())
+		require.NotEmpty(t, idx.Bundles)
+		for _, b := range idx.Bundles {
+			assert.True(t, strings.HasPrefix(b.URL, c.prefix), "%s", b.URL)
+			assert.NotContains(t, b.URL, "evil")
+		}
+	}
 }
