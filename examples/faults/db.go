@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -91,42 +90,7 @@ func (c *pgCtl) Signal(sig syscall.Signal) error {
 	if err != nil {
 		return fmt.Errorf("reading postmaster.pid: %w", err)
 	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		return err
-	}
-	var errs []error
-	for _, child := range childrenOf(pid) {
-		if err := syscall.Kill(child, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// childrenOf returns the processes whose parent is pid (Linux /proc).
-func childrenOf(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		fields := bytes.Fields(stat[bytes.LastIndexByte(stat, ')')+1:])
-		if len(fields) >= 2 {
-			if ppid, err := strconv.Atoi(string(fields[1])); err == nil && ppid == pid {
-				out = append(out, child)
-			}
-		}
-	}
-	return out
+	return pgtest.SignalServer(pid, sig)
 }
 
 // terminateAll ends every backend of the database but the caller's,
@@ -143,17 +107,4 @@ func terminateAll(ctx context.Context, url string) (int, error) {
 	err = conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000))
 		FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
 	return n, err
-}
-
-// dbReachable reports whether the database answers SELECT 1 within budget.
-func dbReachable(ctx context.Context, url string, budget time.Duration) bool {
-	ctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return false
-	}
-	defer conn.Close(ctx) //nolint:errcheck // a probe: its goodbye does not matter
-	_, err = conn.Exec(ctx, `SELECT 1`)
-	return err == nil
 }

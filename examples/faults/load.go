@@ -277,7 +277,10 @@ func (l *load) readyzProbe(ctx context.Context, wg *sync.WaitGroup, r *replica) 
 // readyzOKWhileDown returns how long /readyz answered 200 while the
 // database was unreachable: each 200 whose request, from asking to answer,
 // lies inside a window the schedule held the database down (stopped, or
-// paused) counts one probe interval.
+// paused) counts one probe interval. The first registry.ReadinessReuse of a
+// window is left out: /readyz may answer an outcome evaluated just before
+// the database went away for that long, by design; a 200 asked later was
+// evaluated during the outage.
 func (l *load) readyzOKWhileDown() (time.Duration, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -287,7 +290,7 @@ func (l *load) readyzOKWhileDown() (time.Duration, int64) {
 			continue
 		}
 		for _, w := range l.dbDown {
-			if !a.start.Before(w.from) && !a.end.After(w.to) {
+			if !a.start.Before(w.from.Add(registry.ReadinessReuse)) && !a.end.After(w.to) {
 				d += readyzInterval
 				l.tally.violation("readyz_ok_while_db_down", "replica %s answered /readyz 200 at %s (asked %s before) during %q while the database was down",
 					a.replica, a.end.Format("15:04:05.000"), a.end.Sub(a.start).Round(time.Millisecond), a.phase)

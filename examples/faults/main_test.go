@@ -122,6 +122,7 @@ func TestReadyzCountsA200OnlyInsideAWindowTheDatabaseWasHeldDown(t *testing.T) {
 	l := &load{tally: newTally(&out)}
 	l.databaseDown(at(1000), at(5000))
 	l.readyz = []readyzAnswer{
+		{start: at(1100), end: at(1150), status: http.StatusOK, replica: "early"},      // within ReadinessReuse: evaluated before
 		{start: at(2000), end: at(2100), status: http.StatusOK, replica: "a"},          // counted
 		{start: at(3000), end: at(3100), status: http.StatusServiceUnavailable},        // honest
 		{start: at(4900), end: at(5200), status: http.StatusOK},                        // answered after the database was back
@@ -131,4 +132,5 @@ func TestReadyzCountsA200OnlyInsideAWindowTheDatabaseWasHeldDown(t *testing.T) {
 	d, _ := l.readyzOKWhileDown()
 	assert.Equal(t, readyzInterval, d)
 	assert.Contains(t, out.String(), "replica a answered /readyz 200")
+	assert.NotContains(t, out.String(), "replica early")
 }

@@ -86,13 +86,15 @@ func (s *Server) Signal(sig syscall.Signal) error {
 		return fmt.Errorf("pgtest: signalling PostgreSQL: the server is not running")
 	default:
 	}
-	return signalServer(c.proc.Pid, sig)
+	return SignalServer(c.proc.Pid, sig)
 }
 
-// signalServer sends sig to the postmaster pid, then to each of its
-// children (backends and auxiliary processes, each in a session of its
-// own). Stopped first, the postmaster forks no child the loop could miss.
-func signalServer(pid int, sig syscall.Signal) error {
+// SignalServer sends sig to the PostgreSQL postmaster pid (the first line
+// of its data directory's postmaster.pid), then to each of its children:
+// backends and auxiliary processes each run in a session of their own, so
+// signalling the process group is not enough. Stopped first, the postmaster
+// forks no child the loop could miss. Children are found on Linux only.
+func SignalServer(pid int, sig syscall.Signal) error {
 	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("pgtest: sending %s to PostgreSQL (pid %d): %w", sig, pid, err)
 	}
