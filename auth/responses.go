@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -30,6 +31,8 @@ func WriteUnauthenticated(w http.ResponseWriter) {
 // WriteUnavailable answers 503 with Retry-After for a request whose key or
 // grant could not be checked, naming what could not be read in reason. It
 // must be used instead of 401 whenever the answer is "could not find out".
+// The body's waitingOn lists the stage reason starts with, as every other
+// 503 of the registry does.
 // retryAfter is rounded up to whole seconds; zero or less means
 // DefaultRetryAfter.
 func WriteUnavailable(w http.ResponseWriter, reason string, retryAfter time.Duration) {
@@ -42,9 +45,18 @@ func WriteUnavailable(w http.ResponseWriter, reason string, retryAfter time.Dura
 	}
 	w.Header().Set("Retry-After", strconv.FormatInt(seconds, 10))
 	writeJSON(w, http.StatusServiceUnavailable, struct {
-		Error  string `json:"error"`
-		Reason string `json:"reason"`
-	}{unavailableMessage, reason})
+		Error     string   `json:"error"`
+		Reason    string   `json:"reason"`
+		WaitingOn []string `json:"waitingOn"`
+	}{unavailableMessage, reason, []string{waitedOn(reason)}})
+}
+
+// waitedOn is the stage a reason names first: every caller writes its
+// reason as "stage: detail", as the registry's refusals list their stages
+// in waitingOn.
+func waitedOn(reason string) string {
+	stage, _, _ := strings.Cut(reason, ": ")
+	return strings.TrimSpace(stage)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body any) {

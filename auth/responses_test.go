@@ -15,7 +15,7 @@ import (
 type answer struct {
 	status int
 	header http.Header
-	body   map[string]string
+	body   map[string]any
 }
 
 // serve runs h behind a real HTTP server and fetches it once, bounded by a
@@ -35,7 +35,7 @@ func serve(t *testing.T, h http.HandlerFunc) answer {
 	require.NoError(t, err, "waiting for the test server's answer")
 	defer resp.Body.Close()
 
-	var body map[string]string
+	var body map[string]any
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 	return answer{status: resp.StatusCode, header: resp.Header, body: body}
 }
@@ -46,7 +46,7 @@ func TestAnUnauthenticatedCallerGets401WithABearerChallenge(t *testing.T) {
 	assert.Equal(t, "Bearer", a.header.Get("WWW-Authenticate"))
 	assert.Equal(t, "application/json; charset=utf-8", a.header.Get("Content-Type"))
 	assert.Equal(t, "no-store", a.header.Get("Cache-Control"))
-	assert.Equal(t, map[string]string{
+	assert.Equal(t, map[string]any{
 		"error": "A registered instance key is required (Authorization: Bearer mwi_… or Basic with the key as password).",
 	}, a.body)
 	assert.Empty(t, a.header.Get("Retry-After"), "a 401 is a verdict, not a request to come back")
@@ -60,6 +60,10 @@ func TestACallerWhoseKeyCouldNotBeCheckedGets503AndIsToldItIsNotAboutTheirKey(t 
 	assert.Equal(t, "application/json; charset=utf-8", a.header.Get("Content-Type"))
 	assert.Equal(t, "no-store", a.header.Get("Cache-Control"))
 	assert.Equal(t, reason, a.body["reason"])
+	// A client reads what was waited on from waitingOn, as on every 503 of
+	// the registry (before this field the fault drill counted these 503s
+	// as retry_after_missing).
+	assert.Equal(t, []any{"instance key"}, a.body["waitingOn"])
 	assert.Contains(t, a.body["error"], "could not find out")
 	assert.Contains(t, a.body["error"], "NOT a statement about your key or your grant")
 	// Negative control: a 503 must not challenge for credentials, or a

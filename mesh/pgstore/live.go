@@ -174,7 +174,7 @@ func (s *Store) runLive(subCtx context.Context, lq *liveQuery, o rx.Observer[mes
 				}
 				s.log.Warn("pgstore: point read failed; reading the whole result", "query", lq.q.String(), "err", err)
 			}
-			items, parts, err := s.read(ctx, lq.q, lq.plan)
+			items, parts, err := s.readRetrying(ctx, lq.q, lq.plan)
 			if err != nil {
 				if ctx.Err() != nil {
 					s.endLive(o, op, last != nil)

@@ -30,7 +30,7 @@ func (s *Store) Get(path string) rx.Observable[mesh.Node] {
 		started := s.start(func() {
 			ctx, stop := s.scoped(ctx)
 			defer stop()
-			n, ok, err := s.get(ctx, path)
+			n, ok, err := s.getRetrying(ctx, path)
 			switch {
 			case err != nil && s.ctx.Err() != nil:
 				o.OnError(unavailable(op, ErrClosed))

@@ -126,6 +126,11 @@ func (c *cluster) startServer(ctx context.Context, budget time.Duration) error {
 		return err
 	}
 	c.port = port
+	return c.launch(ctx, budget)
+}
+
+// launch runs postgres on c.port and waits until it accepts connections.
+func (c *cluster) launch(ctx context.Context, budget time.Duration) error {
 	// Truncated per attempt, so a failure is read from this attempt's log only.
 	logFile, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -133,7 +138,7 @@ func (c *cluster) startServer(ctx context.Context, budget time.Duration) error {
 	}
 	defer logFile.Close() // the child keeps its own descriptor
 
-	args := []string{"-D", c.dataDir, "-p", strconv.Itoa(port), "-h", "127.0.0.1", "-k", c.dir}
+	args := []string{"-D", c.dataDir, "-p", strconv.Itoa(c.port), "-h", "127.0.0.1", "-k", c.dir}
 	for _, s := range serverSettings() {
 		args = append(args, "-c", s)
 	}

@@ -34,3 +34,33 @@ func isServerOf(pid int, dataDir string) bool {
 	}
 	return false
 }
+
+// childrenOf returns the processes whose parent is pid. A PostgreSQL
+// backend starts a session of its own, so the server's process group holds
+// the postmaster alone; its backends are found as its children.
+func childrenOf(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+		fields := bytes.Fields(rest)
+		if len(fields) >= 2 {
+			if ppid, err := strconv.Atoi(string(fields[1])); err == nil && ppid == pid {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
+}

@@ -18,3 +18,6 @@ func toolProcAttr(cred *syscall.Credential) *syscall.SysProcAttr {
 
 // isServerOf cannot tell without /proc, so the reaper never signals a process.
 func isServerOf(pid int, dataDir string) bool { return false }
+
+// childrenOf is not known here: signals reach the postmaster alone.
+func childrenOf(pid int) []int { return nil }

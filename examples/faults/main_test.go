@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// shortBudget bounds the short schedule (≤ 60 s of faults and quiet) with
+// its setup and verification.
+const shortBudget = 4 * time.Minute
+
+// summaryLine is the last line's exact shape.
+var summaryLine = regexp.MustCompile(`^summary: requests=\d+ wrong_401=\d+ retry_after_missing=\d+ other_5xx=\d+ lost_publications=\d+ lost_notifications=\d+ silent_gaps=\d+ readyz_ok_while_db_down_s=[\d.]+ recovery_p99_s=[\d.]+ max_unavailable_s=[\d.]+ goroutines_growth=-?\d+ rss_growth_mb=-?[\d.]+$`)
+
+func TestTheShortFaultScheduleBreaksNoInvariant(t *testing.T) {
+	bins, findErr := pgtest.FindBinaries(os.Getenv("PATH"), pgtest.DebianRoot)
+	args := []string{"-schedule", "short"}
+	switch p := pgtest.Decide(os.Getenv, bins, findErr); p.Mode {
+	case pgtest.ModeSkip:
+		t.Skip(p.Reason)
+	case pgtest.ModeFail:
+		t.Fatal(p.Reason)
+	case pgtest.ModeExternal:
+		// No control of that server: the schedule skips restarting it.
+		srv, err := pgtest.Config{URL: p.URL}.Start(t.Context())
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, srv.Stop()) })
+		db, err := srv.CreateDatabase(t.Context(), "faults")
+		require.NoError(t, err)
+		args = append(args, "-pg", db)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), shortBudget)
+	defer cancel()
+	var out, logs bytes.Buffer
+	sum, err := run(ctx, args, &out, &logs)
+	require.NoError(t, err, "logs:\n%s\noutput:\n%s", logs.String(), out.String())
+	t.Log("\n" + out.String())
+
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	assert.Regexp(t, summaryLine, lines[len(lines)-1], "the last line is the summary")
+	assert.True(t, sum.requests > 0, "load ran")
+	assert.Zero(t, sum.wrong401, "a valid key never gets 401")
+	assert.Zero(t, sum.retryAfterMissing, "every 503 carries Retry-After and waitingOn")
+	assert.Zero(t, sum.other5xx)
+	assert.Zero(t, sum.lostPublications)
+	assert.Zero(t, sum.lostNotifications)
+	assert.Zero(t, sum.silentGaps)
+	assert.Zero(t, sum.readyzOKWhileDown)
+	assert.Zero(t, sum.readyzMissing, "/readyz is served")
+	assert.Zero(t, sum.neverRecovered)
+	assert.LessOrEqual(t, sum.recoveryP99, 10*time.Second)
+	assert.True(t, sum.clean())
+}
+
+// The checker can fail: the answers the invariants forbid are counted
+// (negative control for the test above, whose zeros would otherwise prove
+// nothing).
+func TestTheCheckerCountsEveryForbiddenAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/401":
+			w.WriteHeader(http.StatusUnauthorized)
+		case "/503-bare":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/503-no-waiting-on":
+			w.Header().Set("Retry-After", "5")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":"x","reason":"instance key: down"}`))
+		case "/503-good":
+			w.Header().Set("Retry-After", "5")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":"x","waitingOn":["instance key"]}`))
+		case "/500":
+			w.WriteHeader(http.StatusInternalServerError)
+		default:
+			w.WriteHeader(http.StatusNotModified)
+		}
+	}))
+	defer srv.Close()
+	defer srv.Client().CloseIdleConnections()
+	var out bytes.Buffer
+	tl := newTally(&out)
+	for _, path := range []string{"/401", "/503-bare", "/503-no-waiting-on", "/503-good", "/500", "/304"} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+		require.NoError(t, err)
+		resp, body, err := do(srv.Client(), req)
+		cancel()
+		tl.classify(path, resp, body, err)
+	}
+	c := tl.total
+	assert.Equal(t, int64(6), c.requests)
+	assert.Equal(t, int64(1), c.wrong401)
+	assert.Equal(t, int64(2), c.retryAfterMissing, "a 503 without Retry-After, and one without waitingOn")
+	assert.Equal(t, int64(1), c.other5xx)
+	assert.Contains(t, out.String(), "violation wrong_401")
+}
+
+func TestAP99IsTheNearestRank(t *testing.T) {
+	assert.Equal(t, time.Duration(0), p99(nil))
+	assert.Equal(t, 3*time.Second, p99([]time.Duration{time.Second, 3 * time.Second, 2 * time.Second}))
+}
+
+func TestReadyzCountsA200OnlyInsideAWindowTheDatabaseWasHeldDown(t *testing.T) {
+	at := func(ms int) time.Time { return time.UnixMilli(int64(ms)) }
+	var out bytes.Buffer
+	l := &load{tally: newTally(&out)}
+	l.databaseDown(at(1000), at(5000))
+	l.readyz = []readyzAnswer{
+		{start: at(1100), end: at(1150), status: http.StatusOK, replica: "early"},      // within ReadinessReuse: evaluated before
+		{start: at(2000), end: at(2100), status: http.StatusOK, replica: "a"},          // counted
+		{start: at(3000), end: at(3100), status: http.StatusServiceUnavailable},        // honest
+		{start: at(4900), end: at(5200), status: http.StatusOK},                        // answered after the database was back
+		{start: at(6000), end: at(6100), status: http.StatusOK},                        // outside
+		{start: at(1500), end: at(1600), status: http.StatusNotFound, replica: "none"}, // no /readyz
+	}
+	d, _ := l.readyzOKWhileDown()
+	assert.Equal(t, readyzInterval, d)
+	assert.Contains(t, out.String(), "replica a answered /readyz 200")
+	assert.NotContains(t, out.String(), "replica early")
+}
