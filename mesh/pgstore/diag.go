@@ -62,10 +62,14 @@ func (s *Store) LocksHeld(ctx context.Context, q string) (int, error) {
 		}
 		existing = s.schemas.existing(covered)
 	}
-	if len(p.tables) == 0 || len(existing) == 0 {
+	tables, err := s.readTables(ctx, p)
+	if err != nil {
+		return 0, unavailable(op, explain(err))
+	}
+	if len(tables) == 0 || len(existing) == 0 {
 		return 0, nil // the read runs no statement
 	}
-	sel, err := sqlgen.BuildTables(parsed, p.tables, existing)
+	sel, err := sqlgen.BuildTables(parsed, tables, existing)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: %s: %w", op, err)
 	}

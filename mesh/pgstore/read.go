@@ -117,7 +117,11 @@ type plan struct {
 	shape      string   // mesh.DescribeShape of the query
 	schemas    []string // fixed schemas to read (when !anySchema)
 	anySchema  bool     // read every partition schema, as known at each read
-	tables     []string // node tables to read in each schema
+	tables     []string // node tables the anchor allows in each schema
+	// types, when typed, are the only node types the query can match: of
+	// tables, each read reads those that have held one of them.
+	types []string
+	typed bool
 }
 
 func (s *Store) plan(q *mesh.Query) (plan, error) {
@@ -126,6 +130,7 @@ func (s *Store) plan(q *mesh.Query) (plan, error) {
 		return plan{}, err
 	}
 	p := plan{shape: route.Shape, fanOut: route.Kind == mesh.FanOut, tables: tablesFor(q)}
+	p.types, p.typed = q.NodeTypes()
 	switch {
 	case route.Kind == mesh.Unroutable:
 		p.unroutable = true
@@ -225,16 +230,39 @@ func (s *Store) read(ctx context.Context, q *mesh.Query, p plan) ([]mesh.Node, [
 		}
 		existing = s.schemas.existing(covered)
 	}
+	tables, err := s.readTables(ctx, p)
+	if err != nil {
+		return nil, nil, explain(err)
+	}
 	started := s.clk.Now()
-	nodes, err := s.selectRows(ctx, q, p.tables, existing)
+	nodes, err := s.selectRows(ctx, q, tables, existing)
 	if err != nil {
 		return nil, nil, explain(err)
 	}
 	if p.fanOut {
 		s.log.Info("pgstore: fan-out read", "shape", p.shape, "schemas", len(existing),
-			"tables", len(p.tables), "rows", len(nodes), "elapsed", s.clk.Since(started))
+			"tables", len(tables), "rows", len(nodes), "elapsed", s.clk.Since(started))
 	}
 	return nodes, covered, nil
+}
+
+// readTables returns the node tables a read of p reads in each schema:
+// those its anchor allows that, when its node types are known, have held a
+// node of one of them (type routing: nodeType:Item reads mesh_nodes, not
+// the satellite tables, unless an Item was ever stored in one).
+func (s *Store) readTables(ctx context.Context, p plan) ([]string, error) {
+	if !p.typed {
+		return p.tables, nil
+	}
+	tables, stale := s.schemas.holding(p.tables, p.types)
+	if !stale {
+		return tables, nil
+	}
+	if err := s.schemas.loadTypes(ctx, s.pool); err != nil {
+		return nil, fmt.Errorf("reading the node types of the node tables: %w", err)
+	}
+	tables, _ = s.schemas.holding(p.tables, p.types)
+	return tables, nil
 }
 
 // covered returns the schemas a read of p covers now.

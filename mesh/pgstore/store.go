@@ -162,6 +162,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
 		cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
+	// Every write of the store sets the folded keys (see migration 0003's
+	// mesh_stale_keys).
+	cfg.ConnConfig.RuntimeParams["meshrx.writes_keys"] = "on"
 	s.listenCfg = cfg.ConnConfig.Copy()
 	s.listenCfg.Tracer = nil
 	if s.listenCfg.RuntimeParams == nil {
@@ -190,6 +193,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s.feed.OnNext(FeedState{Connected: true})
 	s.wg.Add(1)
 	go s.listen(conn)
+	s.backfillInBackground()
 	return s, nil
 }
 
