@@ -32,6 +32,7 @@ type schemaSet struct {
 	exists     map[string]bool
 	types      map[string]map[string]bool // table -> folded node types it has held
 	typesStale bool
+	sorted     []string // partitions, sorted; nil when it must be rebuilt
 }
 
 func newSchemaSet() *schemaSet {
@@ -134,8 +135,8 @@ func (s *schemaSet) load(ctx context.Context, db querier) error {
 	s.mu.Lock()
 	for name, searchable := range found {
 		s.exists[name] = true
-		if searchable {
-			s.partitions[name] = true
+		if searchable && !s.partitions[name] {
+			s.partitions[name], s.sorted = true, nil
 		}
 	}
 	s.mu.Unlock()
@@ -143,8 +144,16 @@ func (s *schemaSet) load(ctx context.Context, db querier) error {
 }
 
 func (s *schemaSet) addPartition(schema string) {
+	s.mu.RLock()
+	known := s.partitions[schema]
+	s.mu.RUnlock()
+	if known {
+		return
+	}
 	s.mu.Lock()
-	s.partitions[schema], s.exists[schema] = true, true
+	if !s.partitions[schema] {
+		s.partitions[schema], s.exists[schema], s.sorted = true, true, nil
+	}
 	s.mu.Unlock()
 }
 
@@ -159,6 +168,7 @@ func (s *schemaSet) forget(schema string) {
 	s.mu.Lock()
 	delete(s.partitions, schema)
 	delete(s.exists, schema)
+	s.sorted = nil
 	s.mu.Unlock()
 }
 
@@ -174,11 +184,21 @@ func (s *schemaSet) isPartition(schema string) bool {
 	return s.partitions[schema]
 }
 
-// partitionList returns the partition schemas, sorted.
+// partitionList returns the partition schemas, sorted: a copy of a list
+// sorted once per change of the set, as every query asks for it.
 func (s *schemaSet) partitionList() []string {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return slices.Sorted(maps.Keys(s.partitions))
+	sorted := s.sorted
+	s.mu.RUnlock()
+	if sorted == nil {
+		s.mu.Lock()
+		if s.sorted == nil {
+			s.sorted = slices.Sorted(maps.Keys(s.partitions))
+		}
+		sorted = s.sorted
+		s.mu.Unlock()
+	}
+	return slices.Clone(sorted)
 }
 
 // existing returns those of schemas that exist, in their order.
