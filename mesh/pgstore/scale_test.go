@@ -233,6 +233,11 @@ func TestAWriterThatChangesAFieldWithoutItsKeysClearsThem(t *testing.T) {
 	assert.Len(t, initialOf(t, s, "namespace:acme name:beta").Items, 1, "the row is still found, by the pattern")
 	assert.Empty(t, initialOf(t, s, "namespace:acme name:alpha").Items)
 
+	// A row's keys are all set or all NULL: a read tells the two kinds
+	// apart by path_key alone.
+	_, err = conn.Exec(ctx, `INSERT INTO acme.mesh_nodes (namespace, id, path_key) VALUES ('acme', 'half', 'acme/half')`)
+	require.ErrorContains(t, err, "mesh_nodes_keys_all_or_none")
+
 	// The store's own case-only rename keeps the keys it wrote.
 	put(t, s, mesh.Node{Path: "acme/b", NodeType: "Item", Name: "Gamma"})
 	put(t, s, mesh.Node{Path: "acme/b", NodeType: "Item", Name: "GAMMA"})

@@ -82,6 +82,17 @@ BEGIN
                    'ADD COLUMN IF NOT EXISTS name_key TEXT COLLATE "C", '
                    'ADD COLUMN IF NOT EXISTS type_key TEXT COLLATE "C", '
                    'ADD COLUMN IF NOT EXISTS main_key TEXT COLLATE "C"', schema_name, table_name);
+    -- A row's keys are all set or all NULL (a read tells the two kinds
+    -- apart by path_key alone). NOT VALID: the new columns are NULL on
+    -- every existing row, so there is nothing to check, and no scan.
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_catalog.pg_constraint
+        WHERE conrelid = format('%I.%I', schema_name, table_name)::regclass AND conname = table_name || '_keys_all_or_none'
+    ) THEN
+        EXECUTE format('ALTER TABLE %I.%I ADD CONSTRAINT %I '
+                       'CHECK (num_nulls(ns_key, id_key, path_key, name_key, type_key, main_key) IN (0, 6)) NOT VALID',
+                       schema_name, table_name, table_name || '_keys_all_or_none');
+    END IF;
     -- An empty table (a schema created before this migration and never
     -- written) is indexed now: there is nothing to wait for.
     EXECUTE format('SELECT $1 OR NOT EXISTS (SELECT 1 FROM %I.%I)', schema_name, table_name)
@@ -124,7 +135,10 @@ BEGIN
 END
 $fn$;
 
--- As in 0002, plus the folded keys of every node table.
+-- As in 0002, plus the folded keys of every node table, without the
+-- indexes on namespace, node_type, main_node and path text_pattern_ops:
+-- matching goes through the keys, and every index of a table read is one
+-- more relation lock (a backend has 16 fast-path slots).
 CREATE OR REPLACE FUNCTION public.mesh_create_node_tables(schema_name text) RETURNS void
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -153,10 +167,6 @@ BEGIN
             )$ddl$,
             schema_name, t, t || '_id_not_empty', t || '_path_bounded', t || '_node_type_bounded');
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I.%I (path)', t || '_path_idx', schema_name, t);
-        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I.%I (path text_pattern_ops)', t || '_path_prefix_idx', schema_name, t);
-        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I.%I (namespace)', t || '_namespace_idx', schema_name, t);
-        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I.%I (node_type)', t || '_node_type_idx', schema_name, t);
-        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I.%I (main_node)', t || '_main_node_idx', schema_name, t);
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I.%I (last_modified DESC)', t || '_last_modified_idx', schema_name, t);
         IF NOT EXISTS (
             SELECT 1 FROM pg_catalog.pg_trigger
@@ -192,3 +202,25 @@ FROM (
 ) AS s
 CROSS JOIN unnest(ARRAY['mesh_nodes', 'access', 'notifications', 'threads', 'activities']) AS t(name)
 ORDER BY s.nspname, t.name;
+
+-- The indexes the keys replace. Dropping one waits for the reads in flight
+-- on its table, then takes a moment.
+DO $drop$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT ns.nspname::text AS schema_name, i.relname::text AS index_name
+        FROM pg_catalog.pg_class i
+        JOIN pg_catalog.pg_namespace ns ON ns.oid = i.relnamespace
+        JOIN pg_catalog.pg_index x ON x.indexrelid = i.oid
+        JOIN pg_catalog.pg_class c ON c.oid = x.indrelid
+        WHERE c.relname IN ('mesh_nodes', 'access', 'notifications', 'threads', 'activities')
+          AND i.relname IN (c.relname || '_namespace_idx', c.relname || '_node_type_idx',
+                            c.relname || '_main_node_idx', c.relname || '_path_prefix_idx')
+        ORDER BY 1, 2
+    LOOP
+        EXECUTE format('DROP INDEX IF EXISTS %I.%I', r.schema_name, r.index_name);
+    END LOOP;
+END
+$drop$;

@@ -54,12 +54,12 @@ func (b *builder) scope(s mesh.Scope, anchor string) pred {
 	if re == "" {
 		return predFalse // an unknown scope selects nothing in mesh either
 	}
-	spelled := exactly(col + " ~ " + b.param(re, "text"))
+	spelled := func() pred { return exactly(col + " ~ " + b.param(re, "text")) }
 	key, k, ok := keyedScope(s, anchor)
 	if !ok {
-		return spelled
+		return spelled()
 	}
-	return withFallback(key, b.keyPred(key, k), spelled)
+	return b.keyedOr(func() string { return b.keyPred(key, k) }, spelled)
 }
 
 // keyedScope returns the anchor's scope as folded values of the path (or

@@ -55,7 +55,8 @@ const nodeTableDDL = `(
 	name_key      TEXT COLLATE "C",
 	type_key      TEXT COLLATE "C",
 	main_key      TEXT COLLATE "C",
-	PRIMARY KEY (namespace, id)
+	PRIMARY KEY (namespace, id),
+	CHECK (num_nulls(ns_key, id_key, path_key, name_key, type_key, main_key) IN (0, 6))
 )`
 
 // createTables creates schema (if missing) and the given node tables in it.

@@ -163,7 +163,8 @@ func (b *builder) keyedTextMatch(h, key string, c mesh.Cond) pred {
 	}
 	if re := fullMatch(alts); re != "" {
 		if key != "" {
-			parts = append(parts, withFallback(key, b.keyPred(key, k), exactly(h+" ~ "+b.param(re, "text"))))
+			parts = append(parts, b.keyedOr(func() string { return b.keyPred(key, k) },
+				func() pred { return exactly(h + " ~ " + b.param(re, "text")) }))
 		} else {
 			parts = append(parts, exactly(h+" ~ "+b.param(re, "text")))
 		}

@@ -14,14 +14,19 @@ import (
 // or a byte range on the key, which the index serves; a regular expression
 // remains only for what a glob holds after its prefix.
 //
-// A key is NULL on a row written before the columns existed (or by a
-// writer that does not fill them) until the backfill reaches it. Every
-// keyed condition therefore reads
+// Keys are NULL on a row written before the columns existed (or by a
+// writer that does not fill them) until the backfill reaches it; a CHECK
+// constraint keeps a row's six keys all NULL or all set. A statement with
+// keyed conditions therefore reads each table in two branches:
 //
-//	(key IS NOT NULL AND <keyed>) OR (key IS NULL AND <spelled-out regex>)
+//	... WHERE n.path_key IS NOT NULL AND <conditions on the keys>
+//	UNION ALL
+//	... WHERE n.path_key IS NULL AND <the spelled-out patterns>
 //
-// which is exact either way and never NULL; once the keys are filled the
-// second arm is an index probe that finds nothing.
+// each exact for its rows. The first is planned as a plain index scan; once
+// the keys are filled the second is an index probe that finds nothing. (An
+// OR of both forms in one WHERE is exact too, but plans as bitmap scans
+// and costs more to plan than the read takes.)
 
 // KeyColumns are the folded key columns, in the order Keys.Values returns
 // their values.
@@ -138,13 +143,24 @@ func (b *builder) keyPred(key string, k keyed) string {
 	return "(" + strings.Join(parts, ") OR (") + ")"
 }
 
-// withFallback joins the keyed condition with the spelled-out one for rows
-// whose key is not filled yet.
-func withFallback(key, keyedSQL string, fallback pred) pred {
-	if fallback.sql == "FALSE" {
-		return exactly(key + " IS NOT NULL AND (" + keyedSQL + ")")
+// keyMode says which form of a keyed condition the builder writes: the
+// statement has one branch per form (see BuildTables).
+type keyMode int
+
+const (
+	keysOnly    keyMode = iota // rows with keys: conditions on the key columns
+	spelledOnly                // rows without keys: the spelled-out patterns
+)
+
+// keyedOr returns the keyed condition or its spelled-out form, as the
+// builder's mode asks; building only the one asked for keeps unused
+// patterns out of the statement.
+func (b *builder) keyedOr(keyed func() string, spelled func() pred) pred {
+	if b.mode == spelledOnly {
+		return spelled()
 	}
-	return exactly("(" + key + " IS NOT NULL AND (" + keyedSQL + ")) OR (" + key + " IS NULL AND (" + fallback.sql + "))")
+	b.usedKey = true
+	return exactly(keyed())
 }
 
 // prefixUpperBound returns the least string greater than every string
