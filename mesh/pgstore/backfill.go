@@ -34,8 +34,9 @@ type BackfillReport struct {
 // CONCURRENTLY (an invalid one, left by an interrupted build, is dropped
 // and built again), then fills the keys of the rows that have none, folded
 // in Go as sqlgen.KeysOf folds them, BackfillBatch rows per transaction
-// (rows a writer holds are skipped and taken by a later batch). No table
-// is locked against writers beyond one batch's rows.
+// (rows a writer holds are skipped and taken by a later batch), and
+// VACUUMs a table whose rows it filled. No table is locked against writers
+// beyond one batch's rows.
 //
 // It is idempotent and resumable: it does only what is missing, so it can
 // be stopped (ctx) and run again. One backfill runs at a time per
@@ -80,6 +81,15 @@ func BackfillKeys(ctx context.Context, conn *pgx.Conn) (BackfillReport, error) {
 		rep.Rows += n
 		if err != nil {
 			return rep, err
+		}
+		if n > 0 {
+			// Each filled row left its old version, without keys, in the
+			// path_key index, where the reads' branch for rows without keys
+			// looks: VACUUM clears them (it blocks no reader or writer)
+			// and ANALYZE gives the planner the keys' statistics.
+			if _, err := conn.Exec(ctx, `VACUUM (ANALYZE) `+pgx.Identifier{t.schema, t.table}.Sanitize()); err != nil {
+				return rep, fmt.Errorf("pgstore: backfilling keys: vacuuming %s.%s: %w", t.schema, t.table, err)
+			}
 		}
 	}
 	return rep, nil
