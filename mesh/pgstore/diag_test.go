@@ -192,3 +192,33 @@ func TestLocksHeldRefusesWhatQueryRefusesWithTheSameTypedErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 	assert.Contains(t, err.Error(), mustParse(t, "namespace:alpha").String(), "the error names the query")
 }
+
+func TestANodeTypeFirstStoredInASatelliteByAnotherProcessReachesTypedReads(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	writer := openStore(t, url, Options{}) // another process on the database
+	put(t, writer, mesh.Node{Path: "acme/item1", NodeType: "Item"})
+	put(t, writer, mesh.Node{Path: "beta/item1", NodeType: "Item"})
+	reader := openStore(t, url, Options{}) // knows both partitions from Open
+
+	live := watchQuery(t, reader, "nodeType:Item partitions:all")
+	live.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial && len(c.Items) == 2 })
+	locks, err := locksHeld(t, reader, "nodeType:Item partitions:all")
+	require.NoError(t, err)
+	assert.Equal(t, relationsOf(t, url, []string{"acme", "beta"}, []string{NodesTable}), locks, "before: mesh_nodes only")
+
+	// The first Item ever stored in a notifications table, by the other
+	// store: the reader learns it from the change notice, so the live query
+	// adds it and later reads include that table.
+	put(t, writer, mesh.Node{Path: "beta/item1/_Notification/n1", NodeType: "ITEM"})
+	live.await(t, "the satellite Item", kindOn(mesh.Added, "beta/item1/_Notification/n1"))
+	assert.Contains(t, pathsOf(initialOf(t, reader, "nodeType:Item partitions:all").Items), "beta/item1/_Notification/n1")
+	locks, err = locksHeld(t, reader, "nodeType:Item partitions:all")
+	require.NoError(t, err)
+	assert.Equal(t, relationsOf(t, url, []string{"acme", "beta"}, []string{NodesTable, "notifications"}), locks,
+		"after: the notifications tables too")
+
+	// A store opened now loads the registry: it reads the satellite too.
+	fresh := openStore(t, url, Options{})
+	assert.Contains(t, pathsOf(initialOf(t, fresh, "nodeType:item partitions:all").Items), "beta/item1/_Notification/n1")
+}
