@@ -238,12 +238,21 @@ func TestAWriterThatChangesAFieldWithoutItsKeysClearsThem(t *testing.T) {
 	_, err = conn.Exec(ctx, `INSERT INTO acme.mesh_nodes (namespace, id, path_key) VALUES ('acme', 'half', 'acme/half')`)
 	require.ErrorContains(t, err, "mesh_nodes_keys_all_or_none")
 
-	// The store's own case-only rename keeps the keys it wrote.
+	// A change of case only leaves the keys rightly as they were, which the
+	// trigger cannot tell from a writer that forgot them: it clears them,
+	// and the row is still found.
 	put(t, s, mesh.Node{Path: "acme/b", NodeType: "Item", Name: "Gamma"})
 	put(t, s, mesh.Node{Path: "acme/b", NodeType: "Item", Name: "GAMMA"})
 	require.NoError(t, conn.QueryRow(ctx, `SELECT name_key FROM acme.mesh_nodes WHERE id = 'b'`).Scan(&nameKey))
+	assert.Nil(t, nameKey)
+	assert.Len(t, initialOf(t, s, "namespace:acme name:gamma").Items, 1)
+
+	// Control: a rename the keys follow keeps them.
+	put(t, s, mesh.Node{Path: "acme/c", NodeType: "Item", Name: "Delta"})
+	put(t, s, mesh.Node{Path: "acme/c", NodeType: "Item", Name: "Epsilon"})
+	require.NoError(t, conn.QueryRow(ctx, `SELECT name_key FROM acme.mesh_nodes WHERE id = 'c'`).Scan(&nameKey))
 	require.NotNil(t, nameKey)
-	assert.Equal(t, "gamma", *nameKey)
+	assert.Equal(t, "epsilon", *nameKey)
 }
 
 // stopAtUpdate ends a context when its connection sends an UPDATE.

@@ -171,9 +171,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
-	// Every write of the store sets the folded keys (see migration 0003's
-	// mesh_stale_keys).
-	cfg.ConnConfig.RuntimeParams["meshrx.writes_keys"] = "on"
 	s.listenCfg = cfg.ConnConfig.Copy()
 	s.listenCfg.Tracer = nil
 	if s.listenCfg.RuntimeParams == nil {

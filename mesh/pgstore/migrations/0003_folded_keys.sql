@@ -36,16 +36,16 @@ BEGIN
 END
 $fn$;
 
--- A writer that changes a keyed field without setting its keys (anything
--- but pgstore) leaves keys that no longer fold the row: they are cleared,
--- and the row reads by the spelled-out pattern until the backfill refills
--- them. pgstore's connections say they write keys (meshrx.writes_keys = on),
--- so a change of case only, which leaves the keys as they were, keeps them.
+-- A writer that changes a keyed field without setting its keys (one that
+-- does not know them) leaves keys that no longer fold the row: they are
+-- cleared, and the row reads by the spelled-out pattern until the backfill
+-- refills them. A change of case only, after which the keys are rightly
+-- the same, clears them too: that costs the row its index until the next
+-- backfill, never an answer.
 CREATE OR REPLACE FUNCTION public.mesh_stale_keys() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
-    IF current_setting('meshrx.writes_keys', true) IS DISTINCT FROM 'on'
-       AND (NEW.namespace, NEW.id, NEW.name, NEW.node_type, NEW.main_node)
+    IF (NEW.namespace, NEW.id, NEW.name, NEW.node_type, NEW.main_node)
            IS DISTINCT FROM (OLD.namespace, OLD.id, OLD.name, OLD.node_type, OLD.main_node)
        AND (NEW.ns_key, NEW.id_key, NEW.path_key, NEW.name_key, NEW.type_key, NEW.main_key)
            IS NOT DISTINCT FROM (OLD.ns_key, OLD.id_key, OLD.path_key, OLD.name_key, OLD.type_key, OLD.main_key) THEN
