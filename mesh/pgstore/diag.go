@@ -17,8 +17,9 @@ const rollbackBudget = 5 * time.Second
 
 // LocksHeld reports how many relation locks (tables and indexes) the
 // Initial read of q takes: it runs the statement Query runs for q's Initial
-// (the same SELECT, or UNION ALL over every schema and table, over the
-// partitions the store knows now) inside a READ ONLY transaction, counts
+// (the same SELECT, or UNION ALL over every schema and each table q's node
+// types can be in, over the partitions the store knows now) inside a READ
+// ONLY transaction, counts
 // that transaction's rows of pg_locks with locktype 'relation' (leaving out
 // the pg_locks view the count itself reads), and rolls back.
 //
