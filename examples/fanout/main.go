@@ -25,11 +25,23 @@
 //	   many looping fan-outs;
 //	d. the re-reads (Stats().Requeries) that -writes writes of an unrelated
 //	   type cause to -live open fan-out live queries: on a store whose feed
-//	   classifies notices by node type, and on one opened with UntypedFeed.
+//	   classifies notices by node type, and on one opened with UntypedFeed;
+//	e. with -scale 1000,100000,1000000: the pinned read of 50 Items in a
+//	   partition grown to each size (bulk INSERT, keys backfilled by
+//	   pgstore.BackfillKeys), through Store.Query and as the hand-written
+//	   indexed SQL on a pool of its own, interleaved, -iterations of each.
+//
+// Reads that fail beside the writer (c) are counted per condition, with
+// the first error (a fan-out can run the server out of lock memory: "out
+// of shared memory"), and summed in the summary line.
 //
 // It prints a table, one row per measurement, and last a line
 //
-//	summary: pinned_locks=N fanout_locks=N pinned_p50_ms=X fanout_p50_ms=X writer_p99_alone_ms=X writer_p99_pinned_ms=X writer_p99_fanout_ms=X requeries_typed=N requeries_untyped=N
+//	summary: pinned_locks=N fanout_locks=N pinned_p50_ms=X fanout_p50_ms=X writer_p99_alone_ms=X writer_p99_pinned_ms=X writer_p99_fanout_ms=X requeries_typed=N requeries_untyped=N reads_failed_pinned=N reads_failed_fanout=N
+//
+// preceded, with -scale, by one line per size
+//
+//	scale: nodes=N store_p50_ms=X sql_p50_ms=X ratio=X
 //
 // Filling writes with -workers concurrent Puts. Each phase has a budget
 // (-phase-budget); SIGINT or SIGTERM cancels the run, which then closes its
@@ -78,6 +90,7 @@ type config struct {
 	live        int
 	workers     int
 	phaseBudget time.Duration
+	scale       []int // partition sizes of phase e; none skips it
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -93,7 +106,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.live, "live", 20, "open fan-out live queries (d)")
 	fs.IntVar(&c.workers, "workers", 8, "concurrent writers while filling the partitions")
 	fs.DurationVar(&c.phaseBudget, "phase-budget", 10*time.Minute, "longest any one phase may take")
+	scale := fs.String("scale", "", "comma-separated sizes (nodes) of partition \"scale\" for phase e, e.g. 1000,100000,1000000; empty skips it")
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	var err error
+	if c.scale, err = parseSizes(*scale); err != nil {
 		return c, err
 	}
 	switch {

@@ -93,6 +93,9 @@ func TestThePinnedReadStaysInTheFastPathAndTheFanOutGrowsWithPartitionsWhileType
 			assert.Contains(t, out, row, "the table has a row per measurement")
 		}
 		assert.Contains(t, out, "inserts failed: 0", "the writer's inserts succeeded")
+		assert.Contains(t, out, "reads failed, beside fan-out readers", "the failed reads beside the writer have a row")
+		assert.Zero(t, s.ReadsFailedPinned, "%d partitions: pinned reads beside the writer succeed", partitions)
+		assert.Zero(t, s.ReadsFailedFanOut, "%d partitions: typed fan-outs beside the writer succeed", partitions)
 	}
 	assert.Greater(t, runs[12].FanOutLocks, runs[6].FanOutLocks, "a fan-out's locks grow with the partitions")
 	assert.Equal(t, runs[12].PinnedLocks, runs[6].PinnedLocks, "a pinned read's locks do not")
@@ -177,6 +180,9 @@ func TestBadFlagsAreRefusedWithAClearError(t *testing.T) {
 		{[]string{"-live", "0"}, "-live must be at least 1"},
 		{[]string{"-phase-budget", "0s"}, "-phase-budget must be positive"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"-scale", "10"}, "below the 50 Items"},
+		{[]string{"-scale", "1000,100"}, "sizes must ascend"},
+		{[]string{"-scale", "1e6"}, "is not a number of nodes"},
 	} {
 		_, err := parseFlags(c.args, io.Discard)
 		assert.ErrorContains(t, err, c.want, "args %q", c.args)
@@ -196,7 +202,8 @@ func TestBadFlagsAreRefusedWithAClearError(t *testing.T) {
 func TestASummaryLineThatIsNotOneIsRefused(t *testing.T) {
 	t.Parallel()
 	good := summary{PinnedLocks: 8, FanOutLocks: 480, PinnedP50ms: 0.5, FanOutP50ms: 12.25,
-		WriterP99Alone: 1, WriterP99Pinned: 2, WriterP99FanOut: 30, RequeriesTyped: 0, RequeriesUntyped: 150}
+		WriterP99Alone: 1, WriterP99Pinned: 2, WriterP99FanOut: 30, RequeriesTyped: 0, RequeriesUntyped: 150,
+		ReadsFailedPinned: 0, ReadsFailedFanOut: 3}
 	back, err := parseSummary(good.String())
 	require.NoError(t, err, "control: a line String wrote parses")
 	assert.Equal(t, good, back)
@@ -211,4 +218,22 @@ func TestASummaryLineThatIsNotOneIsRefused(t *testing.T) {
 		_, err := parseSummary(bad)
 		assert.Error(t, err, "line %q", bad)
 	}
+}
+
+func TestTheScalePhaseReadsTheFiftyItemsAtEverySizeBesideTheHandWrittenSQL(t *testing.T) {
+	t.Parallel()
+	cfg := small{partitions: "2", rows: "5", iterations: "5", readers: "2", writes: "10", live: "2"}
+	out, err := runProgram(t, t.Context(), append(cfg.args(pg.Database(t)), "-scale", "100,2000"))
+	require.NoError(t, err)
+	_, err = parseSummary(lastLine(out))
+	require.NoError(t, err, "the last line is still the summary")
+	for _, nodes := range []string{"100", "2000"} {
+		assert.Contains(t, out, "pinned read at "+nodes+" nodes (Store.Query) p50")
+		assert.Contains(t, out, "hand-written indexed SQL at "+nodes+" nodes p50")
+		assert.Contains(t, out, "scale: nodes="+nodes+" store_p50_ms=")
+	}
+	assert.Contains(t, out, "WHERE ns_key = 'scale' AND type_key = 'item'", "the hand-written statement is printed")
+	// The rows written in bulk had no keys: the backfill folded them.
+	assert.Contains(t, out, "keys of 50 rows backfilled")
+	assert.Contains(t, out, "keys of 1900 rows backfilled")
 }

@@ -56,6 +56,7 @@ type result struct {
 	pinnedLocks, fanOutLocks int
 	alone, pinned, fanOut    besideRun
 	typed, untyped           requeries
+	scale                    []scalePoint
 }
 
 // measure fills the database at dbURL and runs the four measurements.
@@ -141,6 +142,15 @@ func measure(ctx context.Context, dbURL string, cfg config, progress io.Writer, 
 		}
 		res.untyped, err = countRequeries(ctx, u, s, cfg, runID+"-untyped")
 		return errors.Join(err, u.Close())
+	})
+	if err != nil || len(cfg.scale) == 0 {
+		return res, err
+	}
+	// Last, so partition "scale" is not among the partitions of a–d.
+	err = inPhase(ctx, "e: pinned read as the partition grows", budget, progress, func(ctx context.Context) error {
+		var err error
+		res.scale, err = measureScale(ctx, s, dbURL, cfg, progress)
+		return err
 	})
 	return res, err
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // summary is the last line of the report, the numbers the issue asks for.
@@ -19,26 +20,31 @@ type summary struct {
 	WriterP99FanOut  float64
 	RequeriesTyped   int64
 	RequeriesUntyped int64
+	// Reads that failed beside the writer (phase c), by reader kind.
+	ReadsFailedPinned int64
+	ReadsFailedFanOut int64
 }
 
 // summaryKeys are the summary line's keys, in their order.
 func summaryKeys() []string {
 	return []string{"pinned_locks", "fanout_locks", "pinned_p50_ms", "fanout_p50_ms",
 		"writer_p99_alone_ms", "writer_p99_pinned_ms", "writer_p99_fanout_ms",
-		"requeries_typed", "requeries_untyped"}
+		"requeries_typed", "requeries_untyped", "reads_failed_pinned", "reads_failed_fanout"}
 }
 
 func (r result) summary() summary {
 	return summary{
-		PinnedLocks:      r.pinnedLocks,
-		FanOutLocks:      r.fanOutLocks,
-		PinnedP50ms:      ms(r.pinnedRead.percentile(50)),
-		FanOutP50ms:      ms(r.fanOutRead.percentile(50)),
-		WriterP99Alone:   ms(r.alone.writer.percentile(99)),
-		WriterP99Pinned:  ms(r.pinned.writer.percentile(99)),
-		WriterP99FanOut:  ms(r.fanOut.writer.percentile(99)),
-		RequeriesTyped:   r.typed.count,
-		RequeriesUntyped: r.untyped.count,
+		PinnedLocks:       r.pinnedLocks,
+		FanOutLocks:       r.fanOutLocks,
+		PinnedP50ms:       ms(r.pinnedRead.percentile(50)),
+		FanOutP50ms:       ms(r.fanOutRead.percentile(50)),
+		WriterP99Alone:    ms(r.alone.writer.percentile(99)),
+		WriterP99Pinned:   ms(r.pinned.writer.percentile(99)),
+		WriterP99FanOut:   ms(r.fanOut.writer.percentile(99)),
+		RequeriesTyped:    r.typed.count,
+		RequeriesUntyped:  r.untyped.count,
+		ReadsFailedPinned: r.pinned.readers.failed,
+		ReadsFailedFanOut: r.fanOut.readers.failed,
 	}
 }
 
@@ -49,6 +55,7 @@ func (s summary) String() string {
 		msText(s.PinnedP50ms), msText(s.FanOutP50ms),
 		msText(s.WriterP99Alone), msText(s.WriterP99Pinned), msText(s.WriterP99FanOut),
 		strconv.FormatInt(s.RequeriesTyped, 10), strconv.FormatInt(s.RequeriesUntyped, 10),
+		strconv.FormatInt(s.ReadsFailedPinned, 10), strconv.FormatInt(s.ReadsFailedFanOut, 10),
 	}
 	var b strings.Builder
 	b.WriteString("summary:")
@@ -73,7 +80,8 @@ func parseSummary(line string) (summary, error) {
 	}
 	var s summary
 	ints := map[string]*int{"pinned_locks": &s.PinnedLocks, "fanout_locks": &s.FanOutLocks}
-	int64s := map[string]*int64{"requeries_typed": &s.RequeriesTyped, "requeries_untyped": &s.RequeriesUntyped}
+	int64s := map[string]*int64{"requeries_typed": &s.RequeriesTyped, "requeries_untyped": &s.RequeriesUntyped,
+		"reads_failed_pinned": &s.ReadsFailedPinned, "reads_failed_fanout": &s.ReadsFailedFanOut}
 	floats := map[string]*float64{"pinned_p50_ms": &s.PinnedP50ms, "fanout_p50_ms": &s.FanOutP50ms,
 		"writer_p99_alone_ms": &s.WriterP99Alone, "writer_p99_pinned_ms": &s.WriterP99Pinned, "writer_p99_fanout_ms": &s.WriterP99FanOut}
 	for i, f := range fields {
@@ -115,13 +123,21 @@ func (r result) print(w io.Writer) error {
 	pct("a", "fan-out read (nodeType:Item partitions:all)", r.fanOutRead, 99,
 		fmt.Sprintf("answers %d nodes from %d partition schemas", r.fanOutNodes, r.fanOutParts))
 	row("b", "relation locks held, pinned read", strconv.Itoa(r.pinnedLocks), "locks", 1, "one table and its indexes; a backend has 16 fast-path slots")
-	row("b", "relation locks held, fan-out read", strconv.Itoa(r.fanOutLocks), "locks", 1, "every node table of every partition, and their indexes")
+	row("b", "relation locks held, fan-out read", strconv.Itoa(r.fanOutLocks), "locks", 1, "the node tables an Item can be in (type routing), of every partition, and their indexes")
 	for _, c := range []struct {
 		what string
 		run  besideRun
 	}{{"writer insert, alone", r.alone}, {"writer insert, beside pinned readers", r.pinned}, {"writer insert, beside fan-out readers", r.fanOut}} {
 		pct("c", c.what, c.run.writer, 50, besideNote(c.run))
 		pct("c", c.what, c.run.writer, 99, "")
+		if c.run.readers.ok+c.run.readers.failed > 0 {
+			note := ""
+			if c.run.readers.first != "" {
+				note = "first: " + c.run.readers.first
+			}
+			row("c", "reads failed, "+strings.TrimPrefix(c.what, "writer insert, "), strconv.FormatInt(c.run.readers.failed, 10), "reads",
+				int(c.run.readers.ok+c.run.readers.failed), note)
+		}
 	}
 	for _, d := range []struct {
 		what string
@@ -133,8 +149,24 @@ func (r result) print(w io.Writer) error {
 		}
 		row("d", d.what, strconv.FormatInt(d.r.count, 10), "re-reads", int(d.r.notices), note)
 	}
+	for _, p := range r.scale {
+		pct("e", fmt.Sprintf("pinned read at %d nodes (Store.Query)", p.nodes), p.store, 50,
+			fmt.Sprintf("%d Items among %d nodes; keys of %d rows backfilled in %s", scaleItems, p.nodes, p.backfilled, p.backfill.Round(time.Millisecond)))
+		pct("e", fmt.Sprintf("hand-written indexed SQL at %d nodes", p.nodes), p.handSQL, 50, "interleaved with the line above")
+	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(r.scale) > 0 {
+		fmt.Fprintf(w, "hand-written SQL of phase e:\n%s\n", scaleSQL)
+	}
+	for _, p := range r.scale {
+		sp, hp := ms(p.store.percentile(50)), ms(p.handSQL.percentile(50))
+		ratio := 0.0
+		if hp > 0 {
+			ratio = sp / hp
+		}
+		fmt.Fprintf(w, "scale: nodes=%d store_p50_ms=%s sql_p50_ms=%s ratio=%s\n", p.nodes, msText(sp), msText(hp), strconv.FormatFloat(ratio, 'f', 2, 64))
 	}
 	_, err := fmt.Fprintln(w, r.summary())
 	return err

@@ -17,8 +17,9 @@ const rollbackBudget = 5 * time.Second
 
 // LocksHeld reports how many relation locks (tables and indexes) the
 // Initial read of q takes: it runs the statement Query runs for q's Initial
-// (the same SELECT, or UNION ALL over every schema and table, over the
-// partitions the store knows now) inside a READ ONLY transaction, counts
+// (the same SELECT, or UNION ALL over every schema and each table q's node
+// types can be in, over the partitions the store knows now) inside a READ
+// ONLY transaction, counts
 // that transaction's rows of pg_locks with locktype 'relation' (leaving out
 // the pg_locks view the count itself reads), and rolls back.
 //
@@ -62,10 +63,14 @@ func (s *Store) LocksHeld(ctx context.Context, q string) (int, error) {
 		}
 		existing = s.schemas.existing(covered)
 	}
-	if len(p.tables) == 0 || len(existing) == 0 {
+	tables, err := s.readTables(ctx, p)
+	if err != nil {
+		return 0, unavailable(op, explain(err))
+	}
+	if len(tables) == 0 || len(existing) == 0 {
 		return 0, nil // the read runs no statement
 	}
-	sel, err := sqlgen.BuildTables(parsed, p.tables, existing)
+	sel, err := sqlgen.BuildTables(parsed, tables, existing)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: %s: %w", op, err)
 	}

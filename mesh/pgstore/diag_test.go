@@ -54,8 +54,17 @@ func TestLocksHeldCountsEveryTableTheReadOpensAndItsIndexes(t *testing.T) {
 
 	fanOut, err := locksHeld(t, s, "nodeType:Item partitions:all")
 	require.NoError(t, err)
-	assert.Equal(t, relationsOf(t, url, parts, Tables()), fanOut,
-		"a fan-out opens every node table of every partition, with their indexes")
+	assert.Equal(t, relationsOf(t, url, parts, []string{NodesTable}), fanOut,
+		"a fan-out over N partitions opens the N tables an Item is in, with their indexes: not 5N")
+
+	// An Item stored in a satellite table makes that table one an Item
+	// can be in: the fan-out reads it too, and finds the node.
+	put(t, s, mesh.Node{Path: "beta/item1/_Thread/t1", NodeType: "item"})
+	fanOut, err = locksHeld(t, s, "nodeType:Item partitions:all")
+	require.NoError(t, err)
+	assert.Equal(t, relationsOf(t, url, parts, []string{NodesTable, "threads"}), fanOut,
+		"the threads tables are read once an Item is stored in one")
+	assert.Contains(t, pathsOf(initialOf(t, s, "nodeType:Item partitions:all").Items), "beta/item1/_Thread/t1")
 
 	// Control: a query that reads nothing counts nothing, so the numbers
 	// above are the read's locks and not the counting statement's own.
@@ -83,7 +92,14 @@ func TestAFanOutsLocksGrowWithThePartitionsWhileAPinnedReadsStayPut(t *testing.T
 
 	assert.Equal(t, pinnedOne, pinnedFour, "a pinned read does not see the other partitions")
 	assert.Equal(t, 4*fanOutOne, fanOutFour, "each partition adds the same tables and indexes to a fan-out")
-	assert.Greater(t, fanOutOne, 16, "even over one partition a fan-out reads every node table: past the fast-path slots")
+	assert.Equal(t, pinnedOne, fanOutOne, "over one partition, a typed fan-out reads what the pinned read reads: one table")
+	assert.LessOrEqual(t, pinnedOne, 16, "a typed read of one table fits a backend's 16 fast-path lock slots")
+
+	// Control: without a known node type the fan-out reads every node
+	// table of every partition, as it did before type routing.
+	untyped, err := locksHeld(t, s, "nodeType:Item* partitions:all")
+	require.NoError(t, err)
+	assert.Greater(t, untyped, 4*fanOutFour, "an untyped fan-out over four partitions reads all 20 node tables")
 }
 
 func TestLocksHeldRunsTheStatementTheQueryRuns(t *testing.T) {
@@ -175,4 +191,34 @@ func TestLocksHeldRefusesWhatQueryRefusesWithTheSameTypedErrors(t *testing.T) {
 	assert.ErrorAs(t, err, &unavailable, "a closed store cannot say")
 	assert.ErrorIs(t, err, ErrClosed)
 	assert.Contains(t, err.Error(), mustParse(t, "namespace:alpha").String(), "the error names the query")
+}
+
+func TestANodeTypeFirstStoredInASatelliteByAnotherProcessReachesTypedReads(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	writer := openStore(t, url, Options{}) // another process on the database
+	put(t, writer, mesh.Node{Path: "acme/item1", NodeType: "Item"})
+	put(t, writer, mesh.Node{Path: "beta/item1", NodeType: "Item"})
+	reader := openStore(t, url, Options{}) // knows both partitions from Open
+
+	live := watchQuery(t, reader, "nodeType:Item partitions:all")
+	live.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial && len(c.Items) == 2 })
+	locks, err := locksHeld(t, reader, "nodeType:Item partitions:all")
+	require.NoError(t, err)
+	assert.Equal(t, relationsOf(t, url, []string{"acme", "beta"}, []string{NodesTable}), locks, "before: mesh_nodes only")
+
+	// The first Item ever stored in a notifications table, by the other
+	// store: the reader learns it from the change notice, so the live query
+	// adds it and later reads include that table.
+	put(t, writer, mesh.Node{Path: "beta/item1/_Notification/n1", NodeType: "ITEM"})
+	live.await(t, "the satellite Item", kindOn(mesh.Added, "beta/item1/_Notification/n1"))
+	assert.Contains(t, pathsOf(initialOf(t, reader, "nodeType:Item partitions:all").Items), "beta/item1/_Notification/n1")
+	locks, err = locksHeld(t, reader, "nodeType:Item partitions:all")
+	require.NoError(t, err)
+	assert.Equal(t, relationsOf(t, url, []string{"acme", "beta"}, []string{NodesTable, "notifications"}), locks,
+		"after: the notifications tables too")
+
+	// A store opened now loads the registry: it reads the satellite too.
+	fresh := openStore(t, url, Options{})
+	assert.Contains(t, pathsOf(initialOf(t, fresh, "nodeType:item partitions:all").Items), "beta/item1/_Notification/n1")
 }

@@ -18,6 +18,23 @@
 // schema it covers in one UNION ALL statement and is logged with its shape.
 // An unroutable query answers empty without a statement.
 //
+// # Reads that indexes serve
+//
+// Each node table holds, beside namespace, id, path, name, node type and
+// main node, the field folded as mesh folds it for matching (computed in
+// Go by Put), collated "C" and indexed. A query's equalities, in-lists and
+// prefix globs on those fields become equalities and ranges on the keys,
+// so a pinned read costs the same on a partition of a thousand nodes and
+// of a million. Rows written before migration 0003 (or by a writer that
+// does not set keys) are still read exactly, by regular expressions, until
+// BackfillKeys folds them: Open runs it in the background, in batches, and
+// builds missing key indexes CONCURRENTLY.
+//
+// A query whose node types are known reads only the tables those types
+// have been stored in (public.mesh_table_types, kept by a trigger and
+// learned from the change feed): nodeType:Item partitions:all reads the
+// mesh_nodes table of each partition, not all five of its tables.
+//
 // # The change feed
 //
 // Every node table has a trigger that announces each row change on the

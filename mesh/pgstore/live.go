@@ -312,6 +312,12 @@ func sameNode(a, b mesh.Node) bool {
 // can concern owe a re-read of the path, the others are skipped without
 // reading.
 func (s *Store) dispatch(schema string, partition bool, path, nodeType string, typed bool) {
+	// Before any re-read it causes: the table now holds this type.
+	if typed {
+		s.schemas.addType(mesh.TableFor(path), nodeType)
+	} else {
+		s.schemas.markTypesStale()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for lq := range s.live {

@@ -103,11 +103,36 @@ func (s *Store) Query(q string) rx.Observable[mesh.Change] {
 		if p.unroutable {
 			return rx.Return(mesh.Change{Kind: mesh.Initial, Partitions: []string{}})
 		}
+		own := &storeProvider{s: s, plan: p}
+		if len(s.providers) == 0 {
+			// Nothing to merge: the store's frames are the result. Its read
+			// is bounded by QueryInitial as FanIn's stall timer would be,
+			// already deduplicated, ordered and limited, and its live frames
+			// already say Added, Updated or Removed against its own result.
+			// Skipping FanIn saves a map of the result, a sort and a
+			// goroutine hand-off on every read (measured by
+			// BenchmarkPinnedInitial).
+			return rx.Map(own.Query(parsed), asMerged)
+		}
 		providers := make([]mesh.Provider, 0, 1+len(s.providers))
-		providers = append(providers, &storeProvider{s: s, plan: p})
+		providers = append(providers, own)
 		providers = append(providers, s.providers...)
 		return mesh.FanIn(parsed, providers, s.clk, s.budgets.QueryInitial)
 	})
+}
+
+// asMerged gives a frame of the store alone the shape mesh.FanIn gives a
+// merged one: no items and no partitions are nil.
+func asMerged(c mesh.Change) mesh.Change {
+	if len(c.Items) == 0 {
+		c.Items = nil
+	}
+	if len(c.Partitions) == 0 {
+		c.Partitions = nil
+	} else if !slices.IsSorted(c.Partitions) {
+		c.Partitions = slices.Compact(slices.Sorted(slices.Values(c.Partitions)))
+	}
+	return c
 }
 
 // plan is how the store reads one subscription of a query.
@@ -117,7 +142,11 @@ type plan struct {
 	shape      string   // mesh.DescribeShape of the query
 	schemas    []string // fixed schemas to read (when !anySchema)
 	anySchema  bool     // read every partition schema, as known at each read
-	tables     []string // node tables to read in each schema
+	tables     []string // node tables the anchor allows in each schema
+	// types, when typed, are the only node types the query can match: of
+	// tables, each read reads those that have held one of them.
+	types []string
+	typed bool
 }
 
 func (s *Store) plan(q *mesh.Query) (plan, error) {
@@ -126,6 +155,7 @@ func (s *Store) plan(q *mesh.Query) (plan, error) {
 		return plan{}, err
 	}
 	p := plan{shape: route.Shape, fanOut: route.Kind == mesh.FanOut, tables: tablesFor(q)}
+	p.types, p.typed = q.NodeTypes()
 	switch {
 	case route.Kind == mesh.Unroutable:
 		p.unroutable = true
@@ -225,16 +255,39 @@ func (s *Store) read(ctx context.Context, q *mesh.Query, p plan) ([]mesh.Node, [
 		}
 		existing = s.schemas.existing(covered)
 	}
+	tables, err := s.readTables(ctx, p)
+	if err != nil {
+		return nil, nil, explain(err)
+	}
 	started := s.clk.Now()
-	nodes, err := s.selectRows(ctx, q, p.tables, existing)
+	nodes, err := s.selectRows(ctx, q, tables, existing)
 	if err != nil {
 		return nil, nil, explain(err)
 	}
 	if p.fanOut {
 		s.log.Info("pgstore: fan-out read", "shape", p.shape, "schemas", len(existing),
-			"tables", len(p.tables), "rows", len(nodes), "elapsed", s.clk.Since(started))
+			"tables", len(tables), "rows", len(nodes), "elapsed", s.clk.Since(started))
 	}
 	return nodes, covered, nil
+}
+
+// readTables returns the node tables a read of p reads in each schema:
+// those its anchor allows that, when its node types are known, have held a
+// node of one of them (type routing: nodeType:Item reads mesh_nodes, not
+// the satellite tables, unless an Item was ever stored in one).
+func (s *Store) readTables(ctx context.Context, p plan) ([]string, error) {
+	if !p.typed {
+		return p.tables, nil
+	}
+	tables, stale := s.schemas.holding(p.tables, p.types)
+	if !stale {
+		return tables, nil
+	}
+	if err := s.schemas.loadTypes(ctx, s.pool); err != nil {
+		return nil, fmt.Errorf("reading the node types of the node tables: %w", err)
+	}
+	tables, _ = s.schemas.holding(p.tables, p.types)
+	return tables, nil
 }
 
 // covered returns the schemas a read of p covers now.

@@ -189,6 +189,12 @@ func wantColumns() []string {
 		"version bigint NO 0 -",
 		"state smallint NO 0 -",
 		"last_modified timestamp with time zone NO now() -",
+		"ns_key text YES - -",
+		"id_key text YES - -",
+		"path_key text YES - -",
+		"name_key text YES - -",
+		"type_key text YES - -",
+		"main_key text YES - -",
 	}
 }
 
@@ -201,8 +207,8 @@ func TestAPartitionSchemaHasEveryTableIndexAndTrigger(t *testing.T) {
 	require.Equal(t, "orders", schema)
 
 	wantIndexes := []string{
-		"(last_modified DESC)", "(main_node)", "(namespace)", "(namespace, id)",
-		"(node_type)", "(path text_pattern_ops)", "(path)",
+		"(last_modified DESC)", "(main_key)", "(name_key)", "(namespace, id)",
+		"(ns_key, type_key)", "(path)", "(path_key)", "(type_key)",
 	}
 	for _, schema := range []string{"orders", "system_access"} {
 		tables := queryStrings(t, conn, `SELECT table_name::text FROM information_schema.tables
@@ -226,11 +232,13 @@ func TestAPartitionSchemaHasEveryTableIndexAndTrigger(t *testing.T) {
 			triggers := queryStrings(t, conn, `
 				SELECT pg_get_triggerdef(oid) FROM pg_trigger
 				WHERE tgrelid = $1::regclass AND NOT tgisinternal ORDER BY tgname`, pgx.Identifier{schema, table}.Sanitize())
-			require.Len(t, triggers, 2, where)
+			require.Len(t, triggers, 4, where)
 			for i, fn := range []string{"mesh_notify_change()", "mesh_security_fold()"} {
 				assert.Contains(t, triggers[i], "AFTER INSERT OR DELETE OR UPDATE", where)
 				assert.Contains(t, triggers[i], "FOR EACH ROW EXECUTE FUNCTION "+fn, where)
 			}
+			assert.Contains(t, triggers[2], "BEFORE UPDATE ON "+where+" FOR EACH ROW EXECUTE FUNCTION mesh_stale_keys()", where)
+			assert.Contains(t, triggers[3], "AFTER INSERT OR UPDATE OF node_type ON "+where+" FOR EACH ROW EXECUTE FUNCTION mesh_note_table_type()", where)
 		}
 	}
 

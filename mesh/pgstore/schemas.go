@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/meshrx/meshrx/mesh/pgstore/internal/sqlgen"
 )
 
 // schemaSet is what a Store knows of the database's node schemas: the
@@ -16,20 +18,102 @@ import (
 // store's own schema creation and with every change notice (a notice comes
 // from a table, so its schema exists). Schemas are never dropped by the
 // store, so it only grows; no query waits on a refresh.
+//
+// It also knows which node types each node table (by name, in any schema)
+// has held, from public.mesh_table_types (migration 0003), folded as mesh
+// folds them: a query whose node types are known reads only the tables
+// that can hold them. That too only grows: a notice names the table (by
+// its path) and the type of a row just written, before the re-reads it
+// causes; a notice without a type (a type change, or a row without one)
+// makes the next type-routed read reload the registry first.
 type schemaSet struct {
 	mu         sync.RWMutex
 	partitions map[string]bool
 	exists     map[string]bool
+	types      map[string]map[string]bool // table -> folded node types it has held
+	typesStale bool
+	sorted     []string // partitions, sorted; nil when it must be rebuilt
 }
 
 func newSchemaSet() *schemaSet {
-	return &schemaSet{partitions: map[string]bool{}, exists: map[string]bool{}}
+	return &schemaSet{partitions: map[string]bool{}, exists: map[string]bool{}, types: map[string]map[string]bool{}}
 }
 
-// load merges in the node schemas of the database.
-func (s *schemaSet) load(ctx context.Context, db interface {
+type querier interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
-}) error {
+}
+
+// loadTypes merges in the registry of node types per table.
+func (s *schemaSet) loadTypes(ctx context.Context, db querier) error {
+	s.mu.Lock()
+	s.typesStale = false // a notice from now on marks it again
+	s.mu.Unlock()
+	rows, err := db.Query(ctx, `SELECT table_name, node_type FROM public.mesh_table_types`)
+	if err != nil {
+		s.markTypesStale()
+		return err
+	}
+	var table, typ string
+	found := map[[2]string]bool{}
+	if _, err := pgx.ForEachRow(rows, []any{&table, &typ}, func() error {
+		found[[2]string{table, typ}] = true
+		return nil
+	}); err != nil {
+		s.markTypesStale()
+		return err
+	}
+	for tt := range found {
+		s.addType(tt[0], tt[1])
+	}
+	return nil
+}
+
+// addType records that table has held a node of nodeType (as written).
+func (s *schemaSet) addType(table, nodeType string) {
+	key := sqlgen.Fold(nodeType)
+	s.mu.RLock()
+	known := s.types[table][key]
+	s.mu.RUnlock()
+	if known {
+		return
+	}
+	s.mu.Lock()
+	if s.types[table] == nil {
+		s.types[table] = map[string]bool{}
+	}
+	s.types[table][key] = true
+	s.mu.Unlock()
+}
+
+func (s *schemaSet) markTypesStale() {
+	s.mu.Lock()
+	s.typesStale = true
+	s.mu.Unlock()
+}
+
+// holding returns those of tables that have held a node of one of types
+// (folded), in their order, and whether the registry must be reloaded
+// first.
+func (s *schemaSet) holding(tables, types []string) (out []string, stale bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.typesStale {
+		return nil, true
+	}
+	for _, t := range tables {
+		for _, typ := range types {
+			if s.types[t][sqlgen.Fold(typ)] {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out, false
+}
+
+// load merges in the node schemas of the database, and the node types
+// their tables have held.
+func (s *schemaSet) load(ctx context.Context, db querier) error {
 	rows, err := db.Query(ctx, `
 		SELECT ns.nspname::text,
 		       EXISTS (SELECT 1 FROM public.searchable_schemas s WHERE s.schema_name = ns.nspname)
@@ -49,19 +133,27 @@ func (s *schemaSet) load(ctx context.Context, db interface {
 		return err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for name, searchable := range found {
 		s.exists[name] = true
-		if searchable {
-			s.partitions[name] = true
+		if searchable && !s.partitions[name] {
+			s.partitions[name], s.sorted = true, nil
 		}
 	}
-	return nil
+	s.mu.Unlock()
+	return s.loadTypes(ctx, db)
 }
 
 func (s *schemaSet) addPartition(schema string) {
+	s.mu.RLock()
+	known := s.partitions[schema]
+	s.mu.RUnlock()
+	if known {
+		return
+	}
 	s.mu.Lock()
-	s.partitions[schema], s.exists[schema] = true, true
+	if !s.partitions[schema] {
+		s.partitions[schema], s.exists[schema], s.sorted = true, true, nil
+	}
 	s.mu.Unlock()
 }
 
@@ -76,6 +168,7 @@ func (s *schemaSet) forget(schema string) {
 	s.mu.Lock()
 	delete(s.partitions, schema)
 	delete(s.exists, schema)
+	s.sorted = nil
 	s.mu.Unlock()
 }
 
@@ -91,11 +184,21 @@ func (s *schemaSet) isPartition(schema string) bool {
 	return s.partitions[schema]
 }
 
-// partitionList returns the partition schemas, sorted.
+// partitionList returns the partition schemas, sorted: a copy of a list
+// sorted once per change of the set, as every query asks for it.
 func (s *schemaSet) partitionList() []string {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return slices.Sorted(maps.Keys(s.partitions))
+	sorted := s.sorted
+	s.mu.RUnlock()
+	if sorted == nil {
+		s.mu.Lock()
+		if s.sorted == nil {
+			s.sorted = slices.Sorted(maps.Keys(s.partitions))
+		}
+		sorted = s.sorted
+		s.mu.Unlock()
+	}
+	return slices.Clone(sorted)
 }
 
 // existing returns those of schemas that exist, in their order.

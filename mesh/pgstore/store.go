@@ -165,6 +165,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
 		cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
+	// The store's statements are few shapes with every value a parameter,
+	// whose good plans (index conditions on the folded keys) do not depend
+	// on the values. PostgreSQL's default keeps re-planning a statement
+	// whose generic plan looks costlier than its custom plans, which for a
+	// pinned read costs more than running it; a generic plan is planned
+	// once per connection.
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 	s.listenCfg = cfg.ConnConfig.Copy()
 	s.listenCfg.Tracer = nil
 	if s.listenCfg.RuntimeParams == nil {
@@ -193,6 +202,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s.feed.OnNext(FeedState{Connected: true})
 	s.wg.Add(1)
 	go s.listen(conn)
+	s.backfillInBackground()
 	return s, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/pgstore/internal/sqlgen"
 )
 
 // maxNodeTypeLen is the node tables' bound on node_type, in bytes.
@@ -83,6 +84,9 @@ func (s *Store) put(ctx context.Context, n mesh.Node, expected int64) (mesh.Node
 			stored, err = s.compareAndSet(ctx, schema, n, expected)
 		}
 		if err == nil {
+			// This store's own reads route by type at once, before the
+			// write's notice arrives.
+			s.schemas.addType(mesh.TableFor(n.Path), n.NodeType)
 			return stored, nil
 		}
 		if conflict := (*mesh.VersionConflictError)(nil); errors.As(err, &conflict) {
@@ -139,12 +143,17 @@ func (s *Store) ensureSchema(ctx context.Context, schema string, global bool, pa
 // first, the write is tried again.
 func (s *Store) upsert(ctx context.Context, schema string, n mesh.Node) (mesh.Node, error) {
 	table := pgx.Identifier{schema, mesh.TableFor(n.Path)}.Sanitize()
-	upsert := `INSERT INTO ` + table + ` AS t (namespace, id, name, node_type, main_node, content, version, state, last_modified)
-		VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)
+	// The folded keys (sqlgen.KeysOf) go with every write, so the row is
+	// found by the key indexes at once.
+	upsert := `INSERT INTO ` + table + ` AS t (namespace, id, name, node_type, main_node, content, version, state, last_modified,
+			` + sqlgen.KeyColumns + `)
+		VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $10, $11, $12, $13, $14)
 		ON CONFLICT (namespace, id) DO UPDATE SET
 			name = EXCLUDED.name, node_type = EXCLUDED.node_type, main_node = EXCLUDED.main_node,
 			content = EXCLUDED.content, state = EXCLUDED.state,
-			version = t.version + 1, last_modified = EXCLUDED.last_modified
+			version = t.version + 1, last_modified = EXCLUDED.last_modified,
+			ns_key = EXCLUDED.ns_key, id_key = EXCLUDED.id_key, path_key = EXCLUDED.path_key,
+			name_key = EXCLUDED.name_key, type_key = EXCLUDED.type_key, main_key = EXCLUDED.main_key
 		WHERE (t.name, t.node_type, t.main_node, t.state, coalesce(t.content, 'null'::jsonb))
 			IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.node_type, EXCLUDED.main_node, EXCLUDED.state, coalesce(EXCLUDED.content, 'null'::jsonb))
 		RETURNING ` + nodeColumns
@@ -152,11 +161,12 @@ func (s *Store) upsert(ctx context.Context, schema string, n mesh.Node) (mesh.No
 	if len(n.Content) > 0 {
 		content = n.Content
 	}
+	keys := sqlgen.KeysOf(n.Namespace, n.ID, n.Name, n.NodeType, n.MainNode).Values()
 	const attempts = 3
 	for range attempts {
 		now := s.clk.Now().UTC().Truncate(time.Microsecond) // PostgreSQL keeps microseconds
-		stored, err := scanNode(s.pool.QueryRow(ctx, upsert,
-			n.Namespace, n.ID, n.Name, n.NodeType, n.MainNode, content, int16(n.State), now))
+		stored, err := scanNode(s.pool.QueryRow(ctx, upsert, append([]any{
+			n.Namespace, n.ID, n.Name, n.NodeType, n.MainNode, content, int16(n.State), now}, keys...)...))
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return stored, err
 		}

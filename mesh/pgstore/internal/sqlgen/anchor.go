@@ -54,7 +54,55 @@ func (b *builder) scope(s mesh.Scope, anchor string) pred {
 	if re == "" {
 		return predFalse // an unknown scope selects nothing in mesh either
 	}
-	return exactly(col + " ~ " + b.param(re, "text"))
+	spelled := func() pred { return exactly(col + " ~ " + b.param(re, "text")) }
+	key, k, ok := keyedScope(s, anchor)
+	if !ok {
+		return spelled()
+	}
+	return b.keyedOr(func() string { return b.keyPred(key, k) }, spelled)
+}
+
+// keyedScope returns the anchor's scope as folded values of the path (or
+// namespace) key: the exact and children scopes for any anchor, globs
+// included; the others for an anchor without globs, as equalities (its
+// ancestors, itself) and the prefix anchor+"/" (its descendants). ok is
+// false when only the spelled-out pattern expresses the scope.
+func keyedScope(s mesh.Scope, anchor string) (key string, k keyed, ok bool) {
+	a := Fold(anchor)
+	switch s {
+	case mesh.ScopeExact:
+		k.addValue(anchor)
+		return "n.path_key", k, true
+	case mesh.ScopeChildren:
+		k.addValue(anchor)
+		return "n.ns_key", k, true
+	}
+	if a == "" || strings.Contains(a, "*") {
+		return "", k, false
+	}
+	below := a + "/*"
+	var ancestors []string
+	for i := range len(a) {
+		if a[i] == '/' && i+1 < len(a) {
+			ancestors = append(ancestors, a[:i])
+		}
+	}
+	switch s {
+	case mesh.ScopeDescendants:
+		k.globs = []string{below}
+	case mesh.ScopeSubtree:
+		k.eq, k.globs = []string{a}, []string{below}
+	case mesh.ScopeAncestors:
+		k.eq = ancestors
+	case mesh.ScopeHierarchy:
+		k.eq, k.globs = append(ancestors, a), []string{below}
+	default:
+		return "", k, false
+	}
+	if k.empty() {
+		return "", k, false
+	}
+	return "n.path_key", k, true
 }
 
 // globAtoms renders lower-cased glob runes: * matches any run, any other

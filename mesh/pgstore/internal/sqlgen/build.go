@@ -100,9 +100,14 @@ func BuildTables(q *mesh.Query, tables, schemas []string) (Select, error) {
 		return Select{}, err
 	}
 
-	b := &builder{}
+	// The WHERE for rows with keys, then for rows without (see keys.go);
+	// one branch per table when no condition has a key.
+	b := &builder{mode: keysOnly}
+	keyed := allOf(b.anchor(q), b.filter(q))
+	split := b.usedKey
+	b.mode, b.residuals = spelledOnly, nil
 	where := allOf(b.anchor(q), b.filter(q))
-	exact := where.exact
+	exact := where.exact && keyed.exact
 	if len(q.Text) > 0 {
 		exact = false
 		b.residuals = append(b.residuals, "free text: mesh looks it up in lower-cased name, path, node type and content scalars")
@@ -123,12 +128,18 @@ func BuildTables(q *mesh.Query, tables, schemas []string) (Select, error) {
 
 	var sql strings.Builder
 	branch := func(schema, table string) {
-		sql.WriteString("SELECT " + Columns + " FROM " + pgx.Identifier{schema, table}.Sanitize() + " AS n")
+		from := "SELECT " + Columns + " FROM " + pgx.Identifier{schema, table}.Sanitize() + " AS n"
+		if split {
+			sql.WriteString(from + " WHERE n.path_key IS NOT NULL AND " + keyed.sql)
+			sql.WriteString(" UNION ALL " + from + " WHERE n.path_key IS NULL AND " + where.sql)
+			return
+		}
+		sql.WriteString(from)
 		if where.sql != "TRUE" {
 			sql.WriteString(" WHERE " + where.sql)
 		}
 	}
-	if len(schemas) == 1 && len(tables) == 1 {
+	if len(schemas) == 1 && len(tables) == 1 && !split {
 		branch(schemas[0], tables[0])
 	} else {
 		sql.WriteString("SELECT * FROM (")
@@ -158,6 +169,8 @@ func BuildTables(q *mesh.Query, tables, schemas []string) (Select, error) {
 type builder struct {
 	args      []any
 	residuals []string
+	mode      keyMode // which form keyed conditions take
+	usedKey   bool    // a condition on a key column was written
 
 	yearZero, year10000 string // parameters of timeRange, once allocated
 }

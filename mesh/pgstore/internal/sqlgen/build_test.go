@@ -41,12 +41,13 @@ func TestAFanOutOverNSchemasIsOneStatementWithNMinusOneUnionAlls(t *testing.T) {
 			sel, err := Build(mustParse(t, s), mesh.NodesTable, schemas)
 			require.NoError(t, err)
 			checkStatement(t, sel)
-			assert.Equal(t, n-1, strings.Count(sel.SQL, "UNION ALL"), "%q over %d schemas", s, n)
+			k := branchesPerTable(sel)
+			assert.Equal(t, n*k-1, strings.Count(sel.SQL, "UNION ALL"), "%q over %d schemas", s, n)
 			assert.True(t, strings.HasPrefix(sel.SQL, "SELECT * FROM (SELECT "+Columns+" FROM "))
 			assert.Contains(t, sel.SQL, ") AS combined")
 			for _, schema := range schemas {
 				ident := pgx.Identifier{schema, mesh.NodesTable}.Sanitize()
-				require.Equal(t, 1, strings.Count(sel.SQL, ident), "%s named once", ident)
+				require.Equal(t, k, strings.Count(sel.SQL, ident), "%s named once per branch", ident)
 			}
 			// The branches are identical but for the schema: a statement per
 			// schema, or branches filtered differently, would not be.
@@ -65,16 +66,34 @@ func TestAFanOutOverNSchemasIsOneStatementWithNMinusOneUnionAlls(t *testing.T) {
 	}
 }
 
-func TestAPinnedQueryNamesExactlyOneSchemaAndHasNoUnion(t *testing.T) {
+// branchesPerTable is 2 when the statement reads each table in a branch
+// for rows with folded keys and one for rows without, else 1.
+func branchesPerTable(sel Select) int {
+	if strings.Contains(sel.SQL, "WHERE n.path_key IS NULL AND ") {
+		return 2
+	}
+	return 1
+}
+
+func TestAPinnedQueryNamesExactlyOneSchemaAndHasNoUnionAcrossTables(t *testing.T) {
+	split := 0
 	for _, s := range shapeQueries {
 		sel, err := Build(mustParse(t, s), "access", []string{"acme"})
 		require.NoError(t, err)
 		checkStatement(t, sel)
-		assert.NotContains(t, sel.SQL, "UNION ALL", s)
-		assert.NotContains(t, sel.SQL, "combined", s)
-		assert.Equal(t, 1, strings.Count(sel.SQL, " FROM \""), "%q reads one table", s)
-		assert.True(t, strings.HasPrefix(sel.SQL, `SELECT `+Columns+` FROM "acme"."access" AS n`), sel.SQL)
+		k := branchesPerTable(sel)
+		assert.Equal(t, k-1, strings.Count(sel.SQL, "UNION ALL"), s)
+		assert.Equal(t, k, strings.Count(sel.SQL, " FROM \""), "%q reads one table", s)
+		assert.Equal(t, k, strings.Count(sel.SQL, ` FROM "acme"."access" AS n`), sel.SQL)
+		if k == 1 {
+			assert.NotContains(t, sel.SQL, "combined", s)
+			assert.True(t, strings.HasPrefix(sel.SQL, `SELECT `+Columns+` FROM "acme"."access" AS n`), sel.SQL)
+			continue
+		}
+		split++
+		assert.True(t, strings.HasPrefix(sel.SQL, `SELECT * FROM (SELECT `+Columns+` FROM "acme"."access" AS n WHERE n.path_key IS NOT NULL AND `), sel.SQL)
 	}
+	assert.Positive(t, split, "conditions on node fields read rows with keys and rows without in two branches")
 }
 
 func TestOrderAndLimitAreInTheStatementOnlyWhenItIsExact(t *testing.T) {
@@ -214,7 +233,7 @@ func TestSeveralTablesAreOneStatementWithABranchPerSchemaAndTable(t *testing.T) 
 	require.NoError(t, err)
 	sel, err := BuildTables(q, []string{"mesh_nodes", "access"}, []string{"acme", "beta"})
 	require.NoError(t, err)
-	assert.Equal(t, 3, strings.Count(sel.SQL, "UNION ALL"))
+	assert.Equal(t, 4*2-1, strings.Count(sel.SQL, "UNION ALL"), "two branches (rows with keys, rows without) per schema and table")
 	for _, from := range []string{`"acme"."mesh_nodes"`, `"acme"."access"`, `"beta"."mesh_nodes"`, `"beta"."access"`} {
 		assert.Contains(t, sel.SQL, from)
 	}

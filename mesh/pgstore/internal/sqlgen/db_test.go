@@ -49,7 +49,14 @@ const nodeTableDDL = `(
 	version       BIGINT NOT NULL DEFAULT 0,
 	state         SMALLINT NOT NULL DEFAULT 0,
 	last_modified TIMESTAMPTZ NOT NULL DEFAULT now(),
-	PRIMARY KEY (namespace, id)
+	ns_key        TEXT COLLATE "C",
+	id_key        TEXT COLLATE "C",
+	path_key      TEXT COLLATE "C",
+	name_key      TEXT COLLATE "C",
+	type_key      TEXT COLLATE "C",
+	main_key      TEXT COLLATE "C",
+	PRIMARY KEY (namespace, id),
+	CHECK (num_nulls(ns_key, id_key, path_key, name_key, type_key, main_key) IN (0, 6))
 )`
 
 // createTables creates schema (if missing) and the given node tables in it.
@@ -78,15 +85,32 @@ type row struct {
 func (r row) path() string { return mesh.JoinPath(r.namespace, r.id) }
 
 func insertRows(ctx context.Context, t *testing.T, db *pgxpool.Pool, rows []row) {
+	insertRowsKeyed(ctx, t, db, rows, func(int) bool { return true })
+}
+
+// insertRowsKeyed inserts rows, filling the folded keys of row i when
+// keyed(i) holds and leaving them NULL (as before the backfill) otherwise.
+func insertRowsKeyed(ctx context.Context, t *testing.T, db *pgxpool.Pool, rows []row, keyed func(i int) bool) {
 	t.Helper()
 	batch := &pgx.Batch{}
-	for _, r := range rows {
+	for i, r := range rows {
+		keys := make([]any, 6)
+		if keyed(i) {
+			keys = KeysOf(r.namespace, r.id, deref(r.name), deref(r.nodeType), deref(r.owner)).Values()
+		}
 		batch.Queue("INSERT INTO "+pgx.Identifier{r.schema, r.table}.Sanitize()+
-			" (namespace, id, name, node_type, main_node, content, version, state, last_modified)"+
-			" VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9)",
-			r.namespace, r.id, r.name, r.nodeType, r.owner, r.content, r.version, r.state, r.modified)
+			" (namespace, id, name, node_type, main_node, content, version, state, last_modified, "+KeyColumns+")"+
+			" VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+			append([]any{r.namespace, r.id, r.name, r.nodeType, r.owner, r.content, r.version, r.state, r.modified}, keys...)...)
 	}
 	require.NoError(t, db.SendBatch(ctx, batch).Close())
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // readAll reads every row of table in schema through ScanNode: the nodes as

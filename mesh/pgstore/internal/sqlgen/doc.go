@@ -14,9 +14,18 @@
 //     case-insensitive keys and absent properties as mesh treats them),
 //   - sorting by path, version, state and lastModified, and the limit.
 //
-// Case-insensitive comparisons use regular expressions that spell out each
-// character's case variants as Go defines them, not lower() or ILIKE, whose
-// results follow the server's locale.
+// Case-insensitive matching of the node fields (namespace, path, id, node
+// type, main node, name) goes through folded key columns: each holds its
+// field folded with Fold, mesh's own folding, computed in Go by the writer
+// (KeysOf), collated "C" and indexed by a B-tree. Equality and in-lists
+// become = and = ANY on the key, a glob's literal prefix a byte range, and
+// a regular expression on the key remains only for what follows a glob's
+// first star (or for an anchor glob other than exact or children). Rows
+// whose keys are not filled yet are read by a second branch of the same
+// statement that matches them with regular expressions spelling out each
+// character's case variants as Go defines them — never lower() or ILIKE,
+// whose results follow the server's locale. Content properties are matched
+// with those spelled-out patterns too.
 //
 // The rest stays in Go: free text, comparisons of text fields with number
 // or time values (whether a row's value is a number or a time decides how
@@ -28,9 +37,9 @@
 // regular-expression engine repeats at every position, and the database is
 // shared.
 //
-// Two things the caller should know. The patterns are regular expressions,
-// which no B-tree index serves, so a pinned read scans its partition's
-// table. And a condition on a content property carries a recursive walk
+// Two things the caller should know. A statement with keyed conditions
+// reads each table in two branches (rows with keys, rows without), so even
+// one table is a UNION ALL. And a condition on a content property carries a recursive walk
 // whose planner estimate (about a thousand per row) exceeds jit_above_cost
 // on any table of more than a hundred rows or so: with PostgreSQL's default
 // jit = on, compiling it takes most of a second while running it takes

@@ -448,12 +448,18 @@ var equivalenceTargets = []target{
 // loadTestMesh creates the schemas, inserts the generated rows and returns
 // the nodes as read back, by table and schema.
 func loadTestMesh(ctx context.Context, t *testing.T, db *pgxpool.Pool) map[string]map[string][]mesh.Node {
+	return loadTestMeshKeyed(ctx, t, db, func(int) bool { return true })
+}
+
+// loadTestMeshKeyed is loadTestMesh with the folded keys of row i filled
+// only when keyed(i) holds.
+func loadTestMeshKeyed(ctx context.Context, t *testing.T, db *pgxpool.Pool, keyed func(int) bool) map[string]map[string][]mesh.Node {
 	t.Helper()
 	m := generateMesh(t, 20261130)
 	for _, p := range testPartitions {
 		createTables(ctx, t, db, strings.ToLower(p), Tables()...)
 	}
-	insertRows(ctx, t, db, m.rows)
+	insertRowsKeyed(ctx, t, db, m.rows, keyed)
 	stored := map[string]map[string][]mesh.Node{}
 	for _, table := range Tables() {
 		stored[table] = map[string][]mesh.Node{}
@@ -500,8 +506,19 @@ func finish(q *mesh.Query, nodes []mesh.Node) []mesh.Node {
 }
 
 func TestEveryQueryReadsTheNodesMatchesAndLessSelectWhetherPushedDownOrFilteredAfter(t *testing.T) {
-	ctx, db := openDB(t)
-	stored := loadTestMesh(ctx, t, db)
+	t.Run("keys folded", func(t *testing.T) {
+		ctx, db := openDB(t)
+		checkEquivalence(ctx, t, db, loadTestMesh(ctx, t, db))
+	})
+	// During the backfill some rows have no keys yet: the spelled-out
+	// pattern answers for them, and the answer is the same.
+	t.Run("half the keys not yet backfilled", func(t *testing.T) {
+		ctx, db := openDB(t)
+		checkEquivalence(ctx, t, db, loadTestMeshKeyed(ctx, t, db, func(i int) bool { return i%2 == 0 }))
+	})
+}
+
+func checkEquivalence(ctx context.Context, t *testing.T, db *pgxpool.Pool, stored map[string]map[string][]mesh.Node) {
 
 	exactCount, nonEmpty := 0, 0
 	type namedQuery struct {

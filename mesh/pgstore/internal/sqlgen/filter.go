@@ -85,7 +85,8 @@ func (b *builder) anyMatch(c mesh.Cond) pred {
 		return predFalse
 	}
 	if col, ok := textColumn(c.Field); ok {
-		return b.textMatch(col, c)
+		key, _ := keyColumn(c.Field)
+		return b.keyedTextMatch(col, key, c)
 	}
 	switch c.Field {
 	case "version":
@@ -128,6 +129,15 @@ func (b *builder) compare(c mesh.Cond, op string) pred {
 // with rows that read as one, which SQL cannot tell apart exactly; those
 // values only narrow the rows to a superset.
 func (b *builder) textMatch(h string, c mesh.Cond) pred {
+	return b.keyedTextMatch(h, "", c)
+}
+
+// keyedTextMatch is textMatch on a node field whose folded key column is
+// key (none when ""): the string and glob values become conditions on the
+// key, with the spelled-out pattern on h kept only for rows whose key is not
+// filled yet.
+func (b *builder) keyedTextMatch(h, key string, c mesh.Cond) pred {
+	var k keyed
 	var alts []string
 	var parts []pred
 	numbers, times, long := false, false, false
@@ -149,9 +159,15 @@ func (b *builder) textMatch(h string, c mesh.Cond) pred {
 			lowerPattern(&pat, w, false)
 		}
 		alts = append(alts, pat.String())
+		k.addValue(w)
 	}
 	if re := fullMatch(alts); re != "" {
-		parts = append(parts, exactly(h+" ~ "+b.param(re, "text")))
+		if key != "" {
+			parts = append(parts, b.keyedOr(func() string { return b.keyPred(key, k) },
+				func() pred { return exactly(h + " ~ " + b.param(re, "text")) }))
+		} else {
+			parts = append(parts, exactly(h+" ~ "+b.param(re, "text")))
+		}
 	}
 	if long {
 		b.residual(c, "a glob with more stars than the database is asked to match")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -43,6 +44,23 @@ func regexClass(b *strings.Builder, set []rune) {
 // unicode.CaseRanges, so the candidates are c itself and, for each case
 // range, the one rune (or pair, for alternating ranges) its delta maps onto c.
 func lowerPreimage(c rune) []rune {
+	if 0 <= c && c < 0x80 {
+		return asciiPreimages()[c] // most query text; shared, never modified
+	}
+	return computeLowerPreimage(c)
+}
+
+// asciiPreimages holds lowerPreimage of each ASCII rune, computed once:
+// scanning every case range per character was most of Build's time.
+var asciiPreimages = sync.OnceValue(func() *[0x80][]rune {
+	var t [0x80][]rune
+	for c := range rune(0x80) {
+		t[c] = computeLowerPreimage(c)
+	}
+	return &t
+})
+
+func computeLowerPreimage(c rune) []rune {
 	var set []rune
 	if unicode.ToLower(c) == c {
 		set = append(set, c)
