@@ -266,3 +266,36 @@ func (s stopAtUpdate) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 }
 
 func (stopAtUpdate) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// A conditional write carries the folded keys as Put does, so the row it
+// writes is found by the key indexes at once. (Negative control: a write
+// without the keys leaves them NULL on insert and, on update, has them
+// cleared by the trigger — TestAWriterThatChangesAFieldWithoutItsKeysClearsThem
+// shows the second; the check below would then see nil.)
+func TestAConditionalWriteFoldsItsKeysAsAPutDoes(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	url := pg.Database(t)
+	s := openStore(t, url, Options{})
+	conn := connect(t, url)
+	keysOf := func(id string) (name, typ *string) {
+		t.Helper()
+		require.NoError(t, conn.QueryRow(ctx, `SELECT name_key, type_key FROM acme.mesh_nodes WHERE id = $1`, id).Scan(&name, &typ))
+		return name, typ
+	}
+
+	created, err := s.PutIfVersion(ctx, mesh.Node{Path: "acme/cas", NodeType: "Item", Name: "Alpha"}, 0)
+	require.NoError(t, err)
+	name, typ := keysOf("cas")
+	require.NotNil(t, name, "an insert at version 0 writes its keys")
+	require.NotNil(t, typ)
+	assert.Equal(t, "alpha", *name)
+	assert.Equal(t, "item", *typ)
+
+	_, err = s.PutIfVersion(ctx, mesh.Node{Path: "acme/cas", NodeType: "Item", Name: "Beta"}, created.Version)
+	require.NoError(t, err)
+	name, _ = keysOf("cas")
+	require.NotNil(t, name, "an update at the expected version writes its keys")
+	assert.Equal(t, "beta", *name)
+	assert.Len(t, initialOf(t, s, "namespace:acme name:beta").Items, 1)
+}

@@ -190,15 +190,17 @@ func (s *Store) compareAndSet(ctx context.Context, schema string, n mesh.Node, e
 	table := pgx.Identifier{schema, mesh.TableFor(n.Path)}.Sanitize()
 	var write string
 	if expected == 0 {
-		write = `INSERT INTO ` + table + ` AS t (namespace, id, name, node_type, main_node, content, version, state, last_modified)
-			VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)
+		write = `INSERT INTO ` + table + ` AS t (namespace, id, name, node_type, main_node, content, version, state, last_modified,
+				` + sqlgen.KeyColumns + `)
+			VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $10, $11, $12, $13, $14)
 			ON CONFLICT (namespace, id) DO NOTHING
 			RETURNING ` + nodeColumns
 	} else {
 		write = `UPDATE ` + table + ` AS t SET
 				name = $3, node_type = $4, main_node = $5, content = $6, state = $7,
-				version = t.version + 1, last_modified = $8
-			WHERE t.namespace = $1 AND t.id = $2 AND t.version = $9
+				version = t.version + 1, last_modified = $8,
+				ns_key = $9, id_key = $10, path_key = $11, name_key = $12, type_key = $13, main_key = $14
+			WHERE t.namespace = $1 AND t.id = $2 AND t.version = $15
 			  AND (t.name, t.node_type, t.main_node, t.state, coalesce(t.content, 'null'::jsonb))
 				IS DISTINCT FROM ($3::text, $4::text, $5::text, $7::smallint, coalesce($6::jsonb, 'null'::jsonb))
 			RETURNING ` + nodeColumns
@@ -207,10 +209,12 @@ func (s *Store) compareAndSet(ctx context.Context, schema string, n mesh.Node, e
 	if len(n.Content) > 0 {
 		content = n.Content
 	}
+	// The folded keys go with the write, as upsert's do.
+	keys := sqlgen.KeysOf(n.Namespace, n.ID, n.Name, n.NodeType, n.MainNode).Values()
 	const attempts = 3
 	for range attempts {
 		now := s.clk.Now().UTC().Truncate(time.Microsecond) // PostgreSQL keeps microseconds
-		args := []any{n.Namespace, n.ID, n.Name, n.NodeType, n.MainNode, content, int16(n.State), now}
+		args := append([]any{n.Namespace, n.ID, n.Name, n.NodeType, n.MainNode, content, int16(n.State), now}, keys...)
 		if expected != 0 {
 			args = append(args, expected)
 		}
