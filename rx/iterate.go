@@ -1,0 +1,156 @@
+package rx
+
+import (
+	"context"
+	"iter"
+)
+
+// All ranges over src under ctx:
+//
+//	for v, err := range rx.All(ctx, src) {
+//		if err != nil {
+//			return err // src failed, or ctx ended
+//		}
+//		use(v)
+//	}
+//
+// Each value is yielded as (v, nil). If src fails, All yields (zero, err)
+// once and stops; if ctx ends first, it yields (zero, ctx.Err()) and stops;
+// completion ends the loop. Breaking out of the loop unsubscribes src.
+//
+// The source waits while the loop body runs: src's OnNext returns only after
+// the body has handled the value, so at most one value is in transit and a
+// slow loop slows its source rather than filling memory. The body always runs
+// on the ranging goroutine. To make that hold for sources that deliver inside
+// Subscribe (Of, Range, a store's initial result) as well as for those that
+// deliver from other goroutines, All subscribes on a goroutine of its own and
+// hands each value over; that goroutine has returned by the time the loop
+// ends, so nothing is left running. The hand-over costs two goroutine
+// switches per value: for a tight loop over a synchronous source, Collect or
+// an Observer is cheaper.
+func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		if err := ctx.Err(); err != nil {
+			yield(zero, err)
+			return
+		}
+		a := &allObserver[T]{
+			sc:   newScope(),
+			next: make(chan T),
+			ack:  make(chan struct{}),
+			end:  make(chan error, 1),
+			stop: make(chan struct{}),
+		}
+		a.sc.onCancel(func() { close(a.stop) })
+		subscribed := make(chan struct{})
+		go func() {
+			defer close(subscribed)
+			subscribeIn[T](src, a, a.sc)
+		}()
+		// However the loop ends (break, return, panic, ctx), the source is
+		// unsubscribed, a producer waiting on the hand-over is released, and
+		// the subscribing goroutine has returned.
+		defer func() {
+			a.sc.cancel()
+			<-subscribed
+		}()
+		done := ctx.Done()
+		for {
+			select {
+			case v := <-a.next:
+				// A value and the end of ctx may be ready together: the
+				// context wins, so a loop never runs past its deadline.
+				if ctx.Err() != nil {
+					yield(zero, ctx.Err())
+					return
+				}
+				if !yield(v, nil) {
+					return
+				}
+				select {
+				case a.ack <- struct{}{}:
+				case <-a.stop:
+				}
+			case err := <-a.end:
+				if err != nil {
+					yield(zero, err)
+				}
+				return
+			case <-done:
+				a.sc.cancel()
+				yield(zero, ctx.Err())
+				return
+			}
+		}
+	}
+}
+
+// allObserver hands values to the ranging goroutine one at a time.
+type allObserver[T any] struct {
+	sc   *scope
+	next chan T
+	ack  chan struct{}
+	end  chan error
+	stop chan struct{} // closed when sc is cancelled
+	done bool          // a terminal notification was handed over
+}
+
+func (a *allObserver[T]) OnNext(v T) {
+	if a.done {
+		return
+	}
+	select {
+	case a.next <- v:
+	case <-a.stop:
+		return
+	}
+	select {
+	case <-a.ack:
+	case <-a.stop:
+	}
+}
+
+func (a *allObserver[T]) OnError(err error) {
+	if a.done {
+		return
+	}
+	a.done = true
+	if err == nil {
+		err = errNilError
+	}
+	a.end <- err
+}
+
+func (a *allObserver[T]) OnCompleted() {
+	if a.done {
+		return
+	}
+	a.done = true
+	a.end <- nil
+}
+
+func (a *allObserver[T]) rxScope() *scope { return a.sc }
+
+// FromSeq emits the values of seq in order and completes, synchronously
+// inside Subscribe. Unsubscribing stops the iteration: seq's yield returns
+// false at its next value.
+func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
+	return observableFunc[T](func(o Observer[T]) Subscription {
+		sc := ensureScope(o)
+		if sc.cancelled() {
+			return sc
+		}
+		seq(func(v T) bool {
+			if sc.cancelled() {
+				return false
+			}
+			o.OnNext(v)
+			return !sc.cancelled()
+		})
+		if !sc.cancelled() {
+			o.OnCompleted()
+		}
+		return sc
+	})
+}
