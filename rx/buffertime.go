@@ -97,7 +97,9 @@ func (s *bufferTimeSink[T]) finish() {
 	s.up.cancel()
 }
 
-func (s *bufferTimeSink[T]) OnNext(v T)        { s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}) }
-func (s *bufferTimeSink[T]) OnError(err error) { s.mb.post(timed[T]{note: note[T]{kind: kindError, err: err}}) }
-func (s *bufferTimeSink[T]) OnCompleted()      { s.mb.post(timed[T]{note: note[T]{kind: kindCompleted}}) }
-func (s *bufferTimeSink[T]) rxScope() *scope   { return s.up }
+func (s *bufferTimeSink[T]) OnNext(v T) { s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}) }
+func (s *bufferTimeSink[T]) OnError(err error) {
+	s.mb.post(timed[T]{note: note[T]{kind: kindError, err: err}})
+}
+func (s *bufferTimeSink[T]) OnCompleted()    { s.mb.post(timed[T]{note: note[T]{kind: kindCompleted}}) }
+func (s *bufferTimeSink[T]) rxScope() *scope { return s.up }

@@ -99,7 +99,9 @@ func (s *debounceSink[T]) finish() {
 	s.up.cancel()
 }
 
-func (s *debounceSink[T]) OnNext(v T)        { s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}) }
-func (s *debounceSink[T]) OnError(err error) { s.mb.post(timed[T]{note: note[T]{kind: kindError, err: err}}) }
-func (s *debounceSink[T]) OnCompleted()      { s.mb.post(timed[T]{note: note[T]{kind: kindCompleted}}) }
-func (s *debounceSink[T]) rxScope() *scope   { return s.up }
+func (s *debounceSink[T]) OnNext(v T) { s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}) }
+func (s *debounceSink[T]) OnError(err error) {
+	s.mb.post(timed[T]{note: note[T]{kind: kindError, err: err}})
+}
+func (s *debounceSink[T]) OnCompleted()    { s.mb.post(timed[T]{note: note[T]{kind: kindCompleted}}) }
+func (s *debounceSink[T]) rxScope() *scope { return s.up }
