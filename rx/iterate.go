@@ -41,6 +41,7 @@ func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 			ack:  make(chan struct{}),
 			end:  make(chan error, 1),
 			stop: make(chan struct{}),
+			ctx:  ctx.Done(),
 		}
 		a.sc.onCancel(func() { close(a.stop) })
 		subscribed := make(chan struct{})
@@ -93,6 +94,7 @@ type allObserver[T any] struct {
 	ack  chan struct{}
 	end  chan error
 	stop chan struct{} // closed when sc is cancelled
+	ctx  <-chan struct{}
 	done bool          // a terminal notification was handed over
 }
 
@@ -100,14 +102,19 @@ func (a *allObserver[T]) OnNext(v T) {
 	if a.done {
 		return
 	}
+	// Waiting on ctx too bounds a loop body that makes its own source emit
+	// on its own goroutine, which no hand-over could serve.
 	select {
 	case a.next <- v:
 	case <-a.stop:
+		return
+	case <-a.ctx:
 		return
 	}
 	select {
 	case <-a.ack:
 	case <-a.stop:
+	case <-a.ctx:
 	}
 }
 

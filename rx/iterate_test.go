@@ -263,3 +263,22 @@ func TestAllAndFromSeqRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 2, 3}, vs)
 }
+
+func TestALoopBodyThatFeedsTheSubjectItRangesOverDoesNotDeadlock(t *testing.T) {
+	// The source waits inside its own delivery while the body runs, so the
+	// body's OnNext on the same subject is queued by the subject, not
+	// handed over to the goroutine that is running the body.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := rx.NewBehaviorSubject(0)
+	var vs []int
+	for v, err := range rx.All[int](ctx, s) {
+		require.NoError(t, err, "the loop must end by itself, long before its deadline")
+		vs = append(vs, v)
+		if v == 4 {
+			break
+		}
+		s.OnNext(v + 1)
+	}
+	assert.Equal(t, []int{0, 1, 2, 3, 4}, vs)
+}
