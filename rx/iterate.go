@@ -95,7 +95,7 @@ type allObserver[T any] struct {
 	end  chan error
 	stop chan struct{} // closed when sc is cancelled
 	ctx  <-chan struct{}
-	done bool          // a terminal notification was handed over
+	done bool // a terminal notification was handed over
 }
 
 func (a *allObserver[T]) OnNext(v T) {
