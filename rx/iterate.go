@@ -72,6 +72,7 @@ func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 				select {
 				case a.ack <- struct{}{}:
 				case <-a.stop:
+				case <-done: // the producer stopped waiting for the ack
 				}
 			case err := <-a.end:
 				if err != nil {
