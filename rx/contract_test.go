@@ -279,4 +279,3 @@ func TestUnderTakeFinallyRunsAfterTheDownstreamCompletion(t *testing.T) {
 		Subscribe(rx.NewObserver(func(int) { order = append(order, "next") }, nil, func() { order = append(order, "completed") }))
 	assert.Equal(t, []string{"next", "next", "completed", "finally"}, order, "control: the same order without Take")
 }
-
