@@ -69,6 +69,12 @@ func Range(start, count int) Observable[int] {
 	return observableFunc[int](func(o Observer[int]) Subscription {
 		sc := scopeOf(o)
 		end := start + count
+		if l, ok := o.(rangeLooper); ok {
+			if l.rxRange(start, end, sc) && !sc.cancelled() {
+				o.OnCompleted()
+			}
+			return noSubscription{}
+		}
 		// The loops are spelled out per case: each value costs one call, to
 		// a push function or through the interface, and one load of the
 		// scope only when something below can unsubscribe.
