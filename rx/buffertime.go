@@ -25,7 +25,14 @@ func BufferTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Obse
 		sc := ensureScope(down)
 		s := &bufferTimeSink[T]{down: down, sc: sc, up: sc.child(), clk: clk, d: d, sw: newStopwatch(clk)}
 		s.mb.handle = s.handle
-		s.tick = func() { s.mb.post(timed[T]{tick: true}) }
+		s.tick = func() {
+			if !s.g.enter(sc) {
+				return
+			}
+			defer s.g.leave()
+			s.mb.postEnd(timed[T]{tick: true})
+		}
+		sc.onCancel(s.g.shut)
 		sc.onCancel(s.timer.close)
 		s.timer.arm(clk, d, s.tick)
 		subscribeIn[T](src, s, s.up)
@@ -42,6 +49,7 @@ type bufferTimeSink[T any] struct {
 	sw    stopwatch
 	mb    mailbox[timed[T]]
 	timer timerSlot
+	g     gate // orders timer deliveries with Unsubscribe
 	tick  func()
 
 	// read and written by the mailbox handler only
@@ -93,13 +101,16 @@ func (s *bufferTimeSink[T]) take() []T {
 
 func (s *bufferTimeSink[T]) finish() {
 	s.done = true
+	s.mb.close()
 	s.timer.close()
 	s.up.cancel()
 }
 
-func (s *bufferTimeSink[T]) OnNext(v T) { s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}) }
-func (s *bufferTimeSink[T]) OnError(err error) {
-	s.mb.post(timed[T]{note: note[T]{kind: kindError, err: err}})
+func (s *bufferTimeSink[T]) OnNext(v T) {
+	s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}, s.up)
 }
-func (s *bufferTimeSink[T]) OnCompleted()    { s.mb.post(timed[T]{note: note[T]{kind: kindCompleted}}) }
+func (s *bufferTimeSink[T]) OnError(err error) {
+	s.mb.postEnd(timed[T]{note: note[T]{kind: kindError, err: err}})
+}
+func (s *bufferTimeSink[T]) OnCompleted()    { s.mb.postEnd(timed[T]{note: note[T]{kind: kindCompleted}}) }
 func (s *bufferTimeSink[T]) rxScope() *scope { return s.up }

@@ -24,7 +24,14 @@ func Debounce[T any](src Observable[T], d time.Duration, clk clock.Clock) Observ
 		sc := ensureScope(down)
 		s := &debounceSink[T]{down: down, sc: sc, up: sc.child(), clk: clk, d: d, sw: newStopwatch(clk)}
 		s.mb.handle = s.handle
-		s.tick = func() { s.mb.post(timed[T]{tick: true}) }
+		s.tick = func() {
+			if !s.g.enter(sc) {
+				return
+			}
+			defer s.g.leave()
+			s.mb.postEnd(timed[T]{tick: true})
+		}
+		sc.onCancel(s.g.shut)
 		sc.onCancel(s.timer.close)
 		subscribeIn[T](src, s, s.up)
 		return sc
@@ -40,6 +47,7 @@ type debounceSink[T any] struct {
 	sw    stopwatch
 	mb    mailbox[timed[T]]
 	timer timerSlot
+	g     gate // orders timer deliveries with Unsubscribe
 	tick  func()
 
 	// read and written by the mailbox handler only
@@ -95,13 +103,14 @@ func (s *debounceSink[T]) handle(e timed[T]) {
 
 func (s *debounceSink[T]) finish() {
 	s.done = true
+	s.mb.close()
 	s.timer.close()
 	s.up.cancel()
 }
 
-func (s *debounceSink[T]) OnNext(v T) { s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}) }
+func (s *debounceSink[T]) OnNext(v T) { s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}, s.up) }
 func (s *debounceSink[T]) OnError(err error) {
-	s.mb.post(timed[T]{note: note[T]{kind: kindError, err: err}})
+	s.mb.postEnd(timed[T]{note: note[T]{kind: kindError, err: err}})
 }
-func (s *debounceSink[T]) OnCompleted()    { s.mb.post(timed[T]{note: note[T]{kind: kindCompleted}}) }
+func (s *debounceSink[T]) OnCompleted()    { s.mb.postEnd(timed[T]{note: note[T]{kind: kindCompleted}}) }
 func (s *debounceSink[T]) rxScope() *scope { return s.up }

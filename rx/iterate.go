@@ -125,7 +125,7 @@ func (a *allObserver[T]) OnError(err error) {
 	}
 	a.done = true
 	if err == nil {
-		err = errNilError
+		err = ErrNilError
 	}
 	a.end <- err
 }

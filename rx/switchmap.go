@@ -54,21 +54,23 @@ func (s *switcher[T, U]) handle(n switchNote[U]) {
 		s.down.OnNext(n.v)
 	case kindError:
 		s.finished = true
+		s.mb.close()
 		s.work.cancel()
 		s.down.OnError(n.err)
 	default:
 		s.finished = true
+		s.mb.close()
 		s.work.cancel()
 		s.down.OnCompleted()
 	}
 }
 
 func (s *switcher[T, U]) fail(err error) {
-	s.mb.post(switchNote[U]{note: note[U]{kind: kindError, err: err}})
+	s.mb.postEnd(switchNote[U]{note: note[U]{kind: kindError, err: err}})
 }
 
 func (s *switcher[T, U]) complete() {
-	s.mb.post(switchNote[U]{note: note[U]{kind: kindCompleted}})
+	s.mb.postEnd(switchNote[U]{note: note[U]{kind: kindCompleted}})
 }
 
 type switchOuter[T, U any] struct {
@@ -118,11 +120,11 @@ type switchInner[T, U any] struct {
 }
 
 func (i *switchInner[T, U]) OnNext(v U) {
-	i.s.mb.post(switchNote[U]{note: note[U]{kind: kindNext, v: v}, id: i.id})
+	i.s.mb.post(switchNote[U]{note: note[U]{kind: kindNext, v: v}, id: i.id}, i.sc)
 }
 
 func (i *switchInner[T, U]) OnError(err error) {
-	i.s.mb.post(switchNote[U]{note: note[U]{kind: kindError, err: err}, id: i.id})
+	i.s.mb.postEnd(switchNote[U]{note: note[U]{kind: kindError, err: err}, id: i.id})
 }
 
 func (i *switchInner[T, U]) OnCompleted() {

@@ -121,6 +121,7 @@ func (z *zipper[A, B, R]) handle(e zipEvent[A, B]) {
 
 func (z *zipper[A, B, R]) end(err error) {
 	z.finished = true
+	z.mb.close()
 	z.qa, z.qb = queue[A]{}, queue[B]{}
 	z.work.cancel()
 	if err != nil {
@@ -135,11 +136,11 @@ type zipSideA[A, B, R any] struct {
 	sc *scope
 }
 
-func (s *zipSideA[A, B, R]) OnNext(v A) { s.z.mb.post(zipEvent[A, B]{kind: kindNext, a: v}) }
+func (s *zipSideA[A, B, R]) OnNext(v A) { s.z.mb.post(zipEvent[A, B]{kind: kindNext, a: v}, s.sc) }
 func (s *zipSideA[A, B, R]) OnError(err error) {
-	s.z.mb.post(zipEvent[A, B]{kind: kindError, err: err})
+	s.z.mb.postEnd(zipEvent[A, B]{kind: kindError, err: err})
 }
-func (s *zipSideA[A, B, R]) OnCompleted()    { s.z.mb.post(zipEvent[A, B]{kind: kindCompleted}) }
+func (s *zipSideA[A, B, R]) OnCompleted()    { s.z.mb.postEnd(zipEvent[A, B]{kind: kindCompleted}) }
 func (s *zipSideA[A, B, R]) rxScope() *scope { return s.sc }
 
 type zipSideB[A, B, R any] struct {
@@ -148,12 +149,12 @@ type zipSideB[A, B, R any] struct {
 }
 
 func (s *zipSideB[A, B, R]) OnNext(v B) {
-	s.z.mb.post(zipEvent[A, B]{fromB: true, kind: kindNext, b: v})
+	s.z.mb.post(zipEvent[A, B]{fromB: true, kind: kindNext, b: v}, s.sc)
 }
 func (s *zipSideB[A, B, R]) OnError(err error) {
-	s.z.mb.post(zipEvent[A, B]{fromB: true, kind: kindError, err: err})
+	s.z.mb.postEnd(zipEvent[A, B]{fromB: true, kind: kindError, err: err})
 }
 func (s *zipSideB[A, B, R]) OnCompleted() {
-	s.z.mb.post(zipEvent[A, B]{fromB: true, kind: kindCompleted})
+	s.z.mb.postEnd(zipEvent[A, B]{fromB: true, kind: kindCompleted})
 }
 func (s *zipSideB[A, B, R]) rxScope() *scope { return s.sc }
