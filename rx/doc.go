@@ -71,6 +71,29 @@
 // Subscribe even when called from inside one of their own notifications, so
 // First on them there returns the current value.
 //
+// # Go iteration
+//
+// All ranges over a stream with a for loop, under a context; FromSeq turns an
+// iter.Seq into a stream. A live mesh query reads so:
+//
+//	for c, err := range rx.All(ctx, store.Query(q)) {
+//		if err != nil {
+//			return err // the query failed, or ctx ended (ctx.Err())
+//		}
+//		apply(c) // the Initial frame, then Added/Updated/Removed
+//	}
+//
+// The loop body always runs on the ranging goroutine, and the source waits
+// while it runs: its OnNext returns only once the body has handled the value,
+// so a slow loop slows its source and at most one value is in transit.
+// Breaking out of the loop (or returning, or panicking) unsubscribes the
+// source; an error ends the loop after yielding (zero, err) once; completion
+// ends it. All subscribes on a goroutine of its own so that sources that
+// deliver inside Subscribe and sources that deliver from other goroutines
+// behave alike; that goroutine has returned when the loop ends. The hand-over
+// costs two goroutine switches per value, so a tight loop over a synchronous
+// source is cheaper with Collect or an Observer.
+//
 // # Operators
 //
 // Operators are free functions, because Go methods cannot add type
