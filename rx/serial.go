@@ -31,9 +31,12 @@ const (
 //     newcomers wait, finishes what is queued and leaves; a waiting producer
 //     then takes over. One call thus delivers a bounded number of values.
 //
-// Operators built on it (serial, the subjects) should pass their scope's
-// doneChan to post so a producer waiting for room stops waiting when the
-// subscription ends.
+// Operators built on it post values with postIn(e, sc), sc being the scope
+// whose end makes the value pointless (a waiting producer is then released),
+// and terminal notifications with postEnd (never waits). The handler calls
+// close once it has delivered a terminal notification, which drops what is
+// queued and releases waiting producers. serial wraps all of this for an
+// Observer.
 type mailbox[E any] struct {
 	owner   atomic.Uintptr // curg() of the goroutine running handle; 0 when idle
 	pending atomic.Int64   // values queued and not yet taken
@@ -48,9 +51,13 @@ type mailbox[E any] struct {
 	handle func(E)
 }
 
-// post delivers e, or queues it, as described on mailbox. A producer waiting
-// for room gives up (dropping e) when sc is cancelled; sc may be nil.
-func (m *mailbox[E]) post(e E, sc *scope) { m.postAs(e, sc, false) }
+// post delivers e, or queues it, as described on mailbox. A producer on
+// another goroutine waits for room for as long as it takes; prefer postIn.
+func (m *mailbox[E]) post(e E) { m.postAs(e, nil, false) }
+
+// postIn is post for a producer inside a subscription: waiting for room, it
+// gives up (dropping e) when sc is cancelled. sc may be nil.
+func (m *mailbox[E]) postIn(e E, sc *scope) { m.postAs(e, sc, false) }
 
 // postEnd is post for a notification that must not wait: a terminal one, of
 // which each producer sends at most one, so the excess stays bounded.
@@ -226,7 +233,7 @@ func (s *serial[T]) OnNext(v T) {
 	if s.stopped.Load() {
 		return
 	}
-	s.mb.post(note[T]{kind: kindNext, v: v}, s.sc)
+	s.mb.postIn(note[T]{kind: kindNext, v: v}, s.sc)
 }
 
 func (s *serial[T]) OnError(err error) {
