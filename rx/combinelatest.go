@@ -78,7 +78,7 @@ type combineA[A, B, R any] struct {
 }
 
 func (o *combineA[A, B, R]) OnNext(v A) {
-	o.c.mb.postIn(combineEvent[A, B]{side: 0, kind: kindNext, a: v}, o.c.sc)
+	o.c.mb.post(combineEvent[A, B]{side: 0, kind: kindNext, a: v}, o.c.sc)
 }
 func (o *combineA[A, B, R]) OnError(err error) {
 	o.c.mb.postEnd(combineEvent[A, B]{side: 0, kind: kindError, err: err})
@@ -95,7 +95,7 @@ type combineB[A, B, R any] struct {
 }
 
 func (o *combineB[A, B, R]) OnNext(v B) {
-	o.c.mb.postIn(combineEvent[A, B]{side: 1, kind: kindNext, b: v}, o.c.sc)
+	o.c.mb.post(combineEvent[A, B]{side: 1, kind: kindNext, b: v}, o.c.sc)
 }
 func (o *combineB[A, B, R]) OnError(err error) {
 	o.c.mb.postEnd(combineEvent[A, B]{side: 1, kind: kindError, err: err})

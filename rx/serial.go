@@ -31,7 +31,7 @@ const (
 //     newcomers wait, finishes what is queued and leaves; a waiting producer
 //     then takes over. One call thus delivers a bounded number of values.
 //
-// Operators built on it post values with postIn(e, sc), sc being the scope
+// Operators built on it post values with post(e, sc), sc being the scope
 // whose end makes the value pointless (a waiting producer is then released),
 // and terminal notifications with postEnd (never waits). The handler calls
 // close once it has delivered a terminal notification, which drops what is
@@ -51,13 +51,10 @@ type mailbox[E any] struct {
 	handle func(E)
 }
 
-// post delivers e, or queues it, as described on mailbox. A producer on
-// another goroutine waits for room for as long as it takes; prefer postIn.
-func (m *mailbox[E]) post(e E) { m.postAs(e, nil, false) }
-
-// postIn is post for a producer inside a subscription: waiting for room, it
-// gives up (dropping e) when sc is cancelled. sc may be nil.
-func (m *mailbox[E]) postIn(e E, sc *scope) { m.postAs(e, sc, false) }
+// post delivers e, or queues it, as described on mailbox. A producer waiting
+// for room gives up (dropping e) when sc is cancelled; with a nil sc it waits
+// for as long as the consumer takes.
+func (m *mailbox[E]) post(e E, sc *scope) { m.postAs(e, sc, false) }
 
 // postEnd is post for a notification that must not wait: a terminal one, of
 // which each producer sends at most one, so the excess stays bounded.
@@ -233,7 +230,7 @@ func (s *serial[T]) OnNext(v T) {
 	if s.stopped.Load() {
 		return
 	}
-	s.mb.postIn(note[T]{kind: kindNext, v: v}, s.sc)
+	s.mb.post(note[T]{kind: kindNext, v: v}, s.sc)
 }
 
 func (s *serial[T]) OnError(err error) {

@@ -57,7 +57,7 @@ func (s *subjectCore[T]) subscribeEvent(sub *subscriber[T], handle func(subjectE
 		handle(e)
 		return
 	}
-	s.mb.postIn(e, sub.sc)
+	s.mb.post(e, sub.sc)
 }
 
 // admit adds sub after its replay, unless it ended meanwhile; a cancellation
@@ -126,7 +126,7 @@ var ErrNilError = errors.New("rx: OnError was called with a nil error")
 // OnNext passes v to the current observers.
 func (s *subjectCore[T]) OnNext(v T) {
 	if !s.stopped.Load() {
-		s.mb.post(subjectEvent[T]{kind: kindNext, v: v})
+		s.mb.post(subjectEvent[T]{kind: kindNext, v: v}, nil)
 	}
 }
 
