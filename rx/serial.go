@@ -31,9 +31,12 @@ const (
 //     newcomers wait, finishes what is queued and leaves; a waiting producer
 //     then takes over. One call thus delivers a bounded number of values.
 //
-// Operators built on it (serial, the subjects) should pass their scope's
-// doneChan to post so a producer waiting for room stops waiting when the
-// subscription ends.
+// Operators built on it post values with post(e, sc), sc being the scope
+// whose end makes the value pointless (a waiting producer is then released),
+// and terminal notifications with postEnd (never waits). The handler calls
+// close once it has delivered a terminal notification, which drops what is
+// queued and releases waiting producers. serial wraps all of this for an
+// Observer.
 type mailbox[E any] struct {
 	owner   atomic.Uintptr // curg() of the goroutine running handle; 0 when idle
 	pending atomic.Int64   // values queued and not yet taken
@@ -49,7 +52,8 @@ type mailbox[E any] struct {
 }
 
 // post delivers e, or queues it, as described on mailbox. A producer waiting
-// for room gives up (dropping e) when sc is cancelled; sc may be nil.
+// for room gives up (dropping e) when sc is cancelled; with a nil sc it waits
+// for as long as the consumer takes.
 func (m *mailbox[E]) post(e E, sc *scope) { m.postAs(e, sc, false) }
 
 // postEnd is post for a notification that must not wait: a terminal one, of
