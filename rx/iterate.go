@@ -28,6 +28,12 @@ import (
 // ends, so nothing is left running. The hand-over costs two goroutine
 // switches per value: for a tight loop over a synchronous source, Collect or
 // an Observer is cheaper.
+//
+// A value the loop body itself causes to be emitted on the ranging goroutine
+// (the body advances a virtual clock that drives the source, say) cannot be
+// handed over to the goroutine that is busy running the body: it is queued
+// and yielded as soon as the body returns, before anything else. That queue
+// holds only what the body itself caused.
 func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
@@ -40,10 +46,13 @@ func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 			next: make(chan T),
 			ack:  make(chan struct{}),
 			end:  make(chan error, 1),
-			stop: make(chan struct{}),
 			ctx:  ctx.Done(),
+			m:    curg(),
 		}
-		a.sc.onCancel(func() { close(a.stop) })
+		// Closed as the cancellation starts, before its cleanups run: a
+		// producer waiting on the hand-over inside a timer delivery is
+		// released before Unsubscribe waits for that delivery to finish.
+		a.stop = a.sc.doneChan()
 		subscribed := make(chan struct{})
 		go func() {
 			defer close(subscribed)
@@ -58,6 +67,9 @@ func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 		}()
 		done := ctx.Done()
 		for {
+			if !a.yieldQueued(ctx, yield) {
+				return
+			}
 			select {
 			case v := <-a.next:
 				// A value and the end of ctx may be ready together: the
@@ -66,7 +78,7 @@ func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 					yield(zero, ctx.Err())
 					return
 				}
-				if !yield(v, nil) {
+				if !yield(v, nil) || !a.yieldQueued(ctx, yield) {
 					return
 				}
 				select {
@@ -94,13 +106,39 @@ type allObserver[T any] struct {
 	next chan T
 	ack  chan struct{}
 	end  chan error
-	stop chan struct{} // closed when sc is cancelled
+	stop <-chan struct{} // closed when sc is cancelled
 	ctx  <-chan struct{}
 	done bool // a terminal notification was handed over
+
+	m      uintptr // curg() of the ranging goroutine
+	queued []T     // values the loop body caused on that goroutine; it alone touches them
+}
+
+// yieldQueued yields the values the loop body caused itself, and reports
+// whether the loop goes on.
+func (a *allObserver[T]) yieldQueued(ctx context.Context, yield func(T, error) bool) bool {
+	for len(a.queued) > 0 {
+		v := a.queued[0]
+		a.queued[0] = *new(T)
+		a.queued = a.queued[1:]
+		if err := ctx.Err(); err != nil {
+			yield(*new(T), err)
+			return false
+		}
+		if !yield(v, nil) {
+			return false
+		}
+	}
+	a.queued = nil
+	return true
 }
 
 func (a *allObserver[T]) OnNext(v T) {
 	if a.done {
+		return
+	}
+	if curg() == a.m {
+		a.queued = append(a.queued, v)
 		return
 	}
 	// Waiting on ctx too bounds a loop body that makes its own source emit

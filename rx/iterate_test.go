@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"math"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -281,4 +282,70 @@ func TestALoopBodyThatFeedsTheSubjectItRangesOverDoesNotDeadlock(t *testing.T) {
 		s.OnNext(v + 1)
 	}
 	assert.Equal(t, []int{0, 1, 2, 3, 4}, vs)
+}
+
+func TestALoopBodyThatAdvancesTheVirtualClockOfItsSourceGetsTheValuesItCaused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	clk := rxtest.NewClock()
+	// -1 comes from the subscribing goroutine; every later value is emitted
+	// on the ranging goroutine, by the Advance inside the loop body, while
+	// the delivery of the previous value waits for that body to return.
+	src := rx.Take(rx.Merge(rx.Interval(time.Second, clk), rx.Return(-1)), 5)
+	var vs []int
+	for v, err := range rx.All(ctx, src) {
+		require.NoError(t, err, "the loop must end by itself, long before its deadline")
+		vs = append(vs, v)
+		clk.Advance(time.Second)
+	}
+	assert.Equal(t, []int{-1, 0, 1, 2, 3}, vs)
+}
+
+// signalClock is a racingClock that says when a callback has been scheduled.
+type signalClock struct {
+	*racingClock
+	scheduled chan struct{}
+}
+
+func (c signalClock) Schedule(d time.Duration, f func()) (stop func() bool) {
+	stop = c.racingClock.Schedule(d, f)
+	select {
+	case c.scheduled <- struct{}{}:
+	default:
+	}
+	return stop
+}
+
+func TestBreakingOutOfAllWhileATimerDeliversOnAnotherGoroutineDoesNotDeadlock(t *testing.T) {
+	// Debounce delivers from its timer callback holding the gate that makes
+	// Unsubscribe wait for it; that delivery waits in All's hand-over. The
+	// break cancels the subscription: the hand-over must be released before
+	// Unsubscribe waits for the gate, or neither ever returns. (Negative
+	// control, run by hand: with All's hand-over released by a cleanup of
+	// the cancellation instead of its done channel, this test fails at its
+	// 10s bound.)
+	clk := signalClock{&racingClock{Clock: rxtest.NewClock()}, make(chan struct{}, 1)}
+	src := rx.Debounce[int](rx.NewBehaviorSubject(7), time.Second, clk)
+	var wg sync.WaitGroup
+	go func() {
+		<-clk.scheduled // Debounce holds 7 and armed its timer
+		clk.Advance(time.Hour)
+		clk.fire(&wg)
+	}()
+	finished := make(chan []int)
+	go func() {
+		var vs []int
+		for v := range rx.All(context.Background(), src) {
+			vs = append(vs, v)
+			break
+		}
+		finished <- vs
+	}()
+	select {
+	case vs := <-finished:
+		assert.Equal(t, []int{7}, vs)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not end within 10s of its break")
+	}
+	wg.Wait()
 }

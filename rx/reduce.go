@@ -26,8 +26,3 @@ func (r *reduceObserver[T, A]) OnCompleted() {
 	}
 }
 func (r *reduceObserver[T, A]) rxScope() *scope { return r.sc }
-
-// Count emits how many values src emitted, once it completes.
-func Count[T any](src Observable[T]) Observable[int] {
-	return Reduce(src, 0, func(n int, _ T) int { return n + 1 })
-}

@@ -106,3 +106,21 @@ func TestSwitchMapFailsWhenTheSelectorReturnsNil(t *testing.T) {
 	_, err := collect(t, rx.SwitchMap(rx.Of(1), func(int) rx.Observable[int] { return nil }))
 	assert.Error(t, err)
 }
+
+func TestSwitchMapUnsubscribesThePreviousInnerAtTheSwitch(t *testing.T) {
+	run := func(flatten func(rx.Observable[int], func(int) rx.Observable[string]) rx.Observable[string]) []string {
+		outer := rx.NewSubject[int]()
+		inners := []*rx.Subject[string]{rx.NewSubject[string](), rx.NewSubject[string]()}
+		rec := rxtest.Record(nil, flatten(outer, func(i int) rx.Observable[string] { return inners[i] }))
+		outer.OnNext(0)
+		inners[0].OnNext("a0")
+		outer.OnNext(1)
+		inners[0].OnNext("stale") // the old inner, after the switch
+		inners[1].OnNext("b0")
+		return rec.Values()
+	}
+	assert.Equal(t, []string{"a0", "b0"}, run(rx.SwitchMap[int, string]))
+	t.Run("negative control: SelectMany keeps the old inner", func(t *testing.T) {
+		assert.Equal(t, []string{"a0", "stale", "b0"}, run(rx.SelectMany[int, string]))
+	})
+}
