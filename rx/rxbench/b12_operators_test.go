@@ -3,7 +3,9 @@ package rxbench
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/samber/lo"
 	"github.com/samber/ro"
 
@@ -57,6 +59,9 @@ func b12Cases() []b12Case {
 		}, func() ro.Observable[int64] {
 			return ro.Pipe2(roRange(), ro.BufferWithCount[int64](100), ro.Map(func(b []int64) int64 { return int64(len(b)) }))
 		}},
+		// Both read the real clock once per value: rx its monotonic part.
+		{"Throttle", 0, func() rx.Observable[int] { return rx.Throttle(rxRange(), time.Hour, clock.New()) },
+			func() ro.Observable[int64] { return ro.Pipe1(roRange(), ro.ThrottleTime[int64](time.Hour)) }},
 		// Zip2 reads a synchronous first side in full before subscribing the
 		// second, and holds at most rx.ZipLimit values: 1e4 per side here.
 		{"Zip2", b12N / 10, func() rx.Observable[int] { return rx.Zip2(rx.Range(0, b12N/10), rx.Range(0, b12N/10), add) },
