@@ -2,8 +2,11 @@ package rx
 
 import (
 	"context"
+	"errors"
 	"iter"
 )
+
+var errNilSource = errors.New("rx: nil Observable")
 
 // All ranges over src under ctx:
 //
@@ -34,11 +37,19 @@ import (
 // handed over to the goroutine that is busy running the body: it is queued
 // and yielded as soon as the body returns, before anything else. That queue
 // holds only what the body itself caused.
+//
+// A panic raised by src inside Subscribe (a Map function over Range, say) is
+// raised again on the ranging goroutine, where it can be recovered as with
+// Collect. A nil src yields an error.
 func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		if err := ctx.Err(); err != nil {
 			yield(zero, err)
+			return
+		}
+		if src == nil {
+			yield(zero, errNilSource)
 			return
 		}
 		a := &allObserver[T]{
@@ -54,8 +65,17 @@ func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 		// released before Unsubscribe waits for that delivery to finish.
 		a.stop = a.sc.doneChan()
 		subscribed := make(chan struct{})
+		crashed := make(chan any, 1)
 		go func() {
-			defer close(subscribed)
+			// A panic of the source's Subscribe (or of a function it calls
+			// synchronously) is raised again on the ranging goroutine, where
+			// the caller can recover it, as with Collect.
+			defer func() {
+				if p := recover(); p != nil {
+					crashed <- p
+				}
+				close(subscribed)
+			}()
 			subscribeIn[T](src, a, a.sc)
 		}()
 		// However the loop ends (break, return, panic, ctx), the source is
@@ -95,6 +115,8 @@ func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 				a.sc.cancel()
 				yield(zero, ctx.Err())
 				return
+			case p := <-crashed:
+				panic(p)
 			}
 		}
 	}
@@ -182,6 +204,9 @@ func (a *allObserver[T]) rxScope() *scope { return a.sc }
 // inside Subscribe. Unsubscribing stops the iteration: seq's yield returns
 // false at its next value.
 func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
+	if seq == nil {
+		return fail[T](&ArgumentError{Op: "FromSeq", Arg: "seq", Value: "nil", Reason: "must be an iterator"})
+	}
 	return observableFunc[T](func(o Observer[T]) Subscription {
 		sc := ensureScope(o)
 		if sc.cancelled() {

@@ -2,6 +2,7 @@ package rx_test
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"math"
 	"sync"
@@ -348,4 +349,30 @@ func TestBreakingOutOfAllWhileATimerDeliversOnAnotherGoroutineDoesNotDeadlock(t 
 		t.Fatal("the loop did not end within 10s of its break")
 	}
 	wg.Wait()
+}
+
+func TestAPanicInsideTheSourceIsRaisedOnTheRangingGoroutine(t *testing.T) {
+	src := rx.Map(rx.Range(0, 3), func(v int) int {
+		if v == 1 {
+			panic("boom")
+		}
+		return v
+	})
+	var vs []int
+	func() {
+		defer func() { assert.Equal(t, "boom", recover()) }()
+		for v, err := range rx.All(context.Background(), src) {
+			require.NoError(t, err)
+			vs = append(vs, v)
+		}
+	}()
+	assert.Equal(t, []int{0}, vs)
+}
+
+func TestAllAndFromSeqRefuseNilWithAnError(t *testing.T) {
+	_, errs := drain(rx.All[int](context.Background(), nil))
+	require.Len(t, errs, 1)
+	_, err := rx.Collect(context.Background(), rx.FromSeq[int](nil))
+	var ae *rx.ArgumentError
+	assert.True(t, errors.As(err, &ae))
 }
