@@ -376,3 +376,29 @@ func TestAllAndFromSeqRefuseNilWithAnError(t *testing.T) {
 	var ae *rx.ArgumentError
 	assert.True(t, errors.As(err, &ae))
 }
+
+func TestAChannelProducerFeedingAllWaitsForTheLoopBody(t *testing.T) {
+	// The unbuffered channel carries the back-pressure: while the body
+	// handles value i, the producer has sent at most i+1 values.
+	const n = 20_000
+	ahead := func(ranger func(context.Context, rx.Observable[int]) iter.Seq2[int, error]) (worst int64) {
+		ch := make(chan int)
+		var sent atomic.Int64
+		go func() {
+			defer close(ch)
+			for i := range n {
+				ch <- i
+				sent.Add(1)
+			}
+		}()
+		for v, err := range ranger(context.Background(), rx.FromChannel(ch)) {
+			require.NoError(t, err)
+			worst = max(worst, sent.Load()-int64(v))
+		}
+		return worst
+	}
+	assert.LessOrEqual(t, ahead(rx.All[int]), int64(1))
+	t.Run("negative control: a bridge that buffers drains the producer first", func(t *testing.T) {
+		assert.EqualValues(t, n, ahead(collectThenRange[int]))
+	})
+}
