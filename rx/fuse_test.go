@@ -1,6 +1,7 @@
 package rx_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,10 +36,10 @@ func TestTheSynchronousPathAllocatesNothingPerValue(t *testing.T) {
 var sinkPtr *int
 
 func TestAFusedRangeStillStopsWhenTheChainBelowUnsubscribes(t *testing.T) {
-	rec := rxtest.Record(nil, rx.Take(rx.Filter(rx.Map(rx.Range(0, 1<<62), func(x int) int { return x + 1 }), func(x int) bool { return x%2 == 0 }), 3))
+	rec := rxtest.Record(nil, rx.Take(rx.Filter(rx.Map(rx.Range(0, math.MaxInt), func(x int) int { return x + 1 }), func(x int) bool { return x%2 == 0 }), 3))
 	assert.Equal(t, []int{2, 4, 6}, rec.Values())
 	assert.True(t, rec.Completed())
-	rec = rxtest.Record(nil, rx.Take(rx.Filter(rx.Range(0, 1<<62), func(x int) bool { return x%3 == 0 }), 2))
+	rec = rxtest.Record(nil, rx.Take(rx.Filter(rx.Range(0, math.MaxInt), func(x int) bool { return x%3 == 0 }), 2))
 	assert.Equal(t, []int{0, 3}, rec.Values())
-	assert.Equal(t, []string{"a", "b"}, rxtest.Record(nil, rx.Take(rx.Map(rx.Range(0, 1<<62), func(x int) string { return string(rune('a' + x)) }), 2)).Values())
+	assert.Equal(t, []string{"a", "b"}, rxtest.Record(nil, rx.Take(rx.Map(rx.Range(0, math.MaxInt), func(x int) string { return string(rune('a' + x)) }), 2)).Values())
 }
