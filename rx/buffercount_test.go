@@ -11,7 +11,8 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-// Ported from Rx.NET BufferTest.Buffer_Count_PartialWindow / _FullWindows.
+// After Rx.NET BufferTest's count cases (hot source shape and times; the
+// expectations derived here).
 func TestBufferCountEmitsFullSlicesAndThePartialOneAtCompletion(t *testing.T) {
 	clk := rxtest.NewClock()
 	xs := rxtest.Hot(clk, rxtest.Next(ms(150), 1), rxtest.Next(ms(210), 2), rxtest.Next(ms(220), 3),

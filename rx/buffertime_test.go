@@ -13,7 +13,8 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-// The BufferWithTime Basic vector of RxJS's and Rx.NET's tests, windows of 100.
+// The hot source of RxJS 4's "BufferWithTime Basic" test, in windows of 100
+// (expectations derived here: every window, including the empty last one).
 func TestBufferTimeEmitsEveryWindowIncludingEmptyOnes(t *testing.T) {
 	clk := rxtest.NewClock()
 	xs := rxtest.Hot(clk, rxtest.Next(ms(100), 1), rxtest.Next(ms(210), 2), rxtest.Next(ms(240), 3),

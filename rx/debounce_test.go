@@ -24,7 +24,8 @@ func TestDebounceEmitsEachValueFollowedBySilence(t *testing.T) {
 	assert.Equal(t, []rxtest.Span{rxtest.Sub(ms(200), ms(400))}, xs.Subscriptions())
 }
 
-// Ported from Rx.NET ThrottleTest.Throttle_TimeSpan_AllDrop and _SomeDrop.
+// In the manner of Rx.NET ThrottleTest's _AllDrop and _SomeDrop cases (the
+// vectors and expectations are this project's).
 func TestDebounceEmitsOnlyTheLastValueOfABurstAndThePendingOneAtCompletion(t *testing.T) {
 	clk := rxtest.NewClock()
 	xs := rxtest.Hot(clk, rxtest.Next(ms(150), 0), rxtest.Next(ms(210), 1), rxtest.Next(ms(250), 2),

@@ -10,7 +10,8 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-// Ported from Rx.NET DistinctTest.Distinct_DefaultComparer_AllDistinct / _SomeDuplicates.
+// After Rx.NET DistinctTest's default-comparer cases (a short vector of its
+// shape; expectations derived here).
 func TestDistinctForwardsEachValueTheFirstTimeOnly(t *testing.T) {
 	clk := rxtest.NewClock()
 	xs := rxtest.Hot(clk, rxtest.Next(ms(280), 4), rxtest.Next(ms(300), 2), rxtest.Next(ms(350), 4),

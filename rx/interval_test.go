@@ -13,7 +13,8 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-// Ported from Rx.NET ObservableTimerTest.Interval_TimeSpan_Basic.
+// After Rx.NET's Interval_TimeSpan_Basic (subscribe at 200, dispose at 1000,
+// period 100; expectations derived here).
 func TestIntervalEmitsACountEveryPeriodFromSubscription(t *testing.T) {
 	clk := rxtest.NewClock()
 	res := rxtest.Start(clk, ms(200), ms(1000), func() rx.Observable[int] { return rx.Interval(ms(100), clk) })

@@ -10,7 +10,8 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-// Ported from Rx.NET AggregateTest.AggregateWithSeed_Empty / _Return / _Some.
+// After Rx.NET AggregateTest's seeded cases (its vector shape; expectations
+// derived here).
 func TestReduceEmitsTheFoldAtCompletionAndTheSeedForAnEmptySource(t *testing.T) {
 	clk := rxtest.NewClock()
 	xs := rxtest.Hot(clk, rxtest.Next(ms(150), 1), rxtest.Next(ms(210), 0), rxtest.Next(ms(220), 1),

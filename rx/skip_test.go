@@ -10,7 +10,7 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-// Ported from Rx.NET SkipTest.Skip_Complete_Before / Skip_Complete_After
+// After Rx.NET SkipTest.Skip_Complete_After (its hot source, shortened
 // (hot source, values at 70..690 ticks, read here as milliseconds).
 func TestSkipDropsTheFirstNValuesOfAHotSource(t *testing.T) {
 	clk := rxtest.NewClock()

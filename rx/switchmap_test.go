@@ -40,7 +40,7 @@ func TestSwitchMapMirrorsTheLatestInnerAndCompletesAfterIt(t *testing.T) {
 	assert.Equal(t, []rxtest.Span{rxtest.Sub(ms(500), ms(650))}, ys[3].Subscriptions())
 }
 
-// Ported from Rx.NET SwitchTest.Switch_InnerThrows.
+// After Rx.NET SwitchTest.Switch_InnerThrows (inners shortened).
 func TestSwitchMapEndsWithAnInnersError(t *testing.T) {
 	clk := rxtest.NewClock()
 	ys := map[int]*rxtest.TestObservable[int]{

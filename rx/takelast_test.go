@@ -11,7 +11,8 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-// Ported from Rx.NET TakeLastTest.TakeLast_Zero_Completed / _Some_Completed.
+// After Rx.NET TakeLastTest's _Completed cases (a short vector of their
+// shape; expectations derived here).
 func TestTakeLastEmitsTheLastValuesAtCompletion(t *testing.T) {
 	for _, tc := range []struct {
 		n    int

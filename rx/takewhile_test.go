@@ -46,7 +46,8 @@ func TestTakeWhileUnsubscribesItsSourceAtTheFirstFailingValue(t *testing.T) {
 	})
 }
 
-// Ported from Rx.NET TakeWhileTest.TakeWhile_Complete_After / _Error_Before.
+// After Rx.NET TakeWhileTest.TakeWhile_Complete_After (its hot source,
+// shortened; the prime predicate is its own).
 func TestTakeWhileCompletesAtTheFirstFailingValueOfAHotSource(t *testing.T) {
 	clk := rxtest.NewClock()
 	xs := rxtest.Hot(clk,

@@ -15,7 +15,8 @@ import (
 
 func pair(a int, b string) string { return fmt.Sprint(a, b) }
 
-// Ported from Rx.NET ZipTest.Zip_SomeDataAsymmetric / Zip_LeftCompletesFirst.
+// After Rx.NET ZipTest's asymmetric cases (vector and expectations derived
+// here).
 func TestZip2PairsValuesInOrderAndCompletesWhenASideIsSpent(t *testing.T) {
 	clk := rxtest.NewClock()
 	a := rxtest.Hot(clk, rxtest.Next(ms(210), 1), rxtest.Next(ms(220), 2), rxtest.Next(ms(230), 3), rxtest.Completed[int](ms(240)))
