@@ -10,8 +10,8 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-// After Rx.NET SkipTest.Skip_Complete_After (its hot source, shortened
-// (hot source, values at 70..690 ticks, read here as milliseconds).
+// After Rx.NET SkipTest.Skip_Complete_After (its hot source, shortened;
+// ticks read as milliseconds).
 func TestSkipDropsTheFirstNValuesOfAHotSource(t *testing.T) {
 	clk := rxtest.NewClock()
 	xs := rxtest.Hot(clk,
