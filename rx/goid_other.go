@@ -18,5 +18,5 @@ func curg() uintptr {
 		}
 		id = id*10 + uintptr(c-'0')
 	}
-	return id
+	return id<<1 + 2 // even and never 0, as the mailbox's owner word needs
 }

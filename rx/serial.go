@@ -38,8 +38,10 @@ const (
 // queued and releases waiting producers. serial wraps all of this for an
 // Observer.
 type mailbox[E any] struct {
-	owner   atomic.Uintptr // curg() of the goroutine running handle; 0 when idle
-	pending atomic.Int64   // values queued and not yet taken
+	// owner is curg() of the goroutine running handle (0 when idle), with
+	// bit 0 (queuedFlag) set by a producer that queued a value meanwhile, so
+	// the owner's release — one CAS, as its taking — fails and it drains.
+	owner atomic.Uintptr
 
 	mu     sync.Mutex
 	q      []E
@@ -60,15 +62,19 @@ func (m *mailbox[E]) post(e E, sc *scope) { m.postAs(e, sc, false) }
 // which each producer sends at most one, so the excess stays bounded.
 func (m *mailbox[E]) postEnd(e E) { m.postAs(e, nil, true) }
 
+// queuedFlag marks the owner word when a value was queued for the owner;
+// curg() values are even.
+const queuedFlag = 1
+
+// delivering reports whether the calling goroutine g is running handle.
+func (m *mailbox[E]) delivering(g uintptr) bool { return m.owner.Load()&^queuedFlag == g }
+
 func (m *mailbox[E]) postAs(e E, sc *scope, end bool) {
 	g := curg()
 	if m.owner.CompareAndSwap(0, g) {
 		m.handle(e)
-		if m.pending.Load() == 0 {
-			m.owner.Store(0)
-			if m.pending.Load() == 0 || !m.owner.CompareAndSwap(0, g) {
-				return
-			}
+		if m.owner.CompareAndSwap(g, 0) {
+			return
 		}
 		m.run(g)
 		return
@@ -83,7 +89,7 @@ func (m *mailbox[E]) postSlow(e E, g uintptr, sc *scope, end bool) {
 			m.mu.Unlock()
 			return
 		}
-		if end || m.owner.Load() == g || (len(m.q) < mailboxCap && m.fullBy == 0) {
+		if end || m.delivering(g) || (len(m.q) < mailboxCap && m.fullBy == 0) {
 			break
 		}
 		if m.space == nil {
@@ -99,10 +105,20 @@ func (m *mailbox[E]) postSlow(e E, g uintptr, sc *scope, end bool) {
 		m.mu.Lock()
 	}
 	m.q = append(m.q, e)
-	m.pending.Add(1)
 	m.mu.Unlock()
-	if m.owner.Load() == 0 && m.owner.CompareAndSwap(0, g) {
-		m.run(g)
+	// Hand the value to the owner (flag it), or become the owner.
+	for {
+		o := m.owner.Load()
+		if o == 0 {
+			if m.owner.CompareAndSwap(0, g) {
+				m.run(g)
+				return
+			}
+			continue
+		}
+		if o&queuedFlag != 0 || m.owner.CompareAndSwap(o, o|queuedFlag) {
+			return
+		}
 	}
 }
 
@@ -110,9 +126,11 @@ func (m *mailbox[E]) postSlow(e E, g uintptr, sc *scope, end bool) {
 func (m *mailbox[E]) run(g uintptr) {
 	delivered, spent := 0, false
 	for {
+		// Clear the flag before draining: a value flagged after this is
+		// either taken by the drain or makes the release fail.
+		m.owner.Store(g)
 		delivered += m.drain(g, delivered, &spent)
-		m.owner.Store(0)
-		if m.pending.Load() == 0 || !m.owner.CompareAndSwap(0, g) {
+		if m.owner.CompareAndSwap(g, 0) {
 			break
 		}
 	}
@@ -141,7 +159,6 @@ func (m *mailbox[E]) drain(g uintptr, delivered int, spent *bool) int {
 		}
 		batch = m.q
 		m.q, m.spare = m.spare, nil
-		m.pending.Add(-int64(len(batch)))
 		n += len(batch)
 		if delivered+n >= mailboxBudget && !*spent {
 			*spent = true
@@ -171,7 +188,6 @@ func (m *mailbox[E]) wake() {
 func (m *mailbox[E]) close() {
 	m.mu.Lock()
 	m.closed = true
-	m.pending.Add(-int64(len(m.q)))
 	clear(m.q)
 	m.q = m.q[:0]
 	m.wake()

@@ -53,7 +53,7 @@ func (s *Subject[T]) rxNative() {}
 // it is posted like a value.
 func (s *subjectCore[T]) subscribeEvent(sub *subscriber[T], handle func(subjectEvent[T])) {
 	e := subjectEvent[T]{kind: kindSubscribe, sub: sub}
-	if s.mb.owner.Load() == curg() {
+	if s.mb.delivering(curg()) {
 		handle(e)
 		return
 	}
