@@ -9,8 +9,9 @@ import (
 // one: when src emits, the previous inner is unsubscribed and the new one
 // subscribed (Rx.NET's Select+Switch, RxJS's switchMap). It completes when src
 // and the latest inner have completed; any error ends the stream and
-// unsubscribes everything. A value an old inner was emitting as the switch
-// happened is dropped, never delivered after a value of the new inner.
+// unsubscribes everything. What an old inner emits after the switch is
+// dropped; a value it was delivering as the switch happened may finish
+// arriving, but never after a value of the new inner.
 func SwitchMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
