@@ -21,10 +21,14 @@ func NewAsyncSubject[T any]() *AsyncSubject[T] {
 func (s *AsyncSubject[T]) handle(e subjectEvent[T]) {
 	switch e.kind {
 	case kindNext:
+		if s.finished {
+			return
+		}
 		s.value, s.hasValue = e.v, true
 	case kindError:
 		s.terminate(e.note())
 	default:
+		s.finished = true
 		s.mu.Lock()
 		if s.term != nil {
 			s.mu.Unlock()

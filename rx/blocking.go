@@ -4,15 +4,21 @@ import "context"
 
 // First subscribes to src and returns its first value, unsubscribing at once.
 // It returns ErrEmpty if src completes without a value, src's error if it
-// fails, and ctx's error if ctx ends first (src is then unsubscribed). First
-// starts no goroutine; it waits for as long as ctx allows, so bound it with a
-// deadline or bound src with Timeout.
+// fails, and ctx's error if ctx ends first (src is then unsubscribed, also
+// while it is still running inside Subscribe). First waits for as long as ctx
+// allows, so bound it with a deadline or bound src with Timeout; it starts no
+// goroutine of its own (context.AfterFunc runs the cancellation when ctx
+// ends).
 func First[T any](ctx context.Context, src Observable[T]) (T, error) {
-	w := &firstObserver[T]{sc: newScope(), ch: make(chan firstResult[T], 1)}
 	if err := ctx.Err(); err != nil {
 		var zero T
 		return zero, err
 	}
+	w := &firstObserver[T]{sc: newScope(), ch: make(chan firstResult[T], 1)}
+	// ctx is wired to the subscription before subscribing, so a source that
+	// runs inside Subscribe (a Create producer looping on this goroutine)
+	// sees the cancellation through its own context and returns.
+	defer context.AfterFunc(ctx, w.sc.cancel)()
 	subscribeIn[T](src, w, w.sc)
 	select {
 	case r := <-w.ch:
@@ -62,7 +68,12 @@ func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
 		return nil, err
 	}
 	w := &collectObserver[T]{sc: newScope(), ch: make(chan error, 1)}
+	defer context.AfterFunc(ctx, w.sc.cancel)() // see First
 	subscribeIn[T](src, w, w.sc)
+	if ctx.Err() != nil {
+		w.sc.cancel()
+		return nil, ctx.Err()
+	}
 	select {
 	case err := <-w.ch:
 		return w.vs, err

@@ -54,6 +54,7 @@ func (c *combiner[A, B, R]) handle(e combineEvent[A, B]) {
 		}
 	case kindError:
 		c.finished = true
+		c.mb.close()
 		c.work.cancel()
 		c.down.OnError(e.err)
 	default:
@@ -64,6 +65,7 @@ func (c *combiner[A, B, R]) handle(e combineEvent[A, B]) {
 		}
 		if (c.doneA && c.doneB) || (e.side == 0 && !c.hasA) || (e.side == 1 && !c.hasB) {
 			c.finished = true
+			c.mb.close()
 			c.work.cancel()
 			c.down.OnCompleted()
 		}
@@ -76,14 +78,14 @@ type combineA[A, B, R any] struct {
 }
 
 func (o *combineA[A, B, R]) OnNext(v A) {
-	o.c.mb.post(combineEvent[A, B]{side: 0, kind: kindNext, a: v})
+	o.c.mb.post(combineEvent[A, B]{side: 0, kind: kindNext, a: v}, o.c.sc)
 }
 func (o *combineA[A, B, R]) OnError(err error) {
-	o.c.mb.post(combineEvent[A, B]{side: 0, kind: kindError, err: err})
+	o.c.mb.postEnd(combineEvent[A, B]{side: 0, kind: kindError, err: err})
 }
 func (o *combineA[A, B, R]) OnCompleted() {
 	o.sc.cancel()
-	o.c.mb.post(combineEvent[A, B]{side: 0, kind: kindCompleted})
+	o.c.mb.postEnd(combineEvent[A, B]{side: 0, kind: kindCompleted})
 }
 func (o *combineA[A, B, R]) rxScope() *scope { return o.sc }
 
@@ -93,13 +95,13 @@ type combineB[A, B, R any] struct {
 }
 
 func (o *combineB[A, B, R]) OnNext(v B) {
-	o.c.mb.post(combineEvent[A, B]{side: 1, kind: kindNext, b: v})
+	o.c.mb.post(combineEvent[A, B]{side: 1, kind: kindNext, b: v}, o.c.sc)
 }
 func (o *combineB[A, B, R]) OnError(err error) {
-	o.c.mb.post(combineEvent[A, B]{side: 1, kind: kindError, err: err})
+	o.c.mb.postEnd(combineEvent[A, B]{side: 1, kind: kindError, err: err})
 }
 func (o *combineB[A, B, R]) OnCompleted() {
 	o.sc.cancel()
-	o.c.mb.post(combineEvent[A, B]{side: 1, kind: kindCompleted})
+	o.c.mb.postEnd(combineEvent[A, B]{side: 1, kind: kindCompleted})
 }
 func (o *combineB[A, B, R]) rxScope() *scope { return o.sc }

@@ -3,6 +3,7 @@ package rx
 import (
 	"context"
 	"errors"
+	"math"
 )
 
 // Return emits v and completes, synchronously inside Subscribe.
@@ -55,11 +56,25 @@ func Of[T any](vs ...T) Observable[T] {
 
 // Range emits count consecutive integers starting at start, synchronously.
 // A negative count emits nothing. It stops as soon as the chain below it
-// unsubscribes.
+// unsubscribes. A range that would pass the largest int fails with a
+// *RangeError (without emitting), never wrapping around.
 func Range(start, count int) Observable[int] {
+	if count > 0 && start > math.MaxInt-(count-1) {
+		return Throw[int](&RangeError{Start: start, Count: count})
+	}
+	if count > 0 && start+count < start {
+		// The last value is math.MaxInt itself: end would wrap.
+		return Concat(Range(start, count-1), Return(math.MaxInt))
+	}
 	return observableFunc[int](func(o Observer[int]) Subscription {
 		sc := scopeOf(o)
 		end := start + count
+		if l, ok := o.(rangeLooper); ok {
+			if l.rxRange(start, end, sc) && !sc.cancelled() {
+				o.OnCompleted()
+			}
+			return noSubscription{}
+		}
 		// The loops are spelled out per case: each value costs one call, to
 		// a push function or through the interface, and one load of the
 		// scope only when something below can unsubscribe.
@@ -107,12 +122,10 @@ func Never[T any]() Observable[T] {
 	return observableFunc[T](func(Observer[T]) Subscription { return noSubscription{} })
 }
 
-var errNilError = errors.New("rx.Throw: called with a nil error")
-
-// Throw fails at once with err.
+// Throw fails at once with err (ErrNilError when err is nil).
 func Throw[T any](err error) Observable[T] {
 	if err == nil {
-		err = errNilError
+		err = ErrNilError
 	}
 	return observableFunc[T](func(o Observer[T]) Subscription {
 		o.OnError(err)

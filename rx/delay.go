@@ -14,8 +14,9 @@ import (
 func Delay[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		s := &delaySink[T]{clk: clk, d: d, sw: newStopwatch(clk), up: sc.child()}
+		s := &delaySink[T]{clk: clk, d: d, sw: newStopwatch(clk), sc: sc, up: sc.child()}
 		s.out.init(down, sc)
+		sc.onCancel(s.g.shut)
 		sc.onCancel(s.stopTimer)
 		subscribeIn[T](src, s, s.up)
 		return sc
@@ -32,7 +33,9 @@ type delaySink[T any] struct {
 	clk clock.Clock
 	d   time.Duration
 	sw  stopwatch
+	sc  *scope
 	up  *scope
+	g   gate
 
 	mu      sync.Mutex
 	queue   []delayed[T]
@@ -55,6 +58,10 @@ func (s *delaySink[T]) enqueue(n note[T]) {
 }
 
 func (s *delaySink[T]) fire() {
+	if !s.g.enter(s.sc) {
+		return
+	}
+	defer s.g.leave()
 	now := s.sw.elapsed()
 	s.mu.Lock()
 	i := 0

@@ -10,18 +10,89 @@
 //
 // Calls into one observer never overlap, and nothing follows a terminal
 // notification. A value travels as a function call, not a channel hop:
-// Map(Filter(Of(...))) runs on the subscribing goroutine with no locks and no
-// allocation per value. Concurrency appears only where a source has it — a
+// Map(Filter(Range(...))) runs on the subscribing goroutine with no locks and
+// no allocation per value, and Range hands its loop to a Map or Filter below
+// it, which calls the user's functions directly (operator fusion, decided at
+// subscription). Concurrency appears only where a source has it — a
 // goroutine in Create or FromChannel, a timer, a Subject fed from several
-// goroutines — and the operators that merge such sources (SelectMany, Merge,
-// CombineLatest, TakeUntil, the subjects) serialise what they deliver without
-// holding a lock while delivering, so an observer may call back into them.
+// goroutines.
 //
-// Subscribe returns a Subscription. Unsubscribe stops the work upstream and
-// never blocks; it may be called from inside a notification. Once it has
-// returned no new notification starts (one that another goroutine was already
-// delivering may finish). Synchronous sources check for it before every
-// value, so Take over an endless synchronous source terminates.
+// # Concurrency and back-pressure
+//
+// The operators that funnel concurrent producers into one observer (Merge,
+// SelectMany, CombineLatest2, TakeUntil, Create's observer, the subjects, and
+// ConcatMap's output) serialise what they deliver without holding a lock while
+// delivering, and in bounded memory:
+//
+//   - A producer that finds the consumer idle delivers its value itself, on
+//     its own goroutine.
+//   - A producer on another goroutine that finds the consumer busy queues its
+//     value when fewer than 32 are queued, and otherwise waits until there is
+//     room — until its subscription ends, where it has one (Create's
+//     producer, a FromChannel source, a merged inner); then the value is
+//     dropped and OnNext returns. A FromChannel source waiting so stops
+//     receiving, so its channel carries the back-pressure, as Go programs
+//     expect. Values in transit are thus a small constant per operator plus
+//     one per waiting producer, whatever the rates.
+//   - One OnNext call delivers its own value plus a bounded number of others'
+//     (at most 64 more): a delivering producer that has run its budget makes
+//     newcomers wait, finishes what is queued, and hands over.
+//   - A call made from inside a delivery, on the delivering goroutine (an
+//     observer calling back into the Subject it observes), is queued behind
+//     the current delivery and never waits, so it cannot deadlock.
+//   - A terminal notification is never made to wait.
+//
+// Synchronous chains need none of this: a slow observer simply slows the
+// loop that calls it. Two operators hold values by their meaning, not in
+// transit: Delay holds what it has not yet released (bound the source's rate),
+// and ConcatMap queues outer values while an inner runs, as Rx.NET's Concat
+// does (use it on outers whose size is known).
+//
+// # Cancellation
+//
+// Subscribe returns a Subscription. Unsubscribe stops the work upstream; it
+// may be called from any goroutine and from inside a notification. Once it
+// has returned, no notification is delivered: timer-driven deliveries
+// (Timeout, Timer, Delay) are ordered with it, and Unsubscribe waits for one
+// that another goroutine is already making (never for one that is making
+// the call itself). A producer waiting for room is released by it.
+// Synchronous sources check for it before every value, so Take over an
+// endless synchronous source terminates.
+//
+// First and Collect wire their context to the subscription before
+// subscribing: when the context ends they return its error promptly and the
+// source is unsubscribed, also while the source is still running inside
+// Subscribe (a Create producer looping on the caller's goroutine sees its own
+// context end). OnError(nil) is never success: it becomes ErrNilError.
+//
+// Subjects keep no subscriber that has ended, also one that ends during its
+// own replay; ReplaySubject and BehaviorSubject never record a value that
+// reaches them after their terminal notification, and replay inside
+// Subscribe even when called from inside one of their own notifications, so
+// First on them there returns the current value.
+//
+// # Go iteration
+//
+// All ranges over a stream with a for loop, under a context; FromSeq turns an
+// iter.Seq into a stream. A live mesh query reads so:
+//
+//	for c, err := range rx.All(ctx, store.Query(q)) {
+//		if err != nil {
+//			return err // the query failed, or ctx ended (ctx.Err())
+//		}
+//		apply(c) // the Initial frame, then Added/Updated/Removed
+//	}
+//
+// The loop body always runs on the ranging goroutine, and the source waits
+// while it runs: its OnNext returns only once the body has handled the value,
+// so a slow loop slows its source and at most one value is in transit.
+// Breaking out of the loop (or returning, or panicking) unsubscribes the
+// source; an error ends the loop after yielding (zero, err) once; completion
+// ends it. All subscribes on a goroutine of its own so that sources that
+// deliver inside Subscribe and sources that deliver from other goroutines
+// behave alike; that goroutine has returned when the loop ends. The hand-over
+// costs two goroutine switches per value, so a tight loop over a synchronous
+// source is cheaper with Collect or an Observer.
 //
 // # Operators
 //

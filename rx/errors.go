@@ -28,3 +28,12 @@ func (e *TimeoutError) Error() string {
 
 // Is reports whether target is ErrTimeout.
 func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
+
+// RangeError is the error of a Range whose values would pass the largest int.
+type RangeError struct {
+	Start, Count int
+}
+
+func (e *RangeError) Error() string {
+	return fmt.Sprintf("rx.Range(%d, %d): the values would pass the largest int", e.Start, e.Count)
+}

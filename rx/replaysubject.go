@@ -2,7 +2,8 @@ package rx
 
 // ReplaySubject is a Subject that replays to each new observer the last size
 // values it received (all of them when size <= 0), then its terminal
-// notification if it has ended.
+// notification if it has ended. A value that reaches it after its terminal
+// notification is neither delivered nor recorded.
 type ReplaySubject[T any] struct {
 	subjectCore[T]
 	size int
@@ -20,6 +21,9 @@ func NewReplaySubject[T any](size int) *ReplaySubject[T] {
 func (s *ReplaySubject[T]) handle(e subjectEvent[T]) {
 	switch e.kind {
 	case kindNext:
+		if s.terminated() {
+			return
+		}
 		if s.size > 0 && len(s.buf) == s.size {
 			var zero T
 			s.buf[0] = zero
@@ -31,13 +35,16 @@ func (s *ReplaySubject[T]) handle(e subjectEvent[T]) {
 		if e.sub.sc.cancelled() {
 			return
 		}
-		for _, v := range s.buf {
+		// A nested subscription may run while the outer delivery is in
+		// the middle of buf; replay a fixed snapshot of its length.
+		buf := s.buf[:len(s.buf):len(s.buf)]
+		for _, v := range buf {
 			if e.sub.sc.cancelled() {
 				return
 			}
 			e.sub.o.OnNext(v)
 		}
-		if t, ok := s.add(e.sub); ok && !e.sub.sc.cancelled() {
+		if t, ok := s.admit(e.sub); ok && !e.sub.sc.cancelled() {
 			t.replay(e.sub.o)
 		}
 	default:
@@ -45,12 +52,14 @@ func (s *ReplaySubject[T]) handle(e subjectEvent[T]) {
 	}
 }
 
-// Subscribe adds o, which first receives the buffered values in order.
+// Subscribe adds o, which first receives the buffered values in order. Made
+// from inside one of the subject's own notifications, it replays at once (see
+// subscribeEvent).
 func (s *ReplaySubject[T]) Subscribe(o Observer[T]) Subscription {
 	sc := ensureScope(o)
 	sub := &subscriber[T]{o: o, sc: sc}
 	sc.onCancel(func() { s.remove(sub) })
-	s.mb.post(subjectEvent[T]{kind: kindSubscribe, sub: sub})
+	s.subscribeEvent(sub, s.handle)
 	return sc
 }
 

@@ -18,6 +18,7 @@ type scope struct {
 	parent   *scope
 	children map[*scope]struct{}
 	cleanups []func()
+	doneCh   chan struct{} // made on demand by doneChan; closed by cancel
 }
 
 func newScope() *scope { return &scope{} }
@@ -34,6 +35,11 @@ func (s *scope) cancel() {
 	s.mu.Lock()
 	children, cleanups, parent := s.children, s.cleanups, s.parent
 	s.children, s.cleanups, s.parent = nil, nil, nil
+	if s.doneCh != nil {
+		// Wakes producers waiting to deliver before anything else is
+		// cancelled: a cleanup below may wait for them (see gate).
+		close(s.doneCh)
+	}
 	s.mu.Unlock()
 	if parent != nil {
 		parent.forget(s)
@@ -44,6 +50,27 @@ func (s *scope) cancel() {
 	for i := len(cleanups) - 1; i >= 0; i-- {
 		cleanups[i]()
 	}
+}
+
+// doneChan returns a channel closed when the scope is cancelled; a nil scope
+// is never cancelled. Producers waiting for a busy consumer select on it.
+func (s *scope) doneChan() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.doneCh == nil {
+		ch := make(chan struct{})
+		if s.done.Load() {
+			// cancel has run (or is about to take mu and will not see
+			// this channel): hand back a closed one without keeping it.
+			close(ch)
+			return ch
+		}
+		s.doneCh = ch
+	}
+	return s.doneCh
 }
 
 // onCancel runs f when the scope is cancelled, or at once if it already is.

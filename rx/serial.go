@@ -5,54 +5,193 @@ import (
 	"sync/atomic"
 )
 
+// mailboxCap bounds the values a mailbox holds for producers on other
+// goroutines; mailboxBudget bounds how many of them one delivering call runs
+// before it lets a waiting producer take over. One post therefore delivers
+// its own value plus at most mailboxBudget+mailboxCap others'.
+const (
+	mailboxCap    = 32
+	mailboxBudget = 32
+)
+
 // mailbox serialises calls to handle from any number of goroutines without
-// holding a lock while handle runs: the caller that finds it idle runs the
-// handler and then drains whatever arrived meanwhile; everyone else enqueues
-// and returns. A handler that posts to its own mailbox is queued behind the
-// current call rather than deadlocking.
+// holding a lock while handle runs, in bounded memory.
+//
+//   - The caller that finds it idle runs handle for its own value (one CAS
+//     and no lock on this path), then for whatever was queued meanwhile.
+//   - A caller on another goroutine that finds it busy queues its value when
+//     fewer than mailboxCap wait, and otherwise waits for room (until done,
+//     when the post carries a done channel, closes: its value is dropped). A
+//     channel-fed source waiting here stops receiving, so its channel
+//     carries the back-pressure.
+//   - A call made from inside handle on the delivering goroutine (re-entrant)
+//     is always queued behind the current one and never waits, so a handler
+//     may post to its own mailbox without deadlocking.
+//   - A delivering caller that has run mailboxBudget others' values makes
+//     newcomers wait, finishes what is queued and leaves; a waiting producer
+//     then takes over. One call thus delivers a bounded number of values.
+//
+// Operators built on it post values with post(e, sc), sc being the scope
+// whose end makes the value pointless (a waiting producer is then released),
+// and terminal notifications with postEnd (never waits). The handler calls
+// close once it has delivered a terminal notification, which drops what is
+// queued and releases waiting producers. serial wraps all of this for an
+// Observer.
 type mailbox[E any] struct {
-	wip    atomic.Int64
+	// owner is curg() of the goroutine running handle (0 when idle), with
+	// bit 0 (queuedFlag) set by a producer that queued a value meanwhile, so
+	// the owner's release — one CAS, as its taking — fails and it drains.
+	owner atomic.Uintptr
+
 	mu     sync.Mutex
 	q      []E
 	spare  []E
+	fullBy uintptr       // a drainer that spent its budget: newcomers wait
+	space  chan struct{} // closed to wake waiting producers; made on demand
+	closed bool          // the handler will take nothing more: posts are dropped
+
 	handle func(E)
 }
 
-func (m *mailbox[E]) post(e E) {
-	if m.wip.CompareAndSwap(0, 1) {
+// post delivers e, or queues it, as described on mailbox. A producer waiting
+// for room gives up (dropping e) when sc is cancelled; with a nil sc it waits
+// for as long as the consumer takes.
+func (m *mailbox[E]) post(e E, sc *scope) { m.postAs(e, sc, false) }
+
+// postEnd is post for a notification that must not wait: a terminal one, of
+// which each producer sends at most one, so the excess stays bounded.
+func (m *mailbox[E]) postEnd(e E) { m.postAs(e, nil, true) }
+
+// queuedFlag marks the owner word when a value was queued for the owner;
+// curg() values are even.
+const queuedFlag = 1
+
+// delivering reports whether the calling goroutine g is running handle.
+func (m *mailbox[E]) delivering(g uintptr) bool { return m.owner.Load()&^queuedFlag == g }
+
+func (m *mailbox[E]) postAs(e E, sc *scope, end bool) {
+	g := curg()
+	if m.owner.CompareAndSwap(0, g) {
 		m.handle(e)
-		if m.wip.CompareAndSwap(1, 0) {
+		if m.owner.CompareAndSwap(g, 0) {
 			return
 		}
-	} else {
-		m.mu.Lock()
-		m.q = append(m.q, e)
+		m.run(g)
+		return
+	}
+	m.postSlow(e, g, sc, end)
+}
+
+func (m *mailbox[E]) postSlow(e E, g uintptr, sc *scope, end bool) {
+	m.mu.Lock()
+	for {
+		if m.closed {
+			m.mu.Unlock()
+			return
+		}
+		if end || m.delivering(g) || (len(m.q) < mailboxCap && m.fullBy == 0) {
+			break
+		}
+		if m.space == nil {
+			m.space = make(chan struct{})
+		}
+		space := m.space
 		m.mu.Unlock()
-		if m.wip.Add(1) != 1 {
+		select {
+		case <-space:
+		case <-sc.doneChan():
+			return
+		}
+		m.mu.Lock()
+	}
+	m.q = append(m.q, e)
+	m.mu.Unlock()
+	// Hand the value to the owner (flag it), or become the owner.
+	for {
+		o := m.owner.Load()
+		if o == 0 {
+			if m.owner.CompareAndSwap(0, g) {
+				m.run(g)
+				return
+			}
+			continue
+		}
+		if o&queuedFlag != 0 || m.owner.CompareAndSwap(o, o|queuedFlag) {
 			return
 		}
 	}
-	m.drain()
 }
 
-func (m *mailbox[E]) drain() {
-	missed := int64(1)
+// run drains the queue as its owner g, then gives the mailbox up.
+func (m *mailbox[E]) run(g uintptr) {
+	delivered, spent := 0, false
+	for {
+		// Clear the flag before draining: a value flagged after this is
+		// either taken by the drain or makes the release fail.
+		m.owner.Store(g)
+		delivered += m.drain(g, delivered, &spent)
+		if m.owner.CompareAndSwap(g, 0) {
+			break
+		}
+	}
+	if spent {
+		m.mu.Lock()
+		if m.fullBy == g {
+			m.fullBy = 0
+			m.wake()
+		}
+		m.mu.Unlock()
+	}
+}
+
+// drain delivers queued values until none is left and returns how many.
+func (m *mailbox[E]) drain(g uintptr, delivered int, spent *bool) int {
+	n := 0
+	var batch []E
 	for {
 		m.mu.Lock()
-		batch := m.q
-		m.q = m.spare
+		if batch != nil && m.spare == nil {
+			m.spare = batch[:0]
+		}
+		if len(m.q) == 0 {
+			m.mu.Unlock()
+			return n
+		}
+		batch = m.q
+		m.q, m.spare = m.spare, nil
+		n += len(batch)
+		if delivered+n >= mailboxBudget && !*spent {
+			*spent = true
+			m.fullBy = g
+		}
+		m.wake()
 		m.mu.Unlock()
 		var zero E
 		for i := range batch {
 			m.handle(batch[i])
 			batch[i] = zero
 		}
-		m.spare = batch[:0]
-		missed = m.wip.Add(-missed)
-		if missed == 0 {
-			return
-		}
 	}
+}
+
+// wake lets waiting producers look again; m.mu is held.
+func (m *mailbox[E]) wake() {
+	if m.space != nil {
+		close(m.space)
+		m.space = nil
+	}
+}
+
+// close drops whatever is queued and every later post, and releases the
+// producers waiting for room. The handler calls it once it will take nothing
+// more (a terminal notification went down).
+func (m *mailbox[E]) close() {
+	m.mu.Lock()
+	m.closed = true
+	clear(m.q)
+	m.q = m.q[:0]
+	m.wake()
+	m.mu.Unlock()
 }
 
 type kind uint8
@@ -94,9 +233,11 @@ func (s *serial[T]) deliver(n note[T]) {
 		s.down.OnNext(n.v)
 	case kindError:
 		s.finished = true
+		s.mb.close()
 		s.down.OnError(n.err)
 	default:
 		s.finished = true
+		s.mb.close()
 		s.down.OnCompleted()
 	}
 }
@@ -105,21 +246,24 @@ func (s *serial[T]) OnNext(v T) {
 	if s.stopped.Load() {
 		return
 	}
-	s.mb.post(note[T]{kind: kindNext, v: v})
+	s.mb.post(note[T]{kind: kindNext, v: v}, s.sc)
 }
 
 func (s *serial[T]) OnError(err error) {
 	if s.stopped.Swap(true) {
 		return
 	}
-	s.mb.post(note[T]{kind: kindError, err: err})
+	if err == nil {
+		err = ErrNilError
+	}
+	s.mb.postEnd(note[T]{kind: kindError, err: err})
 }
 
 func (s *serial[T]) OnCompleted() {
 	if s.stopped.Swap(true) {
 		return
 	}
-	s.mb.post(note[T]{kind: kindCompleted})
+	s.mb.postEnd(note[T]{kind: kindCompleted})
 }
 
 func (s *serial[T]) rxScope() *scope { return s.sc }

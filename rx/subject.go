@@ -1,6 +1,7 @@
 package rx
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 )
@@ -43,6 +44,39 @@ func (s *Subject[T]) Subscribe(o Observer[T]) Subscription {
 
 func (s *Subject[T]) rxNative() {}
 
+// subscribeEvent runs a subscription that replays (Behavior, Replay) in the
+// subject's delivery order. Called from inside a delivery on the delivering
+// goroutine, it runs at once, nested: the state it replays already includes
+// the value being delivered, and the new observer is not among those the
+// current delivery walks, so it sees every value once and in order (First on
+// the subject from inside its own notification returns at once). Otherwise
+// it is posted like a value.
+func (s *subjectCore[T]) subscribeEvent(sub *subscriber[T], handle func(subjectEvent[T])) {
+	e := subjectEvent[T]{kind: kindSubscribe, sub: sub}
+	if s.mb.delivering(curg()) {
+		handle(e)
+		return
+	}
+	s.mb.post(e, sub.sc)
+}
+
+// admit adds sub after its replay, unless it ended meanwhile; a cancellation
+// racing from another goroutine either sees it in the list or is seen here.
+// It reports whether sub is now live.
+func (s *subjectCore[T]) admit(sub *subscriber[T]) (note[T], bool) {
+	if sub.sc.cancelled() {
+		return note[T]{}, false
+	}
+	t, ended := s.add(sub)
+	if ended {
+		return t, true
+	}
+	if sub.sc.cancelled() {
+		s.remove(sub)
+	}
+	return note[T]{}, false
+}
+
 // subscriber is one observer of a subject, with its subscription's scope.
 type subscriber[T any] struct {
 	o  Observer[T]
@@ -77,26 +111,39 @@ type subjectCore[T any] struct {
 
 	mu   sync.Mutex
 	term *note[T]
+
+	finished bool // owned by the mailbox handler: the terminal notification was handled
 }
+
+// terminated reports, to the mailbox handler, whether the subject has ended;
+// a value queued behind the end is then dropped, never recorded.
+func (s *subjectCore[T]) terminated() bool { return s.finished }
+
+// ErrNilError replaces a nil error passed to OnError (of a subject, of
+// Create's observer): a failure is never reported as success.
+var ErrNilError = errors.New("rx: OnError was called with a nil error")
 
 // OnNext passes v to the current observers.
 func (s *subjectCore[T]) OnNext(v T) {
 	if !s.stopped.Load() {
-		s.mb.post(subjectEvent[T]{kind: kindNext, v: v})
+		s.mb.post(subjectEvent[T]{kind: kindNext, v: v}, nil)
 	}
 }
 
 // OnError ends the subject with err.
 func (s *subjectCore[T]) OnError(err error) {
+	if err == nil {
+		err = ErrNilError
+	}
 	if !s.stopped.Swap(true) {
-		s.mb.post(subjectEvent[T]{kind: kindError, err: err})
+		s.mb.postEnd(subjectEvent[T]{kind: kindError, err: err})
 	}
 }
 
 // OnCompleted ends the subject.
 func (s *subjectCore[T]) OnCompleted() {
 	if !s.stopped.Swap(true) {
-		s.mb.post(subjectEvent[T]{kind: kindCompleted})
+		s.mb.postEnd(subjectEvent[T]{kind: kindCompleted})
 	}
 }
 
@@ -151,6 +198,7 @@ func (s *subjectCore[T]) forEach(f func(Observer[T])) {
 // terminate records n as the terminal notification and delivers it to the
 // observers outside any lock, so an observer may call back into the subject.
 func (s *subjectCore[T]) terminate(n note[T]) []*subscriber[T] {
+	s.finished = true
 	s.mu.Lock()
 	if s.term != nil {
 		s.mu.Unlock()

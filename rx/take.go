@@ -10,7 +10,7 @@ func Take[T any](src Observable[T], n int) Observable[T] {
 			return noSubscription{}
 		}
 		sc := ensureScope(down)
-		t := &takeObserver[T]{down: down, left: n, up: sc.child()}
+		t := &takeObserver[T]{down: down, left: n, sc: sc, up: sc.child()}
 		subscribeIn[T](src, t, t.up)
 		return sc
 	})
@@ -19,9 +19,13 @@ func Take[T any](src Observable[T], n int) Observable[T] {
 type takeObserver[T any] struct {
 	down Observer[T]
 	left int
+	sc   *scope // downstream's
 	up   *scope
 }
 
+// As in Rx.NET, the terminal notification goes down before the source is
+// unsubscribed, so a Finally above Take runs after it; and nothing goes down
+// once the observer has unsubscribed, even from inside the n-th OnNext.
 func (t *takeObserver[T]) OnNext(v T) {
 	if t.left <= 0 {
 		return
@@ -29,24 +33,30 @@ func (t *takeObserver[T]) OnNext(v T) {
 	t.left--
 	t.down.OnNext(v)
 	if t.left == 0 {
+		if !t.sc.cancelled() {
+			t.down.OnCompleted()
+		}
 		t.up.cancel()
-		t.down.OnCompleted()
 	}
 }
 
 func (t *takeObserver[T]) OnError(err error) {
 	if t.left > 0 {
 		t.left = 0
+		if !t.sc.cancelled() {
+			t.down.OnError(err)
+		}
 		t.up.cancel()
-		t.down.OnError(err)
 	}
 }
 
 func (t *takeObserver[T]) OnCompleted() {
 	if t.left > 0 {
 		t.left = 0
+		if !t.sc.cancelled() {
+			t.down.OnCompleted()
+		}
 		t.up.cancel()
-		t.down.OnCompleted()
 	}
 }
 

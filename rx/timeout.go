@@ -33,7 +33,8 @@ func TimeoutStage[T any](src Observable[T], stage string, due time.Duration, clk
 			down.OnError(&TimeoutError{Stage: stage, After: due})
 			return sc
 		}
-		t := &timeoutSink[T]{down: down, clk: clk, due: due, stage: stage, up: sc.child(), sw: newStopwatch(clk)}
+		t := &timeoutSink[T]{down: down, clk: clk, due: due, stage: stage, sc: sc, up: sc.child(), sw: newStopwatch(clk)}
+		sc.onCancel(t.g.shut)
 		t.arm(due)
 		sc.onCancel(t.disarm)
 		subscribeIn[T](src, (*timeoutObserver[T])(t), t.up)
@@ -54,7 +55,9 @@ type timeoutSink[T any] struct {
 	clk   clock.Clock
 	due   time.Duration
 	stage string
+	sc    *scope // downstream's: once cancelled, the timer delivers nothing
 	up    *scope
+	g     gate
 	sw    stopwatch
 	state atomic.Int64
 
@@ -83,6 +86,10 @@ func (t *timeoutSink[T]) disarm() {
 }
 
 func (t *timeoutSink[T]) fire() {
+	if !t.g.enter(t.sc) {
+		return
+	}
+	defer t.g.leave()
 	for {
 		s := t.state.Load()
 		if s&timeoutDone != 0 {

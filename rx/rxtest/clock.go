@@ -3,6 +3,8 @@ package rxtest
 import (
 	"container/heap"
 	"context"
+	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +31,8 @@ type Clock struct {
 
 	mu        sync.Mutex
 	queue     timerHeap
-	seq       uint64 // timers ever scheduled
+	seq       uint64        // timers ever scheduled
+	changed   chan struct{} // closed when a timer is scheduled; made on demand
 	advancing bool
 
 	mockMu  sync.Mutex
@@ -57,16 +60,33 @@ func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 // Until returns the virtual time until t.
 func (c *Clock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
+// never is the due time of a timer whose duration would pass the end of
+// time: Advance never reaches it.
+const never = math.MaxInt64
+
+// addClamped returns now+d, or never when that would overflow.
+func addClamped(now int64, d time.Duration) int64 {
+	if int64(d) > never-now {
+		return never
+	}
+	return now + int64(d)
+}
+
 // Schedule implements rx.Scheduler: f runs inside the Advance call that
-// reaches now+d. A d <= 0 runs at the next Advance (even Advance(0)).
+// reaches now+d. A d <= 0 runs at the next Advance (even Advance(0)). A d so
+// large that now+d would overflow is clamped: such a timer never runs.
 func (c *Clock) Schedule(d time.Duration, f func()) (stop func() bool) {
 	if d < 0 {
 		d = 0
 	}
 	c.mu.Lock()
 	c.seq++
-	t := &timer{due: c.now.Load() + int64(d), seq: c.seq, f: f, index: -1}
+	t := &timer{due: addClamped(c.now.Load(), d), seq: c.seq, f: f, index: -1}
 	heap.Push(&c.queue, t)
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
 	c.mu.Unlock()
 	return func() bool {
 		c.mu.Lock()
@@ -93,14 +113,43 @@ func (c *Clock) Pending() int {
 	return c.queue.Len()
 }
 
+// BlockUntil waits, for at most bound of real time, until at least n timers
+// are pending on the clock — rx timers and the waits of Sleep and After,
+// which count as pending until they are due — so a test can Advance once a
+// sleeper on another goroutine has registered. It returns an error saying
+// how many were pending if the bound passes first.
+func (c *Clock) BlockUntil(n int, bound time.Duration) error {
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		pending := c.queue.Len()
+		if pending >= n {
+			c.mu.Unlock()
+			return nil
+		}
+		if c.changed == nil {
+			c.changed = make(chan struct{})
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return fmt.Errorf("rxtest: waited %v for %d pending timers, %d are pending", bound, n, pending)
+		}
+	}
+}
+
 // Advance moves the clock forward by d, running the rx timers due on the way.
-// Calling it from a timer callback, or from two goroutines at once, panics:
-// time has one driver.
+// A d that would pass the end of time is clamped: Advance stops just short of
+// it, so timers whose own duration was clamped never run. Calling it from a
+// timer callback, or from two goroutines at once, panics: time has one driver.
 func (c *Clock) Advance(d time.Duration) {
 	if d < 0 {
 		panic("rxtest: Advance with a negative duration")
 	}
-	c.advanceTo(c.now.Load() + int64(d))
+	c.advanceTo(min(addClamped(c.now.Load(), d), never-1))
 }
 
 // AdvanceTo moves the clock to its start + at (which must not be in the past).
@@ -108,7 +157,7 @@ func (c *Clock) AdvanceTo(at time.Duration) {
 	if int64(at) < c.now.Load() {
 		panic("rxtest: AdvanceTo a time in the past")
 	}
-	c.advanceTo(int64(at))
+	c.advanceTo(min(int64(at), never-1))
 }
 
 func (c *Clock) advanceTo(target int64) {
@@ -166,8 +215,18 @@ func (c *Clock) useMock() *clock.Mock {
 	return c.mock
 }
 
-// After is clock.Clock's After, on the virtual time.
-func (c *Clock) After(d time.Duration) <-chan time.Time { return c.useMock().After(d) }
+// After is clock.Clock's After, on the virtual time: the channel receives
+// the time inside the Advance call that reaches it (it is buffered, so the
+// send never waits). Until then it counts as pending (Pending, BlockUntil).
+func (c *Clock) After(d time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.Now()
+		return ch
+	}
+	c.Schedule(d, func() { ch <- c.Now() })
+	return ch
+}
 
 // AfterFunc is clock.Clock's AfterFunc: f runs on its own goroutine once
 // Advance passes its time. rx operators use Schedule instead.
@@ -175,8 +234,9 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) *clock.Timer {
 	return c.useMock().AfterFunc(d, f)
 }
 
-// Sleep blocks until another goroutine advances the clock past d.
-func (c *Clock) Sleep(d time.Duration) { c.useMock().Sleep(d) }
+// Sleep blocks until another goroutine advances the clock past d. The sleep
+// is pending from the call on, so BlockUntil can wait for it to register.
+func (c *Clock) Sleep(d time.Duration) { <-c.After(d) }
 
 // Tick is clock.Clock's Tick, on the virtual time.
 func (c *Clock) Tick(d time.Duration) <-chan time.Time { return c.useMock().Tick(d) }

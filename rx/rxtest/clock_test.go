@@ -2,7 +2,9 @@ package rxtest_test
 
 import (
 	"context"
+	"math"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,4 +140,86 @@ func TestHotAndColdObservablesLogTheirSubscriptions(t *testing.T) {
 	}, res.Events())
 	assert.Equal(t, []rxtest.Span{rxtest.Sub(200*time.Millisecond, 400*time.Millisecond)}, hot.Subscriptions())
 	assert.Equal(t, []rxtest.Span{rxtest.Sub(400*time.Millisecond, 460*time.Millisecond)}, cold.Subscriptions())
+}
+
+func TestATimerWhoseDurationWouldOverflowNeverFiresAndAdvanceReturns(t *testing.T) {
+	clk := rxtest.NewClock()
+	clk.Advance(time.Hour)
+	fired := false
+	clk.Schedule(math.MaxInt64, func() { fired = true })
+	clk.Advance(math.MaxInt64) // would wrap below now without the clamp
+	assert.False(t, fired)
+	assert.Equal(t, 1, clk.Pending())
+	clk.Advance(math.MaxInt64) // at the end of time already: returns
+	assert.False(t, fired)
+
+	control := rxtest.NewClock()
+	control.Schedule(time.Hour, func() { fired = true })
+	control.Advance(math.MaxInt64)
+	assert.True(t, fired, "control: a timer within range fires")
+}
+
+func TestBlockUntilWaitsForASleeperOnAnotherGoroutine(t *testing.T) {
+	clk := rxtest.NewClock()
+	woke := make(chan time.Duration, 1)
+	go func() {
+		clk.Sleep(time.Minute)
+		woke <- clk.Elapsed()
+	}()
+	require.NoError(t, clk.BlockUntil(1, 10*time.Second))
+	clk.Advance(time.Minute)
+	select {
+	case at := <-woke:
+		assert.Equal(t, time.Minute, at)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sleeper did not wake")
+	}
+	err := clk.BlockUntil(1, 10*time.Millisecond)
+	require.Error(t, err, "control: with nobody sleeping the wait is bounded and says so")
+	assert.Contains(t, err.Error(), "0 are pending")
+}
+
+func TestHotDoesNotReplayAnEndingThatHappenedBeforeASubscription(t *testing.T) {
+	clk := rxtest.NewClock()
+	h := rxtest.Hot(clk, rxtest.Next(10*time.Millisecond, 1), rxtest.Completed[int](20*time.Millisecond))
+	early := rxtest.Record[int](clk, h)
+	clk.Advance(30 * time.Millisecond)
+	late := rxtest.Record[int](clk, h)
+	assert.True(t, early.Completed(), "control: a subscriber present at the end sees it")
+	assert.Empty(t, late.Events())
+	assert.Equal(t, []rxtest.Span{rxtest.Sub(0, 20*time.Millisecond), rxtest.Sub(30*time.Millisecond, rxtest.Open)}, h.Subscriptions())
+}
+
+func TestEventsScriptedAfterATerminalEventAreReported(t *testing.T) {
+	clk := rxtest.NewClock()
+	bad := []rxtest.Event[int]{rxtest.Completed[int](10), rxtest.Next(20, 1)}
+	assert.ErrorContains(t, rxtest.Hot(clk, bad...).ScriptErr(), "after the terminal")
+	assert.ErrorContains(t, rxtest.Cold(clk, bad...).ScriptErr(), "after the terminal")
+	assert.NoError(t, rxtest.Cold(clk, rxtest.Next(10, 1), rxtest.Completed[int](20)).ScriptErr(), "control")
+}
+
+func TestTheRecorderSeesTheEndAfterAnEarlierViolation(t *testing.T) {
+	rec := rxtest.NewRecorder[int](nil)
+	// Overlapping calls from two goroutines: a violation before any end.
+	for round := 0; rec.GrammarErr() == nil && round < 1000; round++ {
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 1000 {
+					rec.OnNext(i)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	require.Error(t, rec.GrammarErr(), "the calls never overlapped")
+	rec.OnCompleted()
+	assert.True(t, rec.Terminated())
+	assert.True(t, rec.WaitTerminated(time.Second))
+
+	violated := rxtest.NewRecorder[int](nil)
+	violated.OnNext(1)
+	assert.False(t, violated.Terminated(), "control: no terminal event, not terminated")
 }

@@ -2,6 +2,7 @@ package rxtest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -24,34 +25,81 @@ func Sub(subscribed, unsubscribed time.Duration) Span { return Span{subscribed, 
 // TestObservable is a scripted source on a Clock that logs its subscriptions,
 // as Rx.NET's test observables do.
 type TestObservable[T any] struct {
-	clk    *Clock
-	hot    bool
-	events []Event[T]
-	subj   *rx.Subject[T]
+	clk       *Clock
+	hot       bool
+	events    []Event[T]
+	scriptErr error
 
 	mu    sync.Mutex
 	spans []Span
+	obs   map[*hotObserver[T]]struct{} // Hot: the current subscribers
+	ended bool                         // Hot: a terminal event has happened
 }
+
+type hotObserver[T any] struct{ o rx.Observer[T] }
 
 // Hot returns a source whose events happen at their absolute virtual times
 // whether or not anyone is subscribed; subscribers see what happens while
-// they are. The events are scheduled now.
+// they are. The events are scheduled now. As in Rx.NET, a subscriber that
+// arrives after a terminal event sees nothing (the ending is not replayed).
+// An event scripted after a terminal event is reported by ScriptErr.
 func Hot[T any](clk *Clock, events ...Event[T]) *TestObservable[T] {
-	h := &TestObservable[T]{clk: clk, hot: true, events: events, subj: rx.NewSubject[T]()}
+	h := &TestObservable[T]{clk: clk, hot: true, events: events, scriptErr: checkScript(events),
+		obs: make(map[*hotObserver[T]]struct{})}
 	for _, e := range events {
 		if e.At < clk.Elapsed() {
 			continue
 		}
 		e := e
-		clk.Schedule(e.At-clk.Elapsed(), func() { emit(h.subj, e) })
+		clk.Schedule(e.At-clk.Elapsed(), func() { h.emitHot(e) })
 	}
 	return h
 }
 
 // Cold returns a source that replays its events for each subscriber at
-// times relative to that subscription.
+// times relative to that subscription. Events scripted after a terminal
+// event are reported by ScriptErr.
 func Cold[T any](clk *Clock, events ...Event[T]) *TestObservable[T] {
-	return &TestObservable[T]{clk: clk, events: events}
+	return &TestObservable[T]{clk: clk, events: events, scriptErr: checkScript(events)}
+}
+
+// ScriptErr reports a script that breaks the grammar: an event at or after
+// a terminal event's time (which a subscriber would not see from a Cold
+// source, and would see as a violation from a Hot one).
+func (s *TestObservable[T]) ScriptErr() error { return s.scriptErr }
+
+func checkScript[T any](events []Event[T]) error {
+	for i, e := range events {
+		if e.Kind == OnNext {
+			continue
+		}
+		for _, later := range events[i+1:] {
+			if later.At >= e.At {
+				return fmt.Errorf("rxtest: %v is scripted after the terminal %v", later, e)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *TestObservable[T]) emitHot(e Event[T]) {
+	s.mu.Lock()
+	if e.Kind != OnNext {
+		s.ended = true
+	}
+	obs := make([]*hotObserver[T], 0, len(s.obs))
+	for o := range s.obs {
+		obs = append(obs, o)
+	}
+	s.mu.Unlock()
+	for _, o := range obs {
+		s.mu.Lock()
+		_, live := s.obs[o]
+		s.mu.Unlock()
+		if live {
+			emit(o.o, e)
+		}
+	}
 }
 
 func emit[T any](o rx.Observer[T], e Event[T]) {
@@ -95,9 +143,34 @@ func (s *TestObservable[T]) Subscribe(o rx.Observer[T]) rx.Subscription {
 	return logged.Subscribe(o)
 }
 
+// hotSource subscribes to a Hot observable's events from now on.
+type hotSource[T any] struct{ s *TestObservable[T] }
+
+func (h hotSource[T]) Subscribe(o rx.Observer[T]) rx.Subscription {
+	s := h.s
+	ho := &hotObserver[T]{o: o}
+	s.mu.Lock()
+	if !s.ended {
+		s.obs[ho] = struct{}{}
+	}
+	s.mu.Unlock()
+	return hotSubscription[T]{s: s, o: ho}
+}
+
+type hotSubscription[T any] struct {
+	s *TestObservable[T]
+	o *hotObserver[T]
+}
+
+func (h hotSubscription[T]) Unsubscribe() {
+	h.s.mu.Lock()
+	delete(h.s.obs, h.o)
+	h.s.mu.Unlock()
+}
+
 func (s *TestObservable[T]) source() rx.Observable[T] {
 	if s.hot {
-		return s.subj
+		return hotSource[T]{s}
 	}
 	return rx.Defer(func() rx.Observable[T] {
 		var stops []func() bool

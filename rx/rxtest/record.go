@@ -111,7 +111,7 @@ func (r *Recorder[T]) record(e Event[T]) {
 		r.violations = append(r.violations, fmt.Sprintf("%v after %v", e, r.events[n-1]))
 	}
 	r.events = append(r.events, e)
-	if e.Kind != OnNext && len(r.violations) == 0 {
+	if e.Kind != OnNext {
 		select {
 		case <-r.done:
 		default:
@@ -173,7 +173,8 @@ func (r *Recorder[T]) Completed() bool {
 	return false
 }
 
-// Terminated reports whether an error or a completion was recorded.
+// Terminated reports whether an error or a completion was recorded (also
+// when a grammar violation was recorded before it).
 func (r *Recorder[T]) Terminated() bool {
 	select {
 	case <-r.done:

@@ -1,0 +1,116 @@
+package rx
+
+import (
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// Debounce emits a value only once d has passed without another value after
+// it (Rx.NET's Throttle, RxJS's debounceTime): of a burst, the last value
+// arrives d after the burst. When src completes, the value still pending is
+// emitted at once, then the completion; an error drops it. d <= 0 forwards
+// every value as it comes.
+//
+// One timer serves the whole subscription: each value records when it came,
+// and a timer that fires early re-arms for the remainder, so values cost no
+// timer and no allocation. Nothing is delivered after Unsubscribe has
+// returned, even by a timer callback already running.
+func Debounce[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
+	if d <= 0 {
+		return src
+	}
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		sc := ensureScope(down)
+		s := &debounceSink[T]{down: down, sc: sc, up: sc.child(), clk: clk, d: d, sw: newStopwatch(clk)}
+		s.mb.handle = s.handle
+		s.tick = func() {
+			if !s.g.enter(sc) {
+				return
+			}
+			defer s.g.leave()
+			s.mb.postEnd(timed[T]{tick: true})
+		}
+		sc.onCancel(s.g.shut)
+		sc.onCancel(s.timer.close)
+		subscribeIn[T](src, s, s.up)
+		return sc
+	})
+}
+
+type debounceSink[T any] struct {
+	down  Observer[T]
+	sc    *scope
+	up    *scope
+	clk   clock.Clock
+	d     time.Duration
+	sw    stopwatch
+	mb    mailbox[timed[T]]
+	timer timerSlot
+	g     gate // orders timer deliveries with Unsubscribe
+	tick  func()
+
+	// read and written by the mailbox handler only
+	pending T
+	has     bool
+	last    time.Duration // when pending arrived, since subscription
+	armed   bool
+	done    bool
+}
+
+func (s *debounceSink[T]) handle(e timed[T]) {
+	if s.done || s.sc.cancelled() {
+		return
+	}
+	if e.tick {
+		s.armed = false
+		if !s.has {
+			return
+		}
+		if rest := s.last + s.d - s.sw.elapsed(); rest > 0 {
+			s.armed = true
+			s.timer.arm(s.clk, rest, s.tick)
+			return
+		}
+		v := s.pending
+		s.has, s.pending = false, *new(T)
+		s.down.OnNext(v)
+		return
+	}
+	switch e.kind {
+	case kindNext:
+		s.pending, s.has, s.last = e.v, true, s.sw.elapsed()
+		if !s.armed {
+			s.armed = true
+			s.timer.arm(s.clk, s.d, s.tick)
+		}
+	case kindError:
+		s.finish()
+		s.down.OnError(e.err)
+	default:
+		s.finish()
+		if s.has {
+			v := s.pending
+			s.has, s.pending = false, *new(T)
+			s.down.OnNext(v)
+			if s.sc.cancelled() {
+				return
+			}
+		}
+		s.down.OnCompleted()
+	}
+}
+
+func (s *debounceSink[T]) finish() {
+	s.done = true
+	s.mb.close()
+	s.timer.close()
+	s.up.cancel()
+}
+
+func (s *debounceSink[T]) OnNext(v T) { s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}, s.up) }
+func (s *debounceSink[T]) OnError(err error) {
+	s.mb.postEnd(timed[T]{note: note[T]{kind: kindError, err: err}})
+}
+func (s *debounceSink[T]) OnCompleted()    { s.mb.postEnd(timed[T]{note: note[T]{kind: kindCompleted}}) }
+func (s *debounceSink[T]) rxScope() *scope { return s.up }

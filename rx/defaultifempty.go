@@ -1,0 +1,33 @@
+package rx
+
+// DefaultIfEmpty forwards src, and emits v before the completion if src
+// completed without a value.
+func DefaultIfEmpty[T any](src Observable[T], v T) Observable[T] {
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		sc := scopeOf(down)
+		return subscribe[T](src, &defaultObserver[T]{down: down, v: v, sc: sc}, sc)
+	})
+}
+
+type defaultObserver[T any] struct {
+	down Observer[T]
+	v    T
+	seen bool
+	sc   *scope
+}
+
+func (d *defaultObserver[T]) OnNext(v T) {
+	d.seen = true
+	d.down.OnNext(v)
+}
+func (d *defaultObserver[T]) OnError(err error) { d.down.OnError(err) }
+func (d *defaultObserver[T]) OnCompleted() {
+	if !d.seen {
+		d.down.OnNext(d.v)
+		if d.sc.cancelled() {
+			return
+		}
+	}
+	d.down.OnCompleted()
+}
+func (d *defaultObserver[T]) rxScope() *scope { return d.sc }

@@ -1,0 +1,404 @@
+package rx_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/meshrx/meshrx/rx"
+	"github.com/meshrx/meshrx/rx/rxtest"
+)
+
+// drain ranges over seq and returns the values and errors it yielded.
+func drain[T any](seq iter.Seq2[T, error]) (vs []T, errs []error) {
+	for v, err := range seq {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		vs = append(vs, v)
+	}
+	return vs, errs
+}
+
+func TestAllYieldsEveryValueOfASynchronousSourceThenEnds(t *testing.T) {
+	vs, errs := drain(rx.All(context.Background(), rx.Range(0, 5)))
+	assert.Equal(t, []int{0, 1, 2, 3, 4}, vs)
+	assert.Empty(t, errs)
+}
+
+func TestAllYieldsTheValuesOfAGoroutineSource(t *testing.T) {
+	ch := make(chan int)
+	go func() {
+		defer close(ch)
+		for i := range 100 {
+			ch <- i
+		}
+	}()
+	vs, errs := drain(rx.All(context.Background(), rx.FromChannel(ch)))
+	assert.Len(t, vs, 100)
+	assert.Equal(t, 99, vs[99])
+	assert.Empty(t, errs)
+}
+
+func TestAllYieldsTheSourcesErrorOnceAndStops(t *testing.T) {
+	src := rx.Concat(rx.Of(1, 2), rx.Throw[int](rxtest.ErrTest), rx.Of(3))
+	vs, errs := drain(rx.All(context.Background(), src))
+	assert.Equal(t, []int{1, 2}, vs)
+	require.Len(t, errs, 1)
+	assert.ErrorIs(t, errs[0], rxtest.ErrTest)
+}
+
+func TestAllYieldsTheContextErrorWhenTheContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var producer context.Context
+	src := rx.Create(func(pctx context.Context, o rx.Observer[int]) {
+		producer = pctx
+		go func() {
+			for i := 0; pctx.Err() == nil; i++ {
+				o.OnNext(i)
+			}
+		}()
+	})
+	var vs []int
+	var errs []error
+	for v, err := range rx.All(ctx, src) {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		vs = append(vs, v)
+		if v == 2 {
+			cancel()
+		}
+	}
+	assert.Equal(t, []int{0, 1, 2}, vs, "a value ready together with the end of ctx is not yielded")
+	assert.Equal(t, []error{context.Canceled}, errs)
+	assert.Error(t, producer.Err(), "the source is unsubscribed")
+}
+
+func TestAllEndsWithTheContextWhileTheSourceIsStillInsideSubscribe(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan struct{})
+	// A producer that loops on the subscribing goroutine, honouring only its
+	// own ctx: nothing but the end of the subscription stops it.
+	src := rx.Create(func(pctx context.Context, o rx.Observer[int]) {
+		close(started)
+		<-pctx.Done()
+	})
+	go func() {
+		<-started
+		cancel()
+	}()
+	vs, errs := drain(rx.All(ctx, src))
+	assert.Empty(t, vs)
+	assert.Equal(t, []error{context.Canceled}, errs)
+}
+
+func TestAllOnAnEndedContextYieldsItsErrorWithoutSubscribing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	subscribed := false
+	src := rx.Defer(func() rx.Observable[int] { subscribed = true; return rx.Of(1) })
+	_, errs := drain(rx.All(ctx, src))
+	assert.Equal(t, []error{context.Canceled}, errs)
+	assert.False(t, subscribed)
+}
+
+func TestBreakingOutOfAllUnsubscribesAnEndlessSynchronousSource(t *testing.T) {
+	var emitted atomic.Int64
+	src := rx.Do(rx.Range(0, math.MaxInt), func(int) { emitted.Add(1) })
+	var vs []int
+	for v, err := range rx.All(context.Background(), src) {
+		require.NoError(t, err)
+		vs = append(vs, v)
+		if len(vs) == 3 {
+			break
+		}
+	}
+	assert.Equal(t, []int{0, 1, 2}, vs)
+	// The producer is blocked handing over the 4th value at most.
+	assert.LessOrEqual(t, emitted.Load(), int64(4))
+}
+
+func TestBreakingOutOfAllUnsubscribesAGoroutineSourceAndLeavesNoGoroutine(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var producer context.Context
+	exited := make(chan struct{})
+	src := rx.Create(func(pctx context.Context, o rx.Observer[int]) {
+		producer = pctx
+		go func() {
+			defer close(exited)
+			for i := 0; pctx.Err() == nil; i++ {
+				o.OnNext(i)
+			}
+		}()
+	})
+	n := 0
+	for _, err := range rx.All(context.Background(), src) {
+		require.NoError(t, err)
+		if n++; n == 5 {
+			break
+		}
+	}
+	require.Error(t, producer.Err(), "break unsubscribed the source")
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the producer was not released from its hand-over within 5s")
+	}
+}
+
+// collectThenRange is the naive bridge All must not be: it collects first,
+// so the source runs ahead of the loop body without bound.
+func collectThenRange[T any](ctx context.Context, src rx.Observable[T]) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		vs, err := rx.Collect(ctx, src)
+		for _, v := range vs {
+			if !yield(v, nil) {
+				return
+			}
+		}
+		if err != nil {
+			yield(*new(T), err)
+		}
+	}
+}
+
+func TestTheSourceWaitsWhileTheLoopBodyRuns(t *testing.T) {
+	// ahead reports, per value, how many values the source had emitted when
+	// the loop body ran: exactly one per value when the source waits.
+	ahead := func(ranger func(context.Context, rx.Observable[int]) iter.Seq2[int, error]) []int64 {
+		var emitted atomic.Int64
+		src := rx.Do(rx.Range(0, 1000), func(int) { emitted.Add(1) })
+		var seen []int64
+		for v, err := range ranger(context.Background(), src) {
+			require.NoError(t, err)
+			seen = append(seen, emitted.Load()-int64(v))
+		}
+		return seen
+	}
+	for _, d := range ahead(rx.All[int]) {
+		require.EqualValues(t, 1, d, "the source ran ahead of the loop body")
+	}
+	t.Run("negative control: a bridge that buffers lets the source run ahead", func(t *testing.T) {
+		assert.EqualValues(t, 1000, ahead(collectThenRange[int])[0])
+	})
+}
+
+func TestAllYieldsAFailedStreamsNilErrorAsAnError(t *testing.T) {
+	src := rx.Create(func(_ context.Context, o rx.Observer[int]) { o.OnError(nil) })
+	_, errs := drain(rx.All(context.Background(), src))
+	require.Len(t, errs, 1)
+	assert.Error(t, errs[0])
+}
+
+func TestAllReleasesTheSourceWhenTheLoopBodyPanics(t *testing.T) {
+	var producer context.Context
+	src := rx.Create(func(pctx context.Context, o rx.Observer[int]) {
+		producer = pctx
+		o.OnNext(1)
+		o.OnNext(2)
+	})
+	func() {
+		defer func() { assert.Equal(t, "boom", recover()) }()
+		for range rx.All(context.Background(), src) {
+			panic("boom")
+		}
+	}()
+	assert.Error(t, producer.Err())
+}
+
+func TestUnsubscribingFromSeqStopsTheIteration(t *testing.T) {
+	var yielded, stopped atomic.Int64
+	naturals := func(yield func(int) bool) {
+		for i := 0; ; i++ {
+			yielded.Add(1)
+			if !yield(i) {
+				stopped.Add(1)
+				return
+			}
+		}
+	}
+	vs, err := rx.Collect(context.Background(), rx.Take(rx.FromSeq(naturals), 3))
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 1, 2}, vs)
+	// Without the stop the endless seq would never return: Collect would hang.
+	assert.EqualValues(t, 3, yielded.Load())
+	assert.EqualValues(t, 1, stopped.Load())
+}
+
+func TestFromSeqEmitsTheSequenceAndCompletes(t *testing.T) {
+	seq := func(yield func(string) bool) {
+		for _, s := range []string{"a", "b"} {
+			if !yield(s) {
+				return
+			}
+		}
+	}
+	rec := rxtest.Record(nil, rx.FromSeq(seq))
+	assert.Equal(t, []string{"a", "b"}, rec.Values())
+	assert.True(t, rec.Completed())
+	require.NoError(t, rec.GrammarErr())
+}
+
+func TestAllAndFromSeqRoundTrip(t *testing.T) {
+	back := func(yield func(int) bool) {
+		for v, err := range rx.All(context.Background(), rx.Range(1, 3)) {
+			if err != nil || !yield(v) {
+				return
+			}
+		}
+	}
+	vs, err := rx.Collect(context.Background(), rx.FromSeq(back))
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2, 3}, vs)
+}
+
+func TestALoopBodyThatFeedsTheSubjectItRangesOverDoesNotDeadlock(t *testing.T) {
+	// The source waits inside its own delivery while the body runs, so the
+	// body's OnNext on the same subject is queued by the subject, not
+	// handed over to the goroutine that is running the body.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := rx.NewBehaviorSubject(0)
+	var vs []int
+	for v, err := range rx.All[int](ctx, s) {
+		require.NoError(t, err, "the loop must end by itself, long before its deadline")
+		vs = append(vs, v)
+		if v == 4 {
+			break
+		}
+		s.OnNext(v + 1)
+	}
+	assert.Equal(t, []int{0, 1, 2, 3, 4}, vs)
+}
+
+func TestALoopBodyThatAdvancesTheVirtualClockOfItsSourceGetsTheValuesItCaused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	clk := rxtest.NewClock()
+	// -1 comes from the subscribing goroutine; every later value is emitted
+	// on the ranging goroutine, by the Advance inside the loop body, while
+	// the delivery of the previous value waits for that body to return.
+	src := rx.Take(rx.Merge(rx.Interval(time.Second, clk), rx.Return(-1)), 5)
+	var vs []int
+	for v, err := range rx.All(ctx, src) {
+		require.NoError(t, err, "the loop must end by itself, long before its deadline")
+		vs = append(vs, v)
+		clk.Advance(time.Second)
+	}
+	assert.Equal(t, []int{-1, 0, 1, 2, 3}, vs)
+}
+
+// signalClock is a racingClock that says when a callback has been scheduled.
+type signalClock struct {
+	*racingClock
+	scheduled chan struct{}
+}
+
+func (c signalClock) Schedule(d time.Duration, f func()) (stop func() bool) {
+	stop = c.racingClock.Schedule(d, f)
+	select {
+	case c.scheduled <- struct{}{}:
+	default:
+	}
+	return stop
+}
+
+func TestBreakingOutOfAllWhileATimerDeliversOnAnotherGoroutineDoesNotDeadlock(t *testing.T) {
+	// Debounce delivers from its timer callback holding the gate that makes
+	// Unsubscribe wait for it; that delivery waits in All's hand-over. The
+	// break cancels the subscription: the hand-over must be released before
+	// Unsubscribe waits for the gate, or neither ever returns. (Negative
+	// control, run by hand: with All's hand-over released by a cleanup of
+	// the cancellation instead of its done channel, this test fails at its
+	// 10s bound.)
+	clk := signalClock{&racingClock{Clock: rxtest.NewClock()}, make(chan struct{}, 1)}
+	src := rx.Debounce[int](rx.NewBehaviorSubject(7), time.Second, clk)
+	var wg sync.WaitGroup
+	go func() {
+		<-clk.scheduled // Debounce holds 7 and armed its timer
+		clk.Advance(time.Hour)
+		clk.fire(&wg)
+	}()
+	finished := make(chan []int)
+	go func() {
+		var vs []int
+		for v := range rx.All(context.Background(), src) {
+			vs = append(vs, v)
+			break
+		}
+		finished <- vs
+	}()
+	select {
+	case vs := <-finished:
+		assert.Equal(t, []int{7}, vs)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not end within 10s of its break")
+	}
+	wg.Wait()
+}
+
+func TestAPanicInsideTheSourceIsRaisedOnTheRangingGoroutine(t *testing.T) {
+	src := rx.Map(rx.Range(0, 3), func(v int) int {
+		if v == 1 {
+			panic("boom")
+		}
+		return v
+	})
+	var vs []int
+	func() {
+		defer func() { assert.Equal(t, "boom", recover()) }()
+		for v, err := range rx.All(context.Background(), src) {
+			require.NoError(t, err)
+			vs = append(vs, v)
+		}
+	}()
+	assert.Equal(t, []int{0}, vs)
+}
+
+func TestAllAndFromSeqRefuseNilWithAnError(t *testing.T) {
+	_, errs := drain(rx.All[int](context.Background(), nil))
+	require.Len(t, errs, 1)
+	_, err := rx.Collect(context.Background(), rx.FromSeq[int](nil))
+	var ae *rx.ArgumentError
+	assert.True(t, errors.As(err, &ae))
+}
+
+func TestAChannelProducerFeedingAllWaitsForTheLoopBody(t *testing.T) {
+	// The unbuffered channel carries the back-pressure: while the body
+	// handles value i, the producer has sent at most i+1 values.
+	const n = 20_000
+	ahead := func(ranger func(context.Context, rx.Observable[int]) iter.Seq2[int, error]) (worst int64) {
+		ch := make(chan int)
+		var sent atomic.Int64
+		go func() {
+			defer close(ch)
+			for i := range n {
+				ch <- i
+				sent.Add(1)
+			}
+		}()
+		for v, err := range ranger(context.Background(), rx.FromChannel(ch)) {
+			require.NoError(t, err)
+			worst = max(worst, sent.Load()-int64(v))
+		}
+		return worst
+	}
+	assert.LessOrEqual(t, ahead(rx.All[int]), int64(1))
+	t.Run("negative control: a bridge that buffers drains the producer first", func(t *testing.T) {
+		assert.EqualValues(t, n, ahead(collectThenRange[int]))
+	})
+}

@@ -1,0 +1,9 @@
+package rx
+
+// StartWith emits vs, then the values of src.
+func StartWith[T any](src Observable[T], vs ...T) Observable[T] {
+	if len(vs) == 0 {
+		return src
+	}
+	return Concat(Of(vs...), src)
+}

@@ -1,0 +1,51 @@
+package rx
+
+// TakeWhile forwards values while keep returns true; at the first value for
+// which it returns false it unsubscribes src and completes, so TakeWhile
+// over an endless synchronous source terminates. That value is dropped.
+func TakeWhile[T any](src Observable[T], keep func(T) bool) Observable[T] {
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		sc := ensureScope(down)
+		t := &takeWhileObserver[T]{down: down, keep: keep, up: sc.child()}
+		subscribeIn[T](src, t, t.up)
+		return sc
+	})
+}
+
+type takeWhileObserver[T any] struct {
+	down Observer[T]
+	keep func(T) bool
+	done bool
+	up   *scope
+}
+
+func (t *takeWhileObserver[T]) OnNext(v T) {
+	if t.done {
+		return
+	}
+	if t.keep(v) {
+		t.down.OnNext(v)
+		return
+	}
+	t.done = true
+	t.up.cancel()
+	t.down.OnCompleted()
+}
+
+func (t *takeWhileObserver[T]) OnError(err error) {
+	if !t.done {
+		t.done = true
+		t.up.cancel()
+		t.down.OnError(err)
+	}
+}
+
+func (t *takeWhileObserver[T]) OnCompleted() {
+	if !t.done {
+		t.done = true
+		t.up.cancel()
+		t.down.OnCompleted()
+	}
+}
+
+func (t *takeWhileObserver[T]) rxScope() *scope { return t.up }
