@@ -3,13 +3,10 @@ package auth
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
-)
 
-// DefaultRetryAfter is what WriteUnavailable advertises when the caller
-// gives no positive delay.
-const DefaultRetryAfter = 5 * time.Second
+	httpanswer "github.com/meshrx/meshrx/internal/answer"
+)
 
 const (
 	unauthenticatedMessage = "A registered instance key is required (Authorization: Bearer mwi_… or Basic with the key as password)."
@@ -30,17 +27,10 @@ func WriteUnauthenticated(w http.ResponseWriter) {
 // WriteUnavailable answers 503 with Retry-After for a request whose key or
 // grant could not be checked, naming what could not be read in reason. It
 // must be used instead of 401 whenever the answer is "could not find out".
-// retryAfter is rounded up to whole seconds; zero or less means
-// DefaultRetryAfter.
+// retryAfter is rounded up to whole seconds; zero or less means the
+// module's one default (5s).
 func WriteUnavailable(w http.ResponseWriter, reason string, retryAfter time.Duration) {
-	if retryAfter <= 0 {
-		retryAfter = DefaultRetryAfter
-	}
-	seconds := int64(retryAfter / time.Second)
-	if retryAfter%time.Second != 0 {
-		seconds++
-	}
-	w.Header().Set("Retry-After", strconv.FormatInt(seconds, 10))
+	httpanswer.SetRetryAfter(w.Header(), retryAfter)
 	writeJSON(w, http.StatusServiceUnavailable, struct {
 		Error  string `json:"error"`
 		Reason string `json:"reason"`

@@ -6,7 +6,7 @@
 //
 // It lands -modules one-file modules on the local disk (fast), then runs
 // two in-process registries over that directory wrapped with
-// registry.SlowVolume (one simulated round trip of -latency per file
+// landing.SlowVolume (one simulated round trip of -latency per file
 // operation, as on a network share), one after the other:
 //
 //   - served: the index reads the ServedActivation snapshot (derived once

@@ -21,6 +21,8 @@ import (
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -31,7 +33,7 @@ func moduleName(i int) string { return fmt.Sprintf("Load.Module%04d", i) }
 // setup, kept off the slow volume so that it does not take n × files ×
 // latency.
 func landModules(ctx context.Context, dir string, n int, logger *slog.Logger) error {
-	l, err := registry.NewModuleLanding(registry.DirVolume(dir), registry.LandingOptions{Logger: logger, Replica: "setup"})
+	l, err := landing.NewModuleLanding(landing.DirVolume(dir), landing.LandingOptions{Logger: logger, Replica: "setup"})
 	if err != nil {
 		return err
 	}
@@ -68,12 +70,12 @@ func tinyBundle(name string) ([]byte, error) {
 // scanCounter counts the scans started on a volume: a scan of the module
 // records begins by listing the volume's top-level modules directory.
 type scanCounter struct {
-	registry.Volume
+	landing.Volume
 	top   map[string]bool // the top-level directories the setup created
 	scans atomic.Int64
 }
 
-func newScanCounter(v registry.Volume, dir string) (*scanCounter, error) {
+func newScanCounter(v landing.Volume, dir string) (*scanCounter, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -139,11 +141,11 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 		return nil, err
 	}
 
-	counter, err := newScanCounter(registry.SlowVolume(registry.DirVolume(dir), latency), dir)
+	counter, err := newScanCounter(landing.SlowVolume(landing.DirVolume(dir), latency), dir)
 	if err != nil {
 		return nil, err
 	}
-	landing, err := registry.NewModuleLanding(counter, registry.LandingOptions{Logger: logger})
+	landing, err := landing.NewModuleLanding(counter, landing.LandingOptions{Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +159,6 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 	}
 
 	srv, err := registry.NewServer(registry.ServerOptions{
-		Landing:        landing,
 		Served:         served,
 		Auth:           &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
 		Mesh:           store,
@@ -192,7 +193,7 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 		return err
 	})
 	return &replica{
-		url:    "http://" + ln.Addr().String() + registry.IndexPath,
+		url:    "http://" + ln.Addr().String() + client.IndexPath,
 		key:    key,
 		served: served,
 		scans:  counter,
