@@ -263,7 +263,7 @@ func TestARefusedDownloadAndAMissingPackageDoTheSameWork(t *testing.T) {
 	free := f.instance("free-customer", "free", "Plugins/*")
 	f.do(request{path: client.BundlesPath + "/Warm.Up/1.0.0", key: free}) // the key's legs are warm for both
 
-	work := func(p string) (reply, landing.OpCounts, [2]int64) {
+	work := func(p string) (reply, testkit.OpCounts, [2]int64) {
 		ops := f.volume.Ops()
 		g, q := f.mesh.reads()
 		got := f.do(request{path: client.BundlesPath + p, key: free})
@@ -275,7 +275,7 @@ func TestARefusedDownloadAndAMissingPackageDoTheSameWork(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, refused.status)
 	assert.Equal(t, missing.status, refused.status)
 	assert.Equal(t, missing.body, refused.body, "byte-identical answers")
-	assert.Equal(t, landing.OpCounts{}, refusedOps, "a refused download does not touch the volume")
+	assert.Equal(t, testkit.OpCounts{}, refusedOps, "a refused download does not touch the volume")
 	assert.Equal(t, missingOps, refusedOps)
 	assert.Equal(t, missingReads, refusedReads, "and reads the same from the mesh")
 

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -175,11 +174,10 @@ func etagMatches(header, etag string) bool {
 }
 
 // activationView is the activation list one index request is assembled
-// from: the served snapshot, or (only in the ScanPerRequest baseline) a scan.
+// from: the served snapshot.
 type activationView struct {
-	act     landing.Activation
-	seq     uint64
-	scanned bool
+	act landing.Activation
+	seq uint64
 }
 
 // contentGenerations numbers what the served snapshots contain. A
@@ -223,16 +221,10 @@ func fingerprint(act landing.Activation) [32]byte {
 	return sum
 }
 
-// activation reads the served snapshot, or scans in the baseline mode.
+// activation reads the served snapshot.
 func (s *Server) activation(ledger *answer.Ledger) rx.Observable[activationView] {
-	if !s.scan {
-		return rx.Map(answer.InStage(s.served.Read(), ledger, StageActivation), func(sn Snapshot) activationView {
-			return activationView{act: sn.Activation, seq: sn.Seq}
-		})
-	}
-	scan := background(func(ctx context.Context) (landing.Activation, error) { return s.landing.Activation(ctx) })
-	return rx.Map(answer.InStage(scan, ledger, StageActivation), func(a landing.Activation) activationView {
-		return activationView{act: a, scanned: true}
+	return rx.Map(answer.InStage(s.served.Read(), ledger, StageActivation), func(sn Snapshot) activationView {
+		return activationView{act: sn.Activation, seq: sn.Seq}
 	})
 }
 
@@ -252,10 +244,7 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 						return res.Allows(s.source, plugin, tier)
 					})
 				}
-				gen, current := uint64(0), false
-				if !v.scanned {
-					gen, current = s.contents.of(v.seq, v.act)
-				}
+				gen, current := s.contents.of(v.seq, v.act)
 				if !current {
 					return indexAnswer(s.index.assemble(build), ifNoneMatch)
 				}

@@ -155,8 +155,8 @@ func TestANewPublicationChangesTheETagAndIsListedAtOnceOnThisReplica(t *testing.
 
 func TestTheIndexIsAssembledOncePerEntitlementNotPerRequest(t *testing.T) {
 	const requests = 100
-	run := func(t *testing.T, scan bool) (*fixture, int64) {
-		f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) { o.ScanPerRequest = scan }})
+	run := func(t *testing.T) (*fixture, int64) {
+		f := newFixture(t, fixtureOptions{})
 		for _, m := range []string{"A", "B", "C"} {
 			f.publish(m, "1.0.0", "")
 		}
@@ -179,7 +179,7 @@ func TestTheIndexIsAssembledOncePerEntitlementNotPerRequest(t *testing.T) {
 	}
 
 	t.Run("served", func(t *testing.T) {
-		f, assembled := run(t, false)
+		f, assembled := run(t)
 		assert.EqualValues(t, 1, assembled, "one assembly for %d requests of one entitlement", requests)
 		assert.EqualValues(t, 1, f.served.Derivations(), "one derivation for %d requests", requests)
 
@@ -192,12 +192,21 @@ func TestTheIndexIsAssembledOncePerEntitlementNotPerRequest(t *testing.T) {
 		assert.EqualValues(t, 2, f.server.index.assemblies.Load())
 	})
 
-	// Negative control: the scan-per-request baseline assembles (and scans)
-	// for every request, so the counter above does count per request.
-	t.Run("scan per request", func(t *testing.T) {
-		f, assembled := run(t, true)
-		assert.EqualValues(t, requests, assembled)
-		assert.EqualValues(t, 0, f.served.Derivations())
+	// Negative control: with room for one document, two entitlements taking
+	// turns evict each other and every request assembles, so the counter
+	// above does count per request.
+	t.Run("a cache of one document and two entitlements taking turns", func(t *testing.T) {
+		f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) { o.IndexCacheSize = 1 }})
+		for _, m := range []string{"A", "B", "C"} {
+			f.publish(m, "1.0.0", "")
+		}
+		keys := []string{f.instance("acme", "pro", "Plugins/*"), f.instance("other", "pro", "Plugins/A")}
+		const turns = 10
+		for i := range turns {
+			_, got := f.index(keys[i%2])
+			require.Equal(t, http.StatusOK, got.status)
+		}
+		assert.EqualValues(t, turns, f.server.index.assemblies.Load())
 	})
 }
 

@@ -20,11 +20,11 @@ import (
 
 // replicas returns two ModuleLandings on one root, standing for two
 // replicas of the registry, each seen through a counting volume.
-func replicas(t *testing.T) (a, b *landing.ModuleLanding, av *landing.CountedVolume, gate *heldVolume) {
+func replicas(t *testing.T) (a, b *landing.ModuleLanding, av *testkit.CountedVolume, gate *heldVolume) {
 	t.Helper()
 	root := t.TempDir()
 	gate = &heldVolume{Volume: landing.DirVolume(root)}
-	av = landing.CountingVolume(gate)
+	av = testkit.CountingVolume(gate)
 	a = newLanding(t, av, landing.LandingOptions{Replica: "a"})
 	b = newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "b"})
 	return a, b, av, gate

@@ -149,11 +149,6 @@ type ServerOptions struct {
 	// CatalogRetry is the wait before the package catalog's live query is
 	// restarted after it failed. Default DefaultCatalogRetry.
 	CatalogRetry time.Duration
-	// ScanPerRequest answers every index request from a fresh
-	// ModuleLanding.Activation scan, assembled per request: the cost the
-	// served snapshot exists to avoid. It is a benchmark baseline for
-	// examples/loadtest ONLY; never set it in a deployment.
-	ScanPerRequest bool
 }
 
 // Server is the plugin registry's HTTP API: the bundle index, bundle
@@ -177,7 +172,6 @@ type Server struct {
 	log     *slog.Logger
 	version string
 	baseURL string // PublicURL without a trailing slash; "" for relative URLs
-	scan    bool
 
 	indexBudget, downloadBudget, publishBudget time.Duration
 	maxPublish                                 int64
@@ -235,7 +229,6 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		clk:            opts.Clock,
 		log:            opts.Logger,
 		version:        opts.Version,
-		scan:           opts.ScanPerRequest,
 		indexBudget:    orDuration(opts.IndexBudget, IndexBudget),
 		downloadBudget: orDuration(opts.DownloadBudget, DownloadBudget),
 		publishBudget:  orDuration(opts.PublishBudget, DownloadBudget),

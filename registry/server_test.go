@@ -87,7 +87,7 @@ type fixture struct {
 	clk     *rxtest.Clock
 	store   mesh.Service
 	mesh    *watchedMesh
-	volume  *landing.CountedVolume
+	volume  *testkit.CountedVolume
 	root    string
 	landing *landing.ModuleLanding
 	served  *ServedActivation
@@ -127,7 +127,7 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 	}
 
 	var err error
-	f.volume = landing.CountingVolume(landing.DirVolume(f.root))
+	f.volume = testkit.CountingVolume(landing.DirVolume(f.root))
 	var v landing.Volume = f.volume
 	if fo.volume != nil {
 		v = fo.volume(v)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/internal/answer"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/registry"
@@ -141,16 +142,16 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 		return nil, err
 	}
 
-	counter, err := newScanCounter(landing.SlowVolume(landing.DirVolume(dir), latency), dir)
+	counter, err := newScanCounter(newSlowVolume(landing.DirVolume(dir), latency), dir)
 	if err != nil {
 		return nil, err
 	}
-	landing, err := landing.NewModuleLanding(counter, landing.LandingOptions{Logger: logger})
+	lander, err := landing.NewModuleLanding(counter, landing.LandingOptions{Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	closers = append(closers, landing.Shutdown)
-	served := registry.NewServedActivation(landing, registry.ServedOptions{})
+	closers = append(closers, lander.Shutdown)
+	served := registry.NewServedActivation(lander, registry.ServedOptions{})
 	closers = append(closers, served.Close)
 	if !scan {
 		if _, err := rx.First(ctx, served.Read()); err != nil {
@@ -159,12 +160,11 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 	}
 
 	srv, err := registry.NewServer(registry.ServerOptions{
-		Served:         served,
-		Auth:           &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
-		Mesh:           store,
-		Logger:         logger,
-		Metrics:        prometheus.NewRegistry(),
-		ScanPerRequest: scan,
+		Served:  served,
+		Auth:    &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
+		Mesh:    store,
+		Logger:  logger,
+		Metrics: prometheus.NewRegistry(),
 	})
 	if err != nil {
 		return nil, err
@@ -175,8 +175,12 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 	if err != nil {
 		return nil, err
 	}
+	handler := srv.Handler()
+	if scan {
+		handler = scanEveryRequest(lander, handler)
+	}
 	httpSrv := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		WriteTimeout:      2 * registry.DownloadBudget,
 		IdleTimeout:       time.Minute,
@@ -227,4 +231,21 @@ func registerConsumer(ctx context.Context, store mesh.Service, modules int) (str
 		return "", err
 	}
 	return reg.IssueKey(ctx, "load")
+}
+
+// scanEveryRequest is the baseline the served snapshot exists to avoid:
+// every index request first scans the module records on the volume
+// (ModuleLanding.Activation), the cost an index without a snapshot pays per
+// request. The registry then answers as usual.
+func scanEveryRequest(l *landing.ModuleLanding, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == client.IndexPath {
+			if _, err := l.Activation(r.Context()); err != nil {
+				answer.SetRetryAfter(w.Header(), 0)
+				http.Error(w, "scanning the module records: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -412,9 +412,9 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 
 func TestAScanCostsOperationsPerModuleNotPerRecord(t *testing.T) {
 	ctx := t.Context()
-	cv := CountingVolume(DirVolume(t.TempDir()))
+	cv := testkit.CountingVolume(DirVolume(t.TempDir()))
 	l := newLanding(t, cv, LandingOptions{})
-	scanCost := func(scan func() error) OpCounts {
+	scanCost := func(scan func() error) testkit.OpCounts {
 		before := cv.Ops()
 		require.NoError(t, scan())
 		return cv.Ops().Sub(before)
