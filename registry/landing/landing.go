@@ -80,12 +80,7 @@ type ModuleLanding struct {
 	idle      chan struct{} // closed once closed and no call is in progress
 	lastStamp int64         // keeps this replica's stamps strictly increasing
 
-	// Test seams, set by this package's tests before first use.
-	park               func(ctx context.Context, r Record) // runs between a landing's bytes and its record
-	waiting            func(what string)                   // told when a call is about to block on a lane or pool
-	readsOnLandingLane bool                                // negative control: reads queue behind landings again
-	recordBeforeBytes  bool                                // negative control: a landing records before its bytes exist
-	clk                clock.Clock
+	clk clock.Clock
 }
 
 // NewModuleLanding returns a ModuleLanding on v. It does no I/O.
@@ -144,8 +139,8 @@ func NewModuleLanding(v Volume, opts LandingOptions) (*ModuleLanding, error) {
 		l.replica = "replica-" + hex.EncodeToString(b[:])
 	}
 	l.log = l.log.With("replica", l.replica)
-	l.lane = newSlots("the landing lane", 1, l.done)
-	l.reads = newSlots("the read pool", int(orDefault(int64(opts.ReadPool), DefaultReadPool)), l.done)
+	l.lane = newSlots("the landing lane", 1, l.done, l.log)
+	l.reads = newSlots("the read pool", int(orDefault(int64(opts.ReadPool), DefaultReadPool)), l.done, l.log)
 	return l, nil
 }
 
@@ -256,9 +251,6 @@ func (l *ModuleLanding) land(ctx context.Context, module, version string, archiv
 		return err
 	}
 	steps := [2]func() error{placeBytes, record}
-	if l.recordBeforeBytes {
-		steps[0], steps[1] = record, placeBytes
-	}
 	unclaim := func() {
 		if claimed {
 			l.removeQuietly(ctx, versionClaimDir(key, version))
@@ -268,9 +260,6 @@ func (l *ModuleLanding) land(ctx context.Context, module, version string, archiv
 		unclaim()
 		l.log.Warn("landing failed; nothing was recorded", "module", module, "version", version, "err", err)
 		return Record{}, false, err
-	}
-	if l.park != nil {
-		l.park(ctx, rec)
 	}
 	if err := steps[1](); err != nil {
 		unclaim()
@@ -415,9 +404,6 @@ func (l *ModuleLanding) endModule(ctx context.Context, module string, state Stat
 
 // writeState writes a record that carries no new bytes.
 func (l *ModuleLanding) writeState(ctx context.Context, rec Record) (Record, error) {
-	if l.park != nil {
-		l.park(ctx, rec)
-	}
 	r, err := l.writeRecord(ctx, rec)
 	if err != nil {
 		return Record{}, err
@@ -447,7 +433,7 @@ func (l *ModuleLanding) onLane(ctx context.Context, holder string, write func() 
 		return Record{}, err
 	}
 	defer l.leave()
-	release, err := l.lane.acquire(ctx, holder, l.waiting)
+	release, err := l.lane.acquire(ctx, holder)
 	if err != nil {
 		return Record{}, err
 	}
@@ -477,11 +463,7 @@ func (l *ModuleLanding) onReadPool(ctx context.Context, holder string, read func
 		return err
 	}
 	defer l.leave()
-	pool := l.reads
-	if l.readsOnLandingLane {
-		pool = l.lane
-	}
-	release, err := pool.acquire(ctx, holder, l.waiting)
+	release, err := l.reads.acquire(ctx, holder)
 	if err != nil {
 		return err
 	}
