@@ -25,7 +25,7 @@ import (
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // newLanding returns a ModuleLanding on v that is closed when the test ends.
-func newLanding(t *testing.T, v landing.Volume, opts landing.LandingOptions) *landing.ModuleLanding {
+func newLanding(t *testing.T, v landing.Volume, opts landing.Options) *landing.ModuleLanding {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()

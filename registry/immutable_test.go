@@ -214,7 +214,7 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 	// package (its node and its bundle are durable; this replica has not
 	// heard of the node).
 	live.OnError(&mesh.UnavailableError{Op: "listen", Err: fmt.Errorf("connection refused")})
-	other := newLanding(t, landing.DirVolume(f.root), landing.LandingOptions{Replica: "other"})
+	other := newLanding(t, landing.DirVolume(f.root), landing.Options{Replica: "other"})
 	for _, m := range []string{"Acme.Old", "Acme.Pro"} {
 		_, err := other.Land(t.Context(), m, "1.0.0", moduleArchive(t, m, "1.0.0", 1))
 		require.NoError(t, err)

@@ -135,7 +135,7 @@ func TestANewPublicationChangesTheETagAndIsListedAtOnceOnThisReplica(t *testing.
 	// snapshot is fresh (the virtual clock does not move): the index did not
 	// rescan. This is the control for "at once" below being the local
 	// write's invalidation rather than a scan per request.
-	other := newLanding(t, landing.DirVolume(f.root), landing.LandingOptions{Replica: "other"})
+	other := newLanding(t, landing.DirVolume(f.root), landing.Options{Replica: "other"})
 	_, err := other.Land(t.Context(), "Acme.Billing", "1.0.0", moduleArchive(t, "Acme.Billing", "1.0.0", 1))
 	require.NoError(t, err)
 	idx, same := f.index(key)
@@ -267,7 +267,7 @@ func TestARederivationThatFindsNothingNewKeepsTheAssembledIndex(t *testing.T) {
 
 	// Control: a re-derivation that finds another replica's landing does
 	// assemble again, and lists it.
-	other := newLanding(t, landing.DirVolume(f.root), landing.LandingOptions{Replica: "other"})
+	other := newLanding(t, landing.DirVolume(f.root), landing.Options{Replica: "other"})
 	_, err = other.Land(t.Context(), "B", "1.0.0", moduleArchive(t, "B", "1.0.0", 1))
 	require.NoError(t, err)
 	f.clk.Advance(f.served.Freshness())

@@ -152,7 +152,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 	// download from the catalog. (Keyed requests themselves answer 503 while
 	// the database is down: authentication cannot read; what is checked here
 	// is what they are answered from.)
-	third := newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "third"})
+	third := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "third"})
 	_, err = third.Land(t.Context(), "Acme.Pro", "1.0.0", archive)
 	require.NoError(t, err)
 	b.clk.Advance(b.served.Freshness())

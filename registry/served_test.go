@@ -25,8 +25,8 @@ func replicas(t *testing.T) (a, b *landing.ModuleLanding, av *testkit.CountedVol
 	root := t.TempDir()
 	gate = &heldVolume{Volume: landing.DirVolume(root)}
 	av = testkit.CountingVolume(gate)
-	a = newLanding(t, av, landing.LandingOptions{Replica: "a"})
-	b = newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "b"})
+	a = newLanding(t, av, landing.Options{Replica: "a"})
+	b = newLanding(t, landing.DirVolume(root), landing.Options{Replica: "b"})
 	return a, b, av, gate
 }
 
@@ -470,7 +470,7 @@ func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
 	root := t.TempDir()
 	held := &heldVolume{Volume: landing.DirVolume(root)}
 	scans := &concurrentScans{Volume: held}
-	a := newLanding(t, scans, landing.LandingOptions{Replica: "a"})
+	a := newLanding(t, scans, landing.Options{Replica: "a"})
 	clk := rxtest.NewClock()
 	s := newServed(t, a, clk)
 	land(t, s, "Alpha", "1.0.0")
@@ -511,7 +511,7 @@ func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
 		// scans at once, and the slow one is not cancelled.
 		held := &heldVolume{Volume: landing.DirVolume(t.TempDir())}
 		scans := &concurrentScans{Volume: held}
-		a := newLanding(t, scans, landing.LandingOptions{Replica: "a"})
+		a := newLanding(t, scans, landing.Options{Replica: "a"})
 		clk := rxtest.NewClock()
 		slowService, other := newServed(t, a, clk), newServed(t, a, clk)
 		land(t, a, "Alpha", "1.0.0")
@@ -569,7 +569,7 @@ func TestAScanThatOutlivesItsBudgetIsStillTheReplicasOnlyScan(t *testing.T) {
 		root := t.TempDir()
 		deaf := &deafVolume{Volume: landing.DirVolume(root), entered: make(chan struct{}, 1), gate: newReleaser(t)}
 		scans := &concurrentScans{Volume: deaf}
-		a := newLanding(t, scans, landing.LandingOptions{Replica: "a"})
+		a := newLanding(t, scans, landing.Options{Replica: "a"})
 		clk := rxtest.NewClock()
 		logs, logger := testkit.CaptureLogs()
 		s := NewServedActivation(a, ServedOptions{Clock: clk, Logger: logger})

@@ -132,7 +132,7 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 	if fo.volume != nil {
 		v = fo.volume(v)
 	}
-	f.landing, err = landing.NewModuleLanding(v, landing.LandingOptions{Logger: quietLogger()})
+	f.landing, err = landing.NewModuleLanding(v, landing.Options{Logger: quietLogger()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.landing.Close() })
 	var logger *slog.Logger

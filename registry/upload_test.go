@@ -184,7 +184,7 @@ func TestALandingStreamsItsArchiveToTheVolumeNotWholeIntoMemory(t *testing.T) {
 		f, err := os.Open(spool)
 		require.NoError(t, err)
 		defer f.Close()
-		l := newLanding(t, v, landing.LandingOptions{})
+		l := newLanding(t, v, landing.Options{})
 		return allocated(func() {
 			_, created, err := l.LandArchive(t.Context(), "Big", "1.0.0", f, int64(len(archive)))
 			require.NoError(t, err)

@@ -52,7 +52,7 @@ func TestUnsafeArchivesAreRefusedAndLeaveNothingBehind(t *testing.T) {
 	// is caused by what differs, not by the setup.
 	cases := []struct {
 		name    string
-		opts    LandingOptions
+		opts    Options
 		bad     []byte
 		good    []byte
 		problem ArchiveProblem
@@ -87,16 +87,16 @@ func TestUnsafeArchivesAreRefusedAndLeaveNothingBehind(t *testing.T) {
 			problem: ArchiveNotRegular, entry: "fifo"},
 		{name: "device", bad: zipOf(t, entry{name: "dev", mode: fs.ModeDevice | 0o644}), good: zipOf(t, file("dev", "")),
 			problem: ArchiveNotRegular, entry: "dev"},
-		{name: "archive over the size limit", opts: LandingOptions{MaxArchive: 4096},
+		{name: "archive over the size limit", opts: Options{MaxArchive: 4096},
 			bad:  zipOf(t, entry{name: "blob", body: testkit.RandomBytes(8192), store: true}),
 			good: zipOf(t, entry{name: "blob", body: testkit.RandomBytes(1024), store: true}), problem: ArchiveTooLarge},
-		{name: "too many entries", opts: LandingOptions{MaxEntries: 4},
+		{name: "too many entries", opts: Options{MaxEntries: 4},
 			bad:  zipOf(t, file("a", "1"), file("b", "2"), file("c", "3"), file("d", "4"), file("e", "5")),
 			good: zipOf(t, file("a", "1"), file("b", "2"), file("c", "3"), file("d", "4")), problem: ArchiveTooManyEntries},
-		{name: "file over the per-file limit", opts: LandingOptions{MaxFileSize: 1024},
+		{name: "file over the per-file limit", opts: Options{MaxFileSize: 1024},
 			bad:  zipOf(t, entry{name: "big", body: zeros(1025)}),
 			good: zipOf(t, entry{name: "big", body: zeros(1024)}), problem: ArchiveTooLarge, entry: "big"},
-		{name: "expanded total over the limit", opts: LandingOptions{MaxExpanded: 4096},
+		{name: "expanded total over the limit", opts: Options{MaxExpanded: 4096},
 			bad:  zipOf(t, entry{name: "a", body: zeros(2000)}, entry{name: "b", body: zeros(2000)}, entry{name: "c", body: zeros(2000)}),
 			good: zipOf(t, entry{name: "a", body: zeros(2000)}, entry{name: "b", body: zeros(2000)}), problem: ArchiveTooLarge, entry: "c"},
 		{name: "decompression bomb", bad: zipOf(t, entry{name: "bomb", body: bomb}),

@@ -22,7 +22,7 @@ import (
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // newLanding returns a ModuleLanding on v that is closed when the test ends.
-func newLanding(t *testing.T, v Volume, opts LandingOptions) *ModuleLanding {
+func newLanding(t *testing.T, v Volume, opts Options) *ModuleLanding {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()

@@ -99,7 +99,7 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 	root := t.TempDir()
 	pv, parked, rel := parkOn(t, DirVolume(root), "2.0.0")
 	logs, logger := testkit.CaptureLogs()
-	l := newLanding(t, pv, LandingOptions{Logger: logger})
+	l := newLanding(t, pv, Options{Logger: logger})
 	_, err := l.Land(ctx, "Crm", "1.0.0", moduleArchive(t, "Crm", "1.0.0", 3))
 	require.NoError(t, err)
 
@@ -123,7 +123,7 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 	t.Run("negative control: a landing during the parked one is queued behind it, as a read on the lane would be", func(t *testing.T) {
 		pv, parked, rel := parkOn(t, DirVolume(root), "3.0.0")
 		logger, waitedOn := waitsOn(t)
-		neg := newLanding(t, pv, LandingOptions{Logger: logger})
+		neg := newLanding(t, pv, Options{Logger: logger})
 		landed := landAsync(ctx, neg, "Crm", "3.0.0", moduleArchive(t, "Crm", "3.0.0", 3))
 		testkit.Receive(t, parked, "the 3.0.0 landing reaching its recording window")
 
@@ -152,7 +152,7 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 func TestALandingIsAtomicForConcurrentReaders(t *testing.T) {
 	ctx := t.Context()
 	v := DirVolume(t.TempDir())
-	l := newLanding(t, v, LandingOptions{ReadPool: 4})
+	l := newLanding(t, v, Options{ReadPool: 4})
 
 	const versions, readers = 8, 4
 	stop := make(chan struct{})
@@ -201,7 +201,7 @@ func TestALandingIsAtomicForConcurrentReaders(t *testing.T) {
 
 	t.Run("negative control: a volume that loses the generation's rename leaves a record whose bytes are missing", func(t *testing.T) {
 		v := &lostRename{Volume: DirVolume(t.TempDir())}
-		neg := newLanding(t, v, LandingOptions{})
+		neg := newLanding(t, v, Options{})
 		_, err := neg.Land(ctx, "Torn", "1.0.0", moduleArchive(t, "Torn", "1.0.0", 3))
 		require.NoError(t, err, "the volume reported the rename done")
 		act, err := neg.Activation(ctx)
@@ -227,8 +227,8 @@ func TestTwoReplicasOnOneRootSeeEachOthersRecordsAndTheLatestWins(t *testing.T) 
 	root := t.TempDir()
 	clk := clock.NewMock()
 	clk.Set(time.Time{})
-	a := newLanding(t, DirVolume(root), LandingOptions{Replica: "a", Clock: clk})
-	b := newLanding(t, DirVolume(root), LandingOptions{Replica: "b", Clock: clk})
+	a := newLanding(t, DirVolume(root), Options{Replica: "a", Clock: clk})
+	b := newLanding(t, DirVolume(root), Options{Replica: "b", Clock: clk})
 
 	// Replica a writes just below a decimal-digit boundary and b just above
 	// it: record names without zero padding would sort a's record last and
@@ -293,7 +293,7 @@ func TestTwoReplicasOnOneRootSeeEachOthersRecordsAndTheLatestWins(t *testing.T) 
 func TestADownloadStreamsTheServedVersionAndChecksItsBytes(t *testing.T) {
 	ctx := t.Context()
 	root := t.TempDir()
-	l := newLanding(t, DirVolume(root), LandingOptions{})
+	l := newLanding(t, DirVolume(root), Options{})
 	v1 := moduleArchive(t, "Dl", "1.0.0", 2)
 	v2 := moduleArchive(t, "Dl", "2.0.0", 2)
 	_, err := l.Land(ctx, "Dl", "1.0.0", v1)
@@ -346,7 +346,7 @@ func TestLandingsRunOneAtATime(t *testing.T) {
 			rel.wait(ctx)
 			inside.Add(-1)
 		}}
-		l := newLanding(t, pv, LandingOptions{Logger: logger})
+		l := newLanding(t, pv, Options{Logger: logger})
 		if capacity != 1 {
 			l.lane = newSlots("the landing lane", capacity, l.done, l.log)
 		}
@@ -393,7 +393,7 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 		ctx := t.Context()
 		pv, parked, rel := parkOn(t, DirVolume(t.TempDir()), "1.0.0")
 		logger, waitedOn := waitsOn(t)
-		l := newLanding(t, pv, LandingOptions{Logger: logger})
+		l := newLanding(t, pv, Options{Logger: logger})
 		first := landAsync(ctx, l, "Lane", "1.0.0", moduleArchive(t, "Lane", "1.0.0", 1))
 		testkit.Receive(t, parked, "the first landing parking")
 
@@ -421,7 +421,7 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 		ctx := t.Context()
 		gv := &gatedVolume{Volume: DirVolume(t.TempDir())}
 		logger, waitedOn := waitsOn(t)
-		l := newLanding(t, gv, LandingOptions{ReadPool: 1, Logger: logger})
+		l := newLanding(t, gv, Options{ReadPool: 1, Logger: logger})
 
 		gate := newReleaser(t)
 		entered := gv.arm(gate)
@@ -458,7 +458,7 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 func TestAScanCostsOperationsPerModuleNotPerRecord(t *testing.T) {
 	ctx := t.Context()
 	cv := testkit.CountingVolume(DirVolume(t.TempDir()))
-	l := newLanding(t, cv, LandingOptions{})
+	l := newLanding(t, cv, Options{})
 	scanCost := func(scan func() error) testkit.OpCounts {
 		before := cv.Ops()
 		require.NoError(t, scan())
@@ -523,7 +523,7 @@ func TestClosingRefusesNewWorkReleasesWaitersAndShutdownWaitsWithinItsBound(t *t
 	ctx := t.Context()
 	pv, parked, rel := parkOn(t, DirVolume(t.TempDir()), "1.0.0")
 	logger, waitedOn := waitsOn(t)
-	l := newLanding(t, pv, LandingOptions{Logger: logger})
+	l := newLanding(t, pv, Options{Logger: logger})
 	running := landAsync(ctx, l, "Closing", "1.0.0", moduleArchive(t, "Closing", "1.0.0", 1))
 	testkit.Receive(t, parked, "the running landing parking")
 	queued := landAsync(ctx, l, "Closing", "2.0.0", moduleArchive(t, "Closing", "2.0.0", 1))
@@ -552,13 +552,13 @@ func TestClosingRefusesNewWorkReleasesWaitersAndShutdownWaitsWithinItsBound(t *t
 }
 
 func TestNewModuleLandingRefusesNonsenseOptions(t *testing.T) {
-	_, err := NewModuleLanding(nil, LandingOptions{})
+	_, err := NewModuleLanding(nil, Options{})
 	require.Error(t, err)
-	_, err = NewModuleLanding(DirVolume(t.TempDir()), LandingOptions{ReadPool: -1})
+	_, err = NewModuleLanding(DirVolume(t.TempDir()), Options{ReadPool: -1})
 	require.ErrorContains(t, err, "ReadPool")
-	_, err = NewModuleLanding(DirVolume(t.TempDir()), LandingOptions{Replica: "../x"})
+	_, err = NewModuleLanding(DirVolume(t.TempDir()), Options{Replica: "../x"})
 	require.ErrorContains(t, err, "Replica")
-	l, err := NewModuleLanding(DirVolume(t.TempDir()), LandingOptions{Logger: quietLogger()})
+	l, err := NewModuleLanding(DirVolume(t.TempDir()), Options{Logger: quietLogger()})
 	require.NoError(t, err, "control: zero options take the defaults")
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close(), "closing twice is harmless")

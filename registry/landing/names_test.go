@@ -63,7 +63,7 @@ func TestModuleNamesAndVersionsThatCouldEscapeOrConfuseAVolumeAreRefused(t *test
 func TestARequestWithABadNameWritesNothing(t *testing.T) {
 	ctx := t.Context()
 	root := t.TempDir()
-	l := newLanding(t, DirVolume(root), LandingOptions{})
+	l := newLanding(t, DirVolume(root), Options{})
 	archive := moduleArchive(t, "m", "1.0.0", 1)
 	before := tree(t, root)
 

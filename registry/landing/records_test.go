@@ -41,7 +41,7 @@ func TestRecordNamesSortInEventOrder(t *testing.T) {
 func TestAnUnreadableRecordIsReportedAndTheOlderOneServes(t *testing.T) {
 	ctx := t.Context()
 	root := t.TempDir()
-	l := newLanding(t, DirVolume(root), LandingOptions{})
+	l := newLanding(t, DirVolume(root), Options{})
 	_, err := l.Land(ctx, "Rec", "1.0.0", moduleArchive(t, "Rec", "1.0.0", 1))
 	require.NoError(t, err)
 	latest, err := l.Land(ctx, "Rec", "2.0.0", moduleArchive(t, "Rec", "2.0.0", 1))

@@ -63,8 +63,8 @@ func TestOfConcurrentLandingsOnTwoReplicasExactlyOneClaimsTheVersion(t *testing.
 		arrived.Add(2)
 		var one sync.Mutex
 		replicas := []*ModuleLanding{
-			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace, one: &one}, LandingOptions{Replica: "a"}),
-			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace, one: &one}, LandingOptions{Replica: "b"}),
+			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace, one: &one}, Options{Replica: "a"}),
+			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace, one: &one}, Options{Replica: "b"}),
 		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -102,7 +102,7 @@ func TestGenerationsThatNothingReferencesAreRemovedAfterTheirGrace(t *testing.T)
 	root := t.TempDir()
 	clk := clock.NewMock()
 	clk.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l := newLanding(t, DirVolume(root), LandingOptions{Clock: clk})
+	l := newLanding(t, DirVolume(root), Options{Clock: clk})
 	ctx := t.Context()
 	v1, err := l.Land(ctx, "Crm", "1.0.0", moduleArchive(t, "Crm", "1.0.0", 1))
 	require.NoError(t, err)
