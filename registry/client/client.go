@@ -167,11 +167,11 @@ func New(opts Options) (*Client, error) {
 		value time.Duration
 	}{{"AttemptTimeout", opts.AttemptTimeout}, {"DownloadTimeout", opts.DownloadTimeout}, {"MaxRetryWait", opts.MaxRetryWait}} {
 		if d.value < 0 {
-			return nil, &ConfigError{Setting: "Options." + d.name, Value: d.value.String(), Problem: "is negative"}
+			return nil, &ConfigError{Setting: "client.Options." + d.name, Value: d.value.String(), Problem: "is negative"}
 		}
 	}
 	if opts.Attempts < 0 {
-		return nil, &ConfigError{Setting: "Options.Attempts", Value: strconv.Itoa(opts.Attempts), Problem: "is negative"}
+		return nil, &ConfigError{Setting: "client.Options.Attempts", Value: strconv.Itoa(opts.Attempts), Problem: "is negative"}
 	}
 	attempts := orDefault(opts.Attempts, DefaultAttempts)
 	maxWait := orDefault(opts.MaxRetryWait, DefaultMaxRetryWait)

@@ -96,12 +96,12 @@ func NewModuleLanding(v Volume, opts Options) (*ModuleLanding, error) {
 		{"MaxFileSize", opts.MaxFileSize}, {"MaxExpanded", opts.MaxExpanded}, {"MaxRatio", opts.MaxRatio},
 	} {
 		if o.val < 0 {
-			return nil, fmt.Errorf("registry: Options.%s is %d; it must not be negative (zero takes the default)", o.name, o.val)
+			return nil, fmt.Errorf("registry: landing.Options.%s is %d; it must not be negative (zero takes the default)", o.name, o.val)
 		}
 	}
 	if opts.Replica != "" {
 		if reason := checkName(opts.Replica, 64, "._-"); reason != "" {
-			return nil, fmt.Errorf("registry: Options.Replica %q: %s", opts.Replica, reason)
+			return nil, fmt.Errorf("registry: landing.Options.Replica %q: %s", opts.Replica, reason)
 		}
 	}
 	orDefault := func(v, d int64) int64 {
