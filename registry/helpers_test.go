@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -11,13 +10,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/stretchr/testify/require"
 )
@@ -36,87 +34,6 @@ func newLanding(t *testing.T, v landing.Volume, opts landing.Options) *landing.M
 	return l
 }
 
-// releaser is a channel closed once, from the test or its cleanup, so that
-// a parked call is always let go.
-type releaser struct {
-	ch   chan struct{}
-	once sync.Once
-}
-
-func newReleaser(t *testing.T) *releaser {
-	r := &releaser{ch: make(chan struct{})}
-	t.Cleanup(r.release)
-	return r
-}
-
-func (r *releaser) release() { r.once.Do(func() { close(r.ch) }) }
-
-// wait blocks until released or ctx is done.
-func (r *releaser) wait(ctx context.Context) {
-	select {
-	case <-r.ch:
-	case <-ctx.Done():
-	}
-}
-
-// entry is one zip entry to write; zero fields mean a deflated regular file.
-type entry struct {
-	name   string
-	body   []byte
-	mode   fs.FileMode // 0 means a regular file, 0644
-	store  bool
-	header *zip.FileHeader // written raw with body as the compressed data
-}
-
-func zipOf(t *testing.T, entries ...entry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, e := range entries {
-		if e.header != nil {
-			w, err := zw.CreateRaw(e.header)
-			require.NoError(t, err)
-			_, err = w.Write(e.body)
-			require.NoError(t, err)
-			continue
-		}
-		h := &zip.FileHeader{Name: e.name, Method: zip.Deflate}
-		if e.store {
-			h.Method = zip.Store
-		}
-		mode := e.mode
-		if mode == 0 {
-			mode = 0o644
-		}
-		h.SetMode(mode)
-		w, err := zw.CreateHeader(h)
-		require.NoError(t, err)
-		_, err = w.Write(e.body)
-		require.NoError(t, err)
-	}
-	require.NoError(t, zw.Close())
-	return buf.Bytes()
-}
-
-// moduleArchive is a module version with a manifest naming its files, so a
-// reader can tell whether it sees all of them.
-func moduleArchive(t *testing.T, module, version string, nfiles int) []byte {
-	t.Helper()
-	var entries []entry
-	var manifest []string
-	for i := range nfiles {
-		name := fmt.Sprintf("lib/part%02d.txt", i)
-		manifest = append(manifest, name)
-		entries = append(entries, entry{name: name, body: fileBody(module, version, name)})
-	}
-	entries = append(entries, entry{name: "MANIFEST", body: []byte(strings.Join(manifest, "\n"))})
-	return zipOf(t, entries...)
-}
-
-func fileBody(module, version, name string) []byte {
-	return []byte(fmt.Sprintf("%s %s %s\n", module, version, name))
-}
-
 // checkComplete returns an error unless every served module in act has all
 // its files and its bundle in place, as recorded.
 func checkComplete(ctx context.Context, v landing.Volume, act landing.Activation) error {
@@ -130,7 +47,7 @@ func checkComplete(ctx context.Context, v landing.Volume, act landing.Activation
 			if err != nil {
 				return fmt.Errorf("%s@%s: %w", r.Module, r.Version, err)
 			}
-			if want := fileBody(r.Module, r.Version, name); !bytes.Equal(got, want) {
+			if want := testkit.FileBody(r.Module, r.Version, name); !bytes.Equal(got, want) {
 				return fmt.Errorf("%s@%s: %s holds %q, want %q", r.Module, r.Version, name, got, want)
 			}
 		}
@@ -143,37 +60,6 @@ func checkComplete(ctx context.Context, v landing.Volume, act landing.Activation
 		}
 	}
 	return nil
-}
-
-// tree lists everything under root, with each file's contents, so that two
-// moments can be compared for "nothing left behind".
-func tree(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			out[rel] = "<dir>"
-		case d.Type()&fs.ModeSymlink != 0:
-			out[rel] = "<symlink>"
-		default:
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = string(data)
-		}
-		return nil
-	})
-	require.NoError(t, err)
-	return out
 }
 
 // servedVersions maps each served module to its version.
@@ -192,10 +78,10 @@ type gatedVolume struct {
 	mu      sync.Mutex
 	armed   bool
 	entered chan struct{}
-	gate    *releaser
+	gate    *testkit.Releaser
 }
 
-func (g *gatedVolume) arm(gate *releaser) <-chan struct{} {
+func (g *gatedVolume) arm(gate *testkit.Releaser) <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.armed, g.gate, g.entered = true, gate, make(chan struct{}, 1)
@@ -212,7 +98,7 @@ func (g *gatedVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, 
 	g.mu.Unlock()
 	if hold {
 		entered <- struct{}{}
-		gate.wait(ctx)
+		gate.Wait(ctx)
 		if err := ctx.Err(); err != nil {
 			return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
@@ -90,7 +91,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 
 	// Control first: with the database up, a publication on one replica is
 	// served by the other at its tier.
-	got := a.do(publishRequest("Acme.Base", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Base", "1.0.0", 1)))
+	got := a.do(publishRequest("Acme.Base", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Base", "1.0.0", 1)))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	require.Eventually(t, func() bool {
 		st, ok := b.server.catalog.current()
@@ -103,7 +104,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 	require.Equal(t, map[string]string{"Acme.Base": "1.0.0"}, listed(idx))
 
 	// A pro publication whose database stops while its upload is arriving.
-	archive := moduleArchive(t, "Acme.Pro", "1.0.0", 1)
+	archive := testkit.ModuleArchive(t, "Acme.Pro", "1.0.0", 1)
 	body, upload := io.Pipe()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a.http.URL+client.BundlesPath+"/Acme.Pro?version=1.0.0&tier=pro", body)
 	require.NoError(t, err)

@@ -66,7 +66,7 @@ func land(t *testing.T, l interface {
 	Land(context.Context, string, string, []byte) (landing.Record, error)
 }, module, version string) {
 	t.Helper()
-	_, err := l.Land(context.Background(), module, version, moduleArchive(t, module, version, 2))
+	_, err := l.Land(context.Background(), module, version, testkit.ModuleArchive(t, module, version, 2))
 	require.NoError(t, err)
 }
 
@@ -142,7 +142,7 @@ func TestConcurrentDueReadersShareOneDerivation(t *testing.T) {
 	land(t, s, "Alpha", "1.0.0")
 	read(t, s)
 	clk.Advance(s.Freshness())
-	gate := newReleaser(t)
+	gate := testkit.NewReleaser(t)
 	entered := held.hold(gate)
 	before := av.Ops()
 
@@ -157,7 +157,7 @@ func TestConcurrentDueReadersShareOneDerivation(t *testing.T) {
 	wg.Wait()
 	testkit.Receive(t, entered, "the re-derivation reaching the volume")
 	assert.EqualValues(t, 2, s.Derivations(), "100 due readers, one derivation (after the first read's)")
-	gate.release()
+	gate.Release()
 	settle(t, s)
 	oneScan := av.Ops().Sub(before).Total()
 
@@ -204,7 +204,7 @@ func TestADerivationStartedBeforeALocalWriteIsNotPublished(t *testing.T) {
 		land(t, s, "Alpha", "1.0.0")
 		read(t, s)
 		clk.Advance(s.Freshness())
-		gate := newReleaser(t)
+		gate := testkit.NewReleaser(t)
 		entered := held.holdAfterListing(gate)
 		read(t, s) // due: starts a derivation, which lists the modules and waits
 		testkit.Receive(t, entered, "the stale derivation listing the modules")
@@ -217,7 +217,7 @@ func TestADerivationStartedBeforeALocalWriteIsNotPublished(t *testing.T) {
 		} else {
 			land(t, a, "Beta", "1.0.0")
 		}
-		gate.release()
+		gate.Release()
 		_, _ = rx.Collect[Snapshot](context.Background(), stale.result)
 
 		snap, ok := s.Snapshot()
@@ -238,13 +238,13 @@ func TestAnAbortedRequestDoesNotCacheAFault(t *testing.T) {
 	land(t, a, "Alpha", "1.0.0")
 	clk := rxtest.NewClock()
 	s := newServed(t, a, clk)
-	gate := newReleaser(t)
+	gate := testkit.NewReleaser(t)
 	entered := held.hold(gate)
 
 	aborted := rxtest.Record(clk, s.Read()) // the first request starts the derivation...
 	testkit.Receive(t, entered, "the derivation reaching the volume")
 	aborted.Unsubscribe() // ...and gives up
-	gate.release()
+	gate.Release()
 	settle(t, s)
 
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
@@ -258,7 +258,7 @@ func TestAnAbortedRequestDoesNotCacheAFault(t *testing.T) {
 		a, _, _, held := replicas(t)
 		land(t, a, "Alpha", "1.0.0")
 		c := &firstReaderCache{l: a}
-		gate := newReleaser(t)
+		gate := testkit.NewReleaser(t)
 		entered := held.hold(gate)
 		first, cancelFirst := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -303,7 +303,7 @@ func TestALateDerivationDoesNotEvictItsSuccessor(t *testing.T) {
 	require.EqualValues(t, 1, s.Derivations())
 
 	clk.Advance(s.Freshness())
-	first, second := newReleaser(t), newReleaser(t)
+	first, second := testkit.NewReleaser(t), testkit.NewReleaser(t)
 	enteredFirst := held.hold(first)
 	read(t, s) // due: derivation D1 starts and waits
 	testkit.Receive(t, enteredFirst, "D1 reaching the volume")
@@ -314,11 +314,11 @@ func TestALateDerivationDoesNotEvictItsSuccessor(t *testing.T) {
 	waiting := rxtest.Record(clk, s.Read()) // no snapshot: D2 starts and waits
 	testkit.Receive(t, enteredSecond, "D2 reaching the volume")
 
-	first.release() // D1 finishes late, while D2 is in flight
+	first.Release() // D1 finishes late, while D2 is in flight
 	_, _ = rx.Collect[Snapshot](context.Background(), d1.result)
 	late := rxtest.Record(clk, s.Read()) // must join D2, not start D3
 
-	second.release()
+	second.Release()
 	settle(t, s)
 	settle(t, s)
 	assert.EqualValues(t, 3, s.Derivations(), "the first read, D1, D2: the late reader joined D2")
@@ -349,7 +349,7 @@ func TestAStuckDerivationEndsAtItsBudgetNamingTheStage(t *testing.T) {
 	a, _, _, held := replicas(t)
 	clk := rxtest.NewClock()
 	s := newServed(t, a, clk)
-	gate := newReleaser(t)
+	gate := testkit.NewReleaser(t)
 	entered := held.hold(gate)
 	rec := rxtest.Record(clk, s.Read())
 	testkit.Receive(t, entered, "the derivation reaching the volume")
@@ -357,7 +357,7 @@ func TestAStuckDerivationEndsAtItsBudgetNamingTheStage(t *testing.T) {
 	var te *rx.TimeoutError
 	require.ErrorAs(t, rec.Err(), &te)
 	assert.Equal(t, "activation derivation", te.Stage)
-	gate.release()
+	gate.Release()
 	settle(t, s)
 }
 
@@ -372,14 +372,14 @@ type heldVolume struct {
 }
 
 type hold struct {
-	gate         *releaser
+	gate         *testkit.Releaser
 	entered      chan struct{}
 	afterListing bool
 }
 
-func (h *heldVolume) hold(gate *releaser) <-chan struct{} { return h.add(hold{gate: gate}) }
+func (h *heldVolume) hold(gate *testkit.Releaser) <-chan struct{} { return h.add(hold{gate: gate}) }
 
-func (h *heldVolume) holdAfterListing(gate *releaser) <-chan struct{} {
+func (h *heldVolume) holdAfterListing(gate *testkit.Releaser) <-chan struct{} {
 	return h.add(hold{gate: gate, afterListing: true})
 }
 
@@ -422,7 +422,7 @@ func (h *heldVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, e
 		entries, err = h.Volume.ReadDir(ctx, name)
 	}
 	x.entered <- struct{}{}
-	x.gate.wait(ctx)
+	x.gate.Wait(ctx)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: ctxErr}
 	}
@@ -477,7 +477,7 @@ func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
 	read(t, s)
 
 	clk.Advance(s.Freshness())
-	gate := newReleaser(t)
+	gate := testkit.NewReleaser(t)
 	entered := held.hold(gate)
 	read(t, s) // due: a slow derivation starts and waits in its scan
 	testkit.Receive(t, entered, "the slow derivation scanning")
@@ -515,7 +515,7 @@ func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
 		clk := rxtest.NewClock()
 		slowService, other := newServed(t, a, clk), newServed(t, a, clk)
 		land(t, a, "Alpha", "1.0.0")
-		gate := newReleaser(t)
+		gate := testkit.NewReleaser(t)
 		entered := held.hold(gate)
 		slow := rxtest.Record(clk, slowService.Read())
 		testkit.Receive(t, entered, "the slow derivation scanning")
@@ -525,7 +525,7 @@ func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
 		most, cancelled := scans.counts()
 		assert.Equal(t, 2, most)
 		assert.Zero(t, cancelled)
-		gate.release()
+		gate.Release()
 		require.True(t, slow.WaitTerminated(testkit.Bound))
 	})
 }
@@ -546,7 +546,7 @@ type deafVolume struct {
 	landing.Volume
 	once    sync.Once
 	entered chan struct{}
-	gate    *releaser
+	gate    *testkit.Releaser
 }
 
 func (v *deafVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
@@ -555,7 +555,7 @@ func (v *deafVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, e
 		v.once.Do(func() { held = true })
 		if held {
 			v.entered <- struct{}{}
-			<-v.gate.ch
+			<-v.gate.Done()
 		}
 	}
 	return v.Volume.ReadDir(ctx, name)
@@ -567,7 +567,7 @@ func TestAScanThatOutlivesItsBudgetIsStillTheReplicasOnlyScan(t *testing.T) {
 		// for the first one's scan, as a service whose derivations do not
 		// wait for their predecessor would not.
 		root := t.TempDir()
-		deaf := &deafVolume{Volume: landing.DirVolume(root), entered: make(chan struct{}, 1), gate: newReleaser(t)}
+		deaf := &deafVolume{Volume: landing.DirVolume(root), entered: make(chan struct{}, 1), gate: testkit.NewReleaser(t)}
 		scans := &concurrentScans{Volume: deaf}
 		a := newLanding(t, scans, landing.Options{Replica: "a"})
 		clk := rxtest.NewClock()
@@ -590,7 +590,7 @@ func TestAScanThatOutlivesItsBudgetIsStillTheReplicasOnlyScan(t *testing.T) {
 			require.True(t, second.WaitTerminated(testkit.Bound), "without the wait it scans at once")
 			most, _ := scans.counts()
 			assert.Equal(t, 2, most, "two scans side by side")
-			deaf.gate.release()
+			deaf.gate.Release()
 		} else {
 			// The derivation says it waits; until the old scan returns it
 			// has not scanned.
@@ -600,7 +600,7 @@ func TestAScanThatOutlivesItsBudgetIsStillTheReplicasOnlyScan(t *testing.T) {
 			assert.False(t, second.Terminated())
 			most, _ := scans.counts()
 			assert.Equal(t, 1, most)
-			deaf.gate.release()
+			deaf.gate.Release()
 			require.True(t, second.WaitTerminated(testkit.Bound))
 			most, _ = scans.counts()
 			assert.Equal(t, 1, most, "one scan at a time, the old one's overrun included")

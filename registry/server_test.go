@@ -204,7 +204,7 @@ func testBundle(tb testing.TB, module, version string) []byte {
 	for _, name := range []string{"MANIFEST", "lib/main.txt"} {
 		w, err := zw.Create(name)
 		require.NoError(tb, err)
-		_, err = w.Write(fileBody(module, version, name))
+		_, err = w.Write(testkit.FileBody(module, version, name))
 		require.NoError(tb, err)
 	}
 	require.NoError(tb, zw.Close())
@@ -340,7 +340,7 @@ func TestReadyzSaysOKOnlyWhileTheCatalogIsLiveAndHealthzAnswersAlike(t *testing.
 }
 
 func TestAStalledActivationListAnswers503NamingItWithinTheBudget(t *testing.T) {
-	gate := newReleaser(t)
+	gate := testkit.NewReleaser(t)
 	var gated *gatedVolume
 	f := newFixture(t, fixtureOptions{volume: func(v landing.Volume) landing.Volume {
 		gated = &gatedVolume{Volume: v}
@@ -371,7 +371,7 @@ func TestAStalledActivationListAnswers503NamingItWithinTheBudget(t *testing.T) {
 	assert.Equal(t, StageActivation, warns[0].Attrs["stage"].String())
 	assert.Equal(t, IndexBudget, warns[0].Attrs["elapsed"].Duration())
 	assert.Equal(t, 1.0, counter(t, f, "meshrx_registry_unavailable_total", map[string]string{"route": routeIndex, "stage": StageActivation}))
-	gate.release()
+	gate.Release()
 }
 
 // catalogWaits waits at most testkit.Bound for the n-th reader to log that

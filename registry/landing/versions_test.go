@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -72,7 +73,7 @@ func TestOfConcurrentLandingsOnTwoReplicasExactlyOneClaimsTheVersion(t *testing.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				archive := moduleArchive(t, "Sec.Base", "1.0.0", i+1)
+				archive := testkit.ModuleArchive(t, "Sec.Base", "1.0.0", i+1)
 				_, c, err := l.LandArchive(t.Context(), "Sec.Base", "1.0.0", bytes.NewReader(archive), int64(len(archive)))
 				var conflict *VersionConflictError
 				mu.Lock()
@@ -104,7 +105,7 @@ func TestGenerationsThatNothingReferencesAreRemovedAfterTheirGrace(t *testing.T)
 	clk.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	l := newLanding(t, DirVolume(root), Options{Clock: clk})
 	ctx := t.Context()
-	v1, err := l.Land(ctx, "Crm", "1.0.0", moduleArchive(t, "Crm", "1.0.0", 1))
+	v1, err := l.Land(ctx, "Crm", "1.0.0", testkit.ModuleArchive(t, "Crm", "1.0.0", 1))
 	require.NoError(t, err)
 	// Two generations no record names, as a landing that failed after
 	// placing its bytes leaves: one old, one recent.
@@ -114,14 +115,14 @@ func TestGenerationsThatNothingReferencesAreRemovedAfterTheirGrace(t *testing.T)
 		require.NoError(t, os.MkdirAll(filepath.Join(root, filepath.FromSlash(generationFilesDir("crm", g))), 0o755))
 	}
 	clk.Set(clk.Now().Add(time.Minute))
-	v2, err := l.Land(ctx, "Crm", "2.0.0", moduleArchive(t, "Crm", "2.0.0", 1))
+	v2, err := l.Land(ctx, "Crm", "2.0.0", testkit.ModuleArchive(t, "Crm", "2.0.0", 1))
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, recent}, generations(t, root, "Crm"),
 		"the old orphan is removed; referenced generations and a recent orphan (a landing on another replica may be about to record it) stay")
 
 	// Control: past its grace the recent orphan goes too; v1 stays shelvable.
 	clk.Set(clk.Now().Add(GenerationGrace))
-	v3, err := l.Land(ctx, "Crm", "3.0.0", moduleArchive(t, "Crm", "3.0.0", 1))
+	v3, err := l.Land(ctx, "Crm", "3.0.0", testkit.ModuleArchive(t, "Crm", "3.0.0", 1))
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, v3.Generation}, generations(t, root, "Crm"))
 	_, err = l.Shelve(ctx, "Crm", "1.0.0")
