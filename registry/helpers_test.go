@@ -1,21 +1,12 @@
 package registry
 
 import (
-	"bytes"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"path"
-	"strings"
-	"sync"
 	"testing"
 
-	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/stretchr/testify/require"
 )
@@ -34,34 +25,6 @@ func newLanding(t *testing.T, v landing.Volume, opts landing.Options) *landing.M
 	return l
 }
 
-// checkComplete returns an error unless every served module in act has all
-// its files and its bundle in place, as recorded.
-func checkComplete(ctx context.Context, v landing.Volume, act landing.Activation) error {
-	for _, r := range act.Modules {
-		manifest, err := v.ReadFile(ctx, path.Join(r.FilesDir(), "MANIFEST"))
-		if err != nil {
-			return fmt.Errorf("%s@%s: manifest: %w", r.Module, r.Version, err)
-		}
-		for name := range strings.SplitSeq(string(manifest), "\n") {
-			got, err := v.ReadFile(ctx, path.Join(r.FilesDir(), name))
-			if err != nil {
-				return fmt.Errorf("%s@%s: %w", r.Module, r.Version, err)
-			}
-			if want := testkit.FileBody(r.Module, r.Version, name); !bytes.Equal(got, want) {
-				return fmt.Errorf("%s@%s: %s holds %q, want %q", r.Module, r.Version, name, got, want)
-			}
-		}
-		bundle, err := v.ReadFile(ctx, bundlePath(moduleKey(r.Module), r.Generation))
-		if err != nil {
-			return fmt.Errorf("%s@%s: bundle: %w", r.Module, r.Version, err)
-		}
-		if sum := sha256.Sum256(bundle); hex.EncodeToString(sum[:]) != r.SHA256 {
-			return fmt.Errorf("%s@%s: bundle does not match its record", r.Module, r.Version)
-		}
-	}
-	return nil
-}
-
 // servedVersions maps each served module to its version.
 func servedVersions(act landing.Activation) map[string]string {
 	out := map[string]string{}
@@ -69,41 +32,6 @@ func servedVersions(act landing.Activation) map[string]string {
 		out[r.Module] = r.Version
 	}
 	return out
-}
-
-// gatedVolume holds the first ReadDir of the modules directory after it is
-// armed until the gate opens or the caller's context ends.
-type gatedVolume struct {
-	landing.Volume
-	mu      sync.Mutex
-	armed   bool
-	entered chan struct{}
-	gate    *testkit.Releaser
-}
-
-func (g *gatedVolume) arm(gate *testkit.Releaser) <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.armed, g.gate, g.entered = true, gate, make(chan struct{}, 1)
-	return g.entered
-}
-
-func (g *gatedVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
-	g.mu.Lock()
-	hold := g.armed && name == modulesDir
-	gate, entered := g.gate, g.entered
-	if hold {
-		g.armed = false
-	}
-	g.mu.Unlock()
-	if hold {
-		entered <- struct{}{}
-		gate.Wait(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
-		}
-	}
-	return g.Volume.ReadDir(ctx, name)
 }
 
 // The landing's layout on the volume, as the tests look at it from outside.

@@ -341,13 +341,13 @@ func TestReadyzSaysOKOnlyWhileTheCatalogIsLiveAndHealthzAnswersAlike(t *testing.
 
 func TestAStalledActivationListAnswers503NamingItWithinTheBudget(t *testing.T) {
 	gate := testkit.NewReleaser(t)
-	var gated *gatedVolume
+	var gated *testkit.GatedVolume
 	f := newFixture(t, fixtureOptions{volume: func(v landing.Volume) landing.Volume {
-		gated = &gatedVolume{Volume: v}
+		gated = &testkit.GatedVolume{Volume: v, Dir: modulesDir}
 		return gated
 	}})
 	key := f.instance("acme", "pro", "Plugins/*")
-	scanning := gated.arm(gate)
+	scanning := gated.Arm(gate)
 
 	replies := f.send(request{path: client.IndexPath, key: key})
 	testkit.Receive(t, scanning, "the index request's derivation reaching the volume")

@@ -6,11 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"path"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/meshrx/meshrx/internal/testkit"
@@ -66,39 +64,4 @@ func servedVersions(act Activation) map[string]string {
 		out[r.Module] = r.Version
 	}
 	return out
-}
-
-// gatedVolume holds the first ReadDir of the modules directory after it is
-// armed until the gate opens or the caller's context ends.
-type gatedVolume struct {
-	Volume
-	mu      sync.Mutex
-	armed   bool
-	entered chan struct{}
-	gate    *testkit.Releaser
-}
-
-func (g *gatedVolume) arm(gate *testkit.Releaser) <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.armed, g.gate, g.entered = true, gate, make(chan struct{}, 1)
-	return g.entered
-}
-
-func (g *gatedVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
-	g.mu.Lock()
-	hold := g.armed && name == modulesDir
-	gate, entered := g.gate, g.entered
-	if hold {
-		g.armed = false
-	}
-	g.mu.Unlock()
-	if hold {
-		entered <- struct{}{}
-		gate.Wait(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
-		}
-	}
-	return g.Volume.ReadDir(ctx, name)
 }

@@ -419,12 +419,12 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 
 	t.Run("the read pool and the volume", func(t *testing.T) {
 		ctx := t.Context()
-		gv := &gatedVolume{Volume: DirVolume(t.TempDir())}
+		gv := &testkit.GatedVolume{Volume: DirVolume(t.TempDir()), Dir: modulesDir}
 		logger, waitedOn := waitsOn(t)
 		l := newLanding(t, gv, Options{ReadPool: 1, Logger: logger})
 
 		gate := testkit.NewReleaser(t)
-		entered := gv.arm(gate)
+		entered := gv.Arm(gate)
 		firstCtx, cancelFirst := context.WithCancel(ctx)
 		defer cancelFirst()
 		first := readAsync(firstCtx, l)
