@@ -249,8 +249,7 @@ func TestARederivationThatFindsNothingNewKeepsTheAssembledIndex(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.publish("A", "1.0.0", "")
 	// B's package node exists before another replica lands B below.
-	_, err := f.store.Put(t.Context(), packageNode("B", `{"tier":""}`))
-	require.NoError(t, err)
+	f.putPackage(packageNode("B", `{"tier":""}`))
 	key := f.instance("acme", "pro", "Plugins/*")
 	_, first := f.index(key)
 	require.EqualValues(t, 1, f.served.Derivations())
@@ -268,7 +267,7 @@ func TestARederivationThatFindsNothingNewKeepsTheAssembledIndex(t *testing.T) {
 	// Control: a re-derivation that finds another replica's landing does
 	// assemble again, and lists it.
 	other := newLanding(t, landing.DirVolume(f.root), landing.Options{Replica: "other"})
-	_, err = other.Land(t.Context(), "B", "1.0.0", testkit.ModuleArchive(t, "B", "1.0.0", 1))
+	_, err := other.Land(t.Context(), "B", "1.0.0", testkit.ModuleArchive(t, "B", "1.0.0", 1))
 	require.NoError(t, err)
 	f.clk.Advance(f.served.Freshness())
 	f.index(key)
