@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -24,21 +22,6 @@ import (
 	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
-
-// generations lists the generation directories of module on the fixture's volume.
-func generations(t *testing.T, root, module string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(generationsDir(moduleKey(module)))))
-	if os.IsNotExist(err) {
-		return nil
-	}
-	require.NoError(t, err)
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
-}
 
 func decodePublish(t *testing.T, got reply) PublishAnswer {
 	t.Helper()
@@ -55,7 +38,7 @@ func TestAPublishedVersionIsImmutableTheSameBytesAre200AndOtherBytes409NamingThe
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	landed := decodePublish(t, got)
 	assert.True(t, landed.Created)
-	gens := generations(t, f.root, "Sec.Base")
+	gens := testkit.Generations(t, f.root, "Sec.Base")
 	require.Len(t, gens, 1)
 
 	// The same bytes again: 200, the same record, no new generation.
@@ -65,14 +48,14 @@ func TestAPublishedVersionIsImmutableTheSameBytesAre200AndOtherBytes409NamingThe
 	assert.False(t, again.Created)
 	assert.Equal(t, landed.Generation, again.Generation)
 	assert.Equal(t, landed.SHA256, again.SHA256)
-	assert.Equal(t, gens, generations(t, f.root, "Sec.Base"), "an idempotent publish writes no generation")
+	assert.Equal(t, gens, testkit.Generations(t, f.root, "Sec.Base"), "an idempotent publish writes no generation")
 
 	// Other bytes: 409 naming the sha256 the version holds; nothing changes.
 	other := testkit.ModuleArchive(t, "Sec.Base", "1.0.0", 3)
 	got = f.do(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, other))
 	require.Equal(t, http.StatusConflict, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), landed.SHA256)
-	assert.Equal(t, gens, generations(t, f.root, "Sec.Base"))
+	assert.Equal(t, gens, testkit.Generations(t, f.root, "Sec.Base"))
 	idx, _ := f.index(key)
 	require.Len(t, idx.Bundles, 1)
 	assert.Equal(t, landed.SHA256, idx.Bundles[0].SHA256, "the served sha256 of 1.0.0 never changes")
@@ -101,7 +84,7 @@ func TestOfConcurrentPublishesOfOneVersionExactlyOneLands(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[int]int{http.StatusCreated: 1, http.StatusConflict: publishers - 1}, statuses)
-	assert.Len(t, generations(t, f.root, "Sec.Base"), 1)
+	assert.Len(t, testkit.Generations(t, f.root, "Sec.Base"), 1)
 	key := f.instance("acme", "pro", "Plugins/*")
 	idx, _ := f.index(key)
 	require.Len(t, idx.Bundles, 1)
@@ -176,7 +159,7 @@ func TestAPublishThatDoesNotAnswer2xxLeavesNothingServed(t *testing.T) {
 	got := f.do(publishRequest("Acme.Pro", "?version=1.0.0&tier=pro", testPublishToken, testkit.ModuleArchive(t, "Acme.Pro", "1.0.0", 1)))
 	assert.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
 	assert.Empty(t, f.activation(), "a publication whose tier is not durable does not land")
-	assert.Empty(t, generations(t, f.root, "Acme.Pro"))
+	assert.Empty(t, testkit.Generations(t, f.root, "Acme.Pro"))
 	free := f.instance("free-customer", "free", "Plugins/*")
 	idx, _ := f.index(free)
 	assert.Empty(t, idx.Bundles)
@@ -364,7 +347,7 @@ func TestAnArchiveOfManySmallEntriesThatExpandsFarBeyondItselfIsRefusedWhole(t *
 	assert.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), "suspicious compression ratio")
 	assert.Empty(t, f.activation())
-	assert.Empty(t, generations(t, f.root, "Acme.Bomb"), "nothing was extracted")
+	assert.Empty(t, testkit.Generations(t, f.root, "Acme.Bomb"), "nothing was extracted")
 
 	// Control: one such entry alone passes every check (it is under the
 	// per-entry floor), so it is the archive as a whole that was judged.

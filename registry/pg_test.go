@@ -139,7 +139,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 
 	// Nothing of it is on the volume: no replica can serve it.
 	assert.Equal(t, map[string]string{"Acme.Base": "1.0.0"}, a.activation())
-	assert.Empty(t, generations(t, root, "Acme.Pro"))
+	assert.Empty(t, testkit.Generations(t, root, "Acme.Pro"))
 
 	// Both catalogs know they are incomplete (what /readyz reports).
 	for name, f := range map[string]*fixture{"a": a, "b": b} {

@@ -133,3 +133,20 @@ func (r *Releaser) Wait(ctx context.Context) {
 	case <-ctx.Done():
 	}
 }
+
+// Generations lists the generation directories of module under a landing's
+// volume root (modules/<module, lower case>/generations), nil when there are
+// none: the layout as a test looks at it from outside.
+func Generations(t testing.TB, root, module string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(root, "modules", strings.ToLower(module), "generations"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}

@@ -16,21 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// generations lists the generation directories of module on the fixture's volume.
-func generations(t *testing.T, root, module string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(generationsDir(moduleKey(module)))))
-	if os.IsNotExist(err) {
-		return nil
-	}
-	require.NoError(t, err)
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
 // claimRace holds every claim's rename until both replicas have reached
 // theirs, so both have found the version unclaimed: the race at its worst.
 // With replace set it renames over an existing claim, as a volume without
@@ -117,14 +102,14 @@ func TestGenerationsThatNothingReferencesAreRemovedAfterTheirGrace(t *testing.T)
 	clk.Set(clk.Now().Add(time.Minute))
 	v2, err := l.Land(ctx, "Crm", "2.0.0", testkit.ModuleArchive(t, "Crm", "2.0.0", 1))
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, recent}, generations(t, root, "Crm"),
+	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, recent}, testkit.Generations(t, root, "Crm"),
 		"the old orphan is removed; referenced generations and a recent orphan (a landing on another replica may be about to record it) stay")
 
 	// Control: past its grace the recent orphan goes too; v1 stays shelvable.
 	clk.Set(clk.Now().Add(GenerationGrace))
 	v3, err := l.Land(ctx, "Crm", "3.0.0", testkit.ModuleArchive(t, "Crm", "3.0.0", 1))
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, v3.Generation}, generations(t, root, "Crm"))
+	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, v3.Generation}, testkit.Generations(t, root, "Crm"))
 	_, err = l.Shelve(ctx, "Crm", "1.0.0")
 	require.NoError(t, err)
 }
