@@ -178,7 +178,10 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 			}
 			return rx.Return(snap)
 		}
-		d := s.claim(gen)
+		d, fresh := s.claim(gen)
+		if fresh {
+			return s.Read() // published since we looked: answer from it
+		}
 		if d == nil {
 			return rx.Throw[Snapshot](landing.ErrClosed)
 		}
@@ -208,12 +211,18 @@ func (s *ServedActivation) Snapshot() (Snapshot, bool) {
 }
 
 // claim returns the derivation for write generation gen: the one in flight
-// if it is at least that recent, else a new one it starts.
-func (s *ServedActivation) claim(gen uint64) *derivation {
+// if it is at least that recent, else a new one it starts — unless a
+// derivation for gen published a fresh snapshot and left the slot after
+// the caller looked (then fresh is true and d nil: a derivation publishes
+// before it releases the slot, so an empty slot shows its snapshot).
+func (s *ServedActivation) claim(gen uint64) (d *derivation, fresh bool) {
 	for {
 		cur := s.inflight.Load()
 		if cur != nil && cur.gen >= gen {
-			return cur
+			return cur, false
+		}
+		if cur == nil && s.freshAt(gen) {
+			return nil, true
 		}
 		d := &derivation{gen: gen, started: s.clk.Now(), result: rx.NewAsyncSubject[Snapshot](), done: make(chan struct{})}
 		if s.inflight.CompareAndSwap(cur, d) {
@@ -224,11 +233,19 @@ func (s *ServedActivation) claim(gen uint64) *derivation {
 			}
 			if !s.start(d) {
 				s.inflight.CompareAndSwap(d, nil)
-				return nil
+				return nil, false
 			}
-			return d
+			return d, false
 		}
 	}
+}
+
+// freshAt reports whether the snapshot served is of write generation gen
+// and not yet due.
+func (s *ServedActivation) freshAt(gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.has && s.gen == gen && s.clk.Since(s.snap.DerivedAt) < s.freshness
 }
 
 // start runs d on the service's own subscription: no request can cancel it.

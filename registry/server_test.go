@@ -214,9 +214,22 @@ func (f *fixture) publish(module, version, tier string) (landing.Record, []byte)
 	require.NoError(f.t, err)
 	content, err := json.Marshal(PackageContent{Tier: tier})
 	require.NoError(f.t, err)
-	// Not waited for: some tests publish while the catalog is down.
-	_, err = f.store.Put(f.t.Context(), mesh.Node{Path: DefaultSource + "/" + module, NodeType: PackageNodeType, Content: content})
-	require.NoError(f.t, err)
+	node := mesh.Node{Path: DefaultSource + "/" + module, NodeType: PackageNodeType, Content: content}
+	put := func() {
+		_, err := f.store.Put(f.t.Context(), node)
+		require.NoError(f.t, err)
+	}
+	// The store delivers the package node to the catalog on the live
+	// query's own goroutine: wait for it while the catalog is live, so the
+	// next read sees the package. Not while it is down (some tests publish
+	// then), nor when the node is already as written (no frame comes).
+	prev, err := rx.First(f.t.Context(), f.store.Get(node.Path))
+	unchanged := err == nil && prev.NodeType == node.NodeType && string(prev.Content) == string(content)
+	if complete, _ := f.server.catalog.Complete(); complete && !unchanged {
+		f.catalogApplies(put)
+	} else {
+		put()
+	}
 	return rec, archive
 }
 
