@@ -25,7 +25,7 @@ func Middleware(a *Authenticator, next http.Handler) http.Handler {
 			WriteUnavailable(w, "authentication: no outcome", 0)
 		case err != nil:
 			a.logger().Warn("auth: the request ended before its instance key could be checked", "error", err)
-			WriteUnavailable(w, "authentication: the request ended before the key could be checked: "+err.Error(), 0)
+			WriteUnavailable(w, "authentication: the request ended before the key could be checked", 0) // the detail is in the log
 		case res.Unavailable != "":
 			WriteUnavailable(w, res.Unavailable, 0)
 		case !res.Authenticated():

@@ -112,7 +112,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			s.log.Warn("bell: stream failed", "viewer", viewer, "err", err)
-			send("failure", map[string]string{"error": err.Error()})
+			send("failure", map[string]string{"error": "the bell's live read ended; reload to resubscribe"})
 			return
 		}
 		if done {
@@ -263,10 +263,16 @@ func (s *server) failed(w http.ResponseWriter, what string, err error, extra map
 		status = http.StatusServiceUnavailable
 		answer.SetRetryAfter(w.Header(), 0)
 	}
+	msg := err.Error() // the caller's own mistake is told in full
 	if status >= 500 {
+		// Internal text (driver errors, paths) stays in the log.
 		s.log.Warn("bell: "+what+" failed", "err", err)
+		msg = what + ": failed"
+		if status == http.StatusServiceUnavailable {
+			msg = what + ": could not find out; retry after the Retry-After delay"
+		}
 	}
-	body := map[string]any{"error": err.Error()}
+	body := map[string]any{"error": msg}
 	for k, v := range extra {
 		body[k] = v
 	}
