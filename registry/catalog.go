@@ -12,6 +12,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -372,7 +373,7 @@ func (c *catalog) close() {
 // guessed tier.
 func decodePackage(n mesh.Node) (catalogPackage, error) {
 	name := n.Name
-	if ValidateModuleName(name) != nil || moduleKey(name) != moduleKey(n.ID) {
+	if landing.ValidateModuleName(name) != nil || moduleKey(name) != moduleKey(n.ID) {
 		name = n.ID
 	}
 	p := catalogPackage{name: name, path: n.Path}
@@ -410,8 +411,12 @@ func canonicalTier(tier string) (string, error) {
 	if t == "" {
 		return "", nil
 	}
-	if reason := checkName(t, 64, "._-"); reason != "" {
+	if reason := landing.NameProblem(t, 64, "._-"); reason != "" {
 		return "", &tierError{Tier: tier, Reason: reason}
 	}
 	return t, nil
 }
+
+// moduleKey is a package's identity: its name compared without case, as
+// the landing keys modules.
+func moduleKey(module string) string { return strings.ToLower(module) }

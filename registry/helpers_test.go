@@ -6,51 +6,34 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/stretchr/testify/require"
 )
-
-// bound is how long a test waits for something that must happen. It is a
-// ceiling for a stuck test, never a delay a passing test spends.
-const bound = 2 * time.Second
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // newLanding returns a ModuleLanding on v that is closed when the test ends.
-func newLanding(t *testing.T, v Volume, opts LandingOptions) *ModuleLanding {
+func newLanding(t *testing.T, v landing.Volume, opts landing.LandingOptions) *landing.ModuleLanding {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()
 	}
-	l, err := NewModuleLanding(v, opts)
+	l, err := landing.NewModuleLanding(v, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
-}
-
-// receive waits at most bound for a value on ch and fails the test, naming
-// what it waited for, if none comes.
-func receive[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	timer := time.NewTimer(bound)
-	defer timer.Stop()
-	select {
-	case v := <-ch:
-		return v
-	case <-timer.C:
-		require.FailNowf(t, "bounded wait tripped", "%s did not happen within %s", what, bound)
-		panic("unreachable")
-	}
 }
 
 // releaser is a channel closed once, from the test or its cleanup, so that
@@ -74,24 +57,6 @@ func (r *releaser) wait(ctx context.Context) {
 	case <-r.ch:
 	case <-ctx.Done():
 	}
-}
-
-// testClock is a settable clock for record stamps.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
 }
 
 // entry is one zip entry to write; zero fields mean a deflated regular file.
@@ -154,7 +119,7 @@ func fileBody(module, version, name string) []byte {
 
 // checkComplete returns an error unless every served module in act has all
 // its files and its bundle in place, as recorded.
-func checkComplete(ctx context.Context, v Volume, act Activation) error {
+func checkComplete(ctx context.Context, v landing.Volume, act landing.Activation) error {
 	for _, r := range act.Modules {
 		manifest, err := v.ReadFile(ctx, path.Join(r.FilesDir(), "MANIFEST"))
 		if err != nil {
@@ -212,7 +177,7 @@ func tree(t *testing.T, root string) map[string]string {
 }
 
 // servedVersions maps each served module to its version.
-func servedVersions(act Activation) map[string]string {
+func servedVersions(act landing.Activation) map[string]string {
 	out := map[string]string{}
 	for _, r := range act.Modules {
 		out[r.Module] = r.Version
@@ -223,7 +188,7 @@ func servedVersions(act Activation) map[string]string {
 // gatedVolume holds the first ReadDir of the modules directory after it is
 // armed until the gate opens or the caller's context ends.
 type gatedVolume struct {
-	Volume
+	landing.Volume
 	mu      sync.Mutex
 	armed   bool
 	entered chan struct{}
@@ -253,4 +218,38 @@ func (g *gatedVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, 
 		}
 	}
 	return g.Volume.ReadDir(ctx, name)
+}
+
+// The landing's layout on the volume, as the tests look at it from outside.
+const (
+	modulesDir = "modules"
+	ratioFloor = 1 << 20 // below it an entry's compression ratio is not judged
+)
+
+func generationsDir(key string) string { return path.Join(modulesDir, key, "generations") }
+
+func bundlePath(key, gen string) string { return path.Join(generationsDir(key), gen, "bundle.zip") }
+
+// reply is what the test's HTTP client got.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+	err    error
+}
+
+// refusal is the JSON body of an answer the Deadline writes itself.
+type refusal struct {
+	Error     string   `json:"error"`
+	Stage     string   `json:"stage"`
+	WaitingOn []string `json:"waitingOn"`
+}
+
+// refusal decodes a refusal, failing the test if it is not one.
+func (r reply) refusal(t *testing.T) refusal {
+	t.Helper()
+	var body refusal
+	require.NoError(t, json.Unmarshal(r.body, &body), "body %q", r.body)
+	require.NotNil(t, body.WaitingOn, "waitingOn must be a list, never null: %s", r.body)
+	return body
 }

@@ -10,7 +10,6 @@ import (
 	"hash/crc32"
 	"net/http"
 	"os"
-	"path"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -19,7 +18,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -91,7 +93,7 @@ func TestOfConcurrentPublishesOfOneVersionExactlyOneLands(t *testing.T) {
 	statuses := map[int]int{}
 	var winner string
 	for i := range publishers {
-		got := receive(t, replies[i], fmt.Sprintf("publisher %d's answer", i))
+		got := testkit.Receive(t, replies[i], fmt.Sprintf("publisher %d's answer", i))
 		require.NoError(t, got.err)
 		statuses[got.status]++
 		if got.status == http.StatusCreated {
@@ -104,99 +106,6 @@ func TestOfConcurrentPublishesOfOneVersionExactlyOneLands(t *testing.T) {
 	idx, _ := f.index(key)
 	require.Len(t, idx.Bundles, 1)
 	assert.Equal(t, winner, idx.Bundles[0].SHA256)
-}
-
-// claimRace holds every claim's rename until both replicas have reached
-// theirs, so both have found the version unclaimed: the race at its worst.
-// With replace set it renames over an existing claim, as a volume without
-// an atomic "rename unless it exists" would (the negative control).
-type claimRace struct {
-	Volume
-	arrived *sync.WaitGroup
-	replace bool
-}
-
-func (v claimRace) Rename(ctx context.Context, oldname, newname string) error {
-	if path.Base(path.Dir(newname)) == "versions" {
-		v.arrived.Done()
-		v.arrived.Wait() // bounded: both landings reach their claim without waiting on anything else
-		if v.replace {
-			_ = v.Volume.RemoveAll(ctx, newname)
-		}
-	}
-	return v.Volume.Rename(ctx, oldname, newname)
-}
-
-func TestOfConcurrentLandingsOnTwoReplicasExactlyOneClaimsTheVersion(t *testing.T) {
-	run := func(t *testing.T, replace bool) (created, conflicts int) {
-		root := t.TempDir()
-		var arrived sync.WaitGroup
-		arrived.Add(2)
-		replicas := []*ModuleLanding{
-			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace}, LandingOptions{Replica: "a"}),
-			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace}, LandingOptions{Replica: "b"}),
-		}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for i, l := range replicas {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				archive := moduleArchive(t, "Sec.Base", "1.0.0", i+1)
-				_, c, err := l.LandArchive(t.Context(), "Sec.Base", "1.0.0", bytes.NewReader(archive), int64(len(archive)))
-				var conflict *VersionConflictError
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil && c:
-					created++
-				case assert.ErrorAs(t, err, &conflict):
-					conflicts++
-				}
-			}()
-		}
-		wg.Wait()
-		return created, conflicts
-	}
-	created, conflicts := run(t, false)
-	assert.Equal(t, 1, created, "exactly one landing claims the version")
-	assert.Equal(t, 1, conflicts, "the other is told the version is taken")
-
-	t.Run("negative control: a claim that can be replaced lets both land", func(t *testing.T) {
-		created, _ := run(t, true)
-		assert.Equal(t, 2, created)
-	})
-}
-
-func TestGenerationsThatNothingReferencesAreRemovedAfterTheirGrace(t *testing.T) {
-	root := t.TempDir()
-	l := newLanding(t, DirVolume(root), LandingOptions{})
-	clk := &testClock{}
-	clk.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l.now = clk.Now
-	ctx := t.Context()
-	v1, err := l.Land(ctx, "Crm", "1.0.0", moduleArchive(t, "Crm", "1.0.0", 1))
-	require.NoError(t, err)
-	// Two generations no record names, as a landing that failed after
-	// placing its bytes leaves: one old, one recent.
-	old := newStamp(clk.Now().Add(-2 * GenerationGrace))
-	recent := newStamp(clk.Now())
-	for _, g := range []string{old, recent} {
-		require.NoError(t, os.MkdirAll(filepath.Join(root, filepath.FromSlash(generationFilesDir("crm", g))), 0o755))
-	}
-	clk.Set(clk.Now().Add(time.Minute))
-	v2, err := l.Land(ctx, "Crm", "2.0.0", moduleArchive(t, "Crm", "2.0.0", 1))
-	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, recent}, generations(t, root, "Crm"),
-		"the old orphan is removed; referenced generations and a recent orphan (a landing on another replica may be about to record it) stay")
-
-	// Control: past its grace the recent orphan goes too; v1 stays shelvable.
-	clk.Set(clk.Now().Add(GenerationGrace))
-	v3, err := l.Land(ctx, "Crm", "3.0.0", moduleArchive(t, "Crm", "3.0.0", 1))
-	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, v3.Generation}, generations(t, root, "Crm"))
-	_, err = l.Shelve(ctx, "Crm", "1.0.0")
-	require.NoError(t, err)
 }
 
 func TestAPackageHasOneIdentityWhateverItsCase(t *testing.T) {
@@ -216,9 +125,9 @@ func TestAPackageHasOneIdentityWhateverItsCase(t *testing.T) {
 	pro := f.instance("pro-customer", "pro", "Plugins/*")
 	ent := f.instance("ent-customer", "enterprise", "Plugins/sec.ent")
 	for _, p := range []string{"/sec.ent/1.1.0", "/Sec.Ent/1.1.0", "/SEC.ENT/1.1.0"} {
-		assert.Equal(t, http.StatusNotFound, f.do(request{path: BundlesPath + p, key: pro}).status, "pro key, %s", p)
+		assert.Equal(t, http.StatusNotFound, f.do(request{path: client.BundlesPath + p, key: pro}).status, "pro key, %s", p)
 		// Control: the enterprise key, granted under another spelling, gets it.
-		assert.Equal(t, http.StatusOK, f.do(request{path: BundlesPath + p, key: ent}).status, "enterprise key, %s", p)
+		assert.Equal(t, http.StatusOK, f.do(request{path: client.BundlesPath + p, key: ent}).status, "enterprise key, %s", p)
 	}
 	idx, _ := f.index(pro)
 	assert.Empty(t, idx.Bundles)
@@ -296,7 +205,7 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 		}
 	}})
 	free := f.instance("free-customer", "free", "Plugins/*")
-	live := receive(t, queries, "the catalog's live query")
+	live := testkit.Receive(t, queries, "the catalog's live query")
 	live.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{packageNode("Acme.Old", `{"tier":""}`)}})
 	ok, _ := f.server.catalog.Complete()
 	require.True(t, ok)
@@ -305,7 +214,7 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 	// package (its node and its bundle are durable; this replica has not
 	// heard of the node).
 	live.OnError(&mesh.UnavailableError{Op: "listen", Err: fmt.Errorf("connection refused")})
-	other := newLanding(t, DirVolume(f.root), LandingOptions{Replica: "other"})
+	other := newLanding(t, landing.DirVolume(f.root), landing.LandingOptions{Replica: "other"})
 	for _, m := range []string{"Acme.Old", "Acme.Pro"} {
 		_, err := other.Land(t.Context(), m, "1.0.0", moduleArchive(t, m, "1.0.0", 1))
 		require.NoError(t, err)
@@ -321,7 +230,7 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 	idx, _ := f.index(free)
 	assert.Equal(t, map[string]string{"Acme.Old": "1.0.0"}, listed(idx), "a package whose tier is not known is in no index")
 	before := f.volume.Ops()
-	got := f.do(request{path: BundlesPath + "/Acme.Pro/1.0.0", key: free})
+	got := f.do(request{path: client.BundlesPath + "/Acme.Pro/1.0.0", key: free})
 	assert.Equal(t, http.StatusNotFound, got.status)
 	assert.Equal(t, noSuchBundle().Body, got.body)
 	assert.Zero(t, f.volume.Ops().Sub(before).Total(), "refused from the catalog, before the volume")
@@ -329,7 +238,7 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 	// Control: once the catalog knows the tier, it decides: a free key is
 	// still refused the pro package and a pro key gets it.
 	f.clk.Advance(DefaultCatalogRetry)
-	retry := receive(t, queries, "the catalog's retried query")
+	retry := testkit.Receive(t, queries, "the catalog's retried query")
 	retry.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{packageNode("Acme.Old", `{"tier":""}`), packageNode("Acme.Pro", `{"tier":"pro"}`)}})
 	complete, _ = f.server.catalog.Complete()
 	assert.True(t, complete)
@@ -338,7 +247,7 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 	pro := f.instance("pro-customer", "pro", "Plugins/*")
 	idx, _ = f.index(pro)
 	assert.Equal(t, map[string]string{"Acme.Old": "1.0.0", "Acme.Pro": "1.0.0"}, listed(idx))
-	assert.Equal(t, http.StatusOK, f.do(request{path: BundlesPath + "/Acme.Pro/1.0.0", key: pro}).status)
+	assert.Equal(t, http.StatusOK, f.do(request{path: client.BundlesPath + "/Acme.Pro/1.0.0", key: pro}).status)
 }
 
 func mustSnapshot(t *testing.T, f *fixture) Snapshot {
@@ -352,12 +261,12 @@ func TestARefusedDownloadAndAMissingPackageDoTheSameWork(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.publish("Acme.Ent", "1.0.0", "enterprise")
 	free := f.instance("free-customer", "free", "Plugins/*")
-	f.do(request{path: BundlesPath + "/Warm.Up/1.0.0", key: free}) // the key's legs are warm for both
+	f.do(request{path: client.BundlesPath + "/Warm.Up/1.0.0", key: free}) // the key's legs are warm for both
 
-	work := func(p string) (reply, OpCounts, [2]int64) {
+	work := func(p string) (reply, testkit.OpCounts, [2]int64) {
 		ops := f.volume.Ops()
 		g, q := f.mesh.reads()
-		got := f.do(request{path: BundlesPath + p, key: free})
+		got := f.do(request{path: client.BundlesPath + p, key: free})
 		g2, q2 := f.mesh.reads()
 		return got, f.volume.Ops().Sub(ops), [2]int64{g2 - g, q2 - q}
 	}
@@ -366,7 +275,7 @@ func TestARefusedDownloadAndAMissingPackageDoTheSameWork(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, refused.status)
 	assert.Equal(t, missing.status, refused.status)
 	assert.Equal(t, missing.body, refused.body, "byte-identical answers")
-	assert.Equal(t, OpCounts{}, refusedOps, "a refused download does not touch the volume")
+	assert.Equal(t, testkit.OpCounts{}, refusedOps, "a refused download does not touch the volume")
 	assert.Equal(t, missingOps, refusedOps)
 	assert.Equal(t, missingReads, refusedReads, "and reads the same from the mesh")
 
@@ -376,7 +285,7 @@ func TestARefusedDownloadAndAMissingPackageDoTheSameWork(t *testing.T) {
 	// which 1,500 alternating requests told apart from a missing package.
 	ent := f.instance("ent-customer", "enterprise", "Plugins/*")
 	ops := f.volume.Ops()
-	assert.Equal(t, http.StatusOK, f.do(request{path: BundlesPath + "/Acme.Ent/1.0.0", key: ent}).status)
+	assert.Equal(t, http.StatusOK, f.do(request{path: client.BundlesPath + "/Acme.Ent/1.0.0", key: ent}).status)
 	assert.NotZero(t, f.volume.Ops().Sub(ops).Open)
 }
 
@@ -393,7 +302,7 @@ func TestWhileTheStoresChangeFeedIsDownTheCatalogIsIncompleteUntilAFullAnswer(t 
 		},
 		server: func(o *ServerOptions) { o.Feed = feed },
 	})
-	live := receive(t, queries, "the catalog's live query")
+	live := testkit.Receive(t, queries, "the catalog's live query")
 	live.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{packageNode("Acme.Old", `{"tier":""}`)}})
 	complete, _ := f.server.catalog.Complete()
 	require.True(t, complete)
@@ -415,7 +324,7 @@ func TestWhileTheStoresChangeFeedIsDownTheCatalogIsIncompleteUntilAFullAnswer(t 
 	// Negative control: without the feed's state the same outage is silent
 	// (the catalog claims to be complete while it hears nothing).
 	g := newFixture(t, fixtureOptions{})
-	require.Eventually(t, func() bool { ok, _ := g.server.catalog.Complete(); return ok }, bound, time.Millisecond)
+	require.Eventually(t, func() bool { ok, _ := g.server.catalog.Complete(); return ok }, testkit.Bound, time.Millisecond)
 	feed.OnNext(fmt.Errorf("listener: connection refused"))
 	complete, _ = g.server.catalog.Complete()
 	assert.True(t, complete)

@@ -16,6 +16,8 @@ import (
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -103,7 +105,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 	// A pro publication whose database stops while its upload is arriving.
 	archive := moduleArchive(t, "Acme.Pro", "1.0.0", 1)
 	body, upload := io.Pipe()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a.http.URL+BundlesPath+"/Acme.Pro?version=1.0.0&tier=pro", body)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a.http.URL+client.BundlesPath+"/Acme.Pro?version=1.0.0&tier=pro", body)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+testPublishToken)
 	req.ContentLength = int64(len(archive))
@@ -150,7 +152,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 	// download from the catalog. (Keyed requests themselves answer 503 while
 	// the database is down: authentication cannot read; what is checked here
 	// is what they are answered from.)
-	third := newLanding(t, DirVolume(root), LandingOptions{Replica: "third"})
+	third := newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "third"})
 	_, err = third.Land(t.Context(), "Acme.Pro", "1.0.0", archive)
 	require.NoError(t, err)
 	b.clk.Advance(b.served.Freshness())
@@ -160,7 +162,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 	st, ok := b.server.catalog.current()
 	require.True(t, ok)
 	everyone := func(string, string) bool { return true }
-	var doc Index
+	var doc client.Index
 	require.NoError(t, json.Unmarshal(assembleIndex(act, st, "", everyone), &doc))
 	assert.Equal(t, map[string]string{"Acme.Base": "1.0.0"}, listed(doc), "a package whose tier is not known is in no index, even for a caller entitled to everything")
 	assert.True(t, st.lookup("acme.pro").unreadable, "and its download is refused before the volume")

@@ -8,11 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
 func publishRequest(plugin, query, token string, body []byte) request {
-	r := request{method: http.MethodPost, path: BundlesPath + "/" + plugin + query, body: body, header: http.Header{}}
+	r := request{method: http.MethodPost, path: client.BundlesPath + "/" + plugin + query, body: body, header: http.Header{}}
 	if token != "" {
 		r.header.Set("Authorization", "Bearer "+token)
 	}
@@ -43,12 +45,12 @@ func TestPublishingNeedsThePublishToken(t *testing.T) {
 
 	got := f.do(publishRequest("Acme.Crm", "?version=1.0.0&tier=Pro", testPublishToken, archive))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
-	var rec Record
+	var rec landing.Record
 	require.NoError(t, json.Unmarshal(got.body, &rec))
 	assert.Equal(t, "Acme.Crm", rec.Module)
 	assert.Equal(t, "1.0.0", rec.Version)
-	assert.Equal(t, Landed, rec.State)
-	assert.Equal(t, BundlesPath+"/Acme.Crm/1.0.0", got.header.Get("Location"))
+	assert.Equal(t, landing.Landed, rec.State)
+	assert.Equal(t, client.BundlesPath+"/Acme.Crm/1.0.0", got.header.Get("Location"))
 	assert.Equal(t, map[string]string{"Acme.Crm": "1.0.0"}, f.activation())
 
 	node, err := rx.First(t.Context(), f.store.Get(DefaultSource+"/Acme.Crm"))

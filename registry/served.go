@@ -12,6 +12,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -41,7 +42,7 @@ type ServedOptions struct {
 // Snapshot is one derived activation list, numbered so that consumers (the
 // index) can tell a new derivation from the one they already built on.
 type Snapshot struct {
-	Activation
+	landing.Activation
 	Seq       uint64    // increases with every published derivation
 	DerivedAt time.Time // when the derivation that produced it started
 }
@@ -68,7 +69,7 @@ type Snapshot struct {
 // The bundle download keeps the authoritative ModuleLanding.Activation: it
 // decides which bytes a consumer receives.
 type ServedActivation struct {
-	landing   *ModuleLanding
+	landing   *landing.ModuleLanding
 	clk       clock.Clock
 	freshness time.Duration
 	budget    time.Duration
@@ -144,7 +145,7 @@ func (d *derivation) wasSuperseded() bool {
 }
 
 // NewServedActivation serves the activation of l.
-func NewServedActivation(l *ModuleLanding, opts ServedOptions) *ServedActivation {
+func NewServedActivation(l *landing.ModuleLanding, opts ServedOptions) *ServedActivation {
 	s := &ServedActivation{landing: l, clk: opts.Clock, freshness: opts.Freshness, budget: opts.DerivationBudget, log: opts.Logger}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -185,7 +186,7 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 		}
 		d := s.claim(gen)
 		if d == nil {
-			return rx.Throw[Snapshot](ErrClosed)
+			return rx.Throw[Snapshot](landing.ErrClosed)
 		}
 		if d.abort != nil { // negative control: the claiming request owns the derivation
 			abort := d.abort
@@ -255,7 +256,7 @@ func (s *ServedActivation) start(d *derivation) bool {
 	s.last = d
 	s.mu.Unlock()
 	s.derivations.Add(1)
-	scan := rx.Create(func(ctx context.Context, o rx.Observer[Activation]) {
+	scan := rx.Create(func(ctx context.Context, o rx.Observer[landing.Activation]) {
 		if s.requestOwned {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithCancel(ctx)
@@ -290,7 +291,7 @@ func (s *ServedActivation) start(d *derivation) bool {
 		}()
 	})
 	rx.TimeoutStage(scan, "activation derivation", s.budget, s.clk).Subscribe(rx.NewObserver(
-		func(a Activation) {
+		func(a landing.Activation) {
 			s.derived(nil)
 			d.result.OnNext(s.publish(d, a))
 		},
@@ -360,7 +361,7 @@ func (s *ServedActivation) lastFailure() string {
 
 // publish installs a derivation's result unless a local write came after it
 // started, and returns the snapshot its readers receive either way.
-func (s *ServedActivation) publish(d *derivation, a Activation) Snapshot {
+func (s *ServedActivation) publish(d *derivation, a landing.Activation) Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
@@ -390,13 +391,13 @@ func (s *ServedActivation) invalidate() {
 }
 
 // Land lands a module version (see ModuleLanding.Land) and invalidates the snapshot.
-func (s *ServedActivation) Land(ctx context.Context, module, version string, archive []byte) (Record, error) {
+func (s *ServedActivation) Land(ctx context.Context, module, version string, archive []byte) (landing.Record, error) {
 	return s.write(s.landing.Land(ctx, module, version, archive))
 }
 
 // LandArchive lands a module version from an archive read in place (see
 // ModuleLanding.LandArchive) and invalidates the snapshot when it wrote one.
-func (s *ServedActivation) LandArchive(ctx context.Context, module, version string, archive io.ReaderAt, size int64) (Record, bool, error) {
+func (s *ServedActivation) LandArchive(ctx context.Context, module, version string, archive io.ReaderAt, size int64) (landing.Record, bool, error) {
 	rec, created, err := s.landing.LandArchive(ctx, module, version, archive, size)
 	if err == nil && created {
 		s.invalidate()
@@ -405,21 +406,21 @@ func (s *ServedActivation) LandArchive(ctx context.Context, module, version stri
 }
 
 // Shelve shelves a module version (see ModuleLanding.Shelve) and invalidates the snapshot.
-func (s *ServedActivation) Shelve(ctx context.Context, module, version string) (Record, error) {
+func (s *ServedActivation) Shelve(ctx context.Context, module, version string) (landing.Record, error) {
 	return s.write(s.landing.Shelve(ctx, module, version))
 }
 
 // Uninstall uninstalls a module (see ModuleLanding.Uninstall) and invalidates the snapshot.
-func (s *ServedActivation) Uninstall(ctx context.Context, module string) (Record, error) {
+func (s *ServedActivation) Uninstall(ctx context.Context, module string) (landing.Record, error) {
 	return s.write(s.landing.Uninstall(ctx, module))
 }
 
 // Remove removes a module (see ModuleLanding.Remove) and invalidates the snapshot.
-func (s *ServedActivation) Remove(ctx context.Context, module string) (Record, error) {
+func (s *ServedActivation) Remove(ctx context.Context, module string) (landing.Record, error) {
 	return s.write(s.landing.Remove(ctx, module))
 }
 
-func (s *ServedActivation) write(r Record, err error) (Record, error) {
+func (s *ServedActivation) write(r landing.Record, err error) (landing.Record, error) {
 	if err == nil {
 		s.invalidate()
 	}

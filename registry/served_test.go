@@ -12,27 +12,29 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
 // replicas returns two ModuleLandings on one root, standing for two
 // replicas of the registry, each seen through a counting volume.
-func replicas(t *testing.T) (a, b *ModuleLanding, av *CountedVolume, gate *heldVolume) {
+func replicas(t *testing.T) (a, b *landing.ModuleLanding, av *testkit.CountedVolume, gate *heldVolume) {
 	t.Helper()
 	root := t.TempDir()
-	gate = &heldVolume{Volume: DirVolume(root)}
-	av = CountingVolume(gate)
-	a = newLanding(t, av, LandingOptions{Replica: "a"})
-	b = newLanding(t, DirVolume(root), LandingOptions{Replica: "b"})
+	gate = &heldVolume{Volume: landing.DirVolume(root)}
+	av = testkit.CountingVolume(gate)
+	a = newLanding(t, av, landing.LandingOptions{Replica: "a"})
+	b = newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "b"})
 	return a, b, av, gate
 }
 
-func newServed(t *testing.T, l *ModuleLanding, clk *rxtest.Clock) *ServedActivation {
+func newServed(t *testing.T, l *landing.ModuleLanding, clk *rxtest.Clock) *ServedActivation {
 	t.Helper()
 	s := NewServedActivation(l, ServedOptions{Clock: clk})
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 		defer cancel()
 		require.NoError(t, s.Close(ctx))
 	})
@@ -42,7 +44,7 @@ func newServed(t *testing.T, l *ModuleLanding, clk *rxtest.Clock) *ServedActivat
 // read reads the served activation, waiting at most bound.
 func read(t *testing.T, s *ServedActivation) Snapshot {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 	defer cancel()
 	snap, err := rx.First(ctx, s.Read())
 	require.NoError(t, err)
@@ -53,7 +55,7 @@ func read(t *testing.T, s *ServedActivation) Snapshot {
 func settle(t *testing.T, s *ServedActivation) {
 	t.Helper()
 	if d := s.inflight.Load(); d != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 		defer cancel()
 		_, _ = rx.Collect[Snapshot](ctx, d.result)
 		require.NoError(t, ctx.Err(), "the derivation did not finish")
@@ -61,7 +63,7 @@ func settle(t *testing.T, s *ServedActivation) {
 }
 
 func land(t *testing.T, l interface {
-	Land(context.Context, string, string, []byte) (Record, error)
+	Land(context.Context, string, string, []byte) (landing.Record, error)
 }, module, version string) {
 	t.Helper()
 	_, err := l.Land(context.Background(), module, version, moduleArchive(t, module, version, 2))
@@ -153,7 +155,7 @@ func TestConcurrentDueReadersShareOneDerivation(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	receive(t, entered, "the re-derivation reaching the volume")
+	testkit.Receive(t, entered, "the re-derivation reaching the volume")
 	assert.EqualValues(t, 2, s.Derivations(), "100 due readers, one derivation (after the first read's)")
 	gate.release()
 	settle(t, s)
@@ -203,7 +205,7 @@ func TestADerivationStartedBeforeALocalWriteIsNotPublished(t *testing.T) {
 		gate := newReleaser(t)
 		entered := held.holdAfterListing(gate)
 		read(t, s) // due: starts a derivation, which lists the modules and waits
-		receive(t, entered, "the stale derivation listing the modules")
+		testkit.Receive(t, entered, "the stale derivation listing the modules")
 		stale := s.inflight.Load()
 
 		land(t, s, "Beta", "1.0.0") // a local write while it runs
@@ -235,12 +237,12 @@ func TestAnAbortedRequestDoesNotCacheAFault(t *testing.T) {
 		entered := held.hold(gate)
 
 		aborted := rxtest.Record(clk, s.Read()) // the first request starts the derivation...
-		receive(t, entered, "the derivation reaching the volume")
+		testkit.Receive(t, entered, "the derivation reaching the volume")
 		aborted.Unsubscribe() // ...and gives up
 		gate.release()
 		settle(t, s)
 
-		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 		snap, err := rx.First(ctx, s.Read())
 		cancel()
 		if control {
@@ -269,13 +271,13 @@ func TestALateDerivationDoesNotEvictItsSuccessor(t *testing.T) {
 		first, second := newReleaser(t), newReleaser(t)
 		enteredFirst := held.hold(first)
 		read(t, s) // due: derivation D1 starts and waits
-		receive(t, enteredFirst, "D1 reaching the volume")
+		testkit.Receive(t, enteredFirst, "D1 reaching the volume")
 		d1 := s.inflight.Load()
 
 		land(t, s, "Beta", "1.0.0") // a local write: D1 may no longer publish
 		enteredSecond := held.hold(second)
 		waiting := rxtest.Record(clk, s.Read()) // no snapshot: D2 starts and waits
-		receive(t, enteredSecond, "D2 reaching the volume")
+		testkit.Receive(t, enteredSecond, "D2 reaching the volume")
 
 		first.release() // D1 finishes late, while D2 is in flight
 		_, _ = rx.Collect[Snapshot](context.Background(), d1.result)
@@ -290,7 +292,7 @@ func TestALateDerivationDoesNotEvictItsSuccessor(t *testing.T) {
 		}
 		assert.Equal(t, want, s.Derivations())
 		for _, r := range []*rxtest.Recorder[Snapshot]{waiting, late} {
-			require.True(t, r.WaitTerminated(bound))
+			require.True(t, r.WaitTerminated(testkit.Bound))
 			require.NoError(t, r.Err())
 			assert.Contains(t, servedVersions(r.Values()[0].Activation), "Beta")
 		}
@@ -303,7 +305,7 @@ func TestAFailedDerivationIsNotServedAndTheNextReadDerivesAgain(t *testing.T) {
 	clk := rxtest.NewClock()
 	s := newServed(t, a, clk)
 	held.failNext(&fs.PathError{Op: "readdir", Path: modulesDir, Err: os.ErrPermission})
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 	defer cancel()
 	_, err := rx.First(ctx, s.Read())
 	require.ErrorIs(t, err, os.ErrPermission)
@@ -320,7 +322,7 @@ func TestAStuckDerivationEndsAtItsBudgetNamingTheStage(t *testing.T) {
 	gate := newReleaser(t)
 	entered := held.hold(gate)
 	rec := rxtest.Record(clk, s.Read())
-	receive(t, entered, "the derivation reaching the volume")
+	testkit.Receive(t, entered, "the derivation reaching the volume")
 	clk.Advance(DefaultDerivationBudget)
 	var te *rx.TimeoutError
 	require.ErrorAs(t, rec.Err(), &te)
@@ -333,7 +335,7 @@ func TestAStuckDerivationEndsAtItsBudgetNamingTheStage(t *testing.T) {
 // either before listing it or right after, until their gates open; and can
 // fail the next one.
 type heldVolume struct {
-	Volume
+	landing.Volume
 	mu    sync.Mutex
 	holds []hold
 	fail  error
@@ -404,7 +406,7 @@ func (h *heldVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, e
 // first read, where a held scan waits), the most ever, and the listings
 // that ended cancelled.
 type concurrentScans struct {
-	Volume
+	landing.Volume
 	mu             sync.Mutex
 	now, most      int
 	cancelledScans int
@@ -437,9 +439,9 @@ func (c *concurrentScans) counts() (most, cancelled int) {
 func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
 	for _, control := range []bool{false, true} {
 		root := t.TempDir()
-		held := &heldVolume{Volume: DirVolume(root)}
+		held := &heldVolume{Volume: landing.DirVolume(root)}
 		scans := &concurrentScans{Volume: held}
-		a := newLanding(t, scans, LandingOptions{Replica: "a"})
+		a := newLanding(t, scans, landing.LandingOptions{Replica: "a"})
 		clk := rxtest.NewClock()
 		s := newServed(t, a, clk)
 		// Negative control: with generations ignored nothing is
@@ -453,7 +455,7 @@ func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
 		gate := newReleaser(t)
 		entered := held.hold(gate)
 		read(t, s) // due: a slow derivation starts and waits in its scan
-		receive(t, entered, "the slow derivation scanning")
+		testkit.Receive(t, entered, "the slow derivation scanning")
 
 		// A burst of publications, each read at once, as an index request
 		// right after a publish would.
@@ -470,7 +472,7 @@ func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
 			gate.release()
 		}
 		for i, r := range readers {
-			require.True(t, r.WaitTerminated(bound), "reader %d", i)
+			require.True(t, r.WaitTerminated(testkit.Bound), "reader %d", i)
 			require.NoError(t, r.Err(), "a reader of a superseded derivation joins its successor")
 			assert.LessOrEqual(t, "1.0."+string(rune('0'+i)), servedVersions(r.Values()[0].Activation)["Burst"],
 				"reader %d sees at least the write before it", i)
@@ -491,7 +493,7 @@ func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
 
 // readErr reads once more and returns the error's text, if any.
 func readErr(s *ServedActivation) string {
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 	defer cancel()
 	if _, err := rx.First(ctx, s.Read()); err != nil {
 		return err.Error()
@@ -502,7 +504,7 @@ func readErr(s *ServedActivation) string {
 // deafVolume holds the first module listing until released, ignoring its
 // context: a scan that outlives its derivation's budget.
 type deafVolume struct {
-	Volume
+	landing.Volume
 	once    sync.Once
 	entered chan struct{}
 	gate    *releaser
@@ -523,44 +525,44 @@ func (v *deafVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, e
 func TestAScanThatOutlivesItsBudgetIsStillTheReplicasOnlyScan(t *testing.T) {
 	for _, control := range []bool{false, true} {
 		root := t.TempDir()
-		deaf := &deafVolume{Volume: DirVolume(root), entered: make(chan struct{}, 1), gate: newReleaser(t)}
+		deaf := &deafVolume{Volume: landing.DirVolume(root), entered: make(chan struct{}, 1), gate: newReleaser(t)}
 		scans := &concurrentScans{Volume: deaf}
-		a := newLanding(t, scans, LandingOptions{Replica: "a"})
+		a := newLanding(t, scans, landing.LandingOptions{Replica: "a"})
 		clk := rxtest.NewClock()
-		logs, logger := captureLogs()
+		logs, logger := testkit.CaptureLogs()
 		s := NewServedActivation(a, ServedOptions{Clock: clk, Logger: logger})
 		s.ignoreGen = control // negative control: nothing waits for its predecessor
 		land(t, s, "Alpha", "1.0.0")
 
 		first := rxtest.Record(clk, s.Read())
-		receive(t, deaf.entered, "the first scan holding")
+		testkit.Receive(t, deaf.entered, "the first scan holding")
 		clk.Advance(DefaultDerivationBudget) // its budget runs out; its scan does not stop
-		require.True(t, first.WaitTerminated(bound))
+		require.True(t, first.WaitTerminated(testkit.Bound))
 		require.Error(t, first.Err())
 
 		second := rxtest.Record(clk, s.Read()) // a new derivation
 		if control {
-			require.True(t, second.WaitTerminated(bound), "without the wait it scans at once")
+			require.True(t, second.WaitTerminated(testkit.Bound), "without the wait it scans at once")
 			most, _ := scans.counts()
 			assert.Equal(t, 2, most, "two scans side by side")
 			deaf.gate.release()
 		} else {
 			// The derivation says it waits; until the old scan returns it
 			// has not scanned.
-			for len(logs.matching(slog.LevelDebug, "waits for the previous scan")) == 0 {
-				receive(t, logs.added, "the new derivation waiting for the old scan")
+			for len(logs.Matching(slog.LevelDebug, "waits for the previous scan")) == 0 {
+				testkit.Receive(t, logs.Added, "the new derivation waiting for the old scan")
 			}
 			assert.False(t, second.Terminated())
 			most, _ := scans.counts()
 			assert.Equal(t, 1, most)
 			deaf.gate.release()
-			require.True(t, second.WaitTerminated(bound))
+			require.True(t, second.WaitTerminated(testkit.Bound))
 			most, _ = scans.counts()
 			assert.Equal(t, 1, most, "one scan at a time, the old one's overrun included")
 		}
 		require.NoError(t, second.Err())
 		assert.Equal(t, "1.0.0", servedVersions(second.Values()[0].Activation)["Alpha"])
-		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 		require.NoError(t, s.Close(ctx))
 		cancel()
 	}

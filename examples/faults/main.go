@@ -56,6 +56,8 @@ import (
 	"github.com/meshrx/meshrx/auth"
 	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 )
 
 func main() {
@@ -185,7 +187,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 		return sum, err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-	e.volume = &slowableVolume{v: registry.DirVolume(dir)}
+	e.volume = &slowableVolume{v: landing.DirVolume(dir)}
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
 	rcfg := replicaConfig{pgURL: e.pgURL, volume: e.volume, freshness: cfg.freshness, token: hex.EncodeToString(tok[:]), logger: logger}
@@ -208,7 +210,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	t := newTally(stdout)
 	l := &load{
 		tally: t, client: &http.Client{Transport: transport}, key: key, token: rcfg.token, replicas: e.replicas, pgURL: e.pgURL,
-		publishEvery: cfg.publishEvery, notifyEvery: cfg.notifyEvery, lastIndex: map[string][]registry.IndexEntry{},
+		publishEvery: cfg.publishEvery, notifyEvery: cfg.notifyEvery, lastIndex: map[string][]client.IndexEntry{},
 		bell: &bellWatch{},
 	}
 	e.down = l.databaseDown

@@ -11,6 +11,7 @@ import (
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -20,7 +21,7 @@ func startDemo(t *testing.T, store mesh.Service, dir string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	landing, err := registry.NewModuleLanding(registry.DirVolume(dir), registry.LandingOptions{})
+	landing, err := landing.NewModuleLanding(landing.DirVolume(dir), landing.LandingOptions{})
 	require.NoError(t, err)
 	served := registry.NewServedActivation(landing, registry.ServedOptions{})
 	defer func() {

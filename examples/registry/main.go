@@ -52,6 +52,7 @@ import (
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -154,11 +155,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
 
-	volume := registry.DirVolume(dataDir)
+	volume := landing.DirVolume(dataDir)
 	if c, ok := volume.(io.Closer); ok { // it keeps the root open
 		defer func() { err = errors.Join(err, c.Close()) }()
 	}
-	landing, err := registry.NewModuleLanding(volume, registry.LandingOptions{Logger: logger})
+	landing, err := landing.NewModuleLanding(volume, landing.LandingOptions{Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -177,7 +178,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := registry.NewServer(registry.ServerOptions{
-		Landing:      landing,
 		Served:       served,
 		Auth:         &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
 		Mesh:         store,

@@ -1,4 +1,4 @@
-package registry
+package landing
 
 import (
 	"context"
@@ -142,7 +142,7 @@ func (l *ModuleLanding) collectGenerations(ctx context.Context, key string) {
 		l.log.Warn("old generations not collected", "module", key, "err", err)
 		return
 	}
-	now := l.now()
+	now := l.clk.Now()
 	for _, e := range entries {
 		gen := e.Name()
 		at, ok := parseStamp(gen)

@@ -1,6 +1,8 @@
-package registry
+package landing
 
 import (
+	"github.com/benbjohnson/clock"
+
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -54,6 +56,8 @@ type LandingOptions struct {
 	Replica string
 	// Logger receives one line per write and per problem found; default slog.Default().
 	Logger *slog.Logger
+	// Clock stamps records and times the generation grace; nil is the real clock.
+	Clock clock.Clock
 }
 
 // ModuleLanding lands module versions on a Volume and derives the activation
@@ -81,7 +85,7 @@ type ModuleLanding struct {
 	waiting            func(what string)                   // told when a call is about to block on a lane or pool
 	readsOnLandingLane bool                                // negative control: reads queue behind landings again
 	recordBeforeBytes  bool                                // negative control: a landing records before its bytes exist
-	now                func() time.Time
+	clk                clock.Clock
 }
 
 // NewModuleLanding returns a ModuleLanding on v. It does no I/O.
@@ -126,10 +130,13 @@ func NewModuleLanding(v Volume, opts LandingOptions) (*ModuleLanding, error) {
 		replica: opts.Replica,
 		done:    make(chan struct{}),
 		idle:    make(chan struct{}),
-		now:     time.Now,
+		clk:     opts.Clock,
 	}
 	if l.log == nil {
 		l.log = slog.Default()
+	}
+	if l.clk == nil {
+		l.clk = clock.New()
 	}
 	if l.replica == "" {
 		var b [4]byte
@@ -490,7 +497,7 @@ func (l *ModuleLanding) reportUnreadable(bad []RecordError) {
 
 // stamp returns a new stamp and its time, strictly later than this replica's previous one.
 func (l *ModuleLanding) stamp() (string, time.Time) {
-	n := l.now().UnixNano()
+	n := l.clk.Now().UnixNano()
 	l.mu.Lock()
 	n = max(n, l.lastStamp+1)
 	l.lastStamp = n
@@ -563,4 +570,17 @@ func (e *NotFoundError) Error() string {
 		return fmt.Sprintf("registry: module %q not found: %s", e.Module, e.Reason)
 	}
 	return fmt.Sprintf("registry: module %q version %q not found: %s", e.Module, e.Version, e.Reason)
+}
+
+// CheckArchive checks an archive against l's limits without landing it: it
+// returns the *ArchiveError a landing of it would be refused with, or nil.
+func (l *ModuleLanding) CheckArchive(archive io.ReaderAt, size int64) error {
+	_, err := planArchive(archive, size, l.limits)
+	return err
+}
+
+// Spelling returns the spelling module was first landed under (a module's
+// identity does not depend on its case), or module itself when none was.
+func (l *ModuleLanding) Spelling(ctx context.Context, module string) (string, error) {
+	return l.spelling(ctx, module)
 }

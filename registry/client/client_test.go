@@ -1,4 +1,4 @@
-package registry
+package client
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,7 +39,7 @@ type scriptedRegistry struct {
 func newScriptedRegistry(t *testing.T, answer func(n int, w http.ResponseWriter, r *http.Request)) *scriptedRegistry {
 	t.Helper()
 	s := &scriptedRegistry{answer: answer}
-	s.Server = serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = testkit.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		n := len(s.arrived)
 		s.arrived = append(s.arrived, time.Now())
@@ -67,7 +70,7 @@ func newTestClient(t *testing.T, srv *httptest.Server, opts ClientOptions) *Clie
 	t.Helper()
 	opts.BaseURL, opts.Key, opts.HTTPClient = srv.URL, testInstanceKey, srv.Client()
 	if opts.Logger == nil {
-		opts.Logger = quietLogger()
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	c, err := NewClient(opts)
 	require.NoError(t, err)
@@ -78,7 +81,7 @@ func newTestClient(t *testing.T, srv *httptest.Server, opts ClientOptions) *Clie
 // boundedContext is the test's context cut at bound: a client call that
 // does not return by then fails the test instead of hanging it.
 func boundedContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), bound)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Bound)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -105,8 +108,8 @@ func TestAnEmptyRegistryURLIsRefusedNamingTheSetting(t *testing.T) {
 		_, err := NewClient(ClientOptions{BaseURL: base, Key: testInstanceKey})
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce, "base %q", base)
-		assert.Equal(t, RegistryURLSetting, ce.Setting, "base %q", base)
-		assert.Contains(t, err.Error(), RegistryURLSetting, "base %q", base)
+		assert.Equal(t, URLSetting, ce.Setting, "base %q", base)
+		assert.Contains(t, err.Error(), URLSetting, "base %q", base)
 	}
 	_, err := NewClient(ClientOptions{BaseURL: "   "})
 	assert.ErrorContains(t, err, "blank", "whitespace is not an absent value: say what it is")
@@ -114,19 +117,19 @@ func TestAnEmptyRegistryURLIsRefusedNamingTheSetting(t *testing.T) {
 	env := func(kv map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
 	}
-	good := map[string]string{RegistryURLSetting: "https://registry.example.com", InstanceKeySetting: testInstanceKey}
+	good := map[string]string{URLSetting: "https://registry.example.com", InstanceKeySetting: testInstanceKey}
 	for _, c := range []struct {
 		name    string
 		env     map[string]string
 		setting string
 		problem string
 	}{
-		{"url missing", map[string]string{InstanceKeySetting: testInstanceKey}, RegistryURLSetting, "is not set"},
-		{"url present but empty", map[string]string{RegistryURLSetting: "", InstanceKeySetting: testInstanceKey}, RegistryURLSetting, "is set but empty"},
-		{"url whitespace", map[string]string{RegistryURLSetting: " \t", InstanceKeySetting: testInstanceKey}, RegistryURLSetting, "is set but empty"},
-		{"url relative", map[string]string{RegistryURLSetting: "/api", InstanceKeySetting: testInstanceKey}, RegistryURLSetting, "is not an absolute URL"},
-		{"key present but empty", map[string]string{RegistryURLSetting: "https://registry.example.com", InstanceKeySetting: ""}, InstanceKeySetting, "is set but empty"},
-		{"key missing", map[string]string{RegistryURLSetting: "https://registry.example.com"}, InstanceKeySetting, "is not set"},
+		{"url missing", map[string]string{InstanceKeySetting: testInstanceKey}, URLSetting, "is not set"},
+		{"url present but empty", map[string]string{URLSetting: "", InstanceKeySetting: testInstanceKey}, URLSetting, "is set but empty"},
+		{"url whitespace", map[string]string{URLSetting: " \t", InstanceKeySetting: testInstanceKey}, URLSetting, "is set but empty"},
+		{"url relative", map[string]string{URLSetting: "/api", InstanceKeySetting: testInstanceKey}, URLSetting, "is not an absolute URL"},
+		{"key present but empty", map[string]string{URLSetting: "https://registry.example.com", InstanceKeySetting: ""}, InstanceKeySetting, "is set but empty"},
+		{"key missing", map[string]string{URLSetting: "https://registry.example.com"}, InstanceKeySetting, "is not set"},
 	} {
 		_, err := ClientOptionsFromEnv(env(c.env))
 		var ce *ConfigError
@@ -155,7 +158,7 @@ func TestTheClientWaitsWhatRetryAfterAsksBeforeTheNextAttempt(t *testing.T) {
 	})
 	c := newTestClient(t, srv.Server, ClientOptions{})
 
-	ctx, cancel := context.WithTimeout(t.Context(), asked+bound)
+	ctx, cancel := context.WithTimeout(t.Context(), asked+testkit.Bound)
 	defer cancel()
 	idx, etag, err := c.Index(ctx, "")
 	require.NoError(t, err)
@@ -273,7 +276,7 @@ func TestAnUnchangedIndexIsNotModified(t *testing.T) {
 }
 
 func TestADownloadAsksForTheBundleByNameAndRefusesUnsafeNames(t *testing.T) {
-	bundle := randomBytes(8 << 10)
+	bundle := testkit.RandomBytes(8 << 10)
 	srv := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(bundle) })
 	c := newTestClient(t, srv.Server, ClientOptions{})
 
@@ -287,7 +290,7 @@ func TestADownloadAsksForTheBundleByNameAndRefusesUnsafeNames(t *testing.T) {
 
 	for _, name := range [][2]string{{"../etc", "1.0"}, {"Acme.Crm", "1.0/../../x"}, {"", "1.0"}} {
 		_, err := c.Download(boundedContext(t), IndexEntry{Plugin: name[0], Version: name[1], SHA256: sha256Hex(bundle)})
-		var ne *NameError
+		var ne *landing.NameError
 		require.ErrorAs(t, err, &ne, "%q", name)
 	}
 	assert.Equal(t, 1, srv.requests(), "a refused name makes no request")
@@ -306,7 +309,7 @@ func sha256Hex(b []byte) string {
 }
 
 func TestTheClientVerifiesTheSha256TheIndexListsForWhatItDownloads(t *testing.T) {
-	listed := randomBytes(8 << 10)
+	listed := testkit.RandomBytes(8 << 10)
 	served := append([]byte(nil), listed...)
 	served[100] ^= 0xff // one byte changed on the way: same size, other bytes
 	srv := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(served) })

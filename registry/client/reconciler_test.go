@@ -1,4 +1,4 @@
-package registry
+package client
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
@@ -114,8 +114,8 @@ type applied struct {
 type reconcilerUnderTest struct {
 	r       *Reconciler
 	clk     *rxtest.Clock
-	logs    *logStore
-	metrics *prometheus.Registry
+	logs    *testkit.Logs
+	gauges  *lastStatus
 	polls   chan ReconcilerStatus
 	applied chan applied
 }
@@ -124,18 +124,18 @@ func runReconciler(t *testing.T, reg *fakeRegistry, configure func(*Reconciler))
 	t.Helper()
 	u := &reconcilerUnderTest{
 		clk:     rxtest.NewClock(),
-		metrics: prometheus.NewRegistry(),
+		gauges:  &lastStatus{},
 		polls:   make(chan ReconcilerStatus, 16),
 		applied: make(chan applied, 16),
 	}
 	var logger *slog.Logger
-	u.logs, logger = captureLogs()
+	u.logs, logger = testkit.CaptureLogs()
 	u.r = &Reconciler{
 		Client:   newTestClient(t, reg.srv.Server, ClientOptions{Attempts: 2, MaxRetryWait: time.Millisecond}),
 		Interval: pollEvery,
 		Clock:    u.clk,
 		Logger:   logger,
-		Metrics:  u.metrics,
+		Gauges:   u.gauges,
 		TempDir:  t.TempDir(),
 		Apply: func(_ context.Context, e IndexEntry, bundle io.Reader) error {
 			b, err := io.ReadAll(bundle)
@@ -155,7 +155,7 @@ func runReconciler(t *testing.T, reg *fakeRegistry, configure func(*Reconciler))
 	go func() { done <- u.r.Run(ctx) }()
 	t.Cleanup(func() {
 		stop()
-		assert.ErrorIs(t, receive(t, done, "Run returning once stopped"), context.Canceled)
+		assert.ErrorIs(t, testkit.Receive(t, done, "Run returning once stopped"), context.Canceled)
 	})
 	return u
 }
@@ -164,7 +164,7 @@ func runReconciler(t *testing.T, reg *fakeRegistry, configure func(*Reconciler))
 func (u *reconcilerUnderTest) next(t *testing.T) ReconcilerStatus {
 	t.Helper()
 	u.clk.Advance(pollEvery)
-	return receive(t, u.polls, "the next poll")
+	return testkit.Receive(t, u.polls, "the next poll")
 }
 
 // noApply fails if Apply was called since the last check. Apply runs on
@@ -179,18 +179,46 @@ func (u *reconcilerUnderTest) noApply(t *testing.T, msg string) {
 	}
 }
 
+// gauge is what a gauge mirroring the last status set would read (see
+// clientmetrics, whose test holds it to the same values).
 func (u *reconcilerUnderTest) gauge(t *testing.T, name string) float64 {
 	t.Helper()
-	families, err := u.metrics.Gather()
-	require.NoError(t, err)
-	for _, mf := range families {
-		if mf.GetName() == name {
-			require.Len(t, mf.GetMetric(), 1)
-			return mf.GetMetric()[0].GetGauge().GetValue()
+	u.gauges.mu.Lock()
+	defer u.gauges.mu.Unlock()
+	require.True(t, u.gauges.set, "the reconciler set no status")
+	st := u.gauges.st
+	unix := func(at time.Time) float64 {
+		if at.IsZero() {
+			return 0
 		}
+		return float64(at.UnixNano()) / 1e9
 	}
-	require.FailNow(t, "gauge not registered", name)
+	switch name {
+	case "meshrx_registry_consumer_failing":
+		if !st.Healthy && !st.FailingSince.IsZero() {
+			return 1
+		}
+		return 0
+	case "meshrx_registry_consumer_failing_since_seconds":
+		return unix(st.FailingSince)
+	case "meshrx_registry_consumer_last_success_seconds":
+		return unix(st.LastSuccess)
+	}
+	require.FailNow(t, "no such gauge", name)
 	return 0
+}
+
+// lastStatus is a StatusGauges that keeps the last status it was told.
+type lastStatus struct {
+	mu  sync.Mutex
+	st  ReconcilerStatus
+	set bool
+}
+
+func (g *lastStatus) Set(st ReconcilerStatus) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.st, g.set = st, true
 }
 
 func TestTheReconcilerMarksAFailureOnceAndRecovers(t *testing.T) {
@@ -203,13 +231,13 @@ func TestTheReconcilerMarksAFailureOnceAndRecovers(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			reg := newFakeRegistry(t)
-			crm := randomBytes(4 << 10)
+			crm := testkit.RandomBytes(4 << 10)
 			reg.publish("Acme.Crm", "1.0.0", crm, "")
 			reg.setRefusal(c.status)
 			u := runReconciler(t, reg, nil)
 			start := u.clk.Now()
 
-			st := receive(t, u.polls, "the first poll")
+			st := testkit.Receive(t, u.polls, "the first poll")
 			assert.False(t, st.Healthy)
 			assert.Contains(t, st.LastError, http.StatusText(c.status))
 			assert.Equal(t, start, st.FailingSince)
@@ -224,11 +252,11 @@ func TestTheReconcilerMarksAFailureOnceAndRecovers(t *testing.T) {
 			st = u.next(t)
 			assert.False(t, st.Healthy)
 			assert.Equal(t, start, st.FailingSince)
-			warns := u.logs.at(slog.LevelWarn)
+			warns := u.logs.At(slog.LevelWarn)
 			require.Len(t, warns, 1, "one warning on the way into failure, not one per poll")
 			assert.Contains(t, warns[0].Attrs["error"].String(), http.StatusText(c.status))
 			assert.Equal(t, reg.srv.URL, warns[0].Attrs["registry"].String())
-			assert.Empty(t, u.logs.at(slog.LevelInfo), "a failure is never reported as information")
+			assert.Empty(t, u.logs.At(slog.LevelInfo), "a failure is never reported as information")
 
 			reg.setRefusal(0)
 			st = u.next(t)
@@ -237,29 +265,29 @@ func TestTheReconcilerMarksAFailureOnceAndRecovers(t *testing.T) {
 			assert.True(t, st.FailingSince.IsZero())
 			assert.Equal(t, u.clk.Now(), st.LastSuccess)
 			assert.Equal(t, map[string]string{"Acme.Crm": "1.0.0"}, st.Applied)
-			assert.Equal(t, crm, receive(t, u.applied, "the bundle applied after recovery").body)
+			assert.Equal(t, crm, testkit.Receive(t, u.applied, "the bundle applied after recovery").body)
 			assert.Equal(t, 0.0, u.gauge(t, "meshrx_registry_consumer_failing"))
 			assert.Equal(t, 0.0, u.gauge(t, "meshrx_registry_consumer_failing_since_seconds"))
 			assert.Equal(t, float64(u.clk.Now().Unix()), u.gauge(t, "meshrx_registry_consumer_last_success_seconds"))
-			infos := u.logs.at(slog.LevelInfo)
+			infos := u.logs.At(slog.LevelInfo)
 			require.Len(t, infos, 1, "one line on recovery")
 			assert.Contains(t, infos[0].Message, "recovered")
 			assert.Equal(t, 2*pollEvery, infos[0].Attrs["failedFor"].Duration())
-			assert.Len(t, u.logs.at(slog.LevelWarn), 1)
+			assert.Len(t, u.logs.At(slog.LevelWarn), 1)
 		})
 	}
 }
 
 func TestTheReconcilerAppliesANewVersionOnce(t *testing.T) {
 	reg := newFakeRegistry(t)
-	v1, v2 := randomBytes(4<<10), randomBytes(4<<10)
+	v1, v2 := testkit.RandomBytes(4<<10), testkit.RandomBytes(4<<10)
 	reg.publish("Acme.Crm", "1.0.0", v1, "")
 	u := runReconciler(t, reg, nil)
 
 	// The fake serves no ETag here: what prevents re-applying must be the
 	// reconciler's own record, not a 304.
-	require.True(t, receive(t, u.polls, "the first poll").Healthy)
-	first := receive(t, u.applied, "1.0.0 applied")
+	require.True(t, testkit.Receive(t, u.polls, "the first poll").Healthy)
+	first := testkit.Receive(t, u.applied, "1.0.0 applied")
 	assert.Equal(t, "1.0.0", first.entry.Version)
 	assert.Equal(t, v1, first.body)
 
@@ -272,26 +300,26 @@ func TestTheReconcilerAppliesANewVersionOnce(t *testing.T) {
 	reg.publish("Acme.Crm", "1.1.0", v2, "")
 	st := u.next(t)
 	require.True(t, st.Healthy)
-	second := receive(t, u.applied, "1.1.0 applied")
+	second := testkit.Receive(t, u.applied, "1.1.0 applied")
 	assert.Equal(t, "1.1.0", second.entry.Version)
 	assert.Equal(t, v2, second.body)
 	assert.Equal(t, map[string]string{"Acme.Crm": "1.1.0"}, st.Applied)
 
 	require.True(t, u.next(t).Healthy)
 	u.noApply(t, "the new version is applied once")
-	assert.Empty(t, u.logs.at(slog.LevelWarn))
+	assert.Empty(t, u.logs.At(slog.LevelWarn))
 }
 
 func TestTheReconcilerRefusesABundleWhoseDigestDoesNotMatch(t *testing.T) {
 	reg := newFakeRegistry(t)
 	reg.etags = true
-	good, tampered := randomBytes(4<<10), randomBytes(4<<10)
+	good, tampered := testkit.RandomBytes(4<<10), testkit.RandomBytes(4<<10)
 	listed := sha256.Sum256(good)
 	reg.publish("Acme.Crm", "1.0.0", tampered, hex.EncodeToString(listed[:]))
-	reg.publish("Acme.Billing", "2.0.0", randomBytes(1<<10), "")
+	reg.publish("Acme.Billing", "2.0.0", testkit.RandomBytes(1<<10), "")
 	u := runReconciler(t, reg, nil)
 
-	st := receive(t, u.polls, "the first poll")
+	st := testkit.Receive(t, u.polls, "the first poll")
 	assert.False(t, st.Healthy)
 	assert.Contains(t, st.LastError, "Acme.Crm@1.0.0")
 	assert.Contains(t, st.LastError, "sha256")
@@ -299,10 +327,10 @@ func TestTheReconcilerRefusesABundleWhoseDigestDoesNotMatch(t *testing.T) {
 	assert.Equal(t, map[string]string{"Acme.Billing": "2.0.0"}, st.Applied)
 	// Control: the bundle that matches is applied in the same poll, so it is
 	// the digest that refused the other.
-	assert.Equal(t, "Acme.Billing", receive(t, u.applied, "the matching bundle").entry.Plugin)
+	assert.Equal(t, "Acme.Billing", testkit.Receive(t, u.applied, "the matching bundle").entry.Plugin)
 	u.noApply(t, "a bundle whose digest does not match is never applied")
 	assert.Equal(t, 1.0, u.gauge(t, "meshrx_registry_consumer_failing"))
-	warns := u.logs.at(slog.LevelWarn)
+	warns := u.logs.At(slog.LevelWarn)
 	require.Len(t, warns, 1)
 	assert.Contains(t, warns[0].Attrs["error"].String(), "Acme.Crm@1.0.0")
 
@@ -313,14 +341,14 @@ func TestTheReconcilerRefusesABundleWhoseDigestDoesNotMatch(t *testing.T) {
 	reg.publish("Acme.Crm", "1.0.0", good, "")
 	st = u.next(t)
 	assert.True(t, st.Healthy)
-	assert.Equal(t, good, receive(t, u.applied, "the repaired bundle").body)
+	assert.Equal(t, good, testkit.Receive(t, u.applied, "the repaired bundle").body)
 	assert.Equal(t, map[string]string{"Acme.Billing": "2.0.0", "Acme.Crm": "1.0.0"}, st.Applied)
 }
 
 func TestAPollThatOutlivesItsBudgetIsCutAndMarked(t *testing.T) {
 	const budget = 5 * time.Minute
 	reg := newFakeRegistry(t)
-	reg.publish("Acme.Crm", "1.0.0", randomBytes(1<<10), "")
+	reg.publish("Acme.Crm", "1.0.0", testkit.RandomBytes(1<<10), "")
 	applying := make(chan struct{})
 	u := runReconciler(t, reg, func(r *Reconciler) {
 		r.PollBudget = budget
@@ -331,7 +359,7 @@ func TestAPollThatOutlivesItsBudgetIsCutAndMarked(t *testing.T) {
 		}
 	})
 
-	receive(t, applying, "Apply being called")
+	testkit.Receive(t, applying, "Apply being called")
 	u.clk.Advance(budget - time.Nanosecond)
 	select {
 	case <-u.polls:
@@ -339,7 +367,7 @@ func TestAPollThatOutlivesItsBudgetIsCutAndMarked(t *testing.T) {
 	default:
 	}
 	u.clk.Advance(time.Nanosecond)
-	st := receive(t, u.polls, "the poll cut at its budget")
+	st := testkit.Receive(t, u.polls, "the poll cut at its budget")
 	assert.False(t, st.Healthy)
 	assert.Contains(t, st.LastError, "Acme.Crm@1.0.0: apply")
 	assert.Contains(t, st.LastError, "budget of 5m0s ran out")

@@ -1,6 +1,9 @@
-package registry
+package answer
 
 import (
+	"crypto/rand"
+	"github.com/meshrx/meshrx/internal/testkit"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -25,117 +27,6 @@ import (
 	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
-
-// loggedRecord is one captured slog record, its attributes flattened with
-// group names as prefixes ("finished.instance key").
-type loggedRecord struct {
-	Level   slog.Level
-	Message string
-	Attrs   map[string]slog.Value
-}
-
-// logStore keeps what a capturing logger received.
-type logStore struct {
-	mu      sync.Mutex
-	records []loggedRecord
-	added   chan loggedRecord
-}
-
-// captureLogs returns a logger whose records the store keeps.
-func captureLogs() (*logStore, *slog.Logger) {
-	s := &logStore{added: make(chan loggedRecord, 64)}
-	return s, slog.New(&captureHandler{store: s})
-}
-
-// at returns the records logged at level exactly.
-func (s *logStore) at(level slog.Level) []loggedRecord {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []loggedRecord
-	for _, r := range s.records {
-		if r.Level == level {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// matching returns the records logged at level whose message contains part.
-func (s *logStore) matching(level slog.Level, part string) []loggedRecord {
-	var out []loggedRecord
-	for _, r := range s.at(level) {
-		if strings.Contains(r.Message, part) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// atOrAbove returns the records logged at Info or above.
-func (s *logStore) atOrAbove(level slog.Level) []loggedRecord {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []loggedRecord
-	for _, r := range s.records {
-		if r.Level >= level {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-type captureHandler struct {
-	store  *logStore
-	prefix string
-	preset map[string]slog.Value
-}
-
-func (h *captureHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *captureHandler) Handle(_ context.Context, r slog.Record) error {
-	rec := loggedRecord{Level: r.Level, Message: r.Message, Attrs: map[string]slog.Value{}}
-	for k, v := range h.preset {
-		rec.Attrs[k] = v
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		flattenAttr(h.prefix, a, rec.Attrs)
-		return true
-	})
-	h.store.mu.Lock()
-	h.store.records = append(h.store.records, rec)
-	h.store.mu.Unlock()
-	select {
-	case h.store.added <- rec:
-	default:
-	}
-	return nil
-}
-
-func (h *captureHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	preset := map[string]slog.Value{}
-	for k, v := range h.preset {
-		preset[k] = v
-	}
-	for _, a := range as {
-		flattenAttr(h.prefix, a, preset)
-	}
-	return &captureHandler{store: h.store, prefix: h.prefix, preset: preset}
-}
-
-func (h *captureHandler) WithGroup(name string) slog.Handler {
-	return &captureHandler{store: h.store, prefix: h.prefix + name + ".", preset: h.preset}
-}
-
-func flattenAttr(prefix string, a slog.Attr, into map[string]slog.Value) {
-	v := a.Value.Resolve()
-	if v.Kind() == slog.KindGroup {
-		for _, g := range v.Group() {
-			flattenAttr(prefix+a.Key+".", g, into)
-		}
-		return
-	}
-	into[prefix+a.Key] = v
-}
 
 // reply is what the test's HTTP client got.
 type reply struct {
@@ -229,23 +120,23 @@ func requireOpen(t *testing.T, ch <-chan struct{}, msg string) {
 
 func TestANeverAnsweringStageAnswers503WithinTheBudgetNamingIt(t *testing.T) {
 	clk := rxtest.NewClock()
-	logs, logger := captureLogs()
+	logs, logger := testkit.CaptureLogs()
 	reached, abandoned := make(chan struct{}), make(chan struct{})
-	d := Deadline{Route: "GET " + IndexPath, Budget: IndexBudget, RetryAfter: 30 * time.Second, Clock: clk, Logger: logger}
+	d := Deadline{Route: "GET " + indexPath, Budget: DefaultBudget, RetryAfter: 30 * time.Second, Clock: clk, Logger: logger}
 	srv := serve(t, Arrival(clk, d.Handler(stalledRoute("pushed artifacts record", reached, abandoned))))
 
-	replies := fetch(t.Context(), srv, IndexPath)
-	receive(t, reached, "the request reaching the pushed artifacts record")
+	replies := fetch(t.Context(), srv, indexPath)
+	testkit.Receive(t, reached, "the request reaching the pushed artifacts record")
 
-	clk.Advance(IndexBudget - time.Nanosecond)
+	clk.Advance(DefaultBudget - time.Nanosecond)
 	// The budget's timer runs inside Advance: had it fired, the stage would
 	// already be unsubscribed.
 	requireOpen(t, abandoned, "the deadline tripped before its budget")
-	assert.Empty(t, logs.atOrAbove(slog.LevelInfo))
+	assert.Empty(t, logs.AtOrAbove(slog.LevelInfo))
 
 	clk.Advance(time.Nanosecond)
-	receive(t, abandoned, "the stalled stage being unsubscribed when the budget ran out")
-	got := receive(t, replies, "the refusal")
+	testkit.Receive(t, abandoned, "the stalled stage being unsubscribed when the budget ran out")
+	got := testkit.Receive(t, replies, "the refusal")
 	require.NoError(t, got.err)
 	assert.Equal(t, http.StatusServiceUnavailable, got.status)
 	assert.Equal(t, "30", got.header.Get("Retry-After"))
@@ -254,53 +145,53 @@ func TestANeverAnsweringStageAnswers503WithinTheBudgetNamingIt(t *testing.T) {
 	assert.Equal(t, []string{"pushed artifacts record"}, body.WaitingOn)
 	assert.Contains(t, body.Error, "pushed artifacts record")
 
-	records := logs.atOrAbove(slog.LevelInfo)
+	records := logs.AtOrAbove(slog.LevelInfo)
 	require.Len(t, records, 1, "exactly one line for one refusal")
 	w := records[0]
 	assert.Equal(t, slog.LevelWarn, w.Level)
-	assert.Equal(t, "GET "+IndexPath, w.Attrs["route"].String())
+	assert.Equal(t, "GET "+indexPath, w.Attrs["route"].String())
 	assert.Equal(t, "pushed artifacts record", w.Attrs["stage"].String())
-	assert.Equal(t, IndexBudget, w.Attrs["budget"].Duration())
-	assert.Equal(t, IndexBudget, w.Attrs["elapsed"].Duration())
+	assert.Equal(t, DefaultBudget, w.Attrs["budget"].Duration())
+	assert.Equal(t, DefaultBudget, w.Attrs["elapsed"].Duration())
 	assert.Contains(t, w.Message, "pushed artifacts record")
 }
 
 func TestTwoStalledShapesLeaveTwoDistinguishableWarnings(t *testing.T) {
 	clk := rxtest.NewClock()
-	logs, logger := captureLogs()
+	logs, logger := testkit.CaptureLogs()
 	indexReached, indexLeft := make(chan struct{}), make(chan struct{})
 	bundleReached, bundleLeft := make(chan struct{}), make(chan struct{})
 	mux := http.NewServeMux()
-	mux.Handle("GET "+IndexPath, Deadline{Route: "GET " + IndexPath, Budget: IndexBudget, Clock: clk, Logger: logger}.
+	mux.Handle("GET "+indexPath, Deadline{Route: "GET " + indexPath, Budget: DefaultBudget, Clock: clk, Logger: logger}.
 		Handler(stalledRoute("pushed artifacts record", indexReached, indexLeft)))
-	mux.Handle("GET "+BundlesPath+"/{plugin}/{version}", Deadline{Budget: DownloadBudget, Clock: clk, Logger: logger}.
+	mux.Handle("GET "+bundlesPath+"/{plugin}/{version}", Deadline{Budget: downloadBudget, Clock: clk, Logger: logger}.
 		Handler(stalledRoute("module activation list", bundleReached, bundleLeft)))
 	srv := serve(t, Arrival(clk, mux))
 
-	index := fetch(t.Context(), srv, IndexPath)
-	receive(t, indexReached, "the index request reaching its stage")
-	bundle := fetch(t.Context(), srv, BundlesPath+"/Acme.Crm/1.2.0")
-	receive(t, bundleReached, "the download reaching its stage")
+	index := fetch(t.Context(), srv, indexPath)
+	testkit.Receive(t, indexReached, "the index request reaching its stage")
+	bundle := fetch(t.Context(), srv, bundlesPath+"/Acme.Crm/1.2.0")
+	testkit.Receive(t, bundleReached, "the download reaching its stage")
 
-	clk.Advance(IndexBudget)
-	assert.Equal(t, http.StatusServiceUnavailable, receive(t, index, "the index refusal").status)
+	clk.Advance(DefaultBudget)
+	assert.Equal(t, http.StatusServiceUnavailable, testkit.Receive(t, index, "the index refusal").status)
 	requireOpen(t, bundleLeft, "the download has its own, longer budget")
-	clk.Advance(DownloadBudget - IndexBudget)
-	assert.Equal(t, http.StatusServiceUnavailable, receive(t, bundle, "the download refusal").status)
+	clk.Advance(downloadBudget - DefaultBudget)
+	assert.Equal(t, http.StatusServiceUnavailable, testkit.Receive(t, bundle, "the download refusal").status)
 
-	warns := logs.at(slog.LevelWarn)
+	warns := logs.At(slog.LevelWarn)
 	require.Len(t, warns, 2)
 	assert.NotEqual(t, warns[0].Message, warns[1].Message, "two shapes must not fold into one message")
-	assert.Equal(t, []string{"GET " + IndexPath, "GET " + BundlesPath + "/Acme.Crm/1.2.0"},
+	assert.Equal(t, []string{"GET " + indexPath, "GET " + bundlesPath + "/Acme.Crm/1.2.0"},
 		[]string{warns[0].Attrs["route"].String(), warns[1].Attrs["route"].String()})
 	assert.Equal(t, []string{"pushed artifacts record", "module activation list"},
 		[]string{warns[0].Attrs["stage"].String(), warns[1].Attrs["stage"].String()})
-	assert.Equal(t, DownloadBudget, warns[1].Attrs["budget"].Duration())
+	assert.Equal(t, downloadBudget, warns[1].Attrs["budget"].Duration())
 }
 
 func TestAnAnswerInsideTheBudgetPassesUntouchedWithNoLog(t *testing.T) {
 	clk := rxtest.NewClock()
-	logs, logger := captureLogs()
+	logs, logger := testkit.CaptureLogs()
 	payload := randomBytes(64 << 10)
 	header := http.Header{
 		"Etag":         {`"gen-7"`},
@@ -312,7 +203,7 @@ func TestAnAnswerInsideTheBudgetPassesUntouchedWithNoLog(t *testing.T) {
 		assembled := rx.Map(rx.Timer(5*time.Second, clk), func(time.Time) Answer { return a })
 		return announced(InStage(assembled, LedgerFrom(r.Context()), "bundle assembly"), reached)
 	}
-	d := Deadline{Budget: IndexBudget, Clock: clk, Logger: logger}
+	d := Deadline{Budget: DefaultBudget, Clock: clk, Logger: logger}
 	mux := http.NewServeMux()
 	mux.Handle("GET /body", d.Handler(func(r *http.Request) rx.Observable[Answer] {
 		return later(r, bodyReached, Answer{Status: http.StatusNonAuthoritativeInfo, Header: header, Body: payload})
@@ -330,9 +221,9 @@ func TestAnAnswerInsideTheBudgetPassesUntouchedWithNoLog(t *testing.T) {
 	srv := serve(t, Arrival(clk, mux))
 
 	fromBody := fetch(t.Context(), srv, "/body")
-	receive(t, bodyReached, "the body route assembling")
+	testkit.Receive(t, bodyReached, "the body route assembling")
 	fromStream := fetch(t.Context(), srv, "/stream")
-	receive(t, streamReached, "the stream route assembling")
+	testkit.Receive(t, streamReached, "the stream route assembling")
 	clk.Advance(5 * time.Second)
 
 	for _, c := range []struct {
@@ -340,8 +231,8 @@ func TestAnAnswerInsideTheBudgetPassesUntouchedWithNoLog(t *testing.T) {
 		got    reply
 		status int
 	}{
-		{"body", receive(t, fromBody, "the body answer"), http.StatusNonAuthoritativeInfo},
-		{"stream", receive(t, fromStream, "the streamed answer"), http.StatusOK},
+		{"body", testkit.Receive(t, fromBody, "the body answer"), http.StatusNonAuthoritativeInfo},
+		{"stream", testkit.Receive(t, fromStream, "the streamed answer"), http.StatusOK},
 	} {
 		require.NoError(t, c.got.err, c.name)
 		assert.Equal(t, c.status, c.got.status, c.name)
@@ -355,30 +246,30 @@ func TestAnAnswerInsideTheBudgetPassesUntouchedWithNoLog(t *testing.T) {
 	// The budget's timers were disarmed by the answers: running the clock
 	// far past the budget must log nothing. A deadline that kept its timer
 	// would log a warning here.
-	clk.Advance(2 * IndexBudget)
+	clk.Advance(2 * DefaultBudget)
 	assert.Zero(t, clk.Pending(), "no timer may outlive an answered request")
-	assert.Empty(t, logs.atOrAbove(slog.LevelDebug))
+	assert.Empty(t, logs.AtOrAbove(slog.LevelDebug))
 }
 
 func TestTheBudgetCountsFromArrivalNotFromTheHandler(t *testing.T) {
 	const keyCheck = 10 * time.Second
-	run := func(t *testing.T, withArrival bool) (reply <-chan reply, abandoned chan struct{}, logs *logStore, clk *rxtest.Clock) {
+	run := func(t *testing.T, withArrival bool) (reply <-chan reply, abandoned chan struct{}, logs *testkit.Logs, clk *rxtest.Clock) {
 		clk = rxtest.NewClock()
-		logs, logger := captureLogs()
+		logs, logger := testkit.CaptureLogs()
 		keyReached, reached := make(chan struct{}), make(chan struct{})
 		abandoned = make(chan struct{})
-		route := Deadline{Route: "GET " + IndexPath, Budget: IndexBudget, Clock: clk, Logger: logger}.
+		route := Deadline{Route: "GET " + indexPath, Budget: DefaultBudget, Clock: clk, Logger: logger}.
 			Handler(stalledRoute("pushed artifacts record", reached, abandoned))
 		var h http.Handler = stageBefore(clk, "instance key", keyCheck, keyReached, route)
 		if withArrival {
 			h = Arrival(clk, h)
 		}
 		srv := serve(t, h)
-		reply = fetch(t.Context(), srv, IndexPath)
-		receive(t, keyReached, "the request reaching the key check")
+		reply = fetch(t.Context(), srv, indexPath)
+		testkit.Receive(t, keyReached, "the request reaching the key check")
 		clk.Advance(keyCheck)
-		receive(t, reached, "the request reaching the route's stage")
-		clk.Advance(IndexBudget - keyCheck - time.Nanosecond)
+		testkit.Receive(t, reached, "the request reaching the route's stage")
+		clk.Advance(DefaultBudget - keyCheck - time.Nanosecond)
 		requireOpen(t, abandoned, "the deadline tripped before arrival+budget")
 		clk.Advance(time.Nanosecond)
 		return reply, abandoned, logs, clk
@@ -386,15 +277,15 @@ func TestTheBudgetCountsFromArrivalNotFromTheHandler(t *testing.T) {
 
 	t.Run("from arrival", func(t *testing.T) {
 		replies, abandoned, logs, _ := run(t, true)
-		receive(t, abandoned, "the route being unsubscribed at arrival+budget exactly")
-		got := receive(t, replies, "the refusal")
+		testkit.Receive(t, abandoned, "the route being unsubscribed at arrival+budget exactly")
+		got := testkit.Receive(t, replies, "the refusal")
 		require.NoError(t, got.err)
 		assert.Equal(t, http.StatusServiceUnavailable, got.status)
 		assert.Equal(t, []string{"pushed artifacts record"}, got.refusal(t).WaitingOn)
 
-		warns := logs.at(slog.LevelWarn)
+		warns := logs.At(slog.LevelWarn)
 		require.Len(t, warns, 1)
-		assert.Equal(t, IndexBudget, warns[0].Attrs["elapsed"].Duration())
+		assert.Equal(t, DefaultBudget, warns[0].Attrs["elapsed"].Duration())
 		assert.Equal(t, keyCheck, warns[0].Attrs["finished.instance key"].Duration(),
 			"the finished stage is named with how long it took")
 		assert.Equal(t, "pushed artifacts record", warns[0].Attrs["stage"].String())
@@ -406,21 +297,21 @@ func TestTheBudgetCountsFromArrivalNotFromTheHandler(t *testing.T) {
 	t.Run("from the handler, the defect", func(t *testing.T) {
 		replies, abandoned, logs, clk := run(t, false)
 		requireOpen(t, abandoned, "counted from the handler, the budget is not spent at arrival+budget")
-		assert.Empty(t, logs.atOrAbove(slog.LevelInfo))
+		assert.Empty(t, logs.AtOrAbove(slog.LevelInfo))
 		clk.Advance(keyCheck)
-		receive(t, abandoned, "the late refusal")
-		assert.Equal(t, http.StatusServiceUnavailable, receive(t, replies, "the late refusal").status)
+		testkit.Receive(t, abandoned, "the late refusal")
+		assert.Equal(t, http.StatusServiceUnavailable, testkit.Receive(t, replies, "the late refusal").status)
 	})
 }
 
 func TestABudgetSpentBeforeTheHandlerRanRefusesAtOnce(t *testing.T) {
-	const keyCheck = IndexBudget + 5*time.Second
+	const keyCheck = DefaultBudget + 5*time.Second
 	clk := rxtest.NewClock()
-	logs, logger := captureLogs()
+	logs, logger := testkit.CaptureLogs()
 	keyReached := make(chan struct{})
 	asked := 0
 	var mu sync.Mutex
-	route := Deadline{Route: "GET " + IndexPath, Budget: IndexBudget, Clock: clk, Logger: logger}.
+	route := Deadline{Route: "GET " + indexPath, Budget: DefaultBudget, Clock: clk, Logger: logger}.
 		Handler(func(r *http.Request) rx.Observable[Answer] {
 			mu.Lock()
 			asked++
@@ -429,13 +320,13 @@ func TestABudgetSpentBeforeTheHandlerRanRefusesAtOnce(t *testing.T) {
 		})
 	srv := serve(t, Arrival(clk, stageBefore(clk, "instance key", keyCheck, keyReached, route)))
 
-	replies := fetch(t.Context(), srv, IndexPath)
-	receive(t, keyReached, "the request reaching the key check")
+	replies := fetch(t.Context(), srv, indexPath)
+	testkit.Receive(t, keyReached, "the request reaching the key check")
 	clk.Advance(keyCheck)
 
 	// No further Advance: a handler that gave the route a fresh budget would
 	// hold the request here, and the bounded receive would fail.
-	got := receive(t, replies, "the immediate refusal")
+	got := testkit.Receive(t, replies, "the immediate refusal")
 	require.NoError(t, got.err)
 	assert.Equal(t, http.StatusServiceUnavailable, got.status)
 	assert.NotEmpty(t, got.header.Get("Retry-After"))
@@ -444,38 +335,38 @@ func TestABudgetSpentBeforeTheHandlerRanRefusesAtOnce(t *testing.T) {
 	assert.Zero(t, asked, "a spent budget refuses without asking the route")
 	mu.Unlock()
 
-	warns := logs.at(slog.LevelWarn)
+	warns := logs.At(slog.LevelWarn)
 	require.Len(t, warns, 1)
 	assert.Equal(t, keyCheck, warns[0].Attrs["elapsed"].Duration())
 	assert.Equal(t, keyCheck, warns[0].Attrs["finished.instance key"].Duration())
-	assert.Equal(t, noStageRunning, warns[0].Attrs["stage"].String())
+	assert.Equal(t, NoStageRunning, warns[0].Attrs["stage"].String())
 }
 
 func TestAClientThatLeftGetsAnInformationLineNotAWarning(t *testing.T) {
 	clk := rxtest.NewClock()
-	logs, logger := captureLogs()
+	logs, logger := testkit.CaptureLogs()
 	reached, abandoned := make(chan struct{}), make(chan struct{})
-	d := Deadline{Route: "GET " + IndexPath, Budget: IndexBudget, Clock: clk, Logger: logger}
+	d := Deadline{Route: "GET " + indexPath, Budget: DefaultBudget, Clock: clk, Logger: logger}
 	srv := serve(t, Arrival(clk, d.Handler(stalledRoute("pushed artifacts record", reached, abandoned))))
 
 	ctx, leave := context.WithCancel(t.Context())
-	replies := fetch(ctx, srv, IndexPath)
-	receive(t, reached, "the request reaching its stage")
+	replies := fetch(ctx, srv, indexPath)
+	testkit.Receive(t, reached, "the request reaching its stage")
 	clk.Advance(3 * time.Second)
 	leave()
 
-	assert.ErrorIs(t, receive(t, replies, "the client giving up").err, context.Canceled)
-	receive(t, abandoned, "the route being unsubscribed once the client left")
-	line := receive(t, logs.added, "the line about the client that left")
+	assert.ErrorIs(t, testkit.Receive(t, replies, "the client giving up").err, context.Canceled)
+	testkit.Receive(t, abandoned, "the route being unsubscribed once the client left")
+	line := testkit.Receive(t, logs.Added, "the line about the client that left")
 	// The budget passing afterwards must not add a warning: the request is over.
-	clk.Advance(IndexBudget)
+	clk.Advance(DefaultBudget)
 
 	assert.Equal(t, slog.LevelInfo, line.Level)
 	assert.Contains(t, line.Message, "client had already disconnected")
 	assert.Equal(t, "pushed artifacts record", line.Attrs["stage"].String())
 	assert.Equal(t, 3*time.Second, line.Attrs["elapsed"].Duration())
-	assert.Len(t, logs.atOrAbove(slog.LevelInfo), 1, "one line, and no warning: the registry did not fail anyone")
-	assert.Empty(t, logs.at(slog.LevelWarn))
+	assert.Len(t, logs.AtOrAbove(slog.LevelInfo), 1, "one line, and no warning: the registry did not fail anyone")
+	assert.Empty(t, logs.At(slog.LevelWarn))
 }
 
 // statusError is an error that knows its HTTP status.
@@ -489,8 +380,8 @@ func (e *statusError) HTTPStatus() int { return e.status }
 
 func TestOnlyCouldNotFindOutIsA503AndAnyOtherRouteErrorA500WithoutRetryAfter(t *testing.T) {
 	clk := rxtest.NewClock()
-	logs, logger := captureLogs()
-	d := Deadline{Budget: IndexBudget, RetryAfter: 7 * time.Second, Clock: clk, Logger: logger}
+	logs, logger := testkit.CaptureLogs()
+	d := Deadline{Budget: DefaultBudget, RetryAfter: 7 * time.Second, Clock: clk, Logger: logger}
 	failing := func(err error) http.Handler {
 		return d.Handler(func(r *http.Request) rx.Observable[Answer] {
 			return InStage(rx.Throw[Answer](err), LedgerFrom(r.Context()), "bundle read")
@@ -513,36 +404,36 @@ func TestOnlyCouldNotFindOutIsA503AndAnyOtherRouteErrorA500WithoutRetryAfter(t *
 	}))
 	srv := serve(t, Arrival(clk, mux))
 
-	got := receive(t, fetch(t.Context(), srv, "/bug"), "/bug")
+	got := testkit.Receive(t, fetch(t.Context(), srv, "/bug"), "/bug")
 	assert.Equal(t, http.StatusInternalServerError, got.status)
 	assert.Empty(t, got.header.Get("Retry-After"), "a bug is not 'retry later'")
 	assert.Equal(t, refusal{Error: "bundle read: " + reasonInternal, Stage: "bundle read", WaitingOn: []string{}}, got.refusal(t))
-	errs := logs.at(slog.LevelError)
+	errs := logs.At(slog.LevelError)
 	require.Len(t, errs, 1, "logged once")
 	assert.Equal(t, "bundle read", errs[0].Attrs["stage"].String())
 	assert.Contains(t, errs[0].Attrs["error"].String(), "index out of range", "the detail goes to the log")
 
 	for _, path := range []string{"/store", "/fds", "/deadline", "/bug-as-unavailable"} {
-		got := receive(t, fetch(t.Context(), srv, path), path)
+		got := testkit.Receive(t, fetch(t.Context(), srv, path), path)
 		assert.Equal(t, http.StatusServiceUnavailable, got.status, path)
 		assert.Equal(t, "7", got.header.Get("Retry-After"), path)
-		assert.Equal(t, refusal{Error: "bundle read: " + reasonUnavailable, Stage: "bundle read", WaitingOn: []string{}}, got.refusal(t), path)
+		assert.Equal(t, refusal{Error: "bundle read: " + ReasonUnavailable, Stage: "bundle read", WaitingOn: []string{}}, got.refusal(t), path)
 		for _, internal := range []string{"postgres", "openat", "modules/", "too many open files", "deadline", "index out of range"} {
 			assert.NotContains(t, string(got.body), internal, "%s: no internal text in the answer", path)
 		}
 	}
 
-	gone := receive(t, fetch(t.Context(), srv, "/gone"), "/gone")
+	gone := testkit.Receive(t, fetch(t.Context(), srv, "/gone"), "/gone")
 	assert.Equal(t, http.StatusGone, gone.status)
 	assert.Empty(t, gone.header.Get("Retry-After"), "only an availability refusal asks to retry")
 	assert.Equal(t, "wrapped: publication withdrawn", gone.refusal(t).Error, "a 4xx tells the caller its mistake")
 
-	stage := receive(t, fetch(t.Context(), srv, "/stage"), "/stage")
+	stage := testkit.Receive(t, fetch(t.Context(), srv, "/stage"), "/stage")
 	assert.Equal(t, http.StatusServiceUnavailable, stage.status)
 	assert.Equal(t, []string{"instance key"}, stage.refusal(t).WaitingOn, "a stage's own bound names the stage")
 	assert.Equal(t, "instance key", stage.refusal(t).Stage)
 
-	assert.Len(t, logs.at(slog.LevelWarn), 5, "each 503 leaves a warning; the 410 is the route's answer, not a failure")
+	assert.Len(t, logs.At(slog.LevelWarn), 5, "each 503 leaves a warning; the 410 is the route's answer, not a failure")
 }
 
 func TestWithoutTheDeadlineTheRequestIsHeld(t *testing.T) {
@@ -564,12 +455,27 @@ func TestWithoutTheDeadlineTheRequestIsHeld(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), patience)
 	defer cancel()
-	replies := fetch(ctx, srv, IndexPath)
-	receive(t, reached, "the request reaching its stage")
-	clk.Advance(10 * IndexBudget)
+	replies := fetch(ctx, srv, indexPath)
+	testkit.Receive(t, reached, "the request reaching its stage")
+	clk.Advance(10 * DefaultBudget)
 
-	got := receive(t, replies, "the client's patience running out")
+	got := testkit.Receive(t, replies, "the client's patience running out")
 	require.ErrorIs(t, got.err, context.DeadlineExceeded, "no status line within %s", patience)
 	assert.Zero(t, got.status)
-	receive(t, abandoned, "the held request ending when its client left")
+	testkit.Receive(t, abandoned, "the held request ending when its client left")
 }
+
+// Paths the tests serve routes on, as a registry would.
+const (
+	indexPath   = "/api/plugins/bundles/index.json"
+	bundlesPath = "/api/plugins/bundles"
+)
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// downloadBudget is the registry's bundle download budget.
+const downloadBudget = 60 * time.Second

@@ -1,4 +1,4 @@
-package registry
+package client
 
 import (
 	"context"
@@ -19,11 +19,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/meshrx/meshrx/registry/landing"
 )
 
 // The settings a consumer reads its registry from (see ClientOptionsFromEnv).
 const (
-	RegistryURLSetting = "MESHRX_REGISTRY_URL"
+	URLSetting         = "MESHRX_REGISTRY_URL"
 	InstanceKeySetting = "MESHRX_INSTANCE_KEY"
 )
 
@@ -74,7 +75,7 @@ type ClientOptions struct {
 // ConfigError reports a setting or option that cannot be used. Setting names
 // it as an operator would look for it.
 type ConfigError struct {
-	Setting string // e.g. RegistryURLSetting
+	Setting string // e.g. URLSetting
 	Value   string // the value refused; never a secret
 	Problem string // e.g. "is set but empty"
 }
@@ -202,7 +203,7 @@ func ClientOptionsFromEnv(lookup func(string) (string, bool)) (ClientOptions, er
 		}
 		return strings.TrimSpace(v), nil
 	}
-	base, err := read(RegistryURLSetting)
+	base, err := read(URLSetting)
 	if err != nil {
 		return ClientOptions{}, err
 	}
@@ -226,20 +227,20 @@ func parseBaseURL(raw string) (*url.URL, error) {
 		if raw != "" {
 			problem = "is blank (whitespace only)"
 		}
-		return nil, &ConfigError{Setting: RegistryURLSetting, Problem: problem}
+		return nil, &ConfigError{Setting: URLSetting, Problem: problem}
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, &ConfigError{Setting: RegistryURLSetting, Value: s, Problem: "is not a URL (" + err.Error() + ")"}
+		return nil, &ConfigError{Setting: URLSetting, Value: s, Problem: "is not a URL (" + err.Error() + ")"}
 	}
 	if !u.IsAbs() || u.Host == "" {
-		return nil, &ConfigError{Setting: RegistryURLSetting, Value: s, Problem: "is not an absolute URL (it needs http:// or https:// and a host)"}
+		return nil, &ConfigError{Setting: URLSetting, Value: s, Problem: "is not an absolute URL (it needs http:// or https:// and a host)"}
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, &ConfigError{Setting: RegistryURLSetting, Value: s, Problem: "is not an http or https URL"}
+		return nil, &ConfigError{Setting: URLSetting, Value: s, Problem: "is not an http or https URL"}
 	}
 	if u.User != nil {
-		return nil, &ConfigError{Setting: RegistryURLSetting, Value: u.Redacted(), Problem: "carries credentials; the key belongs in " + InstanceKeySetting}
+		return nil, &ConfigError{Setting: URLSetting, Value: u.Redacted(), Problem: "carries credentials; the key belongs in " + InstanceKeySetting}
 	}
 	u.RawQuery, u.Fragment = "", ""
 	return u, nil
@@ -286,10 +287,10 @@ func (c *Client) Index(ctx context.Context, etag string) (Index, string, error) 
 // answer whose X-Bundle-Sha256 names other bytes is refused before its body
 // is read.
 func (c *Client) Download(ctx context.Context, e IndexEntry) (io.ReadCloser, error) {
-	if err := ValidateModuleName(e.Plugin); err != nil {
+	if err := landing.ValidateModuleName(e.Plugin); err != nil {
 		return nil, err
 	}
-	if err := ValidateVersion(e.Version); err != nil {
+	if err := landing.ValidateVersion(e.Version); err != nil {
 		return nil, err
 	}
 	want := strings.ToLower(strings.TrimSpace(e.SHA256))

@@ -1,14 +1,14 @@
-package registry
+package landing
 
 import (
 	"archive/zip"
 	"bytes"
 	"compress/flate"
-	"crypto/rand"
 	"hash/crc32"
 	"io/fs"
 	"testing"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,18 +24,12 @@ func deflated(t *testing.T, data []byte) []byte {
 	return buf.Bytes()
 }
 
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return b
-}
-
 func file(name string, body string) entry { return entry{name: name, body: []byte(body)} }
 
 func TestUnsafeArchivesAreRefusedAndLeaveNothingBehind(t *testing.T) {
 	zeros := func(n int) []byte { return make([]byte, n) }
 	bomb := zeros(2 * ratioFloor)
-	incompressible := randomBytes(1 << 20)
+	incompressible := testkit.RandomBytes(1 << 20)
 	// lying declares a size of its choosing; only reading the entry tells the truth.
 	lying := func(declared int, data []byte) entry {
 		body := deflated(t, data)
@@ -94,8 +88,8 @@ func TestUnsafeArchivesAreRefusedAndLeaveNothingBehind(t *testing.T) {
 		{name: "device", bad: zipOf(t, entry{name: "dev", mode: fs.ModeDevice | 0o644}), good: zipOf(t, file("dev", "")),
 			problem: ArchiveNotRegular, entry: "dev"},
 		{name: "archive over the size limit", opts: LandingOptions{MaxArchive: 4096},
-			bad:  zipOf(t, entry{name: "blob", body: randomBytes(8192), store: true}),
-			good: zipOf(t, entry{name: "blob", body: randomBytes(1024), store: true}), problem: ArchiveTooLarge},
+			bad:  zipOf(t, entry{name: "blob", body: testkit.RandomBytes(8192), store: true}),
+			good: zipOf(t, entry{name: "blob", body: testkit.RandomBytes(1024), store: true}), problem: ArchiveTooLarge},
 		{name: "too many entries", opts: LandingOptions{MaxEntries: 4},
 			bad:  zipOf(t, file("a", "1"), file("b", "2"), file("c", "3"), file("d", "4"), file("e", "5")),
 			good: zipOf(t, file("a", "1"), file("b", "2"), file("c", "3"), file("d", "4")), problem: ArchiveTooManyEntries},

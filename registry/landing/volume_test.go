@@ -1,4 +1,4 @@
-package registry
+package landing
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -76,39 +75,14 @@ func TestAVolumeOperationDoesNotStartOnceItsContextIsDone(t *testing.T) {
 	cancel()
 	for name, v := range map[string]Volume{
 		"dir volume": DirVolume(root),
-		// A round trip of an hour would hold the test for an hour if the
-		// context were not honoured: the bound is the test's negative control.
-		"slow volume": SlowVolume(DirVolume(root), time.Hour),
 	} {
 		err := v.WriteFile(done, "x", []byte("x"))
 		assert.ErrorIs(t, err, context.Canceled, name)
 		_, err = os.Stat(filepath.Join(root, "x"))
 		assert.ErrorIs(t, err, fs.ErrNotExist, "%s wrote nothing", name)
 	}
-	require.NoError(t, SlowVolume(DirVolume(root), time.Nanosecond).WriteFile(t.Context(), "x", []byte("x")),
+	require.NoError(t, DirVolume(root).WriteFile(t.Context(), "x", []byte("x")),
 		"control: with a live context the write happens")
-}
-
-func TestCountingVolumeCountsEveryOperationOnce(t *testing.T) {
-	ctx := t.Context()
-	cv := CountingVolume(DirVolume(t.TempDir()))
-	require.NoError(t, cv.MkdirAll(ctx, "d"))
-	require.NoError(t, cv.WriteFile(ctx, "d/f", []byte("f")))
-	require.NoError(t, cv.Rename(ctx, "d/f", "d/g"))
-	_, err := cv.ReadDir(ctx, "d")
-	require.NoError(t, err)
-	_, err = cv.ReadFile(ctx, "d/g")
-	require.NoError(t, err)
-	_, err = cv.ReadFile(ctx, "d/missing")
-	require.Error(t, err, "a failed operation is still a round trip")
-	_, err = cv.Stat(ctx, "d/g")
-	require.NoError(t, err)
-	rc, err := cv.Open(ctx, "d/g")
-	require.NoError(t, err)
-	require.NoError(t, rc.Close())
-	require.NoError(t, cv.RemoveAll(ctx, "d"))
-	assert.Equal(t, OpCounts{MkdirAll: 1, WriteFile: 1, Rename: 1, ReadDir: 1, ReadFile: 2, Stat: 1, RemoveAll: 1, Open: 1}, cv.Ops())
-	assert.Equal(t, int64(9), cv.Ops().Total())
 }
 
 // perOperationVolume opens a fresh DirVolume for every operation: the way

@@ -1,4 +1,4 @@
-package registry
+package client
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshrx/meshrx/rx"
 )
@@ -52,9 +51,10 @@ type Reconciler struct {
 	Apply func(ctx context.Context, entry IndexEntry, bundle io.Reader) error
 	// Logger receives the failure and recovery lines; nil means slog.Default().
 	Logger *slog.Logger
-	// Metrics, if set, is where Run registers the consumer's gauges; they
-	// are unregistered when Run returns.
-	Metrics prometheus.Registerer
+	// Gauges, if set, is told every status the Reconciler records, as it
+	// records it: package registry/client/clientmetrics mirrors it in
+	// Prometheus gauges. Set is called with the Reconciler's lock held.
+	Gauges StatusGauges
 	// TempDir holds a bundle while it is checked; "" means os.TempDir().
 	TempDir string
 	// MaxBundleBytes refuses larger bundles. Default 256 MiB.
@@ -67,7 +67,12 @@ type Reconciler struct {
 	status  ReconcilerStatus
 	etag    string // of the last index applied in full
 	running bool
-	gauges  *consumerGauges
+	gauges  StatusGauges // Gauges while Run runs
+}
+
+// StatusGauges mirrors a Reconciler's status where an operator reads it.
+type StatusGauges interface {
+	Set(ReconcilerStatus)
 }
 
 // ReconcilerStatus is what a Reconciler's polls have left.
@@ -182,7 +187,7 @@ func (r *Reconciler) config() (reconcilerConfig, error) {
 
 // Run polls at once and then every Interval until ctx ends, and returns
 // ctx's error. It returns at once with a *ConfigError for an unusable
-// Reconciler, or with the error of registering its gauges. A poll that ctx
+// Reconciler. A poll that ctx
 // interrupts leaves no mark: stopping is not a failure.
 func (r *Reconciler) Run(ctx context.Context) error {
 	cfg, err := r.config()
@@ -202,16 +207,9 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		r.mu.Unlock()
 	}()
 
-	g := newConsumerGauges()
-	if r.Metrics != nil {
-		if err := g.register(r.Metrics); err != nil {
-			return err
-		}
-		defer g.unregister(r.Metrics)
-	}
 	r.mu.Lock()
-	r.gauges = g
-	g.set(r.status)
+	r.gauges = r.Gauges
+	r.setGauges()
 	r.mu.Unlock()
 
 	for {
@@ -373,7 +371,7 @@ func (r *Reconciler) mark(failures []error, cfg reconcilerConfig) ReconcilerStat
 	if len(failures) == 0 {
 		since := r.status.FailingSince
 		r.status.Healthy, r.status.LastError, r.status.FailingSince, r.status.LastSuccess = true, "", time.Time{}, now
-		r.gauges.set(r.status)
+		r.setGauges()
 		st := r.statusLocked()
 		r.mu.Unlock()
 		if !since.IsZero() {
@@ -391,7 +389,7 @@ func (r *Reconciler) mark(failures []error, cfg reconcilerConfig) ReconcilerStat
 	if entering {
 		r.status.FailingSince = now
 	}
-	r.gauges.set(r.status)
+	r.setGauges()
 	st := r.statusLocked()
 	r.mu.Unlock()
 	if entering {
@@ -424,67 +422,9 @@ func isSHA256Hex(s string) bool {
 	return err == nil
 }
 
-// consumerGauges are the metrics that make a failing consumer visible.
-type consumerGauges struct {
-	failing, failingSince, lastSuccess prometheus.Gauge
-}
-
-func newConsumerGauges() *consumerGauges {
-	return &consumerGauges{
-		failing: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "meshrx_registry_consumer_failing",
-			Help: "1 while the registry consumer's polls fail (its catalogue is not being refreshed), 0 otherwise.",
-		}),
-		failingSince: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "meshrx_registry_consumer_failing_since_seconds",
-			Help: "Unix time at which the current run of failed polls began; 0 when healthy.",
-		}),
-		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "meshrx_registry_consumer_last_success_seconds",
-			Help: "Unix time of the last successful poll; 0 if none has succeeded.",
-		}),
+// setGauges mirrors the status in the gauges, if any; r.mu is held.
+func (r *Reconciler) setGauges() {
+	if r.gauges != nil {
+		r.gauges.Set(r.statusLocked())
 	}
-}
-
-func (g *consumerGauges) collectors() []prometheus.Collector {
-	return []prometheus.Collector{g.failing, g.failingSince, g.lastSuccess}
-}
-
-func (g *consumerGauges) register(reg prometheus.Registerer) error {
-	for i, c := range g.collectors() {
-		if err := reg.Register(c); err != nil {
-			for _, done := range g.collectors()[:i] {
-				reg.Unregister(done)
-			}
-			return fmt.Errorf("registry: registering the consumer's gauges: %w", err)
-		}
-	}
-	return nil
-}
-
-func (g *consumerGauges) unregister(reg prometheus.Registerer) {
-	for _, c := range g.collectors() {
-		reg.Unregister(c)
-	}
-}
-
-// set mirrors st in the gauges; a nil g (Run not running) does nothing.
-func (g *consumerGauges) set(st ReconcilerStatus) {
-	if g == nil {
-		return
-	}
-	failing := 0.0
-	if !st.Healthy && !st.FailingSince.IsZero() {
-		failing = 1
-	}
-	g.failing.Set(failing)
-	g.failingSince.Set(unixSeconds(st.FailingSince))
-	g.lastSuccess.Set(unixSeconds(st.LastSuccess))
-}
-
-func unixSeconds(t time.Time) float64 {
-	if t.IsZero() {
-		return 0
-	}
-	return float64(t.UnixNano()) / 1e9
 }

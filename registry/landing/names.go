@@ -1,4 +1,4 @@
-package registry
+package landing
 
 import (
 	"fmt"
@@ -126,3 +126,8 @@ func isASCIIAlnum(r rune) bool {
 // moduleKey is the directory name of a module: its name folded to lower case,
 // so that case-insensitive and case-sensitive volumes agree on identity.
 func moduleKey(module string) string { return strings.ToLower(module) }
+
+// NameProblem returns why s cannot be used as a plain name of at most
+// maxLen ASCII letters, digits and the characters of punct (a module name, a
+// plan tier), or "" when it can.
+func NameProblem(s string, maxLen int, punct string) string { return checkName(s, maxLen, punct) }

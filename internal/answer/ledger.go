@@ -1,4 +1,4 @@
-package registry
+package answer
 
 import (
 	"context"
@@ -38,10 +38,10 @@ type Stage struct {
 	ended   time.Time // zero while running; guarded by ledger.mu
 }
 
-// stageTime is a finished stage and how long it took.
-type stageTime struct {
-	name string
-	took time.Duration
+// StageTime is a finished stage and how long it took.
+type StageTime struct {
+	Name string
+	Took time.Duration
 }
 
 // NewLedger starts a ledger now on clk (nil means the real clock).
@@ -143,18 +143,18 @@ func (l *Ledger) Pending() []string {
 	return pending
 }
 
-// finished returns the stages that have finished, in entry order, with how
+// Finished returns the stages that have finished, in entry order, with how
 // long each took.
-func (l *Ledger) finished() []stageTime {
+func (l *Ledger) Finished() []StageTime {
 	if l == nil {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var done []stageTime
+	var done []StageTime
 	for _, s := range l.stages {
 		if !s.ended.IsZero() {
-			done = append(done, stageTime{name: s.name, took: s.ended.Sub(s.started)})
+			done = append(done, StageTime{Name: s.name, Took: s.ended.Sub(s.started)})
 		}
 	}
 	return done

@@ -1,4 +1,4 @@
-package registry
+package client
 
 // IndexPath is where the registry serves its bundle index.
 const IndexPath = "/api/plugins/bundles/index.json"
@@ -20,3 +20,7 @@ type IndexEntry struct {
 	URL     string `json:"url"`    // where the bundle downloads from: relative to the registry, or under its configured public URL
 	SHA256  string `json:"sha256"` // hex digest of the bundle's bytes
 }
+
+// BundleDigestHeader carries a downloaded bundle's hex SHA-256, the digest
+// the index lists for it.
+const BundleDigestHeader = "X-Bundle-Sha256"

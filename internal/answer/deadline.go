@@ -1,4 +1,4 @@
-package registry
+package answer
 
 import (
 	"context"
@@ -19,18 +19,29 @@ import (
 	"github.com/meshrx/meshrx/rx"
 )
 
-// Answer budgets, counted from a request's arrival. Each sits between the
-// slowest healthy answer and the consumer's own attempt timeout, so that the
-// registry refuses, naming what it waited on, before the consumer gives up
-// on a connection with nothing written.
-const (
-	IndexBudget    = 25 * time.Second // index and catalog
-	DownloadBudget = 60 * time.Second // bundle download
-)
+// DefaultBudget is a Deadline's budget when it does not say, counted from
+// the request's arrival: the registry's index budget.
+const DefaultBudget = 25 * time.Second
 
-// DefaultRetryAfter is what a refusal advertises in Retry-After when the
-// Deadline does not say.
-const DefaultRetryAfter = 30 * time.Second
+// DefaultRetryAfter is what every 503 of this module advertises in
+// Retry-After when its writer does not say: the Deadline's refusals, auth's
+// "could not find out", the registry's busy upload slots and readiness, the
+// bell's unavailable store.
+const DefaultRetryAfter = 5 * time.Second
+
+// SetRetryAfter sets h's Retry-After to d rounded up to whole seconds; zero
+// or less means DefaultRetryAfter. It is the one place a Retry-After is
+// spelled.
+func SetRetryAfter(h http.Header, d time.Duration) {
+	if d <= 0 {
+		d = DefaultRetryAfter
+	}
+	seconds := int64(d / time.Second)
+	if d%time.Second != 0 {
+		seconds++
+	}
+	h.Set("Retry-After", strconv.FormatInt(seconds, 10))
+}
 
 // Answer is what a registry route produces: a status, headers and a body,
 // either in Body or written by Stream.
@@ -52,7 +63,7 @@ type Deadline struct {
 	// "" uses the request's method and path.
 	Route string
 	// Budget is the time from the request's arrival (see Arrival) within
-	// which the route must answer. Zero means IndexBudget.
+	// which the route must answer. Zero means DefaultBudget.
 	Budget time.Duration
 	// RetryAfter is advertised on a refusal, rounded up to whole seconds.
 	// Zero means DefaultRetryAfter.
@@ -62,6 +73,10 @@ type Deadline struct {
 	Clock clock.Clock
 	// Logger receives the refusal lines; nil means slog.Default().
 	Logger *slog.Logger
+	// Unavailable, when set, names further errors that mean the service
+	// could not find out (its own closed stores, say), answered like those
+	// CouldNotFindOut knows: 503 with Retry-After.
+	Unavailable func(error) bool
 }
 
 // httpStatuser is implemented by errors that know the HTTP status they must
@@ -127,7 +142,7 @@ func (d Deadline) clock() clock.Clock {
 
 func (d Deadline) budget() time.Duration {
 	if d.Budget <= 0 {
-		return IndexBudget
+		return DefaultBudget
 	}
 	return d.Budget
 }
@@ -204,7 +219,7 @@ func (q *deadlineRequest) write(a Answer) {
 // unanswered refuses a request whose budget ran out, naming what it waited on.
 func (q *deadlineRequest) unanswered() {
 	pending := q.ledger.Pending()
-	stage := runningStage(pending)
+	stage := RunningStage(pending)
 	elapsed := q.ledger.Elapsed()
 	attrs := []slog.Attr{
 		slog.String("route", q.route),
@@ -212,10 +227,10 @@ func (q *deadlineRequest) unanswered() {
 		slog.Duration("budget", q.budget),
 		slog.Duration("elapsed", elapsed),
 	}
-	if done := q.ledger.finished(); len(done) > 0 {
+	if done := q.ledger.Finished(); len(done) > 0 {
 		group := make([]any, 0, len(done))
 		for _, s := range done {
-			group = append(group, slog.Duration(s.name, s.took))
+			group = append(group, slog.Duration(s.Name, s.Took))
 		}
 		attrs = append(attrs, slog.Group("finished", group...))
 	}
@@ -240,7 +255,7 @@ func (q *deadlineRequest) failed(err error) {
 	switch {
 	case errors.As(err, &s) && s.HTTPStatus() >= 400 && s.HTTPStatus() <= 599:
 		status = s.HTTPStatus()
-	case CouldNotFindOut(err):
+	case CouldNotFindOut(err) || (q.d.Unavailable != nil && q.d.Unavailable(err)):
 		status = http.StatusServiceUnavailable
 	}
 	q.refuse(err, status)
@@ -254,15 +269,13 @@ func (q *deadlineRequest) failed(err error) {
 func CouldNotFindOut(err error) bool {
 	return mesh.IsUnavailable(err) ||
 		errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, ErrClosed) ||
-		errors.Is(err, errCatalogClosed) ||
 		errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // Stable reasons of the refusals the Deadline writes: the answer says which
 // stage and which of these; the error's own text goes to the log only.
 const (
-	reasonUnavailable = "could not find out: unavailable; retry after the Retry-After delay"
+	ReasonUnavailable = "could not find out: unavailable; retry after the Retry-After delay"
 	reasonInternal    = "internal error; logged by the registry, repeating the request will not help"
 	reasonNoAnswer    = "no answer within the request's budget"
 )
@@ -281,12 +294,12 @@ func (q *deadlineRequest) refuse(err error, status int) {
 		stage = waitingOn[0]
 	}
 	if stage == "" {
-		stage = noStageRunning
+		stage = NoStageRunning
 	}
 	msg := err.Error()
 	if status >= 500 {
 		level := slog.LevelWarn
-		reason := reasonUnavailable
+		reason := ReasonUnavailable
 		if status != http.StatusServiceUnavailable {
 			level, reason = slog.LevelError, reasonInternal
 		}
@@ -308,22 +321,23 @@ func (q *deadlineRequest) refuse(err error, status int) {
 func (q *deadlineRequest) clientLeft() {
 	pending := q.ledger.Pending()
 	q.d.logger().LogAttrs(q.r.Context(), slog.LevelInfo,
-		fmt.Sprintf("registry %s: client had already disconnected while waiting on %s; nothing written", q.route, runningStage(pending)),
+		fmt.Sprintf("registry %s: client had already disconnected while waiting on %s; nothing written", q.route, RunningStage(pending)),
 		slog.String("route", q.route),
-		slog.String("stage", runningStage(pending)),
+		slog.String("stage", RunningStage(pending)),
 		slog.Duration("budget", q.budget),
 		slog.Duration("elapsed", q.ledger.Elapsed()),
 		slog.String("detail", q.ledger.Describe()))
 }
 
-// noStageRunning stands for the stage in a refusal's log line when nothing
+// NoStageRunning stands for the stage in a refusal's log line when nothing
 // in the ledger was running (the budget was spent by stages that finished,
 // or by work that entered no stage).
-const noStageRunning = "no stage running"
+const NoStageRunning = "no stage running"
 
-func runningStage(pending []string) string {
+// RunningStage names the stages still pending, or NoStageRunning.
+func RunningStage(pending []string) string {
 	if len(pending) == 0 {
-		return noStageRunning
+		return NoStageRunning
 	}
 	return strings.Join(pending, ", ")
 }
@@ -340,7 +354,7 @@ func writeRefusal(w http.ResponseWriter, status int, retryAfter time.Duration, b
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	if retryAfter > 0 {
-		h.Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
+		SetRetryAfter(h, retryAfter)
 	}
 	w.WriteHeader(status)
 	// A write error means the client has gone; there is nobody to tell.

@@ -1,4 +1,4 @@
-package registry
+package landing
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -63,18 +65,18 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 	waitedOn := make(chan string, 4)
 	l.waiting = func(what string) { waitedOn <- what }
 	landed := landAsync(ctx, l, "Crm", "2.0.0", moduleArchive(t, "Crm", "2.0.0", 3))
-	p := receive(t, parked, "the 2.0.0 landing reaching its recording window")
+	p := testkit.Receive(t, parked, "the 2.0.0 landing reaching its recording window")
 	_, err = os.Stat(filepath.Join(root, filepath.FromSlash(p.FilesDir())))
 	require.NoError(t, err, "the parked landing's bytes are on disk, so a careless read could see them")
 
-	res := receive(t, readAsync(ctx, l), "the authoritative read during a parked landing")
+	res := testkit.Receive(t, readAsync(ctx, l), "the authoritative read during a parked landing")
 	require.NoError(t, res.err)
 	assert.Equal(t, map[string]string{"Crm": "1.0.0"}, servedVersions(res.act),
 		"a read during the landing sees the previous activation, not the parked version")
 	assert.Empty(t, waitedOn, "the read never waited on anything")
 
 	rel.release()
-	require.NoError(t, receive(t, landed, "the released landing finishing"))
+	require.NoError(t, testkit.Receive(t, landed, "the released landing finishing"))
 	after, err := l.Activation(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"Crm": "2.0.0"}, servedVersions(after), "positive control: once recorded, the landing is served")
@@ -86,19 +88,19 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 		waitedOn := make(chan string, 4)
 		neg.waiting = func(what string) { waitedOn <- what }
 		landed := landAsync(ctx, neg, "Crm", "3.0.0", moduleArchive(t, "Crm", "3.0.0", 3))
-		receive(t, parked, "the 3.0.0 landing reaching its recording window")
+		testkit.Receive(t, parked, "the 3.0.0 landing reaching its recording window")
 
 		readCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		read := readAsync(readCtx, neg)
-		assert.Equal(t, "the landing lane", receive(t, waitedOn, "the read reporting what it waits on"))
+		assert.Equal(t, "the landing lane", testkit.Receive(t, waitedOn, "the read reporting what it waits on"))
 		select {
 		case r := <-read:
 			require.FailNowf(t, "the read answered while queued", "%+v", r)
 		default:
 		}
 		cancel() // the read would otherwise wait for as long as the landing is parked
-		res := receive(t, read, "the queued read giving up")
+		res := testkit.Receive(t, read, "the queued read giving up")
 		var we *WaitError
 		require.ErrorAs(t, res.err, &we)
 		assert.Equal(t, "the landing lane", we.Waiting)
@@ -106,7 +108,7 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 		assert.ErrorIs(t, res.err, context.Canceled)
 
 		rel.release()
-		require.NoError(t, receive(t, landed, "the released landing finishing"))
+		require.NoError(t, testkit.Receive(t, landed, "the released landing finishing"))
 	})
 }
 
@@ -166,22 +168,22 @@ func TestALandingIsAtomicForConcurrentReaders(t *testing.T) {
 		neg.recordBeforeBytes = true
 		parked, rel := parkOn(t, neg, "1.0.0")
 		landed := landAsync(ctx, neg, "Torn", "1.0.0", moduleArchive(t, "Torn", "1.0.0", 3))
-		receive(t, parked, "the landing parking between its record and its bytes")
+		testkit.Receive(t, parked, "the landing parking between its record and its bytes")
 		act, err := neg.Activation(ctx)
 		require.NoError(t, err)
 		require.Error(t, checkComplete(ctx, v, act), "the checker must catch a record whose bytes are missing")
 		rel.release()
-		require.NoError(t, receive(t, landed, "the released landing finishing"))
+		require.NoError(t, testkit.Receive(t, landed, "the released landing finishing"))
 	})
 }
 
 func TestTwoReplicasOnOneRootSeeEachOthersRecordsAndTheLatestWins(t *testing.T) {
 	ctx := t.Context()
 	root := t.TempDir()
-	clk := &testClock{}
-	a := newLanding(t, DirVolume(root), LandingOptions{Replica: "a"})
-	b := newLanding(t, DirVolume(root), LandingOptions{Replica: "b"})
-	a.now, b.now = clk.Now, clk.Now
+	clk := clock.NewMock()
+	clk.Set(time.Time{})
+	a := newLanding(t, DirVolume(root), LandingOptions{Replica: "a", Clock: clk})
+	b := newLanding(t, DirVolume(root), LandingOptions{Replica: "b", Clock: clk})
 
 	// Replica a writes just below a decimal-digit boundary and b just above
 	// it: record names without zero padding would sort a's record last and
@@ -307,7 +309,7 @@ func TestLandingsRunOneAtATime(t *testing.T) {
 
 		var done []<-chan error
 		done = append(done, landAsync(ctx, l, "Serial", "1.0.0", moduleArchive(t, "Serial", "1.0.0", 2)))
-		receive(t, arrived, "the first landing parking")
+		testkit.Receive(t, arrived, "the first landing parking")
 		for i := 2; i <= 4; i++ {
 			v := fmt.Sprintf("%d.0.0", i)
 			done = append(done, landAsync(ctx, l, "Serial", v, moduleArchive(t, "Serial", v, 2)))
@@ -318,13 +320,13 @@ func TestLandingsRunOneAtATime(t *testing.T) {
 			case <-arrived:
 			case w := <-waited:
 				waits = append(waits, w)
-			case <-time.After(bound):
+			case <-time.After(testkit.Bound):
 				require.FailNow(t, "a landing neither entered nor queued within the bound")
 			}
 		}
 		rel.release()
 		for _, d := range done {
-			require.NoError(t, receive(t, d, "a landing finishing"))
+			require.NoError(t, testkit.Receive(t, d, "a landing finishing"))
 		}
 		return high.Load(), waits
 	}
@@ -347,13 +349,13 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 		waited := make(chan string, 8)
 		l.waiting = func(what string) { waited <- what }
 		first := landAsync(ctx, l, "Lane", "1.0.0", moduleArchive(t, "Lane", "1.0.0", 1))
-		receive(t, parked, "the first landing parking")
+		testkit.Receive(t, parked, "the first landing parking")
 
 		waitCtx, cancel := context.WithCancel(ctx)
 		second := landAsync(waitCtx, l, "Lane", "2.0.0", moduleArchive(t, "Lane", "2.0.0", 1))
-		assert.Equal(t, "the landing lane", receive(t, waited, "the second landing queuing"))
+		assert.Equal(t, "the landing lane", testkit.Receive(t, waited, "the second landing queuing"))
 		cancel()
-		err := receive(t, second, "the queued landing giving up")
+		err := testkit.Receive(t, second, "the queued landing giving up")
 		var we *WaitError
 		require.ErrorAs(t, err, &we)
 		assert.Equal(t, "the landing lane", we.Waiting)
@@ -362,7 +364,7 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 		assert.Contains(t, err.Error(), "the landing lane")
 
 		rel.release()
-		require.NoError(t, receive(t, first, "the first landing finishing"))
+		require.NoError(t, testkit.Receive(t, first, "the first landing finishing"))
 		// Control: the same landing with the lane free succeeds, so the
 		// error above was the wait and nothing else.
 		_, err = l.Land(ctx, "Lane", "2.0.0", moduleArchive(t, "Lane", "2.0.0", 1))
@@ -381,13 +383,13 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 		firstCtx, cancelFirst := context.WithCancel(ctx)
 		defer cancelFirst()
 		first := readAsync(firstCtx, l)
-		receive(t, entered, "the first read reaching the volume")
+		testkit.Receive(t, entered, "the first read reaching the volume")
 
 		secondCtx, cancelSecond := context.WithCancel(ctx)
 		second := readAsync(secondCtx, l)
-		assert.Equal(t, "the read pool", receive(t, waited, "the second read queuing"))
+		assert.Equal(t, "the read pool", testkit.Receive(t, waited, "the second read queuing"))
 		cancelSecond()
-		res := receive(t, second, "the queued read giving up")
+		res := testkit.Receive(t, second, "the queued read giving up")
 		var we *WaitError
 		require.ErrorAs(t, res.err, &we)
 		assert.Equal(t, "the read pool", we.Waiting)
@@ -397,7 +399,7 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 		// The first read is held inside a volume operation; ending its
 		// context names the volume and the operation.
 		cancelFirst()
-		res = receive(t, first, "the read held by the volume giving up")
+		res = testkit.Receive(t, first, "the read held by the volume giving up")
 		require.ErrorAs(t, res.err, &we)
 		assert.Equal(t, "the volume (list modules)", we.Waiting)
 		assert.ErrorIs(t, res.err, context.Canceled)
@@ -410,9 +412,9 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 
 func TestAScanCostsOperationsPerModuleNotPerRecord(t *testing.T) {
 	ctx := t.Context()
-	cv := CountingVolume(DirVolume(t.TempDir()))
+	cv := testkit.CountingVolume(DirVolume(t.TempDir()))
 	l := newLanding(t, cv, LandingOptions{})
-	scanCost := func(scan func() error) OpCounts {
+	scanCost := func(scan func() error) testkit.OpCounts {
 		before := cv.Ops()
 		require.NoError(t, scan())
 		return cv.Ops().Sub(before)
@@ -479,12 +481,12 @@ func TestClosingRefusesNewWorkReleasesWaitersAndShutdownWaitsWithinItsBound(t *t
 	waited := make(chan string, 8)
 	l.waiting = func(what string) { waited <- what }
 	running := landAsync(ctx, l, "Closing", "1.0.0", moduleArchive(t, "Closing", "1.0.0", 1))
-	receive(t, parked, "the running landing parking")
+	testkit.Receive(t, parked, "the running landing parking")
 	queued := landAsync(ctx, l, "Closing", "2.0.0", moduleArchive(t, "Closing", "2.0.0", 1))
-	receive(t, waited, "the second landing queuing")
+	testkit.Receive(t, waited, "the second landing queuing")
 
 	require.NoError(t, l.Close())
-	assert.ErrorIs(t, receive(t, queued, "the queued landing released by Close"), ErrClosed)
+	assert.ErrorIs(t, testkit.Receive(t, queued, "the queued landing released by Close"), ErrClosed)
 	_, err := l.Activation(ctx)
 	assert.ErrorIs(t, err, ErrClosed)
 
@@ -499,10 +501,10 @@ func TestClosingRefusesNewWorkReleasesWaitersAndShutdownWaitsWithinItsBound(t *t
 	assert.Equal(t, "landing Closing@1.0.0", we.Holder)
 
 	rel.release()
-	require.NoError(t, receive(t, running, "the running landing finishing after Close"))
+	require.NoError(t, testkit.Receive(t, running, "the running landing finishing after Close"))
 	shut := make(chan error, 1)
 	go func() { shut <- l.Shutdown(ctx) }()
-	require.NoError(t, receive(t, shut, "Shutdown returning once nothing runs"))
+	require.NoError(t, testkit.Receive(t, shut, "Shutdown returning once nothing runs"))
 }
 
 func TestNewModuleLandingRefusesNonsenseOptions(t *testing.T) {
