@@ -12,6 +12,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -20,6 +21,10 @@ import (
 const (
 	DefaultFreshness        = 30 * time.Second
 	DefaultDerivationBudget = 60 * time.Second
+	DefaultReconcile        = 5 * time.Minute
+	DefaultChangeBudget     = 10 * time.Second
+	DefaultChangesRetry     = 5 * time.Second
+	DefaultChangesNamespace = "RegistryChanges"
 )
 
 // ServedOptions configures a ServedActivation.
@@ -37,6 +42,42 @@ type ServedOptions struct {
 	// snapshot served from then on grows stale) and one line when one
 	// succeeds again; nil is slog.Default().
 	Logger *slog.Logger
+
+	// Changes is the mesh the replicas announce their writes on: every
+	// write made through this service puts the module's change node
+	// (ChangesNamespace/{module}, node type ChangeNodeType), and a live
+	// query over those nodes tells this replica which module another
+	// replica wrote, so that it re-reads that module's records alone and
+	// patches its snapshot: O(changes), not O(modules). Nil: no feed, and
+	// other replicas' writes are absorbed by re-derivation within Freshness.
+	Changes mesh.Service
+	// ChangesNamespace holds the change nodes. Default DefaultChangesNamespace.
+	ChangesNamespace string
+	// Reconcile is how often the snapshot is re-derived in full while the
+	// change feed is live (it catches anything the feed missed). While the
+	// feed is down, or for a snapshot derived before the feed's latest
+	// full answer, Freshness applies; a feed Reset re-derives at once.
+	// Default DefaultReconcile (5m).
+	Reconcile time.Duration
+	// ChangeBudget bounds writing a change node and re-reading one changed
+	// module. Default DefaultChangeBudget (10s).
+	ChangeBudget time.Duration
+	// ChangesRetry is the wait before the change feed's query is started
+	// again after it failed. Default DefaultChangesRetry (5s).
+	ChangesRetry time.Duration
+}
+
+// ChangeNodeType is the node type of a module's change node, whose content
+// is a ModuleChange.
+const ChangeNodeType = "ModuleChange"
+
+// ModuleChange is the content of a change node: the latest write made to a
+// module, by which replica.
+type ModuleChange struct {
+	Module  string `json:"module"`
+	Record  string `json:"record"`
+	State   string `json:"state"`
+	Replica string `json:"replica"`
 }
 
 // Snapshot is one derived activation list, numbered so that consumers (the
@@ -90,6 +131,26 @@ type ServedActivation struct {
 
 	inflight    atomic.Pointer[derivation]
 	derivations atomic.Int64
+	absorbed    atomic.Int64 // modules patched into the snapshot from the change feed
+
+	// The change feed (nil changes: none).
+	changes      mesh.Service
+	changesQuery string
+	changesNS    string
+	reconcile    time.Duration
+	changeBudget time.Duration
+	changesRetry time.Duration
+	feedLive     bool      // the feed's query has answered and not failed since
+	feedSince    time.Time // when it last became live: snapshots derived before may miss changes
+	feedAttempt  uint64
+	feedSub      rx.Subscription
+	feedTimer    rx.Subscription
+	pending      map[string]struct{} // modules to re-read: bounded by the modules there are
+	wake         chan struct{}       // one token: pending has modules
+	stop         chan struct{}       // closed by Close
+	absorberDone chan struct{}
+	patchSeq     uint64
+	patches      []patch // made while a derivation runs: re-applied over its result
 
 	// Test seams, the negative controls of the tests.
 	releaseAlways bool // release the slot even if it holds a successor
@@ -97,8 +158,17 @@ type ServedActivation struct {
 	requestOwned  bool // the claiming request's abort cancels the scan, and a failed derivation stays in the slot
 }
 
+// patch is one module re-read from the change feed.
+type patch struct {
+	seq   uint64
+	key   string
+	rec   landing.Record
+	found bool
+}
+
 type derivation struct {
 	gen     uint64
+	mark    uint64 // patchSeq when it started: later patches are re-applied over its result
 	started time.Time
 	result  *rx.AsyncSubject[Snapshot]
 	abort   func() // set only by the requestOwned negative control
@@ -159,6 +229,23 @@ func NewServedActivation(l *landing.ModuleLanding, opts ServedOptions) *ServedAc
 	if s.budget <= 0 {
 		s.budget = DefaultDerivationBudget
 	}
+	s.reconcile = orDuration(opts.Reconcile, DefaultReconcile)
+	s.changeBudget = orDuration(opts.ChangeBudget, DefaultChangeBudget)
+	s.changesRetry = orDuration(opts.ChangesRetry, DefaultChangesRetry)
+	s.stop = make(chan struct{})
+	if opts.Changes != nil {
+		s.changes = opts.Changes
+		s.changesNS = opts.ChangesNamespace
+		if s.changesNS == "" {
+			s.changesNS = DefaultChangesNamespace
+		}
+		s.changesQuery = "namespace:" + s.changesNS + " nodeType:" + ChangeNodeType
+		s.pending = map[string]struct{}{}
+		s.wake = make(chan struct{}, 1)
+		s.absorberDone = make(chan struct{})
+		go s.absorber()
+		s.startFeed()
+	}
 	return s
 }
 
@@ -167,6 +254,28 @@ func (s *ServedActivation) Freshness() time.Duration { return s.freshness }
 
 // Derivations returns how many derivations (scans) this service has started.
 func (s *ServedActivation) Derivations() int64 { return s.derivations.Load() }
+
+// Absorbed returns how many changed modules the change feed has patched
+// into the snapshot.
+func (s *ServedActivation) Absorbed() int64 { return s.absorbed.Load() }
+
+// dueAfter is the age at which snap is re-derived: Reconcile while the
+// change feed covers it (live since before snap's derivation started),
+// Freshness otherwise. Called with s.mu held.
+func (s *ServedActivation) dueAfter(snap Snapshot) time.Duration {
+	if s.feedLive && !s.feedSince.After(snap.DerivedAt) {
+		return s.reconcile
+	}
+	return s.freshness
+}
+
+// staleAfter is the age past which the snapshot now served is older than
+// its cadence promises: what readiness compares against.
+func (s *ServedActivation) staleAfter() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dueAfter(s.snap)
+}
 
 // Read returns the served activation. With a snapshot it answers at once
 // (starting one shared re-derivation if the snapshot is due); without one
@@ -177,9 +286,10 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 	return rx.Defer(func() rx.Observable[Snapshot] {
 		s.mu.Lock()
 		snap, has, gen := s.snap, s.has, s.gen
+		due := s.dueAfter(snap)
 		s.mu.Unlock()
 		if has {
-			if s.clk.Since(snap.DerivedAt) >= s.freshness {
+			if s.clk.Since(snap.DerivedAt) >= due {
 				s.claim(gen)
 			}
 			return rx.Return(snap)
@@ -254,6 +364,7 @@ func (s *ServedActivation) start(d *derivation) bool {
 		d.prev = s.last
 	}
 	s.last = d
+	d.mark = s.patchSeq
 	s.mu.Unlock()
 	s.derivations.Add(1)
 	scan := rx.Create(func(ctx context.Context, o rx.Observer[landing.Activation]) {
@@ -365,9 +476,17 @@ func (s *ServedActivation) publish(d *derivation, a landing.Activation) Snapshot
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
+	// Modules the change feed re-read while d scanned may have been read
+	// by d before they changed: the newer record wins.
+	for _, p := range s.patches {
+		if p.seq > d.mark {
+			a.Modules = patched(a.Modules, p)
+		}
+	}
 	snap := Snapshot{Activation: a, Seq: s.seq, DerivedAt: d.started}
 	if s.gen == d.gen || s.ignoreGen {
 		s.snap, s.has = snap, true
+		s.patches = s.patches[:0]
 	}
 	return snap
 }
@@ -378,7 +497,13 @@ func (s *ServedActivation) release(d *derivation) {
 		s.inflight.Store(nil)
 		return
 	}
-	s.inflight.CompareAndSwap(d, nil)
+	if s.inflight.CompareAndSwap(d, nil) {
+		s.mu.Lock()
+		if s.inflight.Load() == nil {
+			s.patches = s.patches[:0] // no derivation left to re-apply them over
+		}
+		s.mu.Unlock()
+	}
 }
 
 // invalidate drops the snapshot after a local write, before the write is
@@ -401,6 +526,7 @@ func (s *ServedActivation) LandArchive(ctx context.Context, module, version stri
 	rec, created, err := s.landing.LandArchive(ctx, module, version, archive, size)
 	if err == nil && created {
 		s.invalidate()
+		s.announce(rec)
 	}
 	return rec, created, err
 }
@@ -423,22 +549,45 @@ func (s *ServedActivation) Remove(ctx context.Context, module string) (landing.R
 func (s *ServedActivation) write(r landing.Record, err error) (landing.Record, error) {
 	if err == nil {
 		s.invalidate()
+		s.announce(r)
 	}
 	return r, err
 }
 
-// Close refuses new derivations and waits, bounded by ctx, for the one in
-// flight to finish.
+// Close refuses new derivations, stops the change feed, cancels the
+// derivation in flight (its readers get landing.ErrClosed) and waits,
+// bounded by ctx, for its scan to return. It is idempotent.
 func (s *ServedActivation) Close(ctx context.Context) error {
 	s.mu.Lock()
+	wasClosed := s.closed
 	s.closed = true
+	feed, timer := s.feedSub, s.feedTimer
+	s.feedSub, s.feedTimer = nil, nil
 	s.mu.Unlock()
+	if !wasClosed {
+		close(s.stop)
+	}
+	if feed != nil {
+		feed.Unsubscribe()
+	}
+	if timer != nil {
+		timer.Unsubscribe()
+	}
+	if d := s.inflight.Load(); d != nil {
+		d.supersede() // nothing succeeds it: its readers re-read and find the service closed
+	}
 	done := make(chan struct{})
-	go func() { s.running.Wait(); close(done) }()
+	go func() {
+		s.running.Wait()
+		if s.absorberDone != nil {
+			<-s.absorberDone
+		}
+		close(done)
+	}()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return errors.Join(errors.New("registry: closing the served activation: a derivation is still running"), ctx.Err())
+		return errors.Join(errors.New("registry: closing the served activation: a cancelled derivation's scan has not returned"), ctx.Err())
 	}
 }
