@@ -96,11 +96,11 @@ type catalog struct {
 	feedDown bool
 	timer    rx.Subscription
 	closed   bool
-
-	// Test seam, set by this package's tests before first use: told when a
-	// reader starts waiting for the first Initial.
-	waiting func()
 }
+
+// catalogWaitMessage is the debug line a reader logs when it waits for the
+// catalog's first answer: a slow first index request can be told apart.
+const catalogWaitMessage = "registry: waiting for the package catalog's first answer"
 
 func newCatalog(svc mesh.Service, source string, clk clock.Clock, retry time.Duration, log *slog.Logger) *catalog {
 	return &catalog{
@@ -308,9 +308,7 @@ func (c *catalog) read() rx.Observable[*catalogState] {
 		case closed:
 			return rx.Throw[*catalogState](errCatalogClosed)
 		}
-		if c.waiting != nil {
-			c.waiting()
-		}
+		c.log.Debug(catalogWaitMessage)
 		return first
 	})
 }

@@ -374,6 +374,15 @@ func TestAStalledActivationListAnswers503NamingItWithinTheBudget(t *testing.T) {
 	gate.release()
 }
 
+// catalogWaits waits at most testkit.Bound for the n-th reader to log that
+// it waits for the catalog's first answer.
+func catalogWaits(t *testing.T, f *fixture, n int, what string) {
+	t.Helper()
+	for len(f.logs.Matching(slog.LevelDebug, catalogWaitMessage)) < n {
+		testkit.Receive(t, f.logs.Added, what)
+	}
+}
+
 func TestAnIndexRequestWaitsForTheCatalogsFirstAnswerOnlyWithinItsBudget(t *testing.T) {
 	queries := make(chan *rx.Subject[mesh.Change], 2)
 	f := newFixture(t, fixtureOptions{mesh: func(m *watchedMesh) {
@@ -383,14 +392,12 @@ func TestAnIndexRequestWaitsForTheCatalogsFirstAnswerOnlyWithinItsBudget(t *test
 			return s
 		}
 	}})
-	waiting := make(chan struct{}, 4)
-	f.server.catalog.waiting = func() { waiting <- struct{}{} }
 	key := f.instance("acme", "pro", "Plugins/*")
 	f.publish("Acme.Crm", "1.0.0", "")
 	catalogQuery := testkit.Receive(t, queries, "the catalog's live query")
 
 	replies := f.send(request{path: client.IndexPath, key: key})
-	testkit.Receive(t, waiting, "the index request waiting for the catalog")
+	catalogWaits(t, f, 1, "the index request waiting for the catalog")
 	f.clk.Advance(IndexBudget - time.Nanosecond)
 	assert.Empty(t, replies, "answered before the budget ran out")
 	f.clk.Advance(time.Nanosecond)
@@ -401,7 +408,7 @@ func TestAnIndexRequestWaitsForTheCatalogsFirstAnswerOnlyWithinItsBudget(t *test
 
 	// A request waiting when the first answer arrives is answered by it.
 	replies = f.send(request{path: client.IndexPath, key: key})
-	testkit.Receive(t, waiting, "the second request waiting for the catalog")
+	catalogWaits(t, f, 2, "the second request waiting for the catalog")
 	catalogQuery.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{{
 		ID: "Acme.Crm", Namespace: DefaultSource, Path: DefaultSource + "/Acme.Crm", NodeType: PackageNodeType, Content: json.RawMessage(`{"tier":""}`),
 	}}})

@@ -82,12 +82,7 @@ type ModuleLanding struct {
 	idle      chan struct{} // closed once closed and no call is in progress
 	lastStamp int64         // keeps this replica's stamps strictly increasing
 
-	// Test seams, set by this package's tests before first use.
-	park               func(ctx context.Context, r Record) // runs between a landing's bytes and its record
-	waiting            func(what string)                   // told when a call is about to block on a lane or pool
-	readsOnLandingLane bool                                // negative control: reads queue behind landings again
-	recordBeforeBytes  bool                                // negative control: a landing records before its bytes exist
-	clk                clock.Clock
+	clk clock.Clock
 }
 
 // NewModuleLanding returns a ModuleLanding on v. It does no I/O.
@@ -146,8 +141,8 @@ func NewModuleLanding(v Volume, opts LandingOptions) (*ModuleLanding, error) {
 		l.replica = "replica-" + hex.EncodeToString(b[:])
 	}
 	l.log = l.log.With("replica", l.replica)
-	l.lane = newSlots("the landing lane", 1, l.done)
-	l.reads = newSlots("the read pool", int(orDefault(int64(opts.ReadPool), DefaultReadPool)), l.done)
+	l.lane = newSlots("the landing lane", 1, l.done, l.log)
+	l.reads = newSlots("the read pool", int(orDefault(int64(opts.ReadPool), DefaultReadPool)), l.done, l.log)
 	return l, nil
 }
 
@@ -258,9 +253,6 @@ func (l *ModuleLanding) land(ctx context.Context, module, version string, archiv
 		return err
 	}
 	steps := [2]func() error{placeBytes, record}
-	if l.recordBeforeBytes {
-		steps[0], steps[1] = record, placeBytes
-	}
 	unclaim := func() {
 		if claimed {
 			l.removeQuietly(ctx, versionClaimDir(key, version))
@@ -270,9 +262,6 @@ func (l *ModuleLanding) land(ctx context.Context, module, version string, archiv
 		unclaim()
 		l.log.Warn("landing failed; nothing was recorded", "module", module, "version", version, "err", err)
 		return Record{}, false, err
-	}
-	if l.park != nil {
-		l.park(ctx, rec)
 	}
 	if err := steps[1](); err != nil {
 		unclaim()
@@ -417,9 +406,6 @@ func (l *ModuleLanding) endModule(ctx context.Context, module string, state Stat
 
 // writeState writes a record that carries no new bytes.
 func (l *ModuleLanding) writeState(ctx context.Context, rec Record) (Record, error) {
-	if l.park != nil {
-		l.park(ctx, rec)
-	}
 	r, err := l.writeRecord(ctx, rec)
 	if err != nil {
 		return Record{}, err
@@ -449,7 +435,7 @@ func (l *ModuleLanding) onLane(ctx context.Context, holder string, write func() 
 		return Record{}, err
 	}
 	defer l.leave()
-	release, err := l.lane.acquire(ctx, holder, l.waiting)
+	release, err := l.lane.acquire(ctx, holder)
 	if err != nil {
 		return Record{}, err
 	}
@@ -484,8 +470,7 @@ func (l *ModuleLanding) Activation(ctx context.Context) (Activation, error) {
 		valid bool
 	}
 	results := make([]found, len(keys))
-	pool := l.readPool()
-	workers := min(max(cap(pool.ch)-1, 1), len(keys))
+	workers := min(max(cap(l.reads.ch)-1, 1), len(keys))
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -551,21 +536,13 @@ func (l *ModuleLanding) Latest(ctx context.Context, module string) (rec Record, 
 	return rec, found, err
 }
 
-// readPool is the pool authoritative reads take a slot from.
-func (l *ModuleLanding) readPool() *slots {
-	if l.readsOnLandingLane {
-		return l.lane
-	}
-	return l.reads
-}
-
 // onReadPool runs read on a read slot.
 func (l *ModuleLanding) onReadPool(ctx context.Context, holder string, read func() error) error {
 	if err := l.enter(); err != nil {
 		return err
 	}
 	defer l.leave()
-	release, err := l.readPool().acquire(ctx, holder, l.waiting)
+	release, err := l.reads.acquire(ctx, holder)
 	if err != nil {
 		return err
 	}

@@ -2,10 +2,14 @@ package landing
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,30 +44,65 @@ func landAsync(ctx context.Context, l *ModuleLanding, module, version string, ar
 	return ch
 }
 
-// parkOn makes l's landings of version park between their bytes and their
-// record, announcing each parked record on the returned channel.
-func parkOn(t *testing.T, l *ModuleLanding, version string) (<-chan Record, *releaser) {
+// parkingVolume runs park before it writes a record: between a landing's
+// bytes and its record, as a slow volume would hold it.
+type parkingVolume struct {
+	Volume
+	park func(ctx context.Context, r Record)
+}
+
+func (v *parkingVolume) WriteFile(ctx context.Context, name string, data []byte) error {
+	if strings.Contains(name, "/records/.tmp-") && v.park != nil {
+		var r Record
+		if err := json.Unmarshal(data, &r); err != nil {
+			return err
+		}
+		v.park(ctx, r)
+	}
+	return v.Volume.WriteFile(ctx, name, data)
+}
+
+// parkOn wraps v so that landings of version park between their bytes and
+// their record, announcing each parked record on the returned channel.
+func parkOn(t *testing.T, v Volume, version string) (Volume, <-chan Record, *releaser) {
 	parked := make(chan Record, 4)
 	rel := newReleaser(t)
-	l.park = func(ctx context.Context, r Record) {
+	return &parkingVolume{Volume: v, park: func(ctx context.Context, r Record) {
 		if r.Version == version {
 			parked <- r
 			rel.wait(ctx)
 		}
-	}
-	return parked, rel
+	}}, parked, rel
 }
+
+// waitsOn returns a logger that notes the waits for a lane or pool, and a
+// function returning the n-th (from 0) thing waited on, waiting at most
+// testkit.Bound for it.
+func waitsOn(t *testing.T) (*slog.Logger, func(n int) string) {
+	logs, logger := testkit.CaptureLogs()
+	return logger, func(n int) string {
+		t.Helper()
+		for {
+			if w := logs.Matching(slog.LevelDebug, WaitingMessage); len(w) > n {
+				return w[n].Attrs["waitingOn"].String()
+			}
+			testkit.Receive(t, logs.Added, "a wait for a lane or pool")
+		}
+	}
+}
+
+// waits returns how many waits for a lane or pool logger has noted.
+func waits(logs *testkit.Logs) int { return len(logs.Matching(slog.LevelDebug, WaitingMessage)) }
 
 func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 	ctx := t.Context()
 	root := t.TempDir()
-	l := newLanding(t, DirVolume(root), LandingOptions{})
+	pv, parked, rel := parkOn(t, DirVolume(root), "2.0.0")
+	logs, logger := testkit.CaptureLogs()
+	l := newLanding(t, pv, LandingOptions{Logger: logger})
 	_, err := l.Land(ctx, "Crm", "1.0.0", moduleArchive(t, "Crm", "1.0.0", 3))
 	require.NoError(t, err)
 
-	parked, rel := parkOn(t, l, "2.0.0")
-	waitedOn := make(chan string, 4)
-	l.waiting = func(what string) { waitedOn <- what }
 	landed := landAsync(ctx, l, "Crm", "2.0.0", moduleArchive(t, "Crm", "2.0.0", 3))
 	p := testkit.Receive(t, parked, "the 2.0.0 landing reaching its recording window")
 	_, err = os.Stat(filepath.Join(root, filepath.FromSlash(p.FilesDir())))
@@ -73,7 +112,7 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 	require.NoError(t, res.err)
 	assert.Equal(t, map[string]string{"Crm": "1.0.0"}, servedVersions(res.act),
 		"a read during the landing sees the previous activation, not the parked version")
-	assert.Empty(t, waitedOn, "the read never waited on anything")
+	assert.Zero(t, waits(logs), "the read never waited on anything")
 
 	rel.release()
 	require.NoError(t, testkit.Receive(t, landed, "the released landing finishing"))
@@ -81,31 +120,29 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"Crm": "2.0.0"}, servedVersions(after), "positive control: once recorded, the landing is served")
 
-	t.Run("negative control: with reads on the landing lane the read is queued behind the landing", func(t *testing.T) {
-		neg := newLanding(t, DirVolume(root), LandingOptions{})
-		neg.readsOnLandingLane = true
-		parked, rel := parkOn(t, neg, "3.0.0")
-		waitedOn := make(chan string, 4)
-		neg.waiting = func(what string) { waitedOn <- what }
+	t.Run("negative control: a landing during the parked one is queued behind it, as a read on the lane would be", func(t *testing.T) {
+		pv, parked, rel := parkOn(t, DirVolume(root), "3.0.0")
+		logger, waitedOn := waitsOn(t)
+		neg := newLanding(t, pv, LandingOptions{Logger: logger})
 		landed := landAsync(ctx, neg, "Crm", "3.0.0", moduleArchive(t, "Crm", "3.0.0", 3))
 		testkit.Receive(t, parked, "the 3.0.0 landing reaching its recording window")
 
-		readCtx, cancel := context.WithCancel(ctx)
+		otherCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		read := readAsync(readCtx, neg)
-		assert.Equal(t, "the landing lane", testkit.Receive(t, waitedOn, "the read reporting what it waits on"))
+		other := landAsync(otherCtx, neg, "Erp", "1.0.0", moduleArchive(t, "Erp", "1.0.0", 1))
+		assert.Equal(t, "the landing lane", waitedOn(0), "the second landing reports what it waits on")
 		select {
-		case r := <-read:
-			require.FailNowf(t, "the read answered while queued", "%+v", r)
+		case err := <-other:
+			require.FailNowf(t, "the landing answered while queued", "%v", err)
 		default:
 		}
-		cancel() // the read would otherwise wait for as long as the landing is parked
-		res := testkit.Receive(t, read, "the queued read giving up")
+		cancel() // it would otherwise wait for as long as the landing is parked
+		err := testkit.Receive(t, other, "the queued landing giving up")
 		var we *WaitError
-		require.ErrorAs(t, res.err, &we)
+		require.ErrorAs(t, err, &we)
 		assert.Equal(t, "the landing lane", we.Waiting)
 		assert.Contains(t, we.Holder, "landing Crm@3.0.0")
-		assert.ErrorIs(t, res.err, context.Canceled)
+		assert.ErrorIs(t, err, context.Canceled)
 
 		rel.release()
 		require.NoError(t, testkit.Receive(t, landed, "the released landing finishing"))
@@ -162,19 +199,27 @@ func TestALandingIsAtomicForConcurrentReaders(t *testing.T) {
 	require.NoError(t, checkComplete(ctx, v, final))
 	assert.Equal(t, fmt.Sprintf("1.%d.0", versions-1), servedVersions(final)["Atomic"])
 
-	t.Run("negative control: recording before the bytes exist lets a reader see a torn state", func(t *testing.T) {
-		v := DirVolume(t.TempDir())
+	t.Run("negative control: a volume that loses the generation's rename leaves a record whose bytes are missing", func(t *testing.T) {
+		v := &lostRename{Volume: DirVolume(t.TempDir())}
 		neg := newLanding(t, v, LandingOptions{})
-		neg.recordBeforeBytes = true
-		parked, rel := parkOn(t, neg, "1.0.0")
-		landed := landAsync(ctx, neg, "Torn", "1.0.0", moduleArchive(t, "Torn", "1.0.0", 3))
-		testkit.Receive(t, parked, "the landing parking between its record and its bytes")
+		_, err := neg.Land(ctx, "Torn", "1.0.0", moduleArchive(t, "Torn", "1.0.0", 3))
+		require.NoError(t, err, "the volume reported the rename done")
 		act, err := neg.Activation(ctx)
 		require.NoError(t, err)
 		require.Error(t, checkComplete(ctx, v, act), "the checker must catch a record whose bytes are missing")
-		rel.release()
-		require.NoError(t, testkit.Receive(t, landed, "the released landing finishing"))
 	})
+}
+
+// lostRename reports the rename of a staged generation into place as done
+// without doing it: a record then names bytes that are not there, the torn
+// state a landing that recorded before its bytes would leave.
+type lostRename struct{ Volume }
+
+func (v *lostRename) Rename(ctx context.Context, oldname, newname string) error {
+	if path.Base(path.Dir(newname)) == "generations" {
+		return nil
+	}
+	return v.Volume.Rename(ctx, oldname, newname)
 }
 
 func TestTwoReplicasOnOneRootSeeEachOthersRecordsAndTheLatestWins(t *testing.T) {
@@ -289,23 +334,22 @@ func TestLandingsRunOneAtATime(t *testing.T) {
 	// joins it inside (lane too wide) or reports that it waits on the lane.
 	highWater := func(t *testing.T, capacity int) (int32, []string) {
 		ctx := t.Context()
-		l := newLanding(t, DirVolume(t.TempDir()), LandingOptions{})
-		if capacity != 1 {
-			l.lane = newSlots("the landing lane", capacity, l.done)
-		}
 		var inside, high atomic.Int32
 		arrived := make(chan string, 4)
-		waited := make(chan string, 4)
+		logs, logger := testkit.CaptureLogs()
 		rel := newReleaser(t)
-		l.park = func(ctx context.Context, r Record) {
+		pv := &parkingVolume{Volume: DirVolume(t.TempDir()), park: func(ctx context.Context, r Record) {
 			n := inside.Add(1)
 			for h := high.Load(); n > h && !high.CompareAndSwap(h, n); h = high.Load() {
 			}
 			arrived <- r.Version
 			rel.wait(ctx)
 			inside.Add(-1)
+		}}
+		l := newLanding(t, pv, LandingOptions{Logger: logger})
+		if capacity != 1 {
+			l.lane = newSlots("the landing lane", capacity, l.done, l.log)
 		}
-		l.waiting = func(what string) { waited <- what }
 
 		var done []<-chan error
 		done = append(done, landAsync(ctx, l, "Serial", "1.0.0", moduleArchive(t, "Serial", "1.0.0", 2)))
@@ -315,11 +359,14 @@ func TestLandingsRunOneAtATime(t *testing.T) {
 			done = append(done, landAsync(ctx, l, "Serial", v, moduleArchive(t, "Serial", v, 2)))
 		}
 		var waits []string
-		for range 3 {
+		for entered := 0; entered+len(waits) < 3; {
 			select {
 			case <-arrived:
-			case w := <-waited:
-				waits = append(waits, w)
+				entered++
+			case r := <-logs.Added:
+				if r.Message == WaitingMessage {
+					waits = append(waits, r.Attrs["waitingOn"].String())
+				}
 			case <-time.After(testkit.Bound):
 				require.FailNow(t, "a landing neither entered nor queued within the bound")
 			}
@@ -344,16 +391,15 @@ func TestLandingsRunOneAtATime(t *testing.T) {
 func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 	t.Run("the landing lane", func(t *testing.T) {
 		ctx := t.Context()
-		l := newLanding(t, DirVolume(t.TempDir()), LandingOptions{})
-		parked, rel := parkOn(t, l, "1.0.0")
-		waited := make(chan string, 8)
-		l.waiting = func(what string) { waited <- what }
+		pv, parked, rel := parkOn(t, DirVolume(t.TempDir()), "1.0.0")
+		logger, waitedOn := waitsOn(t)
+		l := newLanding(t, pv, LandingOptions{Logger: logger})
 		first := landAsync(ctx, l, "Lane", "1.0.0", moduleArchive(t, "Lane", "1.0.0", 1))
 		testkit.Receive(t, parked, "the first landing parking")
 
 		waitCtx, cancel := context.WithCancel(ctx)
 		second := landAsync(waitCtx, l, "Lane", "2.0.0", moduleArchive(t, "Lane", "2.0.0", 1))
-		assert.Equal(t, "the landing lane", testkit.Receive(t, waited, "the second landing queuing"))
+		assert.Equal(t, "the landing lane", waitedOn(0), "the second landing queuing")
 		cancel()
 		err := testkit.Receive(t, second, "the queued landing giving up")
 		var we *WaitError
@@ -374,9 +420,8 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 	t.Run("the read pool and the volume", func(t *testing.T) {
 		ctx := t.Context()
 		gv := &gatedVolume{Volume: DirVolume(t.TempDir())}
-		l := newLanding(t, gv, LandingOptions{ReadPool: 1})
-		waited := make(chan string, 8)
-		l.waiting = func(what string) { waited <- what }
+		logger, waitedOn := waitsOn(t)
+		l := newLanding(t, gv, LandingOptions{ReadPool: 1, Logger: logger})
 
 		gate := newReleaser(t)
 		entered := gv.arm(gate)
@@ -387,7 +432,7 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 
 		secondCtx, cancelSecond := context.WithCancel(ctx)
 		second := readAsync(secondCtx, l)
-		assert.Equal(t, "the read pool", testkit.Receive(t, waited, "the second read queuing"))
+		assert.Equal(t, "the read pool", waitedOn(0), "the second read queuing")
 		cancelSecond()
 		res := testkit.Receive(t, second, "the queued read giving up")
 		var we *WaitError
@@ -476,14 +521,13 @@ func TestAScanCostsOperationsPerModuleNotPerRecord(t *testing.T) {
 
 func TestClosingRefusesNewWorkReleasesWaitersAndShutdownWaitsWithinItsBound(t *testing.T) {
 	ctx := t.Context()
-	l := newLanding(t, DirVolume(t.TempDir()), LandingOptions{})
-	parked, rel := parkOn(t, l, "1.0.0")
-	waited := make(chan string, 8)
-	l.waiting = func(what string) { waited <- what }
+	pv, parked, rel := parkOn(t, DirVolume(t.TempDir()), "1.0.0")
+	logger, waitedOn := waitsOn(t)
+	l := newLanding(t, pv, LandingOptions{Logger: logger})
 	running := landAsync(ctx, l, "Closing", "1.0.0", moduleArchive(t, "Closing", "1.0.0", 1))
 	testkit.Receive(t, parked, "the running landing parking")
 	queued := landAsync(ctx, l, "Closing", "2.0.0", moduleArchive(t, "Closing", "2.0.0", 1))
-	testkit.Receive(t, waited, "the second landing queuing")
+	assert.Equal(t, "the landing lane", waitedOn(0), "the second landing queuing")
 
 	require.NoError(t, l.Close())
 	assert.ErrorIs(t, testkit.Receive(t, queued, "the queued landing released by Close"), ErrClosed)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -46,20 +47,27 @@ type slots struct {
 	name string        // what a waiter waits on, e.g. "the landing lane"
 	ch   chan struct{} // one token per held slot
 	done <-chan struct{}
+	log  *slog.Logger
 
 	mu      sync.Mutex
 	holders map[int]string
 	next    int
 }
 
-func newSlots(name string, capacity int, done <-chan struct{}) *slots {
-	return &slots{name: name, ch: make(chan struct{}, capacity), done: done, holders: map[int]string{}}
+func newSlots(name string, capacity int, done <-chan struct{}, log *slog.Logger) *slots {
+	return &slots{name: name, ch: make(chan struct{}, capacity), done: done, log: log, holders: map[int]string{}}
 }
 
-// acquire takes a slot for holder, waiting no longer than ctx allows. waiting,
-// if not nil, is told before the caller blocks; tests use it to know a call is
-// queued without timing it. The returned release must be called exactly once.
-func (s *slots) acquire(ctx context.Context, holder string, waiting func(what string)) (release func(), err error) {
+// WaitingMessage is the debug line a call logs when it is about to wait for
+// the landing lane or the read pool; its attribute "waitingOn" names which,
+// "holder" names the call and "heldBy" what holds the slots.
+const WaitingMessage = "landing: waiting for a slot"
+
+// acquire takes a slot for holder, waiting no longer than ctx allows. Before
+// the caller blocks it logs WaitingMessage at debug level: slow landings and
+// reads can be told apart from a slow volume. The returned release must be
+// called exactly once.
+func (s *slots) acquire(ctx context.Context, holder string) (release func(), err error) {
 	select {
 	case <-s.done:
 		return nil, ErrClosed
@@ -68,8 +76,9 @@ func (s *slots) acquire(ctx context.Context, holder string, waiting func(what st
 	select {
 	case s.ch <- struct{}{}:
 	default:
-		if waiting != nil {
-			waiting(s.name)
+		if s.log.Enabled(ctx, slog.LevelDebug) {
+			s.log.LogAttrs(ctx, slog.LevelDebug, WaitingMessage,
+				slog.String("waitingOn", s.name), slog.String("holder", holder), slog.String("heldBy", s.describeHolders()))
 		}
 		select {
 		case s.ch <- struct{}{}:
