@@ -114,7 +114,7 @@ func runAbsorb(ctx, setupCtx context.Context, cfg config, dir string, logger *sl
 	etag := ""
 	var worst time.Duration
 	for i := range cfg.absorb {
-		name := fmt.Sprintf("Absorb.Module%04d", i)
+		name := fmt.Sprintf("Absorb.Run%d.Module%04d", began.Unix(), i)
 		archive, err := tinyBundle(name)
 		if err != nil {
 			return err

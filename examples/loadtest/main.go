@@ -39,7 +39,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -74,6 +77,7 @@ type config struct {
 	freshness               time.Duration
 	absorb                  int    // landings whose cross-replica absorption is timed (two replicas)
 	pg                      string // PostgreSQL URL the two replicas share in -absorb
+	dir                     string // where the modules are landed; kept (and reused) when set
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -93,6 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.feed, "feed", true, "announce and absorb writes through the mesh's change feed (false: re-derivation within -freshness alone)")
 	fs.DurationVar(&c.freshness, "freshness", registry.DefaultFreshness, "the served snapshot's freshness bound")
 	fs.IntVar(&c.absorb, "absorb", 0, "instead of the polling run: start two replicas on one volume (and one -pg database), land this many modules on A and time each until it is in B's index")
+	fs.StringVar(&c.dir, "dir", "", "land the modules here and keep them; a directory a previous run landed -modules into is reused (the landing takes minutes at 100,000)")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL the two -absorb replicas share (empty: one in-process memstore, shared)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -130,19 +135,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dir, err := os.MkdirTemp("", "meshrx-loadtest-")
-	if err != nil {
-		return err
+	dir := cfg.dir
+	reuse := false
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "meshrx-loadtest-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	} else {
+		marker, err := os.ReadFile(filepath.Join(dir, "loadtest-modules"))
+		reuse = err == nil && strings.TrimSpace(string(marker)) == strconv.Itoa(cfg.modules)
 	}
-	defer os.RemoveAll(dir)
 
 	setupCtx, cancel := context.WithTimeout(ctx, setupBudget)
 	defer cancel()
 	began := time.Now()
-	if err := landModules(setupCtx, dir, cfg.modules, logger); err != nil {
-		return err
+	if !reuse {
+		if err := landModules(setupCtx, dir, cfg.modules, logger); err != nil {
+			return err
+		}
+		if cfg.dir != "" {
+			if err := os.WriteFile(filepath.Join(dir, "loadtest-modules"), []byte(strconv.Itoa(cfg.modules)), 0o644); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(stderr, "landed %d modules on the local disk in %s\n", cfg.modules, time.Since(began).Round(time.Millisecond))
 	}
-	fmt.Fprintf(stderr, "landed %d modules on the local disk in %s\n", cfg.modules, time.Since(began).Round(time.Millisecond))
 	if cfg.absorb > 0 {
 		return runAbsorb(ctx, setupCtx, cfg, dir, logger, stdout, stderr)
 	}
