@@ -40,14 +40,13 @@ func TestAPackageTierChangeReachesTheIndexThroughTheLiveQuery(t *testing.T) {
 	idx, _ := f.index(key)
 	assert.Empty(t, idx.Bundles, "an enterprise package is beyond a pro plan")
 
-	_, err := f.store.Put(t.Context(), packageNode("A", `{"tier":"pro"}`))
-	require.NoError(t, err)
+	f.putPackage(packageNode("A", `{"tier":"pro"}`))
 	idx, _ = f.index(key)
 	assert.Equal(t, map[string]string{"A": "1.0.0"}, listed(idx))
 
 	// Removing the node withholds the package: a tier that is not known is
 	// never guessed as the baseline.
-	require.NoError(t, f.store.Delete(t.Context(), DefaultSource+"/A"))
+	f.deletePackage(DefaultSource + "/A")
 	idx, _ = f.index(key)
 	assert.Empty(t, listed(idx))
 }
@@ -56,8 +55,7 @@ func TestAPackageWhoseNodeCannotBeReadIsServedToNobody(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.publish("A", "1.0.0", "")
 	f.publish("B", "1.0.0", "")
-	_, err := f.store.Put(t.Context(), packageNode("B", `{"tier": 5}`))
-	require.NoError(t, err)
+	f.putPackage(packageNode("B", `{"tier": 5}`))
 	key := f.instance("acme", "enterprise", "Plugins/*")
 	idx, _ := f.index(key)
 	assert.Equal(t, map[string]string{"A": "1.0.0"}, listed(idx), "an unreadable tier is not guessed")
@@ -67,8 +65,7 @@ func TestAPackageWhoseNodeCannotBeReadIsServedToNobody(t *testing.T) {
 	assert.Contains(t, warns[len(warns)-1].Attrs["problem"].String(), DefaultSource+"/B")
 
 	// Control: fixing the node serves it.
-	_, err = f.store.Put(t.Context(), packageNode("B", `{"tier":"pro"}`))
-	require.NoError(t, err)
+	f.putPackage(packageNode("B", `{"tier":"pro"}`))
 	idx, _ = f.index(key)
 	assert.Equal(t, map[string]string{"A": "1.0.0", "B": "1.0.0"}, listed(idx))
 }
@@ -124,14 +121,13 @@ func TestTwoPackageNodesWhoseNamesDifferOnlyInCaseAreOnePackageServedToNobody(t 
 
 	// A second node under another spelling (written before identities were
 	// compared without case) gives the package two tiers: neither is guessed.
-	_, err := f.store.Put(t.Context(), packageNode("sec.ent", `{"tier":""}`))
-	require.NoError(t, err)
+	f.putPackage(packageNode("sec.ent", `{"tier":""}`))
 	idx, _ = f.index(key)
 	assert.Empty(t, idx.Bundles)
 	assert.Equal(t, http.StatusNotFound, f.do(request{path: client.BundlesPath + "/sec.ent/1.0.0", key: key}).status)
 
 	// Removing the stray node serves the package again at its tier.
-	require.NoError(t, f.store.Delete(t.Context(), DefaultSource+"/sec.ent"))
+	f.deletePackage(DefaultSource + "/sec.ent")
 	idx, _ = f.index(key)
 	assert.Equal(t, map[string]string{"Sec.Ent": "1.0.0"}, listed(idx))
 	pro := f.instance("pro-customer", "pro", "Plugins/*")

@@ -58,8 +58,8 @@ func feedLive(t *testing.T, s *ServedActivation) {
 func TestAnotherReplicasLandingIsAbsorbedThroughTheFeedByReadingOnlyThatModule(t *testing.T) {
 	root := t.TempDir()
 	bv := testkit.CountingVolume(landing.DirVolume(root))
-	la := newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "a"})
-	lb := newLanding(t, bv, landing.LandingOptions{Replica: "b"})
+	la := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "a"})
+	lb := newLanding(t, bv, landing.Options{Replica: "b"})
 	const modules = 40
 	for i := range modules {
 		land(t, la, fmt.Sprintf("Mod%02d", i), "1.0.0")
@@ -69,7 +69,7 @@ func TestAnotherReplicasLandingIsAbsorbedThroughTheFeedByReadingOnlyThatModule(t
 	a := newFeedServed(t, la, clk, m)
 	b := newFeedServed(t, lb, clk, m)
 	// Negative control: a replica without the feed, on the same volume.
-	c := newServed(t, newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "c"}), clk)
+	c := newServed(t, newLanding(t, landing.DirVolume(root), landing.Options{Replica: "c"}), clk)
 	read(t, a)
 	read(t, c)
 	before := bv.Ops()
@@ -97,8 +97,8 @@ func TestAnotherReplicasLandingIsAbsorbedThroughTheFeedByReadingOnlyThatModule(t
 
 func TestAnUninstallOnAnotherReplicaIsAbsorbedThroughTheFeed(t *testing.T) {
 	root := t.TempDir()
-	la := newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "a"})
-	lb := newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "b"})
+	la := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "a"})
+	lb := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "b"})
 	land(t, la, "Alpha", "1.0.0")
 	land(t, la, "Beta", "1.0.0")
 	m := newMem(t)
@@ -127,8 +127,8 @@ func (f *feedWithResets) Query(q string) rx.Observable[mesh.Change] {
 
 func TestAFeedResetReconcilesAtOnceAndALiveFeedSlowsTheCadence(t *testing.T) {
 	root := t.TempDir()
-	la := newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "a"})
-	lb := newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "b"})
+	la := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "a"})
+	lb := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "b"})
 	land(t, la, "Alpha", "1.0.0")
 	m := &feedWithResets{Service: newMem(t), frames: rx.NewSubject[mesh.Change]()}
 	clk := rxtest.NewClock()
@@ -156,8 +156,8 @@ func TestAFeedResetReconcilesAtOnceAndALiveFeedSlowsTheCadence(t *testing.T) {
 func TestAPatchMadeDuringADerivationIsNotUndoneByIt(t *testing.T) {
 	root := t.TempDir()
 	held := &heldVolume{Volume: landing.DirVolume(root)}
-	la := newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "a"})
-	lb := newLanding(t, held, landing.LandingOptions{Replica: "b"})
+	la := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "a"})
+	lb := newLanding(t, held, landing.Options{Replica: "b"})
 	land(t, la, "Alpha", "1.0.0")
 	m := newMem(t)
 	clk := rxtest.NewClock()
@@ -166,7 +166,7 @@ func TestAPatchMadeDuringADerivationIsNotUndoneByIt(t *testing.T) {
 	read(t, b)
 	feedLive(t, b)
 	clk.Advance(DefaultReconcile) // the feed is live: the reconciliation cadence
-	gate := newReleaser(t)
+	gate := testkit.NewReleaser(t)
 	entered := held.holdAfterListing(gate)
 	read(t, b) // due: a derivation lists the modules and waits
 	testkit.Receive(t, entered, "the derivation listing")
@@ -176,7 +176,7 @@ func TestAPatchMadeDuringADerivationIsNotUndoneByIt(t *testing.T) {
 	eventually(t, func() bool { return b.Absorbed() >= 1 }, "b absorbing a's write")
 	// The derivation reads Alpha's records after the write, so make the
 	// case hard: it must not matter in which order they land.
-	gate.release()
+	gate.Release()
 	_, _ = rx.Collect[Snapshot](context.Background(), d.result)
 	assert.Equal(t, "2.0.0", servedVersions(read(t, b).Activation)["Alpha"])
 
@@ -194,18 +194,18 @@ func TestCloseDuringARunningDerivationCancelsItAndReturnsWithoutError(t *testing
 		root := t.TempDir()
 		var v landing.Volume
 		var entered <-chan struct{}
-		var gate *releaser
+		var gate *testkit.Releaser
 		if deaf {
 			// Negative control: a scan that ignores its context cannot be
 			// cancelled, and Close says so at its budget.
-			dv := &deafVolume{Volume: landing.DirVolume(root), entered: make(chan struct{}, 1), gate: newReleaser(t)}
+			dv := &deafVolume{Volume: landing.DirVolume(root), entered: make(chan struct{}, 1), gate: testkit.NewReleaser(t)}
 			v, entered, gate = dv, dv.entered, dv.gate
 		} else {
 			held := &heldVolume{Volume: landing.DirVolume(root)}
-			gate = newReleaser(t)
+			gate = testkit.NewReleaser(t)
 			v, entered = held, held.hold(gate)
 		}
-		l := newLanding(t, v, landing.LandingOptions{Replica: "a"})
+		l := newLanding(t, v, landing.Options{Replica: "a"})
 		s := NewServedActivation(l, ServedOptions{Logger: quietLogger()})
 		rec := rxtest.Record(rxtest.NewClock(), s.Read())
 		testkit.Receive(t, entered, "the derivation reaching the volume")
@@ -216,7 +216,7 @@ func TestCloseDuringARunningDerivationCancelsItAndReturnsWithoutError(t *testing
 		if deaf {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "scan has not returned")
-			gate.release()
+			gate.Release()
 			ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 			require.NoError(t, s.Close(ctx))
 			cancel()

@@ -26,7 +26,7 @@ func Example() {
 
 	store, _ := memstore.New(memstore.Options{Logger: logger})
 	defer store.Close()
-	modules, _ := landing.NewModuleLanding(landing.DirVolume(dir), landing.LandingOptions{Logger: logger})
+	modules, _ := landing.NewModuleLanding(landing.DirVolume(dir), landing.Options{Logger: logger})
 	defer modules.Shutdown(context.Background())
 	served := registry.NewServedActivation(modules, registry.ServedOptions{Logger: logger})
 	defer served.Close(context.Background())

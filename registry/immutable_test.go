@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -25,21 +23,6 @@ import (
 	"github.com/meshrx/meshrx/rx"
 )
 
-// generations lists the generation directories of module on the fixture's volume.
-func generations(t *testing.T, root, module string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(generationsDir(moduleKey(module)))))
-	if os.IsNotExist(err) {
-		return nil
-	}
-	require.NoError(t, err)
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
 func decodePublish(t *testing.T, got reply) PublishAnswer {
 	t.Helper()
 	var a PublishAnswer
@@ -50,12 +33,12 @@ func decodePublish(t *testing.T, got reply) PublishAnswer {
 func TestAPublishedVersionIsImmutableTheSameBytesAre200AndOtherBytes409NamingTheExistingSha256(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	key := f.instance("acme", "pro", "Plugins/*")
-	first := moduleArchive(t, "Sec.Base", "1.0.0", 2)
+	first := testkit.ModuleArchive(t, "Sec.Base", "1.0.0", 2)
 	got := f.do(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, first))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	landed := decodePublish(t, got)
 	assert.True(t, landed.Created)
-	gens := generations(t, f.root, "Sec.Base")
+	gens := testkit.Generations(t, f.root, "Sec.Base")
 	require.Len(t, gens, 1)
 
 	// The same bytes again: 200, the same record, no new generation.
@@ -65,14 +48,14 @@ func TestAPublishedVersionIsImmutableTheSameBytesAre200AndOtherBytes409NamingThe
 	assert.False(t, again.Created)
 	assert.Equal(t, landed.Generation, again.Generation)
 	assert.Equal(t, landed.SHA256, again.SHA256)
-	assert.Equal(t, gens, generations(t, f.root, "Sec.Base"), "an idempotent publish writes no generation")
+	assert.Equal(t, gens, testkit.Generations(t, f.root, "Sec.Base"), "an idempotent publish writes no generation")
 
 	// Other bytes: 409 naming the sha256 the version holds; nothing changes.
-	other := moduleArchive(t, "Sec.Base", "1.0.0", 3)
+	other := testkit.ModuleArchive(t, "Sec.Base", "1.0.0", 3)
 	got = f.do(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, other))
 	require.Equal(t, http.StatusConflict, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), landed.SHA256)
-	assert.Equal(t, gens, generations(t, f.root, "Sec.Base"))
+	assert.Equal(t, gens, testkit.Generations(t, f.root, "Sec.Base"))
 	idx, _ := f.index(key)
 	require.Len(t, idx.Bundles, 1)
 	assert.Equal(t, landed.SHA256, idx.Bundles[0].SHA256, "the served sha256 of 1.0.0 never changes")
@@ -88,7 +71,7 @@ func TestOfConcurrentPublishesOfOneVersionExactlyOneLands(t *testing.T) {
 	f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) { o.UploadSlots = publishers }})
 	replies := make([]<-chan reply, publishers)
 	for i := range publishers {
-		replies[i] = f.send(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, moduleArchive(t, "Sec.Base", "1.0.0", i+1)))
+		replies[i] = f.send(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Sec.Base", "1.0.0", i+1)))
 	}
 	statuses := map[int]int{}
 	var winner string
@@ -101,7 +84,7 @@ func TestOfConcurrentPublishesOfOneVersionExactlyOneLands(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[int]int{http.StatusCreated: 1, http.StatusConflict: publishers - 1}, statuses)
-	assert.Len(t, generations(t, f.root, "Sec.Base"), 1)
+	assert.Len(t, testkit.Generations(t, f.root, "Sec.Base"), 1)
 	key := f.instance("acme", "pro", "Plugins/*")
 	idx, _ := f.index(key)
 	require.Len(t, idx.Bundles, 1)
@@ -110,8 +93,8 @@ func TestOfConcurrentPublishesOfOneVersionExactlyOneLands(t *testing.T) {
 
 func TestAPackageHasOneIdentityWhateverItsCase(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	require.Equal(t, http.StatusCreated, f.do(publishRequest("Sec.Ent", "?version=1.0.0&tier=enterprise", testPublishToken, moduleArchive(t, "Sec.Ent", "1.0.0", 1))).status)
-	got := f.do(publishRequest("sec.ent", "?version=1.1.0&tier=free", testPublishToken, moduleArchive(t, "sec.ent", "1.1.0", 1)))
+	require.Equal(t, http.StatusCreated, f.do(publishRequest("Sec.Ent", "?version=1.0.0&tier=enterprise", testPublishToken, testkit.ModuleArchive(t, "Sec.Ent", "1.0.0", 1))).status)
+	got := f.do(publishRequest("sec.ent", "?version=1.1.0&tier=free", testPublishToken, testkit.ModuleArchive(t, "sec.ent", "1.1.0", 1)))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	a := decodePublish(t, got)
 	assert.Equal(t, "Sec.Ent", a.Module, "the first spelling is the package's name")
@@ -137,7 +120,7 @@ func TestAPackageHasOneIdentityWhateverItsCase(t *testing.T) {
 
 func TestAnUnknownTierIsRefusedWith400NamingTheKnownTiers(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	got := f.do(publishRequest("Acme.Gold", "?version=1.0.0&tier=gold", testPublishToken, moduleArchive(t, "Acme.Gold", "1.0.0", 1)))
+	got := f.do(publishRequest("Acme.Gold", "?version=1.0.0&tier=gold", testPublishToken, testkit.ModuleArchive(t, "Acme.Gold", "1.0.0", 1)))
 	require.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), "free, pro, enterprise")
 	assert.Empty(t, f.activation(), "nothing lands")
@@ -145,7 +128,7 @@ func TestAnUnknownTierIsRefusedWith400NamingTheKnownTiers(t *testing.T) {
 	assert.ErrorIs(t, err, rx.ErrEmpty, "no package node is written")
 
 	// Control: a known tier publishes.
-	got = f.do(publishRequest("Acme.Gold", "?version=1.0.0&tier=PRO", testPublishToken, moduleArchive(t, "Acme.Gold", "1.0.0", 1)))
+	got = f.do(publishRequest("Acme.Gold", "?version=1.0.0&tier=PRO", testPublishToken, testkit.ModuleArchive(t, "Acme.Gold", "1.0.0", 1)))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 }
 
@@ -173,10 +156,10 @@ func TestAPublishThatDoesNotAnswer2xxLeavesNothingServed(t *testing.T) {
 		puts = &failingPackagePuts{Service: o.Mesh, fail: true}
 		o.Mesh = puts
 	}})
-	got := f.do(publishRequest("Acme.Pro", "?version=1.0.0&tier=pro", testPublishToken, moduleArchive(t, "Acme.Pro", "1.0.0", 1)))
+	got := f.do(publishRequest("Acme.Pro", "?version=1.0.0&tier=pro", testPublishToken, testkit.ModuleArchive(t, "Acme.Pro", "1.0.0", 1)))
 	assert.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
 	assert.Empty(t, f.activation(), "a publication whose tier is not durable does not land")
-	assert.Empty(t, generations(t, f.root, "Acme.Pro"))
+	assert.Empty(t, testkit.Generations(t, f.root, "Acme.Pro"))
 	free := f.instance("free-customer", "free", "Plugins/*")
 	idx, _ := f.index(free)
 	assert.Empty(t, idx.Bundles)
@@ -186,7 +169,11 @@ func TestAPublishThatDoesNotAnswer2xxLeavesNothingServed(t *testing.T) {
 	puts.mu.Lock()
 	puts.fail = false
 	puts.mu.Unlock()
-	got = f.do(publishRequest("Acme.Pro", "?version=1.0.0&tier=pro", testPublishToken, moduleArchive(t, "Acme.Pro", "1.0.0", 1)))
+	// The catalog hears of the package node on its query's goroutine:
+	// wait (bounded) for it, as a consumer polling later would see it.
+	f.catalogApplies(func() {
+		got = f.do(publishRequest("Acme.Pro", "?version=1.0.0&tier=pro", testPublishToken, testkit.ModuleArchive(t, "Acme.Pro", "1.0.0", 1)))
+	})
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	idx, _ = f.index(free)
 	assert.Empty(t, idx.Bundles)
@@ -214,9 +201,9 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 	// package (its node and its bundle are durable; this replica has not
 	// heard of the node).
 	live.OnError(&mesh.UnavailableError{Op: "listen", Err: fmt.Errorf("connection refused")})
-	other := newLanding(t, landing.DirVolume(f.root), landing.LandingOptions{Replica: "other"})
+	other := newLanding(t, landing.DirVolume(f.root), landing.Options{Replica: "other"})
 	for _, m := range []string{"Acme.Old", "Acme.Pro"} {
-		_, err := other.Land(t.Context(), m, "1.0.0", moduleArchive(t, m, "1.0.0", 1))
+		_, err := other.Land(t.Context(), m, "1.0.0", testkit.ModuleArchive(t, m, "1.0.0", 1))
 		require.NoError(t, err)
 	}
 	f.clk.Advance(f.served.Freshness())
@@ -364,7 +351,7 @@ func TestAnArchiveOfManySmallEntriesThatExpandsFarBeyondItselfIsRefusedWhole(t *
 	assert.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), "suspicious compression ratio")
 	assert.Empty(t, f.activation())
-	assert.Empty(t, generations(t, f.root, "Acme.Bomb"), "nothing was extracted")
+	assert.Empty(t, testkit.Generations(t, f.root, "Acme.Bomb"), "nothing was extracted")
 
 	// Control: one such entry alone passes every check (it is under the
 	// per-entry floor), so it is the archive as a whole that was judged.
@@ -376,7 +363,7 @@ func TestPublishingToAPackageWhoseNodeCannotBeUsedIs409AndLandsNothing(t *testin
 	f := newFixture(t, fixtureOptions{})
 	_, err := f.store.Put(t.Context(), packageNode("Acme.Bad", `{"tier": 5}`))
 	require.NoError(t, err)
-	got := f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Bad", "1.0.0", 1)))
+	got := f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Bad", "1.0.0", 1)))
 	assert.Equal(t, http.StatusConflict, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), DefaultSource+"/Acme.Bad")
 
@@ -384,14 +371,14 @@ func TestPublishingToAPackageWhoseNodeCannotBeUsedIs409AndLandsNothing(t *testin
 	require.NoError(t, err)
 	_, err = f.store.Put(t.Context(), packageNode("ACME.BAD", `{"tier":""}`))
 	require.NoError(t, err)
-	got = f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Bad", "1.0.0", 1)))
+	got = f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Bad", "1.0.0", 1)))
 	assert.Equal(t, http.StatusConflict, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), "name one package")
 	assert.Empty(t, f.activation())
 
 	// Control: with one usable node the publication lands, under its spelling.
 	require.NoError(t, f.store.Delete(t.Context(), DefaultSource+"/ACME.BAD"))
-	got = f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Bad", "1.0.0", 1)))
+	got = f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Bad", "1.0.0", 1)))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	assert.Equal(t, "Acme.Bad", decodePublish(t, got).Module)
 	assert.Equal(t, "pro", decodePublish(t, got).Tier)

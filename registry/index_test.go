@@ -135,15 +135,15 @@ func TestANewPublicationChangesTheETagAndIsListedAtOnceOnThisReplica(t *testing.
 	// snapshot is fresh (the virtual clock does not move): the index did not
 	// rescan. This is the control for "at once" below being the local
 	// write's invalidation rather than a scan per request.
-	other := newLanding(t, landing.DirVolume(f.root), landing.LandingOptions{Replica: "other"})
-	_, err := other.Land(t.Context(), "Acme.Billing", "1.0.0", moduleArchive(t, "Acme.Billing", "1.0.0", 1))
+	other := newLanding(t, landing.DirVolume(f.root), landing.Options{Replica: "other"})
+	_, err := other.Land(t.Context(), "Acme.Billing", "1.0.0", testkit.ModuleArchive(t, "Acme.Billing", "1.0.0", 1))
 	require.NoError(t, err)
 	idx, same := f.index(key)
 	assert.Equal(t, map[string]string{"Acme.Crm": "1.0.0"}, listed(idx))
 	assert.Equal(t, before.header.Get("ETag"), same.header.Get("ETag"))
 
 	got := f.do(request{method: http.MethodPost, path: client.BundlesPath + "/Acme.Crm?version=1.1.0",
-		header: http.Header{"Authorization": {"Bearer " + testPublishToken}}, body: moduleArchive(t, "Acme.Crm", "1.1.0", 2)})
+		header: http.Header{"Authorization": {"Bearer " + testPublishToken}}, body: testkit.ModuleArchive(t, "Acme.Crm", "1.1.0", 2)})
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 
 	idx, after := f.index(key)
@@ -249,8 +249,7 @@ func TestARederivationThatFindsNothingNewKeepsTheAssembledIndex(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.publish("A", "1.0.0", "")
 	// B's package node exists before another replica lands B below.
-	_, err := f.store.Put(t.Context(), packageNode("B", `{"tier":""}`))
-	require.NoError(t, err)
+	f.putPackage(packageNode("B", `{"tier":""}`))
 	key := f.instance("acme", "pro", "Plugins/*")
 	_, first := f.index(key)
 	require.EqualValues(t, 1, f.served.Derivations())
@@ -267,8 +266,8 @@ func TestARederivationThatFindsNothingNewKeepsTheAssembledIndex(t *testing.T) {
 
 	// Control: a re-derivation that finds another replica's landing does
 	// assemble again, and lists it.
-	other := newLanding(t, landing.DirVolume(f.root), landing.LandingOptions{Replica: "other"})
-	_, err = other.Land(t.Context(), "B", "1.0.0", moduleArchive(t, "B", "1.0.0", 1))
+	other := newLanding(t, landing.DirVolume(f.root), landing.Options{Replica: "other"})
+	_, err := other.Land(t.Context(), "B", "1.0.0", testkit.ModuleArchive(t, "B", "1.0.0", 1))
 	require.NoError(t, err)
 	f.clk.Advance(f.served.Freshness())
 	f.index(key)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
@@ -92,7 +93,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 
 	// Control first: with the database up, a publication on one replica is
 	// served by the other at its tier.
-	got := a.do(publishRequest("Acme.Base", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Base", "1.0.0", 1)))
+	got := a.do(publishRequest("Acme.Base", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Base", "1.0.0", 1)))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	require.Eventually(t, func() bool {
 		st, ok := b.server.catalog.current()
@@ -105,7 +106,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 	require.Equal(t, map[string]string{"Acme.Base": "1.0.0"}, listed(idx))
 
 	// A pro publication whose database stops while its upload is arriving.
-	archive := moduleArchive(t, "Acme.Pro", "1.0.0", 1)
+	archive := testkit.ModuleArchive(t, "Acme.Pro", "1.0.0", 1)
 	body, upload := io.Pipe()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a.http.URL+client.BundlesPath+"/Acme.Pro?version=1.0.0&tier=pro", body)
 	require.NoError(t, err)
@@ -140,7 +141,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 
 	// Nothing of it is on the volume: no replica can serve it.
 	assert.Equal(t, map[string]string{"Acme.Base": "1.0.0"}, a.activation())
-	assert.Empty(t, generations(t, root, "Acme.Pro"))
+	assert.Empty(t, testkit.Generations(t, root, "Acme.Pro"))
 
 	// Both catalogs know they are incomplete (what /readyz reports).
 	for name, f := range map[string]*fixture{"a": a, "b": b} {
@@ -154,7 +155,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 	// download from the catalog. (Keyed requests themselves answer 503 while
 	// the database is down: authentication cannot read; what is checked here
 	// is what they are answered from.)
-	third := newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "third"})
+	third := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "third"})
 	_, err = third.Land(t.Context(), "Acme.Pro", "1.0.0", archive)
 	require.NoError(t, err)
 	b.clk.Advance(b.served.Freshness())
@@ -182,9 +183,9 @@ func TestOnPostgreSQLALandingOnOneReplicaIsAbsorbedByTheOtherThroughTheFeed(t *t
 	dbURL, err := srv.CreateDatabase(t.Context(), "registry-feed")
 	require.NoError(t, err)
 	root := t.TempDir()
-	la := newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "a"})
-	lb := newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "b"})
-	lc := newLanding(t, landing.DirVolume(root), landing.LandingOptions{Replica: "c"})
+	la := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "a"})
+	lb := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "b"})
+	lc := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "c"})
 	const modules = 200
 	for i := range modules {
 		land(t, la, fmt.Sprintf("Ci.Module%03d", i), "1.0.0")

@@ -151,11 +151,6 @@ type ServedActivation struct {
 	absorberDone chan struct{}
 	patchSeq     uint64
 	patches      []patch // made while a derivation runs: re-applied over its result
-
-	// Test seams, the negative controls of the tests.
-	releaseAlways bool // release the slot even if it holds a successor
-	ignoreGen     bool // publish whatever finishes, even over a local write; nothing is superseded
-	requestOwned  bool // the claiming request's abort cancels the scan, and a failed derivation stays in the slot
 }
 
 // patch is one module re-read from the change feed.
@@ -171,7 +166,6 @@ type derivation struct {
 	mark    uint64 // patchSeq when it started: later patches are re-applied over its result
 	started time.Time
 	result  *rx.AsyncSubject[Snapshot]
-	abort   func() // set only by the requestOwned negative control
 
 	prev *derivation   // the derivation started before this one: its scan returns before this one's starts
 	done chan struct{} // closed when this derivation's scan has returned
@@ -298,11 +292,6 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 		if d == nil {
 			return rx.Throw[Snapshot](landing.ErrClosed)
 		}
-		if d.abort != nil { // negative control: the claiming request owns the derivation
-			abort := d.abort
-			d.abort = nil
-			return rx.Finally[Snapshot](d.result, abort)
-		}
 		return rx.Catch(d.result, func(err error) rx.Observable[Snapshot] {
 			if errors.Is(err, errSuperseded) {
 				return s.Read() // a newer derivation holds the slot: join it
@@ -338,7 +327,7 @@ func (s *ServedActivation) claim(gen uint64) *derivation {
 		}
 		d := &derivation{gen: gen, started: s.clk.Now(), result: rx.NewAsyncSubject[Snapshot](), done: make(chan struct{})}
 		if s.inflight.CompareAndSwap(cur, d) {
-			if cur != nil && !s.ignoreGen {
+			if cur != nil {
 				// A local write made cur's listing useless: stop it. This
 				// one scans once it has stopped (see start).
 				cur.supersede()
@@ -360,19 +349,12 @@ func (s *ServedActivation) start(d *derivation) bool {
 		return false
 	}
 	s.running.Add(1)
-	if !s.ignoreGen { // the negative control scans beside its predecessor
-		d.prev = s.last
-	}
+	d.prev = s.last
 	s.last = d
 	d.mark = s.patchSeq
 	s.mu.Unlock()
 	s.derivations.Add(1)
 	scan := rx.Create(func(ctx context.Context, o rx.Observer[landing.Activation]) {
-		if s.requestOwned {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithCancel(ctx)
-			d.abort = cancel
-		}
 		ctx, cancel := context.WithCancel(ctx)
 		d.scanning(cancel)
 		go func() {
@@ -415,9 +397,7 @@ func (s *ServedActivation) start(d *derivation) bool {
 				return
 			}
 			s.derived(err)
-			if !s.requestOwned { // the negative control keeps a fault in the slot
-				s.release(d)
-			}
+			s.release(d)
 			s.running.Done()
 			d.result.OnError(err)
 		},
@@ -484,7 +464,7 @@ func (s *ServedActivation) publish(d *derivation, a landing.Activation) Snapshot
 		}
 	}
 	snap := Snapshot{Activation: a, Seq: s.seq, DerivedAt: d.started}
-	if s.gen == d.gen || s.ignoreGen {
+	if s.gen == d.gen {
 		s.snap, s.has = snap, true
 		s.patches = s.patches[:0]
 	}
@@ -493,10 +473,6 @@ func (s *ServedActivation) publish(d *derivation, a landing.Activation) Snapshot
 
 // release frees d's slot, only if the slot still holds d.
 func (s *ServedActivation) release(d *derivation) {
-	if s.releaseAlways {
-		s.inflight.Store(nil)
-		return
-	}
 	if s.inflight.CompareAndSwap(d, nil) {
 		s.mu.Lock()
 		if s.inflight.Load() == nil {

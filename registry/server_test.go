@@ -43,6 +43,26 @@ type watchedMesh struct {
 	catalogQ func() rx.Observable[mesh.Change] // replaces the package catalog's query
 	stallGet string                            // a Get of this path never answers
 	stalled  chan string                       // told the path of a stalled Get
+
+	// frames is told, without blocking, each time a package-node query's
+	// subscriber has returned from a frame: the catalog has applied it.
+	frames chan struct{}
+}
+
+// afterEachFrame delivers src's frames and then tells frames.
+type afterEachFrame struct {
+	src    rx.Observable[mesh.Change]
+	frames chan struct{}
+}
+
+func (a afterEachFrame) Subscribe(o rx.Observer[mesh.Change]) rx.Subscription {
+	return a.src.Subscribe(rx.NewObserver(func(c mesh.Change) {
+		o.OnNext(c)
+		select {
+		case a.frames <- struct{}{}:
+		default:
+		}
+	}, o.OnError, o.OnCompleted))
 }
 
 func (m *watchedMesh) Get(path string) rx.Observable[mesh.Node] {
@@ -72,6 +92,9 @@ func (m *watchedMesh) Query(q string) rx.Observable[mesh.Change] {
 	m.mu.Unlock()
 	if replace != nil && strings.Contains(q, "nodeType:"+PackageNodeType) {
 		return replace()
+	}
+	if m.frames != nil && strings.Contains(q, "nodeType:"+PackageNodeType) {
+		return afterEachFrame{src: m.Service.Query(q), frames: m.frames}
 	}
 	return m.Service.Query(q)
 }
@@ -120,7 +143,7 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 		f.store = store
 	}
 	store := f.store
-	f.mesh = &watchedMesh{Service: store}
+	f.mesh = &watchedMesh{Service: store, frames: make(chan struct{}, 1)}
 	f.reg = &auth.Registry{Mesh: store, Clock: f.clk}
 	for _, tier := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}, {ID: "enterprise", Rank: 2}} {
 		require.NoError(t, f.reg.SetPlanTier(t.Context(), tier))
@@ -132,7 +155,7 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 	if fo.volume != nil {
 		v = fo.volume(v)
 	}
-	f.landing, err = landing.NewModuleLanding(v, landing.LandingOptions{Logger: quietLogger()})
+	f.landing, err = landing.NewModuleLanding(v, landing.Options{Logger: quietLogger()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.landing.Close() })
 	var logger *slog.Logger
@@ -191,9 +214,44 @@ func (f *fixture) publish(module, version, tier string) (landing.Record, []byte)
 	require.NoError(f.t, err)
 	content, err := json.Marshal(PackageContent{Tier: tier})
 	require.NoError(f.t, err)
+	// Not waited for: some tests publish while the catalog is down.
 	_, err = f.store.Put(f.t.Context(), mesh.Node{Path: DefaultSource + "/" + module, NodeType: PackageNodeType, Content: content})
 	require.NoError(f.t, err)
 	return rec, archive
+}
+
+// putPackage writes a package node and waits for the server's catalog to
+// apply it: the store delivers the change to the catalog's live query on
+// the query's own goroutine.
+func (f *fixture) putPackage(n mesh.Node) {
+	f.t.Helper()
+	f.catalogApplies(func() {
+		_, err := f.store.Put(f.t.Context(), n)
+		require.NoError(f.t, err)
+	})
+}
+
+// deletePackage deletes a package node and waits for the catalog to apply it.
+func (f *fixture) deletePackage(path string) {
+	f.t.Helper()
+	f.catalogApplies(func() { require.NoError(f.t, f.store.Delete(f.t.Context(), path)) })
+}
+
+// catalogApplies runs write and waits at most testkit.Bound for the
+// server's catalog to apply a frame after it.
+func (f *fixture) catalogApplies(write func()) {
+	f.t.Helper()
+	version := func() uint64 {
+		if st, ok := f.server.catalog.current(); ok {
+			return st.version
+		}
+		return 0
+	}
+	before := version()
+	write()
+	for version() <= before {
+		testkit.Receive(f.t, f.mesh.frames, "the package catalog applying the write")
+	}
 }
 
 // testBundle is a small archive for module at version.
@@ -204,7 +262,7 @@ func testBundle(tb testing.TB, module, version string) []byte {
 	for _, name := range []string{"MANIFEST", "lib/main.txt"} {
 		w, err := zw.Create(name)
 		require.NoError(tb, err)
-		_, err = w.Write(fileBody(module, version, name))
+		_, err = w.Write(testkit.FileBody(module, version, name))
 		require.NoError(tb, err)
 	}
 	require.NoError(tb, zw.Close())
@@ -340,14 +398,14 @@ func TestReadyzSaysOKOnlyWhileTheCatalogIsLiveAndHealthzAnswersAlike(t *testing.
 }
 
 func TestAStalledActivationListAnswers503NamingItWithinTheBudget(t *testing.T) {
-	gate := newReleaser(t)
-	var gated *gatedVolume
+	gate := testkit.NewReleaser(t)
+	var gated *testkit.GatedVolume
 	f := newFixture(t, fixtureOptions{volume: func(v landing.Volume) landing.Volume {
-		gated = &gatedVolume{Volume: v}
+		gated = &testkit.GatedVolume{Volume: v, Dir: modulesDir}
 		return gated
 	}})
 	key := f.instance("acme", "pro", "Plugins/*")
-	scanning := gated.arm(gate)
+	scanning := gated.Arm(gate)
 
 	replies := f.send(request{path: client.IndexPath, key: key})
 	testkit.Receive(t, scanning, "the index request's derivation reaching the volume")
@@ -371,7 +429,7 @@ func TestAStalledActivationListAnswers503NamingItWithinTheBudget(t *testing.T) {
 	assert.Equal(t, StageActivation, warns[0].Attrs["stage"].String())
 	assert.Equal(t, IndexBudget, warns[0].Attrs["elapsed"].Duration())
 	assert.Equal(t, 1.0, counter(t, f, "meshrx_registry_unavailable_total", map[string]string{"route": routeIndex, "stage": StageActivation}))
-	gate.release()
+	gate.Release()
 }
 
 // catalogWaits waits at most testkit.Bound for the n-th reader to log that

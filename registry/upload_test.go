@@ -106,7 +106,7 @@ func TestConcurrentUploadsBeyondTheirSlotsAre503WithRetryAfter(t *testing.T) {
 	conn, _ := f.rawPublish(t, 1000, "PK")
 	require.Eventually(t, func() bool { return spooled() == 1 }, testkit.Bound, time.Millisecond, "the first upload spooling")
 
-	archive := moduleArchive(t, "Acme.Crm", "1.0.0", 1)
+	archive := testkit.ModuleArchive(t, "Acme.Crm", "1.0.0", 1)
 	got := f.do(publishRequest("Acme.Crm", "?version=1.0.0", testPublishToken, archive))
 	assert.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
 	assert.Equal(t, "5", got.header.Get("Retry-After"), "the one DefaultRetryAfter")
@@ -177,14 +177,14 @@ type plainVolume struct{ landing.Volume }
 
 func TestALandingStreamsItsArchiveToTheVolumeNotWholeIntoMemory(t *testing.T) {
 	const size = 24 << 20
-	archive := zipOf(t, entry{name: "lib/blob.bin", body: testkit.RandomBytes(size), store: true})
+	archive := testkit.Zip(t, testkit.Entry{Name: "lib/blob.bin", Body: testkit.RandomBytes(size), Store: true})
 	spool := filepath.Join(t.TempDir(), "upload.zip")
 	require.NoError(t, os.WriteFile(spool, archive, 0o644))
 	land := func(t *testing.T, v landing.Volume) uint64 {
 		f, err := os.Open(spool)
 		require.NoError(t, err)
 		defer f.Close()
-		l := newLanding(t, v, landing.LandingOptions{})
+		l := newLanding(t, v, landing.Options{})
 		return allocated(func() {
 			_, created, err := l.LandArchive(t.Context(), "Big", "1.0.0", f, int64(len(archive)))
 			require.NoError(t, err)

@@ -85,7 +85,7 @@ func (r *replica) start(ctx context.Context) (err error) {
 		return fmt.Errorf("replica %s: %w", r.name, err)
 	}
 	parts = append(parts, func(context.Context) error { return store.Close() })
-	land, err := landing.NewModuleLanding(r.cfg.volume, landing.LandingOptions{Logger: logger, Replica: r.name})
+	land, err := landing.NewModuleLanding(r.cfg.volume, landing.Options{Logger: logger, Replica: r.name})
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func moduleName(i int) string { return fmt.Sprintf("Load.Module%04d", i) }
 // setup, kept off the slow volume so that it does not take n × files ×
 // latency.
 func landModules(ctx context.Context, dir string, n int, logger *slog.Logger) error {
-	l, err := landing.NewModuleLanding(landing.DirVolume(dir), landing.LandingOptions{Logger: logger, Replica: "setup"})
+	l, err := landing.NewModuleLanding(landing.DirVolume(dir), landing.Options{Logger: logger, Replica: "setup"})
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func startReplica(ctx context.Context, o replicaOptions, logger *slog.Logger) (_
 	if err != nil {
 		return nil, err
 	}
-	lander, err := landing.NewModuleLanding(counter, landing.LandingOptions{Logger: logger, ReadPool: o.readPool, Replica: o.name})
+	lander, err := landing.NewModuleLanding(counter, landing.Options{Logger: logger, ReadPool: o.readPool, Replica: o.name})
 	if err != nil {
 		return nil, err
 	}

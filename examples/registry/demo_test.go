@@ -21,7 +21,7 @@ func startDemo(t *testing.T, store mesh.Service, dir string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	landing, err := landing.NewModuleLanding(landing.DirVolume(dir), landing.LandingOptions{})
+	landing, err := landing.NewModuleLanding(landing.DirVolume(dir), landing.Options{})
 	require.NoError(t, err)
 	served := registry.NewServedActivation(landing, registry.ServedOptions{})
 	defer func() {

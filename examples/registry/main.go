@@ -159,7 +159,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	if c, ok := volume.(io.Closer); ok { // it keeps the root open
 		defer func() { err = errors.Join(err, c.Close()) }()
 	}
-	landing, err := landing.NewModuleLanding(volume, landing.LandingOptions{Logger: logger})
+	landing, err := landing.NewModuleLanding(volume, landing.Options{Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -211,7 +211,7 @@ func TestTheExampleRegistryServesItsDemoToItsDemoKey(t *testing.T) {
 	}
 
 	// The bundle downloads through the consumer client, checked against the index.
-	consumer, err := client.NewClient(client.ClientOptions{BaseURL: s.url, Key: s.key})
+	consumer, err := client.New(client.Options{BaseURL: s.url, Key: s.key})
 	require.NoError(t, err)
 	defer consumer.CloseIdleConnections()
 	var entry client.IndexEntry

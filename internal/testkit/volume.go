@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"sync"
 	"sync/atomic"
 )
 
@@ -126,4 +127,43 @@ func (c *CountedVolume) RemoveAll(ctx context.Context, name string) error {
 func (c *CountedVolume) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	c.op.Add(1)
 	return c.v.Open(ctx, name)
+}
+
+// GatedVolume holds the first ReadDir of directory Dir after it is armed,
+// until the gate opens or the caller's context ends.
+type GatedVolume struct {
+	Volume
+	Dir string
+
+	mu      sync.Mutex
+	armed   bool
+	entered chan struct{}
+	gate    *Releaser
+}
+
+// Arm makes the next ReadDir of Dir wait for gate; the returned channel
+// receives once it waits.
+func (g *GatedVolume) Arm(gate *Releaser) <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.armed, g.gate, g.entered = true, gate, make(chan struct{}, 1)
+	return g.entered
+}
+
+func (g *GatedVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	g.mu.Lock()
+	hold := g.armed && name == g.Dir
+	gate, entered := g.gate, g.entered
+	if hold {
+		g.armed = false
+	}
+	g.mu.Unlock()
+	if hold {
+		entered <- struct{}{}
+		gate.Wait(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
+		}
+	}
+	return g.Volume.ReadDir(ctx, name)
 }

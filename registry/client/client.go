@@ -22,13 +22,13 @@ import (
 	"github.com/meshrx/meshrx/registry/landing"
 )
 
-// The settings a consumer reads its registry from (see ClientOptionsFromEnv).
+// The settings a consumer reads its registry from (see OptionsFromEnv).
 const (
 	URLSetting         = "MESHRX_REGISTRY_URL"
 	InstanceKeySetting = "MESHRX_INSTANCE_KEY"
 )
 
-// Defaults for ClientOptions fields left zero.
+// Defaults for Options fields left zero.
 const (
 	DefaultAttempts        = 3
 	DefaultAttemptTimeout  = 30 * time.Second  // above the registry's IndexBudget
@@ -46,8 +46,8 @@ const (
 // the index is the one the given ETag names.
 var ErrNotModified = errors.New("registry: index not modified")
 
-// ClientOptions configures a Client.
-type ClientOptions struct {
+// Options configures a Client.
+type Options struct {
 	// BaseURL is the registry's absolute http(s) URL, e.g.
 	// "https://registry.example.com"; the API paths are appended to it.
 	BaseURL string
@@ -152,9 +152,9 @@ type Client struct {
 	transport *http.Client
 }
 
-// NewClient returns a Client for opts, or a *ConfigError naming the setting
+// New returns a Client for opts, or a *ConfigError naming the setting
 // that is missing or unusable.
-func NewClient(opts ClientOptions) (*Client, error) {
+func New(opts Options) (*Client, error) {
 	base, err := parseBaseURL(opts.BaseURL)
 	if err != nil {
 		return nil, err
@@ -167,11 +167,11 @@ func NewClient(opts ClientOptions) (*Client, error) {
 		value time.Duration
 	}{{"AttemptTimeout", opts.AttemptTimeout}, {"DownloadTimeout", opts.DownloadTimeout}, {"MaxRetryWait", opts.MaxRetryWait}} {
 		if d.value < 0 {
-			return nil, &ConfigError{Setting: "ClientOptions." + d.name, Value: d.value.String(), Problem: "is negative"}
+			return nil, &ConfigError{Setting: "client.Options." + d.name, Value: d.value.String(), Problem: "is negative"}
 		}
 	}
 	if opts.Attempts < 0 {
-		return nil, &ConfigError{Setting: "ClientOptions.Attempts", Value: strconv.Itoa(opts.Attempts), Problem: "is negative"}
+		return nil, &ConfigError{Setting: "client.Options.Attempts", Value: strconv.Itoa(opts.Attempts), Problem: "is negative"}
 	}
 	attempts := orDefault(opts.Attempts, DefaultAttempts)
 	maxWait := orDefault(opts.MaxRetryWait, DefaultMaxRetryWait)
@@ -189,10 +189,10 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	return c, nil
 }
 
-// ClientOptionsFromEnv reads the registry URL and instance key with lookup
+// OptionsFromEnv reads the registry URL and instance key with lookup
 // (os.LookupEnv in production). A setting present with an empty value counts
 // as missing, and the error says which one is empty.
-func ClientOptionsFromEnv(lookup func(string) (string, bool)) (ClientOptions, error) {
+func OptionsFromEnv(lookup func(string) (string, bool)) (Options, error) {
 	read := func(setting string) (string, error) {
 		v, ok := lookup(setting)
 		switch {
@@ -205,16 +205,16 @@ func ClientOptionsFromEnv(lookup func(string) (string, bool)) (ClientOptions, er
 	}
 	base, err := read(URLSetting)
 	if err != nil {
-		return ClientOptions{}, err
+		return Options{}, err
 	}
 	if _, err := parseBaseURL(base); err != nil {
-		return ClientOptions{}, err
+		return Options{}, err
 	}
 	key, err := read(InstanceKeySetting)
 	if err != nil {
-		return ClientOptions{}, err
+		return Options{}, err
 	}
-	return ClientOptions{BaseURL: base, Key: key}, nil
+	return Options{BaseURL: base, Key: key}, nil
 }
 
 // parseBaseURL accepts only an absolute http or https URL with a host: an

@@ -66,13 +66,13 @@ func (s *scriptedRegistry) gap(i int) time.Duration {
 
 // newTestClient returns a Client for srv whose idle connections are closed
 // when the test ends.
-func newTestClient(t *testing.T, srv *httptest.Server, opts ClientOptions) *Client {
+func newTestClient(t *testing.T, srv *httptest.Server, opts Options) *Client {
 	t.Helper()
 	opts.BaseURL, opts.Key, opts.HTTPClient = srv.URL, testInstanceKey, srv.Client()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	c, err := NewClient(opts)
+	c, err := New(opts)
 	require.NoError(t, err)
 	t.Cleanup(c.CloseIdleConnections)
 	return c
@@ -105,13 +105,13 @@ var demoIndex = Index{Bundles: []IndexEntry{{Plugin: "Acme.Crm", Version: "1.2.0
 
 func TestAnEmptyRegistryURLIsRefusedNamingTheSetting(t *testing.T) {
 	for _, base := range []string{"", "   ", "/api", "registry.example.com/api", "ftp://registry.example.com"} {
-		_, err := NewClient(ClientOptions{BaseURL: base, Key: testInstanceKey})
+		_, err := New(Options{BaseURL: base, Key: testInstanceKey})
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce, "base %q", base)
 		assert.Equal(t, URLSetting, ce.Setting, "base %q", base)
 		assert.Contains(t, err.Error(), URLSetting, "base %q", base)
 	}
-	_, err := NewClient(ClientOptions{BaseURL: "   "})
+	_, err := New(Options{BaseURL: "   "})
 	assert.ErrorContains(t, err, "blank", "whitespace is not an absent value: say what it is")
 
 	env := func(kv map[string]string) func(string) (string, bool) {
@@ -131,7 +131,7 @@ func TestAnEmptyRegistryURLIsRefusedNamingTheSetting(t *testing.T) {
 		{"key present but empty", map[string]string{URLSetting: "https://registry.example.com", InstanceKeySetting: ""}, InstanceKeySetting, "is set but empty"},
 		{"key missing", map[string]string{URLSetting: "https://registry.example.com"}, InstanceKeySetting, "is not set"},
 	} {
-		_, err := ClientOptionsFromEnv(env(c.env))
+		_, err := OptionsFromEnv(env(c.env))
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce, c.name)
 		assert.Equal(t, c.setting, ce.Setting, c.name)
@@ -140,10 +140,10 @@ func TestAnEmptyRegistryURLIsRefusedNamingTheSetting(t *testing.T) {
 	}
 
 	// Control: the same reading with both settings present succeeds.
-	opts, err := ClientOptionsFromEnv(env(good))
+	opts, err := OptionsFromEnv(env(good))
 	require.NoError(t, err)
-	assert.Equal(t, ClientOptions{BaseURL: "https://registry.example.com", Key: testInstanceKey}, opts)
-	_, err = NewClient(opts)
+	assert.Equal(t, Options{BaseURL: "https://registry.example.com", Key: testInstanceKey}, opts)
+	_, err = New(opts)
 	require.NoError(t, err)
 }
 
@@ -156,7 +156,7 @@ func TestTheClientWaitsWhatRetryAfterAsksBeforeTheNextAttempt(t *testing.T) {
 		}
 		writeIndex(w, `"v1"`, demoIndex)
 	})
-	c := newTestClient(t, srv.Server, ClientOptions{})
+	c := newTestClient(t, srv.Server, Options{})
 
 	ctx, cancel := context.WithTimeout(t.Context(), asked+testkit.Bound)
 	defer cancel()
@@ -179,7 +179,7 @@ func TestRetryAfterIsCappedByMaxRetryWait(t *testing.T) {
 		}
 		writeIndex(w, "", demoIndex)
 	})
-	c := newTestClient(t, srv.Server, ClientOptions{MaxRetryWait: capped})
+	c := newTestClient(t, srv.Server, Options{MaxRetryWait: capped})
 
 	// Uncapped, the client would wait an hour and the bounded context would
 	// end the call with an error.
@@ -194,7 +194,7 @@ func TestAttemptsAreBoundedAndExhaustionIsAnHTTPError(t *testing.T) {
 		attempts, want int
 	}{{0, DefaultAttempts}, {4, 4}} {
 		srv := newScriptedRegistry(t, unavailable("0"))
-		client := newTestClient(t, srv.Server, ClientOptions{Attempts: c.attempts})
+		client := newTestClient(t, srv.Server, Options{Attempts: c.attempts})
 
 		_, _, err := client.Index(boundedContext(t), "")
 		var he *HTTPError
@@ -221,7 +221,7 @@ func TestOnlyTooManyRequestsAndCouldNotFindOutAreRetriedNeverA500(t *testing.T) 
 			w.Header().Set("Retry-After", "0")
 			http.Error(w, http.StatusText(c.status), c.status)
 		})
-		client := newTestClient(t, srv.Server, ClientOptions{Attempts: 3})
+		client := newTestClient(t, srv.Server, Options{Attempts: 3})
 
 		_, _, err := client.Index(boundedContext(t), "")
 		var he *HTTPError
@@ -237,7 +237,7 @@ func TestAnAttemptThatHangsIsCutAtItsTimeout(t *testing.T) {
 	srv := newScriptedRegistry(t, func(_ int, _ http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done() // never answers; the client's leaving ends it
 	})
-	c := newTestClient(t, srv.Server, ClientOptions{Attempts: 2, AttemptTimeout: attemptTimeout, MaxRetryWait: time.Millisecond})
+	c := newTestClient(t, srv.Server, Options{Attempts: 2, AttemptTimeout: attemptTimeout, MaxRetryWait: time.Millisecond})
 
 	// Without the attempt timeout the call would be held until the test's
 	// bounded context ends, and the error would be that context's.
@@ -261,7 +261,7 @@ func TestAnUnchangedIndexIsNotModified(t *testing.T) {
 		}
 		writeIndex(w, `"v1"`, demoIndex)
 	})
-	c := newTestClient(t, srv.Server, ClientOptions{})
+	c := newTestClient(t, srv.Server, Options{})
 
 	idx, etag, err := c.Index(boundedContext(t), "")
 	require.NoError(t, err)
@@ -278,7 +278,7 @@ func TestAnUnchangedIndexIsNotModified(t *testing.T) {
 func TestADownloadAsksForTheBundleByNameAndRefusesUnsafeNames(t *testing.T) {
 	bundle := testkit.RandomBytes(8 << 10)
 	srv := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(bundle) })
-	c := newTestClient(t, srv.Server, ClientOptions{})
+	c := newTestClient(t, srv.Server, Options{})
 
 	rc, err := c.Download(boundedContext(t), IndexEntry{Plugin: "Acme.Crm", Version: "1.2.0+build.7", SHA256: sha256Hex(bundle)})
 	require.NoError(t, err)
@@ -297,7 +297,7 @@ func TestADownloadAsksForTheBundleByNameAndRefusesUnsafeNames(t *testing.T) {
 
 	// A download that is refused is an *HTTPError like any other call.
 	missing := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) })
-	_, err = newTestClient(t, missing.Server, ClientOptions{}).Download(boundedContext(t), IndexEntry{Plugin: "Acme.Crm", Version: "9.9.9", SHA256: sha256Hex(bundle)})
+	_, err = newTestClient(t, missing.Server, Options{}).Download(boundedContext(t), IndexEntry{Plugin: "Acme.Crm", Version: "9.9.9", SHA256: sha256Hex(bundle)})
 	var he *HTTPError
 	require.True(t, errors.As(err, &he))
 	assert.Equal(t, http.StatusNotFound, he.Status)
@@ -313,7 +313,7 @@ func TestTheClientVerifiesTheSha256TheIndexListsForWhatItDownloads(t *testing.T)
 	served := append([]byte(nil), listed...)
 	served[100] ^= 0xff // one byte changed on the way: same size, other bytes
 	srv := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(served) })
-	c := newTestClient(t, srv.Server, ClientOptions{})
+	c := newTestClient(t, srv.Server, Options{})
 	entry := IndexEntry{Plugin: "Acme.Crm", Version: "1.0.0", SHA256: sha256Hex(listed)}
 
 	rc, err := c.Download(boundedContext(t), entry)
@@ -331,7 +331,7 @@ func TestTheClientVerifiesTheSha256TheIndexListsForWhatItDownloads(t *testing.T)
 		w.Header().Set(BundleDigestHeader, sha256Hex(served))
 		_, _ = w.Write(served)
 	})
-	_, err = newTestClient(t, named.Server, ClientOptions{}).Download(boundedContext(t), entry)
+	_, err = newTestClient(t, named.Server, Options{}).Download(boundedContext(t), entry)
 	require.ErrorAs(t, err, &mismatch)
 
 	// An entry with no valid sha256 cannot be verified: no request is made.

@@ -28,7 +28,7 @@ func Example() {
 	url, key, stop := exampleRegistry(ctx)
 	defer stop()
 
-	c, err := client.NewClient(client.ClientOptions{BaseURL: url, Key: key})
+	c, err := client.New(client.Options{BaseURL: url, Key: key})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -58,7 +58,7 @@ func exampleRegistry(ctx context.Context) (url, key string, stop func()) {
 	logger := slog.New(slog.DiscardHandler)
 	dir, _ := os.MkdirTemp("", "client-example")
 	store, _ := memstore.New(memstore.Options{Logger: logger})
-	modules, _ := landing.NewModuleLanding(landing.DirVolume(dir), landing.LandingOptions{Logger: logger})
+	modules, _ := landing.NewModuleLanding(landing.DirVolume(dir), landing.Options{Logger: logger})
 	served := registry.NewServedActivation(modules, registry.ServedOptions{Logger: logger})
 	srv, _ := registry.NewServer(registry.ServerOptions{
 		Served:  served,

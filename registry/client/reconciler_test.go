@@ -131,7 +131,7 @@ func runReconciler(t *testing.T, reg *fakeRegistry, configure func(*Reconciler))
 	var logger *slog.Logger
 	u.logs, logger = testkit.CaptureLogs()
 	u.r = &Reconciler{
-		Client:   newTestClient(t, reg.srv.Server, ClientOptions{Attempts: 2, MaxRetryWait: time.Millisecond}),
+		Client:   newTestClient(t, reg.srv.Server, Options{Attempts: 2, MaxRetryWait: time.Millisecond}),
 		Interval: pollEvery,
 		Clock:    u.clk,
 		Logger:   logger,
@@ -376,7 +376,7 @@ func TestAPollThatOutlivesItsBudgetIsCutAndMarked(t *testing.T) {
 
 func TestAReconcilerThatCannotWorkIsRefusedAtRun(t *testing.T) {
 	reg := newFakeRegistry(t)
-	client := newTestClient(t, reg.srv.Server, ClientOptions{})
+	client := newTestClient(t, reg.srv.Server, Options{})
 	apply := func(context.Context, IndexEntry, io.Reader) error { return nil }
 	for _, c := range []struct {
 		r       *Reconciler

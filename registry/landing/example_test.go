@@ -17,7 +17,7 @@ func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "landing-example")
 	defer os.RemoveAll(dir)
-	l, err := landing.NewModuleLanding(landing.DirVolume(dir), landing.LandingOptions{Logger: slog.New(slog.DiscardHandler)})
+	l, err := landing.NewModuleLanding(landing.DirVolume(dir), landing.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Println(err)
 		return

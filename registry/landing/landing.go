@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// Defaults for LandingOptions fields left zero.
+// Defaults for Options fields left zero.
 const (
 	DefaultReadPool    = 4
 	DefaultMaxArchive  = 64 << 20
@@ -36,8 +36,8 @@ const ratioFloor = 1 << 20
 // runs even when the landing's own context has ended.
 const cleanupBudget = 30 * time.Second
 
-// LandingOptions configures a ModuleLanding. Zero fields take the defaults.
-type LandingOptions struct {
+// Options configures a ModuleLanding. Zero fields take the defaults.
+type Options struct {
 	// ReadPool is how many authoritative reads may touch the volume at once.
 	// Waiting for a slot is bounded by the reader's context.
 	ReadPool int
@@ -86,7 +86,7 @@ type ModuleLanding struct {
 }
 
 // NewModuleLanding returns a ModuleLanding on v. It does no I/O.
-func NewModuleLanding(v Volume, opts LandingOptions) (*ModuleLanding, error) {
+func NewModuleLanding(v Volume, opts Options) (*ModuleLanding, error) {
 	if v == nil {
 		return nil, errors.New("registry: NewModuleLanding needs a Volume")
 	}
@@ -98,12 +98,12 @@ func NewModuleLanding(v Volume, opts LandingOptions) (*ModuleLanding, error) {
 		{"MaxFileSize", opts.MaxFileSize}, {"MaxExpanded", opts.MaxExpanded}, {"MaxRatio", opts.MaxRatio},
 	} {
 		if o.val < 0 {
-			return nil, fmt.Errorf("registry: LandingOptions.%s is %d; it must not be negative (zero takes the default)", o.name, o.val)
+			return nil, fmt.Errorf("registry: landing.Options.%s is %d; it must not be negative (zero takes the default)", o.name, o.val)
 		}
 	}
 	if opts.Replica != "" {
 		if reason := checkName(opts.Replica, 64, "._-"); reason != "" {
-			return nil, fmt.Errorf("registry: LandingOptions.Replica %q: %s", opts.Replica, reason)
+			return nil, fmt.Errorf("registry: landing.Options.Replica %q: %s", opts.Replica, reason)
 		}
 	}
 	orDefault := func(v, d int64) int64 {

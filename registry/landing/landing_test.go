@@ -64,13 +64,13 @@ func (v *parkingVolume) WriteFile(ctx context.Context, name string, data []byte)
 
 // parkOn wraps v so that landings of version park between their bytes and
 // their record, announcing each parked record on the returned channel.
-func parkOn(t *testing.T, v Volume, version string) (Volume, <-chan Record, *releaser) {
+func parkOn(t *testing.T, v Volume, version string) (Volume, <-chan Record, *testkit.Releaser) {
 	parked := make(chan Record, 4)
-	rel := newReleaser(t)
+	rel := testkit.NewReleaser(t)
 	return &parkingVolume{Volume: v, park: func(ctx context.Context, r Record) {
 		if r.Version == version {
 			parked <- r
-			rel.wait(ctx)
+			rel.Wait(ctx)
 		}
 	}}, parked, rel
 }
@@ -99,11 +99,11 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 	root := t.TempDir()
 	pv, parked, rel := parkOn(t, DirVolume(root), "2.0.0")
 	logs, logger := testkit.CaptureLogs()
-	l := newLanding(t, pv, LandingOptions{Logger: logger})
-	_, err := l.Land(ctx, "Crm", "1.0.0", moduleArchive(t, "Crm", "1.0.0", 3))
+	l := newLanding(t, pv, Options{Logger: logger})
+	_, err := l.Land(ctx, "Crm", "1.0.0", testkit.ModuleArchive(t, "Crm", "1.0.0", 3))
 	require.NoError(t, err)
 
-	landed := landAsync(ctx, l, "Crm", "2.0.0", moduleArchive(t, "Crm", "2.0.0", 3))
+	landed := landAsync(ctx, l, "Crm", "2.0.0", testkit.ModuleArchive(t, "Crm", "2.0.0", 3))
 	p := testkit.Receive(t, parked, "the 2.0.0 landing reaching its recording window")
 	_, err = os.Stat(filepath.Join(root, filepath.FromSlash(p.FilesDir())))
 	require.NoError(t, err, "the parked landing's bytes are on disk, so a careless read could see them")
@@ -114,7 +114,7 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 		"a read during the landing sees the previous activation, not the parked version")
 	assert.Zero(t, waits(logs), "the read never waited on anything")
 
-	rel.release()
+	rel.Release()
 	require.NoError(t, testkit.Receive(t, landed, "the released landing finishing"))
 	after, err := l.Activation(ctx)
 	require.NoError(t, err)
@@ -123,13 +123,13 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 	t.Run("negative control: a landing during the parked one is queued behind it, as a read on the lane would be", func(t *testing.T) {
 		pv, parked, rel := parkOn(t, DirVolume(root), "3.0.0")
 		logger, waitedOn := waitsOn(t)
-		neg := newLanding(t, pv, LandingOptions{Logger: logger})
-		landed := landAsync(ctx, neg, "Crm", "3.0.0", moduleArchive(t, "Crm", "3.0.0", 3))
+		neg := newLanding(t, pv, Options{Logger: logger})
+		landed := landAsync(ctx, neg, "Crm", "3.0.0", testkit.ModuleArchive(t, "Crm", "3.0.0", 3))
 		testkit.Receive(t, parked, "the 3.0.0 landing reaching its recording window")
 
 		otherCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		other := landAsync(otherCtx, neg, "Erp", "1.0.0", moduleArchive(t, "Erp", "1.0.0", 1))
+		other := landAsync(otherCtx, neg, "Erp", "1.0.0", testkit.ModuleArchive(t, "Erp", "1.0.0", 1))
 		assert.Equal(t, "the landing lane", waitedOn(0), "the second landing reports what it waits on")
 		select {
 		case err := <-other:
@@ -144,7 +144,7 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 		assert.Contains(t, we.Holder, "landing Crm@3.0.0")
 		assert.ErrorIs(t, err, context.Canceled)
 
-		rel.release()
+		rel.Release()
 		require.NoError(t, testkit.Receive(t, landed, "the released landing finishing"))
 	})
 }
@@ -152,7 +152,7 @@ func TestActivationReadIsNotQueuedBehindALanding(t *testing.T) {
 func TestALandingIsAtomicForConcurrentReaders(t *testing.T) {
 	ctx := t.Context()
 	v := DirVolume(t.TempDir())
-	l := newLanding(t, v, LandingOptions{ReadPool: 4})
+	l := newLanding(t, v, Options{ReadPool: 4})
 
 	const versions, readers = 8, 4
 	stop := make(chan struct{})
@@ -182,9 +182,9 @@ func TestALandingIsAtomicForConcurrentReaders(t *testing.T) {
 	for i := range versions {
 		version := fmt.Sprintf("1.%d.0", i)
 		// Growing file counts: a reader seeing a torn generation would miss files.
-		_, err := l.Land(ctx, "Atomic", version, moduleArchive(t, "Atomic", version, 2+i))
+		_, err := l.Land(ctx, "Atomic", version, testkit.ModuleArchive(t, "Atomic", version, 2+i))
 		require.NoError(t, err)
-		_, err = l.Land(ctx, fmt.Sprintf("Other%d", i), "1.0.0", moduleArchive(t, fmt.Sprintf("Other%d", i), "1.0.0", 2))
+		_, err = l.Land(ctx, fmt.Sprintf("Other%d", i), "1.0.0", testkit.ModuleArchive(t, fmt.Sprintf("Other%d", i), "1.0.0", 2))
 		require.NoError(t, err)
 	}
 	close(stop)
@@ -201,8 +201,8 @@ func TestALandingIsAtomicForConcurrentReaders(t *testing.T) {
 
 	t.Run("negative control: a volume that loses the generation's rename leaves a record whose bytes are missing", func(t *testing.T) {
 		v := &lostRename{Volume: DirVolume(t.TempDir())}
-		neg := newLanding(t, v, LandingOptions{})
-		_, err := neg.Land(ctx, "Torn", "1.0.0", moduleArchive(t, "Torn", "1.0.0", 3))
+		neg := newLanding(t, v, Options{})
+		_, err := neg.Land(ctx, "Torn", "1.0.0", testkit.ModuleArchive(t, "Torn", "1.0.0", 3))
 		require.NoError(t, err, "the volume reported the rename done")
 		act, err := neg.Activation(ctx)
 		require.NoError(t, err)
@@ -227,8 +227,8 @@ func TestTwoReplicasOnOneRootSeeEachOthersRecordsAndTheLatestWins(t *testing.T) 
 	root := t.TempDir()
 	clk := clock.NewMock()
 	clk.Set(time.Time{})
-	a := newLanding(t, DirVolume(root), LandingOptions{Replica: "a", Clock: clk})
-	b := newLanding(t, DirVolume(root), LandingOptions{Replica: "b", Clock: clk})
+	a := newLanding(t, DirVolume(root), Options{Replica: "a", Clock: clk})
+	b := newLanding(t, DirVolume(root), Options{Replica: "b", Clock: clk})
 
 	// Replica a writes just below a decimal-digit boundary and b just above
 	// it: record names without zero padding would sort a's record last and
@@ -238,7 +238,7 @@ func TestTwoReplicasOnOneRootSeeEachOthersRecordsAndTheLatestWins(t *testing.T) 
 		"the chosen instants discriminate padded from unpadded names")
 
 	clk.Set(aTime)
-	_, err := a.Land(ctx, "Shared", "1.0.0", moduleArchive(t, "Shared", "1.0.0", 2))
+	_, err := a.Land(ctx, "Shared", "1.0.0", testkit.ModuleArchive(t, "Shared", "1.0.0", 2))
 	require.NoError(t, err)
 	seen, err := b.Activation(ctx)
 	require.NoError(t, err)
@@ -248,7 +248,7 @@ func TestTwoReplicasOnOneRootSeeEachOthersRecordsAndTheLatestWins(t *testing.T) 
 	assert.Equal(t, "1.0.0", got.Version)
 
 	clk.Set(bTime)
-	_, err = b.Land(ctx, "Shared", "2.0.0", moduleArchive(t, "Shared", "2.0.0", 2))
+	_, err = b.Land(ctx, "Shared", "2.0.0", testkit.ModuleArchive(t, "Shared", "2.0.0", 2))
 	require.NoError(t, err)
 	for name, l := range map[string]*ModuleLanding{"a": a, "b": b} {
 		act, err := l.Activation(ctx)
@@ -293,9 +293,9 @@ func TestTwoReplicasOnOneRootSeeEachOthersRecordsAndTheLatestWins(t *testing.T) 
 func TestADownloadStreamsTheServedVersionAndChecksItsBytes(t *testing.T) {
 	ctx := t.Context()
 	root := t.TempDir()
-	l := newLanding(t, DirVolume(root), LandingOptions{})
-	v1 := moduleArchive(t, "Dl", "1.0.0", 2)
-	v2 := moduleArchive(t, "Dl", "2.0.0", 2)
+	l := newLanding(t, DirVolume(root), Options{})
+	v1 := testkit.ModuleArchive(t, "Dl", "1.0.0", 2)
+	v2 := testkit.ModuleArchive(t, "Dl", "2.0.0", 2)
 	_, err := l.Land(ctx, "Dl", "1.0.0", v1)
 	require.NoError(t, err)
 	landed, err := l.Land(ctx, "Dl", "2.0.0", v2)
@@ -337,26 +337,26 @@ func TestLandingsRunOneAtATime(t *testing.T) {
 		var inside, high atomic.Int32
 		arrived := make(chan string, 4)
 		logs, logger := testkit.CaptureLogs()
-		rel := newReleaser(t)
+		rel := testkit.NewReleaser(t)
 		pv := &parkingVolume{Volume: DirVolume(t.TempDir()), park: func(ctx context.Context, r Record) {
 			n := inside.Add(1)
 			for h := high.Load(); n > h && !high.CompareAndSwap(h, n); h = high.Load() {
 			}
 			arrived <- r.Version
-			rel.wait(ctx)
+			rel.Wait(ctx)
 			inside.Add(-1)
 		}}
-		l := newLanding(t, pv, LandingOptions{Logger: logger})
+		l := newLanding(t, pv, Options{Logger: logger})
 		if capacity != 1 {
 			l.lane = newSlots("the landing lane", capacity, l.done, l.log)
 		}
 
 		var done []<-chan error
-		done = append(done, landAsync(ctx, l, "Serial", "1.0.0", moduleArchive(t, "Serial", "1.0.0", 2)))
+		done = append(done, landAsync(ctx, l, "Serial", "1.0.0", testkit.ModuleArchive(t, "Serial", "1.0.0", 2)))
 		testkit.Receive(t, arrived, "the first landing parking")
 		for i := 2; i <= 4; i++ {
 			v := fmt.Sprintf("%d.0.0", i)
-			done = append(done, landAsync(ctx, l, "Serial", v, moduleArchive(t, "Serial", v, 2)))
+			done = append(done, landAsync(ctx, l, "Serial", v, testkit.ModuleArchive(t, "Serial", v, 2)))
 		}
 		var waits []string
 		for entered := 0; entered+len(waits) < 3; {
@@ -371,7 +371,7 @@ func TestLandingsRunOneAtATime(t *testing.T) {
 				require.FailNow(t, "a landing neither entered nor queued within the bound")
 			}
 		}
-		rel.release()
+		rel.Release()
 		for _, d := range done {
 			require.NoError(t, testkit.Receive(t, d, "a landing finishing"))
 		}
@@ -393,12 +393,12 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 		ctx := t.Context()
 		pv, parked, rel := parkOn(t, DirVolume(t.TempDir()), "1.0.0")
 		logger, waitedOn := waitsOn(t)
-		l := newLanding(t, pv, LandingOptions{Logger: logger})
-		first := landAsync(ctx, l, "Lane", "1.0.0", moduleArchive(t, "Lane", "1.0.0", 1))
+		l := newLanding(t, pv, Options{Logger: logger})
+		first := landAsync(ctx, l, "Lane", "1.0.0", testkit.ModuleArchive(t, "Lane", "1.0.0", 1))
 		testkit.Receive(t, parked, "the first landing parking")
 
 		waitCtx, cancel := context.WithCancel(ctx)
-		second := landAsync(waitCtx, l, "Lane", "2.0.0", moduleArchive(t, "Lane", "2.0.0", 1))
+		second := landAsync(waitCtx, l, "Lane", "2.0.0", testkit.ModuleArchive(t, "Lane", "2.0.0", 1))
 		assert.Equal(t, "the landing lane", waitedOn(0), "the second landing queuing")
 		cancel()
 		err := testkit.Receive(t, second, "the queued landing giving up")
@@ -409,22 +409,22 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.Contains(t, err.Error(), "the landing lane")
 
-		rel.release()
+		rel.Release()
 		require.NoError(t, testkit.Receive(t, first, "the first landing finishing"))
 		// Control: the same landing with the lane free succeeds, so the
 		// error above was the wait and nothing else.
-		_, err = l.Land(ctx, "Lane", "2.0.0", moduleArchive(t, "Lane", "2.0.0", 1))
+		_, err = l.Land(ctx, "Lane", "2.0.0", testkit.ModuleArchive(t, "Lane", "2.0.0", 1))
 		require.NoError(t, err)
 	})
 
 	t.Run("the read pool and the volume", func(t *testing.T) {
 		ctx := t.Context()
-		gv := &gatedVolume{Volume: DirVolume(t.TempDir())}
+		gv := &testkit.GatedVolume{Volume: DirVolume(t.TempDir()), Dir: modulesDir}
 		logger, waitedOn := waitsOn(t)
-		l := newLanding(t, gv, LandingOptions{ReadPool: 1, Logger: logger})
+		l := newLanding(t, gv, Options{ReadPool: 1, Logger: logger})
 
-		gate := newReleaser(t)
-		entered := gv.arm(gate)
+		gate := testkit.NewReleaser(t)
+		entered := gv.Arm(gate)
 		firstCtx, cancelFirst := context.WithCancel(ctx)
 		defer cancelFirst()
 		first := readAsync(firstCtx, l)
@@ -458,7 +458,7 @@ func TestGivingUpOnTheLaneOrTheReadPoolNamesWhatWasWaitedOn(t *testing.T) {
 func TestAScanCostsOperationsPerModuleNotPerRecord(t *testing.T) {
 	ctx := t.Context()
 	cv := testkit.CountingVolume(DirVolume(t.TempDir()))
-	l := newLanding(t, cv, LandingOptions{})
+	l := newLanding(t, cv, Options{})
 	scanCost := func(scan func() error) testkit.OpCounts {
 		before := cv.Ops()
 		require.NoError(t, scan())
@@ -488,7 +488,7 @@ func TestAScanCostsOperationsPerModuleNotPerRecord(t *testing.T) {
 	landModules := func(from, to int) {
 		for i := from; i < to; i++ {
 			m := fmt.Sprintf("Mod%02d", i)
-			_, err := l.Land(ctx, m, "1.0.0", moduleArchive(t, m, "1.0.0", 1))
+			_, err := l.Land(ctx, m, "1.0.0", testkit.ModuleArchive(t, m, "1.0.0", 1))
 			require.NoError(t, err)
 		}
 	}
@@ -508,7 +508,7 @@ func TestAScanCostsOperationsPerModuleNotPerRecord(t *testing.T) {
 	for i := range 9 {
 		m := fmt.Sprintf("Mod%02d", i)
 		for _, v := range []string{"1.1.0", "1.2.0", "1.3.0"} {
-			_, err := l.Land(ctx, m, v, moduleArchive(t, m, v, 1))
+			_, err := l.Land(ctx, m, v, testkit.ModuleArchive(t, m, v, 1))
 			require.NoError(t, err)
 		}
 		_, err := l.Shelve(ctx, m, "1.0.0")
@@ -523,10 +523,10 @@ func TestClosingRefusesNewWorkReleasesWaitersAndShutdownWaitsWithinItsBound(t *t
 	ctx := t.Context()
 	pv, parked, rel := parkOn(t, DirVolume(t.TempDir()), "1.0.0")
 	logger, waitedOn := waitsOn(t)
-	l := newLanding(t, pv, LandingOptions{Logger: logger})
-	running := landAsync(ctx, l, "Closing", "1.0.0", moduleArchive(t, "Closing", "1.0.0", 1))
+	l := newLanding(t, pv, Options{Logger: logger})
+	running := landAsync(ctx, l, "Closing", "1.0.0", testkit.ModuleArchive(t, "Closing", "1.0.0", 1))
 	testkit.Receive(t, parked, "the running landing parking")
-	queued := landAsync(ctx, l, "Closing", "2.0.0", moduleArchive(t, "Closing", "2.0.0", 1))
+	queued := landAsync(ctx, l, "Closing", "2.0.0", testkit.ModuleArchive(t, "Closing", "2.0.0", 1))
 	assert.Equal(t, "the landing lane", waitedOn(0), "the second landing queuing")
 
 	require.NoError(t, l.Close())
@@ -544,7 +544,7 @@ func TestClosingRefusesNewWorkReleasesWaitersAndShutdownWaitsWithinItsBound(t *t
 	assert.Equal(t, "running calls to finish (1)", we.Waiting)
 	assert.Equal(t, "landing Closing@1.0.0", we.Holder)
 
-	rel.release()
+	rel.Release()
 	require.NoError(t, testkit.Receive(t, running, "the running landing finishing after Close"))
 	shut := make(chan error, 1)
 	go func() { shut <- l.Shutdown(ctx) }()
@@ -552,13 +552,13 @@ func TestClosingRefusesNewWorkReleasesWaitersAndShutdownWaitsWithinItsBound(t *t
 }
 
 func TestNewModuleLandingRefusesNonsenseOptions(t *testing.T) {
-	_, err := NewModuleLanding(nil, LandingOptions{})
+	_, err := NewModuleLanding(nil, Options{})
 	require.Error(t, err)
-	_, err = NewModuleLanding(DirVolume(t.TempDir()), LandingOptions{ReadPool: -1})
+	_, err = NewModuleLanding(DirVolume(t.TempDir()), Options{ReadPool: -1})
 	require.ErrorContains(t, err, "ReadPool")
-	_, err = NewModuleLanding(DirVolume(t.TempDir()), LandingOptions{Replica: "../x"})
+	_, err = NewModuleLanding(DirVolume(t.TempDir()), Options{Replica: "../x"})
 	require.ErrorContains(t, err, "Replica")
-	l, err := NewModuleLanding(DirVolume(t.TempDir()), LandingOptions{Logger: quietLogger()})
+	l, err := NewModuleLanding(DirVolume(t.TempDir()), Options{Logger: quietLogger()})
 	require.NoError(t, err, "control: zero options take the defaults")
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close(), "closing twice is harmless")

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -63,9 +64,9 @@ func TestModuleNamesAndVersionsThatCouldEscapeOrConfuseAVolumeAreRefused(t *test
 func TestARequestWithABadNameWritesNothing(t *testing.T) {
 	ctx := t.Context()
 	root := t.TempDir()
-	l := newLanding(t, DirVolume(root), LandingOptions{})
-	archive := moduleArchive(t, "m", "1.0.0", 1)
-	before := tree(t, root)
+	l := newLanding(t, DirVolume(root), Options{})
+	archive := testkit.ModuleArchive(t, "m", "1.0.0", 1)
+	before := testkit.Tree(t, root)
 
 	calls := map[string]func() error{
 		"land with a bad module":  func() error { _, err := l.Land(ctx, "../m", "1.0.0", archive); return err },
@@ -79,9 +80,9 @@ func TestARequestWithABadNameWritesNothing(t *testing.T) {
 		var ne *NameError
 		require.ErrorAs(t, call(), &ne, name)
 	}
-	assert.Equal(t, before, tree(t, root), "nothing was written")
+	assert.Equal(t, before, testkit.Tree(t, root), "nothing was written")
 
 	_, err := l.Land(ctx, "m", "1.0.0", archive)
 	require.NoError(t, err, "control: the same landing with good names writes")
-	assert.NotEqual(t, before, tree(t, root))
+	assert.NotEqual(t, before, testkit.Tree(t, root))
 }

@@ -18,7 +18,7 @@ import (
 // released, counting how many are held at once.
 type heldRecordReads struct {
 	Volume
-	gate    *releaser
+	gate    *testkit.Releaser
 	entered chan struct{}
 	holding bool
 
@@ -36,7 +36,7 @@ func (h *heldRecordReads) ReadDir(ctx context.Context, name string) ([]fs.DirEnt
 	h.mu.Unlock()
 	if hold {
 		h.entered <- struct{}{}
-		h.gate.wait(ctx)
+		h.gate.Wait(ctx)
 		h.mu.Lock()
 		h.now--
 		h.mu.Unlock()
@@ -48,13 +48,13 @@ func TestADerivationReadsModulesInParallelAndLeavesARequestAReadSlot(t *testing.
 	for _, pool := range []int{4, 1} {
 		t.Run(fmt.Sprintf("ReadPool %d", pool), func(t *testing.T) {
 			root := t.TempDir()
-			h := &heldRecordReads{Volume: DirVolume(root), gate: newReleaser(t), entered: make(chan struct{}, 64)}
-			l := newLanding(t, h, LandingOptions{ReadPool: pool})
+			h := &heldRecordReads{Volume: DirVolume(root), gate: testkit.NewReleaser(t), entered: make(chan struct{}, 64)}
+			l := newLanding(t, h, Options{ReadPool: pool})
 			for i := range 12 {
-				_, err := l.Land(context.Background(), fmt.Sprintf("Mod%02d", i), "1.0.0", moduleArchive(t, "m", "1.0.0", 1))
+				_, err := l.Land(context.Background(), fmt.Sprintf("Mod%02d", i), "1.0.0", testkit.ModuleArchive(t, "m", "1.0.0", 1))
 				require.NoError(t, err)
 			}
-			_, err := l.Land(context.Background(), "Request", "1.0.0", moduleArchive(t, "m", "1.0.0", 1))
+			_, err := l.Land(context.Background(), "Request", "1.0.0", testkit.ModuleArchive(t, "m", "1.0.0", 1))
 			require.NoError(t, err)
 			h.mu.Lock()
 			h.holding = true
@@ -94,7 +94,7 @@ func TestADerivationReadsModulesInParallelAndLeavesARequestAReadSlot(t *testing.
 				require.ErrorAs(t, err, &we)
 				assert.Equal(t, "the read pool", we.Waiting)
 			}
-			h.gate.release()
+			h.gate.Release()
 			act := testkit.Receive(t, done, "the derivation")
 			assert.Len(t, act.Modules, 13)
 			h.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -41,10 +42,10 @@ func TestRecordNamesSortInEventOrder(t *testing.T) {
 func TestAnUnreadableRecordIsReportedAndTheOlderOneServes(t *testing.T) {
 	ctx := t.Context()
 	root := t.TempDir()
-	l := newLanding(t, DirVolume(root), LandingOptions{})
-	_, err := l.Land(ctx, "Rec", "1.0.0", moduleArchive(t, "Rec", "1.0.0", 1))
+	l := newLanding(t, DirVolume(root), Options{})
+	_, err := l.Land(ctx, "Rec", "1.0.0", testkit.ModuleArchive(t, "Rec", "1.0.0", 1))
 	require.NoError(t, err)
-	latest, err := l.Land(ctx, "Rec", "2.0.0", moduleArchive(t, "Rec", "2.0.0", 1))
+	latest, err := l.Land(ctx, "Rec", "2.0.0", testkit.ModuleArchive(t, "Rec", "2.0.0", 1))
 	require.NoError(t, err)
 	act, err := l.Activation(ctx)
 	require.NoError(t, err)

@@ -11,24 +11,10 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// generations lists the generation directories of module on the fixture's volume.
-func generations(t *testing.T, root, module string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(generationsDir(moduleKey(module)))))
-	if os.IsNotExist(err) {
-		return nil
-	}
-	require.NoError(t, err)
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
-}
 
 // claimRace holds every claim's rename until both replicas have reached
 // theirs, so both have found the version unclaimed: the race at its worst.
@@ -63,8 +49,8 @@ func TestOfConcurrentLandingsOnTwoReplicasExactlyOneClaimsTheVersion(t *testing.
 		arrived.Add(2)
 		var one sync.Mutex
 		replicas := []*ModuleLanding{
-			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace, one: &one}, LandingOptions{Replica: "a"}),
-			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace, one: &one}, LandingOptions{Replica: "b"}),
+			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace, one: &one}, Options{Replica: "a"}),
+			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace, one: &one}, Options{Replica: "b"}),
 		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -72,7 +58,7 @@ func TestOfConcurrentLandingsOnTwoReplicasExactlyOneClaimsTheVersion(t *testing.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				archive := moduleArchive(t, "Sec.Base", "1.0.0", i+1)
+				archive := testkit.ModuleArchive(t, "Sec.Base", "1.0.0", i+1)
 				_, c, err := l.LandArchive(t.Context(), "Sec.Base", "1.0.0", bytes.NewReader(archive), int64(len(archive)))
 				var conflict *VersionConflictError
 				mu.Lock()
@@ -102,9 +88,9 @@ func TestGenerationsThatNothingReferencesAreRemovedAfterTheirGrace(t *testing.T)
 	root := t.TempDir()
 	clk := clock.NewMock()
 	clk.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l := newLanding(t, DirVolume(root), LandingOptions{Clock: clk})
+	l := newLanding(t, DirVolume(root), Options{Clock: clk})
 	ctx := t.Context()
-	v1, err := l.Land(ctx, "Crm", "1.0.0", moduleArchive(t, "Crm", "1.0.0", 1))
+	v1, err := l.Land(ctx, "Crm", "1.0.0", testkit.ModuleArchive(t, "Crm", "1.0.0", 1))
 	require.NoError(t, err)
 	// Two generations no record names, as a landing that failed after
 	// placing its bytes leaves: one old, one recent.
@@ -114,16 +100,16 @@ func TestGenerationsThatNothingReferencesAreRemovedAfterTheirGrace(t *testing.T)
 		require.NoError(t, os.MkdirAll(filepath.Join(root, filepath.FromSlash(generationFilesDir("crm", g))), 0o755))
 	}
 	clk.Set(clk.Now().Add(time.Minute))
-	v2, err := l.Land(ctx, "Crm", "2.0.0", moduleArchive(t, "Crm", "2.0.0", 1))
+	v2, err := l.Land(ctx, "Crm", "2.0.0", testkit.ModuleArchive(t, "Crm", "2.0.0", 1))
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, recent}, generations(t, root, "Crm"),
+	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, recent}, testkit.Generations(t, root, "Crm"),
 		"the old orphan is removed; referenced generations and a recent orphan (a landing on another replica may be about to record it) stay")
 
 	// Control: past its grace the recent orphan goes too; v1 stays shelvable.
 	clk.Set(clk.Now().Add(GenerationGrace))
-	v3, err := l.Land(ctx, "Crm", "3.0.0", moduleArchive(t, "Crm", "3.0.0", 1))
+	v3, err := l.Land(ctx, "Crm", "3.0.0", testkit.ModuleArchive(t, "Crm", "3.0.0", 1))
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, v3.Generation}, generations(t, root, "Crm"))
+	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, v3.Generation}, testkit.Generations(t, root, "Crm"))
 	_, err = l.Shelve(ctx, "Crm", "1.0.0")
 	require.NoError(t, err)
 }

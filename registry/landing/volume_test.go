@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,7 +24,7 @@ func TestADirVolumeRefusesNamesThatEscapeItsRoot(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(root, "inside"), []byte("inside"), 0o644))
 	require.NoError(t, os.Symlink(outside, filepath.Join(root, "abslink")))
 	require.NoError(t, os.Symlink("../outside", filepath.Join(root, "rellink")))
-	outsideBefore := tree(t, outside)
+	outsideBefore := testkit.Tree(t, outside)
 
 	v := DirVolume(root)
 	escapes := map[string]func() error{
@@ -44,7 +45,7 @@ func TestADirVolumeRefusesNamesThatEscapeItsRoot(t *testing.T) {
 	for name, op := range escapes {
 		assert.Error(t, op(), name)
 	}
-	assert.Equal(t, outsideBefore, tree(t, outside), "nothing outside the root was touched")
+	assert.Equal(t, outsideBefore, testkit.Tree(t, outside), "nothing outside the root was touched")
 
 	// Control: the same operations on names inside the root work.
 	data, err := v.ReadFile(ctx, "inside")
