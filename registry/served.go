@@ -288,7 +288,10 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 			}
 			return rx.Return(snap)
 		}
-		d := s.claim(gen)
+		d, snap, ok := s.claimCold(gen)
+		if ok {
+			return rx.Return(snap)
+		}
 		if d == nil {
 			return rx.Throw[Snapshot](landing.ErrClosed)
 		}
@@ -317,13 +320,34 @@ func (s *ServedActivation) Snapshot() (Snapshot, bool) {
 	return s.snap, s.has
 }
 
+// claimCold is claim for a reader that found no snapshot: when the slot is
+// empty because a derivation for gen has published and left it since the
+// reader looked, the snapshot it published is the answer (publishing
+// happens before the slot is released), not a second derivation.
+func (s *ServedActivation) claimCold(gen uint64) (*derivation, Snapshot, bool) {
+	return s.claimFor(gen, true)
+}
+
 // claim returns the derivation for write generation gen: the one in flight
 // if it is at least that recent, else a new one it starts.
 func (s *ServedActivation) claim(gen uint64) *derivation {
+	d, _, _ := s.claimFor(gen, false)
+	return d
+}
+
+func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivation, Snapshot, bool) {
 	for {
 		cur := s.inflight.Load()
 		if cur != nil && cur.gen >= gen {
-			return cur
+			return cur, Snapshot{}, false
+		}
+		if cold {
+			s.mu.Lock()
+			snap, has, now := s.snap, s.has, s.gen
+			s.mu.Unlock()
+			if has && now == gen {
+				return nil, snap, true
+			}
 		}
 		d := &derivation{gen: gen, started: s.clk.Now(), result: rx.NewAsyncSubject[Snapshot](), done: make(chan struct{})}
 		if s.inflight.CompareAndSwap(cur, d) {
@@ -334,9 +358,9 @@ func (s *ServedActivation) claim(gen uint64) *derivation {
 			}
 			if !s.start(d) {
 				s.inflight.CompareAndSwap(d, nil)
-				return nil
+				return nil, Snapshot{}, false
 			}
-			return d
+			return d, Snapshot{}, false
 		}
 	}
 }
