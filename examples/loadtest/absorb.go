@@ -24,7 +24,7 @@ const indexBudget = 30 * time.Second
 // (assembled for this entitlement, or taken from the cache), once
 // revalidated with its ETag. It returns the document's size and both
 // latencies.
-func measureIndex(ctx context.Context, url, key string) (size int, first, revalidate time.Duration, err error) {
+func measureIndex(ctx context.Context, url, key string) (size int, etag string, first, revalidate time.Duration, err error) {
 	c := &http.Client{Timeout: indexBudget}
 	get := func(etag string) (int, string, int, time.Duration, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -46,13 +46,13 @@ func measureIndex(ctx context.Context, url, key string) (size int, first, revali
 	}
 	status, etag, size, first, err := get("")
 	if err != nil || status != http.StatusOK {
-		return 0, 0, 0, errors.Join(err, fmt.Errorf("index: status %d", status))
+		return 0, "", 0, 0, errors.Join(err, fmt.Errorf("index: status %d", status))
 	}
 	status, _, _, revalidate, err = get(etag)
 	if err != nil || status != http.StatusNotModified {
-		return 0, 0, 0, errors.Join(err, fmt.Errorf("index revalidation: status %d", status))
+		return 0, "", 0, 0, errors.Join(err, fmt.Errorf("index revalidation: status %d", status))
 	}
-	return size, first, revalidate, nil
+	return size, etag, first, revalidate, nil
 }
 
 // runAbsorb starts replicas A and B on one volume and one mesh (the -pg

@@ -127,6 +127,7 @@ type result struct {
 	indexBytes    int   // the index document a consumer downloads
 	indexFirst    time.Duration
 	index304      time.Duration
+	etag          string // the document's ETag, which the pollers hold at the start
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -225,14 +226,16 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger
 	fmt.Fprintf(stderr, "%s: replica ready in %s (first derivation %s); %d pollers every %s for %s, %s per volume operation\n",
 		mode, time.Since(began).Round(time.Millisecond), rep.readyIn.Round(time.Millisecond), cfg.pollers, cfg.interval, cfg.duration, cfg.latency)
 	res := result{mode: mode, readyIn: rep.readyIn, snapshotBytes: rep.snapshotBytes}
+	// Both modes' pollers start holding the document, as consumers at
+	// steady state do.
+	size, etag, first, revalidate, err := measureIndex(ctx, rep.url, rep.key)
+	if err != nil {
+		return result{}, err
+	}
 	if mode == "served" {
 		// The package nodes are the mesh's, not the registry's: count what
 		// the server holds beyond them and the snapshot (its catalog, the
 		// first index document).
-		size, first, revalidate, err := measureIndex(ctx, rep.url, rep.key)
-		if err != nil {
-			return result{}, err
-		}
 		res.indexBytes, res.indexFirst, res.index304 = size, first, revalidate
 		res.catalogBytes = heapInUse() - rep.heapAtServer
 		fmt.Fprintf(stderr, "served: heap %d MB before the replica; index %d bytes, first %s, 304 %s\n",
@@ -250,10 +253,11 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger
 		}
 		defer pprof.StopCPUProfile()
 	}
+	res.etag = etag
 	clk := clock.New()
 	l := load{
 		url: rep.url, key: rep.key, pollers: cfg.pollers, interval: cfg.interval,
-		duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk,
+		duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk, etag: res.etag,
 	}
 	samples := l.run(ctx, clk.Now())
 	if err := ctx.Err(); err != nil {
