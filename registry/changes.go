@@ -221,7 +221,9 @@ func (s *ServedActivation) patch(p patch) {
 	}
 	s.seq++
 	s.snap = Snapshot{Activation: landing.Activation{Modules: mods, Unreadable: s.snap.Activation.Unreadable}, Seq: s.seq, DerivedAt: s.snap.DerivedAt}
-	s.absorbed.Add(1)
+	if !p.local {
+		s.absorbed.Add(1)
+	}
 }
 
 // sameModules reports whether a and b are the same slice (patched returns

@@ -229,3 +229,33 @@ func TestCloseDuringARunningDerivationCancelsItAndReturnsWithoutError(t *testing
 		}
 	}
 }
+
+func TestWithTheFeedALocalWriteIsPatchedInAtOnceAndADerivationStartedBeforeItDoesNotUndoIt(t *testing.T) {
+	root := t.TempDir()
+	held := &heldVolume{Volume: landing.DirVolume(root)}
+	la := newLanding(t, held, landing.Options{Replica: "a"})
+	clk := rxtest.NewClock()
+	s := newFeedServed(t, la, clk, newMem(t))
+	land(t, s, "Alpha", "1.0.0")
+	read(t, s)
+	feedLive(t, s)
+	clk.Advance(DefaultReconcile)
+	gate := testkit.NewReleaser(t)
+	entered := held.holdAfterListing(gate)
+	read(t, s) // due: a reconciliation lists the modules and waits
+	testkit.Receive(t, entered, "the reconciliation listing")
+	d := s.inflight.Load()
+
+	land(t, s, "Beta", "1.0.0") // a local write while it runs
+	assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Beta"], "served at once, no derivation waited for")
+	// Negative control: a write past the service is not patched in.
+	land(t, la, "Gamma", "1.0.0")
+	assert.NotContains(t, servedVersions(read(t, s).Activation), "Gamma")
+	assert.EqualValues(t, 2, s.Derivations(), "the first and the reconciliation: the write started none")
+
+	gate.Release()
+	_, _ = rx.Collect[Snapshot](context.Background(), d.result)
+	snap := read(t, s)
+	assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Beta"], "the reconciliation listed before the write: the patch is re-applied over it")
+	assert.Equal(t, d.started, snap.DerivedAt, "and it was published")
+}

@@ -91,12 +91,19 @@ type Snapshot struct {
 // ServedActivation is the activation list the index serves: a maintained
 // snapshot, never a scan per request.
 //
-//   - A landing, shelving, uninstall or removal made through it invalidates
-//     the snapshot before it returns, so this replica serves its own writes on
-//     its very next read.
-//   - Records another replica wrote are absorbed within Freshness: the first
-//     read past it still answers at once from the snapshot and starts one
-//     re-derivation, which every concurrent reader shares.
+//   - A landing, shelving, uninstall or removal made through it is served on
+//     this replica's very next read: with the change feed (ServedOptions.
+//     Changes) it is patched into the snapshot before it returns; without,
+//     the snapshot is dropped and the next read derives anew.
+//   - With the change feed, a write another replica made through its
+//     ServedActivation is absorbed by re-reading that module alone (see
+//     changes.go); the full derivation is the reconciliation behind it, on
+//     the Reconcile cadence, at once after a feed Reset.
+//   - Without it (or while it is down), records another replica wrote are
+//     absorbed within Freshness: the first read past it still answers at
+//     once from the snapshot and starts one re-derivation, which every
+//     concurrent reader shares. A derivation reads the modules in parallel
+//     on the landing's read pool (ModuleLanding.Activation).
 //   - A derivation that started before a local write is never published over
 //     it (a write generation guards the snapshot).
 //   - The derivation in flight belongs to the service, not to the request
@@ -153,12 +160,14 @@ type ServedActivation struct {
 	patches      []patch // made while a derivation runs: re-applied over its result
 }
 
-// patch is one module re-read from the change feed.
+// patch is one module's latest record: re-read after the change feed named
+// it, or written here (local).
 type patch struct {
 	seq   uint64
 	key   string
 	rec   landing.Record
 	found bool
+	local bool
 }
 
 type derivation struct {
@@ -525,8 +534,7 @@ func (s *ServedActivation) Land(ctx context.Context, module, version string, arc
 func (s *ServedActivation) LandArchive(ctx context.Context, module, version string, archive io.ReaderAt, size int64) (landing.Record, bool, error) {
 	rec, created, err := s.landing.LandArchive(ctx, module, version, archive, size)
 	if err == nil && created {
-		s.invalidate()
-		s.announce(rec)
+		s.wrote(rec)
 	}
 	return rec, created, err
 }
@@ -548,10 +556,24 @@ func (s *ServedActivation) Remove(ctx context.Context, module string) (landing.R
 
 func (s *ServedActivation) write(r landing.Record, err error) (landing.Record, error) {
 	if err == nil {
-		s.invalidate()
-		s.announce(r)
+		s.wrote(r)
 	}
 	return r, err
+}
+
+// wrote makes a local write served on this replica's next read and
+// announces it to the others. With the change feed the snapshot is patched
+// with the record written (O(1) reads; a derivation in flight re-applies the
+// patch over its result, the newer record winning), so a publication never
+// makes readers wait for a derivation. Without it the snapshot is dropped
+// and the next read derives anew.
+func (s *ServedActivation) wrote(r landing.Record) {
+	if s.changes != nil {
+		s.patch(patch{key: moduleKey(r.Module), rec: r, found: true, local: true})
+	} else {
+		s.invalidate()
+	}
+	s.announce(r)
 }
 
 // Close refuses new derivations, stops the change feed, cancels the
