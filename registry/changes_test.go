@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,4 +259,48 @@ func TestWithTheFeedALocalWriteIsPatchedInAtOnceAndADerivationStartedBeforeItDoe
 	snap := read(t, s)
 	assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Beta"], "the reconciliation listed before the write: the patch is re-applied over it")
 	assert.Equal(t, d.started, snap.DerivedAt, "and it was published")
+}
+
+// The seed's served-activation properties on the incremental path (the
+// change feed on). Their negative controls are the seed tests' own: the
+// claim, the slot and the service-owned subscription are the same code.
+
+func TestWithTheFeedConcurrentDueReadersShareOneReconciliation(t *testing.T) {
+	root := t.TempDir()
+	held := &heldVolume{Volume: landing.DirVolume(root)}
+	s := newFeedServed(t, newLanding(t, held, landing.Options{Replica: "a"}), rxtest.NewClock(), newMem(t))
+	clk := s.clk.(*rxtest.Clock)
+	land(t, s, "Alpha", "1.0.0")
+	read(t, s)
+	feedLive(t, s)
+	clk.Advance(s.reconcile)
+	gate := testkit.NewReleaser(t)
+	entered := held.hold(gate)
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Go(func() { read(t, s) })
+	}
+	wg.Wait()
+	testkit.Receive(t, entered, "the reconciliation reaching the volume")
+	assert.EqualValues(t, 2, s.Derivations(), "100 due readers, one reconciliation")
+	gate.Release()
+	settle(t, s)
+}
+
+func TestWithTheFeedAnAbortedRequestDoesNotCacheAFault(t *testing.T) {
+	root := t.TempDir()
+	held := &heldVolume{Volume: landing.DirVolume(root)}
+	la := newLanding(t, held, landing.Options{Replica: "a"})
+	land(t, la, "Alpha", "1.0.0")
+	clk := rxtest.NewClock()
+	s := newFeedServed(t, la, clk, newMem(t))
+	gate := testkit.NewReleaser(t)
+	entered := held.hold(gate)
+	aborted := rxtest.Record(clk, s.Read())
+	testkit.Receive(t, entered, "the derivation reaching the volume")
+	aborted.Unsubscribe()
+	gate.Release()
+	settle(t, s)
+	assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Alpha"])
+	assert.EqualValues(t, 1, s.Derivations(), "the next reader got the derivation the aborted one started")
 }
