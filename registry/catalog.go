@@ -44,7 +44,11 @@ type catalogPackage struct {
 // catalogState is one version of the catalog: a value, never modified once
 // published.
 type catalogState struct {
-	version  uint64
+	version uint64
+	// changed lists the packages (by moduleKey) whose nodes this version
+	// changed from version-1; nil after a full answer (anything may have).
+	// An index assembled on version-1 re-checks only these.
+	changed  []string
 	nodes    map[string]catalogPackage // keyed by node path: what the query said
 	packages map[string]catalogPackage // keyed by moduleKey(plugin): derived from nodes
 }
@@ -170,7 +174,16 @@ func (c *catalog) apply(attempt uint64, ch mesh.Change) {
 		return
 	}
 	var unreadable []string
+	if !replace {
+		next.changed = []string{}
+	}
 	for _, n := range ch.Items {
+		if !replace {
+			next.changed = append(next.changed, moduleKey(n.Name), moduleKey(n.ID))
+			if old, had := next.nodes[n.Path]; had {
+				next.changed = append(next.changed, moduleKey(old.name))
+			}
+		}
 		if ch.Kind == mesh.Removed {
 			delete(next.nodes, n.Path)
 			continue

@@ -169,7 +169,11 @@ func TestAPublishThatDoesNotAnswer2xxLeavesNothingServed(t *testing.T) {
 	puts.mu.Lock()
 	puts.fail = false
 	puts.mu.Unlock()
-	got = f.do(publishRequest("Acme.Pro", "?version=1.0.0&tier=pro", testPublishToken, testkit.ModuleArchive(t, "Acme.Pro", "1.0.0", 1)))
+	// The catalog hears of the package node on its query's goroutine:
+	// wait (bounded) for it, as a consumer polling later would see it.
+	f.catalogApplies(func() {
+		got = f.do(publishRequest("Acme.Pro", "?version=1.0.0&tier=pro", testPublishToken, testkit.ModuleArchive(t, "Acme.Pro", "1.0.0", 1)))
+	})
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	idx, _ = f.index(free)
 	assert.Empty(t, idx.Bundles)

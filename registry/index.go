@@ -50,10 +50,12 @@ type indexKey struct {
 }
 
 // indexSlot holds one document, assembled once however many requests ask
-// for it at the same moment.
+// for it at the same moment, and what it was assembled from: the base the
+// next generation's document for this entitlement is patched from.
 type indexSlot struct {
 	once sync.Once
-	doc  indexDoc
+	base *indexBase // nil for a slot not yet assembled
+	prev *indexBase // the previous generation's, to patch from
 }
 
 // indexCache keeps the documents of the newest generation seen, at most max
@@ -66,6 +68,7 @@ type indexCache struct {
 	current indexGeneration
 	slots   map[string]*indexSlot // keyed by entitlement, for current
 	order   []string              // insertion order, for eviction
+	bases   map[string]*indexBase // the previous generation's documents, by entitlement
 
 	assemblies atomic.Int64 // documents assembled, cached or not
 }
@@ -74,23 +77,33 @@ func newIndexCache(max int) *indexCache {
 	if max <= 0 {
 		max = DefaultIndexCacheSize
 	}
-	return &indexCache{max: max, slots: map[string]*indexSlot{}}
+	return &indexCache{max: max, slots: map[string]*indexSlot{}, bases: map[string]*indexBase{}}
 }
 
 // get returns the document for key, assembling it with build at most once
-// while key's generation is the newest. A request still holding an older
-// generation gets a fresh assembly that is not kept.
-func (c *indexCache) get(key indexKey, build func() []byte) indexDoc {
+// while key's generation is the newest: patched from the document the
+// previous generation held for the same entitlement, when there is one. A
+// request still holding an older generation gets a fresh assembly that is
+// not kept.
+func (c *indexCache) get(key indexKey, build func(base *indexBase) *indexBase) indexDoc {
 	c.mu.Lock()
 	switch {
 	case key.gen == c.current:
 	case key.gen.atLeast(c.current):
 		c.current = key.gen
+		// The documents just built are the bases the new generation's are
+		// patched from (at most max of them, as the slots are).
+		clear(c.bases)
+		for e, slot := range c.slots {
+			if b := slot.assembled(); b != nil {
+				c.bases[e] = b
+			}
+		}
 		clear(c.slots)
 		c.order = c.order[:0]
 	default:
 		c.mu.Unlock()
-		return c.assemble(build)
+		return c.assemble(nil, build).doc
 	}
 	slot, ok := c.slots[key.entitlement]
 	if !ok {
@@ -99,20 +112,45 @@ func (c *indexCache) get(key indexKey, build func() []byte) indexDoc {
 			c.order = c.order[1:]
 			delete(c.slots, oldest)
 		}
-		slot = &indexSlot{}
+		slot = &indexSlot{prev: c.bases[key.entitlement]}
+		delete(c.bases, key.entitlement)
 		c.slots[key.entitlement] = slot
 		c.order = append(c.order, key.entitlement)
 	}
 	c.mu.Unlock()
-	slot.once.Do(func() { slot.doc = c.assemble(build) })
-	return slot.doc
+	slot.once.Do(func() {
+		b := c.assemble(slot.prev, build)
+		c.mu.Lock()
+		slot.base, slot.prev = b, nil
+		c.mu.Unlock()
+	})
+	return slot.assembled().doc
 }
 
-func (c *indexCache) assemble(build func() []byte) indexDoc {
+// assembled returns the slot's document, nil while it is being assembled.
+// Called with or without the cache's lock: base is set under it.
+func (s *indexSlot) assembled() *indexBase {
+	return s.base
+}
+
+func (c *indexCache) assemble(prev *indexBase, build func(*indexBase) *indexBase) *indexBase {
 	c.assemblies.Add(1)
-	body := build()
-	sum := sha256.Sum256(body)
-	return indexDoc{body: body, etag: `"` + hex.EncodeToString(sum[:]) + `"`}
+	return build(prev)
+}
+
+// indexBase is one assembled document and what it was assembled from: the
+// activation's modules, the catalog, and per module the encoded entry (nil
+// when the caller may not install it). The next document for the same
+// entitlement re-encodes only the modules whose record or package changed
+// and reuses every other entry: O(changes) encoding, one copy of the bytes.
+type indexBase struct {
+	mods    []landing.Record
+	cat     *catalogState
+	entries [][]byte
+	digest  [32]byte // XOR of the SHA-256 of every listed entry: the ETag's input, kept by patching
+	listed  int
+	size    int // bytes of the listed entries
+	doc     indexDoc
 }
 
 // assembleIndex builds the index document for one caller: every served
@@ -120,23 +158,145 @@ func (c *indexCache) assemble(build func() []byte) indexDoc {
 // it downloads from. allows decides entitlement from the plugin's name and
 // tier; a package whose catalog node cannot be read is served to nobody.
 func assembleIndex(act landing.Activation, cat *catalogState, baseURL string, allows func(plugin, tier string) bool) []byte {
-	idx := client.Index{Bundles: make([]client.IndexEntry, 0, len(act.Modules))}
+	return patchIndex(nil, act, cat, baseURL, allows).doc.body
+}
+
+// patchIndex assembles the document for act and cat, patching prev (the
+// same entitlement's document of an earlier generation) when it can: an
+// entry whose module record is unchanged and whose package the catalog did
+// not change since prev is reused as it is.
+func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, baseURL string, allows func(plugin, tier string) bool) *indexBase {
 	base := strings.TrimRight(baseURL, "/")
-	for _, r := range act.Modules {
+	encode := func(r landing.Record) []byte {
 		pkg := cat.lookup(r.Module)
 		if pkg.unreadable || !allows(r.Module, pkg.tier) {
-			continue
+			return nil
 		}
-		idx.Bundles = append(idx.Bundles, client.IndexEntry{
+		// An entry holds only strings: encoding cannot fail.
+		e, _ := json.Marshal(client.IndexEntry{
 			Plugin:  r.Module,
 			Version: r.Version,
 			URL:     base + client.BundlesPath + "/" + url.PathEscape(r.Module) + "/" + url.PathEscape(r.Version),
 			SHA256:  r.SHA256,
 		})
+		return e
 	}
-	// Index holds only strings: encoding cannot fail.
-	body, _ := json.Marshal(idx)
-	return append(body, '\n')
+	// A catalog version after prev's: which packages it changed, or every
+	// one (recheck) when that is not known.
+	var catChanged map[string]bool
+	recheck := prev == nil
+	if prev != nil && prev.cat != cat {
+		if cat.changed == nil || cat.version != prev.cat.version+1 {
+			recheck = true
+		} else {
+			catChanged = make(map[string]bool, len(cat.changed))
+			for _, k := range cat.changed {
+				catChanged[k] = true
+			}
+		}
+	}
+	b := &indexBase{mods: act.Modules, cat: cat, entries: make([][]byte, len(act.Modules))}
+	if !recheck {
+		b.digest, b.listed, b.size = prev.digest, prev.listed, prev.size
+	}
+	drop := func(e []byte) {
+		if e != nil {
+			xorInto(&b.digest, sha256.Sum256(e))
+			b.listed--
+			b.size -= len(e)
+		}
+	}
+	add := func(e []byte) []byte {
+		if e != nil {
+			xorInto(&b.digest, sha256.Sum256(e))
+			b.listed++
+			b.size += len(e)
+		}
+		return e
+	}
+	i := 0 // into prev.mods
+	for j, r := range act.Modules {
+		if recheck {
+			b.entries[j] = add(encode(r))
+			continue
+		}
+		for i < len(prev.mods) && compareFold(prev.mods[i].Module, r.Module) < 0 {
+			drop(prev.entries[i]) // a module no longer served
+			i++
+		}
+		if i < len(prev.mods) && compareFold(prev.mods[i].Module, r.Module) == 0 {
+			old := prev.mods[i]
+			if old.Module == r.Module && old.Version == r.Version && old.SHA256 == r.SHA256 && !catChanged[moduleKey(r.Module)] {
+				b.entries[j] = prev.entries[i]
+			} else {
+				drop(prev.entries[i])
+				b.entries[j] = add(encode(r))
+			}
+			i++
+			continue
+		}
+		b.entries[j] = add(encode(r)) // a module newly served
+	}
+	if !recheck {
+		for ; i < len(prev.mods); i++ {
+			drop(prev.entries[i])
+		}
+	}
+	// The document is the entries in order: the bytes json.Marshal of a
+	// client.Index writes, without re-encoding them.
+	const head, tail = `{"bundles":[`, "]}\n"
+	body := make([]byte, 0, len(head)+b.size+max(b.listed-1, 0)+len(tail))
+	body = append(body, head...)
+	first := true
+	for _, e := range b.entries {
+		if e == nil {
+			continue
+		}
+		if !first {
+			body = append(body, ',')
+		}
+		first = false
+		body = append(body, e...)
+	}
+	body = append(body, tail...)
+	// The ETag is a digest of the entries listed, kept by patching: O(changes),
+	// not a hash of the whole body per publication.
+	tag := sha256.New()
+	tag.Write(b.digest[:])
+	fmt.Fprintf(tag, "%d", b.listed)
+	b.doc = indexDoc{body: body, etag: `"` + hex.EncodeToString(tag.Sum(nil)) + `"`}
+	return b
+}
+
+func xorInto(d *[32]byte, s [32]byte) {
+	for k := range d {
+		d[k] ^= s[k]
+	}
+}
+
+// compareFold compares module names as their moduleKeys compare (names are
+// ASCII), without allocating.
+func compareFold(a, b string) int {
+	if a == b {
+		return 0
+	}
+	for k := 0; k < len(a) && k < len(b); k++ {
+		x, y := lowerASCII(a[k]), lowerASCII(b[k])
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return len(a) - len(b)
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // indexAnswer serves doc, or 304 when the caller already holds it.
@@ -239,14 +399,14 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 		return rx.SelectMany(rx.Take(s.activation(ledger), 1), func(v activationView) rx.Observable[answer.Answer] {
 			cat := answer.InStage(s.catalog.read(), ledger, StageCatalog)
 			return rx.Map(rx.Take(cat, 1), func(c *catalogState) answer.Answer {
-				build := func() []byte {
-					return assembleIndex(v.act, c, base, func(plugin, tier string) bool {
+				build := func(prev *indexBase) *indexBase {
+					return patchIndex(prev, v.act, c, base, func(plugin, tier string) bool {
 						return res.Allows(s.source, plugin, tier)
 					})
 				}
 				gen, current := s.contents.of(v.seq, v.act)
 				if !current {
-					return indexAnswer(s.index.assemble(build), ifNoneMatch)
+					return indexAnswer(s.index.assemble(nil, build).doc, ifNoneMatch)
 				}
 				key := indexKey{gen: indexGeneration{content: gen, catalog: c.version}, entitlement: entitlementKey(res)}
 				return indexAnswer(s.index.get(key, build), ifNoneMatch)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/meshrx/meshrx/registry/client"
 	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
+	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
 // pgBound is how long a test on PostgreSQL waits for the store to notice
@@ -168,4 +170,48 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 	assert.Equal(t, map[string]string{"Acme.Base": "1.0.0"}, listed(doc), "a package whose tier is not known is in no index, even for a caller entitled to everything")
 	assert.True(t, st.lookup("acme.pro").unreadable, "and its download is refused before the volume")
 	assert.False(t, st.lookup("Acme.Base").unreadable, "control: the package whose tier b knows is served")
+}
+
+// TestOnPostgreSQLALandingOnOneReplicaIsAbsorbedByTheOtherThroughTheFeed:
+// two replicas on one database and one volume, at a size CI affords.
+// Replica b hears of a's landing through the change nodes on PostgreSQL
+// (LISTEN/NOTIFY) and re-reads only that module: no derivation, no
+// freshness wait. Negative control: a replica with the feed disabled does
+// not serve the landing until its snapshot is due.
+func TestOnPostgreSQLALandingOnOneReplicaIsAbsorbedByTheOtherThroughTheFeed(t *testing.T) {
+	srv := stoppablePG(t)
+	dbURL, err := srv.CreateDatabase(t.Context(), "registry-feed")
+	require.NoError(t, err)
+	root := t.TempDir()
+	la := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "a"})
+	lb := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "b"})
+	lc := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "c"})
+	const modules = 200
+	for i := range modules {
+		land(t, la, fmt.Sprintf("Ci.Module%03d", i), "1.0.0")
+	}
+	clk := rxtest.NewClock()
+	a := newFeedServed(t, la, clk, openPG(t, dbURL))
+	b := newFeedServed(t, lb, clk, openPG(t, dbURL))
+	c := newServed(t, lc, clk) // the control: no feed
+	for _, s := range []*ServedActivation{a, b, c} {
+		require.Len(t, read(t, s).Modules, modules)
+	}
+	feedLive(t, b)
+
+	land(t, a, "Ci.Module042", "2.0.0")
+	land(t, a, "Ci.Fresh", "1.0.0")
+	require.Eventually(t, func() bool { return b.Absorbed() >= 2 }, pgBound, 5*time.Millisecond, "b absorbing a's landings through PostgreSQL")
+	got := servedVersions(read(t, b).Activation)
+	assert.Equal(t, "2.0.0", got["Ci.Module042"])
+	assert.Equal(t, "1.0.0", got["Ci.Fresh"])
+	assert.EqualValues(t, 1, b.Derivations(), "absorbed by reading the two modules, not by a derivation")
+
+	gotC := servedVersions(read(t, c).Activation)
+	assert.Equal(t, "1.0.0", gotC["Ci.Module042"], "without the feed: not until the snapshot is due")
+	assert.NotContains(t, gotC, "Ci.Fresh")
+	clk.Advance(c.Freshness())
+	read(t, c)
+	settle(t, c)
+	assert.Equal(t, "2.0.0", servedVersions(read(t, c).Activation)["Ci.Module042"], "reconciliation alone, at Freshness")
 }

@@ -97,8 +97,10 @@ const readinessProbeNode = "readiness-probe"
 // is due, as any read does) and fails when it is older than its freshness
 // bound times SnapshotStaleFactor.
 func (s *Server) snapshotCheck() rx.Observable[*notReady] {
-	bound := SnapshotStaleFactor * s.served.Freshness()
 	stale := func(sn Snapshot) *notReady {
+		// The cadence in effect: Reconcile while the change feed keeps
+		// the snapshot current, Freshness otherwise.
+		bound := SnapshotStaleFactor * s.served.staleAfter()
 		if age := s.clk.Since(sn.DerivedAt); age > bound {
 			return &notReady{
 				reason: fmt.Sprintf("the activation snapshot is stale: re-derivation has not succeeded for longer than %s", bound),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -20,6 +21,10 @@ import (
 const (
 	DefaultFreshness        = 30 * time.Second
 	DefaultDerivationBudget = 60 * time.Second
+	DefaultReconcile        = 5 * time.Minute
+	DefaultChangeBudget     = 10 * time.Second
+	DefaultChangesRetry     = 5 * time.Second
+	DefaultChangesNamespace = "RegistryChanges"
 )
 
 // ServedOptions configures a ServedActivation.
@@ -37,6 +42,42 @@ type ServedOptions struct {
 	// snapshot served from then on grows stale) and one line when one
 	// succeeds again; nil is slog.Default().
 	Logger *slog.Logger
+
+	// Changes is the mesh the replicas announce their writes on: every
+	// write made through this service puts the module's change node
+	// (ChangesNamespace/{module}, node type ChangeNodeType), and a live
+	// query over those nodes tells this replica which module another
+	// replica wrote, so that it re-reads that module's records alone and
+	// patches its snapshot: O(changes), not O(modules). Nil: no feed, and
+	// other replicas' writes are absorbed by re-derivation within Freshness.
+	Changes mesh.Service
+	// ChangesNamespace holds the change nodes. Default DefaultChangesNamespace.
+	ChangesNamespace string
+	// Reconcile is how often the snapshot is re-derived in full while the
+	// change feed is live (it catches anything the feed missed). While the
+	// feed is down, or for a snapshot derived before the feed's latest
+	// full answer, Freshness applies; a feed Reset re-derives at once.
+	// Default DefaultReconcile (5m).
+	Reconcile time.Duration
+	// ChangeBudget bounds writing a change node and re-reading one changed
+	// module. Default DefaultChangeBudget (10s).
+	ChangeBudget time.Duration
+	// ChangesRetry is the wait before the change feed's query is started
+	// again after it failed. Default DefaultChangesRetry (5s).
+	ChangesRetry time.Duration
+}
+
+// ChangeNodeType is the node type of a module's change node, whose content
+// is a ModuleChange.
+const ChangeNodeType = "ModuleChange"
+
+// ModuleChange is the content of a change node: the latest write made to a
+// module, by which replica.
+type ModuleChange struct {
+	Module  string `json:"module"`
+	Record  string `json:"record"`
+	State   string `json:"state"`
+	Replica string `json:"replica"`
 }
 
 // Snapshot is one derived activation list, numbered so that consumers (the
@@ -50,12 +91,19 @@ type Snapshot struct {
 // ServedActivation is the activation list the index serves: a maintained
 // snapshot, never a scan per request.
 //
-//   - A landing, shelving, uninstall or removal made through it invalidates
-//     the snapshot before it returns, so this replica serves its own writes on
-//     its very next read.
-//   - Records another replica wrote are absorbed within Freshness: the first
-//     read past it still answers at once from the snapshot and starts one
-//     re-derivation, which every concurrent reader shares.
+//   - A landing, shelving, uninstall or removal made through it is served on
+//     this replica's very next read: with the change feed (ServedOptions.
+//     Changes) it is patched into the snapshot before it returns; without,
+//     the snapshot is dropped and the next read derives anew.
+//   - With the change feed, a write another replica made through its
+//     ServedActivation is absorbed by re-reading that module alone (see
+//     changes.go); the full derivation is the reconciliation behind it, on
+//     the Reconcile cadence, at once after a feed Reset.
+//   - Without it (or while it is down), records another replica wrote are
+//     absorbed within Freshness: the first read past it still answers at
+//     once from the snapshot and starts one re-derivation, which every
+//     concurrent reader shares. A derivation reads the modules in parallel
+//     on the landing's read pool (ModuleLanding.Activation).
 //   - A derivation that started before a local write is never published over
 //     it (a write generation guards the snapshot).
 //   - The derivation in flight belongs to the service, not to the request
@@ -90,10 +138,41 @@ type ServedActivation struct {
 
 	inflight    atomic.Pointer[derivation]
 	derivations atomic.Int64
+	absorbed    atomic.Int64 // modules patched into the snapshot from the change feed
+
+	// The change feed (nil changes: none).
+	changes      mesh.Service
+	changesQuery string
+	changesNS    string
+	reconcile    time.Duration
+	changeBudget time.Duration
+	changesRetry time.Duration
+	feedLive     bool      // the feed's query has answered and not failed since
+	feedSince    time.Time // when it last became live: snapshots derived before may miss changes
+	feedAttempt  uint64
+	feedSub      rx.Subscription
+	feedTimer    rx.Subscription
+	pending      map[string]struct{} // modules to re-read: bounded by the modules there are
+	wake         chan struct{}       // one token: pending has modules
+	stop         chan struct{}       // closed by Close
+	absorberDone chan struct{}
+	patchSeq     uint64
+	patches      []patch // made while a derivation runs: re-applied over its result
+}
+
+// patch is one module's latest record: re-read after the change feed named
+// it, or written here (local).
+type patch struct {
+	seq   uint64
+	key   string
+	rec   landing.Record
+	found bool
+	local bool
 }
 
 type derivation struct {
 	gen     uint64
+	mark    uint64 // patchSeq when it started: later patches are re-applied over its result
 	started time.Time
 	result  *rx.AsyncSubject[Snapshot]
 
@@ -153,6 +232,23 @@ func NewServedActivation(l *landing.ModuleLanding, opts ServedOptions) *ServedAc
 	if s.budget <= 0 {
 		s.budget = DefaultDerivationBudget
 	}
+	s.reconcile = orDuration(opts.Reconcile, DefaultReconcile)
+	s.changeBudget = orDuration(opts.ChangeBudget, DefaultChangeBudget)
+	s.changesRetry = orDuration(opts.ChangesRetry, DefaultChangesRetry)
+	s.stop = make(chan struct{})
+	if opts.Changes != nil {
+		s.changes = opts.Changes
+		s.changesNS = opts.ChangesNamespace
+		if s.changesNS == "" {
+			s.changesNS = DefaultChangesNamespace
+		}
+		s.changesQuery = "namespace:" + s.changesNS + " nodeType:" + ChangeNodeType
+		s.pending = map[string]struct{}{}
+		s.wake = make(chan struct{}, 1)
+		s.absorberDone = make(chan struct{})
+		go s.absorber()
+		s.startFeed()
+	}
 	return s
 }
 
@@ -161,6 +257,28 @@ func (s *ServedActivation) Freshness() time.Duration { return s.freshness }
 
 // Derivations returns how many derivations (scans) this service has started.
 func (s *ServedActivation) Derivations() int64 { return s.derivations.Load() }
+
+// Absorbed returns how many changed modules the change feed has patched
+// into the snapshot.
+func (s *ServedActivation) Absorbed() int64 { return s.absorbed.Load() }
+
+// dueAfter is the age at which snap is re-derived: Reconcile while the
+// change feed covers it (live since before snap's derivation started),
+// Freshness otherwise. Called with s.mu held.
+func (s *ServedActivation) dueAfter(snap Snapshot) time.Duration {
+	if s.feedLive && !s.feedSince.After(snap.DerivedAt) {
+		return s.reconcile
+	}
+	return s.freshness
+}
+
+// staleAfter is the age past which the snapshot now served is older than
+// its cadence promises: what readiness compares against.
+func (s *ServedActivation) staleAfter() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dueAfter(s.snap)
+}
 
 // Read returns the served activation. With a snapshot it answers at once
 // (starting one shared re-derivation if the snapshot is due); without one
@@ -171,16 +289,17 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 	return rx.Defer(func() rx.Observable[Snapshot] {
 		s.mu.Lock()
 		snap, has, gen := s.snap, s.has, s.gen
+		due := s.dueAfter(snap)
 		s.mu.Unlock()
 		if has {
-			if s.clk.Since(snap.DerivedAt) >= s.freshness {
+			if s.clk.Since(snap.DerivedAt) >= due {
 				s.claim(gen)
 			}
 			return rx.Return(snap)
 		}
-		d, fresh := s.claim(gen)
-		if fresh {
-			return s.Read() // published since we looked: answer from it
+		d, snap, ok := s.claimCold(gen)
+		if ok {
+			return rx.Return(snap)
 		}
 		if d == nil {
 			return rx.Throw[Snapshot](landing.ErrClosed)
@@ -210,19 +329,34 @@ func (s *ServedActivation) Snapshot() (Snapshot, bool) {
 	return s.snap, s.has
 }
 
+// claimCold is claim for a reader that found no snapshot: when the slot is
+// empty because a derivation for gen has published and left it since the
+// reader looked, the snapshot it published is the answer (publishing
+// happens before the slot is released), not a second derivation.
+func (s *ServedActivation) claimCold(gen uint64) (*derivation, Snapshot, bool) {
+	return s.claimFor(gen, true)
+}
+
 // claim returns the derivation for write generation gen: the one in flight
-// if it is at least that recent, else a new one it starts — unless a
-// derivation for gen published a fresh snapshot and left the slot after
-// the caller looked (then fresh is true and d nil: a derivation publishes
-// before it releases the slot, so an empty slot shows its snapshot).
-func (s *ServedActivation) claim(gen uint64) (d *derivation, fresh bool) {
+// if it is at least that recent, else a new one it starts.
+func (s *ServedActivation) claim(gen uint64) *derivation {
+	d, _, _ := s.claimFor(gen, false)
+	return d
+}
+
+func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivation, Snapshot, bool) {
 	for {
 		cur := s.inflight.Load()
 		if cur != nil && cur.gen >= gen {
-			return cur, false
+			return cur, Snapshot{}, false
 		}
-		if cur == nil && s.freshAt(gen) {
-			return nil, true
+		if cold {
+			s.mu.Lock()
+			snap, has, now := s.snap, s.has, s.gen
+			s.mu.Unlock()
+			if has && now == gen {
+				return nil, snap, true
+			}
 		}
 		d := &derivation{gen: gen, started: s.clk.Now(), result: rx.NewAsyncSubject[Snapshot](), done: make(chan struct{})}
 		if s.inflight.CompareAndSwap(cur, d) {
@@ -233,20 +367,13 @@ func (s *ServedActivation) claim(gen uint64) (d *derivation, fresh bool) {
 			}
 			if !s.start(d) {
 				s.inflight.CompareAndSwap(d, nil)
-				return nil, false
+				return nil, Snapshot{}, false
 			}
-			return d, false
+			return d, Snapshot{}, false
 		}
 	}
 }
 
-// freshAt reports whether the snapshot served is of write generation gen
-// and not yet due.
-func (s *ServedActivation) freshAt(gen uint64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.has && s.gen == gen && s.clk.Since(s.snap.DerivedAt) < s.freshness
-}
 
 // start runs d on the service's own subscription: no request can cancel it.
 func (s *ServedActivation) start(d *derivation) bool {
@@ -258,6 +385,7 @@ func (s *ServedActivation) start(d *derivation) bool {
 	s.running.Add(1)
 	d.prev = s.last
 	s.last = d
+	d.mark = s.patchSeq
 	s.mu.Unlock()
 	s.derivations.Add(1)
 	scan := rx.Create(func(ctx context.Context, o rx.Observer[landing.Activation]) {
@@ -362,16 +490,30 @@ func (s *ServedActivation) publish(d *derivation, a landing.Activation) Snapshot
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
+	// Modules the change feed re-read while d scanned may have been read
+	// by d before they changed: the newer record wins.
+	for _, p := range s.patches {
+		if p.seq > d.mark {
+			a.Modules = patched(a.Modules, p)
+		}
+	}
 	snap := Snapshot{Activation: a, Seq: s.seq, DerivedAt: d.started}
 	if s.gen == d.gen {
 		s.snap, s.has = snap, true
+		s.patches = s.patches[:0]
 	}
 	return snap
 }
 
 // release frees d's slot, only if the slot still holds d.
 func (s *ServedActivation) release(d *derivation) {
-	s.inflight.CompareAndSwap(d, nil)
+	if s.inflight.CompareAndSwap(d, nil) {
+		s.mu.Lock()
+		if s.inflight.Load() == nil {
+			s.patches = s.patches[:0] // no derivation left to re-apply them over
+		}
+		s.mu.Unlock()
+	}
 }
 
 // invalidate drops the snapshot after a local write, before the write is
@@ -393,7 +535,7 @@ func (s *ServedActivation) Land(ctx context.Context, module, version string, arc
 func (s *ServedActivation) LandArchive(ctx context.Context, module, version string, archive io.ReaderAt, size int64) (landing.Record, bool, error) {
 	rec, created, err := s.landing.LandArchive(ctx, module, version, archive, size)
 	if err == nil && created {
-		s.invalidate()
+		s.wrote(rec)
 	}
 	return rec, created, err
 }
@@ -415,23 +557,60 @@ func (s *ServedActivation) Remove(ctx context.Context, module string) (landing.R
 
 func (s *ServedActivation) write(r landing.Record, err error) (landing.Record, error) {
 	if err == nil {
-		s.invalidate()
+		s.wrote(r)
 	}
 	return r, err
 }
 
-// Close refuses new derivations and waits, bounded by ctx, for the one in
-// flight to finish.
+// wrote makes a local write served on this replica's next read and
+// announces it to the others. With the change feed the snapshot is patched
+// with the record written (O(1) reads; a derivation in flight re-applies the
+// patch over its result, the newer record winning), so a publication never
+// makes readers wait for a derivation. Without it the snapshot is dropped
+// and the next read derives anew.
+func (s *ServedActivation) wrote(r landing.Record) {
+	if s.changes != nil {
+		s.patch(patch{key: moduleKey(r.Module), rec: r, found: true, local: true})
+	} else {
+		s.invalidate()
+	}
+	s.announce(r)
+}
+
+// Close refuses new derivations, stops the change feed, cancels the
+// derivation in flight (its readers get landing.ErrClosed) and waits,
+// bounded by ctx, for its scan to return. It is idempotent.
 func (s *ServedActivation) Close(ctx context.Context) error {
 	s.mu.Lock()
+	wasClosed := s.closed
 	s.closed = true
+	feed, timer := s.feedSub, s.feedTimer
+	s.feedSub, s.feedTimer = nil, nil
 	s.mu.Unlock()
+	if !wasClosed {
+		close(s.stop)
+	}
+	if feed != nil {
+		feed.Unsubscribe()
+	}
+	if timer != nil {
+		timer.Unsubscribe()
+	}
+	if d := s.inflight.Load(); d != nil {
+		d.supersede() // nothing succeeds it: its readers re-read and find the service closed
+	}
 	done := make(chan struct{})
-	go func() { s.running.Wait(); close(done) }()
+	go func() {
+		s.running.Wait()
+		if s.absorberDone != nil {
+			<-s.absorberDone
+		}
+		close(done)
+	}()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return errors.Join(errors.New("registry: closing the served activation: a derivation is still running"), ctx.Err())
+		return errors.Join(errors.New("registry: closing the served activation: a cancelled derivation's scan has not returned"), ctx.Err())
 	}
 }

@@ -34,6 +34,9 @@ type load struct {
 	// is still timed from its schedule.
 	connsPerPoller int
 	clk            clock.Clock
+	// etag is the ETag every poller holds when the run starts (as consumers
+	// at steady state hold the document they downloaded); "" starts cold.
+	etag string
 }
 
 // sample is one poll's outcome.
@@ -73,6 +76,7 @@ func (l load) run(ctx context.Context, start time.Time) []sample {
 		client := &http.Client{Transport: transports[p]}
 		phase := l.interval * time.Duration(p) / time.Duration(l.pollers)
 		var etag etagBox
+		etag.set(l.etag)
 		poller.Go(func() {
 			for k := 0; ; k++ {
 				at := start.Add(phase + time.Duration(k)*l.interval)

@@ -39,19 +39,24 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/benbjohnson/clock"
+
+	"github.com/meshrx/meshrx/registry"
 )
 
 // shutdownBudget bounds stopping one replica.
 const shutdownBudget = 15 * time.Second
 
 // setupBudget bounds landing the modules and starting a replica.
-const setupBudget = 5 * time.Minute
+const setupBudget = 30 * time.Minute
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -67,6 +72,12 @@ type config struct {
 	duration, latency       time.Duration
 	interval, grace         time.Duration
 	cpuProfile              string
+	readPool                int
+	baseline, feed          bool
+	freshness               time.Duration
+	absorb                  int    // landings whose cross-replica absorption is timed (two replicas)
+	pg                      string // PostgreSQL URL the two replicas share in -absorb
+	dir                     string // where the modules are landed; kept (and reused) when set
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -81,14 +92,23 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.grace, "grace", 2*time.Second, "how long polls running at the end may take before they are cut off")
 	fs.IntVar(&c.conns, "conns", 4, "connections per poller (a poll waiting for one counts the wait)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the served mode's run to this file")
+	fs.IntVar(&c.readPool, "readpool", 16, "the landing's read pool: a derivation reads modules on up to readpool-1 slots at once")
+	fs.BoolVar(&c.baseline, "baseline", true, "also run the scan-per-request baseline (it cannot finish at 100,000 modules)")
+	fs.BoolVar(&c.feed, "feed", true, "announce and absorb writes through the mesh's change feed (false: re-derivation within -freshness alone)")
+	fs.DurationVar(&c.freshness, "freshness", registry.DefaultFreshness, "the served snapshot's freshness bound")
+	fs.IntVar(&c.absorb, "absorb", 0, "instead of the polling run: start two replicas on one volume (and one -pg database), land this many modules on A and time each until it is in B's index")
+	fs.StringVar(&c.dir, "dir", "", "land the modules here and keep them; a directory a previous run landed -modules into is reused (the landing takes minutes at 100,000)")
+	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL the two -absorb replicas share (empty: one in-process memstore, shared)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	switch {
 	case fs.NArg() > 0:
 		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case c.modules < 1, c.pollers < 1, c.conns < 1:
-		return config{}, errors.New("-modules, -pollers and -conns must be at least 1")
+	case c.modules < 1, c.pollers < 1, c.conns < 1, c.readPool < 1:
+		return config{}, errors.New("-modules, -pollers, -conns and -readpool must be at least 1")
+	case c.absorb < 0, c.freshness <= 0:
+		return config{}, errors.New("-absorb must not be negative and -freshness must be positive")
 	case c.duration <= 0, c.interval <= 0, c.latency < 0, c.grace < 0:
 		return config{}, errors.New("-duration and -interval must be positive; -latency and -grace must not be negative")
 	}
@@ -100,6 +120,14 @@ type result struct {
 	mode        string
 	stats       stats
 	derivations int64
+
+	readyIn       time.Duration
+	snapshotBytes int64 // heap the first snapshot holds
+	catalogBytes  int64 // heap the server's catalog and first index document hold
+	indexBytes    int   // the index document a consumer downloads
+	indexFirst    time.Duration
+	index304      time.Duration
+	etag          string // the document's ETag, which the pollers hold at the start
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -108,22 +136,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dir, err := os.MkdirTemp("", "meshrx-loadtest-")
-	if err != nil {
-		return err
+	dir := cfg.dir
+	reuse := false
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "meshrx-loadtest-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	} else {
+		marker, err := os.ReadFile(filepath.Join(dir, "loadtest-modules"))
+		reuse = err == nil && strings.TrimSpace(string(marker)) == strconv.Itoa(cfg.modules)
 	}
-	defer os.RemoveAll(dir)
 
 	setupCtx, cancel := context.WithTimeout(ctx, setupBudget)
 	defer cancel()
 	began := time.Now()
-	if err := landModules(setupCtx, dir, cfg.modules, logger); err != nil {
-		return err
+	if !reuse {
+		if err := landModules(setupCtx, dir, cfg.modules, logger); err != nil {
+			return err
+		}
+		if cfg.dir != "" {
+			if err := os.WriteFile(filepath.Join(dir, "loadtest-modules"), []byte(strconv.Itoa(cfg.modules)), 0o644); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(stderr, "landed %d modules on the local disk in %s\n", cfg.modules, time.Since(began).Round(time.Millisecond))
 	}
-	fmt.Fprintf(stderr, "landed %d modules on the local disk in %s\n", cfg.modules, time.Since(began).Round(time.Millisecond))
+	if cfg.absorb > 0 {
+		return runAbsorb(ctx, setupCtx, cfg, dir, logger, stdout, stderr)
+	}
 
+	modes := []string{"served", "scan"}
+	if !cfg.baseline {
+		modes = modes[:1]
+	}
 	var results []result
-	for _, mode := range []string{"served", "scan"} {
+	for _, mode := range modes {
 		r, err := runMode(ctx, setupCtx, cfg, dir, mode, logger, stderr)
 		if err != nil {
 			return fmt.Errorf("%s: %w", mode, err)
@@ -146,7 +194,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				r.mode, r.stats.unfinished, cfg.grace)
 		}
 	}
-	served, scan := results[0], results[1]
+	served := results[0]
+	fmt.Fprintf(stdout, "served: ready_s=%.1f derivations_per_30s=%.2f snapshot_bytes_per_module=%d catalog_bytes_per_module=%d index_bytes=%d index_first_ms=%.1f index_304_ms=%.3f\n",
+		served.readyIn.Seconds(), float64(served.derivations-1)/(cfg.duration.Seconds()/30),
+		served.snapshotBytes/int64(cfg.modules), served.catalogBytes/int64(cfg.modules), served.indexBytes, msf(served.indexFirst), msf(served.index304))
+	scan := result{}
+	if len(results) > 1 {
+		scan = results[1]
+	}
 	fmt.Fprintf(stdout, "summary: served_p50_ms=%.3f served_p99_ms=%.3f scan_p50_ms=%.3f scan_p99_ms=%.3f derivations=%d requests=%d\n",
 		msf(served.stats.p50), msf(served.stats.p99), msf(scan.stats.p50), msf(scan.stats.p99), served.derivations, served.stats.requests)
 	return nil
@@ -155,7 +210,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // runMode starts a replica in mode, polls it and stops it.
 func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger *slog.Logger, stderr io.Writer) (_ result, err error) {
 	began := time.Now()
-	rep, err := startReplica(setupCtx, dir, cfg.modules, cfg.latency, mode == "scan", logger)
+	before := heapInUse()
+	rep, err := startReplica(setupCtx, replicaOptions{
+		dir: dir, modules: cfg.modules, latency: cfg.latency, scan: mode == "scan", readPool: cfg.readPool,
+		register: true, feed: cfg.feed, freshness: cfg.freshness, name: mode,
+	}, logger)
 	if err != nil {
 		return result{}, err
 	}
@@ -164,8 +223,24 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger
 		defer cancel()
 		err = errors.Join(err, rep.close(sctx))
 	}()
-	fmt.Fprintf(stderr, "%s: replica ready in %s; %d pollers every %s for %s, %s per volume operation\n",
-		mode, time.Since(began).Round(time.Millisecond), cfg.pollers, cfg.interval, cfg.duration, cfg.latency)
+	fmt.Fprintf(stderr, "%s: replica ready in %s (first derivation %s); %d pollers every %s for %s, %s per volume operation\n",
+		mode, time.Since(began).Round(time.Millisecond), rep.readyIn.Round(time.Millisecond), cfg.pollers, cfg.interval, cfg.duration, cfg.latency)
+	res := result{mode: mode, readyIn: rep.readyIn, snapshotBytes: rep.snapshotBytes}
+	// Both modes' pollers start holding the document, as consumers at
+	// steady state do.
+	size, etag, first, revalidate, err := measureIndex(ctx, rep.url, rep.key)
+	if err != nil {
+		return result{}, err
+	}
+	if mode == "served" {
+		// The package nodes are the mesh's, not the registry's: count what
+		// the server holds beyond them and the snapshot (its catalog, the
+		// first index document).
+		res.indexBytes, res.indexFirst, res.index304 = size, first, revalidate
+		res.catalogBytes = heapInUse() - rep.heapAtServer
+		fmt.Fprintf(stderr, "served: heap %d MB before the replica; index %d bytes, first %s, 304 %s\n",
+			before>>20, size, first.Round(time.Microsecond), revalidate.Round(time.Microsecond))
+	}
 
 	if cfg.cpuProfile != "" && mode == "served" {
 		f, err := os.Create(cfg.cpuProfile)
@@ -178,16 +253,18 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger
 		}
 		defer pprof.StopCPUProfile()
 	}
+	res.etag = etag
 	clk := clock.New()
 	l := load{
 		url: rep.url, key: rep.key, pollers: cfg.pollers, interval: cfg.interval,
-		duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk,
+		duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk, etag: res.etag,
 	}
 	samples := l.run(ctx, clk.Now())
 	if err := ctx.Err(); err != nil {
 		return result{}, err
 	}
-	return result{mode: mode, stats: summarize(samples), derivations: rep.derivations()}, nil
+	res.stats, res.derivations = summarize(samples), rep.derivations()
+	return res, nil
 }
 
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -97,25 +98,53 @@ func (c *scanCounter) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, 
 	return c.Volume.ReadDir(ctx, name)
 }
 
-// replica is one registry process, in process: its own mesh, its own
-// landing on the slow volume, its own HTTP server on a free port.
+// replica is one registry process, in process: its own mesh (or a shared
+// one), its own landing on the slow volume, its own HTTP server on a free
+// port.
 type replica struct {
 	url    string // the index URL
 	key    string
+	lander *landing.ModuleLanding
 	served *registry.ServedActivation
 	scans  *scanCounter
 	close  func(ctx context.Context) error
+
+	readyIn       time.Duration // the first derivation (served mode)
+	snapshotBytes int64         // heap held by the first snapshot
+	heapAtServer  int64         // live heap before the server (and its catalog) started
 }
 
 // derivations is how many scans of the module records the replica started:
 // the served snapshot's derivations, or the baseline's per-request scans.
 func (r *replica) derivations() int64 { return r.scans.scans.Load() }
 
+// replicaOptions configures startReplica.
+type replicaOptions struct {
+	dir       string
+	modules   int
+	latency   time.Duration
+	scan      bool         // the scan-per-request baseline
+	readPool  int          // the landing's read pool
+	store     mesh.Service // a shared mesh (-pg); nil: a memstore of its own
+	register  bool         // write the plan ladder, package nodes and consumer (once per mesh)
+	key       string       // the consumer's key when register is false
+	feed      bool         // announce and absorb writes through the mesh's change feed
+	freshness time.Duration
+	name      string
+}
+
+// heapInUse returns the live heap after a collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
 // startReplica starts a registry over the modules in dir, each volume
-// operation delayed by latency. scan selects the scan-per-request baseline.
-// The served replica's snapshot is derived once before it answers, as a
-// registry at steady state has one.
-func startReplica(ctx context.Context, dir string, modules int, latency time.Duration, scan bool, logger *slog.Logger) (_ *replica, err error) {
+// operation delayed by latency. The served replica's snapshot is derived
+// once before it answers, as a registry at steady state has one.
+func startReplica(ctx context.Context, o replicaOptions, logger *slog.Logger) (_ *replica, err error) {
 	var closers []func(ctx context.Context) error
 	closeAll := func(ctx context.Context) error {
 		var errs []error
@@ -132,33 +161,49 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 		}
 	}()
 
-	store, err := memstore.New(memstore.Options{Logger: logger})
-	if err != nil {
-		return nil, err
+	store := o.store
+	if store == nil {
+		mem, err := memstore.New(memstore.Options{Logger: logger})
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, func(context.Context) error { return mem.Close() })
+		store = mem
 	}
-	closers = append(closers, func(context.Context) error { return store.Close() })
-	key, err := registerConsumer(ctx, store, modules)
-	if err != nil {
-		return nil, err
+	key := o.key
+	if o.register {
+		if key, err = registerConsumer(ctx, store, o.modules); err != nil {
+			return nil, err
+		}
 	}
 
-	counter, err := newScanCounter(newSlowVolume(landing.DirVolume(dir), latency), dir)
+	counter, err := newScanCounter(newSlowVolume(landing.DirVolume(o.dir), o.latency), o.dir)
 	if err != nil {
 		return nil, err
 	}
-	lander, err := landing.NewModuleLanding(counter, landing.Options{Logger: logger})
+	lander, err := landing.NewModuleLanding(counter, landing.Options{Logger: logger, ReadPool: o.readPool, Replica: o.name})
 	if err != nil {
 		return nil, err
 	}
 	closers = append(closers, lander.Shutdown)
-	served := registry.NewServedActivation(lander, registry.ServedOptions{})
+	opts := registry.ServedOptions{Logger: logger, Freshness: o.freshness}
+	if o.feed {
+		opts.Changes = store
+	}
+	rep := &replica{key: key, lander: lander, scans: counter}
+	before := heapInUse()
+	served := registry.NewServedActivation(lander, opts)
 	closers = append(closers, served.Close)
-	if !scan {
+	if !o.scan {
+		began := time.Now()
 		if _, err := rx.First(ctx, served.Read()); err != nil {
 			return nil, fmt.Errorf("deriving the first snapshot: %w", err)
 		}
+		rep.readyIn = time.Since(began)
+		rep.snapshotBytes = heapInUse() - before
 	}
 
+	rep.heapAtServer = heapInUse()
 	srv, err := registry.NewServer(registry.ServerOptions{
 		Served:  served,
 		Auth:    &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
@@ -176,7 +221,7 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 		return nil, err
 	}
 	handler := srv.Handler()
-	if scan {
+	if o.scan {
 		handler = scanEveryRequest(lander, handler)
 	}
 	httpSrv := &http.Server{
@@ -196,13 +241,10 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 		<-serveErr
 		return err
 	})
-	return &replica{
-		url:    "http://" + ln.Addr().String() + client.IndexPath,
-		key:    key,
-		served: served,
-		scans:  counter,
-		close:  closeAll,
-	}, nil
+	rep.url = "http://" + ln.Addr().String() + client.IndexPath
+	rep.served = served
+	rep.close = closeAll
+	return rep, nil
 }
 
 // registerConsumer writes the plan ladder, a package node per module and

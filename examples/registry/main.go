@@ -163,7 +163,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	if err != nil {
 		return err
 	}
-	served := registry.NewServedActivation(landing, registry.ServedOptions{Logger: logger})
+	served := registry.NewServedActivation(landing, registry.ServedOptions{Logger: logger, Changes: store})
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
 		defer cancel()

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -62,8 +63,9 @@ type Options struct {
 
 // ModuleLanding lands module versions on a Volume and derives the activation
 // list from the records there. Several ModuleLandings on one volume root are
-// replicas of one registry. It starts no goroutines; every method runs on its
-// caller's goroutine and is safe for concurrent use.
+// replicas of one registry. It owns no goroutines: every method runs on its
+// caller's goroutine (Activation's parallel readers return before it does)
+// and is safe for concurrent use.
 type ModuleLanding struct {
 	v       Volume
 	scan    scanner
@@ -442,19 +444,96 @@ func (l *ModuleLanding) onLane(ctx context.Context, holder string, write func() 
 }
 
 // Activation derives the activation list from the records on the volume: the
-// authoritative read. It runs on the read pool, never behind a landing, and
-// sees each landing either not at all or complete. Its cost is a fixed number
-// of volume operations per module; a caller that reads often should serve a
-// maintained snapshot instead of calling this per request.
+// authoritative read. It lists the modules on one read slot, then reads the
+// modules' records in parallel, each module on a read slot of its own, with
+// at most ReadPool-1 modules at once (one when ReadPool is 1): a request's
+// read waits for one module's read at most, never for the whole scan, and
+// never behind a landing. It sees each landing either not at all or
+// complete. Its cost is a fixed number of volume operations per module; a
+// caller that reads often should serve a maintained snapshot instead of
+// calling this per request. The goroutines it starts have returned when it
+// returns; the first error (or ctx's end) stops the rest.
 func (l *ModuleLanding) Activation(ctx context.Context) (Activation, error) {
-	var act Activation
+	var keys []string
 	err := l.onReadPool(ctx, "activation read", func() error {
 		var err error
-		act, err = l.scan.activation(ctx)
-		l.reportUnreadable(act.Unreadable)
+		keys, err = l.scan.moduleKeys(ctx)
 		return err
 	})
-	return act, err
+	if err != nil || len(keys) == 0 {
+		return Activation{}, err
+	}
+	type found struct {
+		rec   Record
+		ok    bool
+		bad   []RecordError
+		valid bool
+	}
+	results := make([]found, len(keys))
+	workers := min(max(cap(l.reads.ch)-1, 1), len(keys))
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next     atomic.Int64
+		firstErr error
+		errOnce  sync.Once
+		wg       sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(keys) || ctx.Err() != nil {
+					return
+				}
+				err := l.onReadPool(ctx, "activation read", func() error {
+					r, ok, bad, err := l.scan.latest(ctx, keys[i], nil)
+					results[i] = found{rec: r, ok: ok, bad: bad, valid: true}
+					return err
+				})
+				if err != nil {
+					errOnce.Do(func() { firstErr = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return Activation{}, firstErr
+	}
+	if parent.Err() != nil { // a worker saw the end before reading: nothing may be missing silently
+		return Activation{}, volumeErr(parent, "read the modules' records", parent.Err())
+	}
+	var act Activation
+	for _, f := range results {
+		act.Unreadable = append(act.Unreadable, f.bad...)
+		if f.ok && f.rec.State.Served() {
+			act.Modules = append(act.Modules, f.rec)
+		}
+	}
+	l.reportUnreadable(act.Unreadable)
+	return act, nil
+}
+
+// Latest returns module's latest readable record, whatever its state (a
+// Removed or Uninstalled record says the module is not served), read on the
+// read pool: the cost of absorbing one module's change, a fixed number of
+// volume operations. found is false when the module has no records.
+func (l *ModuleLanding) Latest(ctx context.Context, module string) (rec Record, found bool, err error) {
+	if err := ValidateModuleName(module); err != nil {
+		return Record{}, false, err
+	}
+	err = l.onReadPool(ctx, "record of "+module, func() error {
+		var bad []RecordError
+		rec, found, bad, err = l.scan.latest(ctx, moduleKey(module), nil)
+		l.reportUnreadable(bad)
+		return err
+	})
+	return rec, found, err
 }
 
 // onReadPool runs read on a read slot.

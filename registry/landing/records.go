@@ -222,39 +222,28 @@ func decodeRecord(key, id string, data []byte) (Record, error) {
 // (unless records are unreadable and older ones must be tried).
 type scanner struct{ v Volume }
 
-// activation derives the activation list: one ReadDir of the modules
-// directory, then per module one ReadDir of its records and one ReadFile of
-// the latest record.
-func (s scanner) activation(ctx context.Context) (Activation, error) {
+// moduleKeys lists the module directories: the first step of a
+// derivation, which then reads per module one ReadDir of its records and one
+// ReadFile of the latest record (latest).
+func (s scanner) moduleKeys(ctx context.Context) ([]string, error) {
 	entries, err := s.v.ReadDir(ctx, modulesDir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Activation{}, nil
+		return nil, nil
 	}
 	if err != nil {
-		return Activation{}, volumeErr(ctx, "list modules", err)
+		return nil, volumeErr(ctx, "list modules", err)
 	}
-	var act Activation
+	var keys []string
 	for _, e := range sortedEntries(entries) {
 		key := e.Name()
 		if !e.IsDir() || ValidateModuleName(key) != nil || moduleKey(key) != key {
 			continue // not a module directory this package wrote
 		}
-		r, found, bad, err := s.latest(ctx, key, nil)
-		act.Unreadable = append(act.Unreadable, bad...)
-		if err != nil {
-			return Activation{}, err
-		}
-		if found && r.State.Served() {
-			act.Modules = append(act.Modules, r)
-		}
+		keys = append(keys, key)
 	}
-	return act, nil
+	return keys, nil
 }
 
-// latest returns the newest readable record of the module key that satisfies
-// want (any record if want is nil), looking no further back than a Removed
-// record. found is false when there is none; bad lists unreadable records
-// passed over.
 func (s scanner) latest(ctx context.Context, key string, want func(Record) bool) (r Record, found bool, bad []RecordError, err error) {
 	entries, err := s.v.ReadDir(ctx, recordsDir(key))
 	if errors.Is(err, fs.ErrNotExist) {

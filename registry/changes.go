@@ -1,0 +1,258 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/registry/landing"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// The change feed: how a replica absorbs another replica's write by reading
+// only the module written. Every write made through a ServedActivation puts
+// that module's change node; every ServedActivation keeps one live query
+// over the change nodes, and for each one another replica updated it
+// re-reads that module's latest record (ModuleLanding.Latest) and patches
+// its snapshot. The full derivation becomes the reconciliation behind it:
+// on the Reconcile cadence while the feed is live, on the Freshness cadence
+// while it is not, and at once after a Reset (the feed had a gap).
+
+// announce puts the change node of the module rec was written to. The write
+// has happened: a failure here is logged, not returned, and other replicas
+// absorb the write at their next reconciliation.
+func (s *ServedActivation) announce(rec landing.Record) {
+	if s.changes == nil {
+		return
+	}
+	content, _ := json.Marshal(ModuleChange{Module: rec.Module, Record: rec.ID, State: string(rec.State), Replica: rec.Replica})
+	n := mesh.Node{Path: mesh.JoinPath(s.changesNS, strings.ToLower(rec.Module)), NodeType: ChangeNodeType, Name: rec.Module, Content: content}
+	ctx, cancel := s.clk.WithTimeout(context.Background(), s.changeBudget)
+	defer cancel()
+	if _, err := s.changes.Put(ctx, n); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "registry: announcing a write on the change feed failed; other replicas absorb it at their next reconciliation",
+			slog.String("module", rec.Module), slog.String("record", rec.ID), slog.String("error", err.Error()))
+	}
+}
+
+// startFeed subscribes the change feed's live query. It is called by
+// NewServedActivation and, after a failure, by the retry timer.
+func (s *ServedActivation) startFeed() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.feedAttempt++
+	attempt := s.feedAttempt
+	s.feedTimer = nil
+	s.mu.Unlock()
+	sub := s.changes.Query(s.changesQuery).Subscribe(rx.NewObserver(
+		func(ch mesh.Change) { s.onChange(attempt, ch) },
+		func(err error) { s.feedFailed(attempt, err) },
+		func() { s.feedFailed(attempt, errors.New("the live query ended")) },
+	))
+	s.mu.Lock()
+	if s.closed || s.feedAttempt != attempt {
+		s.mu.Unlock()
+		sub.Unsubscribe()
+		return
+	}
+	s.feedSub = sub
+	s.mu.Unlock()
+}
+
+// onChange handles one frame of the change feed.
+func (s *ServedActivation) onChange(attempt uint64, ch mesh.Change) {
+	s.mu.Lock()
+	if s.closed || attempt != s.feedAttempt {
+		s.mu.Unlock()
+		return
+	}
+	switch ch.Kind {
+	case mesh.Initial, mesh.Reset:
+		// A full answer: the feed is live from now. Changes made before it
+		// (a Reset: during the gap) are not in the frames: a snapshot
+		// derived earlier is due at Freshness (dueAfter), and after a gap
+		// it is re-derived at once.
+		regap := ch.Kind == mesh.Reset || s.feedSince != (time.Time{})
+		s.feedLive, s.feedSince = true, s.clk.Now()
+		has, gen := s.has, s.gen
+		s.mu.Unlock()
+		if regap && has {
+			s.claim(gen)
+		}
+		return
+	case mesh.Removed:
+		s.mu.Unlock()
+		return
+	}
+	own := s.landing.Replica()
+	added := false
+	for _, n := range ch.Items {
+		var c ModuleChange
+		if err := json.Unmarshal(n.Content, &c); err != nil || landing.ValidateModuleName(c.Module) != nil {
+			continue // not a change node this package wrote: reconciliation covers whatever it stood for
+		}
+		if c.Replica == own {
+			continue // our own writes invalidated the snapshot as they returned
+		}
+		s.pending[strings.ToLower(c.Module)] = struct{}{}
+		added = true
+	}
+	s.mu.Unlock()
+	if added {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// feedFailed notes that the feed's query ended and arms its retry; until
+// it answers again snapshots are due at Freshness.
+func (s *ServedActivation) feedFailed(attempt uint64, err error) {
+	s.mu.Lock()
+	if s.closed || attempt != s.feedAttempt {
+		s.mu.Unlock()
+		return
+	}
+	wasLive := s.feedLive
+	s.feedLive = false
+	s.feedAttempt++
+	s.feedSub = nil
+	s.mu.Unlock()
+	if wasLive {
+		s.log.Warn("registry: the change feed is down; other replicas' writes are absorbed by re-derivation within Freshness until it is back",
+			slog.String("query", s.changesQuery), slog.Duration("retry", s.changesRetry), slog.String("error", err.Error()))
+	}
+	timer := rx.Timer(s.changesRetry, s.clk).Subscribe(rx.NewObserver(func(time.Time) { s.startFeed() }, nil, nil))
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		timer.Unsubscribe()
+		return
+	}
+	s.feedTimer = timer
+	s.mu.Unlock()
+}
+
+// absorber re-reads the modules the feed named, one at a time, until Close.
+// It is the service's goroutine: no request waits for it.
+func (s *ServedActivation) absorber() {
+	defer close(s.absorberDone)
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		}
+		s.mu.Lock()
+		keys := make([]string, 0, len(s.pending))
+		for k := range s.pending {
+			keys = append(keys, k)
+		}
+		clear(s.pending)
+		s.mu.Unlock()
+		slices.Sort(keys)
+		for _, key := range keys {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			s.absorb(key)
+		}
+	}
+}
+
+// absorb re-reads one module and patches the snapshot with what it found.
+// A module that cannot be read is left to the next reconciliation, which it
+// makes due at once.
+func (s *ServedActivation) absorb(key string) {
+	ctx, cancel := s.clk.WithTimeout(context.Background(), s.changeBudget)
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	rec, found, err := s.landing.Latest(ctx, key)
+	cancel()
+	if err != nil {
+		if errors.Is(err, landing.ErrClosed) {
+			return
+		}
+		s.log.Warn("registry: re-reading a module another replica wrote failed; re-deriving the snapshot instead",
+			slog.String("module", key), slog.String("error", err.Error()))
+		s.mu.Lock()
+		gen := s.gen
+		s.mu.Unlock()
+		s.claim(gen)
+		return
+	}
+	s.patch(patch{key: key, rec: rec, found: found})
+}
+
+// patch applies p to the snapshot, and keeps it for the derivation in
+// flight, whose listing may predate it.
+func (s *ServedActivation) patch(p patch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.patchSeq++
+	p.seq = s.patchSeq
+	if s.inflight.Load() != nil {
+		// Bounded by the modules written during one derivation, which
+		// its budget bounds.
+		s.patches = append(s.patches, p)
+	}
+	if !s.has {
+		return // the next derivation reads it
+	}
+	mods := patched(s.snap.Modules, p)
+	if sameModules(mods, s.snap.Modules) {
+		return
+	}
+	s.seq++
+	s.snap = Snapshot{Activation: landing.Activation{Modules: mods, Unreadable: s.snap.Activation.Unreadable}, Seq: s.seq, DerivedAt: s.snap.DerivedAt}
+	if !p.local {
+		s.absorbed.Add(1)
+	}
+}
+
+// sameModules reports whether a and b are the same slice (patched returns
+// its input when nothing changes).
+func sameModules(a, b []landing.Record) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// patched returns mods with p's module set to p's record: replaced,
+// inserted (in mods' order, by module key) or removed when the record is
+// not served. A record older than the one held (record ids order a
+// module's records) changes nothing, and mods itself is returned. mods is
+// never modified: snapshots are values.
+func patched(mods []landing.Record, p patch) []landing.Record {
+	i, ok := slices.BinarySearchFunc(mods, p.key, func(r landing.Record, k string) int {
+		return strings.Compare(strings.ToLower(r.Module), k)
+	})
+	serve := p.found && p.rec.State.Served()
+	switch {
+	case ok && p.found && p.rec.ID <= mods[i].ID:
+		return mods // what we hold is as new
+	case ok && serve:
+		out := slices.Clone(mods)
+		out[i] = p.rec
+		return out
+	case ok:
+		return slices.Delete(slices.Clone(mods), i, i+1)
+	case serve:
+		return slices.Insert(slices.Clip(mods), i, p.rec)
+	}
+	return mods
+}

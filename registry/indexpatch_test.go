@@ -1,0 +1,147 @@
+package registry
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
+)
+
+// patchWorld is an activation and a catalog that a test changes step by
+// step, as publications, removals and tier changes would.
+type patchWorld struct {
+	mods    map[string]landing.Record
+	tiers   map[string]string
+	version uint64
+}
+
+func (w *patchWorld) activation() landing.Activation {
+	var act landing.Activation
+	for i := range 400 {
+		if r, ok := w.mods[fmt.Sprintf("m%03d", i)]; ok {
+			act.Modules = append(act.Modules, r)
+		}
+	}
+	return act
+}
+
+func (w *patchWorld) catalog(changed []string) *catalogState {
+	w.version++
+	st := &catalogState{version: w.version, changed: changed, packages: map[string]catalogPackage{}}
+	for k, t := range w.tiers {
+		st.packages[k] = catalogPackage{name: k, tier: t}
+	}
+	return st
+}
+
+func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	w := &patchWorld{mods: map[string]landing.Record{}, tiers: map[string]string{}}
+	for i := range 300 {
+		k := fmt.Sprintf("m%03d", i)
+		w.mods[k] = landing.Record{Module: k, Version: "1.0.0", SHA256: fmt.Sprintf("%064d", i), State: landing.Landed}
+		w.tiers[k] = []string{"", "pro"}[i%2]
+	}
+	allows := func(_, tier string) bool { return tier == "" }
+	act, cat := w.activation(), w.catalog(nil)
+	prev := patchIndex(nil, act, cat, "", allows)
+	for step := range 200 {
+		var changed []string
+		switch k := fmt.Sprintf("m%03d", rng.IntN(400)); rng.IntN(4) {
+		case 0: // a new version, or a first landing
+			w.mods[k] = landing.Record{Module: k, Version: fmt.Sprintf("2.0.%d", step), SHA256: fmt.Sprintf("%064d", step), State: landing.Landed}
+			if _, ok := w.tiers[k]; !ok {
+				w.tiers[k] = ""
+				changed = []string{k}
+			}
+		case 1: // an uninstall
+			delete(w.mods, k)
+		case 2: // a tier change
+			w.tiers[k] = []string{"", "pro"}[rng.IntN(2)]
+			changed = []string{k}
+		case 3: // nothing: a re-derivation finding the same records
+		}
+		act = w.activation()
+		if changed != nil || rng.IntN(3) == 0 {
+			cat = w.catalog(changed)
+		}
+		next := patchIndex(prev, act, cat, "", allows)
+		full := patchIndex(nil, act, cat, "", allows)
+		require.True(t, string(full.doc.body) == string(next.doc.body), "step %d: the patched document is the full one", step)
+		require.Equal(t, full.doc.etag, next.doc.etag, "step %d: and so is its ETag", step)
+		require.True(t, string(referenceIndex(act, cat, allows)) == string(next.doc.body), "step %d: the document json.Marshal writes", step)
+		prev = next
+	}
+
+	// Unchanged entries are the previous document's, not re-encoded.
+	var listed []string
+	for i, e := range prev.entries {
+		if e != nil {
+			listed = append(listed, prev.mods[i].Module)
+		}
+	}
+	require.GreaterOrEqual(t, len(listed), 3)
+	w.mods[listed[0]] = landing.Record{Module: listed[0], Version: "9.0.0", SHA256: fmt.Sprintf("%064d", 9), State: landing.Landed}
+	next := patchIndex(prev, w.activation(), cat, "", allows)
+	reused, encoded := 0, 0
+	for j, e := range next.entries {
+		if e == nil {
+			continue
+		}
+		if i := indexOf(prev, next.mods[j].Module); i >= 0 && prev.entries[i] != nil && &prev.entries[i][0] == &e[0] {
+			reused++
+		} else {
+			encoded++
+		}
+	}
+	assert.Equal(t, 1, encoded, "one module changed: one entry encoded")
+	assert.Equal(t, len(listed)-1, reused, "every other entry reused")
+	prev = next
+
+	// Negative control: a catalog version that skips one cannot be patched
+	// from the changes it lists; with the check removed (its changes taken
+	// as complete) the patch misses the skipped version's change.
+	w.tiers[moduleKey(listed[1])] = "pro"
+	w.catalog([]string{moduleKey(listed[1])}) // a version this entitlement never asked for
+	w.tiers[moduleKey(listed[2])] = "pro"
+	after := w.catalog([]string{moduleKey(listed[2])})
+	want := patchIndex(nil, w.activation(), after, "", allows).doc.body
+	got := patchIndex(prev, w.activation(), after, "", allows)
+	assert.True(t, string(want) == string(got.doc.body), "a gap in catalog versions re-checks every package")
+	after.version = prev.cat.version + 1 // remove the check: pretend no version was skipped
+	wrong := patchIndex(prev, w.activation(), after, "", allows)
+	assert.False(t, string(want) == string(wrong.doc.body), "without the check the skipped change is missed")
+	assert.Contains(t, string(wrong.doc.body), `"`+listed[1]+`"`)
+}
+
+// referenceIndex is the document as the seed assembled it: json.Marshal of
+// a client.Index.
+func referenceIndex(act landing.Activation, cat *catalogState, allows func(plugin, tier string) bool) []byte {
+	idx := client.Index{Bundles: []client.IndexEntry{}}
+	for _, r := range act.Modules {
+		pkg := cat.lookup(r.Module)
+		if pkg.unreadable || !allows(r.Module, pkg.tier) {
+			continue
+		}
+		idx.Bundles = append(idx.Bundles, client.IndexEntry{Plugin: r.Module, Version: r.Version,
+			URL: client.BundlesPath + "/" + url.PathEscape(r.Module) + "/" + url.PathEscape(r.Version), SHA256: r.SHA256})
+	}
+	body, _ := json.Marshal(idx)
+	return append(body, '\n')
+}
+
+func indexOf(b *indexBase, module string) int {
+	for i, r := range b.mods {
+		if r.Module == module {
+			return i
+		}
+	}
+	return -1
+}
