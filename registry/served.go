@@ -374,7 +374,6 @@ func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivation, Snapsho
 	}
 }
 
-
 // start runs d on the service's own subscription: no request can cancel it.
 func (s *ServedActivation) start(d *derivation) bool {
 	s.mu.Lock()
