@@ -60,7 +60,7 @@ type Store struct {
 	clk       clock.Clock
 	budgets   mesh.Budgets
 	router    *mesh.Router
-	providers []mesh.Provider
+	querier   *mesh.Querier
 	log       *slog.Logger
 	// queueFrames bounds each subscriber's mailbox.
 	queueFrames int
@@ -95,7 +95,6 @@ func New(opts Options) (*Store, error) {
 		clk:         opts.Clock,
 		budgets:     opts.Budgets,
 		router:      opts.Router,
-		providers:   slices.Clone(opts.Providers),
 		log:         opts.Logger,
 		queueFrames: opts.QueueFrames,
 		parts:       map[string]*partition{},
@@ -120,11 +119,13 @@ func New(opts Options) (*Store, error) {
 		}
 		s.router = r
 	}
-	for i, p := range s.providers {
+	for i, p := range opts.Providers {
 		if p == nil {
 			return nil, fmt.Errorf("memstore: Options.Providers[%d] is nil", i)
 		}
 	}
+	s.querier = &mesh.Querier{Backend: backend{s}, Router: s.router, Providers: slices.Clone(opts.Providers),
+		Clock: s.clk, InitialBudget: s.budgets.QueryInitial, Until: s.closing}
 	switch {
 	case s.queueFrames == 0:
 		s.queueFrames = DefaultQueueFrames

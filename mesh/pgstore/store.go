@@ -82,7 +82,7 @@ type Store struct {
 	clk       clock.Clock
 	budgets   mesh.Budgets
 	router    *mesh.Router
-	providers []mesh.Provider
+	querier   *mesh.Querier
 	log       *slog.Logger
 	untyped   bool
 
@@ -114,7 +114,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		clk:       opts.Clock,
 		budgets:   opts.Budgets,
 		router:    opts.Router,
-		providers: slices.Clone(opts.Providers),
 		log:       opts.Logger,
 		untyped:   opts.UntypedFeed,
 		live:      map[*liveQuery]struct{}{},
@@ -139,7 +138,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("pgstore: Options.GatedTypes[%d] is empty", i)
 		}
 	}
-	for i, p := range s.providers {
+	for i, p := range opts.Providers {
 		if p == nil {
 			return nil, fmt.Errorf("pgstore: Options.Providers[%d] is nil", i)
 		}
@@ -151,6 +150,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 		s.router = r
 	}
+	s.querier = &mesh.Querier{Backend: backend{s}, Router: s.router, Providers: slices.Clone(opts.Providers),
+		Clock: s.clk, InitialBudget: s.budgets.QueryInitial, Merged: true}
 
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
