@@ -57,11 +57,11 @@ const providerName = "memstore"
 // Nodes the store returns share their Content with the store: treat it as
 // read-only.
 type Store struct {
-	clk       clock.Clock
-	budgets   mesh.Budgets
-	router    *mesh.Router
-	querier   *mesh.Querier
-	log       *slog.Logger
+	clk     clock.Clock
+	budgets mesh.Budgets
+	router  *mesh.Router
+	querier *mesh.Querier
+	log     *slog.Logger
 	// queueFrames bounds each subscriber's mailbox.
 	queueFrames int
 

@@ -47,11 +47,6 @@ type Options struct {
 	// QueryTracer sees every statement of the connection pool (reads and
 	// writes; not the listener's LISTEN).
 	QueryTracer pgx.QueryTracer
-	// UntypedFeed makes the listener ignore the node type of every change
-	// notice, as if the payload lacked it: every notice makes every live
-	// query whose schema and anchor hold the written path re-read. It exists
-	// to measure that multiplier; never set it otherwise.
-	UntypedFeed bool
 }
 
 // Reconnect pacing of the listener: the first retry waits MinReconnectDelay,
@@ -84,7 +79,6 @@ type Store struct {
 	router    *mesh.Router
 	querier   *mesh.Querier
 	log       *slog.Logger
-	untyped   bool
 
 	// ctx ends when Close begins; every goroutine of the store watches it.
 	ctx    context.Context
@@ -111,15 +105,14 @@ type Store struct {
 // NotifyChannel. Open is bounded by ctx and by twice Budgets.Operation.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s := &Store{
-		clk:       opts.Clock,
-		budgets:   opts.Budgets,
-		router:    opts.Router,
-		log:       opts.Logger,
-		untyped:   opts.UntypedFeed,
-		live:      map[*liveQuery]struct{}{},
-		schemas:   newSchemaSet(),
-		changes:   rx.NewSubject[mesh.ChangeNotice](),
-		feed:      rx.NewBehaviorSubject(FeedState{}),
+		clk:     opts.Clock,
+		budgets: opts.Budgets,
+		router:  opts.Router,
+		log:     opts.Logger,
+		live:    map[*liveQuery]struct{}{},
+		schemas: newSchemaSet(),
+		changes: rx.NewSubject[mesh.ChangeNotice](),
+		feed:    rx.NewBehaviorSubject(FeedState{}),
 	}
 	if s.clk == nil {
 		s.clk = clock.New()
