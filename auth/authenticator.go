@@ -45,7 +45,7 @@ const (
 //
 // An Authenticator must not be copied after first use.
 type Authenticator struct {
-	Mesh mesh.Service
+	Mesh mesh.Store
 	// Clock bounds the legs; nil means the real clock.
 	Clock clock.Clock
 	// ReadBudget bounds each leg; zero means DefaultReadBudget.

@@ -21,7 +21,7 @@
 // # Reading the mesh
 //
 // The instances, their key index, their grants and the plan tiers are mesh
-// nodes ([Registry] writes them, each change to an instance a compare-and-set
+// nodes ([Instances] writes them, each change to an instance a compare-and-set
 // on its node's version, so replicas lose nothing). An [Authenticator] turns an Authorization
 // header into a [Result]: a missing or malformed key answers synchronously,
 // with no read; otherwise three live legs run in turn — instance key,

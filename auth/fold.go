@@ -256,7 +256,7 @@ func (s *FoldSource) load(ctx context.Context) (*access.Fold, error) {
 // build makes the fold of one snapshot. Its error is a fact about that
 // version's nodes, so it is kept with the version like a fold would be.
 func (s *FoldSource) build(snap mesh.SecuritySnapshot) (*access.Fold, error) {
-	as, skipped, err := AccessSnapshot(snap.Nodes, s.GatedTypes)
+	as, skipped, err := BuildAccessSnapshot(snap.Nodes, s.GatedTypes)
 	for _, e := range skipped {
 		s.logger().Warn("auth: security node left out of the access fold", "version", snap.Version, "error", e)
 	}
@@ -297,14 +297,14 @@ func (e *SecurityNodeError) Error() string {
 	return fmt.Sprintf("auth: %s node %s: %s", e.NodeType, e.Path, e.Problem)
 }
 
-// AccessSnapshot maps security nodes to the rows of the access fold (see
+// BuildAccessSnapshot maps security nodes to the rows of the access fold (see
 // [RoleNodeType] for the content each type carries). Nodes of other types
 // are ignored. Roles that cannot be used are left out and reported in
 // skipped; assignments and policies that cannot be read make their scope
 // unreadable (access.Snapshot.Unreadable) and are reported in skipped too; a
 // membership that cannot be read is an error, since no fold is usable
 // without it. err joins one *SecurityNodeError per such membership.
-func AccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Snapshot, skipped []error, err error) {
+func BuildAccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Snapshot, skipped []error, err error) {
 	var broken []error
 	unreadable := map[string]bool{}
 	markUnreadable := func(scope string, e error) {
@@ -363,7 +363,7 @@ func AccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Snapsho
 			case blankRole(a.Roles):
 				markUnreadable(scope, bad("a blank role"))
 			default:
-				snap.Assignments = append(snap.Assignments, access.AccessAssignment{Scope: scope, Subject: a.Subject, Roles: a.Roles})
+				snap.Assignments = append(snap.Assignments, access.Assignment{Scope: scope, Subject: a.Subject, Roles: a.Roles})
 			}
 
 		case strings.EqualFold(n.NodeType, PolicyNodeType):

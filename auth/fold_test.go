@@ -33,7 +33,7 @@ func newSecurityStore(t testing.TB) *memstore.Store {
 	return s
 }
 
-func putNode(t testing.TB, s mesh.Service, path, nodeType string, content any) {
+func putNode(t testing.TB, s mesh.Store, path, nodeType string, content any) {
 	t.Helper()
 	n := mesh.Node{Path: path, NodeType: nodeType}
 	if content != nil {
@@ -102,7 +102,7 @@ func TestEverySecurityTypeWrittenLandsInTheFoldAndADeleteTakesItOut(t *testing.T
 // auth/access's scale test) at paths that sort in row order: alice's team
 // edge first, the two edges that make her a contractor last. The writes go
 // four at a time, as a store's users would make them.
-func org(t testing.TB, s mesh.Service) {
+func org(t testing.TB, s mesh.Store) {
 	t.Helper()
 	edges := make([][2]string, 0, 10_000)
 	edges = append(edges, [2]string{"alice", "team-7"})
@@ -162,7 +162,7 @@ func TestAGroupDenyAmong10000MembershipsStillDenies(t *testing.T) {
 	require.NoError(t, err)
 	paged := slices.DeleteFunc(slices.Clone(snap.Nodes), func(n mesh.Node) bool { return n.NodeType == MembershipNodeType })
 	paged = append(paged, page...)
-	rows, skipped, err := AccessSnapshot(paged, nil)
+	rows, skipped, err := BuildAccessSnapshot(paged, nil)
 	require.NoError(t, err)
 	require.Empty(t, skipped)
 	fold, err := access.NewFold(rows)

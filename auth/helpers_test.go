@@ -144,7 +144,7 @@ func (s *faultStore) waitEntered(t testing.TB, key string) {
 type fixture struct {
 	clk   *rxtest.Clock
 	store *faultStore
-	reg   *Registry
+	reg   *Instances
 	key   string
 }
 
@@ -152,7 +152,7 @@ func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	clk := rxtest.NewClock()
 	store := newFaultStore(t, clk)
-	reg := &Registry{Mesh: store, Clock: clk}
+	reg := &Instances{Mesh: store, Clock: clk}
 	ctx := context.Background()
 	// The ladder first: Register refuses a plan it does not have.
 	for _, tier := range []PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 2}, {ID: "enterprise", Rank: 3, AllAccess: true}} {

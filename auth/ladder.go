@@ -41,7 +41,7 @@ const tierQuery = "namespace:" + TierNamespace + " nodeType:" + TierNodeType
 //
 // A PlanTierLadder must not be copied after first use.
 type PlanTierLadder struct {
-	Mesh mesh.Service
+	Mesh mesh.Store
 	// Clock bounds fills and ages the cache; nil means the real clock.
 	Clock clock.Clock
 	// ReadTimeout bounds one fill; zero means DefaultLadderReadTimeout.

@@ -43,7 +43,7 @@ func (f GlobalAdminsFunc) IsGlobalAdmin(ctx context.Context, user string) access
 // it is then safe for concurrent use. Only Mesh is required.
 type Service struct {
 	// Mesh stores the notifications.
-	Mesh mesh.Service
+	Mesh mesh.Store
 	// Clock stamps CreatedAt and bounds the service's waits; nil means the
 	// real clock.
 	Clock clock.Clock

@@ -44,14 +44,14 @@ type Options struct {
 }
 
 var (
-	_ mesh.Service = (*Store)(nil)
-	_ io.Closer    = (*Store)(nil) // meshtest closes a store to check that it then answers "unavailable"
+	_ mesh.Store = (*Store)(nil)
+	_ io.Closer  = (*Store)(nil) // meshtest closes a store to check that it then answers "unavailable"
 )
 
 // providerName is the name the store's own provider has in a fan-in.
 const providerName = "memstore"
 
-// Store is a mesh.Service kept in process memory. It is safe for concurrent
+// Store is a mesh.Store kept in process memory. It is safe for concurrent
 // use. Its zero value is not usable: call New.
 //
 // Nodes the store returns share their Content with the store: treat it as
@@ -76,7 +76,7 @@ type Store struct {
 	// liveMu guards the live queries and the Changes subscribers; it is
 	// taken inside mu (read or write), never the other way round.
 	liveMu   sync.Mutex
-	live     registry
+	live     liveSet
 	watchers map[*watcher]struct{}
 
 	// closing fires once, on Close, and ends every query's stream: a query
@@ -98,7 +98,7 @@ func New(opts Options) (*Store, error) {
 		log:         opts.Logger,
 		queueFrames: opts.QueueFrames,
 		parts:       map[string]*partition{},
-		live:        newRegistry(),
+		live:        newLiveSet(),
 		watchers:    map[*watcher]struct{}{},
 		closing:     rx.NewAsyncSubject[struct{}](),
 		sec:         newSecurity(opts.GatedTypes),

@@ -4,7 +4,7 @@
 //
 // # The store
 //
-// Open returns a Store, a mesh.Service and mesh.SecurityReader that passes
+// Open returns a Store, a mesh.Store and mesh.SecurityReader that passes
 // the conformance suite mesh/meshtest:
 //
 //	s, err := pgstore.Open(ctx, "postgres://…/mesh", pgstore.Options{})

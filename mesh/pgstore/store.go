@@ -69,7 +69,7 @@ const listenerAppName = "meshrx-pgstore-listener"
 // providerName is the name the store's own provider has in a fan-in.
 const providerName = "pgstore"
 
-// Store is a mesh.Service and mesh.SecurityReader on PostgreSQL. It is safe
+// Store is a mesh.Store and mesh.SecurityReader on PostgreSQL. It is safe
 // for concurrent use. Make one with Open and release it with Close.
 type Store struct {
 	pool      *pgxpool.Pool
@@ -362,6 +362,6 @@ func isUnroutable(err error) bool {
 }
 
 var (
-	_ mesh.Service        = (*Store)(nil)
+	_ mesh.Store          = (*Store)(nil)
 	_ mesh.SecurityReader = (*Store)(nil)
 )
