@@ -148,7 +148,7 @@ func BenchmarkWarmPermissionCheck(b *testing.B) {
 		{"store=memstore", func(b *testing.B) mesh.Store { return newSecurityStore(b) }},
 		{"store=pgstore", func(b *testing.B) mesh.Store {
 			url := pg.Database(b)
-			s, err := pgstore.Open(ctx, url, pgstore.Options{})
+			s, err := pgstore.Open(ctx, url, pgstore.Options{GatedTypes: SecurityTypes()})
 			require.NoError(b, err)
 			b.Cleanup(func() { _ = s.Close() })
 			return s

@@ -58,6 +58,17 @@ const (
 	policyID        = "_Policy"
 )
 
+// SecurityTypes returns the node types of the access fold: auth declares
+// them, and a store that serves auth must be configured with them (with any
+// type gated like them), so that it keeps them whole in its security
+// materialisation and its router never narrows a read of them:
+//
+//	store, err := memstore.New(memstore.Options{GatedTypes: auth.SecurityTypes()})
+//	router, err := mesh.NewRouter(mesh.RouterConfig{GatedTypes: auth.SecurityTypes()})
+func SecurityTypes() []string {
+	return []string{RoleNodeType, MembershipNodeType, AssignmentNodeType, PolicyNodeType}
+}
+
 // FoldSource serves the access fold from a store's security materialisation
 // (mesh.SecurityReader): the complete set of security nodes, maintained by
 // the write path, never a paged or narrowed query. The fold is rebuilt only

@@ -27,7 +27,7 @@ const gatedType = "PluginListing"
 
 func newSecurityStore(t testing.TB) *memstore.Store {
 	t.Helper()
-	s, err := memstore.New(memstore.Options{GatedTypes: []string{gatedType}})
+	s, err := memstore.New(memstore.Options{GatedTypes: append(SecurityTypes(), gatedType)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -81,7 +81,7 @@ func TestEverySecurityTypeWrittenLandsInTheFoldAndADeleteTakesItOut(t *testing.T
 			access.Anonymous, "store/plugin-a", access.Read, access.Allowed},
 	}
 
-	types := append(mesh.SecurityTypes(), gatedType)
+	types := append(SecurityTypes(), gatedType)
 	for _, typ := range types {
 		c, ok := census[typ]
 		require.True(t, ok, "security type %q has no census entry: say what a node of it does in the fold", typ)

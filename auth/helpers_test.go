@@ -42,7 +42,7 @@ type faultStore struct {
 
 func newFaultStore(t testing.TB, clk clock.Clock) *faultStore {
 	t.Helper()
-	s, err := memstore.New(memstore.Options{Clock: clk})
+	s, err := memstore.New(memstore.Options{Clock: clk, GatedTypes: SecurityTypes()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return &faultStore{Store: s, stalls: map[string]bool{}, failures: map[string]error{}, entered: make(chan string, 256)}

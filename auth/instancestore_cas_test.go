@@ -126,7 +126,7 @@ func lostKeys(t *testing.T, r *Instances, keys []string) []string {
 
 func TestTwoRegistriesIssuingKeysAtOnceLoseNone(t *testing.T) {
 	run := func(t *testing.T, wrap func(mesh.Store) mesh.Store) []string {
-		s, err := memstore.New(memstore.Options{})
+		s, err := memstore.New(memstore.Options{GatedTypes: SecurityTypes()})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		// Two reads each: the existence check, then the read the update
@@ -151,7 +151,7 @@ func openReplicas(t *testing.T, n int) []*pgstore.Store {
 	stores := make([]*pgstore.Store, n)
 	for i := range stores {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		s, err := pgstore.Open(ctx, url, pgstore.Options{})
+		s, err := pgstore.Open(ctx, url, pgstore.Options{GatedTypes: SecurityTypes()})
 		cancel()
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

@@ -25,7 +25,7 @@ type Options struct {
 	// mesh.DefaultBudgets. Queries use Budgets.QueryInitial.
 	Budgets mesh.Budgets
 	// Router routes queries and resolves global satellites; nil means
-	// mesh.NewRouter(mesh.RouterConfig{}).
+	// mesh.NewRouter with GatedTypes.
 	Router *mesh.Router
 	// Providers are fanned in beside the store on every routed query, such as
 	// static configuration.
@@ -38,8 +38,10 @@ type Options struct {
 	// collapsed into one delivery (a live query's Reset with the current
 	// result) sent when it catches up. Zero means DefaultQueueFrames.
 	QueueFrames int
-	// GatedTypes are node types kept in the security materialisation
-	// (SecurityNodes) beside mesh.SecurityTypes.
+	// GatedTypes are the node types kept in the security materialisation
+	// (SecurityNodes) and never narrowed by the default router: the security
+	// types its user declares (auth.SecurityTypes, plus any type gated like
+	// them). mesh names none of its own.
 	GatedTypes []string
 }
 
@@ -113,7 +115,7 @@ func New(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("memstore: %w", err)
 	}
 	if s.router == nil {
-		r, err := mesh.NewRouter(mesh.RouterConfig{})
+		r, err := mesh.NewRouter(mesh.RouterConfig{GatedTypes: opts.GatedTypes})
 		if err != nil {
 			return nil, fmt.Errorf("memstore: default router: %w", err)
 		}

@@ -53,7 +53,8 @@
 // # The security fold
 //
 // public.security_fold holds a copy of every node whose type is a security
-// type (mesh.SecurityTypes, or a type listed in public.security_fold_types),
+// type (a type listed in public.security_fold_types: the Options.GatedTypes
+// of every store opened on the database),
 // from every node table of every schema, maintained by triggers in the
 // writing transaction, with a version bumped by the same transaction.
 // SecurityNodes reads it in one statement: never paged, never narrowed.

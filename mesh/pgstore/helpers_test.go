@@ -214,3 +214,7 @@ func (l *logLines) matching(prefix string) []string {
 	}
 	return out
 }
+
+// accessTypes are the security types a store's user declares as gated, as
+// auth does (auth.SecurityTypes); mesh names none of its own.
+var accessTypes = []string{"Role", "GroupMembership", "AccessAssignment", "PartitionAccessPolicy"}

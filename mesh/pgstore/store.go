@@ -37,9 +37,12 @@ type Options struct {
 	Providers []mesh.Provider
 	// Logger receives the store's log lines; nil discards them.
 	Logger *slog.Logger
-	// GatedTypes are node types folded into public.security_fold besides
-	// mesh.SecurityTypes. Open adds those the database lacks (and backfills
-	// their rows); it never removes one.
+	// GatedTypes are the node types folded into public.security_fold and
+	// never narrowed by the default router: the security types its user
+	// declares (auth.SecurityTypes, plus any type gated like them); mesh
+	// names none of its own. Open adds those the database lacks (and
+	// backfills their rows); it never removes one, so a database folds every
+	// type any store opened on it was given.
 	GatedTypes []string
 	// MaxConns caps the connection pool; 0 means pool_max_conns from the URL,
 	// or pgxpool's default. The listener's connection is not counted.
