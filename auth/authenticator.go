@@ -54,7 +54,7 @@ type Authenticator struct {
 	// and the empty ladder.
 	Ladder *PlanTierLadder
 	// Logger receives a warning per unavailable result and a debug line per
-	// refusal after a read; nil discards.
+	// refusal after a read; nil means slog.Default().
 	Logger *slog.Logger
 
 	// refusal is the fast 401, built once: answering it allocates nothing.
@@ -199,4 +199,4 @@ func (a *Authenticator) clock() clock.Clock {
 	return a.Clock
 }
 
-func (a *Authenticator) logger() *slog.Logger { return orDiscard(a.Logger) }
+func (a *Authenticator) logger() *slog.Logger { return orDefault(a.Logger) }

@@ -37,4 +37,9 @@
 // decision reads only their version, [mesh.SecurityVersioner]), and a fold
 // it could not read decides Undetermined, which denies. The pure fold lives
 // in the sub-package [github.com/meshrx/meshrx/auth/access].
+//
+// # Logging
+//
+// Every *slog.Logger option of this package (Authenticator.Logger, FoldSource.Logger, PlanTierLadder.Logger) may be nil, which
+// means slog.Default(): nothing is discarded unless the caller says so.
 package auth

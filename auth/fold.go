@@ -95,7 +95,7 @@ type FoldSource struct {
 	// returns them among the security nodes.
 	GatedTypes []string
 	// Logger receives a warning per undetermined decision and per security
-	// node left out; nil discards.
+	// node left out; nil means slog.Default().
 	Logger *slog.Logger
 
 	mu    sync.Mutex
@@ -294,7 +294,7 @@ func (s *FoldSource) clock() clock.Clock {
 	return s.Clock
 }
 
-func (s *FoldSource) logger() *slog.Logger { return orDiscard(s.Logger) }
+func (s *FoldSource) logger() *slog.Logger { return orDefault(s.Logger) }
 
 // SecurityNodeError reports a security node whose content or place the fold
 // cannot use.

@@ -49,7 +49,7 @@ type PlanTierLadder struct {
 	// CacheDuration is how long a filled ladder is served; zero means
 	// DefaultLadderCacheDuration.
 	CacheDuration time.Duration
-	// Logger receives a warning per failed fill; nil discards.
+	// Logger receives a warning per failed fill; nil means slog.Default().
 	Logger *slog.Logger
 
 	mu       sync.Mutex
@@ -178,13 +178,14 @@ func (l *PlanTierLadder) cacheDuration() time.Duration {
 }
 
 func (l *PlanTierLadder) logger() *slog.Logger {
-	return orDiscard(l.Logger)
+	return orDefault(l.Logger)
 }
 
-// orDiscard returns lg, or a logger that drops everything when lg is nil.
-func orDiscard(lg *slog.Logger) *slog.Logger {
+// orDefault returns lg, or slog.Default() when lg is nil: the package's
+// logger convention.
+func orDefault(lg *slog.Logger) *slog.Logger {
 	if lg == nil {
-		return slog.New(slog.DiscardHandler)
+		return slog.Default()
 	}
 	return lg
 }

@@ -48,4 +48,9 @@
 //	router, _ := mesh.NewRouter(mesh.RouterConfig{})
 //	q, _ := mesh.Parse("namespace:acme/Docs nodeType:Article")
 //	route, err := router.Route(q, knownSchemas) // Pinned, Schemas ["acme"]
+//
+// # Logging
+//
+// Every *slog.Logger option of this package (RouterConfig.Logger) may be nil, which
+// means slog.Default(): nothing is discarded unless the caller says so.
 package mesh

@@ -57,7 +57,8 @@ type RouterConfig struct {
 	// or a deny that fails open, and any type gated like them. mesh names
 	// none of its own.
 	GatedTypes []string
-	// Logger receives one warning per unanchored fan-out; nil discards.
+	// Logger receives one warning per unanchored fan-out; nil means
+	// slog.Default().
 	Logger *slog.Logger
 }
 
@@ -117,7 +118,7 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 		log:           cfg.Logger,
 	}
 	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
+		r.log = slog.Default()
 	}
 	if r.allow == nil {
 		a, err := DefaultAllowList()

@@ -58,7 +58,7 @@ type Service struct {
 	// shorter, initial budget trips first with its own error); the global
 	// admin check waits at most Permission.
 	Budgets mesh.Budgets
-	// Logger receives the service's warnings; nil discards them.
+	// Logger receives the service's warnings; nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -78,7 +78,7 @@ func (s *Service) budgets() mesh.Budgets {
 
 func (s *Service) log() *slog.Logger {
 	if s.Logger == nil {
-		return slog.New(slog.DiscardHandler)
+		return slog.Default()
 	}
 	return s.Logger
 }

@@ -30,7 +30,7 @@ type Options struct {
 	// Providers are fanned in beside the store on every routed query, such as
 	// static configuration.
 	Providers []mesh.Provider
-	// Logger receives the store's log lines; nil discards them.
+	// Logger receives the store's log lines; nil means slog.Default().
 	Logger *slog.Logger
 	// QueueFrames bounds each subscriber's queue: the frames of a live
 	// query, or the notices of a Changes subscription, written but not yet
@@ -135,7 +135,7 @@ func New(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("memstore: Options.QueueFrames is %d; it must be positive, or zero for the default", s.queueFrames)
 	}
 	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+		s.log = slog.Default()
 	}
 	return s, nil
 }

@@ -70,4 +70,9 @@
 // Functions take a DB (a *pgxpool.Pool, *pgx.Conn or pgx.Tx). Schema and
 // table names are always quoted as identifiers (pgx.Identifier, or %I in
 // SQL), never built from values by concatenation.
+//
+// # Logging
+//
+// Every *slog.Logger option of this package (Options.Logger) may be nil, which
+// means slog.Default(): nothing is discarded unless the caller says so.
 package pgstore

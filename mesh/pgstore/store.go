@@ -35,7 +35,7 @@ type Options struct {
 	// Providers are fanned in beside the store on every routed query, such
 	// as static configuration.
 	Providers []mesh.Provider
-	// Logger receives the store's log lines; nil discards them.
+	// Logger receives the store's log lines; nil means slog.Default().
 	Logger *slog.Logger
 	// GatedTypes are the node types folded into public.security_fold and
 	// never narrowed by the default router: the security types its user
@@ -121,7 +121,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.clk = clock.New()
 	}
 	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+		s.log = slog.Default()
 	}
 	if s.budgets == (mesh.Budgets{}) {
 		s.budgets = mesh.DefaultBudgets()
