@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxtest"
@@ -232,8 +233,8 @@ func TestAFailingStoreIsUnavailableNeverUnauthenticated(t *testing.T) {
 
 func TestALadderThatCannotBeReadFallsBackToItsLastSnapshot(t *testing.T) {
 	f := newFixture(t)
-	logs := &logRecords{}
-	a := f.authenticator(slog.New(logs))
+	logs, logger := testkit.CaptureLogs()
+	a := f.authenticator(logger)
 	require.True(t, first(t, a.Authenticate(bearer(f.key))).Allows("Plugins", "charts", "pro"))
 
 	f.clk.Advance(DefaultLadderCacheDuration)
@@ -245,7 +246,7 @@ func TestALadderThatCannotBeReadFallsBackToItsLastSnapshot(t *testing.T) {
 	res := rec.Values()[0]
 	assert.True(t, res.Authenticated(), "the last snapshot is a fact; only no ladder at all is unavailable")
 	assert.True(t, res.Allows("Plugins", "charts", "pro"))
-	assert.Contains(t, logs.warnings(), "auth: could not read the plan-tier ladder; serving the last snapshot")
+	assert.Contains(t, logs.Messages(slog.LevelWarn), "auth: could not read the plan-tier ladder; serving the last snapshot")
 }
 
 func TestAStalledLegIsBoundedOnAPlainMockClockToo(t *testing.T) {

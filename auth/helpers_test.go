@@ -180,35 +180,6 @@ func (f *fixture) authenticator(logger *slog.Logger) *Authenticator {
 	}
 }
 
-// logRecords is a slog.Handler that keeps what it is given.
-type logRecords struct {
-	mu      sync.Mutex
-	records []slog.Record
-}
-
-func (h *logRecords) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logRecords) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.records = append(h.records, r.Clone())
-	return nil
-}
-func (h *logRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *logRecords) WithGroup(string) slog.Handler      { return h }
-
-// warnings returns the messages logged at Warn or above.
-func (h *logRecords) warnings() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, r := range h.records {
-		if r.Level >= slog.LevelWarn {
-			out = append(out, r.Message)
-		}
-	}
-	return out
-}
-
 func first[T any](t testing.TB, src rx.Observable[T]) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxtest"
@@ -87,8 +88,8 @@ func TestAHundredConcurrentCallersShareOneFill(t *testing.T) {
 
 func TestAFailedFillServesTheLastSnapshotAndWarns(t *testing.T) {
 	f := newFixture(t)
-	logs := &logRecords{}
-	l := &PlanTierLadder{Mesh: f.store, Clock: f.clk, Logger: slog.New(logs)}
+	logs, logger := testkit.CaptureLogs()
+	l := &PlanTierLadder{Mesh: f.store, Clock: f.clk, Logger: logger}
 	require.Equal(t, 2, rankOf(t, first(t, l.Read()), "pro"))
 
 	f.clk.Advance(time.Minute)
@@ -100,7 +101,7 @@ func TestAFailedFillServesTheLastSnapshotAndWarns(t *testing.T) {
 	require.True(t, rec.Completed())
 	assert.Equal(t, 2, rankOf(t, rec.Values()[0], "pro"), "the last snapshot")
 	assert.EqualValues(t, 2, f.store.queries.Load(), "the expired cache was not served without trying a read")
-	assert.Equal(t, []string{"auth: could not read the plan-tier ladder; serving the last snapshot"}, logs.warnings())
+	assert.Equal(t, []string{"auth: could not read the plan-tier ladder; serving the last snapshot"}, logs.Messages(slog.LevelWarn))
 
 	// A fault is not cached: once the listing answers, the next read fills.
 	f.store.heal(StagePlanTiers)
@@ -120,8 +121,8 @@ func TestAFailedFillWithNoSnapshotIsTheEmptyLadder(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
-			logs := &logRecords{}
-			l := &PlanTierLadder{Mesh: f.store, Clock: f.clk, Logger: slog.New(logs)}
+			logs, logger := testkit.CaptureLogs()
+			l := &PlanTierLadder{Mesh: f.store, Clock: f.clk, Logger: logger}
 			c.fault(f.store)
 			rec := rxtest.Record(f.clk, l.Read())
 			f.clk.Advance(DefaultLadderReadTimeout)
@@ -129,7 +130,7 @@ func TestAFailedFillWithNoSnapshotIsTheEmptyLadder(t *testing.T) {
 			ranks := rec.Values()[0]
 			assert.Empty(t, ranks.IDs(), "no ladder")
 			assert.False(t, ranks.Covers("pro", ""), "an unknown plan licenses nothing")
-			assert.Len(t, logs.warnings(), 1)
+			assert.Len(t, logs.Messages(slog.LevelWarn), 1)
 
 			// Negative control: the same ladder once the listing answers.
 			f.store.heal(StagePlanTiers)
@@ -142,10 +143,10 @@ func TestATierThatCannotBeReadIsLeftOffTheLadder(t *testing.T) {
 	f := newFixture(t)
 	_, err := f.store.Put(context.Background(), mesh.Node{Path: TierPath("gold"), NodeType: TierNodeType, Content: []byte(`{"rank":"high"}`)})
 	require.NoError(t, err)
-	logs := &logRecords{}
-	ranks := first(t, (&PlanTierLadder{Mesh: f.store, Clock: f.clk, Logger: slog.New(logs)}).Read())
+	logs, logger := testkit.CaptureLogs()
+	ranks := first(t, (&PlanTierLadder{Mesh: f.store, Clock: f.clk, Logger: logger}).Read())
 	assert.Equal(t, []string{"free", "pro", "enterprise"}, ranks.IDs(), "gold is unknown, so it licenses nothing")
-	assert.Len(t, logs.warnings(), 1)
+	assert.Len(t, logs.Messages(slog.LevelWarn), 1)
 }
 
 func TestTheLadderCacheHoldsOnAPlainMockClockToo(t *testing.T) {

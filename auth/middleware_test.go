@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -71,17 +72,6 @@ func getAsync(t *testing.T, srv *httptest.Server, authorization string) <-chan h
 		out <- a
 	}()
 	return out
-}
-
-func receive(t *testing.T, ch <-chan httpAnswer) httpAnswer {
-	t.Helper()
-	select {
-	case a := <-ch:
-		return a
-	case <-time.After(bound):
-		require.FailNow(t, "no answer")
-		return httpAnswer{}
-	}
 }
 
 func TestMiddlewareAnswers401WithoutAKeyOrWithAMalformedOneAndReadsNothing(t *testing.T) {
@@ -149,7 +139,7 @@ func TestAStalledLegAnswers503WithinItsBudgetNamingTheLeg(t *testing.T) {
 			assert.Equal(t, 1, f.clk.Pending(), "the leg's bound has not tripped early; the request waits on it")
 			f.clk.Advance(time.Nanosecond)
 
-			a := receive(t, pending)
+			a := testkit.Receive(t, pending, "the middleware's answer")
 			assert.Equal(t, http.StatusServiceUnavailable, a.status)
 			assert.Equal(t, "5", a.retryAfter)
 			assert.Equal(t, stage+": no answer within 10s", a.reason)
@@ -197,7 +187,7 @@ func TestARequestThatEndsBeforeItsKeyIsCheckedIs503(t *testing.T) {
 	require.Equal(t, 1, f.clk.Pending(), "the request waits on the instance leg")
 	(<-cancels)()
 
-	a := receive(t, pending)
+	a := testkit.Receive(t, pending, "the middleware's answer")
 	assert.Equal(t, http.StatusServiceUnavailable, a.status, "no virtual time passed: the request context ended the wait")
 	assert.Contains(t, a.reason, "the request ended before the key could be checked")
 	assert.Zero(t, f.clk.Pending(), "the abandoned leg was unsubscribed and its bound disarmed")

@@ -3,14 +3,11 @@ package auth
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
-)
 
-// DefaultRetryAfter is what WriteUnavailable advertises when the caller
-// gives no positive delay.
-const DefaultRetryAfter = 5 * time.Second
+	httpanswer "github.com/meshrx/meshrx/internal/answer"
+)
 
 const (
 	unauthenticatedMessage = "A registered instance key is required (Authorization: Bearer mwi_… or Basic with the key as password)."
@@ -33,17 +30,10 @@ func WriteUnauthenticated(w http.ResponseWriter) {
 // must be used instead of 401 whenever the answer is "could not find out".
 // The body's waitingOn lists the stage reason starts with, as every other
 // 503 of the registry does.
-// retryAfter is rounded up to whole seconds; zero or less means
-// DefaultRetryAfter.
+// retryAfter is rounded up to whole seconds; zero or less means the
+// module's one default (5s).
 func WriteUnavailable(w http.ResponseWriter, reason string, retryAfter time.Duration) {
-	if retryAfter <= 0 {
-		retryAfter = DefaultRetryAfter
-	}
-	seconds := int64(retryAfter / time.Second)
-	if retryAfter%time.Second != 0 {
-		seconds++
-	}
-	w.Header().Set("Retry-After", strconv.FormatInt(seconds, 10))
+	httpanswer.SetRetryAfter(w.Header(), retryAfter)
 	writeJSON(w, http.StatusServiceUnavailable, struct {
 		Error     string   `json:"error"`
 		Reason    string   `json:"reason"`

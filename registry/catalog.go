@@ -12,6 +12,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -74,7 +75,7 @@ type catalogHealth struct {
 // map from plugin to tier and a version that changes with every change.
 // Requests read its state; none of them queries the mesh.
 type catalog struct {
-	svc   mesh.Service
+	svc   mesh.Store
 	query string
 	clk   clock.Clock
 	retry time.Duration
@@ -95,13 +96,13 @@ type catalog struct {
 	feedDown bool
 	timer    rx.Subscription
 	closed   bool
-
-	// Test seam, set by this package's tests before first use: told when a
-	// reader starts waiting for the first Initial.
-	waiting func()
 }
 
-func newCatalog(svc mesh.Service, source string, clk clock.Clock, retry time.Duration, log *slog.Logger) *catalog {
+// catalogWaitMessage is the debug line a reader logs when it waits for the
+// catalog's first answer: a slow first index request can be told apart.
+const catalogWaitMessage = "registry: waiting for the package catalog's first answer"
+
+func newCatalog(svc mesh.Store, source string, clk clock.Clock, retry time.Duration, log *slog.Logger) *catalog {
 	return &catalog{
 		svc:     svc,
 		query:   "namespace:" + source + " nodeType:" + PackageNodeType,
@@ -307,9 +308,7 @@ func (c *catalog) read() rx.Observable[*catalogState] {
 		case closed:
 			return rx.Throw[*catalogState](errCatalogClosed)
 		}
-		if c.waiting != nil {
-			c.waiting()
-		}
+		c.log.Debug(catalogWaitMessage)
 		return first
 	})
 }
@@ -372,7 +371,7 @@ func (c *catalog) close() {
 // guessed tier.
 func decodePackage(n mesh.Node) (catalogPackage, error) {
 	name := n.Name
-	if ValidateModuleName(name) != nil || moduleKey(name) != moduleKey(n.ID) {
+	if landing.ValidateModuleName(name) != nil || moduleKey(name) != moduleKey(n.ID) {
 		name = n.ID
 	}
 	p := catalogPackage{name: name, path: n.Path}
@@ -410,8 +409,12 @@ func canonicalTier(tier string) (string, error) {
 	if t == "" {
 		return "", nil
 	}
-	if reason := checkName(t, 64, "._-"); reason != "" {
+	if reason := landing.NameProblem(t, 64, "._-"); reason != "" {
 		return "", &tierError{Tier: tier, Reason: reason}
 	}
 	return t, nil
 }
+
+// moduleKey is a package's identity: its name compared without case, as
+// the landing keys modules.
+func moduleKey(module string) string { return strings.ToLower(module) }

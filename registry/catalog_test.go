@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/registry/client"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -26,7 +28,7 @@ func TestTheCatalogIsOneLiveQueryNotOnePerRequest(t *testing.T) {
 	require.EqualValues(t, 1, f.mesh.catalogQueries.Load())
 	for range 20 {
 		f.index(key)
-		f.do(request{path: BundlesPath + "/A/1.0.0", key: key})
+		f.do(request{path: client.BundlesPath + "/A/1.0.0", key: key})
 	}
 	assert.EqualValues(t, 1, f.mesh.catalogQueries.Load(), "requests read the catalog's state, never the mesh")
 }
@@ -38,14 +40,13 @@ func TestAPackageTierChangeReachesTheIndexThroughTheLiveQuery(t *testing.T) {
 	idx, _ := f.index(key)
 	assert.Empty(t, idx.Bundles, "an enterprise package is beyond a pro plan")
 
-	_, err := f.store.Put(t.Context(), packageNode("A", `{"tier":"pro"}`))
-	require.NoError(t, err)
+	f.putPackage(packageNode("A", `{"tier":"pro"}`))
 	idx, _ = f.index(key)
 	assert.Equal(t, map[string]string{"A": "1.0.0"}, listed(idx))
 
 	// Removing the node withholds the package: a tier that is not known is
 	// never guessed as the baseline.
-	require.NoError(t, f.store.Delete(t.Context(), DefaultSource+"/A"))
+	f.deletePackage(DefaultSource + "/A")
 	idx, _ = f.index(key)
 	assert.Empty(t, listed(idx))
 }
@@ -54,19 +55,17 @@ func TestAPackageWhoseNodeCannotBeReadIsServedToNobody(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.publish("A", "1.0.0", "")
 	f.publish("B", "1.0.0", "")
-	_, err := f.store.Put(t.Context(), packageNode("B", `{"tier": 5}`))
-	require.NoError(t, err)
+	f.putPackage(packageNode("B", `{"tier": 5}`))
 	key := f.instance("acme", "enterprise", "Plugins/*")
 	idx, _ := f.index(key)
 	assert.Equal(t, map[string]string{"A": "1.0.0"}, listed(idx), "an unreadable tier is not guessed")
-	assert.Equal(t, http.StatusNotFound, f.do(request{path: BundlesPath + "/B/1.0.0", key: key}).status)
-	warns := f.logs.at(slog.LevelWarn)
+	assert.Equal(t, http.StatusNotFound, f.do(request{path: client.BundlesPath + "/B/1.0.0", key: key}).status)
+	warns := f.logs.At(slog.LevelWarn)
 	require.NotEmpty(t, warns)
 	assert.Contains(t, warns[len(warns)-1].Attrs["problem"].String(), DefaultSource+"/B")
 
 	// Control: fixing the node serves it.
-	_, err = f.store.Put(t.Context(), packageNode("B", `{"tier":"pro"}`))
-	require.NoError(t, err)
+	f.putPackage(packageNode("B", `{"tier":"pro"}`))
 	idx, _ = f.index(key)
 	assert.Equal(t, map[string]string{"A": "1.0.0", "B": "1.0.0"}, listed(idx))
 }
@@ -83,7 +82,7 @@ func TestAnUnavailableCatalogServesItsLastKnownStateAndSaysSo(t *testing.T) {
 	f.publish("A", "1.0.0", "")
 	f.publish("B", "1.0.0", "")
 	key := f.instance("acme", "pro", "Plugins/*")
-	live := receive(t, queries, "the catalog's live query")
+	live := testkit.Receive(t, queries, "the catalog's live query")
 	live.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{packageNode("A", `{"tier":"pro"}`), packageNode("B", `{"tier":"enterprise"}`)}})
 	idx, _ := f.index(key)
 	assert.Equal(t, map[string]string{"A": "1.0.0"}, listed(idx))
@@ -99,18 +98,18 @@ func TestAnUnavailableCatalogServesItsLastKnownStateAndSaysSo(t *testing.T) {
 	assert.Equal(t, 0.0, gauge(t, f, "meshrx_registry_catalog_available"))
 	f.clk.Advance(DefaultCatalogRetry - 1)
 	assert.Equal(t, float64(DefaultCatalogRetry-1)/1e9, gauge(t, f, "meshrx_registry_catalog_unavailable_seconds"))
-	warns := f.logs.matching(slog.LevelWarn, "package catalog is unavailable")
+	warns := f.logs.Matching(slog.LevelWarn, "package catalog is unavailable")
 	require.Len(t, warns, 1, "one warning on the way into failure")
 	assert.Empty(t, queries, "the retry waits its delay")
 
 	// The retry is live again, with a changed tier: the index follows.
 	f.clk.Advance(1)
-	retry := receive(t, queries, "the retried live query")
+	retry := testkit.Receive(t, queries, "the retried live query")
 	retry.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{packageNode("A", `{"tier":"enterprise"}`), packageNode("B", `{"tier":"pro"}`)}})
 	idx, _ = f.index(key)
 	assert.Equal(t, map[string]string{"B": "1.0.0"}, listed(idx))
 	assert.Equal(t, http.StatusOK, f.do(request{path: HealthPath}).status)
-	assert.Len(t, f.logs.matching(slog.LevelInfo, "package catalog is live again"), 1, "one line on recovery")
+	assert.Len(t, f.logs.Matching(slog.LevelInfo, "package catalog is live again"), 1, "one line on recovery")
 }
 
 func TestTwoPackageNodesWhoseNamesDifferOnlyInCaseAreOnePackageServedToNobody(t *testing.T) {
@@ -122,14 +121,13 @@ func TestTwoPackageNodesWhoseNamesDifferOnlyInCaseAreOnePackageServedToNobody(t 
 
 	// A second node under another spelling (written before identities were
 	// compared without case) gives the package two tiers: neither is guessed.
-	_, err := f.store.Put(t.Context(), packageNode("sec.ent", `{"tier":""}`))
-	require.NoError(t, err)
+	f.putPackage(packageNode("sec.ent", `{"tier":""}`))
 	idx, _ = f.index(key)
 	assert.Empty(t, idx.Bundles)
-	assert.Equal(t, http.StatusNotFound, f.do(request{path: BundlesPath + "/sec.ent/1.0.0", key: key}).status)
+	assert.Equal(t, http.StatusNotFound, f.do(request{path: client.BundlesPath + "/sec.ent/1.0.0", key: key}).status)
 
 	// Removing the stray node serves the package again at its tier.
-	require.NoError(t, f.store.Delete(t.Context(), DefaultSource+"/sec.ent"))
+	f.deletePackage(DefaultSource + "/sec.ent")
 	idx, _ = f.index(key)
 	assert.Equal(t, map[string]string{"Sec.Ent": "1.0.0"}, listed(idx))
 	pro := f.instance("pro-customer", "pro", "Plugins/*")

@@ -9,6 +9,9 @@ import (
 	"sync"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/internal/answer"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -16,7 +19,7 @@ import (
 // absent, not served at that version, an invalid name, or refused by the
 // caller's grant. They are byte-identical, so that a download never tells a
 // caller what exists beyond what it may pull.
-func noSuchBundle() Answer {
+func noSuchBundle() answer.Answer {
 	return errorAnswer(http.StatusNotFound, "no such bundle")
 }
 
@@ -30,23 +33,23 @@ func noSuchBundle() Answer {
 // neither the answer nor its timing tells a caller what exists beyond what
 // it may pull. A package whose tier this replica does not know is refused
 // the same way.
-func (s *Server) downloadRoute(r *http.Request) rx.Observable[Answer] {
-	ledger := LedgerFrom(r.Context())
+func (s *Server) downloadRoute(r *http.Request) rx.Observable[answer.Answer] {
+	ledger := answer.LedgerFrom(r.Context())
 	plugin, version := r.PathValue("plugin"), r.PathValue("version")
 	hold := bundleHoldFrom(r.Context())
-	return s.authenticated(r, func(res auth.Result) rx.Observable[Answer] {
+	return s.authenticated(r, func(res auth.Result) rx.Observable[answer.Answer] {
 		// An invalid name never reaches the volume.
-		if ValidateModuleName(plugin) != nil || ValidateVersion(version) != nil {
+		if landing.ValidateModuleName(plugin) != nil || landing.ValidateVersion(version) != nil {
 			return rx.Return(noSuchBundle())
 		}
-		cat := InStage(s.catalog.read(), ledger, StageCatalog)
-		return rx.SelectMany(rx.Take(cat, 1), func(c *catalogState) rx.Observable[Answer] {
+		cat := answer.InStage(s.catalog.read(), ledger, StageCatalog)
+		return rx.SelectMany(rx.Take(cat, 1), func(c *catalogState) rx.Observable[answer.Answer] {
 			pkg := c.lookup(plugin)
 			if pkg.unreadable || !res.Allows(s.source, pkg.name, pkg.tier) {
 				return rx.Return(noSuchBundle())
 			}
-			opened := InStage(s.openBundle(hold, plugin, version), ledger, StageBundleRead)
-			return rx.Map(rx.Take(opened, 1), func(info *BundleInfo) Answer {
+			opened := answer.InStage(s.openBundle(hold, plugin, version), ledger, StageBundleRead)
+			return rx.Map(rx.Take(opened, 1), func(info *landing.BundleInfo) answer.Answer {
 				if info == nil {
 					return noSuchBundle()
 				}
@@ -58,12 +61,12 @@ func (s *Server) downloadRoute(r *http.Request) rx.Observable[Answer] {
 
 // openBundle opens the bundle authoritatively and parks it in hold. It
 // emits the bundle's description, or nil when there is no such bundle.
-func (s *Server) openBundle(hold *bundleHold, plugin, version string) rx.Observable[*BundleInfo] {
-	return rx.Create(func(ctx context.Context, o rx.Observer[*BundleInfo]) {
+func (s *Server) openBundle(hold *bundleHold, plugin, version string) rx.Observable[*landing.BundleInfo] {
+	return rx.Create(func(ctx context.Context, o rx.Observer[*landing.BundleInfo]) {
 		go func() {
 			rc, info, err := s.landing.OpenBundle(ctx, plugin, version)
-			var notFound *NotFoundError
-			var badName *NameError
+			var notFound *landing.NotFoundError
+			var badName *landing.NameError
 			switch {
 			case errors.As(err, &notFound) || errors.As(err, &badName):
 				o.OnNext(nil)
@@ -84,20 +87,16 @@ func (s *Server) openBundle(hold *bundleHold, plugin, version string) rx.Observa
 }
 
 // bundleAnswer streams the held bundle.
-func bundleAnswer(info BundleInfo, hold *bundleHold) Answer {
+func bundleAnswer(info landing.BundleInfo, hold *bundleHold) answer.Answer {
 	h := http.Header{}
 	h.Set("Content-Type", "application/zip")
 	h.Set("Content-Length", strconv.FormatInt(info.Size, 10))
 	h.Set("ETag", `"`+info.SHA256+`"`)
-	h.Set(BundleDigestHeader, info.SHA256)
+	h.Set(client.BundleDigestHeader, info.SHA256)
 	h.Set("Cache-Control", "private, no-cache")
 	h.Set("Content-Disposition", `attachment; filename="`+info.Module+"-"+info.Version+`.zip"`)
-	return Answer{Header: h, Stream: hold.stream}
+	return answer.Answer{Header: h, Stream: hold.stream}
 }
-
-// BundleDigestHeader carries a downloaded bundle's hex SHA-256, the digest
-// the index lists for it.
-const BundleDigestHeader = "X-Bundle-Sha256"
 
 // bundleHold owns a download's open bundle from the moment it is opened
 // until it is streamed or the request ends, so that a bundle opened for a

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,19 +24,19 @@ func TestAGrantedDownloadStreamsTheBundleTheIndexDescribes(t *testing.T) {
 	idx, _ := f.index(key)
 	require.Len(t, idx.Bundles, 1)
 
-	got := f.do(request{path: BundlesPath + "/Acme.Crm/1.2.0", key: key})
+	got := f.do(request{path: client.BundlesPath + "/Acme.Crm/1.2.0", key: key})
 	require.Equal(t, http.StatusOK, got.status, "%s", got.body)
 	assert.True(t, bytes.Equal(archive, got.body), "the bundle arrives byte for byte")
 	sum := sha256.Sum256(got.body)
 	assert.Equal(t, idx.Bundles[0].SHA256, hex.EncodeToString(sum[:]), "the bytes match the index's sha256")
-	assert.Equal(t, idx.Bundles[0].SHA256, got.header.Get(BundleDigestHeader))
+	assert.Equal(t, idx.Bundles[0].SHA256, got.header.Get(client.BundleDigestHeader))
 	assert.Equal(t, `"`+idx.Bundles[0].SHA256+`"`, got.header.Get("ETag"))
 	assert.Equal(t, "application/zip", got.header.Get("Content-Type"))
 	assert.Equal(t, strconv.Itoa(len(archive)), got.header.Get("Content-Length"))
 
 	// The URL's case need not match: module names compare without case,
 	// and the grant is checked against the record's own spelling.
-	lower := f.do(request{path: BundlesPath + "/acme.crm/1.2.0", key: key})
+	lower := f.do(request{path: client.BundlesPath + "/acme.crm/1.2.0", key: key})
 	assert.Equal(t, http.StatusOK, lower.status)
 	assert.True(t, bytes.Equal(archive, lower.body))
 }
@@ -47,13 +49,13 @@ func TestARefusedDownloadIsByteIdenticalToNoSuchBundle(t *testing.T) {
 	key := f.instance("acme", "free", "Plugins/Acme.Crm", "Plugins/Acme.Pro")
 	wide := f.instance("wide", "enterprise", "Plugins/*")
 
-	refusedByGrant := BundlesPath + "/Acme.Secret/1.0.0"
-	refusedByTier := BundlesPath + "/Acme.Pro/1.0.0"
+	refusedByGrant := client.BundlesPath + "/Acme.Secret/1.0.0"
+	refusedByTier := client.BundlesPath + "/Acme.Pro/1.0.0"
 	missing := map[string]string{
-		"no such module":  BundlesPath + "/Acme.Nothing/1.0.0",
-		"no such version": BundlesPath + "/Acme.Crm/9.9.9",
-		"traversal":       BundlesPath + "/..%2f..%2fetc/passwd",
-		"bad version":     BundlesPath + "/Acme.Crm/..%2f..",
+		"no such module":  client.BundlesPath + "/Acme.Nothing/1.0.0",
+		"no such version": client.BundlesPath + "/Acme.Crm/9.9.9",
+		"traversal":       client.BundlesPath + "/..%2f..%2fetc/passwd",
+		"bad version":     client.BundlesPath + "/Acme.Crm/..%2f..",
 	}
 	want := f.do(request{path: missing["no such module"], key: key})
 	require.Equal(t, http.StatusNotFound, want.status)
@@ -90,10 +92,10 @@ func TestATraversalAttemptIs404WithoutTouchingTheVolume(t *testing.T) {
 	key := f.instance("acme", "pro", "Plugins/*")
 
 	for _, path := range []string{
-		BundlesPath + "/..%2f..%2fetc/passwd",
-		BundlesPath + "/Acme.Crm/..%2f..%2f..%2fetc%2fpasswd",
-		BundlesPath + "/%2e%2e/passwd",
-		BundlesPath + "/Acme.Crm%00/1.0.0",
+		client.BundlesPath + "/..%2f..%2fetc/passwd",
+		client.BundlesPath + "/Acme.Crm/..%2f..%2f..%2fetc%2fpasswd",
+		client.BundlesPath + "/%2e%2e/passwd",
+		client.BundlesPath + "/Acme.Crm%00/1.0.0",
 	} {
 		before := f.volume.Ops()
 		got := f.do(request{path: path, key: key})
@@ -103,7 +105,7 @@ func TestATraversalAttemptIs404WithoutTouchingTheVolume(t *testing.T) {
 	// Control: an entitled package at a version that is absent is looked up
 	// on the volume, so the counter does see a download's reads.
 	before := f.volume.Ops()
-	assert.Equal(t, http.StatusNotFound, f.do(request{path: BundlesPath + "/Acme.Crm/9.9.9", key: key}).status)
+	assert.Equal(t, http.StatusNotFound, f.do(request{path: client.BundlesPath + "/Acme.Crm/9.9.9", key: key}).status)
 	assert.NotZero(t, f.volume.Ops().Sub(before).Total())
 }
 
@@ -111,7 +113,7 @@ func TestADownloadWithoutAKeyIs401(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.publish("Acme.Crm", "1.0.0", "")
 	before := f.volume.Ops()
-	got := f.do(request{path: BundlesPath + "/Acme.Crm/1.0.0"})
+	got := f.do(request{path: client.BundlesPath + "/Acme.Crm/1.0.0"})
 	assert.Equal(t, http.StatusUnauthorized, got.status)
 	assert.Zero(t, f.volume.Ops().Sub(before).Total(), "an unauthenticated download reads nothing")
 }
@@ -157,9 +159,9 @@ func TestABundleCorruptedOnTheVolumeIsCutShort(t *testing.T) {
 	// Same size, different bytes: only the digest can tell.
 	bad := bytes.Clone(archive)
 	bad[len(bad)-1] ^= 0xff
-	require.NoError(t, DirVolume(f.root).WriteFile(t.Context(), bundlePath(moduleKey(rec.Module), rec.Generation), bad))
+	require.NoError(t, landing.DirVolume(f.root).WriteFile(t.Context(), bundlePath(moduleKey(rec.Module), rec.Generation), bad))
 
-	r, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.http.URL+BundlesPath+"/Acme.Crm/1.0.0", nil)
+	r, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.http.URL+client.BundlesPath+"/Acme.Crm/1.0.0", nil)
 	require.NoError(t, err)
 	r.Header.Set("Authorization", "Bearer "+key)
 	resp, err := f.http.Client().Do(r)

@@ -1,218 +1,32 @@
 package registry
 
 import (
-	"archive/zip"
-	"bytes"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"io/fs"
+	"encoding/json"
 	"log/slog"
-	"os"
+	"net/http"
 	"path"
-	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/stretchr/testify/require"
 )
-
-// bound is how long a test waits for something that must happen. It is a
-// ceiling for a stuck test, never a delay a passing test spends.
-const bound = 2 * time.Second
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // newLanding returns a ModuleLanding on v that is closed when the test ends.
-func newLanding(t *testing.T, v Volume, opts LandingOptions) *ModuleLanding {
+func newLanding(t *testing.T, v landing.Volume, opts landing.Options) *landing.ModuleLanding {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()
 	}
-	l, err := NewModuleLanding(v, opts)
+	l, err := landing.NewModuleLanding(v, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
 }
 
-// receive waits at most bound for a value on ch and fails the test, naming
-// what it waited for, if none comes.
-func receive[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	timer := time.NewTimer(bound)
-	defer timer.Stop()
-	select {
-	case v := <-ch:
-		return v
-	case <-timer.C:
-		require.FailNowf(t, "bounded wait tripped", "%s did not happen within %s", what, bound)
-		panic("unreachable")
-	}
-}
-
-// releaser is a channel closed once, from the test or its cleanup, so that
-// a parked call is always let go.
-type releaser struct {
-	ch   chan struct{}
-	once sync.Once
-}
-
-func newReleaser(t *testing.T) *releaser {
-	r := &releaser{ch: make(chan struct{})}
-	t.Cleanup(r.release)
-	return r
-}
-
-func (r *releaser) release() { r.once.Do(func() { close(r.ch) }) }
-
-// wait blocks until released or ctx is done.
-func (r *releaser) wait(ctx context.Context) {
-	select {
-	case <-r.ch:
-	case <-ctx.Done():
-	}
-}
-
-// testClock is a settable clock for record stamps.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-// entry is one zip entry to write; zero fields mean a deflated regular file.
-type entry struct {
-	name   string
-	body   []byte
-	mode   fs.FileMode // 0 means a regular file, 0644
-	store  bool
-	header *zip.FileHeader // written raw with body as the compressed data
-}
-
-func zipOf(t *testing.T, entries ...entry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, e := range entries {
-		if e.header != nil {
-			w, err := zw.CreateRaw(e.header)
-			require.NoError(t, err)
-			_, err = w.Write(e.body)
-			require.NoError(t, err)
-			continue
-		}
-		h := &zip.FileHeader{Name: e.name, Method: zip.Deflate}
-		if e.store {
-			h.Method = zip.Store
-		}
-		mode := e.mode
-		if mode == 0 {
-			mode = 0o644
-		}
-		h.SetMode(mode)
-		w, err := zw.CreateHeader(h)
-		require.NoError(t, err)
-		_, err = w.Write(e.body)
-		require.NoError(t, err)
-	}
-	require.NoError(t, zw.Close())
-	return buf.Bytes()
-}
-
-// moduleArchive is a module version with a manifest naming its files, so a
-// reader can tell whether it sees all of them.
-func moduleArchive(t *testing.T, module, version string, nfiles int) []byte {
-	t.Helper()
-	var entries []entry
-	var manifest []string
-	for i := range nfiles {
-		name := fmt.Sprintf("lib/part%02d.txt", i)
-		manifest = append(manifest, name)
-		entries = append(entries, entry{name: name, body: fileBody(module, version, name)})
-	}
-	entries = append(entries, entry{name: "MANIFEST", body: []byte(strings.Join(manifest, "\n"))})
-	return zipOf(t, entries...)
-}
-
-func fileBody(module, version, name string) []byte {
-	return []byte(fmt.Sprintf("%s %s %s\n", module, version, name))
-}
-
-// checkComplete returns an error unless every served module in act has all
-// its files and its bundle in place, as recorded.
-func checkComplete(ctx context.Context, v Volume, act Activation) error {
-	for _, r := range act.Modules {
-		manifest, err := v.ReadFile(ctx, path.Join(r.FilesDir(), "MANIFEST"))
-		if err != nil {
-			return fmt.Errorf("%s@%s: manifest: %w", r.Module, r.Version, err)
-		}
-		for name := range strings.SplitSeq(string(manifest), "\n") {
-			got, err := v.ReadFile(ctx, path.Join(r.FilesDir(), name))
-			if err != nil {
-				return fmt.Errorf("%s@%s: %w", r.Module, r.Version, err)
-			}
-			if want := fileBody(r.Module, r.Version, name); !bytes.Equal(got, want) {
-				return fmt.Errorf("%s@%s: %s holds %q, want %q", r.Module, r.Version, name, got, want)
-			}
-		}
-		bundle, err := v.ReadFile(ctx, bundlePath(moduleKey(r.Module), r.Generation))
-		if err != nil {
-			return fmt.Errorf("%s@%s: bundle: %w", r.Module, r.Version, err)
-		}
-		if sum := sha256.Sum256(bundle); hex.EncodeToString(sum[:]) != r.SHA256 {
-			return fmt.Errorf("%s@%s: bundle does not match its record", r.Module, r.Version)
-		}
-	}
-	return nil
-}
-
-// tree lists everything under root, with each file's contents, so that two
-// moments can be compared for "nothing left behind".
-func tree(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			out[rel] = "<dir>"
-		case d.Type()&fs.ModeSymlink != 0:
-			out[rel] = "<symlink>"
-		default:
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = string(data)
-		}
-		return nil
-	})
-	require.NoError(t, err)
-	return out
-}
-
 // servedVersions maps each served module to its version.
-func servedVersions(act Activation) map[string]string {
+func servedVersions(act landing.Activation) map[string]string {
 	out := map[string]string{}
 	for _, r := range act.Modules {
 		out[r.Module] = r.Version
@@ -220,37 +34,36 @@ func servedVersions(act Activation) map[string]string {
 	return out
 }
 
-// gatedVolume holds the first ReadDir of the modules directory after it is
-// armed until the gate opens or the caller's context ends.
-type gatedVolume struct {
-	Volume
-	mu      sync.Mutex
-	armed   bool
-	entered chan struct{}
-	gate    *releaser
+// The landing's layout on the volume, as the tests look at it from outside.
+const (
+	modulesDir = "modules"
+	ratioFloor = 1 << 20 // below it an entry's compression ratio is not judged
+)
+
+func generationsDir(key string) string { return path.Join(modulesDir, key, "generations") }
+
+func bundlePath(key, gen string) string { return path.Join(generationsDir(key), gen, "bundle.zip") }
+
+// reply is what the test's HTTP client got.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+	err    error
 }
 
-func (g *gatedVolume) arm(gate *releaser) <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.armed, g.gate, g.entered = true, gate, make(chan struct{}, 1)
-	return g.entered
+// refusal is the JSON body of an answer the Deadline writes itself.
+type refusal struct {
+	Error     string   `json:"error"`
+	Stage     string   `json:"stage"`
+	WaitingOn []string `json:"waitingOn"`
 }
 
-func (g *gatedVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
-	g.mu.Lock()
-	hold := g.armed && name == modulesDir
-	gate, entered := g.gate, g.entered
-	if hold {
-		g.armed = false
-	}
-	g.mu.Unlock()
-	if hold {
-		entered <- struct{}{}
-		gate.wait(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
-		}
-	}
-	return g.Volume.ReadDir(ctx, name)
+// refusal decodes a refusal, failing the test if it is not one.
+func (r reply) refusal(t *testing.T) refusal {
+	t.Helper()
+	var body refusal
+	require.NoError(t, json.Unmarshal(r.body, &body), "body %q", r.body)
+	require.NotNil(t, body.WaitingOn, "waitingOn must be a list, never null: %s", r.body)
+	return body
 }

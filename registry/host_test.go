@@ -7,21 +7,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshrx/meshrx/registry/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // withHost is an index request whose Host header is host.
-func (f *fixture) indexWithHost(key, host string) (Index, reply) {
+func (f *fixture) indexWithHost(key, host string) (client.Index, reply) {
 	f.t.Helper()
-	req, err := http.NewRequestWithContext(f.t.Context(), http.MethodGet, f.http.URL+IndexPath, nil)
+	req, err := http.NewRequestWithContext(f.t.Context(), http.MethodGet, f.http.URL+client.IndexPath, nil)
 	require.NoError(f.t, err)
 	req.Host = host
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := f.http.Client().Do(req)
 	require.NoError(f.t, err)
 	defer resp.Body.Close()
-	var idx Index
+	var idx client.Index
 	require.Equal(f.t, http.StatusOK, resp.StatusCode)
 	require.NoError(f.t, json.NewDecoder(resp.Body).Decode(&idx))
 	return idx, reply{status: resp.StatusCode, header: resp.Header}
@@ -31,8 +32,8 @@ func TestRandomHostHeadersNeitherReachTheIndexNorDefeatItsCache(t *testing.T) {
 	for _, c := range []struct {
 		name, publicURL, prefix string
 	}{
-		{"relative", "", BundlesPath + "/"},
-		{"public URL", "https://registry.example.com/", "https://registry.example.com" + BundlesPath + "/"},
+		{"relative", "", client.BundlesPath + "/"},
+		{"public URL", "https://registry.example.com/", "https://registry.example.com" + client.BundlesPath + "/"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) { o.PublicURL = c.publicURL }})

@@ -9,9 +9,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/http"
-	"os"
-	"path"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -19,24 +16,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
-
-// generations lists the generation directories of module on the fixture's volume.
-func generations(t *testing.T, root, module string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(generationsDir(moduleKey(module)))))
-	if os.IsNotExist(err) {
-		return nil
-	}
-	require.NoError(t, err)
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
-}
 
 func decodePublish(t *testing.T, got reply) PublishAnswer {
 	t.Helper()
@@ -48,12 +33,12 @@ func decodePublish(t *testing.T, got reply) PublishAnswer {
 func TestAPublishedVersionIsImmutableTheSameBytesAre200AndOtherBytes409NamingTheExistingSha256(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	key := f.instance("acme", "pro", "Plugins/*")
-	first := moduleArchive(t, "Sec.Base", "1.0.0", 2)
+	first := testkit.ModuleArchive(t, "Sec.Base", "1.0.0", 2)
 	got := f.do(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, first))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	landed := decodePublish(t, got)
 	assert.True(t, landed.Created)
-	gens := generations(t, f.root, "Sec.Base")
+	gens := testkit.Generations(t, f.root, "Sec.Base")
 	require.Len(t, gens, 1)
 
 	// The same bytes again: 200, the same record, no new generation.
@@ -63,14 +48,14 @@ func TestAPublishedVersionIsImmutableTheSameBytesAre200AndOtherBytes409NamingThe
 	assert.False(t, again.Created)
 	assert.Equal(t, landed.Generation, again.Generation)
 	assert.Equal(t, landed.SHA256, again.SHA256)
-	assert.Equal(t, gens, generations(t, f.root, "Sec.Base"), "an idempotent publish writes no generation")
+	assert.Equal(t, gens, testkit.Generations(t, f.root, "Sec.Base"), "an idempotent publish writes no generation")
 
 	// Other bytes: 409 naming the sha256 the version holds; nothing changes.
-	other := moduleArchive(t, "Sec.Base", "1.0.0", 3)
+	other := testkit.ModuleArchive(t, "Sec.Base", "1.0.0", 3)
 	got = f.do(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, other))
 	require.Equal(t, http.StatusConflict, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), landed.SHA256)
-	assert.Equal(t, gens, generations(t, f.root, "Sec.Base"))
+	assert.Equal(t, gens, testkit.Generations(t, f.root, "Sec.Base"))
 	idx, _ := f.index(key)
 	require.Len(t, idx.Bundles, 1)
 	assert.Equal(t, landed.SHA256, idx.Bundles[0].SHA256, "the served sha256 of 1.0.0 never changes")
@@ -86,12 +71,12 @@ func TestOfConcurrentPublishesOfOneVersionExactlyOneLands(t *testing.T) {
 	f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) { o.UploadSlots = publishers }})
 	replies := make([]<-chan reply, publishers)
 	for i := range publishers {
-		replies[i] = f.send(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, moduleArchive(t, "Sec.Base", "1.0.0", i+1)))
+		replies[i] = f.send(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Sec.Base", "1.0.0", i+1)))
 	}
 	statuses := map[int]int{}
 	var winner string
 	for i := range publishers {
-		got := receive(t, replies[i], fmt.Sprintf("publisher %d's answer", i))
+		got := testkit.Receive(t, replies[i], fmt.Sprintf("publisher %d's answer", i))
 		require.NoError(t, got.err)
 		statuses[got.status]++
 		if got.status == http.StatusCreated {
@@ -99,110 +84,17 @@ func TestOfConcurrentPublishesOfOneVersionExactlyOneLands(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[int]int{http.StatusCreated: 1, http.StatusConflict: publishers - 1}, statuses)
-	assert.Len(t, generations(t, f.root, "Sec.Base"), 1)
+	assert.Len(t, testkit.Generations(t, f.root, "Sec.Base"), 1)
 	key := f.instance("acme", "pro", "Plugins/*")
 	idx, _ := f.index(key)
 	require.Len(t, idx.Bundles, 1)
 	assert.Equal(t, winner, idx.Bundles[0].SHA256)
 }
 
-// claimRace holds every claim's rename until both replicas have reached
-// theirs, so both have found the version unclaimed: the race at its worst.
-// With replace set it renames over an existing claim, as a volume without
-// an atomic "rename unless it exists" would (the negative control).
-type claimRace struct {
-	Volume
-	arrived *sync.WaitGroup
-	replace bool
-}
-
-func (v claimRace) Rename(ctx context.Context, oldname, newname string) error {
-	if path.Base(path.Dir(newname)) == "versions" {
-		v.arrived.Done()
-		v.arrived.Wait() // bounded: both landings reach their claim without waiting on anything else
-		if v.replace {
-			_ = v.Volume.RemoveAll(ctx, newname)
-		}
-	}
-	return v.Volume.Rename(ctx, oldname, newname)
-}
-
-func TestOfConcurrentLandingsOnTwoReplicasExactlyOneClaimsTheVersion(t *testing.T) {
-	run := func(t *testing.T, replace bool) (created, conflicts int) {
-		root := t.TempDir()
-		var arrived sync.WaitGroup
-		arrived.Add(2)
-		replicas := []*ModuleLanding{
-			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace}, LandingOptions{Replica: "a"}),
-			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace}, LandingOptions{Replica: "b"}),
-		}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for i, l := range replicas {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				archive := moduleArchive(t, "Sec.Base", "1.0.0", i+1)
-				_, c, err := l.LandArchive(t.Context(), "Sec.Base", "1.0.0", bytes.NewReader(archive), int64(len(archive)))
-				var conflict *VersionConflictError
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil && c:
-					created++
-				case assert.ErrorAs(t, err, &conflict):
-					conflicts++
-				}
-			}()
-		}
-		wg.Wait()
-		return created, conflicts
-	}
-	created, conflicts := run(t, false)
-	assert.Equal(t, 1, created, "exactly one landing claims the version")
-	assert.Equal(t, 1, conflicts, "the other is told the version is taken")
-
-	t.Run("negative control: a claim that can be replaced lets both land", func(t *testing.T) {
-		created, _ := run(t, true)
-		assert.Equal(t, 2, created)
-	})
-}
-
-func TestGenerationsThatNothingReferencesAreRemovedAfterTheirGrace(t *testing.T) {
-	root := t.TempDir()
-	l := newLanding(t, DirVolume(root), LandingOptions{})
-	clk := &testClock{}
-	clk.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l.now = clk.Now
-	ctx := t.Context()
-	v1, err := l.Land(ctx, "Crm", "1.0.0", moduleArchive(t, "Crm", "1.0.0", 1))
-	require.NoError(t, err)
-	// Two generations no record names, as a landing that failed after
-	// placing its bytes leaves: one old, one recent.
-	old := newStamp(clk.Now().Add(-2 * GenerationGrace))
-	recent := newStamp(clk.Now())
-	for _, g := range []string{old, recent} {
-		require.NoError(t, os.MkdirAll(filepath.Join(root, filepath.FromSlash(generationFilesDir("crm", g))), 0o755))
-	}
-	clk.Set(clk.Now().Add(time.Minute))
-	v2, err := l.Land(ctx, "Crm", "2.0.0", moduleArchive(t, "Crm", "2.0.0", 1))
-	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, recent}, generations(t, root, "Crm"),
-		"the old orphan is removed; referenced generations and a recent orphan (a landing on another replica may be about to record it) stay")
-
-	// Control: past its grace the recent orphan goes too; v1 stays shelvable.
-	clk.Set(clk.Now().Add(GenerationGrace))
-	v3, err := l.Land(ctx, "Crm", "3.0.0", moduleArchive(t, "Crm", "3.0.0", 1))
-	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, v3.Generation}, generations(t, root, "Crm"))
-	_, err = l.Shelve(ctx, "Crm", "1.0.0")
-	require.NoError(t, err)
-}
-
 func TestAPackageHasOneIdentityWhateverItsCase(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	require.Equal(t, http.StatusCreated, f.do(publishRequest("Sec.Ent", "?version=1.0.0&tier=enterprise", testPublishToken, moduleArchive(t, "Sec.Ent", "1.0.0", 1))).status)
-	got := f.do(publishRequest("sec.ent", "?version=1.1.0&tier=free", testPublishToken, moduleArchive(t, "sec.ent", "1.1.0", 1)))
+	require.Equal(t, http.StatusCreated, f.do(publishRequest("Sec.Ent", "?version=1.0.0&tier=enterprise", testPublishToken, testkit.ModuleArchive(t, "Sec.Ent", "1.0.0", 1))).status)
+	got := f.do(publishRequest("sec.ent", "?version=1.1.0&tier=free", testPublishToken, testkit.ModuleArchive(t, "sec.ent", "1.1.0", 1)))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	a := decodePublish(t, got)
 	assert.Equal(t, "Sec.Ent", a.Module, "the first spelling is the package's name")
@@ -216,9 +108,9 @@ func TestAPackageHasOneIdentityWhateverItsCase(t *testing.T) {
 	pro := f.instance("pro-customer", "pro", "Plugins/*")
 	ent := f.instance("ent-customer", "enterprise", "Plugins/sec.ent")
 	for _, p := range []string{"/sec.ent/1.1.0", "/Sec.Ent/1.1.0", "/SEC.ENT/1.1.0"} {
-		assert.Equal(t, http.StatusNotFound, f.do(request{path: BundlesPath + p, key: pro}).status, "pro key, %s", p)
+		assert.Equal(t, http.StatusNotFound, f.do(request{path: client.BundlesPath + p, key: pro}).status, "pro key, %s", p)
 		// Control: the enterprise key, granted under another spelling, gets it.
-		assert.Equal(t, http.StatusOK, f.do(request{path: BundlesPath + p, key: ent}).status, "enterprise key, %s", p)
+		assert.Equal(t, http.StatusOK, f.do(request{path: client.BundlesPath + p, key: ent}).status, "enterprise key, %s", p)
 	}
 	idx, _ := f.index(pro)
 	assert.Empty(t, idx.Bundles)
@@ -228,7 +120,7 @@ func TestAPackageHasOneIdentityWhateverItsCase(t *testing.T) {
 
 func TestAnUnknownTierIsRefusedWith400NamingTheKnownTiers(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	got := f.do(publishRequest("Acme.Gold", "?version=1.0.0&tier=gold", testPublishToken, moduleArchive(t, "Acme.Gold", "1.0.0", 1)))
+	got := f.do(publishRequest("Acme.Gold", "?version=1.0.0&tier=gold", testPublishToken, testkit.ModuleArchive(t, "Acme.Gold", "1.0.0", 1)))
 	require.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), "free, pro, enterprise")
 	assert.Empty(t, f.activation(), "nothing lands")
@@ -236,14 +128,14 @@ func TestAnUnknownTierIsRefusedWith400NamingTheKnownTiers(t *testing.T) {
 	assert.ErrorIs(t, err, rx.ErrEmpty, "no package node is written")
 
 	// Control: a known tier publishes.
-	got = f.do(publishRequest("Acme.Gold", "?version=1.0.0&tier=PRO", testPublishToken, moduleArchive(t, "Acme.Gold", "1.0.0", 1)))
+	got = f.do(publishRequest("Acme.Gold", "?version=1.0.0&tier=PRO", testPublishToken, testkit.ModuleArchive(t, "Acme.Gold", "1.0.0", 1)))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 }
 
 // failingPackagePuts is the real store with writes of package nodes failing,
 // as a store that went away does.
 type failingPackagePuts struct {
-	mesh.Service
+	mesh.Store
 	mu   sync.Mutex
 	fail bool
 }
@@ -255,19 +147,19 @@ func (m *failingPackagePuts) Put(ctx context.Context, n mesh.Node) (mesh.Node, e
 	if fail && n.NodeType == PackageNodeType {
 		return mesh.Node{}, &mesh.UnavailableError{Op: "put " + n.Path, Err: fmt.Errorf("connection refused")}
 	}
-	return m.Service.Put(ctx, n)
+	return m.Store.Put(ctx, n)
 }
 
 func TestAPublishThatDoesNotAnswer2xxLeavesNothingServed(t *testing.T) {
 	var puts *failingPackagePuts
 	f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) {
-		puts = &failingPackagePuts{Service: o.Mesh, fail: true}
+		puts = &failingPackagePuts{Store: o.Mesh, fail: true}
 		o.Mesh = puts
 	}})
-	got := f.do(publishRequest("Acme.Pro", "?version=1.0.0&tier=pro", testPublishToken, moduleArchive(t, "Acme.Pro", "1.0.0", 1)))
+	got := f.do(publishRequest("Acme.Pro", "?version=1.0.0&tier=pro", testPublishToken, testkit.ModuleArchive(t, "Acme.Pro", "1.0.0", 1)))
 	assert.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
 	assert.Empty(t, f.activation(), "a publication whose tier is not durable does not land")
-	assert.Empty(t, generations(t, f.root, "Acme.Pro"))
+	assert.Empty(t, testkit.Generations(t, f.root, "Acme.Pro"))
 	free := f.instance("free-customer", "free", "Plugins/*")
 	idx, _ := f.index(free)
 	assert.Empty(t, idx.Bundles)
@@ -277,7 +169,7 @@ func TestAPublishThatDoesNotAnswer2xxLeavesNothingServed(t *testing.T) {
 	puts.mu.Lock()
 	puts.fail = false
 	puts.mu.Unlock()
-	got = f.do(publishRequest("Acme.Pro", "?version=1.0.0&tier=pro", testPublishToken, moduleArchive(t, "Acme.Pro", "1.0.0", 1)))
+	got = f.do(publishRequest("Acme.Pro", "?version=1.0.0&tier=pro", testPublishToken, testkit.ModuleArchive(t, "Acme.Pro", "1.0.0", 1)))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	idx, _ = f.index(free)
 	assert.Empty(t, idx.Bundles)
@@ -296,7 +188,7 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 		}
 	}})
 	free := f.instance("free-customer", "free", "Plugins/*")
-	live := receive(t, queries, "the catalog's live query")
+	live := testkit.Receive(t, queries, "the catalog's live query")
 	live.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{packageNode("Acme.Old", `{"tier":""}`)}})
 	ok, _ := f.server.catalog.Complete()
 	require.True(t, ok)
@@ -305,9 +197,9 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 	// package (its node and its bundle are durable; this replica has not
 	// heard of the node).
 	live.OnError(&mesh.UnavailableError{Op: "listen", Err: fmt.Errorf("connection refused")})
-	other := newLanding(t, DirVolume(f.root), LandingOptions{Replica: "other"})
+	other := newLanding(t, landing.DirVolume(f.root), landing.Options{Replica: "other"})
 	for _, m := range []string{"Acme.Old", "Acme.Pro"} {
-		_, err := other.Land(t.Context(), m, "1.0.0", moduleArchive(t, m, "1.0.0", 1))
+		_, err := other.Land(t.Context(), m, "1.0.0", testkit.ModuleArchive(t, m, "1.0.0", 1))
 		require.NoError(t, err)
 	}
 	f.clk.Advance(f.served.Freshness())
@@ -321,7 +213,7 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 	idx, _ := f.index(free)
 	assert.Equal(t, map[string]string{"Acme.Old": "1.0.0"}, listed(idx), "a package whose tier is not known is in no index")
 	before := f.volume.Ops()
-	got := f.do(request{path: BundlesPath + "/Acme.Pro/1.0.0", key: free})
+	got := f.do(request{path: client.BundlesPath + "/Acme.Pro/1.0.0", key: free})
 	assert.Equal(t, http.StatusNotFound, got.status)
 	assert.Equal(t, noSuchBundle().Body, got.body)
 	assert.Zero(t, f.volume.Ops().Sub(before).Total(), "refused from the catalog, before the volume")
@@ -329,7 +221,7 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 	// Control: once the catalog knows the tier, it decides: a free key is
 	// still refused the pro package and a pro key gets it.
 	f.clk.Advance(DefaultCatalogRetry)
-	retry := receive(t, queries, "the catalog's retried query")
+	retry := testkit.Receive(t, queries, "the catalog's retried query")
 	retry.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{packageNode("Acme.Old", `{"tier":""}`), packageNode("Acme.Pro", `{"tier":"pro"}`)}})
 	complete, _ = f.server.catalog.Complete()
 	assert.True(t, complete)
@@ -338,7 +230,7 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 	pro := f.instance("pro-customer", "pro", "Plugins/*")
 	idx, _ = f.index(pro)
 	assert.Equal(t, map[string]string{"Acme.Old": "1.0.0", "Acme.Pro": "1.0.0"}, listed(idx))
-	assert.Equal(t, http.StatusOK, f.do(request{path: BundlesPath + "/Acme.Pro/1.0.0", key: pro}).status)
+	assert.Equal(t, http.StatusOK, f.do(request{path: client.BundlesPath + "/Acme.Pro/1.0.0", key: pro}).status)
 }
 
 func mustSnapshot(t *testing.T, f *fixture) Snapshot {
@@ -352,12 +244,12 @@ func TestARefusedDownloadAndAMissingPackageDoTheSameWork(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.publish("Acme.Ent", "1.0.0", "enterprise")
 	free := f.instance("free-customer", "free", "Plugins/*")
-	f.do(request{path: BundlesPath + "/Warm.Up/1.0.0", key: free}) // the key's legs are warm for both
+	f.do(request{path: client.BundlesPath + "/Warm.Up/1.0.0", key: free}) // the key's legs are warm for both
 
-	work := func(p string) (reply, OpCounts, [2]int64) {
+	work := func(p string) (reply, testkit.OpCounts, [2]int64) {
 		ops := f.volume.Ops()
 		g, q := f.mesh.reads()
-		got := f.do(request{path: BundlesPath + p, key: free})
+		got := f.do(request{path: client.BundlesPath + p, key: free})
 		g2, q2 := f.mesh.reads()
 		return got, f.volume.Ops().Sub(ops), [2]int64{g2 - g, q2 - q}
 	}
@@ -366,7 +258,7 @@ func TestARefusedDownloadAndAMissingPackageDoTheSameWork(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, refused.status)
 	assert.Equal(t, missing.status, refused.status)
 	assert.Equal(t, missing.body, refused.body, "byte-identical answers")
-	assert.Equal(t, OpCounts{}, refusedOps, "a refused download does not touch the volume")
+	assert.Equal(t, testkit.OpCounts{}, refusedOps, "a refused download does not touch the volume")
 	assert.Equal(t, missingOps, refusedOps)
 	assert.Equal(t, missingReads, refusedReads, "and reads the same from the mesh")
 
@@ -376,7 +268,7 @@ func TestARefusedDownloadAndAMissingPackageDoTheSameWork(t *testing.T) {
 	// which 1,500 alternating requests told apart from a missing package.
 	ent := f.instance("ent-customer", "enterprise", "Plugins/*")
 	ops := f.volume.Ops()
-	assert.Equal(t, http.StatusOK, f.do(request{path: BundlesPath + "/Acme.Ent/1.0.0", key: ent}).status)
+	assert.Equal(t, http.StatusOK, f.do(request{path: client.BundlesPath + "/Acme.Ent/1.0.0", key: ent}).status)
 	assert.NotZero(t, f.volume.Ops().Sub(ops).Open)
 }
 
@@ -393,7 +285,7 @@ func TestWhileTheStoresChangeFeedIsDownTheCatalogIsIncompleteUntilAFullAnswer(t 
 		},
 		server: func(o *ServerOptions) { o.Feed = feed },
 	})
-	live := receive(t, queries, "the catalog's live query")
+	live := testkit.Receive(t, queries, "the catalog's live query")
 	live.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{packageNode("Acme.Old", `{"tier":""}`)}})
 	complete, _ := f.server.catalog.Complete()
 	require.True(t, complete)
@@ -415,7 +307,7 @@ func TestWhileTheStoresChangeFeedIsDownTheCatalogIsIncompleteUntilAFullAnswer(t 
 	// Negative control: without the feed's state the same outage is silent
 	// (the catalog claims to be complete while it hears nothing).
 	g := newFixture(t, fixtureOptions{})
-	require.Eventually(t, func() bool { ok, _ := g.server.catalog.Complete(); return ok }, bound, time.Millisecond)
+	require.Eventually(t, func() bool { ok, _ := g.server.catalog.Complete(); return ok }, testkit.Bound, time.Millisecond)
 	feed.OnNext(fmt.Errorf("listener: connection refused"))
 	complete, _ = g.server.catalog.Complete()
 	assert.True(t, complete)
@@ -455,7 +347,7 @@ func TestAnArchiveOfManySmallEntriesThatExpandsFarBeyondItselfIsRefusedWhole(t *
 	assert.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), "suspicious compression ratio")
 	assert.Empty(t, f.activation())
-	assert.Empty(t, generations(t, f.root, "Acme.Bomb"), "nothing was extracted")
+	assert.Empty(t, testkit.Generations(t, f.root, "Acme.Bomb"), "nothing was extracted")
 
 	// Control: one such entry alone passes every check (it is under the
 	// per-entry floor), so it is the archive as a whole that was judged.
@@ -467,7 +359,7 @@ func TestPublishingToAPackageWhoseNodeCannotBeUsedIs409AndLandsNothing(t *testin
 	f := newFixture(t, fixtureOptions{})
 	_, err := f.store.Put(t.Context(), packageNode("Acme.Bad", `{"tier": 5}`))
 	require.NoError(t, err)
-	got := f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Bad", "1.0.0", 1)))
+	got := f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Bad", "1.0.0", 1)))
 	assert.Equal(t, http.StatusConflict, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), DefaultSource+"/Acme.Bad")
 
@@ -475,14 +367,14 @@ func TestPublishingToAPackageWhoseNodeCannotBeUsedIs409AndLandsNothing(t *testin
 	require.NoError(t, err)
 	_, err = f.store.Put(t.Context(), packageNode("ACME.BAD", `{"tier":""}`))
 	require.NoError(t, err)
-	got = f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Bad", "1.0.0", 1)))
+	got = f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Bad", "1.0.0", 1)))
 	assert.Equal(t, http.StatusConflict, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), "name one package")
 	assert.Empty(t, f.activation())
 
 	// Control: with one usable node the publication lands, under its spelling.
 	require.NoError(t, f.store.Delete(t.Context(), DefaultSource+"/ACME.BAD"))
-	got = f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Bad", "1.0.0", 1)))
+	got = f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Bad", "1.0.0", 1)))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	assert.Equal(t, "Acme.Bad", decodePublish(t, got).Module)
 	assert.Equal(t, "pro", decodePublish(t, got).Tier)

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +13,9 @@ import (
 	"sync/atomic"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/internal/answer"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -117,18 +119,18 @@ func (c *indexCache) assemble(build func() []byte) indexDoc {
 // module the caller is entitled to, in the activation's order, with the URL
 // it downloads from. allows decides entitlement from the plugin's name and
 // tier; a package whose catalog node cannot be read is served to nobody.
-func assembleIndex(act Activation, cat *catalogState, baseURL string, allows func(plugin, tier string) bool) []byte {
-	idx := Index{Bundles: make([]IndexEntry, 0, len(act.Modules))}
+func assembleIndex(act landing.Activation, cat *catalogState, baseURL string, allows func(plugin, tier string) bool) []byte {
+	idx := client.Index{Bundles: make([]client.IndexEntry, 0, len(act.Modules))}
 	base := strings.TrimRight(baseURL, "/")
 	for _, r := range act.Modules {
 		pkg := cat.lookup(r.Module)
 		if pkg.unreadable || !allows(r.Module, pkg.tier) {
 			continue
 		}
-		idx.Bundles = append(idx.Bundles, IndexEntry{
+		idx.Bundles = append(idx.Bundles, client.IndexEntry{
 			Plugin:  r.Module,
 			Version: r.Version,
-			URL:     base + BundlesPath + "/" + url.PathEscape(r.Module) + "/" + url.PathEscape(r.Version),
+			URL:     base + client.BundlesPath + "/" + url.PathEscape(r.Module) + "/" + url.PathEscape(r.Version),
 			SHA256:  r.SHA256,
 		})
 	}
@@ -138,7 +140,7 @@ func assembleIndex(act Activation, cat *catalogState, baseURL string, allows fun
 }
 
 // indexAnswer serves doc, or 304 when the caller already holds it.
-func indexAnswer(doc indexDoc, ifNoneMatch string) Answer {
+func indexAnswer(doc indexDoc, ifNoneMatch string) answer.Answer {
 	h := http.Header{}
 	h.Set("ETag", doc.etag)
 	// The document is per caller: no shared cache may keep it, and a
@@ -146,10 +148,10 @@ func indexAnswer(doc indexDoc, ifNoneMatch string) Answer {
 	h.Set("Cache-Control", "private, no-cache")
 	h.Set("Vary", "Authorization")
 	if etagMatches(ifNoneMatch, doc.etag) {
-		return Answer{Status: http.StatusNotModified, Header: h}
+		return answer.Answer{Status: http.StatusNotModified, Header: h}
 	}
 	h.Set("Content-Type", "application/json")
-	return Answer{Header: h, Body: doc.body}
+	return answer.Answer{Header: h, Body: doc.body}
 }
 
 // etagMatches applies If-None-Match's weak comparison: "*", or any listed
@@ -172,11 +174,10 @@ func etagMatches(header, etag string) bool {
 }
 
 // activationView is the activation list one index request is assembled
-// from: the served snapshot, or (only in the ScanPerRequest baseline) a scan.
+// from: the served snapshot.
 type activationView struct {
-	act     Activation
-	seq     uint64
-	scanned bool
+	act landing.Activation
+	seq uint64
 }
 
 // contentGenerations numbers what the served snapshots contain. A
@@ -192,7 +193,7 @@ type contentGenerations struct {
 
 // of returns the content generation of the snapshot seq holding act, and
 // false for a snapshot older than one already seen.
-func (c *contentGenerations) of(seq uint64, act Activation) (uint64, bool) {
+func (c *contentGenerations) of(seq uint64, act landing.Activation) (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -210,7 +211,7 @@ func (c *contentGenerations) of(seq uint64, act Activation) (uint64, bool) {
 }
 
 // fingerprint digests what an index is assembled from in an activation.
-func fingerprint(act Activation) [32]byte {
+func fingerprint(act landing.Activation) [32]byte {
 	h := sha256.New()
 	for _, r := range act.Modules {
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", r.Module, r.Version, r.SHA256)
@@ -220,39 +221,30 @@ func fingerprint(act Activation) [32]byte {
 	return sum
 }
 
-// activation reads the served snapshot, or scans in the baseline mode.
-func (s *Server) activation(ledger *Ledger) rx.Observable[activationView] {
-	if !s.scan {
-		return rx.Map(InStage(s.served.Read(), ledger, StageActivation), func(sn Snapshot) activationView {
-			return activationView{act: sn.Activation, seq: sn.Seq}
-		})
-	}
-	scan := background(func(ctx context.Context) (Activation, error) { return s.landing.Activation(ctx) })
-	return rx.Map(InStage(scan, ledger, StageActivation), func(a Activation) activationView {
-		return activationView{act: a, scanned: true}
+// activation reads the served snapshot.
+func (s *Server) activation(ledger *answer.Ledger) rx.Observable[activationView] {
+	return rx.Map(answer.InStage(s.served.Read(), ledger, StageActivation), func(sn Snapshot) activationView {
+		return activationView{act: sn.Activation, seq: sn.Seq}
 	})
 }
 
 // indexRoute serves GET /api/plugins/bundles/index.json: authentication,
 // the served snapshot, the package catalog, then the document kept for
 // this caller's entitlement, or 304 when the caller already holds it.
-func (s *Server) indexRoute(r *http.Request) rx.Observable[Answer] {
-	ledger := LedgerFrom(r.Context())
+func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
+	ledger := answer.LedgerFrom(r.Context())
 	ifNoneMatch := r.Header.Get("If-None-Match")
 	base := s.baseURL
-	return s.authenticated(r, func(res auth.Result) rx.Observable[Answer] {
-		return rx.SelectMany(rx.Take(s.activation(ledger), 1), func(v activationView) rx.Observable[Answer] {
-			cat := InStage(s.catalog.read(), ledger, StageCatalog)
-			return rx.Map(rx.Take(cat, 1), func(c *catalogState) Answer {
+	return s.authenticated(r, func(res auth.Result) rx.Observable[answer.Answer] {
+		return rx.SelectMany(rx.Take(s.activation(ledger), 1), func(v activationView) rx.Observable[answer.Answer] {
+			cat := answer.InStage(s.catalog.read(), ledger, StageCatalog)
+			return rx.Map(rx.Take(cat, 1), func(c *catalogState) answer.Answer {
 				build := func() []byte {
 					return assembleIndex(v.act, c, base, func(plugin, tier string) bool {
 						return res.Allows(s.source, plugin, tier)
 					})
 				}
-				gen, current := uint64(0), false
-				if !v.scanned {
-					gen, current = s.contents.of(v.seq, v.act)
-				}
+				gen, current := s.contents.of(v.seq, v.act)
 				if !current {
 					return indexAnswer(s.index.assemble(build), ifNoneMatch)
 				}
@@ -286,7 +278,7 @@ func entitlementKey(res auth.Result) string {
 		b.WriteString(strings.ToLower(strings.TrimSpace(res.Instance.Plan)))
 	}
 	b.WriteString("\x00ranks:")
-	for _, id := range res.Ranks.Ids() {
+	for _, id := range res.Ranks.IDs() {
 		rank, _ := res.Ranks.RankOf(id)
 		fmt.Fprintf(&b, "%s=%d/%t\x00", id, rank, res.Ranks.IsAllAccess(id))
 	}

@@ -9,6 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -19,7 +22,7 @@ func TestAnIndexRequestWithoutAKeyIs401AndReadsNothing(t *testing.T) {
 
 	for _, header := range []string{"", "Bearer", "Bearer not-a-key", "Basic !!!", "Bearer mwi_short"} {
 		gets, queries := f.mesh.reads()
-		got := f.do(request{path: IndexPath, header: http.Header{"Authorization": {header}}})
+		got := f.do(request{path: client.IndexPath, header: http.Header{"Authorization": {header}}})
 		assert.Equal(t, http.StatusUnauthorized, got.status, "header %q", header)
 		assert.Equal(t, "Bearer", got.header.Get("WWW-Authenticate"))
 		g2, q2 := f.mesh.reads()
@@ -33,7 +36,7 @@ func TestAnIndexRequestWithoutAKeyIs401AndReadsNothing(t *testing.T) {
 	unknown := f.instance("other", "pro", "Plugins/*")
 	require.NoError(t, f.reg.RevokeKey(t.Context(), "other", unknown))
 	gets, _ := f.mesh.reads()
-	got := f.do(request{path: IndexPath, key: unknown})
+	got := f.do(request{path: client.IndexPath, key: unknown})
 	assert.Equal(t, http.StatusUnauthorized, got.status)
 	g2, _ := f.mesh.reads()
 	assert.Greater(t, g2, gets, "an authenticated-looking key is checked against the mesh")
@@ -54,7 +57,7 @@ func TestAGrantedKeyListsExactlyItsGrantedPackages(t *testing.T) {
 	for _, b := range idx.Bundles {
 		if b.Plugin == "Acme.Crm" {
 			assert.Equal(t, crm.SHA256, b.SHA256)
-			assert.Equal(t, BundlesPath+"/Acme.Crm/1.2.0", b.URL, "relative: no public URL is configured")
+			assert.Equal(t, client.BundlesPath+"/Acme.Crm/1.2.0", b.URL, "relative: no public URL is configured")
 		}
 	}
 
@@ -111,13 +114,13 @@ func TestAnUnchangedIndexAnswers304ToItsOwnETag(t *testing.T) {
 	require.Regexp(t, `^"[0-9a-f]{64}"$`, etag, "a strong ETag")
 
 	for _, inm := range []string{etag, "W/" + etag, `"other", ` + etag, "*"} {
-		got := f.do(request{path: IndexPath, key: key, header: http.Header{"If-None-Match": {inm}}})
+		got := f.do(request{path: client.IndexPath, key: key, header: http.Header{"If-None-Match": {inm}}})
 		assert.Equal(t, http.StatusNotModified, got.status, "If-None-Match %s", inm)
 		assert.Empty(t, got.body, "a 304 has no body")
 		assert.Equal(t, etag, got.header.Get("ETag"))
 	}
 	// Control: another tag gets the document again.
-	got := f.do(request{path: IndexPath, key: key, header: http.Header{"If-None-Match": {`"0000"`}}})
+	got := f.do(request{path: client.IndexPath, key: key, header: http.Header{"If-None-Match": {`"0000"`}}})
 	assert.Equal(t, http.StatusOK, got.status)
 	assert.Equal(t, first.body, got.body)
 }
@@ -132,28 +135,28 @@ func TestANewPublicationChangesTheETagAndIsListedAtOnceOnThisReplica(t *testing.
 	// snapshot is fresh (the virtual clock does not move): the index did not
 	// rescan. This is the control for "at once" below being the local
 	// write's invalidation rather than a scan per request.
-	other := newLanding(t, DirVolume(f.root), LandingOptions{Replica: "other"})
-	_, err := other.Land(t.Context(), "Acme.Billing", "1.0.0", moduleArchive(t, "Acme.Billing", "1.0.0", 1))
+	other := newLanding(t, landing.DirVolume(f.root), landing.Options{Replica: "other"})
+	_, err := other.Land(t.Context(), "Acme.Billing", "1.0.0", testkit.ModuleArchive(t, "Acme.Billing", "1.0.0", 1))
 	require.NoError(t, err)
 	idx, same := f.index(key)
 	assert.Equal(t, map[string]string{"Acme.Crm": "1.0.0"}, listed(idx))
 	assert.Equal(t, before.header.Get("ETag"), same.header.Get("ETag"))
 
-	got := f.do(request{method: http.MethodPost, path: BundlesPath + "/Acme.Crm?version=1.1.0",
-		header: http.Header{"Authorization": {"Bearer " + testPublishToken}}, body: moduleArchive(t, "Acme.Crm", "1.1.0", 2)})
+	got := f.do(request{method: http.MethodPost, path: client.BundlesPath + "/Acme.Crm?version=1.1.0",
+		header: http.Header{"Authorization": {"Bearer " + testPublishToken}}, body: testkit.ModuleArchive(t, "Acme.Crm", "1.1.0", 2)})
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 
 	idx, after := f.index(key)
 	assert.Equal(t, "1.1.0", listed(idx)["Acme.Crm"], "this replica serves its own publication on its next read")
 	assert.NotEqual(t, before.header.Get("ETag"), after.header.Get("ETag"))
-	stale := f.do(request{path: IndexPath, key: key, header: http.Header{"If-None-Match": {before.header.Get("ETag")}}})
+	stale := f.do(request{path: client.IndexPath, key: key, header: http.Header{"If-None-Match": {before.header.Get("ETag")}}})
 	assert.Equal(t, http.StatusOK, stale.status, "the old ETag no longer matches")
 }
 
 func TestTheIndexIsAssembledOncePerEntitlementNotPerRequest(t *testing.T) {
 	const requests = 100
-	run := func(t *testing.T, scan bool) (*fixture, int64) {
-		f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) { o.ScanPerRequest = scan }})
+	run := func(t *testing.T) (*fixture, int64) {
+		f := newFixture(t, fixtureOptions{})
 		for _, m := range []string{"A", "B", "C"} {
 			f.publish(m, "1.0.0", "")
 		}
@@ -162,7 +165,7 @@ func TestTheIndexIsAssembledOncePerEntitlementNotPerRequest(t *testing.T) {
 		bodies := make([]string, requests)
 		for i := range requests {
 			wg.Go(func() {
-				got := receive(t, f.send(request{path: IndexPath, key: key}), "an index answer")
+				got := testkit.Receive(t, f.send(request{path: client.IndexPath, key: key}), "an index answer")
 				if assert.NoError(t, got.err) && assert.Equal(t, http.StatusOK, got.status) {
 					bodies[i] = string(got.body)
 				}
@@ -176,7 +179,7 @@ func TestTheIndexIsAssembledOncePerEntitlementNotPerRequest(t *testing.T) {
 	}
 
 	t.Run("served", func(t *testing.T) {
-		f, assembled := run(t, false)
+		f, assembled := run(t)
 		assert.EqualValues(t, 1, assembled, "one assembly for %d requests of one entitlement", requests)
 		assert.EqualValues(t, 1, f.served.Derivations(), "one derivation for %d requests", requests)
 
@@ -189,12 +192,21 @@ func TestTheIndexIsAssembledOncePerEntitlementNotPerRequest(t *testing.T) {
 		assert.EqualValues(t, 2, f.server.index.assemblies.Load())
 	})
 
-	// Negative control: the scan-per-request baseline assembles (and scans)
-	// for every request, so the counter above does count per request.
-	t.Run("scan per request", func(t *testing.T) {
-		f, assembled := run(t, true)
-		assert.EqualValues(t, requests, assembled)
-		assert.EqualValues(t, 0, f.served.Derivations())
+	// Negative control: with room for one document, two entitlements taking
+	// turns evict each other and every request assembles, so the counter
+	// above does count per request.
+	t.Run("a cache of one document and two entitlements taking turns", func(t *testing.T) {
+		f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) { o.IndexCacheSize = 1 }})
+		for _, m := range []string{"A", "B", "C"} {
+			f.publish(m, "1.0.0", "")
+		}
+		keys := []string{f.instance("acme", "pro", "Plugins/*"), f.instance("other", "pro", "Plugins/A")}
+		const turns = 10
+		for i := range turns {
+			_, got := f.index(keys[i%2])
+			require.Equal(t, http.StatusOK, got.status)
+		}
+		assert.EqualValues(t, turns, f.server.index.assemblies.Load())
 	})
 }
 
@@ -226,7 +238,7 @@ func TestETagMatchingFollowsIfNoneMatch(t *testing.T) {
 func (f *fixture) settle() {
 	f.t.Helper()
 	if d := f.served.inflight.Load(); d != nil {
-		ctx, cancel := context.WithTimeout(f.t.Context(), bound)
+		ctx, cancel := context.WithTimeout(f.t.Context(), testkit.Bound)
 		defer cancel()
 		_, err := rx.First(ctx, d.result)
 		require.NoError(f.t, err)
@@ -237,8 +249,7 @@ func TestARederivationThatFindsNothingNewKeepsTheAssembledIndex(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.publish("A", "1.0.0", "")
 	// B's package node exists before another replica lands B below.
-	_, err := f.store.Put(t.Context(), packageNode("B", `{"tier":""}`))
-	require.NoError(t, err)
+	f.putPackage(packageNode("B", `{"tier":""}`))
 	key := f.instance("acme", "pro", "Plugins/*")
 	_, first := f.index(key)
 	require.EqualValues(t, 1, f.served.Derivations())
@@ -255,8 +266,8 @@ func TestARederivationThatFindsNothingNewKeepsTheAssembledIndex(t *testing.T) {
 
 	// Control: a re-derivation that finds another replica's landing does
 	// assemble again, and lists it.
-	other := newLanding(t, DirVolume(f.root), LandingOptions{Replica: "other"})
-	_, err = other.Land(t.Context(), "B", "1.0.0", moduleArchive(t, "B", "1.0.0", 1))
+	other := newLanding(t, landing.DirVolume(f.root), landing.Options{Replica: "other"})
+	_, err := other.Land(t.Context(), "B", "1.0.0", testkit.ModuleArchive(t, "B", "1.0.0", 1))
 	require.NoError(t, err)
 	f.clk.Advance(f.served.Freshness())
 	f.index(key)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -71,7 +72,7 @@ func idleServer(t *testing.T, ln net.Listener) string {
 func dialIdle(t *testing.T, addr string, n int) {
 	t.Helper()
 	for range n {
-		c, err := net.DialTimeout("tcp", addr, bound)
+		c, err := net.DialTimeout("tcp", addr, testkit.Bound)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 	}
@@ -125,9 +126,9 @@ func TestALimitListenerWaitingForASlotReturnsWhenClosed(t *testing.T) {
 		}
 		accepted <- err
 	}()
-	c, err := net.DialTimeout("tcp", ln.Addr().String(), bound)
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), testkit.Bound)
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, l.Close())
-	assert.ErrorIs(t, receive(t, accepted, "the waiting Accept to return"), net.ErrClosed)
+	assert.ErrorIs(t, testkit.Receive(t, accepted, "the waiting Accept to return"), net.ErrClosed)
 }

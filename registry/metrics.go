@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/meshrx/meshrx/internal/answer"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -105,9 +106,9 @@ func (m *serverMetrics) unregister() {
 }
 
 // metricsRoute answers GET /metrics from the server's gatherer.
-func (s *Server) metricsRoute(r *http.Request) rx.Observable[Answer] {
+func (s *Server) metricsRoute(r *http.Request) rx.Observable[answer.Answer] {
 	h := promhttp.HandlerFor(s.metrics.gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
-	return background(func(ctx context.Context) (Answer, error) {
+	return background(func(ctx context.Context) (answer.Answer, error) {
 		return recordAnswer(func(w http.ResponseWriter) { h.ServeHTTP(w, r.WithContext(ctx)) }), nil
 	})
 }
@@ -136,7 +137,7 @@ func noteRefusal(r *http.Request, stage string) {
 func (s *Server) instrument(route string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		note := &requestNote{}
-		ledger := LedgerFrom(r.Context())
+		ledger := answer.LedgerFrom(r.Context())
 		sw := &statusWriter{ResponseWriter: w, ledger: ledger, note: note}
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), requestNoteKey{}, note)))
 		status := sw.status
@@ -144,13 +145,13 @@ func (s *Server) instrument(route string, next http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		s.metrics.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-		for _, st := range ledger.finished() {
-			s.metrics.stages.WithLabelValues(route, st.name).Observe(st.took.Seconds())
+		for _, st := range ledger.Finished() {
+			s.metrics.stages.WithLabelValues(route, st.Name).Observe(st.Took.Seconds())
 		}
 		if status == http.StatusServiceUnavailable {
 			stage := sw.refusedIn
 			if stage == "" {
-				stage = noStageRunning
+				stage = answer.NoStageRunning
 			}
 			s.metrics.unavailable.WithLabelValues(route, stage).Inc()
 		}
@@ -162,7 +163,7 @@ func (s *Server) instrument(route string, next http.Handler) http.Handler {
 // note.
 type statusWriter struct {
 	http.ResponseWriter
-	ledger    *Ledger
+	ledger    *answer.Ledger
 	note      *requestNote
 	status    int
 	refusedIn string
@@ -188,9 +189,9 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-func runningStageOrNote(l *Ledger, n *requestNote) string {
+func runningStageOrNote(l *answer.Ledger, n *requestNote) string {
 	if pending := l.Pending(); len(pending) > 0 {
-		return runningStage(pending)
+		return answer.RunningStage(pending)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()

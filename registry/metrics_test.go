@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/meshrx/meshrx/registry/client"
 )
 
 // gauge reads one unlabelled series from the server's registry.
@@ -68,17 +70,17 @@ func TestMetricsExposeStagesRefusalsRequestsDerivationsAndSnapshotAge(t *testing
 	key := f.instance("acme", "pro", "Plugins/*")
 	f.index(key)
 	f.index(key)
-	assert.Equal(t, http.StatusUnauthorized, f.do(request{path: IndexPath}).status)
+	assert.Equal(t, http.StatusUnauthorized, f.do(request{path: client.IndexPath}).status)
 
 	// A refusal while waiting on the grant leg.
 	stalled := make(chan string, 1)
 	f.mesh.mu.Lock()
 	f.mesh.stallGet, f.mesh.stalled = auth.GrantPath("acme"), stalled
 	f.mesh.mu.Unlock()
-	replies := f.send(request{path: IndexPath, key: key})
-	receive(t, stalled, "the grant leg being read")
+	replies := f.send(request{path: client.IndexPath, key: key})
+	testkit.Receive(t, stalled, "the grant leg being read")
 	f.clk.Advance(auth.DefaultReadBudget)
-	require.Equal(t, http.StatusServiceUnavailable, receive(t, replies, "the refusal").status)
+	require.Equal(t, http.StatusServiceUnavailable, testkit.Receive(t, replies, "the refusal").status)
 
 	got := f.scrape()
 	text := string(got)
@@ -108,7 +110,7 @@ func TestMetricsExposeStagesRefusalsRequestsDerivationsAndSnapshotAge(t *testing
 func TestTheMetricsAreTheServersOwnAndLeaveWithIt(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	// A second server on the same registerer collides with the first.
-	_, err := NewServer(ServerOptions{Landing: f.landing, Served: f.served, Auth: f.server.auth, Mesh: f.mesh, Metrics: f.metrics})
+	_, err := NewServer(ServerOptions{Served: f.served, Auth: f.server.auth, Mesh: f.mesh, Metrics: f.metrics})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "registering the server's metrics")
 
@@ -119,7 +121,7 @@ func TestTheMetricsAreTheServersOwnAndLeaveWithIt(t *testing.T) {
 		assert.False(t, strings.HasPrefix(mf.GetName(), "meshrx_registry_"), "%s outlived its server", mf.GetName())
 	}
 	// Control: once the first is gone, another server registers.
-	s, err := NewServer(ServerOptions{Landing: f.landing, Served: f.served, Auth: f.server.auth, Mesh: f.mesh, Metrics: f.metrics, Clock: f.clk})
+	s, err := NewServer(ServerOptions{Served: f.served, Auth: f.server.auth, Mesh: f.mesh, Metrics: f.metrics, Clock: f.clk})
 	require.NoError(t, err)
 	require.NoError(t, s.Close(t.Context()))
 }

@@ -13,9 +13,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -88,7 +91,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 
 	// Control first: with the database up, a publication on one replica is
 	// served by the other at its tier.
-	got := a.do(publishRequest("Acme.Base", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Base", "1.0.0", 1)))
+	got := a.do(publishRequest("Acme.Base", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Base", "1.0.0", 1)))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	require.Eventually(t, func() bool {
 		st, ok := b.server.catalog.current()
@@ -101,9 +104,9 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 	require.Equal(t, map[string]string{"Acme.Base": "1.0.0"}, listed(idx))
 
 	// A pro publication whose database stops while its upload is arriving.
-	archive := moduleArchive(t, "Acme.Pro", "1.0.0", 1)
+	archive := testkit.ModuleArchive(t, "Acme.Pro", "1.0.0", 1)
 	body, upload := io.Pipe()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a.http.URL+BundlesPath+"/Acme.Pro?version=1.0.0&tier=pro", body)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a.http.URL+client.BundlesPath+"/Acme.Pro?version=1.0.0&tier=pro", body)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+testPublishToken)
 	req.ContentLength = int64(len(archive))
@@ -136,7 +139,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 
 	// Nothing of it is on the volume: no replica can serve it.
 	assert.Equal(t, map[string]string{"Acme.Base": "1.0.0"}, a.activation())
-	assert.Empty(t, generations(t, root, "Acme.Pro"))
+	assert.Empty(t, testkit.Generations(t, root, "Acme.Pro"))
 
 	// Both catalogs know they are incomplete (what /readyz reports).
 	for name, f := range map[string]*fixture{"a": a, "b": b} {
@@ -150,7 +153,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 	// download from the catalog. (Keyed requests themselves answer 503 while
 	// the database is down: authentication cannot read; what is checked here
 	// is what they are answered from.)
-	third := newLanding(t, DirVolume(root), LandingOptions{Replica: "third"})
+	third := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "third"})
 	_, err = third.Land(t.Context(), "Acme.Pro", "1.0.0", archive)
 	require.NoError(t, err)
 	b.clk.Advance(b.served.Freshness())
@@ -160,7 +163,7 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 	st, ok := b.server.catalog.current()
 	require.True(t, ok)
 	everyone := func(string, string) bool { return true }
-	var doc Index
+	var doc client.Index
 	require.NoError(t, json.Unmarshal(assembleIndex(act, st, "", everyone), &doc))
 	assert.Equal(t, map[string]string{"Acme.Base": "1.0.0"}, listed(doc), "a package whose tier is not known is in no index, even for a caller entitled to everything")
 	assert.True(t, st.lookup("acme.pro").unreadable, "and its download is refused before the volume")

@@ -18,7 +18,10 @@ import (
 	"time"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/internal/answer"
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -27,10 +30,6 @@ import (
 // with 503 and Retry-After at once, before its body is read: uploads cost
 // disk and a connection for up to the publish budget each.
 const DefaultUploadSlots = 4
-
-// uploadRetryAfter is what a publication refused for want of an upload slot
-// is told to wait.
-const uploadRetryAfter = "5"
 
 // StageUploadSlots names the budget of concurrent uploads in refusals.
 const StageUploadSlots = "publish upload slots"
@@ -63,11 +62,11 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 		q := r.URL.Query()
 		up := upload{plugin: r.PathValue("plugin"), version: q.Get("version")}
 		up.tier, up.tierGiven = q.Get("tier"), q.Has("tier")
-		if err := ValidateModuleName(up.plugin); err != nil {
+		if err := landing.ValidateModuleName(up.plugin); err != nil {
 			writeAnswer(w, errorAnswer(http.StatusBadRequest, err.Error()))
 			return
 		}
-		if err := ValidateVersion(up.version); err != nil {
+		if err := landing.ValidateVersion(up.version); err != nil {
 			writeAnswer(w, errorAnswer(http.StatusBadRequest, err.Error()+" (give it as ?version=)"))
 			return
 		}
@@ -88,7 +87,7 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 			noteRefusal(r, StageUploadSlots)
 			a := errorAnswer(http.StatusServiceUnavailable,
 				fmt.Sprintf("%s: all %d are in use; publish again later", StageUploadSlots, cap(s.uploads)))
-			a.Header.Set("Retry-After", uploadRetryAfter)
+			answer.SetRetryAfter(a.Header, 0)
 			a.Header.Set("Connection", "close") // the body is not read
 			writeAnswer(w, a)
 			return
@@ -116,7 +115,7 @@ func (s *Server) takeUploadSlot() (release func(), ok bool) {
 	}
 }
 
-func tooLarge(limit int64) Answer {
+func tooLarge(limit int64) answer.Answer {
 	return errorAnswer(http.StatusRequestEntityTooLarge,
 		fmt.Sprintf("the upload is larger than the %d bytes a bundle may have", limit))
 }
@@ -143,11 +142,11 @@ func (s *Server) publishAuthorized(header string) bool {
 // read deadline is left expired, so the server does not wait on the rest of
 // a body that is not coming (clearing it would hold the connection, and a
 // graceful shutdown, for as long as the client likes).
-func (s *Server) spoolUpload(w http.ResponseWriter, r *http.Request, release func()) (*spool, *Answer) {
-	ledger := LedgerFrom(r.Context())
+func (s *Server) spoolUpload(w http.ResponseWriter, r *http.Request, release func()) (*spool, *answer.Answer) {
+	ledger := answer.LedgerFrom(r.Context())
 	stage := ledger.Enter(StageUpload)
 	defer stage.Finish()
-	refuse := func(a Answer) (*spool, *Answer) {
+	refuse := func(a answer.Answer) (*spool, *answer.Answer) {
 		release()
 		return nil, &a
 	}
@@ -230,21 +229,21 @@ func (sp *spool) release() {
 // and the tier in effect, or the refusal that ends it.
 type publishTarget struct {
 	name, tier string
-	refusal    *Answer
+	refusal    *answer.Answer
 }
 
 // landing is what the landing did, or the refusal that ended it.
-type landing struct {
-	rec     Record
+type landOutcome struct {
+	rec     landing.Record
 	created bool
-	refusal *Answer
+	refusal *answer.Answer
 }
 
 // PublishAnswer is the body of a successful publication: the record of the
 // version, the tier its package is served at, and whether this publication
 // landed it (201) or found it landed with the same bytes (200).
 type PublishAnswer struct {
-	Record
+	landing.Record
 	Tier    string `json:"tier"`
 	Created bool   `json:"created"`
 }
@@ -262,39 +261,39 @@ type PublishAnswer struct {
 // answers, so this replica's next index read lists the new version. A
 // version published before answers 200 for the same bytes and 409 naming
 // its sha256 for others.
-func (s *Server) publishRoute(r *http.Request) rx.Observable[Answer] {
-	ledger := LedgerFrom(r.Context())
+func (s *Server) publishRoute(r *http.Request) rx.Observable[answer.Answer] {
+	ledger := answer.LedgerFrom(r.Context())
 	up, ok := r.Context().Value(uploadKey{}).(*upload)
 	if !ok {
-		return rx.Throw[Answer](errors.New("registry: the publish route ran without its gate"))
+		return rx.Throw[answer.Answer](errors.New("registry: the publish route ran without its gate"))
 	}
-	target := InStage(background(func(ctx context.Context) (publishTarget, error) {
+	target := answer.InStage(background(func(ctx context.Context) (publishTarget, error) {
 		return s.publishTarget(ctx, up)
 	}), ledger, StagePackageNode)
-	return rx.SelectMany(rx.Take(target, 1), func(t publishTarget) rx.Observable[Answer] {
+	return rx.SelectMany(rx.Take(target, 1), func(t publishTarget) rx.Observable[answer.Answer] {
 		if t.refusal != nil {
 			return rx.Return(*t.refusal)
 		}
-		landed := InStage(background(func(ctx context.Context) (landing, error) {
+		landed := answer.InStage(background(func(ctx context.Context) (landOutcome, error) {
 			if !up.spool.hold() {
-				return landing{}, errors.New("registry: the upload was released before it could land")
+				return landOutcome{}, errors.New("registry: the upload was released before it could land")
 			}
 			defer up.spool.release()
 			rec, created, err := s.served.LandArchive(ctx, t.name, up.version, up.spool.f, up.spool.size)
-			var conflict *VersionConflictError
-			var badArchive *ArchiveError
-			var badName *NameError
+			var conflict *landing.VersionConflictError
+			var badArchive *landing.ArchiveError
+			var badName *landing.NameError
 			switch {
 			case errors.As(err, &conflict):
-				return landing{refusal: ptr(errorAnswer(http.StatusConflict, conflict.Error()))}, nil
+				return landOutcome{refusal: ptr(errorAnswer(http.StatusConflict, conflict.Error()))}, nil
 			case errors.As(err, &badArchive) || errors.As(err, &badName):
-				return landing{refusal: ptr(errorAnswer(http.StatusBadRequest, err.Error()))}, nil
+				return landOutcome{refusal: ptr(errorAnswer(http.StatusBadRequest, err.Error()))}, nil
 			case err != nil:
-				return landing{}, err
+				return landOutcome{}, err
 			}
-			return landing{rec: rec, created: created}, nil
+			return landOutcome{rec: rec, created: created}, nil
 		}), ledger, StageLanding)
-		return rx.Map(rx.Take(landed, 1), func(l landing) Answer {
+		return rx.Map(rx.Take(landed, 1), func(l landOutcome) answer.Answer {
 			if l.refusal != nil {
 				return *l.refusal
 			}
@@ -303,7 +302,7 @@ func (s *Server) publishRoute(r *http.Request) rx.Observable[Answer] {
 				status = http.StatusCreated
 			}
 			a := jsonAnswer(status, PublishAnswer{Record: l.rec, Tier: t.tier, Created: l.created})
-			a.Header.Set("Location", BundlesPath+"/"+url.PathEscape(l.rec.Module)+"/"+url.PathEscape(l.rec.Version))
+			a.Header.Set("Location", client.BundlesPath+"/"+url.PathEscape(l.rec.Module)+"/"+url.PathEscape(l.rec.Version))
 			return a
 		})
 	})
@@ -320,7 +319,7 @@ func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, 
 	}
 	defer up.spool.release()
 	if up.tier != "" {
-		known, err := (&auth.Registry{Mesh: s.mesh, Clock: s.clk}).KnownPlans(ctx)
+		known, err := (&auth.Instances{Mesh: s.mesh, Clock: s.clk}).KnownPlans(ctx)
 		if err != nil {
 			return publishTarget{}, err
 		}
@@ -329,7 +328,7 @@ func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, 
 				fmt.Sprintf("unknown tier %q; the known tiers are %s (or none, for the baseline)", up.tier, strings.Join(known, ", "))))}, nil
 		}
 	}
-	if _, err := planArchive(up.spool.f, up.spool.size, s.landing.limits); err != nil {
+	if err := s.landing.CheckArchive(up.spool.f, up.spool.size); err != nil {
 		return publishTarget{refusal: ptr(errorAnswer(http.StatusBadRequest, err.Error()))}, nil
 	}
 	initial := rx.Take(rx.Filter(s.mesh.Query(s.catalog.query), func(c mesh.Change) bool { return c.Kind == mesh.Initial }), 1)
@@ -358,7 +357,7 @@ func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, 
 		return publishTarget{refusal: ptr(errorAnswer(http.StatusConflict,
 			fmt.Sprintf("the package nodes %s and %s name one package (names are compared without case); remove one before publishing", found[0].Path, found[1].Path)))}, nil
 	}
-	name, err := s.landing.spelling(ctx, up.plugin)
+	name, err := s.landing.Spelling(ctx, up.plugin)
 	if err != nil {
 		return publishTarget{}, err
 	}
@@ -387,7 +386,7 @@ func background[T any](work func(ctx context.Context) (T, error)) rx.Observable[
 }
 
 // writeAnswer writes a an answer outside a Deadline.
-func writeAnswer(w http.ResponseWriter, a Answer) {
+func writeAnswer(w http.ResponseWriter, a answer.Answer) {
 	h := w.Header()
 	for k, vs := range a.Header {
 		h[k] = append([]string(nil), vs...)

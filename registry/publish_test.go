@@ -8,11 +8,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
 func publishRequest(plugin, query, token string, body []byte) request {
-	r := request{method: http.MethodPost, path: BundlesPath + "/" + plugin + query, body: body, header: http.Header{}}
+	r := request{method: http.MethodPost, path: client.BundlesPath + "/" + plugin + query, body: body, header: http.Header{}}
 	if token != "" {
 		r.header.Set("Authorization", "Bearer "+token)
 	}
@@ -29,7 +32,7 @@ func (f *fixture) activation() map[string]string {
 
 func TestPublishingNeedsThePublishToken(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	archive := moduleArchive(t, "Acme.Crm", "1.0.0", 2)
+	archive := testkit.ModuleArchive(t, "Acme.Crm", "1.0.0", 2)
 	for name, token := range map[string]string{"no token": "", "wrong token": "publish-token-for-test", "longer token": testPublishToken + "x"} {
 		got := f.do(publishRequest("Acme.Crm", "?version=1.0.0", token, archive))
 		assert.Equal(t, http.StatusUnauthorized, got.status, name)
@@ -43,12 +46,12 @@ func TestPublishingNeedsThePublishToken(t *testing.T) {
 
 	got := f.do(publishRequest("Acme.Crm", "?version=1.0.0&tier=Pro", testPublishToken, archive))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
-	var rec Record
+	var rec landing.Record
 	require.NoError(t, json.Unmarshal(got.body, &rec))
 	assert.Equal(t, "Acme.Crm", rec.Module)
 	assert.Equal(t, "1.0.0", rec.Version)
-	assert.Equal(t, Landed, rec.State)
-	assert.Equal(t, BundlesPath+"/Acme.Crm/1.0.0", got.header.Get("Location"))
+	assert.Equal(t, landing.Landed, rec.State)
+	assert.Equal(t, client.BundlesPath+"/Acme.Crm/1.0.0", got.header.Get("Location"))
 	assert.Equal(t, map[string]string{"Acme.Crm": "1.0.0"}, f.activation())
 
 	node, err := rx.First(t.Context(), f.store.Get(DefaultSource+"/Acme.Crm"))
@@ -59,13 +62,13 @@ func TestPublishingNeedsThePublishToken(t *testing.T) {
 
 func TestPublishingIsNotMappedWithoutAToken(t *testing.T) {
 	f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) { o.PublishToken = "" }})
-	got := f.do(publishRequest("Acme.Crm", "?version=1.0.0", "", moduleArchive(t, "Acme.Crm", "1.0.0", 1)))
+	got := f.do(publishRequest("Acme.Crm", "?version=1.0.0", "", testkit.ModuleArchive(t, "Acme.Crm", "1.0.0", 1)))
 	assert.Equal(t, http.StatusNotFound, got.status, "no route takes a publication")
 	assert.Empty(t, f.activation())
 }
 
 func TestAnUploadOverTheLimitIs413AndLandsNothing(t *testing.T) {
-	archive := moduleArchive(t, "Acme.Crm", "1.0.0", 4)
+	archive := testkit.ModuleArchive(t, "Acme.Crm", "1.0.0", 4)
 	f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) { o.MaxPublishBytes = int64(len(archive)) - 1 }})
 	got := f.do(publishRequest("Acme.Crm", "?version=1.0.0", testPublishToken, archive))
 	assert.Equal(t, http.StatusRequestEntityTooLarge, got.status)
@@ -76,14 +79,14 @@ func TestAnUploadOverTheLimitIs413AndLandsNothing(t *testing.T) {
 	assert.Empty(t, f.activation())
 
 	// Control: one byte less is accepted, so the limit is what refused.
-	small := moduleArchive(t, "Acme.Crm", "1.0.0", 3)
+	small := testkit.ModuleArchive(t, "Acme.Crm", "1.0.0", 3)
 	require.Less(t, len(small), len(archive))
 	assert.Equal(t, http.StatusCreated, f.do(publishRequest("Acme.Crm", "?version=1.0.0", testPublishToken, small)).status)
 }
 
 func TestABadPublicationIs400WithTheReasonAndLandsNothing(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	good := moduleArchive(t, "Acme.Crm", "1.0.0", 1)
+	good := testkit.ModuleArchive(t, "Acme.Crm", "1.0.0", 1)
 	for name, c := range map[string]struct {
 		plugin, query string
 		body          []byte
@@ -91,7 +94,7 @@ func TestABadPublicationIs400WithTheReasonAndLandsNothing(t *testing.T) {
 	}{
 		"not a zip":            {"Acme.Crm", "?version=1.0.0", []byte("this is not a zip archive"), "archive"},
 		"empty body":           {"Acme.Crm", "?version=1.0.0", []byte{}, "archive"},
-		"unsafe entry":         {"Acme.Crm", "?version=1.0.0", zipOf(t, entry{name: "../evil.txt", body: []byte("x")}), "archive"},
+		"unsafe entry":         {"Acme.Crm", "?version=1.0.0", testkit.Zip(t, testkit.Entry{Name: "../evil.txt", Body: []byte("x")}), "archive"},
 		"no version":           {"Acme.Crm", "", good, "version"},
 		"traversal version":    {"Acme.Crm", "?version=..%2f..", good, "version"},
 		"traversal plugin":     {"..%2fetc", "?version=1.0.0", good, "module"},
@@ -109,8 +112,8 @@ func TestABadPublicationIs400WithTheReasonAndLandsNothing(t *testing.T) {
 
 func TestRepublishingWithoutATierKeepsThePackagesTier(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	require.Equal(t, http.StatusCreated, f.do(publishRequest("Acme.Crm", "?version=1.0.0&tier=enterprise", testPublishToken, moduleArchive(t, "Acme.Crm", "1.0.0", 1))).status)
-	require.Equal(t, http.StatusCreated, f.do(publishRequest("Acme.Crm", "?version=1.1.0", testPublishToken, moduleArchive(t, "Acme.Crm", "1.1.0", 1))).status)
+	require.Equal(t, http.StatusCreated, f.do(publishRequest("Acme.Crm", "?version=1.0.0&tier=enterprise", testPublishToken, testkit.ModuleArchive(t, "Acme.Crm", "1.0.0", 1))).status)
+	require.Equal(t, http.StatusCreated, f.do(publishRequest("Acme.Crm", "?version=1.1.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Crm", "1.1.0", 1))).status)
 	node, err := rx.First(t.Context(), f.store.Get(DefaultSource+"/Acme.Crm"))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"tier":"enterprise"}`, string(node.Content), "republishing must not widen the licence")
@@ -121,7 +124,7 @@ func TestRepublishingWithoutATierKeepsThePackagesTier(t *testing.T) {
 	assert.Empty(t, idx.Bundles)
 
 	// Control: a new package published without a tier is at the baseline.
-	require.Equal(t, http.StatusCreated, f.do(publishRequest("Acme.Free", "?version=1.0.0", testPublishToken, moduleArchive(t, "Acme.Free", "1.0.0", 1))).status)
+	require.Equal(t, http.StatusCreated, f.do(publishRequest("Acme.Free", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Free", "1.0.0", 1))).status)
 	idx, _ = f.index(key)
 	assert.Equal(t, map[string]string{"Acme.Free": "1.0.0"}, listed(idx))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/meshrx/meshrx/internal/answer"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -216,9 +217,9 @@ func boolGauge(b bool) float64 {
 // readyRoute answers 200 when every readiness check passes, else 503 with
 // Retry-After naming each check that did not, with a stable reason. The
 // details go to the log, once per transition.
-func (s *Server) readyRoute(r *http.Request) rx.Observable[Answer] {
-	ledger := LedgerFrom(r.Context())
-	return rx.Map(rx.Take(InStage(s.readinessNow(), ledger, StageReadiness), 1), func(body readiness) Answer {
+func (s *Server) readyRoute(r *http.Request) rx.Observable[answer.Answer] {
+	ledger := answer.LedgerFrom(r.Context())
+	return rx.Map(rx.Take(answer.InStage(s.readinessNow(), ledger, StageReadiness), 1), func(body readiness) answer.Answer {
 		if len(body.NotReady) == 0 {
 			return jsonAnswer(http.StatusOK, body)
 		}
@@ -228,7 +229,7 @@ func (s *Server) readyRoute(r *http.Request) rx.Observable[Answer] {
 		}
 		noteRefusal(r, joinNames(stages))
 		a := jsonAnswer(http.StatusServiceUnavailable, body)
-		a.Header.Set("Retry-After", "5")
+		answer.SetRetryAfter(a.Header, 0)
 		return a
 	})
 }
@@ -330,7 +331,7 @@ func (s *Server) runCheck(ctx context.Context, c readinessCheck) *checkResult {
 func joinNames(names []string) string { return strings.Join(names, ", ") }
 
 // liveRoute answers 200 while the process serves HTTP: it reads nothing.
-func (s *Server) liveRoute(*http.Request) rx.Observable[Answer] {
+func (s *Server) liveRoute(*http.Request) rx.Observable[answer.Answer] {
 	return rx.Return(jsonAnswer(http.StatusOK, struct {
 		Status string `json:"status"`
 	}{"alive"}))

@@ -14,8 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -83,7 +85,7 @@ func TestLivezAnswersWhileTheProcessServesAndReadsNothing(t *testing.T) {
 
 // failingScans makes the scan of the modules directory fail while it is on.
 type failingScans struct {
-	Volume
+	landing.Volume
 	on atomic.Bool
 }
 
@@ -96,7 +98,7 @@ func (v *failingScans) ReadDir(ctx context.Context, name string) ([]fs.DirEntry,
 
 func TestReadyzSaysTheSnapshotIsStaleWhenReDerivationKeepsFailingAndTheLogSaysSoOnce(t *testing.T) {
 	var scans *failingScans
-	f := newFixture(t, fixtureOptions{volume: func(v Volume) Volume {
+	f := newFixture(t, fixtureOptions{volume: func(v landing.Volume) landing.Volume {
 		scans = &failingScans{Volume: v}
 		return scans
 	}})
@@ -127,13 +129,13 @@ func TestReadyzSaysTheSnapshotIsStaleWhenReDerivationKeepsFailingAndTheLogSaysSo
 	assert.Equal(t, 0.0, readinessGauge(t, f, "all"))
 
 	// The first failed derivation logged that the snapshot grows stale, once.
-	derivWarn := f.logs.matching(slog.LevelWarn, "deriving the activation list failed")
+	derivWarn := f.logs.Matching(slog.LevelWarn, "deriving the activation list failed")
 	require.Len(t, derivWarn, 1, "one warning when derivations start failing, however many fail")
 	assert.Contains(t, derivWarn[0].Attrs["error"].String(), "input/output error")
 	assert.Contains(t, derivWarn[0].Attrs, "snapshotAge")
 	// The readiness transition logged once, with the detail.
 	f.do(request{path: ReadyPath})
-	notReadyWarn := f.logs.matching(slog.LevelWarn, "not ready: "+CheckSnapshot)
+	notReadyWarn := f.logs.Matching(slog.LevelWarn, "not ready: "+CheckSnapshot)
 	require.Len(t, notReadyWarn, 1, "one warning per transition, not per poll")
 	assert.Contains(t, notReadyWarn[0].Attrs["detail"].String(), "input/output error")
 
@@ -146,8 +148,8 @@ func TestReadyzSaysTheSnapshotIsStaleWhenReDerivationKeepsFailingAndTheLogSaysSo
 	f.clk.Advance(f.served.Freshness())
 	got = f.do(request{path: ReadyPath})
 	assert.Equal(t, http.StatusOK, got.status, "%s", got.body)
-	assert.Len(t, f.logs.matching(slog.LevelInfo, "ready again: "+CheckSnapshot), 1)
-	assert.Len(t, f.logs.matching(slog.LevelInfo, "deriving the activation list succeeded again"), 1)
+	assert.Len(t, f.logs.Matching(slog.LevelInfo, "ready again: "+CheckSnapshot), 1)
+	assert.Len(t, f.logs.Matching(slog.LevelInfo, "deriving the activation list succeeded again"), 1)
 	assert.Equal(t, 1.0, readinessGauge(t, f, "all"))
 }
 
@@ -167,8 +169,8 @@ func TestReadyzSaysTheStoreIsNotReadyWhilePostgreSQLIsStopped(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 
-	f := newFixture(t, fixtureOptions{mesh: func(m *watchedMesh) { m.Service = store }})
-	ctx, cancel := context.WithTimeout(t.Context(), bound)
+	f := newFixture(t, fixtureOptions{mesh: func(m *watchedMesh) { m.Store = store }})
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Bound)
 	defer cancel()
 	_, err = rx.First(ctx, f.server.catalog.read())
 	require.NoError(t, err, "the catalog's first answer")
@@ -186,7 +188,7 @@ func TestReadyzSaysTheStoreIsNotReadyWhilePostgreSQLIsStopped(t *testing.T) {
 	assert.Equal(t, got.status, f.do(request{path: HealthPath}).status, "/healthz answers as /readyz")
 	assert.Equal(t, http.StatusOK, f.do(request{path: LivePath}).status, "the process is alive")
 	assert.Equal(t, 0.0, readinessGauge(t, f, CheckStore))
-	warns := f.logs.matching(slog.LevelWarn, "not ready: "+CheckStore)
+	warns := f.logs.Matching(slog.LevelWarn, "not ready: "+CheckStore)
 	require.Len(t, warns, 1, "one warning for the transition, however often it is polled")
 	assert.NotEmpty(t, warns[0].Attrs["detail"].String())
 
@@ -204,7 +206,7 @@ func TestAFloodOfReadyzCostsTheStoreOneProbeReadPerInterval(t *testing.T) {
 		replies[i] = f.send(request{path: ReadyPath})
 	}
 	for i, ch := range replies {
-		got := receive(t, ch, "a /readyz answer")
+		got := testkit.Receive(t, ch, "a /readyz answer")
 		require.NoError(t, got.err)
 		assert.Equal(t, http.StatusOK, got.status, "request %d: %s", i, got.body)
 	}

@@ -10,13 +10,15 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // scanFault makes the scan of the modules directory fail with err while set.
 type scanFault struct {
-	Volume
+	landing.Volume
 	mu  sync.Mutex
 	err error
 }
@@ -52,7 +54,7 @@ func TestAnIndexThatCouldNotFindOutIs503AndOneThatFailedIs500AndNeitherShowsTheE
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var fault *scanFault
-			f := newFixture(t, fixtureOptions{volume: func(v Volume) Volume {
+			f := newFixture(t, fixtureOptions{volume: func(v landing.Volume) landing.Volume {
 				fault = &scanFault{Volume: v}
 				return fault
 			}})
@@ -60,7 +62,7 @@ func TestAnIndexThatCouldNotFindOutIs503AndOneThatFailedIs500AndNeitherShowsTheE
 			key := f.instance("acme", "pro", "Plugins/*")
 			fault.set(c.err)
 
-			got := f.do(request{path: IndexPath, key: key})
+			got := f.do(request{path: client.IndexPath, key: key})
 			assert.Equal(t, c.status, got.status, "%s", got.body)
 			assert.Equal(t, c.retryAfter, got.header.Get("Retry-After") != "")
 			var body refusal
@@ -69,7 +71,7 @@ func TestAnIndexThatCouldNotFindOutIs503AndOneThatFailedIs500AndNeitherShowsTheE
 			for _, internal := range []string{"openat", "modules/", c.err.Error()} {
 				assert.NotContains(t, string(got.body), internal, "no internal text in the answer")
 			}
-			logged := f.logs.matching(c.level, "failed in "+StageActivation)
+			logged := f.logs.Matching(c.level, "failed in "+StageActivation)
 			require.Len(t, logged, 1, "logged once, with its stage")
 			assert.Contains(t, logged[0].Attrs["error"].String(), c.err.Error(), "the detail is in the log")
 		})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -41,7 +42,7 @@ type ServedOptions struct {
 // Snapshot is one derived activation list, numbered so that consumers (the
 // index) can tell a new derivation from the one they already built on.
 type Snapshot struct {
-	Activation
+	landing.Activation
 	Seq       uint64    // increases with every published derivation
 	DerivedAt time.Time // when the derivation that produced it started
 }
@@ -68,7 +69,7 @@ type Snapshot struct {
 // The bundle download keeps the authoritative ModuleLanding.Activation: it
 // decides which bytes a consumer receives.
 type ServedActivation struct {
-	landing   *ModuleLanding
+	landing   *landing.ModuleLanding
 	clk       clock.Clock
 	freshness time.Duration
 	budget    time.Duration
@@ -89,18 +90,12 @@ type ServedActivation struct {
 
 	inflight    atomic.Pointer[derivation]
 	derivations atomic.Int64
-
-	// Test seams, the negative controls of the tests.
-	releaseAlways bool // release the slot even if it holds a successor
-	ignoreGen     bool // publish whatever finishes, even over a local write; nothing is superseded
-	requestOwned  bool // the claiming request's abort cancels the scan, and a failed derivation stays in the slot
 }
 
 type derivation struct {
 	gen     uint64
 	started time.Time
 	result  *rx.AsyncSubject[Snapshot]
-	abort   func() // set only by the requestOwned negative control
 
 	prev *derivation   // the derivation started before this one: its scan returns before this one's starts
 	done chan struct{} // closed when this derivation's scan has returned
@@ -144,7 +139,7 @@ func (d *derivation) wasSuperseded() bool {
 }
 
 // NewServedActivation serves the activation of l.
-func NewServedActivation(l *ModuleLanding, opts ServedOptions) *ServedActivation {
+func NewServedActivation(l *landing.ModuleLanding, opts ServedOptions) *ServedActivation {
 	s := &ServedActivation{landing: l, clk: opts.Clock, freshness: opts.Freshness, budget: opts.DerivationBudget, log: opts.Logger}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -185,12 +180,7 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 		}
 		d := s.claim(gen)
 		if d == nil {
-			return rx.Throw[Snapshot](ErrClosed)
-		}
-		if d.abort != nil { // negative control: the claiming request owns the derivation
-			abort := d.abort
-			d.abort = nil
-			return rx.Finally[Snapshot](d.result, abort)
+			return rx.Throw[Snapshot](landing.ErrClosed)
 		}
 		return rx.Catch(d.result, func(err error) rx.Observable[Snapshot] {
 			if errors.Is(err, errSuperseded) {
@@ -227,7 +217,7 @@ func (s *ServedActivation) claim(gen uint64) *derivation {
 		}
 		d := &derivation{gen: gen, started: s.clk.Now(), result: rx.NewAsyncSubject[Snapshot](), done: make(chan struct{})}
 		if s.inflight.CompareAndSwap(cur, d) {
-			if cur != nil && !s.ignoreGen {
+			if cur != nil {
 				// A local write made cur's listing useless: stop it. This
 				// one scans once it has stopped (see start).
 				cur.supersede()
@@ -249,18 +239,11 @@ func (s *ServedActivation) start(d *derivation) bool {
 		return false
 	}
 	s.running.Add(1)
-	if !s.ignoreGen { // the negative control scans beside its predecessor
-		d.prev = s.last
-	}
+	d.prev = s.last
 	s.last = d
 	s.mu.Unlock()
 	s.derivations.Add(1)
-	scan := rx.Create(func(ctx context.Context, o rx.Observer[Activation]) {
-		if s.requestOwned {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithCancel(ctx)
-			d.abort = cancel
-		}
+	scan := rx.Create(func(ctx context.Context, o rx.Observer[landing.Activation]) {
 		ctx, cancel := context.WithCancel(ctx)
 		d.scanning(cancel)
 		go func() {
@@ -290,7 +273,7 @@ func (s *ServedActivation) start(d *derivation) bool {
 		}()
 	})
 	rx.TimeoutStage(scan, "activation derivation", s.budget, s.clk).Subscribe(rx.NewObserver(
-		func(a Activation) {
+		func(a landing.Activation) {
 			s.derived(nil)
 			d.result.OnNext(s.publish(d, a))
 		},
@@ -303,9 +286,7 @@ func (s *ServedActivation) start(d *derivation) bool {
 				return
 			}
 			s.derived(err)
-			if !s.requestOwned { // the negative control keeps a fault in the slot
-				s.release(d)
-			}
+			s.release(d)
 			s.running.Done()
 			d.result.OnError(err)
 		},
@@ -360,12 +341,12 @@ func (s *ServedActivation) lastFailure() string {
 
 // publish installs a derivation's result unless a local write came after it
 // started, and returns the snapshot its readers receive either way.
-func (s *ServedActivation) publish(d *derivation, a Activation) Snapshot {
+func (s *ServedActivation) publish(d *derivation, a landing.Activation) Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
 	snap := Snapshot{Activation: a, Seq: s.seq, DerivedAt: d.started}
-	if s.gen == d.gen || s.ignoreGen {
+	if s.gen == d.gen {
 		s.snap, s.has = snap, true
 	}
 	return snap
@@ -373,10 +354,6 @@ func (s *ServedActivation) publish(d *derivation, a Activation) Snapshot {
 
 // release frees d's slot, only if the slot still holds d.
 func (s *ServedActivation) release(d *derivation) {
-	if s.releaseAlways {
-		s.inflight.Store(nil)
-		return
-	}
 	s.inflight.CompareAndSwap(d, nil)
 }
 
@@ -390,13 +367,13 @@ func (s *ServedActivation) invalidate() {
 }
 
 // Land lands a module version (see ModuleLanding.Land) and invalidates the snapshot.
-func (s *ServedActivation) Land(ctx context.Context, module, version string, archive []byte) (Record, error) {
+func (s *ServedActivation) Land(ctx context.Context, module, version string, archive []byte) (landing.Record, error) {
 	return s.write(s.landing.Land(ctx, module, version, archive))
 }
 
 // LandArchive lands a module version from an archive read in place (see
 // ModuleLanding.LandArchive) and invalidates the snapshot when it wrote one.
-func (s *ServedActivation) LandArchive(ctx context.Context, module, version string, archive io.ReaderAt, size int64) (Record, bool, error) {
+func (s *ServedActivation) LandArchive(ctx context.Context, module, version string, archive io.ReaderAt, size int64) (landing.Record, bool, error) {
 	rec, created, err := s.landing.LandArchive(ctx, module, version, archive, size)
 	if err == nil && created {
 		s.invalidate()
@@ -405,21 +382,21 @@ func (s *ServedActivation) LandArchive(ctx context.Context, module, version stri
 }
 
 // Shelve shelves a module version (see ModuleLanding.Shelve) and invalidates the snapshot.
-func (s *ServedActivation) Shelve(ctx context.Context, module, version string) (Record, error) {
+func (s *ServedActivation) Shelve(ctx context.Context, module, version string) (landing.Record, error) {
 	return s.write(s.landing.Shelve(ctx, module, version))
 }
 
 // Uninstall uninstalls a module (see ModuleLanding.Uninstall) and invalidates the snapshot.
-func (s *ServedActivation) Uninstall(ctx context.Context, module string) (Record, error) {
+func (s *ServedActivation) Uninstall(ctx context.Context, module string) (landing.Record, error) {
 	return s.write(s.landing.Uninstall(ctx, module))
 }
 
 // Remove removes a module (see ModuleLanding.Remove) and invalidates the snapshot.
-func (s *ServedActivation) Remove(ctx context.Context, module string) (Record, error) {
+func (s *ServedActivation) Remove(ctx context.Context, module string) (landing.Record, error) {
 	return s.write(s.landing.Remove(ctx, module))
 }
 
-func (s *ServedActivation) write(r Record, err error) (Record, error) {
+func (s *ServedActivation) write(r landing.Record, err error) (landing.Record, error) {
 	if err == nil {
 		s.invalidate()
 	}

@@ -12,27 +12,29 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
 // replicas returns two ModuleLandings on one root, standing for two
 // replicas of the registry, each seen through a counting volume.
-func replicas(t *testing.T) (a, b *ModuleLanding, av *CountedVolume, gate *heldVolume) {
+func replicas(t *testing.T) (a, b *landing.ModuleLanding, av *testkit.CountedVolume, gate *heldVolume) {
 	t.Helper()
 	root := t.TempDir()
-	gate = &heldVolume{Volume: DirVolume(root)}
-	av = CountingVolume(gate)
-	a = newLanding(t, av, LandingOptions{Replica: "a"})
-	b = newLanding(t, DirVolume(root), LandingOptions{Replica: "b"})
+	gate = &heldVolume{Volume: landing.DirVolume(root)}
+	av = testkit.CountingVolume(gate)
+	a = newLanding(t, av, landing.Options{Replica: "a"})
+	b = newLanding(t, landing.DirVolume(root), landing.Options{Replica: "b"})
 	return a, b, av, gate
 }
 
-func newServed(t *testing.T, l *ModuleLanding, clk *rxtest.Clock) *ServedActivation {
+func newServed(t *testing.T, l *landing.ModuleLanding, clk *rxtest.Clock) *ServedActivation {
 	t.Helper()
 	s := NewServedActivation(l, ServedOptions{Clock: clk})
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 		defer cancel()
 		require.NoError(t, s.Close(ctx))
 	})
@@ -42,7 +44,7 @@ func newServed(t *testing.T, l *ModuleLanding, clk *rxtest.Clock) *ServedActivat
 // read reads the served activation, waiting at most bound.
 func read(t *testing.T, s *ServedActivation) Snapshot {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 	defer cancel()
 	snap, err := rx.First(ctx, s.Read())
 	require.NoError(t, err)
@@ -53,7 +55,7 @@ func read(t *testing.T, s *ServedActivation) Snapshot {
 func settle(t *testing.T, s *ServedActivation) {
 	t.Helper()
 	if d := s.inflight.Load(); d != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 		defer cancel()
 		_, _ = rx.Collect[Snapshot](ctx, d.result)
 		require.NoError(t, ctx.Err(), "the derivation did not finish")
@@ -61,10 +63,10 @@ func settle(t *testing.T, s *ServedActivation) {
 }
 
 func land(t *testing.T, l interface {
-	Land(context.Context, string, string, []byte) (Record, error)
+	Land(context.Context, string, string, []byte) (landing.Record, error)
 }, module, version string) {
 	t.Helper()
-	_, err := l.Land(context.Background(), module, version, moduleArchive(t, module, version, 2))
+	_, err := l.Land(context.Background(), module, version, testkit.ModuleArchive(t, module, version, 2))
 	require.NoError(t, err)
 }
 
@@ -140,7 +142,7 @@ func TestConcurrentDueReadersShareOneDerivation(t *testing.T) {
 	land(t, s, "Alpha", "1.0.0")
 	read(t, s)
 	clk.Advance(s.Freshness())
-	gate := newReleaser(t)
+	gate := testkit.NewReleaser(t)
 	entered := held.hold(gate)
 	before := av.Ops()
 
@@ -153,9 +155,9 @@ func TestConcurrentDueReadersShareOneDerivation(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	receive(t, entered, "the re-derivation reaching the volume")
+	testkit.Receive(t, entered, "the re-derivation reaching the volume")
 	assert.EqualValues(t, 2, s.Derivations(), "100 due readers, one derivation (after the first read's)")
-	gate.release()
+	gate.Release()
 	settle(t, s)
 	oneScan := av.Ops().Sub(before).Total()
 
@@ -192,108 +194,138 @@ func TestConcurrentColdReadersShareOneDerivation(t *testing.T) {
 }
 
 func TestADerivationStartedBeforeALocalWriteIsNotPublished(t *testing.T) {
-	for _, control := range []bool{false, true} {
+	// countWrite makes the write through the service (true) or, for the
+	// negative control, past it on the landing: a write the service's
+	// generation does not count.
+	run := func(t *testing.T, countWrite bool) Snapshot {
 		a, _, _, held := replicas(t)
 		clk := rxtest.NewClock()
 		s := newServed(t, a, clk)
-		s.ignoreGen = control
 		land(t, s, "Alpha", "1.0.0")
 		read(t, s)
 		clk.Advance(s.Freshness())
-		gate := newReleaser(t)
+		gate := testkit.NewReleaser(t)
 		entered := held.holdAfterListing(gate)
 		read(t, s) // due: starts a derivation, which lists the modules and waits
-		receive(t, entered, "the stale derivation listing the modules")
+		testkit.Receive(t, entered, "the stale derivation listing the modules")
 		stale := s.inflight.Load()
 
-		land(t, s, "Beta", "1.0.0") // a local write while it runs
-		fresh := read(t, s)         // derives anew: the write must be served
-		require.Contains(t, servedVersions(fresh.Activation), "Beta")
-		gate.release()
+		if countWrite {
+			land(t, s, "Beta", "1.0.0") // a local write while it runs
+			fresh := read(t, s)         // derives anew: the write must be served
+			require.Contains(t, servedVersions(fresh.Activation), "Beta")
+		} else {
+			land(t, a, "Beta", "1.0.0")
+		}
+		gate.Release()
 		_, _ = rx.Collect[Snapshot](context.Background(), stale.result)
 
 		snap, ok := s.Snapshot()
 		require.True(t, ok)
-		if control {
-			// Negative control: publishing whatever finishes last puts the
-			// pre-write listing back over the write.
-			assert.NotContains(t, servedVersions(snap.Activation), "Beta")
-		} else {
-			assert.Contains(t, servedVersions(snap.Activation), "Beta")
-		}
+		return snap
 	}
+	assert.Contains(t, servedVersions(run(t, true).Activation), "Beta")
+
+	t.Run("negative control: a write the generation does not count is published over", func(t *testing.T) {
+		// Publishing whatever finishes puts the pre-write listing back
+		// over the write, as the service did before the generation guard.
+		assert.NotContains(t, servedVersions(run(t, false).Activation), "Beta")
+	})
 }
 
 func TestAnAbortedRequestDoesNotCacheAFault(t *testing.T) {
-	for _, control := range []bool{false, true} {
+	a, _, _, held := replicas(t)
+	land(t, a, "Alpha", "1.0.0")
+	clk := rxtest.NewClock()
+	s := newServed(t, a, clk)
+	gate := testkit.NewReleaser(t)
+	entered := held.hold(gate)
+
+	aborted := rxtest.Record(clk, s.Read()) // the first request starts the derivation...
+	testkit.Receive(t, entered, "the derivation reaching the volume")
+	aborted.Unsubscribe() // ...and gives up
+	gate.Release()
+	settle(t, s)
+
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
+	snap, err := rx.First(ctx, s.Read())
+	cancel()
+	require.NoError(t, err)
+	assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Alpha"])
+	assert.EqualValues(t, 1, s.Derivations(), "the next reader got the derivation the aborted one started")
+
+	t.Run("negative control: a derivation the first request owns dies with it, and its fault is kept", func(t *testing.T) {
 		a, _, _, held := replicas(t)
 		land(t, a, "Alpha", "1.0.0")
-		clk := rxtest.NewClock()
-		s := newServed(t, a, clk)
-		s.requestOwned = control
-		gate := newReleaser(t)
+		c := &firstReaderCache{l: a}
+		gate := testkit.NewReleaser(t)
 		entered := held.hold(gate)
-
-		aborted := rxtest.Record(clk, s.Read()) // the first request starts the derivation...
-		receive(t, entered, "the derivation reaching the volume")
-		aborted.Unsubscribe() // ...and gives up
-		gate.release()
-		settle(t, s)
-
-		ctx, cancel := context.WithTimeout(context.Background(), bound)
-		snap, err := rx.First(ctx, s.Read())
-		cancel()
-		if control {
-			// Negative control: a derivation owned by the request dies with it,
-			// and its fault is what every later reader gets.
-			assert.ErrorIs(t, err, context.Canceled)
-			continue
-		}
-		require.NoError(t, err)
-		assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Alpha"])
-		assert.EqualValues(t, 1, s.Derivations(), "the next reader got the derivation the aborted one started")
-	}
+		first, cancelFirst := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.read(first)
+			done <- err
+		}()
+		testkit.Receive(t, entered, "the derivation reaching the volume")
+		cancelFirst() // the first request gives up
+		assert.ErrorIs(t, testkit.Receive(t, done, "the aborted read"), context.Canceled)
+		_, err := c.read(context.Background())
+		assert.ErrorIs(t, err, context.Canceled, "every later reader gets the aborted request's fault")
+	})
 }
 
+// firstReaderCache is the cache the ServedActivation replaces: the first
+// reader derives on its own context, and what it got, fault or not, is
+// what every later reader gets.
+type firstReaderCache struct {
+	l    *landing.ModuleLanding
+	once sync.Once
+	act  landing.Activation
+	err  error
+}
+
+func (c *firstReaderCache) read(ctx context.Context) (landing.Activation, error) {
+	c.once.Do(func() { c.act, c.err = c.l.Activation(ctx) })
+	return c.act, c.err
+}
+
+// Negative control, by hand: make ServedActivation.release unconditional
+// (s.inflight.Store(nil)) and this test fails with 4 derivations: D1,
+// finishing late, empties the slot D2 holds and the late reader starts D3.
+// No seam a user has can remove the compare-and-swap, so the control is
+// not run here.
 func TestALateDerivationDoesNotEvictItsSuccessor(t *testing.T) {
-	for _, control := range []bool{false, true} {
-		a, _, _, held := replicas(t)
-		clk := rxtest.NewClock()
-		s := newServed(t, a, clk)
-		s.releaseAlways = control
-		land(t, s, "Alpha", "1.0.0")
-		read(t, s)
-		require.EqualValues(t, 1, s.Derivations())
+	a, _, _, held := replicas(t)
+	clk := rxtest.NewClock()
+	s := newServed(t, a, clk)
+	land(t, s, "Alpha", "1.0.0")
+	read(t, s)
+	require.EqualValues(t, 1, s.Derivations())
 
-		clk.Advance(s.Freshness())
-		first, second := newReleaser(t), newReleaser(t)
-		enteredFirst := held.hold(first)
-		read(t, s) // due: derivation D1 starts and waits
-		receive(t, enteredFirst, "D1 reaching the volume")
-		d1 := s.inflight.Load()
+	clk.Advance(s.Freshness())
+	first, second := testkit.NewReleaser(t), testkit.NewReleaser(t)
+	enteredFirst := held.hold(first)
+	read(t, s) // due: derivation D1 starts and waits
+	testkit.Receive(t, enteredFirst, "D1 reaching the volume")
+	d1 := s.inflight.Load()
 
-		land(t, s, "Beta", "1.0.0") // a local write: D1 may no longer publish
-		enteredSecond := held.hold(second)
-		waiting := rxtest.Record(clk, s.Read()) // no snapshot: D2 starts and waits
-		receive(t, enteredSecond, "D2 reaching the volume")
+	land(t, s, "Beta", "1.0.0") // a local write: D1 may no longer publish
+	enteredSecond := held.hold(second)
+	waiting := rxtest.Record(clk, s.Read()) // no snapshot: D2 starts and waits
+	testkit.Receive(t, enteredSecond, "D2 reaching the volume")
 
-		first.release() // D1 finishes late, while D2 is in flight
-		_, _ = rx.Collect[Snapshot](context.Background(), d1.result)
-		late := rxtest.Record(clk, s.Read()) // must join D2, not start D3
+	first.Release() // D1 finishes late, while D2 is in flight
+	_, _ = rx.Collect[Snapshot](context.Background(), d1.result)
+	late := rxtest.Record(clk, s.Read()) // must join D2, not start D3
 
-		second.release()
-		settle(t, s)
-		settle(t, s)
-		want := int64(3) // the first read, D1, D2
-		if control {
-			want = 4 // D1 evicted D2 from the slot: the late reader started D3
-		}
-		assert.Equal(t, want, s.Derivations())
-		for _, r := range []*rxtest.Recorder[Snapshot]{waiting, late} {
-			require.True(t, r.WaitTerminated(bound))
-			require.NoError(t, r.Err())
-			assert.Contains(t, servedVersions(r.Values()[0].Activation), "Beta")
-		}
+	second.Release()
+	settle(t, s)
+	settle(t, s)
+	assert.EqualValues(t, 3, s.Derivations(), "the first read, D1, D2: the late reader joined D2")
+	for _, r := range []*rxtest.Recorder[Snapshot]{waiting, late} {
+		require.True(t, r.WaitTerminated(testkit.Bound))
+		require.NoError(t, r.Err())
+		assert.Contains(t, servedVersions(r.Values()[0].Activation), "Beta")
 	}
 }
 
@@ -303,7 +335,7 @@ func TestAFailedDerivationIsNotServedAndTheNextReadDerivesAgain(t *testing.T) {
 	clk := rxtest.NewClock()
 	s := newServed(t, a, clk)
 	held.failNext(&fs.PathError{Op: "readdir", Path: modulesDir, Err: os.ErrPermission})
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 	defer cancel()
 	_, err := rx.First(ctx, s.Read())
 	require.ErrorIs(t, err, os.ErrPermission)
@@ -317,15 +349,15 @@ func TestAStuckDerivationEndsAtItsBudgetNamingTheStage(t *testing.T) {
 	a, _, _, held := replicas(t)
 	clk := rxtest.NewClock()
 	s := newServed(t, a, clk)
-	gate := newReleaser(t)
+	gate := testkit.NewReleaser(t)
 	entered := held.hold(gate)
 	rec := rxtest.Record(clk, s.Read())
-	receive(t, entered, "the derivation reaching the volume")
+	testkit.Receive(t, entered, "the derivation reaching the volume")
 	clk.Advance(DefaultDerivationBudget)
 	var te *rx.TimeoutError
 	require.ErrorAs(t, rec.Err(), &te)
 	assert.Equal(t, "activation derivation", te.Stage)
-	gate.release()
+	gate.Release()
 	settle(t, s)
 }
 
@@ -333,21 +365,21 @@ func TestAStuckDerivationEndsAtItsBudgetNamingTheStage(t *testing.T) {
 // either before listing it or right after, until their gates open; and can
 // fail the next one.
 type heldVolume struct {
-	Volume
+	landing.Volume
 	mu    sync.Mutex
 	holds []hold
 	fail  error
 }
 
 type hold struct {
-	gate         *releaser
+	gate         *testkit.Releaser
 	entered      chan struct{}
 	afterListing bool
 }
 
-func (h *heldVolume) hold(gate *releaser) <-chan struct{} { return h.add(hold{gate: gate}) }
+func (h *heldVolume) hold(gate *testkit.Releaser) <-chan struct{} { return h.add(hold{gate: gate}) }
 
-func (h *heldVolume) holdAfterListing(gate *releaser) <-chan struct{} {
+func (h *heldVolume) holdAfterListing(gate *testkit.Releaser) <-chan struct{} {
 	return h.add(hold{gate: gate, afterListing: true})
 }
 
@@ -390,7 +422,7 @@ func (h *heldVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, e
 		entries, err = h.Volume.ReadDir(ctx, name)
 	}
 	x.entered <- struct{}{}
-	x.gate.wait(ctx)
+	x.gate.Wait(ctx)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: ctxErr}
 	}
@@ -404,7 +436,7 @@ func (h *heldVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, e
 // first read, where a held scan waits), the most ever, and the listings
 // that ended cancelled.
 type concurrentScans struct {
-	Volume
+	landing.Volume
 	mu             sync.Mutex
 	now, most      int
 	cancelledScans int
@@ -435,63 +467,72 @@ func (c *concurrentScans) counts() (most, cancelled int) {
 }
 
 func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
-	for _, control := range []bool{false, true} {
-		root := t.TempDir()
-		held := &heldVolume{Volume: DirVolume(root)}
-		scans := &concurrentScans{Volume: held}
-		a := newLanding(t, scans, LandingOptions{Replica: "a"})
-		clk := rxtest.NewClock()
-		s := newServed(t, a, clk)
-		// Negative control: with generations ignored nothing is
-		// superseded (the seed's behaviour): the slow scan keeps running
-		// and every write's derivation scans beside it.
-		s.ignoreGen = control
-		land(t, s, "Alpha", "1.0.0")
-		read(t, s)
+	root := t.TempDir()
+	held := &heldVolume{Volume: landing.DirVolume(root)}
+	scans := &concurrentScans{Volume: held}
+	a := newLanding(t, scans, landing.Options{Replica: "a"})
+	clk := rxtest.NewClock()
+	s := newServed(t, a, clk)
+	land(t, s, "Alpha", "1.0.0")
+	read(t, s)
 
-		clk.Advance(s.Freshness())
-		gate := newReleaser(t)
-		entered := held.hold(gate)
-		read(t, s) // due: a slow derivation starts and waits in its scan
-		receive(t, entered, "the slow derivation scanning")
+	clk.Advance(s.Freshness())
+	gate := testkit.NewReleaser(t)
+	entered := held.hold(gate)
+	read(t, s) // due: a slow derivation starts and waits in its scan
+	testkit.Receive(t, entered, "the slow derivation scanning")
 
-		// A burst of publications, each read at once, as an index request
-		// right after a publish would.
-		const burst = 6
-		var readers []*rxtest.Recorder[Snapshot]
-		for i := range burst {
-			land(t, s, "Burst", "1.0."+string(rune('0'+i)))
-			readers = append(readers, rxtest.Record(clk, s.Read()))
-		}
-		if control {
-			most, cancelled := scans.counts()
-			assert.Greater(t, most, 1, "without supersession the scans run side by side")
-			assert.Zero(t, cancelled)
-			gate.release()
-		}
-		for i, r := range readers {
-			require.True(t, r.WaitTerminated(bound), "reader %d", i)
-			require.NoError(t, r.Err(), "a reader of a superseded derivation joins its successor")
-			assert.LessOrEqual(t, "1.0."+string(rune('0'+i)), servedVersions(r.Values()[0].Activation)["Burst"],
-				"reader %d sees at least the write before it", i)
-		}
-		settle(t, s)
-		if control {
-			continue
-		}
-		most, cancelled := scans.counts()
-		assert.Equal(t, 1, most, "at most one scan at a time on this replica")
-		assert.GreaterOrEqual(t, cancelled, 1, "the slow, superseded scan was cancelled, not waited out")
-		snap, ok := s.Snapshot()
-		require.True(t, ok)
-		assert.Equal(t, "1.0.5", servedVersions(snap.Activation)["Burst"])
-		assert.Empty(t, readErr(s), "no superseded error reaches a reader")
+	// A burst of publications, each read at once, as an index request
+	// right after a publish would.
+	const burst = 6
+	var readers []*rxtest.Recorder[Snapshot]
+	for i := range burst {
+		land(t, s, "Burst", "1.0."+string(rune('0'+i)))
+		readers = append(readers, rxtest.Record(clk, s.Read()))
 	}
+	for i, r := range readers {
+		require.True(t, r.WaitTerminated(testkit.Bound), "reader %d", i)
+		require.NoError(t, r.Err(), "a reader of a superseded derivation joins its successor")
+		assert.LessOrEqual(t, "1.0."+string(rune('0'+i)), servedVersions(r.Values()[0].Activation)["Burst"],
+			"reader %d sees at least the write before it", i)
+	}
+	settle(t, s)
+	most, cancelled := scans.counts()
+	assert.Equal(t, 1, most, "at most one scan at a time on this replica")
+	assert.GreaterOrEqual(t, cancelled, 1, "the slow, superseded scan was cancelled, not waited out")
+	snap, ok := s.Snapshot()
+	require.True(t, ok)
+	assert.Equal(t, "1.0.5", servedVersions(snap.Activation)["Burst"])
+	assert.Empty(t, readErr(s), "no superseded error reaches a reader")
+
+	t.Run("negative control: derivations that nothing supersedes scan side by side", func(t *testing.T) {
+		// Two services over one landing share no slot and no generation, as
+		// one service without supersession would: the counter sees both
+		// scans at once, and the slow one is not cancelled.
+		held := &heldVolume{Volume: landing.DirVolume(t.TempDir())}
+		scans := &concurrentScans{Volume: held}
+		a := newLanding(t, scans, landing.Options{Replica: "a"})
+		clk := rxtest.NewClock()
+		slowService, other := newServed(t, a, clk), newServed(t, a, clk)
+		land(t, a, "Alpha", "1.0.0")
+		gate := testkit.NewReleaser(t)
+		entered := held.hold(gate)
+		slow := rxtest.Record(clk, slowService.Read())
+		testkit.Receive(t, entered, "the slow derivation scanning")
+		beside := rxtest.Record(clk, other.Read())
+		require.True(t, beside.WaitTerminated(testkit.Bound), "nothing makes it wait for the slow scan")
+		require.NoError(t, beside.Err())
+		most, cancelled := scans.counts()
+		assert.Equal(t, 2, most)
+		assert.Zero(t, cancelled)
+		gate.Release()
+		require.True(t, slow.WaitTerminated(testkit.Bound))
+	})
 }
 
 // readErr reads once more and returns the error's text, if any.
 func readErr(s *ServedActivation) string {
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 	defer cancel()
 	if _, err := rx.First(ctx, s.Read()); err != nil {
 		return err.Error()
@@ -502,10 +543,10 @@ func readErr(s *ServedActivation) string {
 // deafVolume holds the first module listing until released, ignoring its
 // context: a scan that outlives its derivation's budget.
 type deafVolume struct {
-	Volume
+	landing.Volume
 	once    sync.Once
 	entered chan struct{}
-	gate    *releaser
+	gate    *testkit.Releaser
 }
 
 func (v *deafVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
@@ -514,7 +555,7 @@ func (v *deafVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, e
 		v.once.Do(func() { held = true })
 		if held {
 			v.entered <- struct{}{}
-			<-v.gate.ch
+			<-v.gate.Done()
 		}
 	}
 	return v.Volume.ReadDir(ctx, name)
@@ -522,46 +563,55 @@ func (v *deafVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, e
 
 func TestAScanThatOutlivesItsBudgetIsStillTheReplicasOnlyScan(t *testing.T) {
 	for _, control := range []bool{false, true} {
+		// Negative control: a second service over the landing does not wait
+		// for the first one's scan, as a service whose derivations do not
+		// wait for their predecessor would not.
 		root := t.TempDir()
-		deaf := &deafVolume{Volume: DirVolume(root), entered: make(chan struct{}, 1), gate: newReleaser(t)}
+		deaf := &deafVolume{Volume: landing.DirVolume(root), entered: make(chan struct{}, 1), gate: testkit.NewReleaser(t)}
 		scans := &concurrentScans{Volume: deaf}
-		a := newLanding(t, scans, LandingOptions{Replica: "a"})
+		a := newLanding(t, scans, landing.Options{Replica: "a"})
 		clk := rxtest.NewClock()
-		logs, logger := captureLogs()
+		logs, logger := testkit.CaptureLogs()
 		s := NewServedActivation(a, ServedOptions{Clock: clk, Logger: logger})
-		s.ignoreGen = control // negative control: nothing waits for its predecessor
 		land(t, s, "Alpha", "1.0.0")
 
 		first := rxtest.Record(clk, s.Read())
-		receive(t, deaf.entered, "the first scan holding")
+		testkit.Receive(t, deaf.entered, "the first scan holding")
 		clk.Advance(DefaultDerivationBudget) // its budget runs out; its scan does not stop
-		require.True(t, first.WaitTerminated(bound))
+		require.True(t, first.WaitTerminated(testkit.Bound))
 		require.Error(t, first.Err())
 
-		second := rxtest.Record(clk, s.Read()) // a new derivation
+		next := s
 		if control {
-			require.True(t, second.WaitTerminated(bound), "without the wait it scans at once")
+			next = NewServedActivation(a, ServedOptions{Clock: clk, Logger: logger})
+		}
+		second := rxtest.Record(clk, next.Read()) // a new derivation
+		if control {
+			require.True(t, second.WaitTerminated(testkit.Bound), "without the wait it scans at once")
 			most, _ := scans.counts()
 			assert.Equal(t, 2, most, "two scans side by side")
-			deaf.gate.release()
+			deaf.gate.Release()
 		} else {
 			// The derivation says it waits; until the old scan returns it
 			// has not scanned.
-			for len(logs.matching(slog.LevelDebug, "waits for the previous scan")) == 0 {
-				receive(t, logs.added, "the new derivation waiting for the old scan")
+			for len(logs.Matching(slog.LevelDebug, "waits for the previous scan")) == 0 {
+				testkit.Receive(t, logs.Added, "the new derivation waiting for the old scan")
 			}
 			assert.False(t, second.Terminated())
 			most, _ := scans.counts()
 			assert.Equal(t, 1, most)
-			deaf.gate.release()
-			require.True(t, second.WaitTerminated(bound))
+			deaf.gate.Release()
+			require.True(t, second.WaitTerminated(testkit.Bound))
 			most, _ = scans.counts()
 			assert.Equal(t, 1, most, "one scan at a time, the old one's overrun included")
 		}
 		require.NoError(t, second.Err())
 		assert.Equal(t, "1.0.0", servedVersions(second.Values()[0].Activation)["Alpha"])
-		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 		require.NoError(t, s.Close(ctx))
+		if next != s {
+			require.NoError(t, next.Close(ctx))
+		}
 		cancel()
 	}
 }

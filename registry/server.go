@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -16,7 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/internal/answer"
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -31,6 +35,36 @@ const (
 	StageLanding        = "bundle landing"
 	StagePackageNode    = "package node"
 )
+
+// Answer budgets, counted from a request's arrival. Each sits between the
+// slowest healthy answer and the consumer's own attempt timeout, so that the
+// registry refuses, naming what it waited on, before the consumer gives up
+// on a connection with nothing written.
+const (
+	IndexBudget    = 25 * time.Second // index and catalog
+	DownloadBudget = 60 * time.Second // bundle download
+)
+
+// couldNotFindOut names the registry's own errors that mean it could not
+// find out, beside those answer.CouldNotFindOut knows: a closed landing, a
+// closed catalog. They are answered 503 with Retry-After.
+func couldNotFindOut(err error) bool {
+	return answer.CouldNotFindOut(err) || errors.Is(err, landing.ErrClosed) || errors.Is(err, errCatalogClosed)
+}
+
+// ConfigError reports a ServerOptions field that cannot be used.
+type ConfigError struct {
+	Setting string // e.g. "ServerOptions.PublicURL"
+	Value   string // the value refused
+	Problem string // e.g. "is required"
+}
+
+func (e *ConfigError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("registry: %s %s", e.Setting, e.Problem)
+	}
+	return fmt.Sprintf("registry: %s %s: %q", e.Setting, e.Problem, e.Value)
+}
 
 // Paths of the routes that are not bundle routes.
 const (
@@ -56,16 +90,15 @@ type Authenticator interface {
 
 // ServerOptions configures a Server.
 type ServerOptions struct {
-	// Landing answers bundle downloads authoritatively. Required.
-	Landing *ModuleLanding
 	// Served is the activation snapshot the index is assembled from, and
-	// what publishing lands through. It must serve Landing. Required.
+	// what publishing lands through; bundle downloads are answered
+	// authoritatively by the ModuleLanding it serves. Required.
 	Served *ServedActivation
 	// Auth authenticates every bundle request. Required.
 	Auth Authenticator
 	// Mesh holds the package nodes (Source/{plugin}, node type Package):
 	// the server keeps one live query over them. Required.
-	Mesh mesh.Service
+	Mesh mesh.Store
 	// Source is the grant source the packages belong to, and the namespace
 	// of their nodes. Default "Plugins".
 	Source string
@@ -116,11 +149,6 @@ type ServerOptions struct {
 	// CatalogRetry is the wait before the package catalog's live query is
 	// restarted after it failed. Default DefaultCatalogRetry.
 	CatalogRetry time.Duration
-	// ScanPerRequest answers every index request from a fresh
-	// ModuleLanding.Activation scan, assembled per request: the cost the
-	// served snapshot exists to avoid. It is a benchmark baseline for
-	// examples/loadtest ONLY; never set it in a deployment.
-	ScanPerRequest bool
 }
 
 // Server is the plugin registry's HTTP API: the bundle index, bundle
@@ -134,17 +162,16 @@ type ServerOptions struct {
 // query. Every route starts its ledger at arrival and answers or refuses
 // within its budget, naming the stage it was waiting on.
 type Server struct {
-	landing *ModuleLanding
+	landing *landing.ModuleLanding
 	served  *ServedActivation
 	auth    Authenticator
-	mesh    mesh.Service
+	mesh    mesh.Store
 	source  string
 	token   string
 	clk     clock.Clock
 	log     *slog.Logger
 	version string
 	baseURL string // PublicURL without a trailing slash; "" for relative URLs
-	scan    bool
 
 	indexBudget, downloadBudget, publishBudget time.Duration
 	maxPublish                                 int64
@@ -167,12 +194,8 @@ type Server struct {
 // catalog's live query. Close stops it.
 func NewServer(opts ServerOptions) (*Server, error) {
 	switch {
-	case opts.Landing == nil:
-		return nil, &ConfigError{Setting: "ServerOptions.Landing", Problem: "is required"}
 	case opts.Served == nil:
 		return nil, &ConfigError{Setting: "ServerOptions.Served", Problem: "is required"}
-	case opts.Served.landing != opts.Landing:
-		return nil, &ConfigError{Setting: "ServerOptions.Served", Problem: "must serve ServerOptions.Landing"}
 	case opts.Auth == nil:
 		return nil, &ConfigError{Setting: "ServerOptions.Auth", Problem: "is required"}
 	case opts.Mesh == nil:
@@ -193,11 +216,11 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if source == "" {
 		source = DefaultSource
 	}
-	if err := ValidateModuleName(source); err != nil {
+	if err := landing.ValidateModuleName(source); err != nil {
 		return nil, &ConfigError{Setting: "ServerOptions.Source", Value: source, Problem: "is not a plain name: " + err.Error()}
 	}
 	s := &Server{
-		landing:        opts.Landing,
+		landing:        opts.Served.landing,
 		served:         opts.Served,
 		auth:           opts.Auth,
 		mesh:           opts.Mesh,
@@ -206,7 +229,6 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		clk:            opts.Clock,
 		log:            opts.Logger,
 		version:        opts.Version,
-		scan:           opts.ScanPerRequest,
 		indexBudget:    orDuration(opts.IndexBudget, IndexBudget),
 		downloadBudget: orDuration(opts.DownloadBudget, DownloadBudget),
 		publishBudget:  orDuration(opts.PublishBudget, DownloadBudget),
@@ -228,7 +250,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	}
 	s.baseURL = base
 	if s.maxPublish == 0 {
-		s.maxPublish = DefaultMaxArchive
+		s.maxPublish = landing.DefaultMaxArchive
 	}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.catalog = newCatalog(s.mesh, s.source, s.clk, orDuration(opts.CatalogRetry, DefaultCatalogRetry), s.log)
@@ -269,7 +291,7 @@ func publicURL(raw string) (string, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close stops the package catalog's live query and unregisters the metrics.
-// It does not close Landing, Served or Mesh, which the caller owns, and it
+// It does not close Served (or its landing) or Mesh, which the caller owns, and it
 // does not wait for requests: shut the http.Server down first.
 func (s *Server) Close(context.Context) error {
 	s.stop()
@@ -288,20 +310,20 @@ const (
 	routeLive     = "livez"
 	routeReady    = "readyz"
 	routeMetrics  = "metrics"
-	publishPrefix = "POST " + BundlesPath + "/{plugin}"
+	publishPrefix = "POST " + client.BundlesPath + "/{plugin}"
 )
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	handle := func(route, pattern string, budget time.Duration, answer func(*http.Request) rx.Observable[Answer], wrap ...func(http.Handler) http.Handler) {
-		var h http.Handler = Deadline{Route: pattern, Budget: budget, Clock: s.clk, Logger: s.log}.Handler(answer)
+	handle := func(route, pattern string, budget time.Duration, answers func(*http.Request) rx.Observable[answer.Answer], wrap ...func(http.Handler) http.Handler) {
+		var h http.Handler = answer.Deadline{Route: pattern, Budget: budget, Clock: s.clk, Logger: s.log, Unavailable: couldNotFindOut}.Handler(answers)
 		for _, w := range wrap {
 			h = w(h)
 		}
-		mux.Handle(pattern, Arrival(s.clk, s.instrument(route, h)))
+		mux.Handle(pattern, answer.Arrival(s.clk, s.instrument(route, h)))
 	}
-	handle(routeIndex, "GET "+IndexPath, s.indexBudget, s.indexRoute)
-	handle(routeBundle, "GET "+BundlesPath+"/{plugin}/{version}", s.downloadBudget, s.downloadRoute, withBundleHold)
+	handle(routeIndex, "GET "+client.IndexPath, s.indexBudget, s.indexRoute)
+	handle(routeBundle, "GET "+client.BundlesPath+"/{plugin}/{version}", s.downloadBudget, s.downloadRoute, withBundleHold)
 	if s.token != "" {
 		handle(routePublish, publishPrefix, s.publishBudget, s.publishRoute, s.publishGate)
 	}
@@ -330,15 +352,15 @@ func (s *Server) MetricsHandler() http.Handler { return s.metricsHandler }
 // authenticated runs next for an authenticated caller and answers the
 // others: 401 for no usable key, 503 with Retry-After for "could not find
 // out". The missing-key answer is synchronous: it reads nothing.
-func (s *Server) authenticated(r *http.Request, next func(auth.Result) rx.Observable[Answer]) rx.Observable[Answer] {
-	ledger := LedgerFrom(r.Context())
+func (s *Server) authenticated(r *http.Request, next func(auth.Result) rx.Observable[answer.Answer]) rx.Observable[answer.Answer] {
+	ledger := answer.LedgerFrom(r.Context())
 	header := r.Header.Get("Authorization")
-	return rx.Defer(func() rx.Observable[Answer] {
+	return rx.Defer(func() rx.Observable[answer.Answer] {
 		src := s.auth.Authenticate(header)
 		if src == nil {
-			return rx.Throw[Answer](errors.New("registry: the authenticator returned no result stream"))
+			return rx.Throw[answer.Answer](errors.New("registry: the authenticator returned no result stream"))
 		}
-		return rx.SelectMany(rx.Take(InStage(src, ledger, StageAuthentication), 1), func(res auth.Result) rx.Observable[Answer] {
+		return rx.SelectMany(rx.Take(answer.InStage(src, ledger, StageAuthentication), 1), func(res auth.Result) rx.Observable[answer.Answer] {
 			switch {
 			case res.Unavailable != "":
 				noteRefusal(r, StageAuthentication)
@@ -346,7 +368,7 @@ func (s *Server) authenticated(r *http.Request, next func(auth.Result) rx.Observ
 				// the leg only (the text before its first ": ").
 				leg, _, _ := strings.Cut(res.Unavailable, ": ")
 				return rx.Return(recordAnswer(func(w http.ResponseWriter) {
-					auth.WriteUnavailable(w, StageAuthentication+": "+leg+": "+reasonUnavailable, auth.DefaultRetryAfter)
+					auth.WriteUnavailable(w, StageAuthentication+": "+leg+": "+answer.ReasonUnavailable, 0)
 				}))
 			case !res.Authenticated():
 				return rx.Return(recordAnswer(auth.WriteUnauthenticated))
@@ -357,7 +379,7 @@ func (s *Server) authenticated(r *http.Request, next func(auth.Result) rx.Observ
 }
 
 // versionRoute answers what this server is.
-func (s *Server) versionRoute(*http.Request) rx.Observable[Answer] {
+func (s *Server) versionRoute(*http.Request) rx.Observable[answer.Answer] {
 	return rx.Return(jsonAnswer(http.StatusOK, struct {
 		Version string `json:"version"`
 	}{s.version}))
@@ -388,14 +410,14 @@ func (a *answerWriter) Write(p []byte) (int, error) {
 }
 
 // recordAnswer returns what write writes, as an Answer.
-func recordAnswer(write func(http.ResponseWriter)) Answer {
+func recordAnswer(write func(http.ResponseWriter)) answer.Answer {
 	a := &answerWriter{header: http.Header{}}
 	write(a)
-	return Answer{Status: a.status, Header: a.header, Body: a.body.Bytes()}
+	return answer.Answer{Status: a.status, Header: a.header, Body: a.body.Bytes()}
 }
 
 // jsonAnswer is a JSON answer that no cache keeps.
-func jsonAnswer(status int, v any) Answer {
+func jsonAnswer(status int, v any) answer.Answer {
 	body, err := json.Marshal(v)
 	if err != nil {
 		body, _ = json.Marshal(struct {
@@ -407,11 +429,11 @@ func jsonAnswer(status int, v any) Answer {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	return Answer{Status: status, Header: h, Body: append(body, '\n')}
+	return answer.Answer{Status: status, Header: h, Body: append(body, '\n')}
 }
 
 // errorAnswer is a JSON error answer: {"error": msg}.
-func errorAnswer(status int, msg string) Answer {
+func errorAnswer(status int, msg string) answer.Answer {
 	return jsonAnswer(status, struct {
 		Error string `json:"error"`
 	}{msg})

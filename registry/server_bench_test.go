@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
+
+	"github.com/meshrx/meshrx/registry/client"
 )
 
 // BenchmarkIndexServedFromTheSnapshot is the served index's cost inside the
@@ -25,7 +27,7 @@ func benchIndex(b *testing.B, f *fixture, key string, etag string) {
 	h := f.server.Handler()
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest(http.MethodGet, IndexPath, nil)
+		req := httptest.NewRequest(http.MethodGet, client.IndexPath, nil)
 		req.Header.Set("Authorization", "Bearer "+key)
 		if etag != "" {
 			req.Header.Set("If-None-Match", etag)

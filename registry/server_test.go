@@ -20,8 +20,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
@@ -32,7 +35,7 @@ const testPublishToken = "publish-token-for-tests"
 // says so, a read replaced: the package catalog's query, or the point reads
 // of one path.
 type watchedMesh struct {
-	mesh.Service
+	mesh.Store
 	gets, queries  atomic.Int64
 	catalogQueries atomic.Int64 // queries for package nodes
 
@@ -40,6 +43,26 @@ type watchedMesh struct {
 	catalogQ func() rx.Observable[mesh.Change] // replaces the package catalog's query
 	stallGet string                            // a Get of this path never answers
 	stalled  chan string                       // told the path of a stalled Get
+
+	// frames is told, without blocking, each time a package-node query's
+	// subscriber has returned from a frame: the catalog has applied it.
+	frames chan struct{}
+}
+
+// afterEachFrame delivers src's frames and then tells frames.
+type afterEachFrame struct {
+	src    rx.Observable[mesh.Change]
+	frames chan struct{}
+}
+
+func (a afterEachFrame) Subscribe(o rx.Observer[mesh.Change]) rx.Subscription {
+	return a.src.Subscribe(rx.NewObserver(func(c mesh.Change) {
+		o.OnNext(c)
+		select {
+		case a.frames <- struct{}{}:
+		default:
+		}
+	}, o.OnError, o.OnCompleted))
 }
 
 func (m *watchedMesh) Get(path string) rx.Observable[mesh.Node] {
@@ -56,7 +79,7 @@ func (m *watchedMesh) Get(path string) rx.Observable[mesh.Node] {
 			return rx.Never[mesh.Node]()
 		})
 	}
-	return m.Service.Get(path)
+	return m.Store.Get(path)
 }
 
 func (m *watchedMesh) Query(q string) rx.Observable[mesh.Change] {
@@ -70,7 +93,10 @@ func (m *watchedMesh) Query(q string) rx.Observable[mesh.Change] {
 	if replace != nil && strings.Contains(q, "nodeType:"+PackageNodeType) {
 		return replace()
 	}
-	return m.Service.Query(q)
+	if m.frames != nil && strings.Contains(q, "nodeType:"+PackageNodeType) {
+		return afterEachFrame{src: m.Store.Query(q), frames: m.frames}
+	}
+	return m.Store.Query(q)
 }
 
 // reads is how many point reads and queries the mesh has served.
@@ -82,25 +108,25 @@ func (m *watchedMesh) reads() (gets, queries int64) { return m.gets.Load(), m.qu
 type fixture struct {
 	t       testing.TB
 	clk     *rxtest.Clock
-	store   mesh.Service
+	store   mesh.Store
 	mesh    *watchedMesh
-	volume  *CountedVolume
+	volume  *testkit.CountedVolume
 	root    string
-	landing *ModuleLanding
+	landing *landing.ModuleLanding
 	served  *ServedActivation
-	reg     *auth.Registry
+	reg     *auth.Instances
 	server  *Server
 	http    *httptest.Server
 	metrics *prometheus.Registry
-	logs    *logStore
+	logs    *testkit.Logs
 }
 
 type fixtureOptions struct {
-	store  mesh.Service         // the mesh, when not a fresh memstore (the test owns it)
-	root   string               // the volume's directory, when not a fresh one (a replica's)
-	volume func(Volume) Volume  // wraps the volume the landing works on
-	mesh   func(*watchedMesh)   // adjusts the mesh before the server starts
-	server func(*ServerOptions) // adjusts the server's options
+	store  mesh.Store                        // the mesh, when not a fresh memstore (the test owns it)
+	root   string                              // the volume's directory, when not a fresh one (a replica's)
+	volume func(landing.Volume) landing.Volume // wraps the volume the landing works on
+	mesh   func(*watchedMesh)                  // adjusts the mesh before the server starts
+	server func(*ServerOptions)                // adjusts the server's options
 }
 
 func newFixture(t testing.TB, fo fixtureOptions) *fixture {
@@ -117,26 +143,26 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 		f.store = store
 	}
 	store := f.store
-	f.mesh = &watchedMesh{Service: store}
-	f.reg = &auth.Registry{Mesh: store, Clock: f.clk}
+	f.mesh = &watchedMesh{Store: store, frames: make(chan struct{}, 1)}
+	f.reg = &auth.Instances{Mesh: store, Clock: f.clk}
 	for _, tier := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}, {ID: "enterprise", Rank: 2}} {
 		require.NoError(t, f.reg.SetPlanTier(t.Context(), tier))
 	}
 
 	var err error
-	f.volume = CountingVolume(DirVolume(f.root))
-	var v Volume = f.volume
+	f.volume = testkit.CountingVolume(landing.DirVolume(f.root))
+	var v landing.Volume = f.volume
 	if fo.volume != nil {
 		v = fo.volume(v)
 	}
-	f.landing, err = NewModuleLanding(v, LandingOptions{Logger: quietLogger()})
+	f.landing, err = landing.NewModuleLanding(v, landing.Options{Logger: quietLogger()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.landing.Close() })
 	var logger *slog.Logger
-	f.logs, logger = captureLogs()
+	f.logs, logger = testkit.CaptureLogs()
 	f.served = NewServedActivation(f.landing, ServedOptions{Clock: f.clk, Logger: logger})
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 		defer cancel()
 		assert.NoError(t, f.served.Close(ctx), "a derivation outlived the test")
 	})
@@ -145,7 +171,6 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 	}
 	ladder := &auth.PlanTierLadder{Mesh: f.mesh, Clock: f.clk}
 	opts := ServerOptions{
-		Landing:      f.landing,
 		Served:       f.served,
 		Auth:         &auth.Authenticator{Mesh: f.mesh, Clock: f.clk, Ladder: ladder},
 		Mesh:         f.mesh,
@@ -182,16 +207,51 @@ func (f *fixture) instance(id, plan string, grant ...string) string {
 
 // publish lands a version through the served activation and records its
 // package node with tier, as the publish route does.
-func (f *fixture) publish(module, version, tier string) (Record, []byte) {
+func (f *fixture) publish(module, version, tier string) (landing.Record, []byte) {
 	f.t.Helper()
 	archive := testBundle(f.t, module, version)
 	rec, err := f.served.Land(f.t.Context(), module, version, archive)
 	require.NoError(f.t, err)
 	content, err := json.Marshal(PackageContent{Tier: tier})
 	require.NoError(f.t, err)
+	// Not waited for: some tests publish while the catalog is down.
 	_, err = f.store.Put(f.t.Context(), mesh.Node{Path: DefaultSource + "/" + module, NodeType: PackageNodeType, Content: content})
 	require.NoError(f.t, err)
 	return rec, archive
+}
+
+// putPackage writes a package node and waits for the server's catalog to
+// apply it: the store delivers the change to the catalog's live query on
+// the query's own goroutine.
+func (f *fixture) putPackage(n mesh.Node) {
+	f.t.Helper()
+	f.catalogApplies(func() {
+		_, err := f.store.Put(f.t.Context(), n)
+		require.NoError(f.t, err)
+	})
+}
+
+// deletePackage deletes a package node and waits for the catalog to apply it.
+func (f *fixture) deletePackage(path string) {
+	f.t.Helper()
+	f.catalogApplies(func() { require.NoError(f.t, f.store.Delete(f.t.Context(), path)) })
+}
+
+// catalogApplies runs write and waits at most testkit.Bound for the
+// server's catalog to apply a frame after it.
+func (f *fixture) catalogApplies(write func()) {
+	f.t.Helper()
+	version := func() uint64 {
+		if st, ok := f.server.catalog.current(); ok {
+			return st.version
+		}
+		return 0
+	}
+	before := version()
+	write()
+	for version() <= before {
+		testkit.Receive(f.t, f.mesh.frames, "the package catalog applying the write")
+	}
 }
 
 // testBundle is a small archive for module at version.
@@ -202,7 +262,7 @@ func testBundle(tb testing.TB, module, version string) []byte {
 	for _, name := range []string{"MANIFEST", "lib/main.txt"} {
 		w, err := zw.Create(name)
 		require.NoError(tb, err)
-		_, err = w.Write(fileBody(module, version, name))
+		_, err = w.Write(testkit.FileBody(module, version, name))
 		require.NoError(tb, err)
 	}
 	require.NoError(tb, zw.Close())
@@ -261,25 +321,25 @@ func (f *fixture) do(req request) reply {
 	var got reply
 	select {
 	case got = <-f.send(req):
-	case <-time.After(bound):
-		require.FailNow(f.t, "bounded wait tripped", "%s %s got no reply within %s", req.method, req.path, bound)
+	case <-time.After(testkit.Bound):
+		require.FailNow(f.t, "bounded wait tripped", "%s %s got no reply within %s", req.method, req.path, testkit.Bound)
 	}
 	require.NoError(f.t, got.err)
 	return got
 }
 
 // index fetches the index with key and decodes it, requiring a 200.
-func (f *fixture) index(key string) (Index, reply) {
+func (f *fixture) index(key string) (client.Index, reply) {
 	f.t.Helper()
-	got := f.do(request{path: IndexPath, key: key})
+	got := f.do(request{path: client.IndexPath, key: key})
 	require.Equal(f.t, http.StatusOK, got.status, "index: %s", got.body)
-	var idx Index
+	var idx client.Index
 	require.NoError(f.t, json.Unmarshal(got.body, &idx))
 	return idx, got
 }
 
 // listed maps each plugin in idx to its version.
-func listed(idx Index) map[string]string {
+func listed(idx client.Index) map[string]string {
 	out := map[string]string{}
 	for _, b := range idx.Bundles {
 		out[b.Plugin] = b.Version
@@ -308,7 +368,7 @@ func TestReadyzSaysOKOnlyWhileTheCatalogIsLiveAndHealthzAnswersAlike(t *testing.
 			return s
 		}
 	}})
-	first := receive(t, queries, "the catalog's live query")
+	first := testkit.Receive(t, queries, "the catalog's live query")
 
 	// Before the catalog's first answer, health names it as missing.
 	got := f.do(request{path: ReadyPath})
@@ -331,24 +391,24 @@ func TestReadyzSaysOKOnlyWhileTheCatalogIsLiveAndHealthzAnswersAlike(t *testing.
 	assert.Equal(t, got.status, f.do(request{path: HealthPath}).status, "/healthz answers as /readyz")
 
 	f.clk.Advance(DefaultCatalogRetry)
-	retry := receive(t, queries, "the catalog's retried query")
+	retry := testkit.Receive(t, queries, "the catalog's retried query")
 	retry.OnNext(mesh.Change{Kind: mesh.Initial})
 	got = f.do(request{path: ReadyPath})
 	assert.Equal(t, http.StatusOK, got.status, "%s", got.body)
 }
 
 func TestAStalledActivationListAnswers503NamingItWithinTheBudget(t *testing.T) {
-	gate := newReleaser(t)
-	var gated *gatedVolume
-	f := newFixture(t, fixtureOptions{volume: func(v Volume) Volume {
-		gated = &gatedVolume{Volume: v}
+	gate := testkit.NewReleaser(t)
+	var gated *testkit.GatedVolume
+	f := newFixture(t, fixtureOptions{volume: func(v landing.Volume) landing.Volume {
+		gated = &testkit.GatedVolume{Volume: v, Dir: modulesDir}
 		return gated
 	}})
 	key := f.instance("acme", "pro", "Plugins/*")
-	scanning := gated.arm(gate)
+	scanning := gated.Arm(gate)
 
-	replies := f.send(request{path: IndexPath, key: key})
-	receive(t, scanning, "the index request's derivation reaching the volume")
+	replies := f.send(request{path: client.IndexPath, key: key})
+	testkit.Receive(t, scanning, "the index request's derivation reaching the volume")
 
 	f.clk.Advance(IndexBudget - time.Nanosecond)
 	// The request is still held a nanosecond before its budget (the
@@ -358,18 +418,27 @@ func TestAStalledActivationListAnswers503NamingItWithinTheBudget(t *testing.T) {
 	assert.Empty(t, replies, "the request was answered before its budget ran out")
 
 	f.clk.Advance(time.Nanosecond)
-	got := receive(t, replies, "the refusal at the budget")
+	got := testkit.Receive(t, replies, "the refusal at the budget")
 	require.NoError(t, got.err)
 	assert.Equal(t, http.StatusServiceUnavailable, got.status)
 	assert.NotEmpty(t, got.header.Get("Retry-After"))
 	assert.Equal(t, []string{StageActivation}, got.refusal(t).WaitingOn)
 
-	warns := f.logs.at(slog.LevelWarn)
+	warns := f.logs.At(slog.LevelWarn)
 	require.Len(t, warns, 1, "one warning for one refusal")
 	assert.Equal(t, StageActivation, warns[0].Attrs["stage"].String())
 	assert.Equal(t, IndexBudget, warns[0].Attrs["elapsed"].Duration())
 	assert.Equal(t, 1.0, counter(t, f, "meshrx_registry_unavailable_total", map[string]string{"route": routeIndex, "stage": StageActivation}))
-	gate.release()
+	gate.Release()
+}
+
+// catalogWaits waits at most testkit.Bound for the n-th reader to log that
+// it waits for the catalog's first answer.
+func catalogWaits(t *testing.T, f *fixture, n int, what string) {
+	t.Helper()
+	for len(f.logs.Matching(slog.LevelDebug, catalogWaitMessage)) < n {
+		testkit.Receive(t, f.logs.Added, what)
+	}
 }
 
 func TestAnIndexRequestWaitsForTheCatalogsFirstAnswerOnlyWithinItsBudget(t *testing.T) {
@@ -381,29 +450,27 @@ func TestAnIndexRequestWaitsForTheCatalogsFirstAnswerOnlyWithinItsBudget(t *test
 			return s
 		}
 	}})
-	waiting := make(chan struct{}, 4)
-	f.server.catalog.waiting = func() { waiting <- struct{}{} }
 	key := f.instance("acme", "pro", "Plugins/*")
 	f.publish("Acme.Crm", "1.0.0", "")
-	catalogQuery := receive(t, queries, "the catalog's live query")
+	catalogQuery := testkit.Receive(t, queries, "the catalog's live query")
 
-	replies := f.send(request{path: IndexPath, key: key})
-	receive(t, waiting, "the index request waiting for the catalog")
+	replies := f.send(request{path: client.IndexPath, key: key})
+	catalogWaits(t, f, 1, "the index request waiting for the catalog")
 	f.clk.Advance(IndexBudget - time.Nanosecond)
 	assert.Empty(t, replies, "answered before the budget ran out")
 	f.clk.Advance(time.Nanosecond)
-	got := receive(t, replies, "the refusal")
+	got := testkit.Receive(t, replies, "the refusal")
 	require.NoError(t, got.err)
 	assert.Equal(t, http.StatusServiceUnavailable, got.status)
 	assert.Equal(t, []string{StageCatalog}, got.refusal(t).WaitingOn)
 
 	// A request waiting when the first answer arrives is answered by it.
-	replies = f.send(request{path: IndexPath, key: key})
-	receive(t, waiting, "the second request waiting for the catalog")
+	replies = f.send(request{path: client.IndexPath, key: key})
+	catalogWaits(t, f, 2, "the second request waiting for the catalog")
 	catalogQuery.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{{
 		ID: "Acme.Crm", Namespace: DefaultSource, Path: DefaultSource + "/Acme.Crm", NodeType: PackageNodeType, Content: json.RawMessage(`{"tier":""}`),
 	}}})
-	got = receive(t, replies, "the answer once the catalog answered")
+	got = testkit.Receive(t, replies, "the answer once the catalog answered")
 	require.NoError(t, got.err)
 	assert.Equal(t, http.StatusOK, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), "Acme.Crm")
@@ -417,10 +484,10 @@ func TestAnUnavailableAuthenticationLegIsA503NamingItNeverA401(t *testing.T) {
 	f.mesh.stallGet, f.mesh.stalled = auth.GrantPath("acme"), stalled
 	f.mesh.mu.Unlock()
 
-	replies := f.send(request{path: IndexPath, key: key})
-	receive(t, stalled, "the grant leg being read")
+	replies := f.send(request{path: client.IndexPath, key: key})
+	testkit.Receive(t, stalled, "the grant leg being read")
 	f.clk.Advance(auth.DefaultReadBudget)
-	got := receive(t, replies, "the answer once the grant leg's budget ran out")
+	got := testkit.Receive(t, replies, "the answer once the grant leg's budget ran out")
 	require.NoError(t, got.err)
 	assert.Equal(t, http.StatusServiceUnavailable, got.status, "could not find out is never a 401")
 	assert.Equal(t, "5", got.header.Get("Retry-After"))
@@ -438,13 +505,9 @@ func TestAnUnavailableAuthenticationLegIsA503NamingItNeverA401(t *testing.T) {
 
 func TestNewServerNamesTheOptionItCannotUse(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	complete := ServerOptions{Landing: f.landing, Served: f.served, Auth: f.server.auth, Mesh: f.mesh, Metrics: prometheus.NewRegistry(), Clock: f.clk}
-	otherLanding, err := NewModuleLanding(DirVolume(t.TempDir()), LandingOptions{Logger: quietLogger()})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = otherLanding.Close() })
+	complete := ServerOptions{Served: f.served, Auth: f.server.auth, Mesh: f.mesh, Metrics: prometheus.NewRegistry(), Clock: f.clk}
 	for setting, breakIt := range map[string]func(*ServerOptions){
-		"ServerOptions.Landing":     func(o *ServerOptions) { o.Landing = nil },
-		"ServerOptions.Served":      func(o *ServerOptions) { o.Landing = otherLanding },
+		"ServerOptions.Served":      func(o *ServerOptions) { o.Served = nil },
 		"ServerOptions.Auth":        func(o *ServerOptions) { o.Auth = nil },
 		"ServerOptions.Mesh":        func(o *ServerOptions) { o.Mesh = nil },
 		"ServerOptions.Source":      func(o *ServerOptions) { o.Source = "../etc" },

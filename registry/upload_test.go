@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,10 +29,10 @@ func (f *fixture) rawPublish(t *testing.T, contentLength int, body string) (net.
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	_, err = fmt.Fprintf(conn, "POST %s/Acme.Crm?version=1.0.0 HTTP/1.1\r\nHost: registry.test\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
-		BundlesPath, testPublishToken, contentLength, body)
+		client.BundlesPath, testPublishToken, contentLength, body)
 	require.NoError(t, err)
 	// A ceiling for a stuck test, not a delay a passing one spends.
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(2*bound)))
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(2*testkit.Bound)))
 	return conn, bufio.NewReader(conn)
 }
 
@@ -48,7 +51,7 @@ func TestAStalledUploadIsAnswered408AtThePublishBudgetWithItsConnectionClosed(t 
 	assert.ErrorIs(t, err, io.EOF, "and the server closes it: it does not wait for the rest of the body")
 
 	// Shutdown is prompt: no connection is left waiting on a body.
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 	defer cancel()
 	assert.NoError(t, f.http.Config.Shutdown(ctx))
 	assert.Empty(t, f.activation())
@@ -101,19 +104,19 @@ func TestConcurrentUploadsBeyondTheirSlotsAre503WithRetryAfter(t *testing.T) {
 	}
 	// One upload holds the only slot: it is spooling and stalls.
 	conn, _ := f.rawPublish(t, 1000, "PK")
-	require.Eventually(t, func() bool { return spooled() == 1 }, bound, time.Millisecond, "the first upload spooling")
+	require.Eventually(t, func() bool { return spooled() == 1 }, testkit.Bound, time.Millisecond, "the first upload spooling")
 
-	archive := moduleArchive(t, "Acme.Crm", "1.0.0", 1)
+	archive := testkit.ModuleArchive(t, "Acme.Crm", "1.0.0", 1)
 	got := f.do(publishRequest("Acme.Crm", "?version=1.0.0", testPublishToken, archive))
 	assert.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
-	assert.Equal(t, uploadRetryAfter, got.header.Get("Retry-After"))
+	assert.Equal(t, "5", got.header.Get("Retry-After"), "the one DefaultRetryAfter")
 	assert.Contains(t, string(got.body), StageUploadSlots)
 	assert.Equal(t, 1, spooled(), "the refused upload was not spooled")
 
 	// Control: once the slot is given back (the stalled client leaves), the
 	// same publication lands; spool files are removed.
 	require.NoError(t, conn.Close())
-	require.Eventually(t, func() bool { return spooled() == 0 }, bound, time.Millisecond, "the abandoned upload's spool removed")
+	require.Eventually(t, func() bool { return spooled() == 0 }, testkit.Bound, time.Millisecond, "the abandoned upload's spool removed")
 	got = f.do(publishRequest("Acme.Crm", "?version=1.0.0", testPublishToken, archive))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	assert.Equal(t, 0, spooled())
@@ -138,11 +141,11 @@ func allocated(fn func()) uint64 {
 }
 
 func TestUploadsStreamToDiskNotWholeIntoMemory(t *testing.T) {
-	const sent = DefaultMaxArchive + 32<<20 // chunked, so its size is not declared
+	const sent = landing.DefaultMaxArchive + 32<<20 // chunked, so its size is not declared
 	f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) { o.SpoolDir = t.TempDir() }})
 	var got *http.Response
 	alloc := allocated(func() {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.http.URL+BundlesPath+"/Acme.Crm?version=1.0.0",
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.http.URL+client.BundlesPath+"/Acme.Crm?version=1.0.0",
 			io.LimitReader(zeroReader{}, sent))
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+testPublishToken)
@@ -160,28 +163,28 @@ func TestUploadsStreamToDiskNotWholeIntoMemory(t *testing.T) {
 	// Negative control: reading the upload whole, as the gate did, is
 	// beyond the ceiling by the same measure.
 	whole := allocated(func() {
-		b, err := io.ReadAll(io.LimitReader(zeroReader{}, DefaultMaxArchive))
+		b, err := io.ReadAll(io.LimitReader(zeroReader{}, landing.DefaultMaxArchive))
 		require.NoError(t, err)
-		require.Len(t, b, DefaultMaxArchive)
+		require.Len(t, b, landing.DefaultMaxArchive)
 	})
 	assert.Greater(t, whole, uint64(ceiling))
-	t.Logf("reading %d MiB whole, as the gate did: %.1f MiB", DefaultMaxArchive>>20, float64(whole)/(1<<20))
+	t.Logf("reading %d MiB whole, as the gate did: %.1f MiB", landing.DefaultMaxArchive>>20, float64(whole)/(1<<20))
 }
 
 // plainVolume hides WriteFrom: a Volume that cannot stream, as a user's
 // own may be (the negative control for streaming).
-type plainVolume struct{ Volume }
+type plainVolume struct{ landing.Volume }
 
 func TestALandingStreamsItsArchiveToTheVolumeNotWholeIntoMemory(t *testing.T) {
 	const size = 24 << 20
-	archive := zipOf(t, entry{name: "lib/blob.bin", body: randomBytes(size), store: true})
+	archive := testkit.Zip(t, testkit.Entry{Name: "lib/blob.bin", Body: testkit.RandomBytes(size), Store: true})
 	spool := filepath.Join(t.TempDir(), "upload.zip")
 	require.NoError(t, os.WriteFile(spool, archive, 0o644))
-	land := func(t *testing.T, v Volume) uint64 {
+	land := func(t *testing.T, v landing.Volume) uint64 {
 		f, err := os.Open(spool)
 		require.NoError(t, err)
 		defer f.Close()
-		l := newLanding(t, v, LandingOptions{})
+		l := newLanding(t, v, landing.Options{})
 		return allocated(func() {
 			_, created, err := l.LandArchive(t.Context(), "Big", "1.0.0", f, int64(len(archive)))
 			require.NoError(t, err)
@@ -189,12 +192,12 @@ func TestALandingStreamsItsArchiveToTheVolumeNotWholeIntoMemory(t *testing.T) {
 		})
 	}
 	const ceiling = 8 << 20
-	streamed := land(t, DirVolume(t.TempDir()))
+	streamed := land(t, landing.DirVolume(t.TempDir()))
 	assert.Less(t, streamed, uint64(ceiling), "%d MiB allocated landing a %d MiB archive", streamed>>20, size>>20)
 	t.Logf("landing a %d MiB archive allocated %.1f MiB", size>>20, float64(streamed)/(1<<20))
 
 	t.Run("negative control: a volume that cannot stream holds the bytes", func(t *testing.T) {
-		whole := land(t, plainVolume{DirVolume(t.TempDir())})
+		whole := land(t, plainVolume{landing.DirVolume(t.TempDir())})
 		assert.Greater(t, whole, uint64(size))
 		t.Logf("through a volume that cannot stream: %.1f MiB", float64(whole)/(1<<20))
 	})

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/meshrx/meshrx/internal/answer"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/notifications"
 	"github.com/meshrx/meshrx/rx"
@@ -260,7 +261,7 @@ func (s *server) failed(w http.ResponseWriter, what string, err error, extra map
 		status = http.StatusNotFound
 	case mesh.IsUnavailable(err), errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
-		w.Header().Set("Retry-After", "5")
+		answer.SetRetryAfter(w.Header(), 0)
 	}
 	if status >= 500 {
 		s.log.Warn("bell: "+what+" failed", "err", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/notifications"
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/client"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -58,7 +59,7 @@ type load struct {
 	mu            sync.Mutex
 	published     []publication
 	notified      []created
-	lastIndex     map[string][]registry.IndexEntry // by replica
+	lastIndex     map[string][]client.IndexEntry // by replica
 	dbDown        []window
 	readyz        []readyzAnswer
 	readyzMissing int64
@@ -134,14 +135,14 @@ func (l *load) poller(ctx context.Context, wg *sync.WaitGroup, r *replica) {
 		tag := etag
 		mu.Unlock()
 		start := time.Now()
-		resp, body, err := l.get(ctx, r.baseURL()+registry.IndexPath, tag)
+		resp, body, err := l.get(ctx, r.baseURL()+client.IndexPath, tag)
 		if ctx.Err() != nil && err != nil {
 			return // the run ended
 		}
 		ok := l.tally.classify("index on "+r.name, resp, body, err)
 		down.observe(l.tally, ok, start, time.Now())
 		if ok && resp.StatusCode == http.StatusOK {
-			var idx registry.Index
+			var idx client.Index
 			if json.Unmarshal(body, &idx) == nil {
 				l.mu.Lock()
 				l.lastIndex[r.name] = idx.Bundles
@@ -202,7 +203,7 @@ func (l *load) publisher(ctx context.Context, wg *sync.WaitGroup) {
 		r := l.replicas[n%len(l.replicas)]
 		plugin, version := fmt.Sprintf("Faults.P%04d", n), "1.0.0"
 		archive := bundle(plugin, n)
-		u := r.baseURL() + registry.BundlesPath + "/" + url.PathEscape(plugin) + "?version=" + version + "&tier=free"
+		u := r.baseURL() + client.BundlesPath + "/" + url.PathEscape(plugin) + "?version=" + version + "&tier=free"
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(archive))
 		if err != nil {
 			return

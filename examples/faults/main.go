@@ -56,6 +56,8 @@ import (
 	"github.com/meshrx/meshrx/auth"
 	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 )
 
 func main() {
@@ -185,7 +187,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 		return sum, err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-	e.volume = &slowableVolume{v: registry.DirVolume(dir)}
+	e.volume = &slowableVolume{v: landing.DirVolume(dir)}
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
 	rcfg := replicaConfig{pgURL: e.pgURL, volume: e.volume, freshness: cfg.freshness, token: hex.EncodeToString(tok[:]), logger: logger}
@@ -208,7 +210,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	t := newTally(stdout)
 	l := &load{
 		tally: t, client: &http.Client{Transport: transport}, key: key, token: rcfg.token, replicas: e.replicas, pgURL: e.pgURL,
-		publishEvery: cfg.publishEvery, notifyEvery: cfg.notifyEvery, lastIndex: map[string][]registry.IndexEntry{},
+		publishEvery: cfg.publishEvery, notifyEvery: cfg.notifyEvery, lastIndex: map[string][]client.IndexEntry{},
 		bell: &bellWatch{},
 	}
 	e.down = l.databaseDown
@@ -332,7 +334,7 @@ func pick(faults []fault, only string) ([]fault, error) {
 // and issues its key.
 func consumerKey(ctx context.Context, r *replica) (string, error) {
 	store, _ := r.current()
-	reg := &auth.Registry{Mesh: store}
+	reg := &auth.Instances{Mesh: store}
 	for _, t := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}} {
 		if err := reg.SetPlanTier(ctx, t); err != nil {
 			return "", err

@@ -16,6 +16,7 @@ import (
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/notifications"
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/landing"
 )
 
 // replicaBudget bounds starting a replica (opening its store) and tearing
@@ -25,7 +26,7 @@ const replicaBudget = 60 * time.Second
 // replicaConfig is what every replica shares: one database, one volume.
 type replicaConfig struct {
 	pgURL     string
-	volume    registry.Volume
+	volume    landing.Volume
 	freshness time.Duration
 	token     string // publish token
 	logger    *slog.Logger
@@ -84,15 +85,14 @@ func (r *replica) start(ctx context.Context) (err error) {
 		return fmt.Errorf("replica %s: %w", r.name, err)
 	}
 	parts = append(parts, func(context.Context) error { return store.Close() })
-	landing, err := registry.NewModuleLanding(r.cfg.volume, registry.LandingOptions{Logger: logger, Replica: r.name})
+	lander, err := landing.NewModuleLanding(r.cfg.volume, landing.Options{Logger: logger, Replica: r.name})
 	if err != nil {
 		return err
 	}
-	parts = append(parts, landing.Shutdown)
-	served := registry.NewServedActivation(landing, registry.ServedOptions{Freshness: r.cfg.freshness})
+	parts = append(parts, lander.Shutdown)
+	served := registry.NewServedActivation(lander, registry.ServedOptions{Freshness: r.cfg.freshness})
 	parts = append(parts, served.Close)
 	srv, err := registry.NewServer(registry.ServerOptions{
-		Landing:      landing,
 		Served:       served,
 		Auth:         &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
 		Mesh:         store,

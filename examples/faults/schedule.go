@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/client"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -143,7 +143,7 @@ func awaitRecovery(ctx context.Context, l *load, end time.Time) time.Duration {
 	for _, r := range l.replicas {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				resp, _, err := l.get(ctx, r.baseURL()+registry.IndexPath, "")
+				resp, _, err := l.get(ctx, r.baseURL()+client.IndexPath, "")
 				if err == nil && resp.StatusCode == http.StatusOK {
 					mu.Lock()
 					worst = max(worst, time.Since(end))

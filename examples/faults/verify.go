@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/client"
 )
 
 // verifyPublications waits, at most budget, until both replicas list every
@@ -45,7 +45,7 @@ func (l *load) verifyPublications(ctx context.Context, budget time.Duration) int
 			continue
 		}
 		for _, r := range l.replicas {
-			u := r.baseURL() + registry.BundlesPath + "/" + url.PathEscape(p.plugin) + "/" + url.PathEscape(p.version)
+			u := r.baseURL() + client.BundlesPath + "/" + url.PathEscape(p.plugin) + "/" + url.PathEscape(p.version)
 			resp, body, err := l.get(ctx, u, "")
 			if !l.tally.classify("verifying download on "+r.name, resp, body, err) || !sameSHA(body, p.sha256) {
 				lost++
@@ -63,11 +63,11 @@ func (l *load) verifyPublications(ctx context.Context, budget time.Duration) int
 func (l *load) listed(ctx context.Context, r *replica) map[string]string {
 	rctx, cancel := context.WithTimeout(ctx, requestBudget)
 	defer cancel()
-	resp, body, err := l.get(rctx, r.baseURL()+registry.IndexPath, "")
+	resp, body, err := l.get(rctx, r.baseURL()+client.IndexPath, "")
 	if !l.tally.classify("verifying index on "+r.name, resp, body, err) || resp.StatusCode != http.StatusOK {
 		return nil
 	}
-	var idx registry.Index
+	var idx client.Index
 	if json.Unmarshal(body, &idx) != nil {
 		return nil
 	}

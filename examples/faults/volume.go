@@ -8,14 +8,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/landing"
 )
 
 // slowableVolume is the module volume both replicas share: a directory,
 // with a delay per file operation the schedule can switch on (a network
 // share that turns slow) and off.
 type slowableVolume struct {
-	v     registry.Volume
+	v     landing.Volume
 	delay atomic.Int64 // time.Duration per operation; 0: none
 }
 
@@ -92,4 +92,4 @@ func (s *slowableVolume) Open(ctx context.Context, name string) (io.ReadCloser, 
 	return s.v.Open(ctx, name)
 }
 
-var _ registry.Volume = (*slowableVolume)(nil)
+var _ landing.Volume = (*slowableVolume)(nil)

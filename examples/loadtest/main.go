@@ -6,13 +6,14 @@
 //
 // It lands -modules one-file modules on the local disk (fast), then runs
 // two in-process registries over that directory wrapped with
-// registry.SlowVolume (one simulated round trip of -latency per file
+// newSlowVolume (one simulated round trip of -latency per file
 // operation, as on a network share), one after the other:
 //
 //   - served: the index reads the ServedActivation snapshot (derived once
 //     before the run, as at steady state);
-//   - scan: ServerOptions.ScanPerRequest, the benchmark baseline that scans
-//     the module records on every request.
+//   - scan: the benchmark baseline, which scans the module records
+//     (ModuleLanding.Activation) before every index request is answered
+//     (scanEveryRequest, in front of the same server).
 //
 // Each of -pollers consumers polls the index every -interval with the same
 // instance key, open loop: polls are scheduled by the clock, a late one is

@@ -18,9 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/internal/answer"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -31,7 +34,7 @@ func moduleName(i int) string { return fmt.Sprintf("Load.Module%04d", i) }
 // setup, kept off the slow volume so that it does not take n × files ×
 // latency.
 func landModules(ctx context.Context, dir string, n int, logger *slog.Logger) error {
-	l, err := registry.NewModuleLanding(registry.DirVolume(dir), registry.LandingOptions{Logger: logger, Replica: "setup"})
+	l, err := landing.NewModuleLanding(landing.DirVolume(dir), landing.Options{Logger: logger, Replica: "setup"})
 	if err != nil {
 		return err
 	}
@@ -68,12 +71,12 @@ func tinyBundle(name string) ([]byte, error) {
 // scanCounter counts the scans started on a volume: a scan of the module
 // records begins by listing the volume's top-level modules directory.
 type scanCounter struct {
-	registry.Volume
+	landing.Volume
 	top   map[string]bool // the top-level directories the setup created
 	scans atomic.Int64
 }
 
-func newScanCounter(v registry.Volume, dir string) (*scanCounter, error) {
+func newScanCounter(v landing.Volume, dir string) (*scanCounter, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -139,16 +142,16 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 		return nil, err
 	}
 
-	counter, err := newScanCounter(registry.SlowVolume(registry.DirVolume(dir), latency), dir)
+	counter, err := newScanCounter(newSlowVolume(landing.DirVolume(dir), latency), dir)
 	if err != nil {
 		return nil, err
 	}
-	landing, err := registry.NewModuleLanding(counter, registry.LandingOptions{Logger: logger})
+	lander, err := landing.NewModuleLanding(counter, landing.Options{Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	closers = append(closers, landing.Shutdown)
-	served := registry.NewServedActivation(landing, registry.ServedOptions{})
+	closers = append(closers, lander.Shutdown)
+	served := registry.NewServedActivation(lander, registry.ServedOptions{})
 	closers = append(closers, served.Close)
 	if !scan {
 		if _, err := rx.First(ctx, served.Read()); err != nil {
@@ -157,13 +160,11 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 	}
 
 	srv, err := registry.NewServer(registry.ServerOptions{
-		Landing:        landing,
-		Served:         served,
-		Auth:           &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
-		Mesh:           store,
-		Logger:         logger,
-		Metrics:        prometheus.NewRegistry(),
-		ScanPerRequest: scan,
+		Served:  served,
+		Auth:    &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
+		Mesh:    store,
+		Logger:  logger,
+		Metrics: prometheus.NewRegistry(),
 	})
 	if err != nil {
 		return nil, err
@@ -174,8 +175,12 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 	if err != nil {
 		return nil, err
 	}
+	handler := srv.Handler()
+	if scan {
+		handler = scanEveryRequest(lander, handler)
+	}
 	httpSrv := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		WriteTimeout:      2 * registry.DownloadBudget,
 		IdleTimeout:       time.Minute,
@@ -192,7 +197,7 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 		return err
 	})
 	return &replica{
-		url:    "http://" + ln.Addr().String() + registry.IndexPath,
+		url:    "http://" + ln.Addr().String() + client.IndexPath,
 		key:    key,
 		served: served,
 		scans:  counter,
@@ -202,8 +207,8 @@ func startReplica(ctx context.Context, dir string, modules int, latency time.Dur
 
 // registerConsumer writes the plan ladder, a package node per module and
 // a consumer instance on the pro plan granted Plugins/*, and returns its key.
-func registerConsumer(ctx context.Context, store mesh.Service, modules int) (string, error) {
-	reg := &auth.Registry{Mesh: store}
+func registerConsumer(ctx context.Context, store mesh.Store, modules int) (string, error) {
+	reg := &auth.Instances{Mesh: store}
 	for _, t := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}} {
 		if err := reg.SetPlanTier(ctx, t); err != nil {
 			return "", err
@@ -226,4 +231,21 @@ func registerConsumer(ctx context.Context, store mesh.Service, modules int) (str
 		return "", err
 	}
 	return reg.IssueKey(ctx, "load")
+}
+
+// scanEveryRequest is the baseline the served snapshot exists to avoid:
+// every index request first scans the module records on the volume
+// (ModuleLanding.Activation), the cost an index without a snapshot pays per
+// request. The registry then answers as usual.
+func scanEveryRequest(l *landing.ModuleLanding, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == client.IndexPath {
+			if _, err := l.Activation(r.Context()); err != nil {
+				answer.SetRetryAfter(w.Header(), 0)
+				http.Error(w, "scanning the module records: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

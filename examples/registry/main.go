@@ -52,6 +52,7 @@ import (
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -154,11 +155,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
 
-	volume := registry.DirVolume(dataDir)
+	volume := landing.DirVolume(dataDir)
 	if c, ok := volume.(io.Closer); ok { // it keeps the root open
 		defer func() { err = errors.Join(err, c.Close()) }()
 	}
-	landing, err := registry.NewModuleLanding(volume, registry.LandingOptions{Logger: logger})
+	landing, err := landing.NewModuleLanding(volume, landing.Options{Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -177,7 +178,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := registry.NewServer(registry.ServerOptions{
-		Landing:      landing,
 		Served:       served,
 		Auth:         &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
 		Mesh:         store,
@@ -285,15 +285,15 @@ func listenMetrics(addr string, h http.Handler, logger *slog.Logger) (*http.Serv
 
 // openMesh opens the store -pg names, or an in-process one, and the state
 // of its change feed (nil for memstore, whose feed does not drop).
-func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Service, rx.Observable[error], func() error, error) {
+func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Store, rx.Observable[error], func() error, error) {
 	if pgURL == "" {
-		s, err := memstore.New(memstore.Options{Logger: logger})
+		s, err := memstore.New(memstore.Options{Logger: logger, GatedTypes: auth.SecurityTypes()})
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		return s, nil, s.Close, nil
 	}
-	s, err := pgstore.Open(ctx, pgURL, pgstore.Options{Logger: logger})
+	s, err := pgstore.Open(ctx, pgURL, pgstore.Options{Logger: logger, GatedTypes: auth.SecurityTypes()})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("opening the PostgreSQL mesh: %w", err)
 	}

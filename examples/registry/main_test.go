@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/client"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -155,16 +156,16 @@ func TestTheExampleRegistryServesItsDemoToItsDemoKey(t *testing.T) {
 	// millisecond inside the server. Several requests, so that one
 	// scheduling hiccup does not decide the figure.
 	for range 9 {
-		resp, _ := s.do(t, http.MethodGet, registry.IndexPath, "", nil, nil)
+		resp, _ := s.do(t, http.MethodGet, client.IndexPath, "", nil, nil)
 		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	}
-	unauth := tm.of("GET " + registry.IndexPath + " ")
+	unauth := tm.of("GET " + client.IndexPath + " ")
 	require.Len(t, unauth, 9)
 	assert.Less(t, median(unauth), time.Millisecond, "the 401 path took %v", unauth)
 
-	resp, body := s.do(t, http.MethodGet, registry.IndexPath, bearer, nil, nil)
+	resp, body := s.do(t, http.MethodGet, client.IndexPath, bearer, nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
-	var idx registry.Index
+	var idx client.Index
 	require.NoError(t, json.Unmarshal(body, &idx))
 	got := map[string]string{}
 	for _, b := range idx.Bundles {
@@ -178,29 +179,29 @@ func TestTheExampleRegistryServesItsDemoToItsDemoKey(t *testing.T) {
 	etag := resp.Header.Get("ETag")
 	require.NotEmpty(t, etag)
 
-	resp, body = s.do(t, http.MethodGet, registry.IndexPath, bearer, http.Header{"If-None-Match": {etag}}, nil)
+	resp, body = s.do(t, http.MethodGet, client.IndexPath, bearer, http.Header{"If-None-Match": {etag}}, nil)
 	assert.Equal(t, http.StatusNotModified, resp.StatusCode)
 	assert.Empty(t, body)
 
-	resp, _ = s.do(t, http.MethodGet, registry.BundlesPath+"/..%2f..%2fetc/passwd", bearer, nil, nil)
+	resp, _ = s.do(t, http.MethodGet, client.BundlesPath+"/..%2f..%2fetc/passwd", bearer, nil, nil)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 
 	// Publish a new version with the token; this replica lists it at once.
 	archive, err := demoBundle(demoPackage{name: "Demo.Hello", version: "1.1.0"})
 	require.NoError(t, err)
-	resp, _ = s.do(t, http.MethodPost, registry.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer wrong-token", nil, archive)
+	resp, _ = s.do(t, http.MethodPost, client.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer wrong-token", nil, archive)
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-	resp, body = s.do(t, http.MethodPost, registry.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer "+s.token, nil, archive)
+	resp, body = s.do(t, http.MethodPost, client.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer "+s.token, nil, archive)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%s", body)
 	// The same bytes again are 200; other bytes for 1.1.0 are 409.
-	resp, body = s.do(t, http.MethodPost, registry.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer "+s.token, nil, archive)
+	resp, body = s.do(t, http.MethodPost, client.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer "+s.token, nil, archive)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 	changed, err := demoBundle(demoPackage{name: "Demo.Hello", version: "1.1.0", tier: "changed"})
 	require.NoError(t, err)
-	resp, body = s.do(t, http.MethodPost, registry.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer "+s.token, nil, changed)
+	resp, body = s.do(t, http.MethodPost, client.BundlesPath+"/Demo.Hello?version=1.1.0", "Bearer "+s.token, nil, changed)
 	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
 
-	resp, body = s.do(t, http.MethodGet, registry.IndexPath, bearer, http.Header{"If-None-Match": {etag}}, nil)
+	resp, body = s.do(t, http.MethodGet, client.IndexPath, bearer, http.Header{"If-None-Match": {etag}}, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the publication changed the index")
 	require.NoError(t, json.Unmarshal(body, &idx))
 	for _, b := range idx.Bundles {
@@ -210,16 +211,16 @@ func TestTheExampleRegistryServesItsDemoToItsDemoKey(t *testing.T) {
 	}
 
 	// The bundle downloads through the consumer client, checked against the index.
-	client, err := registry.NewClient(registry.ClientOptions{BaseURL: s.url, Key: s.key})
+	consumer, err := client.New(client.Options{BaseURL: s.url, Key: s.key})
 	require.NoError(t, err)
-	defer client.CloseIdleConnections()
-	var entry registry.IndexEntry
+	defer consumer.CloseIdleConnections()
+	var entry client.IndexEntry
 	for _, b := range idx.Bundles {
 		if b.Plugin == "Demo.Hello" {
 			entry = b
 		}
 	}
-	rc, err := client.Download(t.Context(), entry)
+	rc, err := consumer.Download(t.Context(), entry)
 	require.NoError(t, err)
 	downloaded, err := io.ReadAll(rc)
 	require.NoError(t, rc.Close())
@@ -259,17 +260,17 @@ func TestTheExampleBuildsBundleURLsFromItsPublicURLNeverFromTheHost(t *testing.T
 		flags  []string
 		prefix string
 	}{
-		{nil, registry.BundlesPath + "/"},
-		{[]string{"-public-url", "https://registry.example.com"}, "https://registry.example.com" + registry.BundlesPath + "/"},
+		{nil, client.BundlesPath + "/"},
+		{[]string{"-public-url", "https://registry.example.com"}, "https://registry.example.com" + client.BundlesPath + "/"},
 	} {
 		s := start(t, hooks{}, c.flags...)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url+registry.IndexPath, nil)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url+client.IndexPath, nil)
 		require.NoError(t, err)
 		req.Host = "evil.example"
 		req.Header.Set("Authorization", "Bearer "+s.key)
 		resp, err := s.client.Do(req)
 		require.NoError(t, err)
-		var idx registry.Index
+		var idx client.Index
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&idx))
 		require.NoError(t, resp.Body.Close())
 		require.NotEmpty(t, idx.Bundles)

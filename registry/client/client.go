@@ -1,0 +1,491 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/meshrx/meshrx/registry/landing"
+)
+
+// The settings a consumer reads its registry from (see OptionsFromEnv).
+const (
+	URLSetting         = "MESHRX_REGISTRY_URL"
+	InstanceKeySetting = "MESHRX_INSTANCE_KEY"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultAttempts        = 3
+	DefaultAttemptTimeout  = 30 * time.Second  // above the registry's IndexBudget
+	DefaultDownloadTimeout = 120 * time.Second // above the registry's DownloadBudget
+	DefaultMaxRetryWait    = 30 * time.Second
+)
+
+// Size limits on what the client reads from the registry.
+const (
+	maxIndexBytes     = 16 << 20
+	maxErrorBodyBytes = 4 << 10
+)
+
+// ErrNotModified is returned by Client.Index when the registry answers 304:
+// the index is the one the given ETag names.
+var ErrNotModified = errors.New("registry: index not modified")
+
+// Options configures a Client.
+type Options struct {
+	// BaseURL is the registry's absolute http(s) URL, e.g.
+	// "https://registry.example.com"; the API paths are appended to it.
+	BaseURL string
+	// Key is the instance key, sent as a bearer token.
+	Key string
+	// Attempts bounds the requests made for one call. Default 3.
+	Attempts int
+	// AttemptTimeout bounds one attempt at the index, from connecting to
+	// reading the whole body. Default 30s.
+	AttemptTimeout time.Duration
+	// DownloadTimeout bounds one attempt at a bundle download, including
+	// reading its body. Default 120s.
+	DownloadTimeout time.Duration
+	// MaxRetryWait caps the wait before a retry, whatever Retry-After asks.
+	// Default 30s.
+	MaxRetryWait time.Duration
+	// Logger receives a debug line per attempt; nil means slog.Default().
+	// Failures are reported by the returned errors, not logged.
+	Logger *slog.Logger
+	// HTTPClient makes the requests; nil means a client of its own. Its
+	// Timeout is replaced by the attempt timeouts.
+	HTTPClient *http.Client
+}
+
+// ConfigError reports a setting or option that cannot be used. Setting names
+// it as an operator would look for it.
+type ConfigError struct {
+	Setting string // e.g. URLSetting
+	Value   string // the value refused; never a secret
+	Problem string // e.g. "is set but empty"
+}
+
+func (e *ConfigError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("registry: %s %s", e.Setting, e.Problem)
+	}
+	return fmt.Sprintf("registry: %s %s: %q", e.Setting, e.Problem, e.Value)
+}
+
+// HTTPError reports a call the registry refused: a status that is not
+// retried, or the last status once the attempts were used up.
+type HTTPError struct {
+	URL        string
+	Status     int
+	RetryAfter time.Duration // what the last answer asked for, if anything
+	Body       string        // the start of the last answer's body
+	Attempts   int
+}
+
+func (e *HTTPError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "registry: GET %s answered %d %s after %d attempt(s)", e.URL, e.Status, http.StatusText(e.Status), e.Attempts)
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, " (Retry-After %s)", e.RetryAfter)
+	}
+	if e.Body != "" {
+		fmt.Fprintf(&b, ": %s", e.Body)
+	}
+	return b.String()
+}
+
+// TransportError reports a call that got no answer to its last attempt: the
+// connection failed, an attempt timed out, or the context ended.
+type TransportError struct {
+	URL      string
+	Attempts int
+	Err      error
+}
+
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("registry: GET %s: no answer after %d attempt(s): %v", e.URL, e.Attempts, e.Err)
+}
+
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// ResponseError reports an answer the client could not use.
+type ResponseError struct {
+	URL    string
+	Reason string
+	Err    error
+}
+
+func (e *ResponseError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("registry: GET %s: %s", e.URL, e.Reason)
+	}
+	return fmt.Sprintf("registry: GET %s: %s: %v", e.URL, e.Reason, e.Err)
+}
+
+func (e *ResponseError) Unwrap() error { return e.Err }
+
+// Client reads a registry's bundle index and downloads its bundles. Every
+// call makes a bounded number of attempts, each with its own timeout, and
+// waits before a retry for what the registry asked in Retry-After (capped).
+// Statuses other than 429 and 5xx are not retried. A Client is safe for
+// concurrent use.
+type Client struct {
+	base      *url.URL
+	key       string
+	index     *retryablehttp.Client
+	download  *retryablehttp.Client
+	transport *http.Client
+}
+
+// New returns a Client for opts, or a *ConfigError naming the setting
+// that is missing or unusable.
+func New(opts Options) (*Client, error) {
+	base, err := parseBaseURL(opts.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(opts.Key) == "" {
+		return nil, &ConfigError{Setting: InstanceKeySetting, Problem: "is empty"}
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{{"AttemptTimeout", opts.AttemptTimeout}, {"DownloadTimeout", opts.DownloadTimeout}, {"MaxRetryWait", opts.MaxRetryWait}} {
+		if d.value < 0 {
+			return nil, &ConfigError{Setting: "client.Options." + d.name, Value: d.value.String(), Problem: "is negative"}
+		}
+	}
+	if opts.Attempts < 0 {
+		return nil, &ConfigError{Setting: "client.Options.Attempts", Value: strconv.Itoa(opts.Attempts), Problem: "is negative"}
+	}
+	attempts := orDefault(opts.Attempts, DefaultAttempts)
+	maxWait := orDefault(opts.MaxRetryWait, DefaultMaxRetryWait)
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: newTransport()}
+	}
+	c := &Client{base: base, key: opts.Key, transport: hc}
+	c.index = newRetrying(hc, orDefault(opts.AttemptTimeout, DefaultAttemptTimeout), attempts, maxWait, logger)
+	c.download = newRetrying(hc, orDefault(opts.DownloadTimeout, DefaultDownloadTimeout), attempts, maxWait, logger)
+	return c, nil
+}
+
+// OptionsFromEnv reads the registry URL and instance key with lookup
+// (os.LookupEnv in production). A setting present with an empty value counts
+// as missing, and the error says which one is empty.
+func OptionsFromEnv(lookup func(string) (string, bool)) (Options, error) {
+	read := func(setting string) (string, error) {
+		v, ok := lookup(setting)
+		switch {
+		case !ok:
+			return "", &ConfigError{Setting: setting, Problem: "is not set"}
+		case strings.TrimSpace(v) == "":
+			return "", &ConfigError{Setting: setting, Problem: "is set but empty"}
+		}
+		return strings.TrimSpace(v), nil
+	}
+	base, err := read(URLSetting)
+	if err != nil {
+		return Options{}, err
+	}
+	if _, err := parseBaseURL(base); err != nil {
+		return Options{}, err
+	}
+	key, err := read(InstanceKeySetting)
+	if err != nil {
+		return Options{}, err
+	}
+	return Options{BaseURL: base, Key: key}, nil
+}
+
+// parseBaseURL accepts only an absolute http or https URL with a host: an
+// empty or relative base would turn every call into a request for a path
+// on no server.
+func parseBaseURL(raw string) (*url.URL, error) {
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		problem := "is empty"
+		if raw != "" {
+			problem = "is blank (whitespace only)"
+		}
+		return nil, &ConfigError{Setting: URLSetting, Problem: problem}
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, &ConfigError{Setting: URLSetting, Value: s, Problem: "is not a URL (" + err.Error() + ")"}
+	}
+	if !u.IsAbs() || u.Host == "" {
+		return nil, &ConfigError{Setting: URLSetting, Value: s, Problem: "is not an absolute URL (it needs http:// or https:// and a host)"}
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, &ConfigError{Setting: URLSetting, Value: s, Problem: "is not an http or https URL"}
+	}
+	if u.User != nil {
+		return nil, &ConfigError{Setting: URLSetting, Value: u.Redacted(), Problem: "carries credentials; the key belongs in " + InstanceKeySetting}
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return u, nil
+}
+
+// Index fetches the bundle index. With a non-empty etag it asks for the
+// index only if it changed: an unchanged one returns ErrNotModified and etag.
+// It returns the index and its ETag.
+func (c *Client) Index(ctx context.Context, etag string) (Index, string, error) {
+	u := c.base.JoinPath(IndexPath).String()
+	resp, err := c.get(ctx, c.index, u, func(h http.Header) {
+		h.Set("Accept", "application/json")
+		if etag != "" {
+			h.Set("If-None-Match", etag)
+		}
+	}, http.StatusOK, http.StatusNotModified)
+	if err != nil {
+		return Index{}, "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotModified {
+		return Index{}, etag, ErrNotModified
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIndexBytes+1))
+	if err != nil {
+		return Index{}, "", &TransportError{URL: u, Attempts: 1, Err: err}
+	}
+	if len(body) > maxIndexBytes {
+		return Index{}, "", &ResponseError{URL: u, Reason: fmt.Sprintf("the index is larger than %d bytes", maxIndexBytes)}
+	}
+	var idx Index
+	if err := json.Unmarshal(body, &idx); err != nil {
+		return Index{}, "", &ResponseError{URL: u, Reason: "the index is not valid JSON", Err: err}
+	}
+	return idx, resp.Header.Get("ETag"), nil
+}
+
+// Download opens the bundle an index entry lists. The caller reads and
+// closes it; reading is bounded by the download timeout. The stream is
+// verified against the sha256 the entry lists: a stream whose bytes do not
+// match ends with a *DigestError instead of io.EOF, so a caller that reads
+// to the end never takes other bytes for the listed ones. An entry without
+// a valid sha256 is refused with a *DigestError before any request, and an
+// answer whose X-Bundle-Sha256 names other bytes is refused before its body
+// is read.
+func (c *Client) Download(ctx context.Context, e IndexEntry) (io.ReadCloser, error) {
+	if err := landing.ValidateModuleName(e.Plugin); err != nil {
+		return nil, err
+	}
+	if err := landing.ValidateVersion(e.Version); err != nil {
+		return nil, err
+	}
+	want := strings.ToLower(strings.TrimSpace(e.SHA256))
+	if !isSHA256Hex(want) {
+		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: e.SHA256}
+	}
+	u := c.base.JoinPath(BundlesPath, e.Plugin, e.Version).String()
+	resp, err := c.get(ctx, c.download, u, nil, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	if got := strings.ToLower(strings.TrimSpace(resp.Header.Get(BundleDigestHeader))); got != "" && got != want {
+		_ = resp.Body.Close()
+		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: want, Got: got}
+	}
+	return &verifiedBody{rc: resp.Body, h: sha256.New(), entry: e, want: want}, nil
+}
+
+// verifiedBody hashes a download as it is read and ends it with a
+// *DigestError, not io.EOF, when the bytes are not the ones listed.
+type verifiedBody struct {
+	rc    io.ReadCloser
+	h     hash.Hash
+	entry IndexEntry
+	want  string
+	err   error
+}
+
+func (b *verifiedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.rc.Read(p)
+	b.h.Write(p[:n])
+	if err == io.EOF {
+		if got := hex.EncodeToString(b.h.Sum(nil)); got != b.want {
+			err = &DigestError{Plugin: b.entry.Plugin, Version: b.entry.Version, Want: b.want, Got: got}
+		}
+	}
+	if err != nil {
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *verifiedBody) Close() error { return b.rc.Close() }
+
+// CloseIdleConnections closes the connections the client keeps open for
+// reuse.
+func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
+
+type attemptsKey struct{}
+
+// get makes a GET with rc and returns the response if its status is one of
+// want; any other outcome is an *HTTPError or a *TransportError.
+func (c *Client) get(ctx context.Context, rc *retryablehttp.Client, u string, header func(http.Header), want ...int) (*http.Response, error) {
+	attempts := new(atomic.Int32)
+	ctx = context.WithValue(ctx, attemptsKey{}, attempts)
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, &ResponseError{URL: u, Reason: "cannot build the request", Err: err}
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	if header != nil {
+		header(req.Header)
+	}
+	resp, err := rc.Do(req)
+	n := int(attempts.Load())
+	if err != nil {
+		var he *HTTPError
+		if errors.As(err, &he) {
+			he.URL = u
+			return nil, he
+		}
+		return nil, &TransportError{URL: u, Attempts: n, Err: err}
+	}
+	for _, s := range want {
+		if resp.StatusCode == s {
+			return resp, nil
+		}
+	}
+	return nil, httpErrorFrom(resp, u, n)
+}
+
+// httpErrorFrom consumes resp into an *HTTPError.
+func httpErrorFrom(resp *http.Response, u string, attempts int) *HTTPError {
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
+	ra, _ := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	return &HTTPError{URL: u, Status: resp.StatusCode, RetryAfter: ra, Body: strings.TrimSpace(string(body)), Attempts: attempts}
+}
+
+// newRetrying builds the retrying client for one kind of call.
+func newRetrying(hc *http.Client, attemptTimeout time.Duration, attempts int, maxWait time.Duration, logger *slog.Logger) *retryablehttp.Client {
+	bounded := *hc
+	bounded.Timeout = attemptTimeout
+	return &retryablehttp.Client{
+		HTTPClient:   &bounded,
+		Logger:       debugLogger{logger},
+		RetryWaitMin: min(time.Second, maxWait),
+		RetryWaitMax: maxWait,
+		RetryMax:     attempts - 1,
+		CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+			if n, ok := ctx.Value(attemptsKey{}).(*atomic.Int32); ok {
+				n.Add(1)
+			}
+			return retryable(ctx, resp, err)
+		},
+		Backoff: func(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
+			return retryWait(lo, hi, attempt, resp, time.Now())
+		},
+		ErrorHandler: func(resp *http.Response, err error, attempts int) (*http.Response, error) {
+			if resp != nil {
+				return nil, httpErrorFrom(resp, "", attempts)
+			}
+			return nil, err
+		},
+	}
+}
+
+// retryable says whether an attempt may pass if repeated: a transport
+// failure, 429, or a registry that could not find out (502, 503, 504). A
+// 500 is a deterministic failure the registry has logged; repeating it
+// would hit the same wall, so it is returned at once.
+func retryable(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if err == nil && resp != nil && resp.StatusCode == http.StatusInternalServerError {
+		return false, nil
+	}
+	return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+}
+
+// retryWait is how long to wait before retrying after resp: what a 429 or
+// 503 asked for in Retry-After, else an exponential backoff from lo; never
+// more than hi.
+func retryWait(lo, hi time.Duration, attempt int, resp *http.Response, now time.Time) time.Duration {
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
+			return min(ra, hi)
+		}
+	}
+	wait := lo
+	for i := 0; i < attempt && wait < hi; i++ {
+		wait *= 2
+	}
+	return min(wait, hi)
+}
+
+// parseRetryAfter reads a Retry-After value: seconds, or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		if secs > int64(24*time.Hour/time.Second) {
+			secs = int64(24 * time.Hour / time.Second)
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// debugLogger hands retryablehttp's per-attempt lines to slog at Debug: an
+// attempt that fails is not yet a failure of the call, and the call's
+// outcome is reported by its error.
+type debugLogger struct{ l *slog.Logger }
+
+func (d debugLogger) Error(msg string, kv ...any) { d.l.Debug(msg, kv...) }
+func (d debugLogger) Warn(msg string, kv ...any)  { d.l.Debug(msg, kv...) }
+func (d debugLogger) Info(msg string, kv ...any)  { d.l.Debug(msg, kv...) }
+func (d debugLogger) Debug(msg string, kv ...any) { d.l.Debug(msg, kv...) }
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// newTransport is a transport of the client's own, with bounded connection
+// set-up, so that no client shares or mutates http.DefaultTransport.
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}

@@ -1,0 +1,430 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/meshrx/meshrx/rx"
+)
+
+// Defaults for Reconciler fields left zero.
+const (
+	DefaultPollInterval   = time.Minute
+	DefaultPollBudget     = 10 * time.Minute
+	DefaultMaxBundleBytes = 256 << 20
+)
+
+// Reconciler keeps a consumer's plugins at the versions its registry
+// serves: every Interval it reads the index, downloads each bundle whose
+// version it has not applied, checks the bundle against the index's sha256
+// and hands it to Apply.
+//
+// A poll that fails leaves a mark an operator reads, never only a log line
+// and a quietly frozen catalogue: Status reports it, the gauges
+// meshrx_registry_consumer_failing and
+// meshrx_registry_consumer_failing_since_seconds say so, one warning is
+// logged on the way into failure (not one per poll) and one information line
+// on recovery. Set Polled to publish the status elsewhere, e.g. as a node.
+type Reconciler struct {
+	Client *Client
+	// Interval is the time between the end of one poll and the start of the
+	// next. Default 1m.
+	Interval time.Duration
+	// PollBudget bounds one poll, downloads and Apply calls included; when it
+	// runs out, the poll's context is cancelled. Default 10m.
+	PollBudget time.Duration
+	// Clock times the interval and the budget; nil means the real clock.
+	Clock clock.Clock
+	// Apply installs one verified bundle. It must honour ctx.
+	Apply func(ctx context.Context, entry IndexEntry, bundle io.Reader) error
+	// Logger receives the failure and recovery lines; nil means slog.Default().
+	Logger *slog.Logger
+	// Gauges, if set, is told every status the Reconciler records, as it
+	// records it: package registry/client/clientmetrics mirrors it in
+	// Prometheus gauges. Set is called with the Reconciler's lock held.
+	Gauges StatusGauges
+	// TempDir holds a bundle while it is checked; "" means os.TempDir().
+	TempDir string
+	// MaxBundleBytes refuses larger bundles. Default 256 MiB.
+	MaxBundleBytes int64
+	// Polled, if set, is called on Run's goroutine after every poll with the
+	// status it left. The next poll's timer is already armed when it runs.
+	Polled func(ReconcilerStatus)
+
+	mu      sync.Mutex
+	status  ReconcilerStatus
+	etag    string // of the last index applied in full
+	running bool
+	gauges  StatusGauges // Gauges while Run runs
+}
+
+// StatusGauges mirrors a Reconciler's status where an operator reads it.
+type StatusGauges interface {
+	Set(ReconcilerStatus)
+}
+
+// ReconcilerStatus is what a Reconciler's polls have left.
+type ReconcilerStatus struct {
+	Healthy      bool      // the last poll succeeded
+	LastError    string    // why the last poll failed; "" when healthy
+	FailingSince time.Time // when the current run of failures began; zero when healthy
+	LastSuccess  time.Time // when a poll last succeeded; zero if none has
+	// Applied maps each plugin to the version last applied.
+	Applied map[string]string
+}
+
+// ReconcileError reports one step of a poll that failed: reading the index,
+// or downloading, verifying or applying one bundle.
+type ReconcileError struct {
+	Step    string // "index", "download", "verify" or "apply"
+	Plugin  string // "" for the index
+	Version string
+	Err     error
+}
+
+func (e *ReconcileError) Error() string {
+	if e.Plugin == "" {
+		return fmt.Sprintf("registry: %s: %v", e.Step, e.Err)
+	}
+	return fmt.Sprintf("registry: %s@%s: %s: %v", e.Plugin, e.Version, e.Step, e.Err)
+}
+
+func (e *ReconcileError) Unwrap() error { return e.Err }
+
+// DigestError reports a bundle whose bytes do not match the sha256 the index
+// lists for it, or an index entry with no usable sha256.
+type DigestError struct {
+	Plugin, Version string
+	Want, Got       string // Got is "" when Want is not a sha256
+}
+
+func (e *DigestError) Error() string {
+	if e.Got == "" {
+		return fmt.Sprintf("registry: the index lists %s@%s with no valid sha256 (%q); it cannot be verified", e.Plugin, e.Version, e.Want)
+	}
+	return fmt.Sprintf("registry: bundle %s@%s has sha256 %s, the index lists %s", e.Plugin, e.Version, e.Got, e.Want)
+}
+
+// PollBudgetError is the cause of a poll cut off by its budget.
+type PollBudgetError struct {
+	Budget time.Duration
+}
+
+func (e *PollBudgetError) Error() string {
+	return fmt.Sprintf("registry: the poll's budget of %s ran out", e.Budget)
+}
+
+// Status returns what the polls so far have left.
+func (r *Reconciler) Status() ReconcilerStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.statusLocked()
+}
+
+func (r *Reconciler) statusLocked() ReconcilerStatus {
+	st := r.status
+	st.Applied = maps.Clone(r.status.Applied)
+	if st.Applied == nil {
+		st.Applied = map[string]string{}
+	}
+	return st
+}
+
+// reconcilerConfig is a Reconciler's settings with defaults applied.
+type reconcilerConfig struct {
+	clk      clock.Clock
+	interval time.Duration
+	budget   time.Duration
+	logger   *slog.Logger
+	tempDir  string
+	maxBytes int64
+}
+
+func (r *Reconciler) config() (reconcilerConfig, error) {
+	switch {
+	case r.Client == nil:
+		return reconcilerConfig{}, &ConfigError{Setting: "Reconciler.Client", Problem: "is nil"}
+	case r.Apply == nil:
+		return reconcilerConfig{}, &ConfigError{Setting: "Reconciler.Apply", Problem: "is nil"}
+	case r.Interval < 0:
+		return reconcilerConfig{}, &ConfigError{Setting: "Reconciler.Interval", Value: r.Interval.String(), Problem: "is negative"}
+	case r.PollBudget < 0:
+		return reconcilerConfig{}, &ConfigError{Setting: "Reconciler.PollBudget", Value: r.PollBudget.String(), Problem: "is negative"}
+	case r.MaxBundleBytes < 0:
+		return reconcilerConfig{}, &ConfigError{Setting: "Reconciler.MaxBundleBytes", Value: fmt.Sprint(r.MaxBundleBytes), Problem: "is negative"}
+	}
+	cfg := reconcilerConfig{
+		clk:      r.Clock,
+		interval: orDefault(r.Interval, DefaultPollInterval),
+		budget:   orDefault(r.PollBudget, DefaultPollBudget),
+		logger:   r.Logger,
+		tempDir:  r.TempDir,
+		maxBytes: r.MaxBundleBytes,
+	}
+	if cfg.clk == nil {
+		cfg.clk = clock.New()
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	if cfg.maxBytes == 0 {
+		cfg.maxBytes = DefaultMaxBundleBytes
+	}
+	return cfg, nil
+}
+
+// Run polls at once and then every Interval until ctx ends, and returns
+// ctx's error. It returns at once with a *ConfigError for an unusable
+// Reconciler. A poll that ctx
+// interrupts leaves no mark: stopping is not a failure.
+func (r *Reconciler) Run(ctx context.Context) error {
+	cfg, err := r.config()
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.running {
+		r.mu.Unlock()
+		return errors.New("registry: the Reconciler is already running")
+	}
+	r.running = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.running, r.gauges = false, nil
+		r.mu.Unlock()
+	}()
+
+	r.mu.Lock()
+	r.gauges = r.Gauges
+	r.setGauges()
+	r.mu.Unlock()
+
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		st, done := r.poll(ctx, cfg)
+		if !done {
+			return ctx.Err()
+		}
+		tick := make(chan struct{}, 1)
+		next := rx.Timer(cfg.interval, cfg.clk).Subscribe(rx.NewObserver(func(time.Time) {
+			select {
+			case tick <- struct{}{}:
+			default:
+			}
+		}, nil, nil))
+		if r.Polled != nil {
+			r.Polled(st)
+		}
+		select {
+		case <-tick:
+		case <-ctx.Done():
+			next.Unsubscribe()
+			return ctx.Err()
+		}
+	}
+}
+
+// poll runs one poll within the budget and marks its outcome. It reports
+// false if ctx ended meanwhile.
+func (r *Reconciler) poll(ctx context.Context, cfg reconcilerConfig) (ReconcilerStatus, bool) {
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	budget := rx.Timer(cfg.budget, cfg.clk).Subscribe(rx.NewObserver(func(time.Time) {
+		cancel(&PollBudgetError{Budget: cfg.budget})
+	}, nil, nil))
+	defer budget.Unsubscribe()
+
+	failures := r.reconcile(pctx, cfg)
+	if ctx.Err() != nil {
+		return ReconcilerStatus{}, false
+	}
+	return r.mark(failures, cfg), true
+}
+
+// reconcile reads the index and installs what is new, returning what failed.
+func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []error {
+	r.mu.Lock()
+	etag := r.etag
+	r.mu.Unlock()
+
+	idx, newTag, err := r.Client.Index(ctx, etag)
+	if errors.Is(err, ErrNotModified) {
+		return nil
+	}
+	if err != nil {
+		return []error{&ReconcileError{Step: "index", Err: budgetCause(ctx, err)}}
+	}
+
+	var failures []error
+	listed := map[string]int{}
+	for _, e := range idx.Bundles {
+		listed[e.Plugin]++
+	}
+	reported := map[string]bool{}
+	for _, e := range idx.Bundles {
+		if n := listed[e.Plugin]; n > 1 {
+			// Applying each in turn would flap between versions every poll.
+			if !reported[e.Plugin] {
+				reported[e.Plugin] = true
+				failures = append(failures, &ReconcileError{Step: "index", Plugin: e.Plugin, Version: e.Version,
+					Err: fmt.Errorf("the index lists plugin %q %d times; none of its entries is applied", e.Plugin, n)})
+			}
+			continue
+		}
+		r.mu.Lock()
+		have := r.status.Applied[e.Plugin]
+		r.mu.Unlock()
+		if have == e.Version {
+			continue
+		}
+		if err := r.install(ctx, cfg, e); err != nil {
+			failures = append(failures, err)
+			continue
+		}
+		r.mu.Lock()
+		if r.status.Applied == nil {
+			r.status.Applied = map[string]string{}
+		}
+		r.status.Applied[e.Plugin] = e.Version
+		r.mu.Unlock()
+	}
+	// Only an index applied in full is remembered: a 304 must not hide an
+	// entry that failed.
+	if len(failures) == 0 {
+		r.mu.Lock()
+		r.etag = newTag
+		r.mu.Unlock()
+	}
+	return failures
+}
+
+// install downloads e, checks it against the index's digest and applies it.
+func (r *Reconciler) install(ctx context.Context, cfg reconcilerConfig, e IndexEntry) error {
+	fail := func(step string, err error) error {
+		return &ReconcileError{Step: step, Plugin: e.Plugin, Version: e.Version, Err: budgetCause(ctx, err)}
+	}
+	want := strings.ToLower(strings.TrimSpace(e.SHA256))
+	if !isSHA256Hex(want) {
+		return fail("verify", &DigestError{Plugin: e.Plugin, Version: e.Version, Want: e.SHA256})
+	}
+	body, err := r.Client.Download(ctx, e)
+	var digest *DigestError
+	if errors.As(err, &digest) {
+		return fail("verify", err)
+	}
+	if err != nil {
+		return fail("download", err)
+	}
+	defer body.Close()
+
+	// The bundle is kept aside until its digest is known: Apply never sees
+	// bytes that were not verified.
+	f, err := os.CreateTemp(cfg.tempDir, "meshrx-bundle-*")
+	if err != nil {
+		return fail("download", err)
+	}
+	defer func() {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+	}()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(body, cfg.maxBytes+1))
+	if errors.As(err, &digest) {
+		return fail("verify", err)
+	}
+	if err != nil {
+		return fail("download", err)
+	}
+	if n > cfg.maxBytes {
+		return fail("download", fmt.Errorf("the bundle is larger than %d bytes", cfg.maxBytes))
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return fail("verify", &DigestError{Plugin: e.Plugin, Version: e.Version, Want: want, Got: got})
+	}
+	if err := r.Apply(ctx, e, io.NewSectionReader(f, 0, n)); err != nil {
+		return fail("apply", err)
+	}
+	return nil
+}
+
+// mark records a poll's outcome in the status and the gauges, and logs a
+// transition into failure or out of it.
+func (r *Reconciler) mark(failures []error, cfg reconcilerConfig) ReconcilerStatus {
+	now := cfg.clk.Now()
+	registry := r.Client.base.String()
+	r.mu.Lock()
+	if len(failures) == 0 {
+		since := r.status.FailingSince
+		r.status.Healthy, r.status.LastError, r.status.FailingSince, r.status.LastSuccess = true, "", time.Time{}, now
+		r.setGauges()
+		st := r.statusLocked()
+		r.mu.Unlock()
+		if !since.IsZero() {
+			cfg.logger.Info("registry consumer recovered: the catalogue is refreshed again",
+				slog.String("registry", registry), slog.Duration("failedFor", now.Sub(since)), slog.Int("applied", len(st.Applied)))
+		}
+		return st
+	}
+	msgs := make([]string, len(failures))
+	for i, err := range failures {
+		msgs[i] = err.Error()
+	}
+	entering := r.status.FailingSince.IsZero()
+	r.status.Healthy, r.status.LastError = false, strings.Join(msgs, "; ")
+	if entering {
+		r.status.FailingSince = now
+	}
+	r.setGauges()
+	st := r.statusLocked()
+	r.mu.Unlock()
+	if entering {
+		attrs := []any{slog.String("registry", registry), slog.String("error", st.LastError), slog.Int("applied", len(st.Applied))}
+		if !st.LastSuccess.IsZero() {
+			attrs = append(attrs, slog.Time("lastSuccess", st.LastSuccess))
+		}
+		cfg.logger.Warn("registry consumer cannot refresh its catalogue; it keeps the versions applied so far until a poll succeeds", attrs...)
+	} else {
+		cfg.logger.Debug("registry consumer still failing", slog.String("registry", registry), slog.String("error", st.LastError))
+	}
+	return st
+}
+
+// budgetCause replaces the bare cancellation an interrupted call reports by
+// the budget that caused it.
+func budgetCause(ctx context.Context, err error) error {
+	var pb *PollBudgetError
+	if cause := context.Cause(ctx); errors.As(cause, &pb) {
+		return fmt.Errorf("%w (%v)", pb, err)
+	}
+	return err
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != sha256.Size*2 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+// setGauges mirrors the status in the gauges, if any; r.mu is held.
+func (r *Reconciler) setGauges() {
+	if r.gauges != nil {
+		r.gauges.Set(r.statusLocked())
+	}
+}

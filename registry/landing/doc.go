@@ -1,0 +1,23 @@
+// Package landing stores a registry's modules on a [Volume]: it lands
+// module versions, keeps their records and derives the activation list.
+//
+// A [ModuleLanding] writes each landed version into a fresh, immutable
+// generation directory (staged, then renamed into place) and then writes an
+// immutable record of its own. A published version is immutable too: its
+// first landing claims it on the volume, the same bytes again change
+// nothing, other bytes are a [*VersionConflictError]. Nothing is ever read,
+// modified and written back: the activation list is derived from the
+// records present, the latest record per module winning. Several processes
+// sharing one volume root are replicas; record file names sort in event
+// order, so every replica derives the same list.
+//
+// Landings and other record writes run one at a time on a landing lane.
+// Authoritative reads ([ModuleLanding.Activation], [ModuleLanding.OpenBundle])
+// run on a separate read pool, never behind a landing, and never see a
+// landing half done: they see the previous activation until the new record
+// exists. Archives are checked before they land ([*ArchiveError]).
+//
+// Every wait (for the lane, for a read slot, for the volume) is bounded by
+// the caller's context, and when it trips the error is a [*WaitError] naming
+// what was waited on. A nil *slog.Logger means slog.Default().
+package landing

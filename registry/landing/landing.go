@@ -1,0 +1,568 @@
+package landing
+
+import (
+	"github.com/benbjohnson/clock"
+
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"sync"
+	"time"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultReadPool    = 4
+	DefaultMaxArchive  = 64 << 20
+	DefaultMaxEntries  = 10_000
+	DefaultMaxFileSize = 64 << 20
+	DefaultMaxExpanded = 256 << 20
+	DefaultMaxRatio    = 100
+)
+
+// ratioFloor is the size below which an entry's compression ratio is not
+// judged: a small file that compresses well costs nothing to accept.
+const ratioFloor = 1 << 20
+
+// cleanupBudget bounds removing a refused landing's staging directory, which
+// runs even when the landing's own context has ended.
+const cleanupBudget = 30 * time.Second
+
+// Options configures a ModuleLanding. Zero fields take the defaults.
+type Options struct {
+	// ReadPool is how many authoritative reads may touch the volume at once.
+	// Waiting for a slot is bounded by the reader's context.
+	ReadPool int
+	// MaxArchive is the largest archive accepted, in bytes.
+	MaxArchive int64
+	// MaxEntries is the most entries an archive may hold.
+	MaxEntries int
+	// MaxFileSize is the largest one entry may expand to, in bytes.
+	MaxFileSize int64
+	// MaxExpanded is the most all entries together may expand to, in bytes.
+	MaxExpanded int64
+	// MaxRatio is the largest expanded-to-compressed ratio accepted, for an
+	// entry that expands to more than 1 MiB and for the archive as a whole
+	// once its entries expand to more than 1 MiB together.
+	MaxRatio int64
+	// Replica names this process in records and logs; default a random id.
+	Replica string
+	// Logger receives one line per write and per problem found; default slog.Default().
+	Logger *slog.Logger
+	// Clock stamps records and times the generation grace; nil is the real clock.
+	Clock clock.Clock
+}
+
+// ModuleLanding lands module versions on a Volume and derives the activation
+// list from the records there. Several ModuleLandings on one volume root are
+// replicas of one registry. It starts no goroutines; every method runs on its
+// caller's goroutine and is safe for concurrent use.
+type ModuleLanding struct {
+	v       Volume
+	scan    scanner
+	limits  archiveLimits
+	log     *slog.Logger
+	replica string
+	lane    *slots // writes, one at a time
+	reads   *slots // authoritative reads
+
+	mu        sync.Mutex
+	closed    bool
+	done      chan struct{} // closed by Close: waiters give up
+	active    int           // calls in progress
+	idle      chan struct{} // closed once closed and no call is in progress
+	lastStamp int64         // keeps this replica's stamps strictly increasing
+
+	clk clock.Clock
+}
+
+// NewModuleLanding returns a ModuleLanding on v. It does no I/O.
+func NewModuleLanding(v Volume, opts Options) (*ModuleLanding, error) {
+	if v == nil {
+		return nil, errors.New("registry: NewModuleLanding needs a Volume")
+	}
+	for _, o := range []struct {
+		name string
+		val  int64
+	}{
+		{"ReadPool", int64(opts.ReadPool)}, {"MaxArchive", opts.MaxArchive}, {"MaxEntries", int64(opts.MaxEntries)},
+		{"MaxFileSize", opts.MaxFileSize}, {"MaxExpanded", opts.MaxExpanded}, {"MaxRatio", opts.MaxRatio},
+	} {
+		if o.val < 0 {
+			return nil, fmt.Errorf("registry: landing.Options.%s is %d; it must not be negative (zero takes the default)", o.name, o.val)
+		}
+	}
+	if opts.Replica != "" {
+		if reason := checkName(opts.Replica, 64, "._-"); reason != "" {
+			return nil, fmt.Errorf("registry: landing.Options.Replica %q: %s", opts.Replica, reason)
+		}
+	}
+	orDefault := func(v, d int64) int64 {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	l := &ModuleLanding{
+		v:    v,
+		scan: scanner{v: v},
+		limits: archiveLimits{
+			maxArchive:  orDefault(opts.MaxArchive, DefaultMaxArchive),
+			maxEntries:  int(orDefault(int64(opts.MaxEntries), DefaultMaxEntries)),
+			maxFile:     orDefault(opts.MaxFileSize, DefaultMaxFileSize),
+			maxExpanded: orDefault(opts.MaxExpanded, DefaultMaxExpanded),
+			maxRatio:    orDefault(opts.MaxRatio, DefaultMaxRatio),
+			ratioFloor:  ratioFloor,
+		},
+		log:     opts.Logger,
+		replica: opts.Replica,
+		done:    make(chan struct{}),
+		idle:    make(chan struct{}),
+		clk:     opts.Clock,
+	}
+	if l.log == nil {
+		l.log = slog.Default()
+	}
+	if l.clk == nil {
+		l.clk = clock.New()
+	}
+	if l.replica == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		l.replica = "replica-" + hex.EncodeToString(b[:])
+	}
+	l.log = l.log.With("replica", l.replica)
+	l.lane = newSlots("the landing lane", 1, l.done, l.log)
+	l.reads = newSlots("the read pool", int(orDefault(int64(opts.ReadPool), DefaultReadPool)), l.done, l.log)
+	return l, nil
+}
+
+// Replica is the name this ModuleLanding writes into its records.
+func (l *ModuleLanding) Replica() string { return l.replica }
+
+// Land publishes version of module from a zip archive held in memory; see
+// LandArchive.
+func (l *ModuleLanding) Land(ctx context.Context, module, version string, archive []byte) (Record, error) {
+	rec, _, err := l.LandArchive(ctx, module, version, bytes.NewReader(archive), int64(len(archive)))
+	return rec, err
+}
+
+// LandArchive publishes version of module from a zip archive of size bytes:
+// its files are extracted into a fresh generation directory, the archive is
+// copied beside them as the downloadable bundle, and then a Landed record is
+// written. The archive is read through archive, never held whole in memory
+// (on a Volume that is a StreamingVolume).
+//
+// A published version is immutable. The first landing of a version claims
+// it on the volume (a directory renamed into place, which fails when the
+// claim exists, so of concurrent landings on any replica exactly one
+// claims); landing the same bytes again returns the existing record with
+// created false and writes nothing; other bytes are refused with a
+// *VersionConflictError naming the sha256 the version holds. Module names
+// are compared without case: the first spelling landed is kept.
+//
+// Names and the archive are checked before the landing lane is taken; a
+// refused landing returns a *NameError or *ArchiveError, leaves nothing
+// behind and does not change the activation. After a landing, generations
+// of the module that no record since its last removal references (left by
+// landings that failed, or before a removal) are deleted once older than
+// GenerationGrace.
+func (l *ModuleLanding) LandArchive(ctx context.Context, module, version string, archive io.ReaderAt, size int64) (rec Record, created bool, err error) {
+	if err := ValidateModuleName(module); err != nil {
+		return Record{}, false, err
+	}
+	if err := ValidateVersion(version); err != nil {
+		return Record{}, false, err
+	}
+	plan, err := planArchive(archive, size, l.limits)
+	if err != nil {
+		l.log.Warn("archive refused", "module", module, "version", version, "err", err)
+		return Record{}, false, err
+	}
+	sum, err := digest(archive, size)
+	if err != nil {
+		return Record{}, false, &ArchiveError{Problem: ArchiveCorrupt, Detail: "reading the archive failed", Err: err}
+	}
+	rec, err = l.onLane(ctx, "landing "+module+"@"+version, func() (Record, error) {
+		r, c, err := l.land(ctx, module, version, archive, size, sum, plan)
+		created = c
+		return r, err
+	})
+	return rec, created, err
+}
+
+// digest is the hex SHA-256 of the size bytes of r.
+func digest(r io.ReaderAt, size int64) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (l *ModuleLanding) land(ctx context.Context, module, version string, archive io.ReaderAt, size int64, sum string, plan *archivePlan) (Record, bool, error) {
+	key := moduleKey(module)
+	latest, found, bad, err := l.scan.latest(ctx, key, nil)
+	l.reportUnreadable(bad)
+	if err != nil {
+		return Record{}, false, err
+	}
+	if found {
+		module = latest.Module // the first spelling is the module's name
+	}
+	gen, landedAt := l.stamp()
+	claimed, err := l.claimVersion(ctx, key, module, version, gen, sum)
+	if err != nil {
+		return Record{}, false, err
+	}
+	if !claimed {
+		// The version holds these bytes already: answer its record if one
+		// since the last removal serves them.
+		prev, ok, bad, err := l.scan.latest(ctx, key, func(r Record) bool {
+			return r.State.Served() && r.Version == version && r.SHA256 == sum
+		})
+		l.reportUnreadable(bad)
+		if err != nil {
+			return Record{}, false, err
+		}
+		if ok {
+			l.log.Info("module version already landed with these bytes; nothing written",
+				"module", module, "version", version, "generation", prev.Generation)
+			return prev, false, nil
+		}
+		// Claimed with these bytes but never recorded (a landing that failed
+		// part way) or given up by a removal: land them again.
+	}
+	rec := Record{
+		Module: module, State: Landed, Version: version, Generation: gen,
+		SHA256: sum, Size: size, LandedAt: landedAt,
+	}
+	var written Record
+	placeBytes := func() error { return l.placeBytes(ctx, key, gen, archive, size, plan) }
+	record := func() (err error) {
+		written, err = l.writeRecord(ctx, rec)
+		return err
+	}
+	steps := [2]func() error{placeBytes, record}
+	unclaim := func() {
+		if claimed {
+			l.removeQuietly(ctx, versionClaimDir(key, version))
+		}
+	}
+	if err := steps[0](); err != nil {
+		unclaim()
+		l.log.Warn("landing failed; nothing was recorded", "module", module, "version", version, "err", err)
+		return Record{}, false, err
+	}
+	if err := steps[1](); err != nil {
+		unclaim()
+		l.log.Warn("landing failed after its bytes were placed; the generation is unrecorded and never served",
+			"module", module, "version", version, "generation", generationDir(key, gen), "err", err)
+		return Record{}, false, err
+	}
+	l.log.Info("module landed", "module", module, "version", version, "generation", gen,
+		"files", len(plan.files), "bytes", size, "record", written.ID)
+	l.collectGenerations(ctx, key)
+	return written, true, nil
+}
+
+// placeBytes extracts into a staging directory and renames it into place, so
+// that a generation directory only ever exists complete.
+func (l *ModuleLanding) placeBytes(ctx context.Context, key, gen string, archive io.ReaderAt, size int64, plan *archivePlan) error {
+	stage := path.Join(stagingDir, gen)
+	files := path.Join(stage, filesName)
+	if err := l.v.MkdirAll(ctx, files); err != nil {
+		return l.abandon(ctx, stage, volumeErr(ctx, "create staging directory "+stage, err))
+	}
+	if err := extractArchive(ctx, l.v, files, plan, l.limits); err != nil {
+		return l.abandon(ctx, stage, err)
+	}
+	if err := writeStream(ctx, l.v, path.Join(stage, bundleName), io.NewSectionReader(archive, 0, size)); err != nil {
+		return l.abandon(ctx, stage, volumeErr(ctx, "write bundle", err))
+	}
+	if err := l.v.MkdirAll(ctx, generationsDir(key)); err != nil {
+		return l.abandon(ctx, stage, volumeErr(ctx, "create "+generationsDir(key), err))
+	}
+	if err := l.v.Rename(ctx, stage, generationDir(key, gen)); err != nil {
+		return l.abandon(ctx, stage, volumeErr(ctx, "move generation into place", err))
+	}
+	return nil
+}
+
+// abandon removes a staging directory after a failed landing and returns err.
+// The removal gets its own budget because the landing's context may be what ended it.
+func (l *ModuleLanding) abandon(ctx context.Context, stage string, err error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
+	defer cancel()
+	if rmErr := l.v.RemoveAll(cctx, stage); rmErr != nil {
+		l.log.Error("staging directory left behind", "staging", stage, "err", rmErr)
+	}
+	return err
+}
+
+// writeRecord writes r as a new record, through a temporary name and a
+// rename so that no reader ever sees a partial record.
+func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, error) {
+	r.ID, r.RecordedAt = l.stamp()
+	r.Replica = l.replica
+	data, err := encodeRecord(r)
+	if err != nil {
+		return Record{}, fmt.Errorf("registry: encode record: %w", err)
+	}
+	key := moduleKey(r.Module)
+	dir := recordsDir(key)
+	tmp := path.Join(dir, ".tmp-"+r.ID+recordSuffix)
+	if err := l.v.MkdirAll(ctx, dir); err != nil {
+		return Record{}, volumeErr(ctx, "create "+dir, err)
+	}
+	if err := l.v.WriteFile(ctx, tmp, data); err != nil {
+		l.removeQuietly(ctx, tmp)
+		return Record{}, volumeErr(ctx, "write record "+tmp, err)
+	}
+	if err := l.v.Rename(ctx, tmp, path.Join(dir, r.ID+recordSuffix)); err != nil {
+		l.removeQuietly(ctx, tmp)
+		return Record{}, volumeErr(ctx, "rename record into place", err)
+	}
+	return r, nil
+}
+
+func (l *ModuleLanding) removeQuietly(ctx context.Context, name string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
+	defer cancel()
+	if err := l.v.RemoveAll(cctx, name); err != nil {
+		l.log.Warn("temporary file left behind", "path", name, "err", err)
+	}
+}
+
+// Shelve holds version of module: it stops being active but stays served for
+// download. The version must have landed since the module was last removed.
+func (l *ModuleLanding) Shelve(ctx context.Context, module, version string) (Record, error) {
+	if err := ValidateModuleName(module); err != nil {
+		return Record{}, err
+	}
+	if err := ValidateVersion(version); err != nil {
+		return Record{}, err
+	}
+	return l.onLane(ctx, "shelving "+module+"@"+version, func() (Record, error) {
+		landed, found, bad, err := l.scan.latest(ctx, moduleKey(module), func(r Record) bool {
+			return r.State.Served() && r.Version == version
+		})
+		l.reportUnreadable(bad)
+		if err != nil {
+			return Record{}, err
+		}
+		if !found {
+			return Record{}, &NotFoundError{Module: module, Version: version,
+				Reason: "this version has not landed since the module was last removed"}
+		}
+		rec := landed
+		rec.Module, rec.State = module, Shelved
+		return l.writeState(ctx, rec)
+	})
+}
+
+// Uninstall stops serving module. The bytes of its versions stay, so a later
+// Shelve can serve one of them again.
+func (l *ModuleLanding) Uninstall(ctx context.Context, module string) (Record, error) {
+	return l.endModule(ctx, module, Uninstalled)
+}
+
+// Remove stops serving module and gives up its earlier versions: none can be
+// shelved again. Generation directories are immutable and are not deleted
+// here, so a download already streaming finishes.
+func (l *ModuleLanding) Remove(ctx context.Context, module string) (Record, error) {
+	return l.endModule(ctx, module, Removed)
+}
+
+func (l *ModuleLanding) endModule(ctx context.Context, module string, state State) (Record, error) {
+	if err := ValidateModuleName(module); err != nil {
+		return Record{}, err
+	}
+	verb := "uninstalling "
+	if state == Removed {
+		verb = "removing "
+	}
+	return l.onLane(ctx, verb+module, func() (Record, error) {
+		latest, found, bad, err := l.scan.latest(ctx, moduleKey(module), nil)
+		l.reportUnreadable(bad)
+		if err != nil {
+			return Record{}, err
+		}
+		if !found || latest.State == Removed {
+			return Record{}, &NotFoundError{Module: module, Reason: "the module has no records since it was last removed"}
+		}
+		return l.writeState(ctx, Record{Module: module, State: state})
+	})
+}
+
+// writeState writes a record that carries no new bytes.
+func (l *ModuleLanding) writeState(ctx context.Context, rec Record) (Record, error) {
+	r, err := l.writeRecord(ctx, rec)
+	if err != nil {
+		return Record{}, err
+	}
+	l.log.Info("module "+string(r.State), "module", r.Module, "version", r.Version, "record", r.ID)
+	return r, nil
+}
+
+// spelling returns the name module was first landed under (compared
+// without case), or module itself when it has no records.
+func (l *ModuleLanding) spelling(ctx context.Context, module string) (string, error) {
+	name := module
+	err := l.onReadPool(ctx, "spelling of "+module, func() error {
+		rec, found, bad, err := l.scan.latest(ctx, moduleKey(module), nil)
+		l.reportUnreadable(bad)
+		if found {
+			name = rec.Module
+		}
+		return err
+	})
+	return name, err
+}
+
+// onLane runs write on the landing lane, one write at a time.
+func (l *ModuleLanding) onLane(ctx context.Context, holder string, write func() (Record, error)) (Record, error) {
+	if err := l.enter(); err != nil {
+		return Record{}, err
+	}
+	defer l.leave()
+	release, err := l.lane.acquire(ctx, holder)
+	if err != nil {
+		return Record{}, err
+	}
+	defer release()
+	return write()
+}
+
+// Activation derives the activation list from the records on the volume: the
+// authoritative read. It runs on the read pool, never behind a landing, and
+// sees each landing either not at all or complete. Its cost is a fixed number
+// of volume operations per module; a caller that reads often should serve a
+// maintained snapshot instead of calling this per request.
+func (l *ModuleLanding) Activation(ctx context.Context) (Activation, error) {
+	var act Activation
+	err := l.onReadPool(ctx, "activation read", func() error {
+		var err error
+		act, err = l.scan.activation(ctx)
+		l.reportUnreadable(act.Unreadable)
+		return err
+	})
+	return act, err
+}
+
+// onReadPool runs read on a read slot.
+func (l *ModuleLanding) onReadPool(ctx context.Context, holder string, read func() error) error {
+	if err := l.enter(); err != nil {
+		return err
+	}
+	defer l.leave()
+	release, err := l.reads.acquire(ctx, holder)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return read()
+}
+
+func (l *ModuleLanding) reportUnreadable(bad []RecordError) {
+	for _, b := range bad {
+		l.log.Warn("unreadable record skipped; the module is served from an older record", "record", b.Path, "err", b.Err)
+	}
+}
+
+// stamp returns a new stamp and its time, strictly later than this replica's previous one.
+func (l *ModuleLanding) stamp() (string, time.Time) {
+	n := l.clk.Now().UnixNano()
+	l.mu.Lock()
+	n = max(n, l.lastStamp+1)
+	l.lastStamp = n
+	l.mu.Unlock()
+	t := time.Unix(0, n).UTC()
+	return newStamp(t), t
+}
+
+func (l *ModuleLanding) enter() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.active++
+	return nil
+}
+
+func (l *ModuleLanding) leave() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.active--
+	if l.closed && l.active == 0 {
+		close(l.idle)
+	}
+}
+
+// Close refuses new calls and makes calls waiting for the lane or a read slot
+// return ErrClosed. Calls already running finish on their callers'
+// goroutines, bounded by their own contexts; Shutdown waits for them. The
+// ModuleLanding owns no goroutines, so none outlives it.
+func (l *ModuleLanding) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	close(l.done)
+	if l.active == 0 {
+		close(l.idle)
+	}
+	return nil
+}
+
+// Shutdown closes l and waits, no longer than ctx allows, until no call is
+// running. A landing it waits for is not interrupted.
+func (l *ModuleLanding) Shutdown(ctx context.Context) error {
+	_ = l.Close()
+	select {
+	case <-l.idle:
+		return nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		n := l.active
+		l.mu.Unlock()
+		return &WaitError{Waiting: fmt.Sprintf("running calls to finish (%d)", n), Holder: l.lane.describeHolders(), Err: context.Cause(ctx)}
+	}
+}
+
+// NotFoundError reports a module or version that has nothing to serve.
+type NotFoundError struct {
+	Module  string
+	Version string // "" when the module as a whole was asked for
+	Reason  string
+}
+
+func (e *NotFoundError) Error() string {
+	if e.Version == "" {
+		return fmt.Sprintf("registry: module %q not found: %s", e.Module, e.Reason)
+	}
+	return fmt.Sprintf("registry: module %q version %q not found: %s", e.Module, e.Version, e.Reason)
+}
+
+// CheckArchive checks an archive against l's limits without landing it: it
+// returns the *ArchiveError a landing of it would be refused with, or nil.
+func (l *ModuleLanding) CheckArchive(archive io.ReaderAt, size int64) error {
+	_, err := planArchive(archive, size, l.limits)
+	return err
+}
+
+// Spelling returns the spelling module was first landed under (a module's
+// identity does not depend on its case), or module itself when none was.
+func (l *ModuleLanding) Spelling(ctx context.Context, module string) (string, error) {
+	return l.spelling(ctx, module)
+}

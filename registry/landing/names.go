@@ -1,0 +1,133 @@
+package landing
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Length limits for the names that become directory names on the volume.
+const (
+	maxModuleNameLen = 128
+	maxVersionLen    = 64
+)
+
+// NameError reports a module name or version that cannot be used. Nothing is
+// written for a request that carries one.
+type NameError struct {
+	Field  string // "module" or "version"
+	Value  string // the refused value, as given
+	Reason string // what is wrong with it
+}
+
+func (e *NameError) Error() string {
+	return fmt.Sprintf("registry: invalid %s name %q: %s", e.Field, e.Value, e.Reason)
+}
+
+// ValidateModuleName reports whether name can name a module: 1 to 128 bytes
+// of ASCII letters, digits, '.', '_' and '-', starting with a letter or digit.
+// Module names are compared without regard to case, because a shared volume
+// may not tell "Foo" from "foo".
+func ValidateModuleName(name string) error {
+	if reason := checkName(name, maxModuleNameLen, "._-"); reason != "" {
+		return &NameError{Field: "module", Value: name, Reason: reason}
+	}
+	return nil
+}
+
+// ValidateVersion reports whether version can name a module version: 1 to 64
+// bytes of ASCII letters, digits, '.', '_', '-' and '+', starting with a
+// letter or digit.
+func ValidateVersion(version string) error {
+	if reason := checkName(version, maxVersionLen, "._-+"); reason != "" {
+		return &NameError{Field: "version", Value: version, Reason: reason}
+	}
+	return nil
+}
+
+// checkName returns why s cannot be used as a single directory name, or "".
+// The order of checks puts the most telling reason first.
+func checkName(s string, maxLen int, punct string) string {
+	switch {
+	case s == "":
+		return "empty"
+	case len(s) > maxLen:
+		return fmt.Sprintf("longer than %d bytes", maxLen)
+	case strings.HasPrefix(s, "/") || strings.HasPrefix(s, `\`) || hasDriveLetter(s):
+		return "is an absolute path"
+	case strings.Contains(s, ".."):
+		return "contains '..'"
+	case strings.ContainsAny(s, `/\`):
+		return "contains a path separator"
+	}
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			return "is not valid UTF-8"
+		case r < 0x20 || r == 0x7f:
+			return fmt.Sprintf("contains control character %U at byte %d", r, i)
+		case isASCIIAlnum(r):
+		case r < utf8.RuneSelf && strings.ContainsRune(punct, r):
+			if i == 0 {
+				return "must start with a letter or digit"
+			}
+		default:
+			return fmt.Sprintf("contains %q at byte %d; allowed are letters, digits and %q", r, i, punct)
+		}
+	}
+	if reason := checkPortableSegment(s); reason != "" {
+		return reason
+	}
+	return ""
+}
+
+// checkPortableSegment returns why seg would be unsafe as one path segment on
+// a volume that may be a Windows (SMB) share, or "". It assumes seg holds no
+// separators.
+func checkPortableSegment(seg string) string {
+	if strings.HasSuffix(seg, ".") || strings.HasSuffix(seg, " ") {
+		return "ends with '.' or a space"
+	}
+	if i := strings.IndexAny(seg, `<>:"|?*`); i >= 0 {
+		return fmt.Sprintf("contains %q", seg[i])
+	}
+	for i, r := range seg {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Sprintf("contains control character %U at byte %d", r, i)
+		}
+	}
+	base, _, _ := strings.Cut(seg, ".")
+	if isReservedDeviceName(base) {
+		return fmt.Sprintf("%q is a reserved device name", base)
+	}
+	return ""
+}
+
+func isReservedDeviceName(s string) bool {
+	u := strings.ToUpper(s)
+	switch u {
+	case "CON", "PRN", "AUX", "NUL":
+		return true
+	}
+	if len(u) == 4 && (strings.HasPrefix(u, "COM") || strings.HasPrefix(u, "LPT")) {
+		return u[3] >= '0' && u[3] <= '9'
+	}
+	return false
+}
+
+func hasDriveLetter(s string) bool {
+	return len(s) >= 2 && s[1] == ':' && (s[0]|0x20) >= 'a' && (s[0]|0x20) <= 'z'
+}
+
+func isASCIIAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}
+
+// moduleKey is the directory name of a module: its name folded to lower case,
+// so that case-insensitive and case-sensitive volumes agree on identity.
+func moduleKey(module string) string { return strings.ToLower(module) }
+
+// NameProblem returns why s cannot be used as a plain name of at most
+// maxLen ASCII letters, digits and the characters of punct (a module name, a
+// plan tier), or "" when it can.
+func NameProblem(s string, maxLen int, punct string) string { return checkName(s, maxLen, punct) }

@@ -1,0 +1,299 @@
+package landing
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// State is what a record says about a module.
+type State string
+
+const (
+	// Landed: the version's files are in place and it is active and served.
+	Landed State = "landed"
+	// Shelved: a version landed earlier is held: its bytes stay and are still
+	// served for download, but it is not active.
+	Shelved State = "shelved"
+	// Uninstalled: the module is not served; the bytes of its earlier
+	// versions stay, and Shelve can bring one back.
+	Uninstalled State = "uninstalled"
+	// Removed: the module is gone; its earlier bytes may be collected and no
+	// record before this one can be shelved again.
+	Removed State = "removed"
+)
+
+// Served reports whether a module whose latest record has this state is in
+// the activation list.
+func (s State) Served() bool { return s == Landed || s == Shelved }
+
+func (s State) valid() bool {
+	switch s {
+	case Landed, Shelved, Uninstalled, Removed:
+		return true
+	}
+	return false
+}
+
+// Record is one immutable record of a module's state. The latest record of a
+// module decides whether and which version of it is served.
+type Record struct {
+	Module     string    `json:"module"`
+	State      State     `json:"state"`
+	Version    string    `json:"version,omitempty"`    // served states only
+	Generation string    `json:"generation,omitempty"` // the directory holding the version's bytes
+	SHA256     string    `json:"sha256,omitempty"`     // hex digest of the bundle (the landed archive)
+	Size       int64     `json:"size,omitempty"`       // bytes of the bundle
+	LandedAt   time.Time `json:"landedAt,omitzero"`    // when the generation's bytes landed
+	RecordedAt time.Time `json:"recordedAt"`           // when this record was written
+	Replica    string    `json:"replica"`              // which ModuleLanding wrote it
+	// ID names the record file; IDs sort in the order records were written.
+	ID string `json:"-"`
+}
+
+// FilesDir is the volume path of the served version's extracted files, or ""
+// for a record that serves nothing.
+func (r Record) FilesDir() string {
+	if !r.State.Served() {
+		return ""
+	}
+	return generationFilesDir(moduleKey(r.Module), r.Generation)
+}
+
+// Activation is the list of served modules derived from the records present
+// at one moment: a value, safe to keep and share.
+type Activation struct {
+	// Modules holds the latest record of every served module, ordered by
+	// module name without regard to case.
+	Modules []Record
+	// Unreadable lists records that were skipped because they could not be
+	// read or decoded; the module is served from its next older record.
+	Unreadable []RecordError
+}
+
+// Lookup returns the served record of module, compared without case.
+func (a Activation) Lookup(module string) (Record, bool) {
+	key := moduleKey(module)
+	i, ok := slices.BinarySearchFunc(a.Modules, key, func(r Record, k string) int {
+		return strings.Compare(moduleKey(r.Module), k)
+	})
+	if !ok {
+		return Record{}, false
+	}
+	return a.Modules[i], true
+}
+
+// RecordError reports a record file that could not be used.
+type RecordError struct {
+	Path string // volume path of the record
+	Err  error
+}
+
+func (e RecordError) Error() string { return fmt.Sprintf("registry: record %s: %v", e.Path, e.Err) }
+
+func (e RecordError) Unwrap() error { return e.Err }
+
+// Volume layout. Each module owns a directory named by its key; generations
+// and records are never modified once renamed into place.
+const (
+	modulesDir   = "modules"
+	stagingDir   = "staging"
+	bundleName   = "bundle.zip"
+	filesName    = "files"
+	recordSuffix = ".json"
+)
+
+func recordsDir(key string) string         { return path.Join(modulesDir, key, "records") }
+func generationsDir(key string) string     { return path.Join(modulesDir, key, "generations") }
+func generationDir(key, gen string) string { return path.Join(generationsDir(key), gen) }
+func generationFilesDir(key, gen string) string {
+	return path.Join(generationDir(key, gen), filesName)
+}
+func bundlePath(key, gen string) string { return path.Join(generationDir(key, gen), bundleName) }
+
+// stampLen is the length of a stamp: 20 decimal digits of Unix nanoseconds,
+// '-', 16 hex digits of randomness.
+const stampLen = 20 + 1 + 16
+
+// newStamp names an event at t. Zero-padded nanoseconds make lexical order
+// time order; the random part keeps two replicas stamping the same nanosecond
+// from colliding (their order is then arbitrary but the same for every reader).
+func newStamp(t time.Time) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return fmt.Sprintf("%020d-%016x", max(t.UnixNano(), 0), binary.BigEndian.Uint64(b[:]))
+}
+
+// parseStamp returns the time of a stamp, or false if s is not one.
+func parseStamp(s string) (time.Time, bool) {
+	if len(s) != stampLen || s[20] != '-' {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseUint(s[:20], 10, 63)
+	if err != nil {
+		return time.Time{}, false
+	}
+	if _, err := hex.DecodeString(s[21:]); err != nil || strings.ToLower(s[21:]) != s[21:] {
+		return time.Time{}, false
+	}
+	return time.Unix(0, int64(n)).UTC(), true
+}
+
+// recordIDs returns the record IDs among a records directory's entries, oldest
+// first. Anything else (a stray file, a temp file of a crashed writer) is ignored.
+func recordIDs(entries []fs.DirEntry) []string {
+	var ids []string
+	for _, e := range sortedEntries(entries) {
+		id, ok := strings.CutSuffix(e.Name(), recordSuffix)
+		if !ok || e.IsDir() {
+			continue
+		}
+		if _, ok := parseStamp(id); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// recordFormat is the on-disk envelope; the version lets a later format be
+// recognised instead of misread.
+type recordFormat struct {
+	Format int `json:"format"`
+	Record
+}
+
+const currentRecordFormat = 1
+
+func encodeRecord(r Record) ([]byte, error) {
+	return json.MarshalIndent(recordFormat{Format: currentRecordFormat, Record: r}, "", "  ")
+}
+
+// decodeRecord parses and checks a record read from key's records directory.
+// A record is bad input like any other: it must name the module whose
+// directory holds it and carry what its state needs.
+func decodeRecord(key, id string, data []byte) (Record, error) {
+	var f recordFormat
+	if err := json.Unmarshal(data, &f); err != nil {
+		return Record{}, fmt.Errorf("not a record: %w", err)
+	}
+	r := f.Record
+	r.ID = id
+	switch {
+	case f.Format != currentRecordFormat:
+		return Record{}, fmt.Errorf("record format %d; this build reads format %d", f.Format, currentRecordFormat)
+	case !r.State.valid():
+		return Record{}, fmt.Errorf("unknown state %q", r.State)
+	case moduleKey(r.Module) != key:
+		return Record{}, fmt.Errorf("names module %q but is filed under %q", r.Module, key)
+	}
+	if err := ValidateModuleName(r.Module); err != nil {
+		return Record{}, err
+	}
+	if !r.State.Served() {
+		return r, nil
+	}
+	if err := ValidateVersion(r.Version); err != nil {
+		return Record{}, err
+	}
+	if _, ok := parseStamp(r.Generation); !ok {
+		return Record{}, fmt.Errorf("generation %q is not a generation name", r.Generation)
+	}
+	if d, err := hex.DecodeString(r.SHA256); err != nil || len(d) != 32 {
+		return Record{}, fmt.Errorf("sha256 %q is not a hex SHA-256 digest", r.SHA256)
+	}
+	if r.Size < 0 {
+		return Record{}, fmt.Errorf("negative size %d", r.Size)
+	}
+	return r, nil
+}
+
+// scanner reads records from a volume. Every method costs a fixed number of
+// volume operations per module, never per record in the module's history
+// (unless records are unreadable and older ones must be tried).
+type scanner struct{ v Volume }
+
+// activation derives the activation list: one ReadDir of the modules
+// directory, then per module one ReadDir of its records and one ReadFile of
+// the latest record.
+func (s scanner) activation(ctx context.Context) (Activation, error) {
+	entries, err := s.v.ReadDir(ctx, modulesDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Activation{}, nil
+	}
+	if err != nil {
+		return Activation{}, volumeErr(ctx, "list modules", err)
+	}
+	var act Activation
+	for _, e := range sortedEntries(entries) {
+		key := e.Name()
+		if !e.IsDir() || ValidateModuleName(key) != nil || moduleKey(key) != key {
+			continue // not a module directory this package wrote
+		}
+		r, found, bad, err := s.latest(ctx, key, nil)
+		act.Unreadable = append(act.Unreadable, bad...)
+		if err != nil {
+			return Activation{}, err
+		}
+		if found && r.State.Served() {
+			act.Modules = append(act.Modules, r)
+		}
+	}
+	return act, nil
+}
+
+// latest returns the newest readable record of the module key that satisfies
+// want (any record if want is nil), looking no further back than a Removed
+// record. found is false when there is none; bad lists unreadable records
+// passed over.
+func (s scanner) latest(ctx context.Context, key string, want func(Record) bool) (r Record, found bool, bad []RecordError, err error) {
+	entries, err := s.v.ReadDir(ctx, recordsDir(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Record{}, false, nil, nil // a module whose first landing has not been recorded yet
+	}
+	if err != nil {
+		return Record{}, false, nil, volumeErr(ctx, "list records of "+key, err)
+	}
+	ids := recordIDs(entries)
+	for i := len(ids) - 1; i >= 0; i-- {
+		p := path.Join(recordsDir(key), ids[i]+recordSuffix)
+		data, err := s.v.ReadFile(ctx, p)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Record{}, false, bad, volumeErr(ctx, "read record "+p, err)
+			}
+			bad = append(bad, RecordError{Path: p, Err: err})
+			continue
+		}
+		rec, err := decodeRecord(key, ids[i], data)
+		if err != nil {
+			bad = append(bad, RecordError{Path: p, Err: err})
+			continue
+		}
+		if want == nil || want(rec) {
+			return rec, true, bad, nil
+		}
+		if rec.State == Removed {
+			break
+		}
+	}
+	return Record{}, false, bad, nil
+}
+
+// volumeErr turns a failed volume operation into a *WaitError when the
+// caller's context ended it, so that the error names what was waited on.
+func volumeErr(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return &WaitError{Waiting: "the volume (" + what + ")", Err: context.Cause(ctx), OpErr: err}
+	}
+	return fmt.Errorf("registry: %s: %w", what, err)
+}

@@ -1,0 +1,88 @@
+package landing
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRecordNamesSortInEventOrder(t *testing.T) {
+	// Instants spanning decimal-digit boundaries, in event order.
+	instants := []time.Time{
+		time.Unix(0, 0), time.Unix(0, 9), time.Unix(0, 10), time.Unix(0, 999_999_999),
+		time.Unix(1, 0), time.Unix(9, 0), time.Unix(10, 0), time.Date(2026, 9, 26, 12, 0, 0, 0, time.UTC),
+		time.Date(2262, 4, 11, 0, 0, 0, 0, time.UTC),
+	}
+	var stamps, unpadded []string
+	for _, at := range instants {
+		s := newStamp(at)
+		got, ok := parseStamp(s)
+		require.True(t, ok, s)
+		assert.True(t, got.Equal(at), "a stamp carries its instant")
+		stamps = append(stamps, s)
+		unpadded = append(unpadded, fmt.Sprintf("%d-%s", at.UnixNano(), s[21:]))
+	}
+	assert.True(t, slices.IsSorted(stamps), "lexical order is event order: %v", stamps)
+	assert.False(t, slices.IsSorted(unpadded), "negative control: the same instants unpadded sort out of order")
+
+	for _, bad := range []string{"", "123", "0000000000000000000a-0123456789abcdef", "00000000000000000001-0123456789ABCDEF",
+		"00000000000000000001_0123456789abcdef", "00000000000000000001-0123456789abcdeg"} {
+		_, ok := parseStamp(bad)
+		assert.False(t, ok, "%q is not a stamp", bad)
+	}
+}
+
+func TestAnUnreadableRecordIsReportedAndTheOlderOneServes(t *testing.T) {
+	ctx := t.Context()
+	root := t.TempDir()
+	l := newLanding(t, DirVolume(root), Options{})
+	_, err := l.Land(ctx, "Rec", "1.0.0", testkit.ModuleArchive(t, "Rec", "1.0.0", 1))
+	require.NoError(t, err)
+	latest, err := l.Land(ctx, "Rec", "2.0.0", testkit.ModuleArchive(t, "Rec", "2.0.0", 1))
+	require.NoError(t, err)
+	act, err := l.Activation(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "2.0.0", servedVersions(act)["Rec"], "control: the intact latest record serves")
+	require.Empty(t, act.Unreadable)
+
+	recordFile := filepath.Join(root, "modules", "rec", "records", latest.ID+".json")
+	for name, content := range map[string]string{
+		"garbage":             "{not json",
+		"another module":      `{"format":1,"module":"Other","state":"landed","version":"9.9.9"}`,
+		"unknown state":       `{"format":1,"module":"Rec","state":"exploded"}`,
+		"future format":       `{"format":2,"module":"Rec","state":"uninstalled"}`,
+		"served without hash": `{"format":1,"module":"Rec","state":"landed","version":"3.0.0","generation":"00000000000000000001-0123456789abcdef"}`,
+	} {
+		require.NoError(t, os.WriteFile(recordFile, []byte(content), 0o644))
+		act, err := l.Activation(ctx)
+		require.NoError(t, err, name)
+		assert.Equal(t, "1.0.0", servedVersions(act)["Rec"], "%s: served from the older record", name)
+		if assert.Len(t, act.Unreadable, 1, name) {
+			assert.Equal(t, "modules/rec/records/"+latest.ID+".json", act.Unreadable[0].Path)
+		}
+	}
+
+	t.Run("a partial temporary file is not a record", func(t *testing.T) {
+		require.NoError(t, os.Remove(recordFile))
+		future := newStamp(time.Now().Add(time.Hour))
+		partial := []byte(`{"format":1,"module":"Rec","sta`)
+		require.NoError(t, os.WriteFile(filepath.Join(root, "modules", "rec", "records", ".tmp-"+future+".json"), partial, 0o644))
+		act, err := l.Activation(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "1.0.0", servedVersions(act)["Rec"])
+		assert.Empty(t, act.Unreadable, "a writer's temporary file is ignored, not read")
+
+		// Negative control: the same bytes under a record's name are read, and refused.
+		require.NoError(t, os.WriteFile(filepath.Join(root, "modules", "rec", "records", future+".json"), partial, 0o644))
+		act, err = l.Activation(ctx)
+		require.NoError(t, err)
+		assert.Len(t, act.Unreadable, 1)
+	})
+}

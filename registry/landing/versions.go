@@ -1,0 +1,188 @@
+package landing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+)
+
+// GenerationGrace is how old an unreferenced generation directory must be
+// before a landing deletes it: long enough that a landing on another
+// replica, which places its bytes before it writes its record, has recorded
+// them.
+const GenerationGrace = 10 * time.Minute
+
+// claimName is the file in a version's claim directory.
+const claimName = "claim.json"
+
+// versionsDir holds one claim directory per version a module has published.
+func versionsDir(key string) string { return path.Join(modulesDir, key, "versions") }
+
+// versionClaimDir is the claim directory of version, folded to lower case
+// so that volumes with and without case agree on which versions exist.
+func versionClaimDir(key, version string) string {
+	return path.Join(versionsDir(key), strings.ToLower(version))
+}
+
+// versionClaim is what a claim directory says: the bytes a version holds.
+type versionClaim struct {
+	Module     string `json:"module"`
+	Version    string `json:"version"`
+	SHA256     string `json:"sha256"`
+	Generation string `json:"generation"`
+}
+
+// VersionConflictError reports a landing of a version that was published
+// before with other bytes. A published version is immutable: publish a new
+// version instead.
+type VersionConflictError struct {
+	Module, Version string
+	ExistingSHA256  string // what the version holds
+	GivenSHA256     string // what was offered
+}
+
+func (e *VersionConflictError) Error() string {
+	return fmt.Sprintf("registry: %s@%s is already published with sha256 %s; a published version is immutable (these bytes have sha256 %s): publish a new version",
+		e.Module, e.Version, e.ExistingSHA256, e.GivenSHA256)
+}
+
+// claimVersion claims version of the module key for the bytes sum. claimed
+// is false when the version already holds sum; another sum is a
+// *VersionConflictError. The claim is a directory renamed into place, which
+// fails when one exists, so of concurrent claims on one volume, from any
+// replica, exactly one succeeds.
+func (l *ModuleLanding) claimVersion(ctx context.Context, key, module, version, gen, sum string) (claimed bool, err error) {
+	dir := versionClaimDir(key, version)
+	check := func(c versionClaim) (bool, error) {
+		if c.SHA256 != sum {
+			return false, &VersionConflictError{Module: module, Version: version, ExistingSHA256: c.SHA256, GivenSHA256: sum}
+		}
+		return false, nil
+	}
+	existing, ok, err := l.readClaim(ctx, dir)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		return check(existing)
+	}
+	// A version landed before claims were kept is claimed by its record.
+	prev, found, bad, err := l.scan.latest(ctx, key, func(r Record) bool {
+		return r.State.Served() && strings.EqualFold(r.Version, version)
+	})
+	l.reportUnreadable(bad)
+	if err != nil {
+		return false, err
+	}
+	claim := versionClaim{Module: module, Version: version, SHA256: sum, Generation: gen}
+	if found {
+		claim = versionClaim{Module: prev.Module, Version: prev.Version, SHA256: prev.SHA256, Generation: prev.Generation}
+	}
+	data, err := json.MarshalIndent(claim, "", "  ")
+	if err != nil {
+		return false, fmt.Errorf("registry: encode version claim: %w", err)
+	}
+	stage := path.Join(stagingDir, gen+"-claim")
+	if err := l.v.MkdirAll(ctx, stage); err != nil {
+		return false, l.abandon(ctx, stage, volumeErr(ctx, "create staging directory "+stage, err))
+	}
+	if err := l.v.WriteFile(ctx, path.Join(stage, claimName), data); err != nil {
+		return false, l.abandon(ctx, stage, volumeErr(ctx, "write version claim", err))
+	}
+	if err := l.v.MkdirAll(ctx, versionsDir(key)); err != nil {
+		return false, l.abandon(ctx, stage, volumeErr(ctx, "create "+versionsDir(key), err))
+	}
+	if renameErr := l.v.Rename(ctx, stage, dir); renameErr != nil {
+		_ = l.abandon(ctx, stage, nil)
+		// Another landing claimed it first: its claim decides.
+		if existing, ok, err := l.readClaim(ctx, dir); err == nil && ok {
+			return check(existing)
+		}
+		return false, volumeErr(ctx, "claim "+dir, renameErr)
+	}
+	if found {
+		return check(claim)
+	}
+	return true, nil
+}
+
+// readClaim reads the claim in dir; ok is false when there is none.
+func (l *ModuleLanding) readClaim(ctx context.Context, dir string) (versionClaim, bool, error) {
+	data, err := l.v.ReadFile(ctx, path.Join(dir, claimName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return versionClaim{}, false, nil
+	}
+	if err != nil {
+		return versionClaim{}, false, volumeErr(ctx, "read version claim "+dir, err)
+	}
+	var c versionClaim
+	if err := json.Unmarshal(data, &c); err != nil || c.SHA256 == "" {
+		return versionClaim{}, false, fmt.Errorf("registry: version claim %s is unreadable (%v); remove it to publish that version again", dir, err)
+	}
+	return c, true, nil
+}
+
+// collectGenerations deletes the generation directories of the module key
+// that no record since its last removal references and that are older than
+// GenerationGrace. It never fails a landing: problems are logged, and when
+// any record cannot be read nothing is deleted.
+func (l *ModuleLanding) collectGenerations(ctx context.Context, key string) {
+	entries, err := l.v.ReadDir(ctx, generationsDir(key))
+	if err != nil {
+		l.log.Warn("old generations not collected", "module", key, "err", err)
+		return
+	}
+	refs, err := l.scan.referenced(ctx, key)
+	if err != nil {
+		l.log.Warn("old generations not collected", "module", key, "err", err)
+		return
+	}
+	now := l.clk.Now()
+	for _, e := range entries {
+		gen := e.Name()
+		at, ok := parseStamp(gen)
+		if !ok || !e.IsDir() || refs[gen] || now.Sub(at) < GenerationGrace {
+			continue
+		}
+		if err := l.v.RemoveAll(ctx, generationDir(key, gen)); err != nil {
+			l.log.Warn("old generation not collected", "generation", generationDir(key, gen), "err", err)
+			continue
+		}
+		l.log.Info("unreferenced generation collected", "generation", generationDir(key, gen))
+	}
+}
+
+// referenced returns the generations that records of the module key since
+// its last removal name (the ones Shelve can still serve). It fails when a
+// record cannot be read, since that record might name one.
+func (s scanner) referenced(ctx context.Context, key string) (map[string]bool, error) {
+	entries, err := s.v.ReadDir(ctx, recordsDir(key))
+	if err != nil {
+		return nil, volumeErr(ctx, "list records of "+key, err)
+	}
+	refs := map[string]bool{}
+	ids := recordIDs(entries)
+	for i := len(ids) - 1; i >= 0; i-- {
+		p := path.Join(recordsDir(key), ids[i]+recordSuffix)
+		data, err := s.v.ReadFile(ctx, p)
+		if err != nil {
+			return nil, volumeErr(ctx, "read record "+p, err)
+		}
+		rec, err := decodeRecord(key, ids[i], data)
+		if err != nil {
+			return nil, RecordError{Path: p, Err: err}
+		}
+		if rec.State == Removed {
+			break
+		}
+		if rec.Generation != "" {
+			refs[rec.Generation] = true
+		}
+	}
+	return refs, nil
+}

@@ -1,0 +1,232 @@
+package landing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Volume is the file system a ModuleLanding works on: a local disk or a
+// shared volume. Names are slash-separated and relative to the volume's root
+// (the rules of [fs.ValidPath]). Every method is one file operation, one round
+// trip on a network share, which is the unit the cost model and the tests
+// count. An implementation should give up when ctx is done; an operation that
+// cannot be interrupted once started must still honour ctx before it starts.
+type Volume interface {
+	// MkdirAll creates the directory name and any missing parents.
+	MkdirAll(ctx context.Context, name string) error
+	// WriteFile creates or truncates name and writes data. It is not atomic;
+	// the landing composes it with Rename where readers must not see a torn file.
+	WriteFile(ctx context.Context, name string, data []byte) error
+	// Rename moves oldname to newname, atomically where the volume allows.
+	Rename(ctx context.Context, oldname, newname string) error
+	// ReadDir lists the directory name, sorted by file name.
+	ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error)
+	// ReadFile returns the contents of name.
+	ReadFile(ctx context.Context, name string) ([]byte, error)
+	// Stat describes name.
+	Stat(ctx context.Context, name string) (fs.FileInfo, error)
+	// RemoveAll removes name and everything beneath it; a missing name is not an error.
+	RemoveAll(ctx context.Context, name string) error
+	// Open opens name for streaming; the caller closes it.
+	Open(ctx context.Context, name string) (io.ReadCloser, error)
+}
+
+// StreamingVolume is a Volume that can write a file from a reader, so that
+// a bundle is copied to the volume without being held in memory. A Volume
+// that is not one gets the bytes read whole and passed to WriteFile.
+type StreamingVolume interface {
+	Volume
+	// WriteFrom creates or truncates name and copies r into it. Like
+	// WriteFile it is not atomic.
+	WriteFrom(ctx context.Context, name string, r io.Reader) error
+}
+
+// writeStream writes r to name on v, streaming when v can.
+func writeStream(ctx context.Context, v Volume, name string, r io.Reader) error {
+	if sv, ok := v.(StreamingVolume); ok {
+		return sv.WriteFrom(ctx, name, r)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	return v.WriteFile(ctx, name, data)
+}
+
+// dirVolume is a Volume on a local directory, confined to it by os.Root, which
+// refuses names that leave the root, including through symbolic links.
+type dirVolume struct {
+	root string
+
+	mu     sync.Mutex
+	r      *os.Root // opened by the first operation, kept until Close
+	closed bool
+}
+
+// DirVolume returns a Volume on the existing directory root. Every name is
+// resolved beneath root; a name that would escape it (by "..", an absolute
+// path or a symbolic link) is refused with an error wrapping [fs.ErrInvalid]
+// or the operating system's refusal.
+//
+// The root is opened once, by the first operation, and that descriptor
+// serves every later one (a root that cannot be opened is tried again by the
+// next operation). The returned Volume is an [io.Closer] and a
+// [StreamingVolume]; Close releases the descriptor.
+func DirVolume(root string) Volume { return &dirVolume{root: root} }
+
+// errVolumeClosed is returned by a DirVolume's operations after Close.
+var errVolumeClosed = errors.New("the volume is closed")
+
+func (d *dirVolume) open() (*os.Root, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.closed:
+		return nil, errVolumeClosed
+	case d.r != nil:
+		return d.r, nil
+	}
+	r, err := os.OpenRoot(d.root)
+	if err != nil {
+		return nil, fmt.Errorf("open volume root %s: %w", d.root, err)
+	}
+	d.r = r
+	return r, nil
+}
+
+// Close releases the root's descriptor; later operations fail.
+func (d *dirVolume) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	if d.r == nil {
+		return nil
+	}
+	r := d.r
+	d.r = nil
+	return r.Close()
+}
+
+// do checks the name and ctx and runs op on the root.
+func (d *dirVolume) do(ctx context.Context, opName, name string, op func(r *os.Root) error) error {
+	if !fs.ValidPath(name) {
+		return &fs.PathError{Op: opName, Path: name, Err: fs.ErrInvalid}
+	}
+	if err := ctx.Err(); err != nil {
+		return &fs.PathError{Op: opName, Path: name, Err: err}
+	}
+	r, err := d.open()
+	if err != nil {
+		return &fs.PathError{Op: opName, Path: name, Err: err}
+	}
+	return op(r)
+}
+
+func (d *dirVolume) WriteFrom(ctx context.Context, name string, src io.Reader) error {
+	return d.do(ctx, "writefrom", name, func(r *os.Root) error {
+		f, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, ctxReader{ctx: ctx, r: src})
+		return errors.Join(err, f.Close())
+	})
+}
+
+// ctxReader stops a copy between reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func (d *dirVolume) MkdirAll(ctx context.Context, name string) error {
+	return d.do(ctx, "mkdirall", name, func(r *os.Root) error { return r.MkdirAll(name, 0o755) })
+}
+
+func (d *dirVolume) WriteFile(ctx context.Context, name string, data []byte) error {
+	return d.do(ctx, "writefile", name, func(r *os.Root) error { return r.WriteFile(name, data, 0o644) })
+}
+
+func (d *dirVolume) Rename(ctx context.Context, oldname, newname string) error {
+	if !fs.ValidPath(newname) {
+		return &fs.PathError{Op: "rename", Path: newname, Err: fs.ErrInvalid}
+	}
+	return d.do(ctx, "rename", oldname, func(r *os.Root) error { return r.Rename(oldname, newname) })
+}
+
+func (d *dirVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	var entries []fs.DirEntry
+	err := d.do(ctx, "readdir", name, func(r *os.Root) error {
+		var err error
+		entries, err = fs.ReadDir(r.FS(), name)
+		return err
+	})
+	return entries, err
+}
+
+func (d *dirVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	var data []byte
+	err := d.do(ctx, "readfile", name, func(r *os.Root) error {
+		var err error
+		data, err = r.ReadFile(name)
+		return err
+	})
+	return data, err
+}
+
+func (d *dirVolume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+	var info fs.FileInfo
+	err := d.do(ctx, "stat", name, func(r *os.Root) error {
+		var err error
+		info, err = r.Stat(name)
+		return err
+	})
+	return info, err
+}
+
+func (d *dirVolume) RemoveAll(ctx context.Context, name string) error {
+	if name == "." {
+		return &fs.PathError{Op: "removeall", Path: name, Err: fmt.Errorf("refusing to remove the volume root: %w", fs.ErrInvalid)}
+	}
+	return d.do(ctx, "removeall", name, func(r *os.Root) error { return r.RemoveAll(name) })
+}
+
+func (d *dirVolume) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	var f *os.File
+	err := d.do(ctx, "open", name, func(r *os.Root) error {
+		var err error
+		f, err = r.Open(name)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// sortedEntries returns entries sorted by name, so that code reading a Volume
+// does not depend on an implementation keeping its promise to sort.
+func sortedEntries(entries []fs.DirEntry) []fs.DirEntry {
+	if slices.IsSortedFunc(entries, compareEntries) {
+		return entries
+	}
+	out := slices.Clone(entries)
+	slices.SortFunc(out, compareEntries)
+	return out
+}
+
+func compareEntries(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }

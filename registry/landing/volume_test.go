@@ -1,0 +1,146 @@
+package landing
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestADirVolumeRefusesNamesThatEscapeItsRoot(t *testing.T) {
+	ctx := t.Context()
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	outside := filepath.Join(base, "outside")
+	require.NoError(t, os.MkdirAll(root, 0o755))
+	require.NoError(t, os.MkdirAll(outside, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "inside"), []byte("inside"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "abslink")))
+	require.NoError(t, os.Symlink("../outside", filepath.Join(root, "rellink")))
+	outsideBefore := testkit.Tree(t, outside)
+
+	v := DirVolume(root)
+	escapes := map[string]func() error{
+		"read via ..":            func() error { _, err := v.ReadFile(ctx, "../outside/secret"); return err },
+		"read absolute":          func() error { _, err := v.ReadFile(ctx, filepath.Join(outside, "secret")); return err },
+		"read via absolute link": func() error { _, err := v.ReadFile(ctx, "abslink/secret"); return err },
+		"read via relative link": func() error { _, err := v.ReadFile(ctx, "rellink/secret"); return err },
+		"open via link":          func() error { _, err := v.Open(ctx, "rellink/secret"); return err },
+		"list via link":          func() error { _, err := v.ReadDir(ctx, "rellink"); return err },
+		"stat via ..":            func() error { _, err := v.Stat(ctx, "../outside"); return err },
+		"write via link":         func() error { return v.WriteFile(ctx, "rellink/planted", []byte("x")) },
+		"mkdir via ..":           func() error { return v.MkdirAll(ctx, "../outside/planted") },
+		"rename out":             func() error { return v.Rename(ctx, "inside", "../outside/moved") },
+		"rename via link":        func() error { return v.Rename(ctx, "inside", "rellink/moved") },
+		"remove via link":        func() error { return v.RemoveAll(ctx, "rellink/secret") },
+		"remove the root":        func() error { return v.RemoveAll(ctx, ".") },
+	}
+	for name, op := range escapes {
+		assert.Error(t, op(), name)
+	}
+	assert.Equal(t, outsideBefore, testkit.Tree(t, outside), "nothing outside the root was touched")
+
+	// Control: the same operations on names inside the root work.
+	data, err := v.ReadFile(ctx, "inside")
+	require.NoError(t, err)
+	assert.Equal(t, "inside", string(data))
+	require.NoError(t, v.MkdirAll(ctx, "a/b"))
+	require.NoError(t, v.WriteFile(ctx, "a/b/c", []byte("c")))
+	require.NoError(t, v.Rename(ctx, "a/b/c", "a/d"))
+	entries, err := v.ReadDir(ctx, "a")
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	assert.Equal(t, "b", entries[0].Name())
+	assert.Equal(t, "d", entries[1].Name())
+	f, err := v.Open(ctx, "a/d")
+	require.NoError(t, err)
+	got, err := io.ReadAll(f)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	assert.Equal(t, "c", string(got))
+	require.NoError(t, v.RemoveAll(ctx, "a"))
+	_, err = v.Stat(ctx, "a")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+func TestAVolumeOperationDoesNotStartOnceItsContextIsDone(t *testing.T) {
+	root := t.TempDir()
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	for name, v := range map[string]Volume{
+		"dir volume": DirVolume(root),
+	} {
+		err := v.WriteFile(done, "x", []byte("x"))
+		assert.ErrorIs(t, err, context.Canceled, name)
+		_, err = os.Stat(filepath.Join(root, "x"))
+		assert.ErrorIs(t, err, fs.ErrNotExist, "%s wrote nothing", name)
+	}
+	require.NoError(t, DirVolume(root).WriteFile(t.Context(), "x", []byte("x")),
+		"control: with a live context the write happens")
+}
+
+// perOperationVolume opens a fresh DirVolume for every operation: the way
+// the volume used to reopen its root each time (the negative control).
+type perOperationVolume struct{ root string }
+
+func (p perOperationVolume) WriteFile(ctx context.Context, name string, data []byte) error {
+	v := DirVolume(p.root)
+	defer v.(io.Closer).Close()
+	return v.WriteFile(ctx, name, data)
+}
+
+func (p perOperationVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	v := DirVolume(p.root)
+	defer v.(io.Closer).Close()
+	return v.ReadFile(ctx, name)
+}
+
+func TestTheDirVolumeOpensItsRootOnceNotOnEveryOperation(t *testing.T) {
+	type readWriter interface {
+		WriteFile(ctx context.Context, name string, data []byte) error
+		ReadFile(ctx context.Context, name string) ([]byte, error)
+	}
+	// The root is moved away after the first operation: a volume holding
+	// its root keeps working on it; one that reopens the path fails.
+	check := func(t *testing.T, open func(root string) readWriter) error {
+		ctx := t.Context()
+		dir := t.TempDir()
+		root := filepath.Join(dir, "volume")
+		require.NoError(t, os.Mkdir(root, 0o755))
+		v := open(root)
+		require.NoError(t, v.WriteFile(ctx, "first", []byte("1")))
+		require.NoError(t, os.Rename(root, filepath.Join(dir, "moved")))
+		if err := v.WriteFile(ctx, "second", []byte("2")); err != nil {
+			return err
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "moved", "second"))
+		require.NoError(t, err, "the second write landed in the root the volume holds")
+		assert.Equal(t, "2", string(got))
+		return nil
+	}
+	require.NoError(t, check(t, func(root string) readWriter {
+		v := DirVolume(root)
+		t.Cleanup(func() { _ = v.(io.Closer).Close() })
+		return v
+	}))
+	t.Run("negative control: reopening per operation", func(t *testing.T) {
+		assert.ErrorIs(t, check(t, func(root string) readWriter { return perOperationVolume{root: root} }), fs.ErrNotExist)
+	})
+}
+
+func TestAClosedDirVolumeRefusesOperations(t *testing.T) {
+	v := DirVolume(t.TempDir())
+	require.NoError(t, v.WriteFile(t.Context(), "a", []byte("1")))
+	require.NoError(t, v.(io.Closer).Close())
+	err := v.WriteFile(t.Context(), "b", []byte("2"))
+	var pe *fs.PathError
+	require.ErrorAs(t, err, &pe)
+	assert.ErrorIs(t, err, errVolumeClosed)
+}
