@@ -122,7 +122,7 @@ type fixture struct {
 }
 
 type fixtureOptions struct {
-	store  mesh.Store                        // the mesh, when not a fresh memstore (the test owns it)
+	store  mesh.Store                          // the mesh, when not a fresh memstore (the test owns it)
 	root   string                              // the volume's directory, when not a fresh one (a replica's)
 	volume func(landing.Volume) landing.Volume // wraps the volume the landing works on
 	mesh   func(*watchedMesh)                  // adjusts the mesh before the server starts
