@@ -45,7 +45,7 @@ const (
 //
 // An Authenticator must not be copied after first use.
 type Authenticator struct {
-	Mesh mesh.Service
+	Mesh mesh.Store
 	// Clock bounds the legs; nil means the real clock.
 	Clock clock.Clock
 	// ReadBudget bounds each leg; zero means DefaultReadBudget.
@@ -54,7 +54,7 @@ type Authenticator struct {
 	// and the empty ladder.
 	Ladder *PlanTierLadder
 	// Logger receives a warning per unavailable result and a debug line per
-	// refusal after a read; nil discards.
+	// refusal after a read; nil means slog.Default().
 	Logger *slog.Logger
 
 	// refusal is the fast 401, built once: answering it allocates nothing.
@@ -199,4 +199,4 @@ func (a *Authenticator) clock() clock.Clock {
 	return a.Clock
 }
 
-func (a *Authenticator) logger() *slog.Logger { return orDiscard(a.Logger) }
+func (a *Authenticator) logger() *slog.Logger { return orDefault(a.Logger) }

@@ -50,7 +50,7 @@ func BenchmarkFast401(b *testing.B) {
 func BenchmarkAuthenticatedRequestWarmLadder(b *testing.B) {
 	store := newFaultStore(b, clock.New())
 	ctx := context.Background()
-	reg := &Registry{Mesh: store}
+	reg := &Instances{Mesh: store}
 	require.NoError(b, reg.SetPlanTier(ctx, PlanTier{ID: "pro", Rank: 1}))
 	_, err := reg.Register(ctx, "acme", "Acme", "pro")
 	require.NoError(b, err)
@@ -119,7 +119,7 @@ func BenchmarkPermissionCheckWith10000Memberships(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rows, _, err := AccessSnapshot(change.Items, nil)
+			rows, _, err := BuildAccessSnapshot(change.Items, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -143,12 +143,12 @@ func BenchmarkWarmPermissionCheck(b *testing.B) {
 	ctx := context.Background()
 	stores := []struct {
 		name string
-		open func(b *testing.B) mesh.Service
+		open func(b *testing.B) mesh.Store
 	}{
-		{"store=memstore", func(b *testing.B) mesh.Service { return newSecurityStore(b) }},
-		{"store=pgstore", func(b *testing.B) mesh.Service {
+		{"store=memstore", func(b *testing.B) mesh.Store { return newSecurityStore(b) }},
+		{"store=pgstore", func(b *testing.B) mesh.Store {
 			url := pg.Database(b)
-			s, err := pgstore.Open(ctx, url, pgstore.Options{})
+			s, err := pgstore.Open(ctx, url, pgstore.Options{GatedTypes: SecurityTypes()})
 			require.NoError(b, err)
 			b.Cleanup(func() { _ = s.Close() })
 			return s

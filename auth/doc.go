@@ -21,7 +21,7 @@
 // # Reading the mesh
 //
 // The instances, their key index, their grants and the plan tiers are mesh
-// nodes ([Registry] writes them, each change to an instance a compare-and-set
+// nodes ([Instances] writes them, each change to an instance a compare-and-set
 // on its node's version, so replicas lose nothing). An [Authenticator] turns an Authorization
 // header into a [Result]: a missing or malformed key answers synchronously,
 // with no read; otherwise three live legs run in turn — instance key,
@@ -37,4 +37,9 @@
 // decision reads only their version, [mesh.SecurityVersioner]), and a fold
 // it could not read decides Undetermined, which denies. The pure fold lives
 // in the sub-package [github.com/meshrx/meshrx/auth/access].
+//
+// # Logging
+//
+// Every *slog.Logger option of this package (Authenticator.Logger, FoldSource.Logger, PlanTierLadder.Logger) may be nil, which
+// means slog.Default(): nothing is discarded unless the caller says so.
 package auth

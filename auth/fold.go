@@ -58,6 +58,17 @@ const (
 	policyID        = "_Policy"
 )
 
+// SecurityTypes returns the node types of the access fold: auth declares
+// them, and a store that serves auth must be configured with them (with any
+// type gated like them), so that it keeps them whole in its security
+// materialisation and its router never narrows a read of them:
+//
+//	store, err := memstore.New(memstore.Options{GatedTypes: auth.SecurityTypes()})
+//	router, err := mesh.NewRouter(mesh.RouterConfig{GatedTypes: auth.SecurityTypes()})
+func SecurityTypes() []string {
+	return []string{RoleNodeType, MembershipNodeType, AssignmentNodeType, PolicyNodeType}
+}
+
 // FoldSource serves the access fold from a store's security materialisation
 // (mesh.SecurityReader): the complete set of security nodes, maintained by
 // the write path, never a paged or narrowed query. The fold is rebuilt only
@@ -84,7 +95,7 @@ type FoldSource struct {
 	// returns them among the security nodes.
 	GatedTypes []string
 	// Logger receives a warning per undetermined decision and per security
-	// node left out; nil discards.
+	// node left out; nil means slog.Default().
 	Logger *slog.Logger
 
 	mu    sync.Mutex
@@ -256,7 +267,7 @@ func (s *FoldSource) load(ctx context.Context) (*access.Fold, error) {
 // build makes the fold of one snapshot. Its error is a fact about that
 // version's nodes, so it is kept with the version like a fold would be.
 func (s *FoldSource) build(snap mesh.SecuritySnapshot) (*access.Fold, error) {
-	as, skipped, err := AccessSnapshot(snap.Nodes, s.GatedTypes)
+	as, skipped, err := BuildAccessSnapshot(snap.Nodes, s.GatedTypes)
 	for _, e := range skipped {
 		s.logger().Warn("auth: security node left out of the access fold", "version", snap.Version, "error", e)
 	}
@@ -283,7 +294,7 @@ func (s *FoldSource) clock() clock.Clock {
 	return s.Clock
 }
 
-func (s *FoldSource) logger() *slog.Logger { return orDiscard(s.Logger) }
+func (s *FoldSource) logger() *slog.Logger { return orDefault(s.Logger) }
 
 // SecurityNodeError reports a security node whose content or place the fold
 // cannot use.
@@ -297,14 +308,14 @@ func (e *SecurityNodeError) Error() string {
 	return fmt.Sprintf("auth: %s node %s: %s", e.NodeType, e.Path, e.Problem)
 }
 
-// AccessSnapshot maps security nodes to the rows of the access fold (see
+// BuildAccessSnapshot maps security nodes to the rows of the access fold (see
 // [RoleNodeType] for the content each type carries). Nodes of other types
 // are ignored. Roles that cannot be used are left out and reported in
 // skipped; assignments and policies that cannot be read make their scope
 // unreadable (access.Snapshot.Unreadable) and are reported in skipped too; a
 // membership that cannot be read is an error, since no fold is usable
 // without it. err joins one *SecurityNodeError per such membership.
-func AccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Snapshot, skipped []error, err error) {
+func BuildAccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Snapshot, skipped []error, err error) {
 	var broken []error
 	unreadable := map[string]bool{}
 	markUnreadable := func(scope string, e error) {
@@ -363,7 +374,7 @@ func AccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Snapsho
 			case blankRole(a.Roles):
 				markUnreadable(scope, bad("a blank role"))
 			default:
-				snap.Assignments = append(snap.Assignments, access.AccessAssignment{Scope: scope, Subject: a.Subject, Roles: a.Roles})
+				snap.Assignments = append(snap.Assignments, access.Assignment{Scope: scope, Subject: a.Subject, Roles: a.Roles})
 			}
 
 		case strings.EqualFold(n.NodeType, PolicyNodeType):

@@ -27,13 +27,13 @@ const gatedType = "PluginListing"
 
 func newSecurityStore(t testing.TB) *memstore.Store {
 	t.Helper()
-	s, err := memstore.New(memstore.Options{GatedTypes: []string{gatedType}})
+	s, err := memstore.New(memstore.Options{GatedTypes: append(SecurityTypes(), gatedType)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
-func putNode(t testing.TB, s mesh.Service, path, nodeType string, content any) {
+func putNode(t testing.TB, s mesh.Store, path, nodeType string, content any) {
 	t.Helper()
 	n := mesh.Node{Path: path, NodeType: nodeType}
 	if content != nil {
@@ -81,7 +81,7 @@ func TestEverySecurityTypeWrittenLandsInTheFoldAndADeleteTakesItOut(t *testing.T
 			access.Anonymous, "store/plugin-a", access.Read, access.Allowed},
 	}
 
-	types := append(mesh.SecurityTypes(), gatedType)
+	types := append(SecurityTypes(), gatedType)
 	for _, typ := range types {
 		c, ok := census[typ]
 		require.True(t, ok, "security type %q has no census entry: say what a node of it does in the fold", typ)
@@ -102,7 +102,7 @@ func TestEverySecurityTypeWrittenLandsInTheFoldAndADeleteTakesItOut(t *testing.T
 // auth/access's scale test) at paths that sort in row order: alice's team
 // edge first, the two edges that make her a contractor last. The writes go
 // four at a time, as a store's users would make them.
-func org(t testing.TB, s mesh.Service) {
+func org(t testing.TB, s mesh.Store) {
 	t.Helper()
 	edges := make([][2]string, 0, 10_000)
 	edges = append(edges, [2]string{"alice", "team-7"})
@@ -162,7 +162,7 @@ func TestAGroupDenyAmong10000MembershipsStillDenies(t *testing.T) {
 	require.NoError(t, err)
 	paged := slices.DeleteFunc(slices.Clone(snap.Nodes), func(n mesh.Node) bool { return n.NodeType == MembershipNodeType })
 	paged = append(paged, page...)
-	rows, skipped, err := AccessSnapshot(paged, nil)
+	rows, skipped, err := BuildAccessSnapshot(paged, nil)
 	require.NoError(t, err)
 	require.Empty(t, skipped)
 	fold, err := access.NewFold(rows)

@@ -42,7 +42,7 @@ type faultStore struct {
 
 func newFaultStore(t testing.TB, clk clock.Clock) *faultStore {
 	t.Helper()
-	s, err := memstore.New(memstore.Options{Clock: clk})
+	s, err := memstore.New(memstore.Options{Clock: clk, GatedTypes: SecurityTypes()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return &faultStore{Store: s, stalls: map[string]bool{}, failures: map[string]error{}, entered: make(chan string, 256)}
@@ -144,7 +144,7 @@ func (s *faultStore) waitEntered(t testing.TB, key string) {
 type fixture struct {
 	clk   *rxtest.Clock
 	store *faultStore
-	reg   *Registry
+	reg   *Instances
 	key   string
 }
 
@@ -152,7 +152,7 @@ func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	clk := rxtest.NewClock()
 	store := newFaultStore(t, clk)
-	reg := &Registry{Mesh: store, Clock: clk}
+	reg := &Instances{Mesh: store, Clock: clk}
 	ctx := context.Background()
 	// The ladder first: Register refuses a plan it does not have.
 	for _, tier := range []PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 2}, {ID: "enterprise", Rank: 3, AllAccess: true}} {

@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/meshrx/meshrx/internal/flight"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -33,16 +33,15 @@ const tierQuery = "namespace:" + TierNamespace + " nodeType:" + TierNodeType
 //
 // A read within CacheDuration of the last fill answers from the cache without
 // touching the mesh. Otherwise one fill runs, however many callers ask at
-// once: its slot is claimed by compare-and-swap, its result is an
-// rx.AsyncSubject fed by the ladder's own subscription (so a caller that
-// gives up does not cancel it), and the slot is released only if it still
-// holds that fill. A fill is bounded by ReadTimeout; when it fails, readers
+// once, in an internal/flight slot: the fill runs on the ladder's own
+// subscription (so a caller that gives up does not cancel it), and the slot
+// is released only if it still holds that fill. A fill is bounded by ReadTimeout; when it fails, readers
 // get the last snapshot, or the empty ladder if there never was one (unknown
 // plans license nothing), and a warning is logged.
 //
 // A PlanTierLadder must not be copied after first use.
 type PlanTierLadder struct {
-	Mesh mesh.Service
+	Mesh mesh.Store
 	// Clock bounds fills and ages the cache; nil means the real clock.
 	Clock clock.Clock
 	// ReadTimeout bounds one fill; zero means DefaultLadderReadTimeout.
@@ -50,7 +49,7 @@ type PlanTierLadder struct {
 	// CacheDuration is how long a filled ladder is served; zero means
 	// DefaultLadderCacheDuration.
 	CacheDuration time.Duration
-	// Logger receives a warning per failed fill; nil discards.
+	// Logger receives a warning per failed fill; nil means slog.Default().
 	Logger *slog.Logger
 
 	mu       sync.Mutex
@@ -58,14 +57,11 @@ type PlanTierLadder struct {
 	has      bool
 	filledAt time.Time
 
-	inflight atomic.Pointer[ladderFill]
+	inflight flight.Slot[ladderOutcome, time.Time] // Meta: when the fill started
 }
 
 // ladderFill is one fill in flight.
-type ladderFill struct {
-	started time.Time
-	result  *rx.AsyncSubject[ladderOutcome]
-}
+type ladderFill = flight.Flight[ladderOutcome, time.Time]
 
 // ladderOutcome is what a read yields: the ranks to decide with and, when
 // the fill failed, why and whether the ranks are a last snapshot.
@@ -92,22 +88,12 @@ func (l *PlanTierLadder) read() rx.Observable[ladderOutcome] {
 		if fresh {
 			return rx.Return(ladderOutcome{ranks: snap})
 		}
-		return l.claim(clk).result
-	})
-}
-
-// claim returns the fill in flight, or starts one.
-func (l *PlanTierLadder) claim(clk clock.Clock) *ladderFill {
-	for {
-		if cur := l.inflight.Load(); cur != nil {
-			return cur
-		}
-		f := &ladderFill{started: clk.Now(), result: rx.NewAsyncSubject[ladderOutcome]()}
-		if l.inflight.CompareAndSwap(nil, f) {
+		f, _, owner := l.inflight.Claim(clk.Now, nil)
+		if owner {
 			l.start(f, clk)
-			return f
 		}
-	}
+		return f.Result()
+	})
 }
 
 // start runs f on the ladder's own subscription: no caller can cancel it,
@@ -154,12 +140,12 @@ func (l *PlanTierLadder) finish(f *ladderFill, ranks PlanTierRanks, err error) {
 	out := ladderOutcome{ranks: ranks}
 	l.mu.Lock()
 	if err == nil {
-		l.snap, l.has, l.filledAt = ranks, true, f.started
+		l.snap, l.has, l.filledAt = ranks, true, f.Meta
 	} else {
 		out = ladderOutcome{ranks: l.snap, err: err, stale: l.has}
 	}
 	l.mu.Unlock()
-	l.inflight.CompareAndSwap(f, nil)
+	l.inflight.Release(f)
 	if err != nil {
 		if out.stale {
 			l.logger().Warn("auth: could not read the plan-tier ladder; serving the last snapshot", "stage", StagePlanTiers, "error", err)
@@ -167,8 +153,7 @@ func (l *PlanTierLadder) finish(f *ladderFill, ranks PlanTierRanks, err error) {
 			l.logger().Warn("auth: could not read the plan-tier ladder and have no snapshot; plan-scoped entries license nothing", "stage", StagePlanTiers, "error", err)
 		}
 	}
-	f.result.OnNext(out)
-	f.result.OnCompleted()
+	f.Resolve(out)
 }
 
 func (l *PlanTierLadder) clock() clock.Clock {
@@ -193,13 +178,14 @@ func (l *PlanTierLadder) cacheDuration() time.Duration {
 }
 
 func (l *PlanTierLadder) logger() *slog.Logger {
-	return orDiscard(l.Logger)
+	return orDefault(l.Logger)
 }
 
-// orDiscard returns lg, or a logger that drops everything when lg is nil.
-func orDiscard(lg *slog.Logger) *slog.Logger {
+// orDefault returns lg, or slog.Default() when lg is nil: the package's
+// logger convention.
+func orDefault(lg *slog.Logger) *slog.Logger {
 	if lg == nil {
-		return slog.New(slog.DiscardHandler)
+		return slog.Default()
 	}
 	return lg
 }

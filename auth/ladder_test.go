@@ -21,7 +21,7 @@ import (
 func rankOf(t *testing.T, r PlanTierRanks, tier string) int {
 	t.Helper()
 	rank, ok := r.RankOf(tier)
-	require.True(t, ok, "tier %q is on the ladder %v", tier, r.Ids())
+	require.True(t, ok, "tier %q is on the ladder %v", tier, r.IDs())
 	return rank
 }
 
@@ -128,7 +128,7 @@ func TestAFailedFillWithNoSnapshotIsTheEmptyLadder(t *testing.T) {
 			f.clk.Advance(DefaultLadderReadTimeout)
 			require.True(t, rec.Completed())
 			ranks := rec.Values()[0]
-			assert.Empty(t, ranks.Ids(), "no ladder")
+			assert.Empty(t, ranks.IDs(), "no ladder")
 			assert.False(t, ranks.Covers("pro", ""), "an unknown plan licenses nothing")
 			assert.Len(t, logs.Messages(slog.LevelWarn), 1)
 
@@ -145,7 +145,7 @@ func TestATierThatCannotBeReadIsLeftOffTheLadder(t *testing.T) {
 	require.NoError(t, err)
 	logs, logger := testkit.CaptureLogs()
 	ranks := first(t, (&PlanTierLadder{Mesh: f.store, Clock: f.clk, Logger: logger}).Read())
-	assert.Equal(t, []string{"free", "pro", "enterprise"}, ranks.Ids(), "gold is unknown, so it licenses nothing")
+	assert.Equal(t, []string{"free", "pro", "enterprise"}, ranks.IDs(), "gold is unknown, so it licenses nothing")
 	assert.Len(t, logs.Messages(slog.LevelWarn), 1)
 }
 

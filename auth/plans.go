@@ -29,7 +29,7 @@ func (e *UnknownPlanError) Error() string {
 
 // checkPlan refuses a plan the ladder does not have with an
 // *UnknownPlanError. A blank plan is the baseline and always known.
-func (r *Registry) checkPlan(ctx context.Context, plan string) error {
+func (r *Instances) checkPlan(ctx context.Context, plan string) error {
 	id := canonicalPlan(plan)
 	if id == "" {
 		return nil
@@ -47,7 +47,7 @@ func (r *Registry) checkPlan(ctx context.Context, plan string) error {
 // KnownPlans lists the ladder's plans (the ids of the PlanTier nodes),
 // cheapest first, in one read bounded by ReadBudget. A registry checks a
 // package's tier against it.
-func (r *Registry) KnownPlans(ctx context.Context) ([]string, error) {
+func (r *Instances) KnownPlans(ctx context.Context) ([]string, error) {
 	budget := r.ReadBudget
 	if budget <= 0 {
 		budget = DefaultReadBudget
@@ -63,5 +63,5 @@ func (r *Registry) KnownPlans(ctx context.Context) ([]string, error) {
 			rows = append(rows, t)
 		}
 	}
-	return NewPlanTierRanks(rows).Ids(), nil
+	return NewPlanTierRanks(rows).IDs(), nil
 }

@@ -72,9 +72,9 @@ func (r PlanTierRanks) IsAllAccess(tier string) bool {
 	return id != "" && r.allAccess[id]
 }
 
-// Ids returns the plan ids the ladder knows, in canonical form, cheapest
+// IDs returns the plan ids the ladder knows, in canonical form, cheapest
 // first; equal ranks are ordered by id.
-func (r PlanTierRanks) Ids() []string {
+func (r PlanTierRanks) IDs() []string {
 	ids := make([]string, 0, len(r.ranks))
 	for id := range r.ranks {
 		ids = append(ids, id)

@@ -36,26 +36,26 @@ func TestALadderMatchesPlanIdsIgnoringCaseAndSpaceAndSkipsBlankIds(t *testing.T)
 	assert.True(t, r.IsAllAccess(" Dedicated"))
 	assert.False(t, r.IsAllAccess("pro"))
 	assert.False(t, r.IsAllAccess(""))
-	assert.Equal(t, []string{"free", "personal", "pro", "dedicated"}, r.Ids())
+	assert.Equal(t, []string{"free", "personal", "pro", "dedicated"}, r.IDs())
 }
 
 func TestIdsAreOrderedByRankThenById(t *testing.T) {
 	r := NewPlanTierRanks([]PlanTier{{ID: "b", Rank: 1}, {ID: "a", Rank: 1}, {ID: "z", Rank: 0}})
-	assert.Equal(t, []string{"z", "a", "b"}, r.Ids())
+	assert.Equal(t, []string{"z", "a", "b"}, r.IDs())
 }
 
 func TestALaterRowForTheSameIdWins(t *testing.T) {
 	r := NewPlanTierRanks([]PlanTier{{ID: "pro", Rank: 2}, {ID: "PRO", Rank: 5}})
 	rank, _ := r.RankOf("pro")
 	assert.Equal(t, 5, rank)
-	assert.Equal(t, []string{"pro"}, r.Ids())
+	assert.Equal(t, []string{"pro"}, r.IDs())
 }
 
 func TestTheZeroLadderLicensesNoPlanScopedEntryButLeavesPlanlessEntriesAlone(t *testing.T) {
 	var empty PlanTierRanks
 	assert.True(t, empty.Covers("", "pro"), "an entry without a plan is unaffected")
 	assert.False(t, empty.Covers("pro", ""), "a plan the ladder does not know licenses nothing")
-	assert.Empty(t, empty.Ids())
+	assert.Empty(t, empty.IDs())
 	assert.True(t, empty.CoversInstance("pro", ""), "baseline packages ship with the platform")
 	assert.False(t, empty.CoversInstance("pro", "pro"), "an unknown package tier is covered by nothing")
 }

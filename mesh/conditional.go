@@ -2,7 +2,7 @@ package mesh
 
 import "fmt"
 
-// VersionConflictError refuses a conditional write (Service.PutIfVersion):
+// VersionConflictError refuses a conditional write (Store.PutIfVersion):
 // the node at Path was not at the version the writer expected, because
 // someone else wrote or deleted it since it was read. Nothing was written;
 // read the node again, reapply the change and retry. Actual is 0 when the

@@ -48,4 +48,21 @@
 //	router, _ := mesh.NewRouter(mesh.RouterConfig{})
 //	q, _ := mesh.Parse("namespace:acme/Docs nodeType:Article")
 //	route, err := router.Route(q, knownSchemas) // Pinned, Schemas ["acme"]
+//
+// # Stores
+//
+// A Store (memstore in process, pgstore on PostgreSQL) holds the nodes and
+// serves live queries; every store passes mesh/meshtest. A store writes only
+// what is its own — which partitions it holds and the live read of a routed
+// query over them, its Backend — and serves Query through a Querier, which
+// parses, routes, answers an unroutable query and fans the backend in with
+// the configured Providers, once for every store. mesh names no node type of
+// its own: the types a reader must see whole (auth's security types) are
+// declared by their owner as RouterConfig.GatedTypes and a store's
+// GatedTypes.
+//
+// # Logging
+//
+// Every *slog.Logger option of this package (RouterConfig.Logger) may be nil, which
+// means slog.Default(): nothing is discarded unless the caller says so.
 package mesh

@@ -51,10 +51,14 @@ type RouterConfig struct {
 	// namespace:X, namespace:A|B) declaring the partitions its instances live
 	// in. An unanchored query for that one type reads only those partitions.
 	InstanceLocations map[string][]string
-	// GatedTypes are node types that, like the security types, are never
-	// narrowed by InstanceLocations.
+	// GatedTypes are node types a reader must see whole, never narrowed by
+	// InstanceLocations: the security types of an access fold (auth declares
+	// its own: auth.SecurityTypes), where a short read is a vanished grant
+	// or a deny that fails open, and any type gated like them. mesh names
+	// none of its own.
 	GatedTypes []string
-	// Logger receives one warning per unanchored fan-out; nil discards.
+	// Logger receives one warning per unanchored fan-out; nil means
+	// slog.Default().
 	Logger *slog.Logger
 }
 
@@ -92,13 +96,6 @@ func (e *InstanceLocationError) Error() string {
 
 func (e *InstanceLocationError) Unwrap() error { return e.Err }
 
-// NeverNarrowedTypes returns the node types the access fold reads. Reads of
-// them are never narrowed to declared locations: there a short read is a
-// vanished grant, or a deny that fails open.
-func NeverNarrowedTypes() []string {
-	return []string{"Role", "GroupMembership", "AccessAssignment", "PartitionAccessPolicy"}
-}
-
 // Router decides which partition schemas serve a query. It is immutable and
 // safe for concurrent use.
 type Router struct {
@@ -121,7 +118,7 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 		log:           cfg.Logger,
 	}
 	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
+		r.log = slog.Default()
 	}
 	if r.allow == nil {
 		a, err := DefaultAllowList()
@@ -144,9 +141,6 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 		}
 		r.globals[strings.ToLower(seg)] = strings.ToLower(globals[seg])
 	}
-	for _, t := range NeverNarrowedTypes() {
-		r.neverNarrowed[strings.ToLower(t)] = true
-	}
 	for _, t := range cfg.GatedTypes {
 		if strings.TrimSpace(t) == "" {
 			return nil, &RouterConfigError{Field: "GatedTypes", Key: t, Reason: "empty node type"}
@@ -167,8 +161,8 @@ func (r *Router) declare(nodeType string, locs []string) error {
 	}
 	key := strings.ToLower(nodeType)
 	if r.neverNarrowed[key] {
-		return &InstanceLocationError{NodeType: nodeType, Reason: "the type is never narrowed: the access fold reads it, " +
-			"and there a short read is a vanished grant or a deny that fails open; remove the declaration"}
+		return &InstanceLocationError{NodeType: nodeType, Reason: "the type is gated (RouterConfig.GatedTypes), never narrowed: " +
+			"an access fold reads it, and there a short read is a vanished grant or a deny that fails open; remove the declaration"}
 	}
 	if _, dup := r.locations[key]; dup {
 		return &InstanceLocationError{NodeType: nodeType, Reason: "declared twice (node types compare case-insensitively)"}

@@ -186,9 +186,13 @@ func TestInstanceLocationsNarrowAnUnanchoredSingleTypeFanOut(t *testing.T) {
 	assert.Equal(t, []string{"acme"}, got.Schemas)
 }
 
+// accessTypes are the security types a user of the router declares as
+// gated, as auth does (auth.SecurityTypes); mesh names none of its own.
+var accessTypes = []string{"Role", "GroupMembership", "AccessAssignment", "PartitionAccessPolicy"}
+
 func TestNewRouterRefusesLocationsOnNeverNarrowedTypes(t *testing.T) {
-	gated := []string{"Store/Plugin"}
-	for _, typ := range append(NeverNarrowedTypes(), "role", "Store/Plugin") {
+	gated := append(slices.Clone(accessTypes), "Store/Plugin")
+	for _, typ := range append(slices.Clone(accessTypes), "role", "Store/Plugin") {
 		_, err := NewRouter(RouterConfig{GatedTypes: gated, InstanceLocations: map[string][]string{typ: {"namespace:Admin"}}})
 		var le *InstanceLocationError
 		require.True(t, errors.As(err, &le), "%s: %v", typ, err)
@@ -196,13 +200,16 @@ func TestNewRouterRefusesLocationsOnNeverNarrowedTypes(t *testing.T) {
 		assert.Contains(t, le.Reason, "never narrowed")
 		assert.Contains(t, le.Reason, "fails open")
 	}
-	// Control: the same declaration on an ordinary type is accepted.
+	// Control: the same declaration on an ordinary type is accepted, and so
+	// is one on a security type the router was not told to gate.
 	_, err := NewRouter(RouterConfig{GatedTypes: gated, InstanceLocations: map[string][]string{"MenuItem": {"namespace:Admin"}}})
 	assert.NoError(t, err)
+	_, err = NewRouter(RouterConfig{InstanceLocations: map[string][]string{"Role": {"namespace:Admin"}}})
+	assert.NoError(t, err, "mesh gates no type of its own")
 }
 
 func TestNeverNarrowedTypesFailOpenAtQueryTimeToo(t *testing.T) {
-	r := newRouter(t, RouterConfig{GatedTypes: []string{"Store/Plugin"}})
+	r := newRouter(t, RouterConfig{GatedTypes: append(slices.Clone(accessTypes), "Store/Plugin")})
 	// A declaration that slipped past NewRouter must still be inert.
 	r.locations["role"] = []string{"admin"}
 	r.locations["store/plugin"] = []string{"admin"}

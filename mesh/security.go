@@ -1,9 +1,6 @@
 package mesh
 
-import (
-	"context"
-	"strings"
-)
+import "context"
 
 // SecuritySnapshot is every node of the security types, from every
 // partition: the input of the access fold. Version changes whenever a write
@@ -14,8 +11,9 @@ type SecuritySnapshot struct {
 }
 
 // SecurityReader is implemented by stores that maintain the security
-// materialisation: the nodes whose type is one of SecurityTypes (or a type
-// the store was configured to gate), kept up to date by the write path
+// materialisation: the nodes whose type is one the store was configured to
+// gate (the security types its user declares, such as auth.SecurityTypes;
+// mesh names none), kept up to date by the write path
 // itself rather than read by a query. The access fold must never be paged or
 // narrowed — a short read is a vanished grant or a deny that fails open — so
 // it reads this complete set, not a fan-out.
@@ -31,24 +29,4 @@ type SecurityReader interface {
 // returning when ctx ends.
 type SecurityVersioner interface {
 	SecurityVersion(ctx context.Context) (int64, error)
-}
-
-// SecurityTypes returns the node types of the access fold: the same types
-// the router never narrows.
-func SecurityTypes() []string { return NeverNarrowedTypes() }
-
-// IsSecurityType reports whether nodeType is one of SecurityTypes or gated
-// (compared without case).
-func IsSecurityType(nodeType string, gated []string) bool {
-	for _, t := range SecurityTypes() {
-		if strings.EqualFold(t, nodeType) {
-			return true
-		}
-	}
-	for _, t := range gated {
-		if strings.EqualFold(t, nodeType) {
-			return true
-		}
-	}
-	return false
 }

@@ -157,7 +157,7 @@ func TestAnAdminCheckThatNeverAnswersIsCutOffAtItsBudgetAndLeavesTheAdminLegOut(
 
 func TestEveryReadTheBellMakesIsPinnedToOnePartition(t *testing.T) {
 	fx := newMem(t)
-	rec := &recordingMesh{Service: fx.store}
+	rec := &recordingMesh{Store: fx.store}
 	svc := &notifications.Service{Mesh: rec, Clock: fx.clk, Admins: admins(map[string]access.Decision{"root": access.Allowed})}
 	create(t, svc, "hello", "acme/x", "root", "")
 	id := create(t, svc, "again", "acme/x", "root")

@@ -18,4 +18,9 @@
 //
 // MigrateLegacy moves notifications stored the old way, under the entity that
 // notified, to their addressees.
+//
+// # Logging
+//
+// Every *slog.Logger option of this package (Service.Logger) may be nil, which
+// means slog.Default(): nothing is discarded unless the caller says so.
 package notifications

@@ -26,7 +26,7 @@ const convergence = 15 * time.Second
 
 // fixture is one store under test, on a virtual clock.
 type fixture struct {
-	store mesh.Service
+	store mesh.Store
 	clk   *rxtest.Clock
 }
 
@@ -71,7 +71,7 @@ func ctx(t *testing.T) context.Context {
 }
 
 // get reads the node at path; ok is false when it is absent.
-func get(t *testing.T, s mesh.Service, path string) (mesh.Node, bool) {
+func get(t *testing.T, s mesh.Store, path string) (mesh.Node, bool) {
 	t.Helper()
 	n, err := rx.First(ctx(t), s.Get(path))
 	if err == rx.ErrEmpty {
@@ -82,7 +82,7 @@ func get(t *testing.T, s mesh.Service, path string) (mesh.Node, bool) {
 }
 
 // initial reads the Initial frame of q.
-func initial(t *testing.T, s mesh.Service, q string) []mesh.Node {
+func initial(t *testing.T, s mesh.Store, q string) []mesh.Node {
 	t.Helper()
 	c, err := rx.First(ctx(t), s.Query(q))
 	require.NoError(t, err, "query %s", q)
@@ -220,7 +220,7 @@ func describe(s *notifications.BellState) string {
 // recordingMesh is a real store that also records the queries it was asked
 // and can run a hook after each write, to stop a caller at a chosen point.
 type recordingMesh struct {
-	mesh.Service
+	mesh.Store
 
 	mu          sync.Mutex
 	queries     []string
@@ -234,11 +234,11 @@ func (r *recordingMesh) Query(q string) rx.Observable[mesh.Change] {
 	r.mu.Lock()
 	r.queries = append(r.queries, q)
 	r.mu.Unlock()
-	return r.Service.Query(q)
+	return r.Store.Query(q)
 }
 
 func (r *recordingMesh) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
-	stored, err := r.Service.Put(ctx, n)
+	stored, err := r.Store.Put(ctx, n)
 	if err == nil {
 		r.mu.Lock()
 		r.puts++
@@ -252,7 +252,7 @@ func (r *recordingMesh) Put(ctx context.Context, n mesh.Node) (mesh.Node, error)
 }
 
 func (r *recordingMesh) Delete(ctx context.Context, path string) error {
-	err := r.Service.Delete(ctx, path)
+	err := r.Store.Delete(ctx, path)
 	if err == nil {
 		r.mu.Lock()
 		r.deletes++

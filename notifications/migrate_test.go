@@ -17,7 +17,7 @@ import (
 
 // putLegacy writes a notification the old way, under the entity that
 // notified.
-func putLegacy(t *testing.T, s mesh.Service, path, title, recipient string) {
+func putLegacy(t *testing.T, s mesh.Store, path, title, recipient string) {
 	t.Helper()
 	content, err := json.Marshal(map[string]any{"title": title, "recipient": recipient, "type": "General"})
 	require.NoError(t, err)
@@ -26,7 +26,7 @@ func putLegacy(t *testing.T, s mesh.Service, path, title, recipient string) {
 }
 
 // everyNotification returns title → paths of every notification in the mesh.
-func everyNotification(t *testing.T, s mesh.Service) map[string][]string {
+func everyNotification(t *testing.T, s mesh.Store) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	for _, n := range initial(t, s, notifications.LegacyQuery) {
@@ -105,7 +105,7 @@ func TestAMigrationKilledMidwayLosesNothingAndDoublesNothing(t *testing.T) {
 					want[title] = map[string]string{"alice": "alice", "bob/Inbox": "bob", "": notifications.Admin}[recipient]
 				}
 
-				rec := &recordingMesh{Service: fx.store}
+				rec := &recordingMesh{Store: fx.store}
 				svc := &notifications.Service{Mesh: rec, Clock: fx.clk}
 				killed, stop := context.WithCancel(ctx(t))
 				kill.at(rec, 4, stop)

@@ -43,7 +43,7 @@ func (f GlobalAdminsFunc) IsGlobalAdmin(ctx context.Context, user string) access
 // it is then safe for concurrent use. Only Mesh is required.
 type Service struct {
 	// Mesh stores the notifications.
-	Mesh mesh.Service
+	Mesh mesh.Store
 	// Clock stamps CreatedAt and bounds the service's waits; nil means the
 	// real clock.
 	Clock clock.Clock
@@ -58,7 +58,7 @@ type Service struct {
 	// shorter, initial budget trips first with its own error); the global
 	// admin check waits at most Permission.
 	Budgets mesh.Budgets
-	// Logger receives the service's warnings; nil discards them.
+	// Logger receives the service's warnings; nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -78,7 +78,7 @@ func (s *Service) budgets() mesh.Budgets {
 
 func (s *Service) log() *slog.Logger {
 	if s.Logger == nil {
-		return slog.New(slog.DiscardHandler)
+		return slog.Default()
 	}
 	return s.Logger
 }

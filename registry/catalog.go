@@ -79,7 +79,7 @@ type catalogHealth struct {
 // map from plugin to tier and a version that changes with every change.
 // Requests read its state; none of them queries the mesh.
 type catalog struct {
-	svc   mesh.Service
+	svc   mesh.Store
 	query string
 	clk   clock.Clock
 	retry time.Duration
@@ -106,7 +106,7 @@ type catalog struct {
 // catalog's first answer: a slow first index request can be told apart.
 const catalogWaitMessage = "registry: waiting for the package catalog's first answer"
 
-func newCatalog(svc mesh.Service, source string, clk clock.Clock, retry time.Duration, log *slog.Logger) *catalog {
+func newCatalog(svc mesh.Store, source string, clk clock.Clock, retry time.Duration, log *slog.Logger) *catalog {
 	return &catalog{
 		svc:     svc,
 		query:   "namespace:" + source + " nodeType:" + PackageNodeType,

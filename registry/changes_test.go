@@ -20,7 +20,7 @@ import (
 
 // newFeedServed is a ServedActivation on l announcing and hearing writes
 // on m, closed when the test ends.
-func newFeedServed(t *testing.T, l *landing.ModuleLanding, clk *rxtest.Clock, m mesh.Service) *ServedActivation {
+func newFeedServed(t *testing.T, l *landing.ModuleLanding, clk *rxtest.Clock, m mesh.Store) *ServedActivation {
 	t.Helper()
 	s := NewServedActivation(l, ServedOptions{Clock: clk, Changes: m, Logger: quietLogger()})
 	t.Cleanup(func() {
@@ -118,12 +118,12 @@ func TestAnUninstallOnAnotherReplicaIsAbsorbedThroughTheFeed(t *testing.T) {
 // feedWithResets is a mesh whose change-feed query also carries frames the
 // test sends: a store wrapper, as a user could write one.
 type feedWithResets struct {
-	mesh.Service
+	mesh.Store
 	frames *rx.Subject[mesh.Change]
 }
 
 func (f *feedWithResets) Query(q string) rx.Observable[mesh.Change] {
-	return rx.Merge(f.Service.Query(q), f.frames)
+	return rx.Merge(f.Store.Query(q), f.frames)
 }
 
 func TestAFeedResetReconcilesAtOnceAndALiveFeedSlowsTheCadence(t *testing.T) {
@@ -131,7 +131,7 @@ func TestAFeedResetReconcilesAtOnceAndALiveFeedSlowsTheCadence(t *testing.T) {
 	la := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "a"})
 	lb := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "b"})
 	land(t, la, "Alpha", "1.0.0")
-	m := &feedWithResets{Service: newMem(t), frames: rx.NewSubject[mesh.Change]()}
+	m := &feedWithResets{Store: newMem(t), frames: rx.NewSubject[mesh.Change]()}
 	clk := rxtest.NewClock()
 	b := newFeedServed(t, lb, clk, m)
 	read(t, b)

@@ -135,7 +135,7 @@ func TestAnUnknownTierIsRefusedWith400NamingTheKnownTiers(t *testing.T) {
 // failingPackagePuts is the real store with writes of package nodes failing,
 // as a store that went away does.
 type failingPackagePuts struct {
-	mesh.Service
+	mesh.Store
 	mu   sync.Mutex
 	fail bool
 }
@@ -147,13 +147,13 @@ func (m *failingPackagePuts) Put(ctx context.Context, n mesh.Node) (mesh.Node, e
 	if fail && n.NodeType == PackageNodeType {
 		return mesh.Node{}, &mesh.UnavailableError{Op: "put " + n.Path, Err: fmt.Errorf("connection refused")}
 	}
-	return m.Service.Put(ctx, n)
+	return m.Store.Put(ctx, n)
 }
 
 func TestAPublishThatDoesNotAnswer2xxLeavesNothingServed(t *testing.T) {
 	var puts *failingPackagePuts
 	f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) {
-		puts = &failingPackagePuts{Service: o.Mesh, fail: true}
+		puts = &failingPackagePuts{Store: o.Mesh, fail: true}
 		o.Mesh = puts
 	}})
 	got := f.do(publishRequest("Acme.Pro", "?version=1.0.0&tier=pro", testPublishToken, testkit.ModuleArchive(t, "Acme.Pro", "1.0.0", 1)))

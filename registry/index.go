@@ -438,7 +438,7 @@ func entitlementKey(res auth.Result) string {
 		b.WriteString(strings.ToLower(strings.TrimSpace(res.Instance.Plan)))
 	}
 	b.WriteString("\x00ranks:")
-	for _, id := range res.Ranks.Ids() {
+	for _, id := range res.Ranks.IDs() {
 		rank, _ := res.Ranks.RankOf(id)
 		fmt.Fprintf(&b, "%s=%d/%t\x00", id, rank, res.Ranks.IsAllAccess(id))
 	}

@@ -319,7 +319,7 @@ func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, 
 	}
 	defer up.spool.release()
 	if up.tier != "" {
-		known, err := (&auth.Registry{Mesh: s.mesh, Clock: s.clk}).KnownPlans(ctx)
+		known, err := (&auth.Instances{Mesh: s.mesh, Clock: s.clk}).KnownPlans(ctx)
 		if err != nil {
 			return publishTarget{}, err
 		}

@@ -169,7 +169,7 @@ func TestReadyzSaysTheStoreIsNotReadyWhilePostgreSQLIsStopped(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 
-	f := newFixture(t, fixtureOptions{mesh: func(m *watchedMesh) { m.Service = store }})
+	f := newFixture(t, fixtureOptions{mesh: func(m *watchedMesh) { m.Store = store }})
 	ctx, cancel := context.WithTimeout(t.Context(), testkit.Bound)
 	defer cancel()
 	_, err = rx.First(ctx, f.server.catalog.read())

@@ -50,7 +50,7 @@ type ServedOptions struct {
 	// replica wrote, so that it re-reads that module's records alone and
 	// patches its snapshot: O(changes), not O(modules). Nil: no feed, and
 	// other replicas' writes are absorbed by re-derivation within Freshness.
-	Changes mesh.Service
+	Changes mesh.Store
 	// ChangesNamespace holds the change nodes. Default DefaultChangesNamespace.
 	ChangesNamespace string
 	// Reconcile is how often the snapshot is re-derived in full while the
@@ -141,7 +141,7 @@ type ServedActivation struct {
 	absorbed    atomic.Int64 // modules patched into the snapshot from the change feed
 
 	// The change feed (nil changes: none).
-	changes      mesh.Service
+	changes      mesh.Store
 	changesQuery string
 	changesNS    string
 	reconcile    time.Duration

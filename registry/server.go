@@ -98,7 +98,7 @@ type ServerOptions struct {
 	Auth Authenticator
 	// Mesh holds the package nodes (Source/{plugin}, node type Package):
 	// the server keeps one live query over them. Required.
-	Mesh mesh.Service
+	Mesh mesh.Store
 	// Source is the grant source the packages belong to, and the namespace
 	// of their nodes. Default "Plugins".
 	Source string
@@ -165,7 +165,7 @@ type Server struct {
 	landing *landing.ModuleLanding
 	served  *ServedActivation
 	auth    Authenticator
-	mesh    mesh.Service
+	mesh    mesh.Store
 	source  string
 	token   string
 	clk     clock.Clock

@@ -35,7 +35,7 @@ const testPublishToken = "publish-token-for-tests"
 // says so, a read replaced: the package catalog's query, or the point reads
 // of one path.
 type watchedMesh struct {
-	mesh.Service
+	mesh.Store
 	gets, queries  atomic.Int64
 	catalogQueries atomic.Int64 // queries for package nodes
 
@@ -79,7 +79,7 @@ func (m *watchedMesh) Get(path string) rx.Observable[mesh.Node] {
 			return rx.Never[mesh.Node]()
 		})
 	}
-	return m.Service.Get(path)
+	return m.Store.Get(path)
 }
 
 func (m *watchedMesh) Query(q string) rx.Observable[mesh.Change] {
@@ -94,9 +94,9 @@ func (m *watchedMesh) Query(q string) rx.Observable[mesh.Change] {
 		return replace()
 	}
 	if m.frames != nil && strings.Contains(q, "nodeType:"+PackageNodeType) {
-		return afterEachFrame{src: m.Service.Query(q), frames: m.frames}
+		return afterEachFrame{src: m.Store.Query(q), frames: m.frames}
 	}
-	return m.Service.Query(q)
+	return m.Store.Query(q)
 }
 
 // reads is how many point reads and queries the mesh has served.
@@ -108,13 +108,13 @@ func (m *watchedMesh) reads() (gets, queries int64) { return m.gets.Load(), m.qu
 type fixture struct {
 	t       testing.TB
 	clk     *rxtest.Clock
-	store   mesh.Service
+	store   mesh.Store
 	mesh    *watchedMesh
 	volume  *testkit.CountedVolume
 	root    string
 	landing *landing.ModuleLanding
 	served  *ServedActivation
-	reg     *auth.Registry
+	reg     *auth.Instances
 	server  *Server
 	http    *httptest.Server
 	metrics *prometheus.Registry
@@ -122,7 +122,7 @@ type fixture struct {
 }
 
 type fixtureOptions struct {
-	store  mesh.Service                        // the mesh, when not a fresh memstore (the test owns it)
+	store  mesh.Store                          // the mesh, when not a fresh memstore (the test owns it)
 	root   string                              // the volume's directory, when not a fresh one (a replica's)
 	volume func(landing.Volume) landing.Volume // wraps the volume the landing works on
 	mesh   func(*watchedMesh)                  // adjusts the mesh before the server starts
@@ -143,8 +143,8 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 		f.store = store
 	}
 	store := f.store
-	f.mesh = &watchedMesh{Service: store, frames: make(chan struct{}, 1)}
-	f.reg = &auth.Registry{Mesh: store, Clock: f.clk}
+	f.mesh = &watchedMesh{Store: store, frames: make(chan struct{}, 1)}
+	f.reg = &auth.Instances{Mesh: store, Clock: f.clk}
 	for _, tier := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}, {ID: "enterprise", Rank: 2}} {
 		require.NoError(t, f.reg.SetPlanTier(t.Context(), tier))
 	}

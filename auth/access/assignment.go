@@ -1,9 +1,9 @@
 package access
 
-// AccessAssignment grants or denies roles to Subject (a user or a group) at
+// Assignment grants or denies roles to Subject (a user or a group) at
 // Scope: the path the {scope}/_Access container hangs under, "" for the
 // root container _Access. It applies at Scope and, through inheritance, below.
-type AccessAssignment struct {
+type Assignment struct {
 	Scope   string      `json:"scope"`
 	Subject string      `json:"subject"`
 	Roles   []RoleGrant `json:"roles"`

@@ -18,7 +18,7 @@ func TestAFoldThatCouldNotBeReadIsUndeterminedAndUndeterminedDenies(t *testing.T
 	assert.Equal(t, Undetermined, zero, "the zero Decision must not allow")
 
 	// Negative control: with the legs read, the same question is decided.
-	f, err := NewFold(Snapshot{Assignments: []AccessAssignment{
+	f, err := NewFold(Snapshot{Assignments: []Assignment{
 		{Scope: "acme", Subject: "alice", Roles: []RoleGrant{{Role: RoleViewer}}},
 	}})
 	require.NoError(t, err)
@@ -30,7 +30,7 @@ func TestAFoldThatCouldNotBeReadIsUndeterminedAndUndeterminedDenies(t *testing.T
 }
 
 func TestAnUnreadableScopeIsUndeterminedAtAndBelowItAndNowhereElse(t *testing.T) {
-	viewers := []AccessAssignment{
+	viewers := []Assignment{
 		{Scope: "", Subject: "alice", Roles: []RoleGrant{{Role: RoleViewer}}},
 	}
 	f, err := NewFold(Snapshot{Assignments: viewers, Unreadable: []string{"acme/docs"}})

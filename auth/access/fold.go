@@ -23,7 +23,7 @@ const (
 type Snapshot struct {
 	Roles       []Role // custom roles; the built-in roles are always known
 	Memberships []GroupMembership
-	Assignments []AccessAssignment
+	Assignments []Assignment
 	Policies    []Policy
 	Gates       []Gate
 	// Unreadable lists scopes where a security node was present but could

@@ -40,7 +40,7 @@ func tenThousandMemberships() []GroupMembership {
 func orgSnapshot(memberships []GroupMembership) Snapshot {
 	return Snapshot{
 		Memberships: memberships,
-		Assignments: []AccessAssignment{
+		Assignments: []Assignment{
 			grant("", "staff", RoleViewer),
 			grant("acme", "team-7", RoleEditor),
 			deny("acme", "contractors", RoleEditor),

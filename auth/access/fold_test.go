@@ -18,16 +18,16 @@ const (
 	viewerPerms = Read | Execute | Api
 )
 
-func grant(scope, subject string, roles ...string) AccessAssignment {
-	a := AccessAssignment{Scope: scope, Subject: subject}
+func grant(scope, subject string, roles ...string) Assignment {
+	a := Assignment{Scope: scope, Subject: subject}
 	for _, r := range roles {
 		a.Roles = append(a.Roles, RoleGrant{Role: r})
 	}
 	return a
 }
 
-func deny(scope, subject string, roles ...string) AccessAssignment {
-	a := AccessAssignment{Scope: scope, Subject: subject}
+func deny(scope, subject string, roles ...string) Assignment {
+	a := Assignment{Scope: scope, Subject: subject}
 	for _, r := range roles {
 		a.Roles = append(a.Roles, RoleGrant{Role: r, Denied: true})
 	}
@@ -58,7 +58,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 	}{
 		{
 			name: "a role flows from its scope to every scope below, and nowhere else",
-			snap: Snapshot{Assignments: []AccessAssignment{grant("acme", "alice", RoleViewer)}},
+			snap: Snapshot{Assignments: []Assignment{grant("acme", "alice", RoleViewer)}},
 			probes: []probe{
 				{"alice", "acme", viewerPerms},
 				{"alice", "acme/p/q", viewerPerms},
@@ -70,7 +70,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		},
 		{
 			name: "a root grant applies everywhere",
-			snap: Snapshot{Assignments: []AccessAssignment{grant("", "alice", RoleCommenter)}},
+			snap: Snapshot{Assignments: []Assignment{grant("", "alice", RoleCommenter)}},
 			probes: []probe{
 				{"alice", "", Read | Comment | Api},
 				{"alice", "x/y/z", Read | Comment | Api},
@@ -79,7 +79,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		{
 			name: "breaking inheritance discards the roles gathered above",
 			snap: Snapshot{
-				Assignments: []AccessAssignment{grant("acme", "alice", RoleEditor), grant("acme/secret/inner", "alice", RoleViewer)},
+				Assignments: []Assignment{grant("acme", "alice", RoleEditor), grant("acme/secret/inner", "alice", RoleViewer)},
 				Policies:    []Policy{{Scope: "acme/secret", BreaksInheritance: true}},
 			},
 			probes: []probe{
@@ -92,7 +92,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		{
 			name: "breaking inheritance also discards the cap gathered above",
 			snap: Snapshot{
-				Assignments: []AccessAssignment{grant("acme", "alice", RoleEditor), grant("acme/lab", "bob", RoleEditor)},
+				Assignments: []Assignment{grant("acme", "alice", RoleEditor), grant("acme/lab", "bob", RoleEditor)},
 				Policies: []Policy{
 					{Scope: "acme", Update: ptr(false)},
 					{Scope: "acme/lab", BreaksInheritance: true},
@@ -108,7 +108,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		{
 			name: "a cap limits roles granted at and below its scope",
 			snap: Snapshot{
-				Assignments: []AccessAssignment{grant("acme", "alice", RoleEditor), grant("acme/x", "bob", RoleAdmin)},
+				Assignments: []Assignment{grant("acme", "alice", RoleEditor), grant("acme/x", "bob", RoleAdmin)},
 				Policies:    []Policy{{Scope: "acme", Update: ptr(false), Create: ptr(false)}},
 			},
 			probes: []probe{
@@ -119,7 +119,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		{
 			name: "a cap limits roles granted above its scope",
 			snap: Snapshot{
-				Assignments: []AccessAssignment{grant("", "alice", RoleAdmin)},
+				Assignments: []Assignment{grant("", "alice", RoleAdmin)},
 				Policies:    []Policy{{Scope: "acme/archive", Delete: ptr(false)}},
 			},
 			probes: []probe{
@@ -140,7 +140,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		},
 		{
 			name: "a deny beats a grant at the same scope",
-			snap: Snapshot{Assignments: []AccessAssignment{
+			snap: Snapshot{Assignments: []Assignment{
 				grant("acme", "alice", RoleEditor),
 				deny("acme", "alice", RoleEditor),
 			}},
@@ -148,7 +148,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		},
 		{
 			name: "a deny removes a role inherited from above, at its scope and below",
-			snap: Snapshot{Assignments: []AccessAssignment{
+			snap: Snapshot{Assignments: []Assignment{
 				grant("", "alice", RoleViewer),
 				deny("acme/hr", "alice", RoleViewer),
 			}},
@@ -160,7 +160,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		},
 		{
 			name: "a grant below a deny adds the role again",
-			snap: Snapshot{Assignments: []AccessAssignment{
+			snap: Snapshot{Assignments: []Assignment{
 				grant("", "alice", RoleEditor),
 				deny("acme", "alice", RoleEditor),
 				grant("acme/team", "alice", RoleEditor),
@@ -174,7 +174,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 			name: "a deny to a group removes the role whoever granted it",
 			snap: Snapshot{
 				Memberships: []GroupMembership{member("alice", "contractors")},
-				Assignments: []AccessAssignment{
+				Assignments: []Assignment{
 					grant("acme", "alice", RoleEditor),
 					deny("acme", "contractors", RoleEditor),
 				},
@@ -183,7 +183,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		},
 		{
 			name: "a deny removes only the role it names",
-			snap: Snapshot{Assignments: []AccessAssignment{
+			snap: Snapshot{Assignments: []Assignment{
 				grant("acme", "alice", RoleEditor, RoleViewer),
 				deny("acme", "alice", RoleViewer),
 			}},
@@ -193,7 +193,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 			name: "groups are followed transitively",
 			snap: Snapshot{
 				Memberships: []GroupMembership{member("alice", "team"), member("team", "dept"), member("dept", "staff")},
-				Assignments: []AccessAssignment{grant("acme", "staff", RoleViewer)},
+				Assignments: []Assignment{grant("acme", "staff", RoleViewer)},
 			},
 			probes: []probe{
 				{"alice", "acme/doc", viewerPerms},
@@ -205,7 +205,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 			name: "membership cycles terminate",
 			snap: Snapshot{
 				Memberships: []GroupMembership{member("alice", "a"), member("a", "b"), member("b", "c"), member("c", "a", "alice")},
-				Assignments: []AccessAssignment{grant("acme", "c", RoleViewer)},
+				Assignments: []Assignment{grant("acme", "c", RoleViewer)},
 			},
 			probes: []probe{{"alice", "acme/doc", viewerPerms}},
 		},
@@ -234,7 +234,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		{
 			name: "own-partition Admin is added after that scope's denies, and a deeper deny removes it",
 			snap: Snapshot{
-				Assignments: []AccessAssignment{deny("alice", "alice", RoleAdmin), deny("alice/shared", "alice", RoleAdmin)},
+				Assignments: []Assignment{deny("alice", "alice", RoleAdmin), deny("alice/shared", "alice", RoleAdmin)},
 				Policies:    []Policy{{Scope: "alice", BreaksInheritance: true}},
 			},
 			probes: []probe{
@@ -246,23 +246,23 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 			name: "a custom role grants its permissions",
 			snap: Snapshot{
 				Roles:       []Role{{ID: "Auditor", Permissions: Read | Export}},
-				Assignments: []AccessAssignment{grant("acme", "alice", "Auditor")},
+				Assignments: []Assignment{grant("acme", "alice", "Auditor")},
 			},
 			probes: []probe{{"alice", "acme/ledger", Read | Export}},
 		},
 		{
 			name:   "an unknown role grants nothing",
-			snap:   Snapshot{Assignments: []AccessAssignment{grant("acme", "alice", "Ghost")}},
+			snap:   Snapshot{Assignments: []Assignment{grant("acme", "alice", "Ghost")}},
 			probes: []probe{{"alice", "acme/doc", None}},
 		},
 		{
 			name:   "role ids are matched exactly",
-			snap:   Snapshot{Assignments: []AccessAssignment{grant("acme", "alice", "viewer")}},
+			snap:   Snapshot{Assignments: []Assignment{grant("acme", "alice", "viewer")}},
 			probes: []probe{{"alice", "acme/doc", None}},
 		},
 		{
 			name: "every signed-in user holds what Public holds; Anonymous does not",
-			snap: Snapshot{Assignments: []AccessAssignment{
+			snap: Snapshot{Assignments: []Assignment{
 				grant("wiki", Public, RoleCommenter),
 				grant("site", Anonymous, RoleViewer),
 			}},
@@ -276,7 +276,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		},
 		{
 			name: "a deny on a user does not take away what Public holds",
-			snap: Snapshot{Assignments: []AccessAssignment{
+			snap: Snapshot{Assignments: []Assignment{
 				grant("", Public, RoleViewer),
 				deny("wiki", "alice", RoleViewer),
 				deny("intranet", Public, RoleViewer),
@@ -289,14 +289,14 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		{
 			name: "Public's roles are capped by the same policies",
 			snap: Snapshot{
-				Assignments: []AccessAssignment{grant("", Public, RoleEditor)},
+				Assignments: []Assignment{grant("", Public, RoleEditor)},
 				Policies:    []Policy{{Scope: "frozen", Update: ptr(false)}},
 			},
 			probes: []probe{{"alice", "frozen/doc", editorPerms &^ Update}},
 		},
 		{
 			name: "paths and scopes ignore empty segments",
-			snap: Snapshot{Assignments: []AccessAssignment{grant("/acme//docs/", "alice", RoleViewer)}},
+			snap: Snapshot{Assignments: []Assignment{grant("/acme//docs/", "alice", RoleViewer)}},
 			probes: []probe{
 				{"alice", "acme/docs/x", viewerPerms},
 				{"alice", "/acme//docs/x/", viewerPerms},
@@ -305,7 +305,7 @@ func TestTheFoldFollowsTheReferenceWalk(t *testing.T) {
 		},
 		{
 			name: "subjects and scopes are case-sensitive",
-			snap: Snapshot{Assignments: []AccessAssignment{grant("acme", "alice", RoleViewer)}},
+			snap: Snapshot{Assignments: []Assignment{grant("acme", "alice", RoleViewer)}},
 			probes: []probe{
 				{"Alice", "acme/doc", None},
 				{"alice", "ACME/doc", None},
@@ -333,7 +333,7 @@ func TestNewFoldReportsEveryUnusableEntryWithATypedError(t *testing.T) {
 			{ID: "Auditor", Permissions: Read | Export},
 		},
 		Memberships: []GroupMembership{member("", "g"), member("alice", "team", "")},
-		Assignments: []AccessAssignment{
+		Assignments: []Assignment{
 			{Scope: "acme", Subject: "", Roles: []RoleGrant{{Role: RoleViewer}}},
 			{Scope: "acme", Subject: "alice", Roles: []RoleGrant{{Role: ""}}},
 			grant("acme/_Access", "alice", RoleViewer),
@@ -365,7 +365,7 @@ func TestNewFoldReportsEveryUnusableEntryWithATypedError(t *testing.T) {
 	_, err = NewFold(Snapshot{
 		Roles:       []Role{{ID: RoleEditor, Permissions: editorPerms}, {ID: "Auditor", Permissions: Read}},
 		Memberships: []GroupMembership{member("alice", "team")},
-		Assignments: []AccessAssignment{grant("acme", "alice", RoleViewer)},
+		Assignments: []Assignment{grant("acme", "alice", RoleViewer)},
 		Policies:    []Policy{{Scope: "acme"}},
 	})
 	assert.NoError(t, err)
@@ -374,7 +374,7 @@ func TestNewFoldReportsEveryUnusableEntryWithATypedError(t *testing.T) {
 func TestAFoldAnswersConcurrentQuestions(t *testing.T) {
 	f := mustFold(t, Snapshot{
 		Memberships: []GroupMembership{member("alice", "team")},
-		Assignments: []AccessAssignment{grant("acme", "team", RoleViewer), deny("acme/hr", "team", RoleViewer)},
+		Assignments: []Assignment{grant("acme", "team", RoleViewer), deny("acme/hr", "team", RoleViewer)},
 	})
 	var wg sync.WaitGroup
 	results := make([][2]Permission, 8)

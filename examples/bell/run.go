@@ -79,7 +79,7 @@ func displayAddr(addr net.Addr) string {
 
 // openStore opens the store cfg names: PostgreSQL with -pg, the embedded
 // store otherwise. The returned func releases it.
-func openStore(ctx context.Context, cfg config, clk clock.Clock, logger *slog.Logger) (mesh.Service, func(), error) {
+func openStore(ctx context.Context, cfg config, clk clock.Clock, logger *slog.Logger) (mesh.Store, func(), error) {
 	if cfg.pg == "" {
 		s, err := memstore.New(memstore.Options{Clock: clk, Logger: logger})
 		if err != nil {

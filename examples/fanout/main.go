@@ -25,7 +25,8 @@
 //	   many looping fan-outs;
 //	d. the re-reads (Stats().Requeries) that -writes writes of an unrelated
 //	   type cause to -live open fan-out live queries: on a store whose feed
-//	   classifies notices by node type, and on one opened with UntypedFeed;
+//	   classifies notices by node type, and for the same writes announced
+//	   without their node type (pg_notify on pgstore.NotifyChannel);
 //	e. with -scale 1000,100000,1000000: the pinned read of 50 Items in a
 //	   partition grown to each size (bulk INSERT, keys backfilled by
 //	   pgstore.BackfillKeys), through Store.Query and as the hand-written

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/rx"
@@ -127,21 +129,21 @@ func measure(ctx context.Context, dbURL string, cfg config, progress io.Writer, 
 
 	err = inPhase(ctx, fmt.Sprintf("d: re-reads from %d %s writes, typed feed", cfg.writes, otherType), budget, progress, func(ctx context.Context) error {
 		var err error
-		res.typed, err = countRequeries(ctx, s, s, cfg, runID+"-typed")
+		res.typed, err = countRequeries(ctx, s, s, putOther(s), cfg, runID+"-typed")
 		return err
 	})
 	if err != nil {
 		return res, err
 	}
 	err = inPhase(ctx, fmt.Sprintf("d: re-reads from %d %s writes, untyped feed", cfg.writes, otherType), budget, progress, func(ctx context.Context) error {
-		untypedOpts := opts
-		untypedOpts.UntypedFeed = true
-		u, err := pgstore.Open(ctx, dbURL, untypedOpts)
+		// The same writes announced without their node type, on the
+		// public channel a writer the triggers do not cover would use.
+		conn, err := pgx.Connect(ctx, dbURL)
 		if err != nil {
-			return err
+			return fmt.Errorf("connecting to send the untyped notices: %w", err)
 		}
-		res.untyped, err = countRequeries(ctx, u, s, cfg, runID+"-untyped")
-		return errors.Join(err, u.Close())
+		res.untyped, err = countRequeries(ctx, s, s, notifyUntyped(conn), cfg, runID+"-untyped")
+		return errors.Join(err, conn.Close(context.WithoutCancel(ctx)))
 	})
 	if err != nil || len(cfg.scale) == 0 {
 		return res, err

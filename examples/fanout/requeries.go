@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/pgstore"
@@ -20,9 +23,37 @@ type requeries struct {
 	ended   tally // live queries that ended before the count was taken (failed), with the first reason
 }
 
+// notify announces a write of path to s's feed; countRequeries measures the
+// re-reads its notices cause.
+type notify func(ctx context.Context, path string) error
+
+// putOther writes a node of the unrelated type at path through w: its notice
+// carries the node type, as every notify trigger's does.
+func putOther(w *pgstore.Store) notify {
+	return func(ctx context.Context, path string) error {
+		_, err := w.Put(ctx, mesh.Node{Path: path, NodeType: otherType})
+		return err
+	}
+}
+
+// notifyUntyped sends, on the store's public NotifyChannel, the notice of an
+// update of path without its node type: what a writer the triggers do not
+// cover (or an older one) sends. Every live query whose schema and anchor
+// hold path must then re-read, whatever it selects.
+func notifyUntyped(conn *pgx.Conn) notify {
+	return func(ctx context.Context, path string) error {
+		payload, err := json.Marshal(map[string]string{"path": path, "op": "UPDATE"})
+		if err != nil {
+			return err
+		}
+		_, err = conn.Exec(ctx, `SELECT pg_notify($1, $2)`, pgstore.NotifyChannel, string(payload))
+		return err
+	}
+}
+
 // countRequeries opens cfg.live fan-out live queries on s, waits for each
-// Initial, then writes cfg.writes nodes of an unrelated type through w and
-// returns how many re-reads s counted for them.
+// Initial, then announces cfg.writes writes of an unrelated type through
+// write and returns how many re-reads s counted for them.
 //
 // The notices are awaited on s's change feed (bounded by ctx), never
 // guessed at with a sleep: a fence write before the baseline makes sure
@@ -30,7 +61,7 @@ type requeries struct {
 // order), and s counts a notice's re-reads before announcing it. A live
 // query that ends meanwhile is counted in ended; it re-reads nothing more,
 // so the count then falls short of writes × live.
-func countRequeries(ctx context.Context, s, w *pgstore.Store, cfg config, label string) (requeries, error) {
+func countRequeries(ctx context.Context, s, w *pgstore.Store, write notify, cfg config, label string) (requeries, error) {
 	var res requeries
 	var subs []rx.Subscription
 	defer func() {
@@ -88,8 +119,7 @@ func countRequeries(ctx context.Context, s, w *pgstore.Store, cfg config, label 
 	}
 	before := s.Stats()
 	for i := range cfg.writes {
-		n := mesh.Node{Path: fmt.Sprintf("%s%s%05d", partition(i%cfg.partitions), prefix, i), NodeType: otherType}
-		if _, err := w.Put(ctx, n); err != nil {
+		if err := write(ctx, fmt.Sprintf("%s%s%05d", partition(i%cfg.partitions), prefix, i)); err != nil {
 			return res, fmt.Errorf("write %d: %w", i, err)
 		}
 	}

@@ -334,7 +334,7 @@ func pick(faults []fault, only string) ([]fault, error) {
 // and issues its key.
 func consumerKey(ctx context.Context, r *replica) (string, error) {
 	store, _ := r.current()
-	reg := &auth.Registry{Mesh: store}
+	reg := &auth.Instances{Mesh: store}
 	for _, t := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}} {
 		if err := reg.SetPlanTier(ctx, t); err != nil {
 			return "", err

@@ -61,7 +61,7 @@ func measureIndex(ctx context.Context, url, key string) (size int, etag string, 
 // B's index lists it: through the change feed, or with -feed=false through
 // B's re-derivation alone.
 func runAbsorb(ctx, setupCtx context.Context, cfg config, dir string, logger *slog.Logger, stdout, stderr io.Writer) (err error) {
-	var store mesh.Service
+	var store mesh.Store
 	if cfg.pg != "" {
 		pa, err := pgstore.Open(setupCtx, cfg.pg, pgstore.Options{Logger: logger})
 		if err != nil {
@@ -182,7 +182,7 @@ func indexLists(ctx context.Context, c *http.Client, url, key, module string, et
 }
 
 // putPackage writes module's package node at the free tier.
-func putPackage(ctx context.Context, store mesh.Service, module string) error {
+func putPackage(ctx context.Context, store mesh.Store, module string) error {
 	content, err := json.Marshal(registry.PackageContent{Tier: "free"})
 	if err != nil {
 		return err

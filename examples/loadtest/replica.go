@@ -125,7 +125,7 @@ type replicaOptions struct {
 	latency   time.Duration
 	scan      bool         // the scan-per-request baseline
 	readPool  int          // the landing's read pool
-	store     mesh.Service // a shared mesh (-pg); nil: a memstore of its own
+	store     mesh.Store // a shared mesh (-pg); nil: a memstore of its own
 	register  bool         // write the plan ladder, package nodes and consumer (once per mesh)
 	key       string       // the consumer's key when register is false
 	feed      bool         // announce and absorb writes through the mesh's change feed
@@ -249,8 +249,8 @@ func startReplica(ctx context.Context, o replicaOptions, logger *slog.Logger) (_
 
 // registerConsumer writes the plan ladder, a package node per module and
 // a consumer instance on the pro plan granted Plugins/*, and returns its key.
-func registerConsumer(ctx context.Context, store mesh.Service, modules int) (string, error) {
-	reg := &auth.Registry{Mesh: store}
+func registerConsumer(ctx context.Context, store mesh.Store, modules int) (string, error) {
+	reg := &auth.Instances{Mesh: store}
 	for _, t := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}} {
 		if err := reg.SetPlanTier(ctx, t); err != nil {
 			return "", err

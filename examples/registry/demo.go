@@ -39,8 +39,8 @@ func demoPackages() []demoPackage {
 // instance's others: on a database an earlier start used, the key that
 // start printed is revoked, so demo keys do not pile up (with replicas, the
 // key the last one printed is the one that works).
-func setUpDemo(ctx context.Context, store mesh.Service, landing *landing.ModuleLanding, served *registry.ServedActivation) (string, error) {
-	reg := &auth.Registry{Mesh: store}
+func setUpDemo(ctx context.Context, store mesh.Store, landing *landing.ModuleLanding, served *registry.ServedActivation) (string, error) {
+	reg := &auth.Instances{Mesh: store}
 	for _, t := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}} {
 		if err := reg.SetPlanTier(ctx, t); err != nil {
 			return "", err

@@ -17,7 +17,7 @@ import (
 
 // startDemo sets the demo up on store and data directory dir, as one start
 // of the example does, and returns the key it would print.
-func startDemo(t *testing.T, store mesh.Service, dir string) string {
+func startDemo(t *testing.T, store mesh.Store, dir string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
@@ -33,7 +33,7 @@ func startDemo(t *testing.T, store mesh.Service, dir string) string {
 	return key
 }
 
-func authenticated(t *testing.T, store mesh.Service, key string) bool {
+func authenticated(t *testing.T, store mesh.Store, key string) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
@@ -60,7 +60,7 @@ func TestARestartOnTheSameStoreRevokesThePreviousDemoKey(t *testing.T) {
 	assert.True(t, authenticated(t, store, after), "the key the restart prints works")
 	assert.False(t, authenticated(t, store, before), "the key the earlier start printed is revoked")
 
-	inst, err := (&auth.Registry{Mesh: store}).Instance(context.Background(), demoInstance)
+	inst, err := (&auth.Instances{Mesh: store}).Instance(context.Background(), demoInstance)
 	require.NoError(t, err)
 	assert.Equal(t, []string{auth.HashKey(after)}, inst.KeyHashes, "one demo key, however often the example starts")
 }

@@ -285,15 +285,15 @@ func listenMetrics(addr string, h http.Handler, logger *slog.Logger) (*http.Serv
 
 // openMesh opens the store -pg names, or an in-process one, and the state
 // of its change feed (nil for memstore, whose feed does not drop).
-func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Service, rx.Observable[error], func() error, error) {
+func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Store, rx.Observable[error], func() error, error) {
 	if pgURL == "" {
-		s, err := memstore.New(memstore.Options{Logger: logger})
+		s, err := memstore.New(memstore.Options{Logger: logger, GatedTypes: auth.SecurityTypes()})
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		return s, nil, s.Close, nil
 	}
-	s, err := pgstore.Open(ctx, pgURL, pgstore.Options{Logger: logger})
+	s, err := pgstore.Open(ctx, pgURL, pgstore.Options{Logger: logger, GatedTypes: auth.SecurityTypes()})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("opening the PostgreSQL mesh: %w", err)
 	}

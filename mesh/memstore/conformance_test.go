@@ -13,7 +13,7 @@ import (
 // The store as production configures it (real clock, default router and
 // budgets) passes the suite every store passes.
 func TestTheStorePassesTheConformanceSuite(t *testing.T) {
-	meshtest.Run(t, func(t *testing.T) mesh.Service {
+	meshtest.Run(t, func(t *testing.T) mesh.Store {
 		s, err := memstore.New(memstore.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

@@ -24,4 +24,9 @@
 //	defer s.Close()
 //	s.Put(ctx, mesh.Node{Path: "acme/Docs/intro", NodeType: "Article"})
 //	first, err := rx.First(ctx, s.Query("namespace:acme/Docs nodeType:Article"))
+//
+// # Logging
+//
+// Every *slog.Logger option of this package (Options.Logger) may be nil, which
+// means slog.Default(): nothing is discarded unless the caller says so.
 package memstore

@@ -66,3 +66,7 @@ func settle(t testing.TB, s *memstore.Store) {
 	defer cancel()
 	require.NoError(t, s.Settle(ctx))
 }
+
+// accessTypes are the security types a store's user declares as gated, as
+// auth does (auth.SecurityTypes); mesh names none of its own.
+var accessTypes = []string{"Role", "GroupMembership", "AccessAssignment", "PartitionAccessPolicy"}

@@ -30,21 +30,22 @@ func (lq *liveQuery) reads(schema string, global bool) bool {
 	return lq.schemas[schema]
 }
 
-// registry indexes the live queries by the node types they are constrained
-// to, so a write reaches only the queries its node's type can concern.
-type registry struct {
+// liveSet is the set of live queries, indexed by the node types they are
+// constrained to, so a write reaches only the queries its node's type can
+// concern.
+type liveSet struct {
 	byType  map[string]map[*liveQuery]struct{} // lower-cased type → constrained queries
 	anyType map[*liveQuery]struct{}            // unconstrained queries
 	n       int
 }
 
-func newRegistry() registry {
-	return registry{byType: map[string]map[*liveQuery]struct{}{}, anyType: map[*liveQuery]struct{}{}}
+func newLiveSet() liveSet {
+	return liveSet{byType: map[string]map[*liveQuery]struct{}{}, anyType: map[*liveQuery]struct{}{}}
 }
 
-func (r *registry) len() int { return r.n }
+func (r *liveSet) len() int { return r.n }
 
-func (r *registry) add(lq *liveQuery) {
+func (r *liveSet) add(lq *liveQuery) {
 	r.n++
 	if lq.types == nil {
 		r.anyType[lq] = struct{}{}
@@ -60,7 +61,7 @@ func (r *registry) add(lq *liveQuery) {
 	}
 }
 
-func (r *registry) remove(lq *liveQuery) {
+func (r *liveSet) remove(lq *liveQuery) {
 	if lq.types == nil {
 		if _, ok := r.anyType[lq]; ok {
 			delete(r.anyType, lq)
@@ -86,7 +87,7 @@ func (r *registry) remove(lq *liveQuery) {
 }
 
 // each calls f with every query once.
-func (r *registry) each(f func(*liveQuery)) {
+func (r *liveSet) each(f func(*liveQuery)) {
 	for lq := range r.anyType {
 		f(lq)
 	}
@@ -102,19 +103,19 @@ func (r *registry) each(f func(*liveQuery)) {
 }
 
 // clear removes and returns every query.
-func (r *registry) clear() []*liveQuery {
+func (r *liveSet) clear() []*liveQuery {
 	var all []*liveQuery
 	r.each(func(lq *liveQuery) { all = append(all, lq) })
 	for _, lq := range all {
 		lq.done = true
 	}
-	*r = newRegistry()
+	*r = newLiveSet()
 	return all
 }
 
 // concerned calls f with each query a write of a node of the given types
 // (lower-cased; old and new when the type changed) may concern.
-func (r *registry) concerned(typeA, typeB string, f func(*liveQuery)) {
+func (r *liveSet) concerned(typeA, typeB string, f func(*liveQuery)) {
 	for lq := range r.anyType {
 		f(lq)
 	}

@@ -51,87 +51,46 @@ func (s *Store) get(path string) (mesh.Node, bool, error) {
 }
 
 // Query parses q, routes it over the partitions the store holds and returns
-// its live result, merged with Options.Providers by mesh.FanIn: an Initial
-// with the full result, then Added, Updated and Removed frames as writes
-// land. A query that does not parse fails with *mesh.ParseError; one the
-// router refuses with *mesh.UnanchoredQueryError; an unroutable one answers
-// an empty Initial and completes, since nothing can ever be stored there.
-// Close completes every live query.
+// its live result, merged with Options.Providers by mesh.FanIn (see
+// mesh.Querier): an Initial with the full result, then Added, Updated and
+// Removed frames as writes land. A query that does not parse fails with
+// *mesh.ParseError; one the router refuses with *mesh.UnanchoredQueryError;
+// an unroutable one answers an empty Initial and completes, since nothing
+// can ever be stored there. Close completes every live query.
 func (s *Store) Query(q string) rx.Observable[mesh.Change] {
-	parsed, err := mesh.Parse(q)
-	if err != nil {
-		return rx.Throw[mesh.Change](err)
-	}
-	return rx.Defer(func() rx.Observable[mesh.Change] {
-		plan, err := s.plan(parsed)
-		if err != nil {
-			return rx.Throw[mesh.Change](err)
-		}
-		if plan.unroutable {
-			return rx.Return(mesh.Change{Kind: mesh.Initial, Partitions: []string{}})
-		}
-		providers := make([]mesh.Provider, 0, 1+len(s.providers))
-		providers = append(providers, &storeProvider{s: s, plan: plan})
-		providers = append(providers, s.providers...)
-		return rx.TakeUntil(mesh.FanIn(parsed, providers, s.clk, s.budgets.QueryInitial), s.closing)
-	})
+	return s.querier.Query(q)
 }
 
-// plan is how the store serves one subscription of a query.
-type plan struct {
-	unroutable bool
-	schemas    []string // fixed schemas to read
-	anySchema  bool     // read every partition, now and as they are created
-}
+// backend is the store's mesh.Backend: its partitions and live reads.
+type backend struct{ s *Store }
 
-func (s *Store) plan(q *mesh.Query) (plan, error) {
+func (b backend) Name() string { return providerName }
+
+func (b backend) Partitions(q *mesh.Query) ([]string, error) {
+	s := b.s
 	s.mu.RLock()
-	closed := s.closed
-	known := s.partitionSchemas()
-	s.mu.RUnlock()
-	if closed {
-		return plan{}, unavailable("query " + q.String())
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, unavailable("query " + q.String())
 	}
-	route, err := s.router.Route(q, known)
-	if err != nil {
-		return plan{}, err
-	}
-	switch {
-	case route.Kind == mesh.Unroutable:
-		return plan{unroutable: true}, nil
-	case route.Anchored:
-		return plan{schemas: route.Schemas}, nil
-	}
-	if route.Narrowed {
-		// Narrowed to declared instance locations: those that exist now. A
-		// declared partition created later joins at the next subscription.
-		return plan{schemas: route.Schemas}, nil
-	}
-	return plan{anySchema: true}, nil
+	return s.partitionSchemas(), nil
 }
 
-// storeProvider is the store's part of one query's fan-in.
-type storeProvider struct {
-	s    *Store
-	plan plan
-}
-
-func (p *storeProvider) Name() string { return providerName }
-
-func (p *storeProvider) Query(q *mesh.Query) rx.Observable[mesh.Change] {
+func (b backend) Watch(q *mesh.Query, reach mesh.Reach) rx.Observable[mesh.Change] {
+	s := b.s
 	return rx.Defer(func() rx.Observable[mesh.Change] {
-		lq := newLiveQuery(q, p.plan)
-		lq.box.bound = p.s.queueFrames
+		lq := newLiveQuery(q, reach)
+		lq.box.bound = s.queueFrames
 		live := rx.Create(func(_ context.Context, o rx.Observer[mesh.Change]) {
 			lq.o = o
-			p.s.register(lq)
+			s.register(lq)
 		})
-		return rx.Finally(live, func() { p.s.unregister(lq) })
+		return rx.Finally(live, func() { s.unregister(lq) })
 	})
 }
 
-func newLiveQuery(q *mesh.Query, pl plan) *liveQuery {
-	lq := &liveQuery{q: q, anySchema: pl.anySchema, anchor: newAnchorFilter(q)}
+func newLiveQuery(q *mesh.Query, reach mesh.Reach) *liveQuery {
+	lq := &liveQuery{q: q, anySchema: reach.AllPartitions, anchor: newAnchorFilter(q)}
 	if types, ok := q.NodeTypes(); ok {
 		lq.types = make([]string, 0, len(types))
 		for _, t := range types {
@@ -140,12 +99,12 @@ func newLiveQuery(q *mesh.Query, pl plan) *liveQuery {
 		slices.Sort(lq.types)
 		lq.types = slices.Compact(lq.types)
 	}
-	if !pl.anySchema {
-		lq.schemas = make(map[string]bool, len(pl.schemas))
-		for _, sc := range pl.schemas {
+	if !reach.AllPartitions {
+		lq.schemas = make(map[string]bool, len(reach.Schemas))
+		for _, sc := range reach.Schemas {
 			lq.schemas[sc] = true
 		}
-		lq.parts = slices.Clone(pl.schemas)
+		lq.parts = slices.Clone(reach.Schemas)
 		if lq.parts == nil {
 			lq.parts = []string{}
 		}

@@ -29,11 +29,11 @@ func newSecurity(gated []string) security {
 // with the store's lock held.
 func (s *security) apply(old, n *mesh.Node) {
 	changed := false
-	if old != nil && mesh.IsSecurityType(old.NodeType, s.gated) {
+	if old != nil && s.gates(old.NodeType) {
 		delete(s.nodes, strings.ToLower(old.Path))
 		changed = true
 	}
-	if n != nil && mesh.IsSecurityType(n.NodeType, s.gated) {
+	if n != nil && s.gates(n.NodeType) {
 		s.nodes[strings.ToLower(n.Path)] = *n
 		changed = true
 	}
@@ -42,8 +42,14 @@ func (s *security) apply(old, n *mesh.Node) {
 	}
 }
 
-// SecurityNodes returns every node of a security type (mesh.SecurityTypes,
-// plus Options.GatedTypes) and the version of that set: the complete input
+// gates reports whether nodes of nodeType are in the materialisation
+// (compared without case).
+func (s *security) gates(nodeType string) bool {
+	return slices.ContainsFunc(s.gated, func(t string) bool { return strings.EqualFold(t, nodeType) })
+}
+
+// SecurityNodes returns every node of a security type (Options.GatedTypes)
+// and the version of that set: the complete input
 // of the access fold, kept by the write path. The slice is shared by every
 // reader of the same version and must not be modified; reading an unchanged
 // set costs no copy.

@@ -2,6 +2,7 @@ package memstore_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,10 +25,10 @@ func securityPaths(t *testing.T, s *memstore.Store) (int64, []string) {
 
 func TestEverySecurityTypeWriteLandsInTheMaterialisation(t *testing.T) {
 	ctx := context.Background()
-	s, err := memstore.New(memstore.Options{GatedTypes: []string{"Plugin"}})
+	types := append(slices.Clone(accessTypes), "Plugin")
+	s, err := memstore.New(memstore.Options{GatedTypes: types})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	types := append(mesh.SecurityTypes(), "Plugin")
 	for i, typ := range types {
 		path := "acme/_Access/x" + typ
 		if i%2 == 1 {
@@ -60,7 +61,7 @@ func TestEverySecurityTypeWriteLandsInTheMaterialisation(t *testing.T) {
 
 func TestSecurityVersionIsTheVersionTheNodesWouldHave(t *testing.T) {
 	ctx := context.Background()
-	s, err := memstore.New(memstore.Options{})
+	s, err := memstore.New(memstore.Options{GatedTypes: accessTypes})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	version := func() int64 {

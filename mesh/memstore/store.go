@@ -25,12 +25,12 @@ type Options struct {
 	// mesh.DefaultBudgets. Queries use Budgets.QueryInitial.
 	Budgets mesh.Budgets
 	// Router routes queries and resolves global satellites; nil means
-	// mesh.NewRouter(mesh.RouterConfig{}).
+	// mesh.NewRouter with GatedTypes.
 	Router *mesh.Router
 	// Providers are fanned in beside the store on every routed query, such as
 	// static configuration.
 	Providers []mesh.Provider
-	// Logger receives the store's log lines; nil discards them.
+	// Logger receives the store's log lines; nil means slog.Default().
 	Logger *slog.Logger
 	// QueueFrames bounds each subscriber's queue: the frames of a live
 	// query, or the notices of a Changes subscription, written but not yet
@@ -38,30 +38,32 @@ type Options struct {
 	// collapsed into one delivery (a live query's Reset with the current
 	// result) sent when it catches up. Zero means DefaultQueueFrames.
 	QueueFrames int
-	// GatedTypes are node types kept in the security materialisation
-	// (SecurityNodes) beside mesh.SecurityTypes.
+	// GatedTypes are the node types kept in the security materialisation
+	// (SecurityNodes) and never narrowed by the default router: the security
+	// types its user declares (auth.SecurityTypes, plus any type gated like
+	// them). mesh names none of its own.
 	GatedTypes []string
 }
 
 var (
-	_ mesh.Service = (*Store)(nil)
-	_ io.Closer    = (*Store)(nil) // meshtest closes a store to check that it then answers "unavailable"
+	_ mesh.Store = (*Store)(nil)
+	_ io.Closer  = (*Store)(nil) // meshtest closes a store to check that it then answers "unavailable"
 )
 
 // providerName is the name the store's own provider has in a fan-in.
 const providerName = "memstore"
 
-// Store is a mesh.Service kept in process memory. It is safe for concurrent
+// Store is a mesh.Store kept in process memory. It is safe for concurrent
 // use. Its zero value is not usable: call New.
 //
 // Nodes the store returns share their Content with the store: treat it as
 // read-only.
 type Store struct {
-	clk       clock.Clock
-	budgets   mesh.Budgets
-	router    *mesh.Router
-	providers []mesh.Provider
-	log       *slog.Logger
+	clk     clock.Clock
+	budgets mesh.Budgets
+	router  *mesh.Router
+	querier *mesh.Querier
+	log     *slog.Logger
 	// queueFrames bounds each subscriber's mailbox.
 	queueFrames int
 
@@ -76,7 +78,7 @@ type Store struct {
 	// liveMu guards the live queries and the Changes subscribers; it is
 	// taken inside mu (read or write), never the other way round.
 	liveMu   sync.Mutex
-	live     registry
+	live     liveSet
 	watchers map[*watcher]struct{}
 
 	// closing fires once, on Close, and ends every query's stream: a query
@@ -95,11 +97,10 @@ func New(opts Options) (*Store, error) {
 		clk:         opts.Clock,
 		budgets:     opts.Budgets,
 		router:      opts.Router,
-		providers:   slices.Clone(opts.Providers),
 		log:         opts.Logger,
 		queueFrames: opts.QueueFrames,
 		parts:       map[string]*partition{},
-		live:        newRegistry(),
+		live:        newLiveSet(),
 		watchers:    map[*watcher]struct{}{},
 		closing:     rx.NewAsyncSubject[struct{}](),
 		sec:         newSecurity(opts.GatedTypes),
@@ -114,17 +115,19 @@ func New(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("memstore: %w", err)
 	}
 	if s.router == nil {
-		r, err := mesh.NewRouter(mesh.RouterConfig{})
+		r, err := mesh.NewRouter(mesh.RouterConfig{GatedTypes: opts.GatedTypes})
 		if err != nil {
 			return nil, fmt.Errorf("memstore: default router: %w", err)
 		}
 		s.router = r
 	}
-	for i, p := range s.providers {
+	for i, p := range opts.Providers {
 		if p == nil {
 			return nil, fmt.Errorf("memstore: Options.Providers[%d] is nil", i)
 		}
 	}
+	s.querier = &mesh.Querier{Backend: backend{s}, Router: s.router, Providers: slices.Clone(opts.Providers),
+		Clock: s.clk, InitialBudget: s.budgets.QueryInitial, Until: s.closing}
 	switch {
 	case s.queueFrames == 0:
 		s.queueFrames = DefaultQueueFrames
@@ -132,7 +135,7 @@ func New(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("memstore: Options.QueueFrames is %d; it must be positive, or zero for the default", s.queueFrames)
 	}
 	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+		s.log = slog.Default()
 	}
 	return s, nil
 }

@@ -18,7 +18,7 @@ import (
 // read, refuses anything else with a *mesh.VersionConflictError that
 // writes nothing, and of concurrent writers from one version exactly one
 // lands, so read-modify-write loops lose no update.
-func (s *suite) conditionalWrites(t testing.TB, svc mesh.Service) {
+func (s *suite) conditionalWrites(t testing.TB, svc mesh.Store) {
 	ctx := writeContext(t)
 	const path = "acme/Cas/counter"
 	conflict := func(err error, expected, actual int64, what string) {
@@ -96,7 +96,7 @@ func (s *suite) conditionalWrites(t testing.TB, svc mesh.Service) {
 const maxIncrementAttempts = 64
 
 // increment adds one to the counter at path with a compare-and-set loop.
-func increment(ctx context.Context, s *suite, svc mesh.Service, path string) error {
+func increment(ctx context.Context, s *suite, svc mesh.Store, path string) error {
 	for range maxIncrementAttempts {
 		cur, err := firstErr(s.bound, svc.Get(path))
 		if err != nil {

@@ -35,7 +35,7 @@ func convergenceQueries() []string {
 
 // convergence: many live queries, some subscribed while the writes run,
 // patched frame by frame, end where a fresh read of the same query ends.
-func (s *suite) convergence(t testing.TB, svc mesh.Service) {
+func (s *suite) convergence(t testing.TB, svc mesh.Store) {
 	const writers, opsPerWriter = 6, 120
 	paths := convergencePaths()
 	for i, p := range paths[:len(paths)/2] {
@@ -118,7 +118,7 @@ func convergencePaths() []string {
 
 // write runs one writer's operations: puts that move nodes between types
 // and across the content threshold, and deletes.
-func write(ctx context.Context, svc mesh.Service, paths []string, w, ops int) error {
+func write(ctx context.Context, svc mesh.Store, paths []string, w, ops int) error {
 	rng := rand.New(rand.NewPCG(uint64(w), 42))
 	for i := range ops {
 		p := paths[rng.IntN(len(paths))]
@@ -151,7 +151,7 @@ type liveState struct {
 	rows    string
 }
 
-func subscribeLive(svc mesh.Service, q string) *liveResult {
+func subscribeLive(svc mesh.Store, q string) *liveResult {
 	return subscribeLiveGated(svc, q, func(mesh.Change) {})
 }
 

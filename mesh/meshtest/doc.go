@@ -6,7 +6,7 @@
 // for each subtest:
 //
 //	func TestTheStorePassesTheConformanceSuite(t *testing.T) {
-//		meshtest.Run(t, func(t *testing.T) mesh.Service {
+//		meshtest.Run(t, func(t *testing.T) mesh.Store {
 //			s := newStoreOnAFreshDatabase(t)
 //			t.Cleanup(func() { s.Close() })
 //			return s

@@ -11,7 +11,7 @@ import (
 
 // initialIsTheFullSet: a children query's Initial holds exactly the nodes
 // directly in the namespace, read from its one partition.
-func (s *suite) initialIsTheFullSet(t testing.TB, svc mesh.Service) {
+func (s *suite) initialIsTheFullSet(t testing.TB, svc mesh.Store) {
 	for _, n := range []mesh.Node{
 		node("acme/Docs/a", "Article"), node("acme/Docs/b", "Article"), node("acme/Docs/c", "Page"),
 		node("acme/Docs/sub/d", "Article"), // a grandchild: not a child
@@ -34,7 +34,7 @@ func (s *suite) initialIsTheFullSet(t testing.TB, svc mesh.Service) {
 
 // liveFrames: after the Initial, each write that touches the result arrives
 // as one frame of the right kind, in write order.
-func (s *suite) liveFrames(t testing.TB, svc mesh.Service) {
+func (s *suite) liveFrames(t testing.TB, svc mesh.Store) {
 	put(t, svc, node("acme/Docs/a", "Article"))
 	put(t, svc, node("acme/Docs/b", "Article"))
 	w := watchQuery(t, s.bound, svc, "namespace:acme/Docs nodeType:Article")
@@ -69,14 +69,14 @@ func (s *suite) liveFrames(t testing.TB, svc mesh.Service) {
 
 // sortFixture writes nodes whose names order differently from their paths,
 // with a tie on name that the path must break.
-func sortFixture(t testing.TB, svc mesh.Service) {
+func sortFixture(t testing.TB, svc mesh.Store) {
 	put(t, svc, named(node("acme/L/p1", "Item"), "m"))
 	put(t, svc, named(node("acme/L/p2", "Item"), "z"))
 	put(t, svc, named(node("acme/L/p3", "Item"), "a"))
 	put(t, svc, named(node("acme/L/p4", "Item"), "m"))
 }
 
-func (s *suite) ordering(t testing.TB, svc mesh.Service) {
+func (s *suite) ordering(t testing.TB, svc mesh.Store) {
 	sortFixture(t, svc)
 	asc := initialOf(t, s.bound, svc, "namespace:acme/L sort:name-asc")
 	assert.Equal(t, []string{"acme/L/p3", "acme/L/p1", "acme/L/p4", "acme/L/p2"}, pathsOf(asc.Items),
@@ -89,7 +89,7 @@ func (s *suite) ordering(t testing.TB, svc mesh.Service) {
 		"with no sort, the order is by path")
 }
 
-func (s *suite) limit(t testing.TB, svc mesh.Service) {
+func (s *suite) limit(t testing.TB, svc mesh.Store) {
 	sortFixture(t, svc)
 	first := initialOf(t, s.bound, svc, "namespace:acme/L sort:name-asc limit:2")
 	assert.Equal(t, []string{"acme/L/p3", "acme/L/p1"}, pathsOf(first.Items), "the first two in query order")

@@ -15,7 +15,7 @@ import (
 
 // getPresentAbsent: Get has three outcomes; here the two a healthy store
 // gives, and the typed error of a path that cannot name a node.
-func (s *suite) getPresentAbsent(t testing.TB, svc mesh.Service) {
+func (s *suite) getPresentAbsent(t testing.TB, svc mesh.Store) {
 	stored := put(t, svc, withContent(node("acme/Docs/a", "Article"), `{"n":1}`))
 	got := firstOf(t, s.bound, "get acme/Docs/a", svc.Get("acme/Docs/a"))
 	assert.Equal(t, stored.Path, got.Path)
@@ -32,7 +32,7 @@ func (s *suite) getPresentAbsent(t testing.TB, svc mesh.Service) {
 
 // closedIsUnavailable: a store that cannot find out says so; it never
 // answers "absent" for a node it could not look up.
-func (s *suite) closedIsUnavailable(t testing.TB, svc mesh.Service) {
+func (s *suite) closedIsUnavailable(t testing.TB, svc mesh.Store) {
 	closer, ok := svc.(io.Closer)
 	if !ok {
 		t.Skip("the store cannot simulate unavailability: it does not implement io.Closer")
@@ -52,7 +52,7 @@ func (s *suite) closedIsUnavailable(t testing.TB, svc mesh.Service) {
 
 // versions: the version and LastModified move only when something a reader
 // sees changes, and a no-op write announces nothing.
-func (s *suite) versions(t testing.TB, svc mesh.Service) {
+func (s *suite) versions(t testing.TB, svc mesh.Store) {
 	w := watchQuery(t, s.bound, svc, "namespace:acme/V")
 	w.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial })
 
@@ -96,7 +96,7 @@ func (s *suite) versions(t testing.TB, svc mesh.Service) {
 
 // badInput: invalid nodes, paths and cancelled writes are refused with typed
 // errors, and what was stored stays as it was.
-func (s *suite) badInput(t testing.TB, svc mesh.Service) {
+func (s *suite) badInput(t testing.TB, svc mesh.Store) {
 	stored := put(t, svc, withContent(node("acme/Docs/a", "Article"), `{"keep":true}`))
 
 	_, err := svc.Put(writeContext(t), mesh.Node{Path: "acme/Docs/a", NodeType: "Article", Content: json.RawMessage(`{"keep":`)})

@@ -15,7 +15,7 @@ const globalAccessSchema = "system_access"
 
 // satellites: {owner}/_Access/{id} belongs to its owner and is read from the
 // owner's partition by a query pinned to it.
-func (s *suite) satellites(t testing.TB, svc mesh.Service) {
+func (s *suite) satellites(t testing.TB, svc mesh.Store) {
 	put(t, svc, node("acme/Docs", "Folder"))
 	grant := put(t, svc, node("acme/Docs/_Access/g1", "AccessAssignment"))
 	assert.Equal(t, "acme/Docs", grant.MainNode, "a satellite's main node is its owner")
@@ -32,7 +32,7 @@ func (s *suite) satellites(t testing.TB, svc mesh.Service) {
 }
 
 // globalSatellites: _Access/x routes through the registry to its own schema.
-func (s *suite) globalSatellites(t testing.TB, svc mesh.Service) {
+func (s *suite) globalSatellites(t testing.TB, svc mesh.Store) {
 	stored := put(t, svc, node("_Access/x", "AccessAssignment"))
 	assert.Equal(t, "_Access/x", stored.Path)
 
@@ -47,7 +47,7 @@ func (s *suite) globalSatellites(t testing.TB, svc mesh.Service) {
 
 // unregisteredGlobal: a _ first segment nobody registered has nowhere to
 // live: a query answers empty without reading, a write is refused.
-func (s *suite) unregisteredGlobal(t testing.TB, svc mesh.Service) {
+func (s *suite) unregisteredGlobal(t testing.TB, svc mesh.Store) {
 	put(t, svc, node("acme/Docs/a", "Article")) // something that a stray read could return
 
 	first := initialOf(t, s.bound, svc, "path:_Foo/x")
@@ -65,7 +65,7 @@ func (s *suite) unregisteredGlobal(t testing.TB, svc mesh.Service) {
 // unanchored: a query that names no partition is refused; partitions:all is
 // the explicit declaration that reads them all (and no global satellite
 // schema, which is not a partition).
-func (s *suite) unanchored(t testing.TB, svc mesh.Service) {
+func (s *suite) unanchored(t testing.TB, svc mesh.Store) {
 	put(t, svc, node("acme/a", "Article"))
 	put(t, svc, node("beta/b", "Article"))
 	put(t, svc, node("gamma/c", "Page"))
@@ -88,7 +88,7 @@ func (s *suite) unanchored(t testing.TB, svc mesh.Service) {
 
 // relevance: a write whose node type a query does not name cannot change
 // its result and sends it nothing (no Updated, no Reset).
-func (s *suite) relevance(t testing.TB, svc mesh.Service) {
+func (s *suite) relevance(t testing.TB, svc mesh.Store) {
 	put(t, svc, node("acme/Docs/a", "Article"))
 	w := watchQuery(t, s.bound, svc, "namespace:acme/Docs nodeType:Article")
 	w.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial })
@@ -107,7 +107,7 @@ func (s *suite) relevance(t testing.TB, svc mesh.Service) {
 
 // notices: Changes announces every write with what a listener needs to
 // classify it.
-func (s *suite) notices(t testing.TB, svc mesh.Service) {
+func (s *suite) notices(t testing.TB, svc mesh.Store) {
 	w := watchStream(t, s.bound, "changes", svc.Changes())
 	put(t, svc, node("acme/n", "Widget"))
 	put(t, svc, withContent(node("acme/n", "Widget"), `{"v":2}`))

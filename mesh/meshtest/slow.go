@@ -33,7 +33,7 @@ const (
 // context and the process's heap stays bounded; once released, its frames
 // (or a Reset standing for those it fell behind on) bring it to the store's
 // state.
-func (s *suite) slowSubscriber(t testing.TB, svc mesh.Service) {
+func (s *suite) slowSubscriber(t testing.TB, svc mesh.Store) {
 	const q = "namespace:acme/Slow"
 	filler := strings.Repeat("x", SlowContentBytes)
 	content := func(i int) []byte { return fmt.Appendf(nil, `{"i":%d,"fill":%q}`, i, filler) }
@@ -135,7 +135,7 @@ func liveHeap() uint64 {
 // subscribeLiveGated is subscribeLive with gate called first in every
 // OnNext, on the delivering goroutine: a gate that blocks is a blocked
 // subscriber.
-func subscribeLiveGated(svc mesh.Service, q string, gate func(mesh.Change)) *liveResult {
+func subscribeLiveGated(svc mesh.Store, q string, gate func(mesh.Change)) *liveResult {
 	l := &liveResult{q: q, rec: rxtest.NewRecorder[mesh.Change](nil), state: rx.NewBehaviorSubject(liveState{})}
 	patch := patcher()
 	l.sub = svc.Query(q).Subscribe(rx.NewObserver(

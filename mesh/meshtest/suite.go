@@ -21,7 +21,7 @@ const Convergence = 10 * time.Second
 // fresh, empty store each time it is called (once per subtest), and arrange
 // its release with t.Cleanup. Every subscription the suite makes ends when
 // its subtest does.
-func Run(t *testing.T, newService func(t *testing.T) mesh.Service) {
+func Run(t *testing.T, newService func(t *testing.T) mesh.Store) {
 	s := &suite{bound: Convergence}
 	for _, c := range s.checks() {
 		t.Run(c.name, func(t *testing.T) {
@@ -38,7 +38,7 @@ type suite struct {
 
 type check struct {
 	name string
-	run  func(t testing.TB, svc mesh.Service)
+	run  func(t testing.TB, svc mesh.Store)
 }
 
 func (s *suite) checks() []check {
@@ -64,14 +64,14 @@ func (s *suite) checks() []check {
 }
 
 // put writes n and fails the test when the store refuses it.
-func put(t testing.TB, svc mesh.Service, n mesh.Node) mesh.Node {
+func put(t testing.TB, svc mesh.Store, n mesh.Node) mesh.Node {
 	t.Helper()
 	stored, err := svc.Put(writeContext(t), n)
 	require.NoError(t, err, "put %s", n.Path)
 	return stored
 }
 
-func del(t testing.TB, svc mesh.Service, path string) {
+func del(t testing.TB, svc mesh.Store, path string) {
 	t.Helper()
 	require.NoError(t, svc.Delete(writeContext(t), path), "delete %s", path)
 }

@@ -37,7 +37,7 @@ func TestEachCheckFailsTheStoreItExistsToCatch(t *testing.T) {
 	for _, c := range []struct {
 		check  string
 		broken string
-		wrap   func(*memstore.Store) mesh.Service
+		wrap   func(*memstore.Store) mesh.Store
 		caught string // part of the failure the broken store must cause; "" when it must pass
 	}{
 		{"TheVersionBumpsOnlyOnARealChange", "bumps the version on every put", bumpsOnEveryPut,
@@ -148,7 +148,7 @@ func (r probeResult) report() string {
 }
 
 // runProbe runs one check on its own goroutine (FailNow ends it there).
-func runProbe(t *testing.T, c check, svc mesh.Service) probeResult {
+func runProbe(t *testing.T, c check, svc mesh.Store) probeResult {
 	t.Helper()
 	p := &probe{TB: t}
 	done := make(chan struct{})
@@ -178,7 +178,7 @@ type bumping struct {
 	extra int64
 }
 
-func bumpsOnEveryPut(s *memstore.Store) mesh.Service { return &bumping{wrapped: wrapped{s}} }
+func bumpsOnEveryPut(s *memstore.Store) mesh.Store { return &bumping{wrapped: wrapped{s}} }
 
 func (b *bumping) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
 	stored, err := b.Store.Put(ctx, n)
@@ -191,7 +191,7 @@ func (b *bumping) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
 
 type lastWriterWins struct{ wrapped }
 
-func ignoresExpectedVersion(s *memstore.Store) mesh.Service { return lastWriterWins{wrapped{s}} }
+func ignoresExpectedVersion(s *memstore.Store) mesh.Store { return lastWriterWins{wrapped{s}} }
 
 func (l lastWriterWins) PutIfVersion(ctx context.Context, n mesh.Node, _ int64) (mesh.Node, error) {
 	return l.Put(ctx, n)
@@ -199,7 +199,7 @@ func (l lastWriterWins) PutIfVersion(ctx context.Context, n mesh.Node, _ int64) 
 
 type absent struct{ wrapped }
 
-func absentWhenUnavailable(s *memstore.Store) mesh.Service { return absent{wrapped{s}} }
+func absentWhenUnavailable(s *memstore.Store) mesh.Store { return absent{wrapped{s}} }
 
 func (a absent) Get(path string) rx.Observable[mesh.Node] {
 	return rx.Catch(a.Store.Get(path), func(error) rx.Observable[mesh.Node] { return rx.Empty[mesh.Node]() })
@@ -212,7 +212,7 @@ type resetting struct {
 	writes *rx.Subject[struct{}]
 }
 
-func resetsOnEveryWrite(s *memstore.Store) mesh.Service {
+func resetsOnEveryWrite(s *memstore.Store) mesh.Store {
 	return resetting{wrapped{s}, rx.NewSubject[struct{}]()}
 }
 
@@ -238,7 +238,7 @@ func (r resetting) Delete(ctx context.Context, path string) error {
 
 type dropping struct{ wrapped }
 
-func dropsUpdates(s *memstore.Store) mesh.Service { return dropping{wrapped{s}} }
+func dropsUpdates(s *memstore.Store) mesh.Store { return dropping{wrapped{s}} }
 
 func (d dropping) Query(q string) rx.Observable[mesh.Change] {
 	return rx.Filter(d.Store.Query(q), func(c mesh.Change) bool { return c.Kind != mesh.Updated })
@@ -246,7 +246,7 @@ func (d dropping) Query(q string) rx.Observable[mesh.Change] {
 
 type unanchoredServed struct{ wrapped }
 
-func servesUnanchored(s *memstore.Store) mesh.Service { return unanchoredServed{wrapped{s}} }
+func servesUnanchored(s *memstore.Store) mesh.Store { return unanchoredServed{wrapped{s}} }
 
 func (u unanchoredServed) Query(q string) rx.Observable[mesh.Change] {
 	if !strings.Contains(q, "partitions:all") && !strings.Contains(q, "namespace:") && !strings.Contains(q, "path:") {
@@ -257,13 +257,13 @@ func (u unanchoredServed) Query(q string) rx.Observable[mesh.Change] {
 
 type silent struct{ wrapped }
 
-func announcesNothing(s *memstore.Store) mesh.Service { return silent{wrapped{s}} }
+func announcesNothing(s *memstore.Store) mesh.Store { return silent{wrapped{s}} }
 
 func (silent) Changes() rx.Observable[mesh.ChangeNotice] { return rx.Never[mesh.ChangeNotice]() }
 
 type unsorted struct{ wrapped }
 
-func ignoresSort(s *memstore.Store) mesh.Service { return unsorted{wrapped{s}} }
+func ignoresSort(s *memstore.Store) mesh.Store { return unsorted{wrapped{s}} }
 
 // Query answers in path order, whatever the query's sort says.
 func (u unsorted) Query(q string) rx.Observable[mesh.Change] {
@@ -314,7 +314,7 @@ type waitingWriter struct {
 	mu *sync.Mutex
 }
 
-func writerWaitsForReaders(s *memstore.Store) mesh.Service {
+func writerWaitsForReaders(s *memstore.Store) mesh.Store {
 	return waitingWriter{wrapped{s}, &sync.Mutex{}}
 }
 

@@ -38,7 +38,7 @@ func watchStream[T any](t testing.TB, bound time.Duration, what string, src rx.O
 	return w
 }
 
-func watchQuery(t testing.TB, bound time.Duration, svc mesh.Service, q string) *watch[mesh.Change] {
+func watchQuery(t testing.TB, bound time.Duration, svc mesh.Store, q string) *watch[mesh.Change] {
 	t.Helper()
 	return watchStream(t, bound, "query "+q, svc.Query(q))
 }
@@ -78,7 +78,7 @@ func firstErr[T any](bound time.Duration, src rx.Observable[T]) (T, error) {
 }
 
 // initialOf returns the Initial frame of q.
-func initialOf(t testing.TB, bound time.Duration, svc mesh.Service, q string) mesh.Change {
+func initialOf(t testing.TB, bound time.Duration, svc mesh.Store, q string) mesh.Change {
 	t.Helper()
 	c := firstOf(t, bound, "query "+q, svc.Query(q))
 	require.Equal(t, mesh.Initial, c.Kind, "query %s: the first frame must be the Initial", q)

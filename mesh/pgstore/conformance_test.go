@@ -11,7 +11,7 @@ import (
 // budgets), each subtest on a fresh database, passes the suite every store
 // passes.
 func TestTheStorePassesTheConformanceSuite(t *testing.T) {
-	meshtest.Run(t, func(t *testing.T) mesh.Service {
+	meshtest.Run(t, func(t *testing.T) mesh.Store {
 		return openStore(t, pg.Database(t), Options{})
 	})
 }

@@ -46,13 +46,14 @@ func (s *Store) LocksHeld(ctx context.Context, q string) (int, error) {
 	if s.isClosed() {
 		return 0, unavailable(op, ErrClosed)
 	}
-	p, err := s.plan(parsed)
+	route, err := s.router.Route(parsed, s.schemas.partitionList())
 	if err != nil {
 		return 0, err
 	}
-	if p.unroutable {
+	if route.Kind == mesh.Unroutable {
 		return 0, nil
 	}
+	p := planFor(parsed, route.Reach())
 	ctx, cancel, explain := bounded(ctx, s.budgets.QueryInitial, "counting the relation locks of query "+parsed.String())
 	defer cancel()
 	covered := s.covered(p)

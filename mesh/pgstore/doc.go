@@ -4,7 +4,7 @@
 //
 // # The store
 //
-// Open returns a Store, a mesh.Service and mesh.SecurityReader that passes
+// Open returns a Store, a mesh.Store and mesh.SecurityReader that passes
 // the conformance suite mesh/meshtest:
 //
 //	s, err := pgstore.Open(ctx, "postgres://…/mesh", pgstore.Options{})
@@ -53,7 +53,8 @@
 // # The security fold
 //
 // public.security_fold holds a copy of every node whose type is a security
-// type (mesh.SecurityTypes, or a type listed in public.security_fold_types),
+// type (a type listed in public.security_fold_types: the Options.GatedTypes
+// of every store opened on the database),
 // from every node table of every schema, maintained by triggers in the
 // writing transaction, with a version bumped by the same transaction.
 // SecurityNodes reads it in one statement: never paged, never narrowed.
@@ -69,4 +70,9 @@
 // Functions take a DB (a *pgxpool.Pool, *pgx.Conn or pgx.Tx). Schema and
 // table names are always quoted as identifiers (pgx.Identifier, or %I in
 // SQL), never built from values by concatenation.
+//
+// # Logging
+//
+// Every *slog.Logger option of this package (Options.Logger) may be nil, which
+// means slog.Default(): nothing is discarded unless the caller says so.
 package pgstore

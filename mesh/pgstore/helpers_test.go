@@ -33,7 +33,7 @@ func openStore(t *testing.T, url string, opts Options) *Store {
 }
 
 // put writes n and fails the test when the store refuses it.
-func put(t *testing.T, s mesh.Service, n mesh.Node) mesh.Node {
+func put(t *testing.T, s mesh.Store, n mesh.Node) mesh.Node {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), testBudget)
 	defer cancel()
@@ -42,7 +42,7 @@ func put(t *testing.T, s mesh.Service, n mesh.Node) mesh.Node {
 	return stored
 }
 
-func del(t *testing.T, s mesh.Service, path string) {
+func del(t *testing.T, s mesh.Store, path string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), testBudget)
 	defer cancel()
@@ -58,7 +58,7 @@ func first[T any](t *testing.T, src rx.Observable[T]) (T, error) {
 }
 
 // initialOf returns the Initial frame of q on s.
-func initialOf(t *testing.T, s mesh.Service, q string) mesh.Change {
+func initialOf(t *testing.T, s mesh.Store, q string) mesh.Change {
 	t.Helper()
 	c, err := first(t, s.Query(q))
 	require.NoError(t, err, "query %s", q)
@@ -95,7 +95,7 @@ func watchStream[T any](t *testing.T, what string, src rx.Observable[T]) *watch[
 	return w
 }
 
-func watchQuery(t *testing.T, s mesh.Service, q string) *watch[mesh.Change] {
+func watchQuery(t *testing.T, s mesh.Store, q string) *watch[mesh.Change] {
 	t.Helper()
 	return watchStream(t, "query "+q, s.Query(q))
 }
@@ -214,3 +214,7 @@ func (l *logLines) matching(prefix string) []string {
 	}
 	return out
 }
+
+// accessTypes are the security types a store's user declares as gated, as
+// auth does (auth.SecurityTypes); mesh names none of its own.
+var accessTypes = []string{"Role", "GroupMembership", "AccessAssignment", "PartitionAccessPolicy"}

@@ -127,7 +127,7 @@ func (s *Store) handle(payload string) {
 	}
 	path := *n.Path
 	nodeType, typed := "", false
-	if n.NodeType != nil && !s.untyped {
+	if n.NodeType != nil {
 		nodeType, typed = *n.NodeType, true
 	}
 	schema, global, err := s.schemaFor(path)

@@ -79,96 +79,59 @@ func (s *Store) get(ctx context.Context, path string) (mesh.Node, bool, error) {
 }
 
 // Query parses q, routes it over the partition schemas the store knows and
-// returns its live result, merged with Options.Providers by mesh.FanIn: an
-// Initial with the full result, then Added, Updated and Removed frames as
-// writes land anywhere on the database, and a Reset after the listener
-// reconnects. A query that does not parse fails with *mesh.ParseError; one
-// the router refuses with *mesh.UnanchoredQueryError; an unroutable one
-// answers an empty Initial and completes without touching the database.
-// A read the database cannot answer ends the query with
+// returns its live result, merged with Options.Providers by mesh.FanIn (see
+// mesh.Querier): an Initial with the full result, then Added, Updated and
+// Removed frames as writes land anywhere on the database, and a Reset after
+// the listener reconnects. A query that does not parse fails with
+// *mesh.ParseError; one the router refuses with *mesh.UnanchoredQueryError;
+// an unroutable one answers an empty Initial and completes without touching
+// the database. A read the database cannot answer ends the query with
 // *mesh.UnavailableError. Close completes every live query.
-func (s *Store) Query(q string) rx.Observable[mesh.Change] {
-	parsed, err := mesh.Parse(q)
-	if err != nil {
-		return rx.Throw[mesh.Change](err)
+//
+// The store's frames are already what a fan-in would make of them (its
+// read is bounded by QueryInitial, deduplicated, ordered and limited, and
+// its live frames say Added, Updated or Removed against its own result), so
+// with no Options.Providers there is no fan-in (measured by
+// BenchmarkPinnedInitial).
+func (s *Store) Query(q string) rx.Observable[mesh.Change] { return s.querier.Query(q) }
+
+// backend is the store's mesh.Backend: its partitions and live reads.
+type backend struct{ s *Store }
+
+func (b backend) Name() string { return providerName }
+
+func (b backend) Partitions(q *mesh.Query) ([]string, error) {
+	if b.s.isClosed() {
+		return nil, unavailable("query "+q.String(), ErrClosed)
 	}
-	return rx.Defer(func() rx.Observable[mesh.Change] {
-		if s.isClosed() {
-			return rx.Throw[mesh.Change](unavailable("query "+parsed.String(), ErrClosed))
-		}
-		p, err := s.plan(parsed)
-		if err != nil {
-			return rx.Throw[mesh.Change](err)
-		}
-		if p.unroutable {
-			return rx.Return(mesh.Change{Kind: mesh.Initial, Partitions: []string{}})
-		}
-		own := &storeProvider{s: s, plan: p}
-		if len(s.providers) == 0 {
-			// Nothing to merge: the store's frames are the result. Its read
-			// is bounded by QueryInitial as FanIn's stall timer would be,
-			// already deduplicated, ordered and limited, and its live frames
-			// already say Added, Updated or Removed against its own result.
-			// Skipping FanIn saves a map of the result, a sort and a
-			// goroutine hand-off on every read (measured by
-			// BenchmarkPinnedInitial).
-			return rx.Map(own.Query(parsed), asMerged)
-		}
-		providers := make([]mesh.Provider, 0, 1+len(s.providers))
-		providers = append(providers, own)
-		providers = append(providers, s.providers...)
-		return mesh.FanIn(parsed, providers, s.clk, s.budgets.QueryInitial)
-	})
+	return b.s.schemas.partitionList(), nil
 }
 
-// asMerged gives a frame of the store alone the shape mesh.FanIn gives a
-// merged one: no items and no partitions are nil.
-func asMerged(c mesh.Change) mesh.Change {
-	if len(c.Items) == 0 {
-		c.Items = nil
-	}
-	if len(c.Partitions) == 0 {
-		c.Partitions = nil
-	} else if !slices.IsSorted(c.Partitions) {
-		c.Partitions = slices.Compact(slices.Sorted(slices.Values(c.Partitions)))
-	}
-	return c
+func (b backend) Watch(q *mesh.Query, reach mesh.Reach) rx.Observable[mesh.Change] {
+	p := planFor(q, reach)
+	return rx.Create(func(ctx context.Context, o rx.Observer[mesh.Change]) {
+		b.s.runLive(ctx, newLiveQuery(q, p), o)
+	})
 }
 
 // plan is how the store reads one subscription of a query.
 type plan struct {
-	unroutable bool
-	fanOut     bool     // the route is a fan-out: reads are logged
-	shape      string   // mesh.DescribeShape of the query
-	schemas    []string // fixed schemas to read (when !anySchema)
-	anySchema  bool     // read every partition schema, as known at each read
-	tables     []string // node tables the anchor allows in each schema
+	fanOut    bool     // the route is a fan-out: reads are logged
+	shape     string   // mesh.DescribeShape of the query
+	schemas   []string // fixed schemas to read (when !anySchema)
+	anySchema bool     // read every partition schema, as known at each read
+	tables    []string // node tables the anchor allows in each schema
 	// types, when typed, are the only node types the query can match: of
 	// tables, each read reads those that have held one of them.
 	types []string
 	typed bool
 }
 
-func (s *Store) plan(q *mesh.Query) (plan, error) {
-	route, err := s.router.Route(q, s.schemas.partitionList())
-	if err != nil {
-		return plan{}, err
-	}
-	p := plan{shape: route.Shape, fanOut: route.Kind == mesh.FanOut, tables: tablesFor(q)}
+func planFor(q *mesh.Query, reach mesh.Reach) plan {
+	p := plan{shape: reach.Route.Shape, fanOut: reach.Route.Kind == mesh.FanOut, tables: tablesFor(q),
+		schemas: reach.Schemas, anySchema: reach.AllPartitions}
 	p.types, p.typed = q.NodeTypes()
-	switch {
-	case route.Kind == mesh.Unroutable:
-		p.unroutable = true
-	case route.Anchored:
-		p.schemas = route.Schemas
-	case route.Narrowed:
-		// Narrowed to declared instance locations: those that exist now. A
-		// declared partition created later joins at the next subscription.
-		p.schemas = route.Schemas
-	default:
-		p.anySchema = true
-	}
-	return p, nil
+	return p
 }
 
 // tablesFor returns the node tables that can hold a node q selects, in
@@ -346,18 +309,4 @@ func (s *Store) pointRead(ctx context.Context, paths []string) (map[string]mesh.
 		got[n.Path] = n
 	}
 	return got, nil
-}
-
-// storeProvider is the store's part of one query's fan-in.
-type storeProvider struct {
-	s    *Store
-	plan plan
-}
-
-func (p *storeProvider) Name() string { return providerName }
-
-func (p *storeProvider) Query(q *mesh.Query) rx.Observable[mesh.Change] {
-	return rx.Create(func(ctx context.Context, o rx.Observer[mesh.Change]) {
-		p.s.runLive(ctx, newLiveQuery(q, p.plan), o)
-	})
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/meshrx/meshrx/mesh"
 )
 
-// SecurityNodes returns every node of a security type (mesh.SecurityTypes
-// and Options.GatedTypes, without case) from every partition schema and
+// SecurityNodes returns every node of a security type (a type listed in
+// public.security_fold_types: Options.GatedTypes, without case) from every partition schema and
 // global satellite schema, read from public.security_fold in one statement:
 // the fold is never paged and never narrowed. The triggers that maintain it
 // run in each writing transaction, so the snapshot is exactly the committed

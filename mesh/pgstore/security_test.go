@@ -29,8 +29,8 @@ func TestEverySecurityTypeWriteLandsInTheFold(t *testing.T) {
 	t.Parallel()
 	const gated = "Store/Plugin"
 	url := pg.Database(t)
-	s := openStore(t, url, Options{GatedTypes: []string{gated}})
-	types := append(mesh.SecurityTypes(), gated, strings.ToLower(mesh.SecurityTypes()[0]))
+	s := openStore(t, url, Options{GatedTypes: append(slices.Clone(accessTypes), gated)})
+	types := append(slices.Clone(accessTypes), gated, strings.ToLower(accessTypes[0]))
 
 	version := func() int64 {
 		snap, _ := foldNode(t, s, "")
@@ -92,7 +92,7 @@ func TestEverySecurityTypeWriteLandsInTheFold(t *testing.T) {
 func TestTheFoldChangesInTheWritingTransaction(t *testing.T) {
 	t.Parallel()
 	url := pg.Database(t)
-	s := openStore(t, url, Options{})
+	s := openStore(t, url, Options{GatedTypes: accessTypes})
 	put(t, s, mesh.Node{Path: "acme/x", NodeType: "Article"}) // creates the partition
 	ctx := testContext(t)
 	conn := connect(t, url)
@@ -139,7 +139,7 @@ func TestTheFoldMigrationBackfillsSecurityNodesWrittenBeforeIt(t *testing.T) {
 		INSERT INTO system_access.access (namespace, id, node_type, version) VALUES ('_Access', 'root', 'AccessAssignment', 1)`)
 	require.NoError(t, err)
 
-	s := openStore(t, url, Options{}) // applies 0002
+	s := openStore(t, url, Options{GatedTypes: accessTypes}) // applies 0002
 	snap, err := s.SecurityNodes(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"_Access/root", "acme/_Access/g", "acme/admins"}, pathsOf(snap.Nodes),
@@ -174,7 +174,7 @@ func TestAGatedTypeAddedLaterIsBackfilledAndFoldedFromThenOn(t *testing.T) {
 func TestSecurityNodesReadsTheFoldInOneStatement(t *testing.T) {
 	t.Parallel()
 	trace := &statements{}
-	s := openStore(t, pg.Database(t), Options{QueryTracer: trace})
+	s := openStore(t, pg.Database(t), Options{QueryTracer: trace, GatedTypes: accessTypes})
 	for _, p := range []string{"alpha/r", "beta/r", "gamma/_Access/g", "_Access/root"} {
 		put(t, s, mesh.Node{Path: p, NodeType: "Role"})
 	}
@@ -193,7 +193,7 @@ func TestSecurityNodesReadsTheFoldInOneStatement(t *testing.T) {
 func TestSecurityVersionReadsOneRowThatMovesExactlyWithTheFold(t *testing.T) {
 	t.Parallel()
 	trace := &statements{}
-	s := openStore(t, pg.Database(t), Options{QueryTracer: trace})
+	s := openStore(t, pg.Database(t), Options{QueryTracer: trace, GatedTypes: accessTypes})
 	ctx := testContext(t)
 	version := func() int64 {
 		t.Helper()

@@ -35,11 +35,14 @@ type Options struct {
 	// Providers are fanned in beside the store on every routed query, such
 	// as static configuration.
 	Providers []mesh.Provider
-	// Logger receives the store's log lines; nil discards them.
+	// Logger receives the store's log lines; nil means slog.Default().
 	Logger *slog.Logger
-	// GatedTypes are node types folded into public.security_fold besides
-	// mesh.SecurityTypes. Open adds those the database lacks (and backfills
-	// their rows); it never removes one.
+	// GatedTypes are the node types folded into public.security_fold and
+	// never narrowed by the default router: the security types its user
+	// declares (auth.SecurityTypes, plus any type gated like them); mesh
+	// names none of its own. Open adds those the database lacks (and
+	// backfills their rows); it never removes one, so a database folds every
+	// type any store opened on it was given.
 	GatedTypes []string
 	// MaxConns caps the connection pool; 0 means pool_max_conns from the URL,
 	// or pgxpool's default. The listener's connection is not counted.
@@ -47,11 +50,6 @@ type Options struct {
 	// QueryTracer sees every statement of the connection pool (reads and
 	// writes; not the listener's LISTEN).
 	QueryTracer pgx.QueryTracer
-	// UntypedFeed makes the listener ignore the node type of every change
-	// notice, as if the payload lacked it: every notice makes every live
-	// query whose schema and anchor hold the written path re-read. It exists
-	// to measure that multiplier; never set it otherwise.
-	UntypedFeed bool
 }
 
 // Reconnect pacing of the listener: the first retry waits MinReconnectDelay,
@@ -74,7 +72,7 @@ const listenerAppName = "meshrx-pgstore-listener"
 // providerName is the name the store's own provider has in a fan-in.
 const providerName = "pgstore"
 
-// Store is a mesh.Service and mesh.SecurityReader on PostgreSQL. It is safe
+// Store is a mesh.Store and mesh.SecurityReader on PostgreSQL. It is safe
 // for concurrent use. Make one with Open and release it with Close.
 type Store struct {
 	pool      *pgxpool.Pool
@@ -82,9 +80,8 @@ type Store struct {
 	clk       clock.Clock
 	budgets   mesh.Budgets
 	router    *mesh.Router
-	providers []mesh.Provider
+	querier   *mesh.Querier
 	log       *slog.Logger
-	untyped   bool
 
 	// ctx ends when Close begins; every goroutine of the store watches it.
 	ctx    context.Context
@@ -111,22 +108,20 @@ type Store struct {
 // NotifyChannel. Open is bounded by ctx and by twice Budgets.Operation.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s := &Store{
-		clk:       opts.Clock,
-		budgets:   opts.Budgets,
-		router:    opts.Router,
-		providers: slices.Clone(opts.Providers),
-		log:       opts.Logger,
-		untyped:   opts.UntypedFeed,
-		live:      map[*liveQuery]struct{}{},
-		schemas:   newSchemaSet(),
-		changes:   rx.NewSubject[mesh.ChangeNotice](),
-		feed:      rx.NewBehaviorSubject(FeedState{}),
+		clk:     opts.Clock,
+		budgets: opts.Budgets,
+		router:  opts.Router,
+		log:     opts.Logger,
+		live:    map[*liveQuery]struct{}{},
+		schemas: newSchemaSet(),
+		changes: rx.NewSubject[mesh.ChangeNotice](),
+		feed:    rx.NewBehaviorSubject(FeedState{}),
 	}
 	if s.clk == nil {
 		s.clk = clock.New()
 	}
 	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+		s.log = slog.Default()
 	}
 	if s.budgets == (mesh.Budgets{}) {
 		s.budgets = mesh.DefaultBudgets()
@@ -139,7 +134,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("pgstore: Options.GatedTypes[%d] is empty", i)
 		}
 	}
-	for i, p := range s.providers {
+	for i, p := range opts.Providers {
 		if p == nil {
 			return nil, fmt.Errorf("pgstore: Options.Providers[%d] is nil", i)
 		}
@@ -151,6 +146,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 		s.router = r
 	}
+	s.querier = &mesh.Querier{Backend: backend{s}, Router: s.router, Providers: slices.Clone(opts.Providers),
+		Clock: s.clk, InitialBudget: s.budgets.QueryInitial, Merged: true}
 
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -368,6 +365,6 @@ func isUnroutable(err error) bool {
 }
 
 var (
-	_ mesh.Service        = (*Store)(nil)
+	_ mesh.Store          = (*Store)(nil)
 	_ mesh.SecurityReader = (*Store)(nil)
 )

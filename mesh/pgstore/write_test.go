@@ -245,7 +245,7 @@ func TestAGlobalSatelliteRegisteredInTheRouterGetsASchemaNoFanOutReads(t *testin
 		"_Access": GlobalAccessSchema, "_Policy": "system_policy",
 	}})
 	require.NoError(t, err)
-	s := openStore(t, url, Options{Router: router})
+	s := openStore(t, url, Options{Router: router, GatedTypes: accessTypes})
 	stored := put(t, s, mesh.Node{Path: "_Policy/root", NodeType: "PartitionAccessPolicy"})
 	put(t, s, mesh.Node{Path: "acme/doc", NodeType: "PartitionAccessPolicy"})
 

@@ -77,7 +77,7 @@ func exampleRegistry(ctx context.Context) (url, key string, stop func()) {
 		_ = os.RemoveAll(dir)
 	}
 
-	reg := &auth.Registry{Mesh: store}
+	reg := &auth.Instances{Mesh: store}
 	_ = reg.SetPlanTier(ctx, auth.PlanTier{ID: "free", Rank: 0})
 	content, _ := json.Marshal(registry.PackageContent{Tier: "free"})
 	_, _ = store.Put(ctx, mesh.Node{Path: registry.DefaultSource + "/Demo.Hello", NodeType: registry.PackageNodeType, Content: content})

@@ -6,9 +6,9 @@ import (
 	"github.com/meshrx/meshrx/rx"
 )
 
-// Service is a mesh store: memstore in process, pgstore on PostgreSQL. Every
+// Store is a mesh store: memstore in process, pgstore on PostgreSQL. Every
 // store passes the same conformance suite (mesh/meshtest).
-type Service interface {
+type Store interface {
 	// Query parses q, routes it and returns its live result: an Initial frame
 	// with the full result, then Added/Updated/Removed frames as writes land
 	// (and Reset after a gap in the feed). A query that does not parse fails

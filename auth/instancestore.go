@@ -21,19 +21,19 @@ const DefaultReadBudget = 10 * time.Second
 // of the last one (48 bits of its hash) was already taken.
 const maxKeyAttempts = 4
 
-// Registry writes the instance registry on a mesh: instances, their keys,
+// Instances holds the instance registry on a mesh: instances, their keys,
 // their grants and the plan-tier ladder (see [KeyIndexNamespace] for the
 // nodes). Every read it makes is bounded by ReadBudget on Clock, every write
 // by the caller's context.
 //
 // Every change to an instance node is a compare-and-set on its version
-// (mesh.Service.PutIfVersion), decided by the store: a Registry that meets
-// another writer's change (another Registry, another process, a replica on
+// (mesh.Store.PutIfVersion), decided by the store: an Instances that meets
+// another writer's change (another Instances, another process, a replica on
 // the same database) reads the node again and reapplies its own, so no key
 // hash is lost, and a key index id is claimed by creating its node, so two
 // writers never share one.
-type Registry struct {
-	Mesh mesh.Service
+type Instances struct {
+	Mesh mesh.Store
 	// Clock stamps grants and bounds reads; nil means the real clock.
 	Clock clock.Clock
 	// ReadBudget bounds each read; zero means DefaultReadBudget.
@@ -89,7 +89,7 @@ func (e *UnknownKeyError) Error() string {
 // Register records a new instance with no keys and no grant. plan is stored
 // in canonical form; blank means the baseline plan. A plan the ladder does
 // not have is refused with an *UnknownPlanError naming the known ones.
-func (r *Registry) Register(ctx context.Context, id, name, plan string) (*Instance, error) {
+func (r *Instances) Register(ctx context.Context, id, name, plan string) (*Instance, error) {
 	if err := ValidateInstanceID(id); err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (r *Registry) Register(ctx context.Context, id, name, plan string) (*Instan
 }
 
 // Instance reads the registered instance id.
-func (r *Registry) Instance(ctx context.Context, id string) (*Instance, error) {
+func (r *Instances) Instance(ctx context.Context, id string) (*Instance, error) {
 	if err := ValidateInstanceID(id); err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (r *Registry) Instance(ctx context.Context, id string) (*Instance, error) {
 // IssueKey mints a new key for instance id and returns it. The raw key is
 // returned this once and never stored: the instance node gets its hash and an
 // index node leads from the hash to the instance. Existing keys stay valid.
-func (r *Registry) IssueKey(ctx context.Context, id string) (string, error) {
+func (r *Instances) IssueKey(ctx context.Context, id string) (string, error) {
 	if err := ValidateInstanceID(id); err != nil {
 		return "", err
 	}
@@ -131,7 +131,7 @@ func (r *Registry) IssueKey(ctx context.Context, id string) (string, error) {
 
 // RotateKey issues a new key for instance id and revokes every other key it
 // holds, returning the new key.
-func (r *Registry) RotateKey(ctx context.Context, id string) (string, error) {
+func (r *Instances) RotateKey(ctx context.Context, id string) (string, error) {
 	if err := ValidateInstanceID(id); err != nil {
 		return "", err
 	}
@@ -152,7 +152,7 @@ func (r *Registry) RotateKey(ctx context.Context, id string) (string, error) {
 // RevokeKey revokes one key of instance id. key may be the raw key or its
 // hash (as listed in Instance.KeyHashes). The instance stops listing the
 // hash first, which refuses the key at once; then the index node goes.
-func (r *Registry) RevokeKey(ctx context.Context, id, key string) error {
+func (r *Instances) RevokeKey(ctx context.Context, id, key string) error {
 	if err := ValidateInstanceID(id); err != nil {
 		return err
 	}
@@ -176,12 +176,16 @@ func (r *Registry) RevokeKey(ctx context.Context, id, key string) error {
 
 // Disable refuses every key of instance id until Enable; keys and grant are
 // kept.
-func (r *Registry) Disable(ctx context.Context, id string) error { return r.setDisabled(ctx, id, true) }
+func (r *Instances) Disable(ctx context.Context, id string) error {
+	return r.setDisabled(ctx, id, true)
+}
 
 // Enable lifts Disable.
-func (r *Registry) Enable(ctx context.Context, id string) error { return r.setDisabled(ctx, id, false) }
+func (r *Instances) Enable(ctx context.Context, id string) error {
+	return r.setDisabled(ctx, id, false)
+}
 
-func (r *Registry) setDisabled(ctx context.Context, id string, disabled bool) error {
+func (r *Instances) setDisabled(ctx context.Context, id string, disabled bool) error {
 	if err := ValidateInstanceID(id); err != nil {
 		return err
 	}
@@ -196,7 +200,7 @@ func (r *Registry) setDisabled(ctx context.Context, id string, disabled bool) er
 // (see [ParseGrantEntry]), recording who granted it. No entries means an
 // empty grant: the instance may pull nothing. If any entry does not parse,
 // nothing is written and every bad entry is reported.
-func (r *Registry) SetGrant(ctx context.Context, id, grantedBy string, entries ...string) (PluginGrant, error) {
+func (r *Instances) SetGrant(ctx context.Context, id, grantedBy string, entries ...string) (PluginGrant, error) {
 	if err := ValidateInstanceID(id); err != nil {
 		return PluginGrant{}, err
 	}
@@ -232,7 +236,7 @@ func (r *Registry) SetGrant(ctx context.Context, id, grantedBy string, entries .
 }
 
 // SetPlanTier writes one rung of the plan ladder, under its canonical id.
-func (r *Registry) SetPlanTier(ctx context.Context, t PlanTier) error {
+func (r *Instances) SetPlanTier(ctx context.Context, t PlanTier) error {
 	id := canonicalPlan(t.ID)
 	if err := ValidateInstanceID(id); err != nil {
 		problem := err.Error()
@@ -253,7 +257,7 @@ func (r *Registry) SetPlanTier(ctx context.Context, t PlanTier) error {
 // instance id by compare-and-set: alone (revoking the others, returned in
 // replaced) when rotate, beside the others otherwise. If the instance
 // cannot be updated, the index node is taken back.
-func (r *Registry) issue(ctx context.Context, id string, rotate bool) (key, hash string, replaced []string, err error) {
+func (r *Instances) issue(ctx context.Context, id string, rotate bool) (key, hash string, replaced []string, err error) {
 	// The instance must exist before an index node may lead to it.
 	if _, _, err := r.instance(ctx, id); err != nil {
 		return "", "", nil, err
@@ -304,7 +308,7 @@ func (r *Registry) issue(ctx context.Context, id string, rotate bool) (key, hash
 // most maxUpdateAttempts times), and returns the instance as it was before
 // the change that landed. An error from change is returned as it is, with
 // nothing written; a change that alters nothing writes nothing.
-func (r *Registry) update(ctx context.Context, id string, change func(*Instance) error) (before *Instance, err error) {
+func (r *Instances) update(ctx context.Context, id string, change func(*Instance) error) (before *Instance, err error) {
 	var last error
 	for range maxUpdateAttempts {
 		inst, version, err := r.instance(ctx, id)
@@ -330,7 +334,7 @@ func (r *Registry) update(ctx context.Context, id string, change func(*Instance)
 
 // dropIndex deletes the index node of hash if it still leads to id with that
 // very hash (another key may share the 12-character id after a revocation).
-func (r *Registry) dropIndex(ctx context.Context, id, hash string) error {
+func (r *Instances) dropIndex(ctx context.Context, id, hash string) error {
 	n, ok, err := r.read(ctx, "instance key", KeyIndexPath(hash))
 	if err != nil || !ok {
 		return err
@@ -346,7 +350,7 @@ func (r *Registry) dropIndex(ctx context.Context, id, hash string) error {
 }
 
 // instance reads instance id and the version of its node.
-func (r *Registry) instance(ctx context.Context, id string) (*Instance, int64, error) {
+func (r *Instances) instance(ctx context.Context, id string) (*Instance, int64, error) {
 	n, ok, err := r.read(ctx, "instance", InstancePath(id))
 	if err != nil {
 		return nil, 0, err
@@ -360,7 +364,7 @@ func (r *Registry) instance(ctx context.Context, id string) (*Instance, int64, e
 
 // putInstance writes inst's node if it is still at version expected (0:
 // absent); otherwise it fails with the *mesh.VersionConflictError.
-func (r *Registry) putInstance(ctx context.Context, inst *Instance, expected int64) error {
+func (r *Instances) putInstance(ctx context.Context, inst *Instance, expected int64) error {
 	content, err := encodeInstance(inst)
 	if err != nil {
 		return err
@@ -372,7 +376,7 @@ func (r *Registry) putInstance(ctx context.Context, inst *Instance, expected int
 	return nil
 }
 
-func (r *Registry) put(ctx context.Context, n mesh.Node) error {
+func (r *Instances) put(ctx context.Context, n mesh.Node) error {
 	if _, err := r.Mesh.Put(ctx, n); err != nil {
 		return fmt.Errorf("auth: registry: writing %s: %w", n.Path, err)
 	}
@@ -380,7 +384,7 @@ func (r *Registry) put(ctx context.Context, n mesh.Node) error {
 }
 
 // read is one bounded point read: the node and true, false when absent.
-func (r *Registry) read(ctx context.Context, stage, path string) (mesh.Node, bool, error) {
+func (r *Instances) read(ctx context.Context, stage, path string) (mesh.Node, bool, error) {
 	budget := r.ReadBudget
 	if budget <= 0 {
 		budget = DefaultReadBudget
@@ -395,7 +399,7 @@ func (r *Registry) read(ctx context.Context, stage, path string) (mesh.Node, boo
 	return n, true, nil
 }
 
-func (r *Registry) clock() clock.Clock {
+func (r *Instances) clock() clock.Clock {
 	if r.Clock == nil {
 		return clock.New()
 	}

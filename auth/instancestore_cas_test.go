@@ -59,18 +59,18 @@ func (r *rendezvous) meet() {
 
 // meeting is a mesh whose reads of the rendezvous path meet there.
 type meeting struct {
-	mesh.Service
+	mesh.Store
 	at *rendezvous
 }
 
 func (m meeting) Get(path string) rx.Observable[mesh.Node] {
 	if path != m.at.path {
-		return m.Service.Get(path)
+		return m.Store.Get(path)
 	}
 	return rx.Defer(func() rx.Observable[mesh.Node] {
 		ctx, cancel := context.WithTimeout(context.Background(), bound)
 		defer cancel()
-		n, err := rx.First(ctx, m.Service.Get(path))
+		n, err := rx.First(ctx, m.Store.Get(path))
 		m.at.meet()
 		switch {
 		case errors.Is(err, rx.ErrEmpty):
@@ -84,7 +84,7 @@ func (m meeting) Get(path string) rx.Observable[mesh.Node] {
 
 // lastWriterWins is a mesh whose conditional write is a plain Put: what a
 // process-local lock gives two processes.
-type lastWriterWins struct{ mesh.Service }
+type lastWriterWins struct{ mesh.Store }
 
 func (l lastWriterWins) PutIfVersion(ctx context.Context, n mesh.Node, _ int64) (mesh.Node, error) {
 	return l.Put(ctx, n)
@@ -92,7 +92,7 @@ func (l lastWriterWins) PutIfVersion(ctx context.Context, n mesh.Node, _ int64) 
 
 // issueTogether registers "acme" through regs[0], then has every registry
 // issue one key for it at the same time, and returns the keys issued.
-func issueTogether(t *testing.T, regs ...*Registry) []string {
+func issueTogether(t *testing.T, regs ...*Instances) []string {
 	t.Helper()
 	ctx := context.Background()
 	err := registerAcme(ctx, regs[0])
@@ -111,7 +111,7 @@ func issueTogether(t *testing.T, regs ...*Registry) []string {
 }
 
 // lostKeys returns the issued keys the instance does not hold.
-func lostKeys(t *testing.T, r *Registry, keys []string) []string {
+func lostKeys(t *testing.T, r *Instances, keys []string) []string {
 	t.Helper()
 	inst, err := r.Instance(context.Background(), "acme")
 	require.NoError(t, err)
@@ -125,21 +125,21 @@ func lostKeys(t *testing.T, r *Registry, keys []string) []string {
 }
 
 func TestTwoRegistriesIssuingKeysAtOnceLoseNone(t *testing.T) {
-	run := func(t *testing.T, wrap func(mesh.Service) mesh.Service) []string {
-		s, err := memstore.New(memstore.Options{})
+	run := func(t *testing.T, wrap func(mesh.Store) mesh.Store) []string {
+		s, err := memstore.New(memstore.Options{GatedTypes: SecurityTypes()})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		// Two reads each: the existence check, then the read the update
 		// starts from. Both writers read version 1 before either writes.
 		at := newRendezvous(InstancePath("acme"), 2, 2)
-		a := &Registry{Mesh: wrap(meeting{s, at})}
-		b := &Registry{Mesh: wrap(meeting{s, at})}
+		a := &Instances{Mesh: wrap(meeting{s, at})}
+		b := &Instances{Mesh: wrap(meeting{s, at})}
 		return lostKeys(t, a, issueTogether(t, a, b))
 	}
-	assert.Empty(t, run(t, func(s mesh.Service) mesh.Service { return s }), "keys lost")
+	assert.Empty(t, run(t, func(s mesh.Store) mesh.Store { return s }), "keys lost")
 
 	t.Run("without the compare-and-set a key is lost", func(t *testing.T) {
-		lost := run(t, func(s mesh.Service) mesh.Service { return lastWriterWins{s} })
+		lost := run(t, func(s mesh.Store) mesh.Store { return lastWriterWins{s} })
 		assert.Len(t, lost, 1, "the same interleaving loses one key when the write is unconditional")
 	})
 }
@@ -151,7 +151,7 @@ func openReplicas(t *testing.T, n int) []*pgstore.Store {
 	stores := make([]*pgstore.Store, n)
 	for i := range stores {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		s, err := pgstore.Open(ctx, url, pgstore.Options{})
+		s, err := pgstore.Open(ctx, url, pgstore.Options{GatedTypes: SecurityTypes()})
 		cancel()
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -161,24 +161,24 @@ func openReplicas(t *testing.T, n int) []*pgstore.Store {
 }
 
 func TestTwoPostgresReplicasIssuingKeysAtOnceLoseNone(t *testing.T) {
-	run := func(t *testing.T, wrap func(mesh.Service) mesh.Service) []string {
+	run := func(t *testing.T, wrap func(mesh.Store) mesh.Store) []string {
 		stores := openReplicas(t, 2)
 		at := newRendezvous(InstancePath("acme"), 2, 2)
-		a := &Registry{Mesh: wrap(meeting{stores[0], at})}
-		b := &Registry{Mesh: wrap(meeting{stores[1], at})}
+		a := &Instances{Mesh: wrap(meeting{stores[0], at})}
+		b := &Instances{Mesh: wrap(meeting{stores[1], at})}
 		return lostKeys(t, a, issueTogether(t, a, b))
 	}
-	assert.Empty(t, run(t, func(s mesh.Service) mesh.Service { return s }), "keys lost")
+	assert.Empty(t, run(t, func(s mesh.Store) mesh.Store { return s }), "keys lost")
 
 	t.Run("without the compare-and-set a key is lost", func(t *testing.T) {
-		lost := run(t, func(s mesh.Service) mesh.Service { return lastWriterWins{s} })
+		lost := run(t, func(s mesh.Store) mesh.Store { return lastWriterWins{s} })
 		assert.Len(t, lost, 1, "the same interleaving loses one key when the write is unconditional")
 	})
 }
 
 func TestManyConcurrentKeyChangesOnTwoPostgresReplicasKeepEveryIssuedKey(t *testing.T) {
 	stores := openReplicas(t, 2)
-	regs := []*Registry{{Mesh: stores[0]}, {Mesh: stores[1]}}
+	regs := []*Instances{{Mesh: stores[0]}, {Mesh: stores[1]}}
 	ctx := context.Background()
 	err := registerAcme(ctx, regs[0])
 	require.NoError(t, err)
@@ -224,7 +224,7 @@ func TestManyConcurrentKeyChangesOnTwoPostgresReplicasKeepEveryIssuedKey(t *test
 
 // everWritten is a mesh on which another writer always got there first.
 type everWritten struct {
-	mesh.Service
+	mesh.Store
 	attempts atomic.Int64
 }
 
@@ -235,8 +235,8 @@ func (e *everWritten) PutIfVersion(ctx context.Context, n mesh.Node, expected in
 
 func TestAChangeThatAlwaysLosesTheRaceEndsWithATypedErrorAndWritesNothing(t *testing.T) {
 	f := newFixture(t)
-	contended := &everWritten{Service: f.store}
-	reg := &Registry{Mesh: contended, Clock: f.clk}
+	contended := &everWritten{Store: f.store}
+	reg := &Instances{Mesh: contended, Clock: f.clk}
 	err := reg.Disable(context.Background(), "acme")
 	var ce *ContendedError
 	require.ErrorAs(t, err, &ce)
@@ -256,14 +256,14 @@ func TestTwoPostgresReplicasRotatingAtOnceLeaveExactlyOneKeyAndNoStrayIndex(t *t
 	stores := openReplicas(t, 2)
 	ctx := context.Background()
 	at := newRendezvous(InstancePath("acme"), 2, 2)
-	plain := &Registry{Mesh: stores[0]}
+	plain := &Instances{Mesh: stores[0]}
 	err := registerAcme(ctx, plain)
 	require.NoError(t, err)
 	old, err := plain.IssueKey(ctx, "acme")
 	require.NoError(t, err)
 	// Both rotations read the instance at the same version before either
 	// writes.
-	regs := []*Registry{{Mesh: meeting{stores[0], at}}, {Mesh: meeting{stores[1], at}}}
+	regs := []*Instances{{Mesh: meeting{stores[0], at}}, {Mesh: meeting{stores[1], at}}}
 
 	keys := make([]string, 2)
 	var wg sync.WaitGroup
@@ -290,7 +290,7 @@ func TestTwoPostgresReplicasRotatingAtOnceLeaveExactlyOneKeyAndNoStrayIndex(t *t
 
 // registerAcme writes the plan "pro" to reg's ladder, then registers the
 // instance "acme" on it: Register refuses a plan the ladder does not have.
-func registerAcme(ctx context.Context, reg *Registry) error {
+func registerAcme(ctx context.Context, reg *Instances) error {
 	if err := reg.SetPlanTier(ctx, PlanTier{ID: "pro", Rank: 2}); err != nil {
 		return err
 	}

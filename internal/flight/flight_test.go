@@ -1,0 +1,75 @@
+package flight
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/rx"
+)
+
+func collect[T any](o rx.Observable[T]) (vals []T, err error, done bool) {
+	var mu sync.Mutex
+	o.Subscribe(rx.NewObserver(
+		func(v T) { mu.Lock(); vals = append(vals, v); mu.Unlock() },
+		func(e error) { mu.Lock(); err = e; done = true; mu.Unlock() },
+		func() { mu.Lock(); done = true; mu.Unlock() },
+	))
+	mu.Lock()
+	defer mu.Unlock()
+	return vals, err, done
+}
+
+func TestConcurrentClaimersShareOneFlightAndEveryReaderGetsItsOutcome(t *testing.T) {
+	var s Slot[int, struct{}]
+	var owners atomic.Int64
+	flights := make([]*Flight[int, struct{}], 100)
+	var wg sync.WaitGroup
+	for i := range flights {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, _, owner := s.Claim(func() struct{} { return struct{}{} }, nil)
+			if owner {
+				owners.Add(1)
+			}
+			flights[i] = f
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, owners.Load(), "one claimer owns the fill")
+	f := s.Current()
+	require.True(t, s.Release(f))
+	f.Resolve(7)
+	for _, g := range flights {
+		require.Same(t, f, g)
+		vals, err, done := collect(g.Result())
+		assert.Equal(t, []int{7}, vals, "a late reader gets the outcome too")
+		assert.NoError(t, err)
+		assert.True(t, done)
+	}
+	assert.Nil(t, s.Current())
+}
+
+func TestALateFlightDoesNotEvictItsSuccessor(t *testing.T) {
+	var s Slot[int, int]
+	older, _, _ := s.Claim(func() int { return 1 }, nil)
+	newer, replaced, owner := s.Claim(func() int { return 2 }, func(f *Flight[int, int]) bool { return f.Meta >= 2 })
+	require.True(t, owner, "an older generation does not serve a newer reader")
+	require.Same(t, older, replaced)
+	assert.False(t, s.Release(older), "the older flight finishing late leaves the successor")
+	assert.Same(t, newer, s.Current())
+	older.Fail(errors.New("superseded"))
+	_, err, _ := collect(older.Result())
+	assert.Error(t, err)
+
+	// Negative control: releasing unconditionally (what Release must not do)
+	// evicts the successor, and the next reader starts a second fill.
+	s.cur.Store(nil)
+	_, _, owner = s.Claim(func() int { return 3 }, nil)
+	assert.True(t, owner, "without the compare, the successor was lost")
+}
