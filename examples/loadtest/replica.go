@@ -123,12 +123,12 @@ type replicaOptions struct {
 	dir       string
 	modules   int
 	latency   time.Duration
-	scan      bool         // the scan-per-request baseline
-	readPool  int          // the landing's read pool
+	scan      bool       // the scan-per-request baseline
+	readPool  int        // the landing's read pool
 	store     mesh.Store // a shared mesh (-pg); nil: a memstore of its own
-	register  bool         // write the plan ladder, package nodes and consumer (once per mesh)
-	key       string       // the consumer's key when register is false
-	feed      bool         // announce and absorb writes through the mesh's change feed
+	register  bool       // write the plan ladder, package nodes and consumer (once per mesh)
+	key       string     // the consumer's key when register is false
+	feed      bool       // announce and absorb writes through the mesh's change feed
 	freshness time.Duration
 	name      string
 }
