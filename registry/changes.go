@@ -207,7 +207,7 @@ func (s *ServedActivation) patch(p patch) {
 	defer s.mu.Unlock()
 	s.patchSeq++
 	p.seq = s.patchSeq
-	if s.inflight.Load() != nil {
+	if s.inflight.Current() != nil {
 		// Bounded by the modules written during one derivation, which
 		// its budget bounds.
 		s.patches = append(s.patches, p)

@@ -171,14 +171,14 @@ func TestAPatchMadeDuringADerivationIsNotUndoneByIt(t *testing.T) {
 	entered := held.holdAfterListing(gate)
 	read(t, b) // due: a derivation lists the modules and waits
 	testkit.Receive(t, entered, "the derivation listing")
-	d := b.inflight.Load()
+	d := b.inflight.Current()
 
 	land(t, a, "Alpha", "2.0.0") // absorbed while the derivation waits
 	eventually(t, func() bool { return b.Absorbed() >= 1 }, "b absorbing a's write")
 	// The derivation reads Alpha's records after the write, so make the
 	// case hard: it must not matter in which order they land.
 	gate.Release()
-	_, _ = rx.Collect[Snapshot](context.Background(), d.result)
+	_, _ = rx.Collect[Snapshot](context.Background(), d.Result())
 	assert.Equal(t, "2.0.0", servedVersions(read(t, b).Activation)["Alpha"])
 
 	// Negative control: the patch re-applied over a derivation is what
@@ -245,7 +245,7 @@ func TestWithTheFeedALocalWriteIsPatchedInAtOnceAndADerivationStartedBeforeItDoe
 	entered := held.holdAfterListing(gate)
 	read(t, s) // due: a reconciliation lists the modules and waits
 	testkit.Receive(t, entered, "the reconciliation listing")
-	d := s.inflight.Load()
+	d := s.inflight.Current()
 
 	land(t, s, "Beta", "1.0.0") // a local write while it runs
 	assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Beta"], "served at once, no derivation waited for")
@@ -255,10 +255,10 @@ func TestWithTheFeedALocalWriteIsPatchedInAtOnceAndADerivationStartedBeforeItDoe
 	assert.EqualValues(t, 2, s.Derivations(), "the first and the reconciliation: the write started none")
 
 	gate.Release()
-	_, _ = rx.Collect[Snapshot](context.Background(), d.result)
+	_, _ = rx.Collect[Snapshot](context.Background(), d.Result())
 	snap := read(t, s)
 	assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Beta"], "the reconciliation listed before the write: the patch is re-applied over it")
-	assert.Equal(t, d.started, snap.DerivedAt, "and it was published")
+	assert.Equal(t, d.Meta.started, snap.DerivedAt, "and it was published")
 }
 
 // The seed's served-activation properties on the incremental path (the

@@ -237,10 +237,10 @@ func TestETagMatchingFollowsIfNoneMatch(t *testing.T) {
 // flight, if any, to be published.
 func (f *fixture) settle() {
 	f.t.Helper()
-	if d := f.served.inflight.Load(); d != nil {
+	if d := f.served.inflight.Current(); d != nil {
 		ctx, cancel := context.WithTimeout(f.t.Context(), testkit.Bound)
 		defer cancel()
-		_, err := rx.First(ctx, d.result)
+		_, err := rx.First(ctx, d.Result())
 		require.NoError(f.t, err)
 	}
 }

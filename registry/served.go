@@ -12,6 +12,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/meshrx/meshrx/internal/flight"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
@@ -136,7 +137,7 @@ type ServedActivation struct {
 	failedSince time.Time // when derivations started failing
 	failure     string    // the last derivation's error
 
-	inflight    atomic.Pointer[derivation]
+	inflight    flight.Slot[Snapshot, *derivation] // Meta: the derivation's generation and scan
 	derivations atomic.Int64
 	absorbed    atomic.Int64 // modules patched into the snapshot from the change feed
 
@@ -170,11 +171,12 @@ type patch struct {
 	local bool
 }
 
+// derivation is what a flight of the slot records about its scan (its
+// Meta): the write generation it reads, and how to stop it.
 type derivation struct {
 	gen     uint64
 	mark    uint64 // patchSeq when it started: later patches are re-applied over its result
 	started time.Time
-	result  *rx.AsyncSubject[Snapshot]
 
 	prev *derivation   // the derivation started before this one: its scan returns before this one's starts
 	done chan struct{} // closed when this derivation's scan has returned
@@ -297,14 +299,14 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 			}
 			return rx.Return(snap)
 		}
-		d, snap, ok := s.claimCold(gen)
+		f, snap, ok := s.claimCold(gen)
 		if ok {
 			return rx.Return(snap)
 		}
-		if d == nil {
+		if f == nil {
 			return rx.Throw[Snapshot](landing.ErrClosed)
 		}
-		return rx.Catch(d.result, func(err error) rx.Observable[Snapshot] {
+		return rx.Catch(f.Result(), func(err error) rx.Observable[Snapshot] {
 			if errors.Is(err, errSuperseded) {
 				return s.Read() // a newer derivation holds the slot: join it
 			}
@@ -316,8 +318,8 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 // inFlight returns the result of the derivation in flight, or an empty
 // stream when none is running.
 func (s *ServedActivation) inFlight() rx.Observable[Snapshot] {
-	if d := s.inflight.Load(); d != nil {
-		return d.result
+	if f := s.inflight.Current(); f != nil {
+		return f.Result()
 	}
 	return rx.Empty[Snapshot]()
 }
@@ -329,53 +331,64 @@ func (s *ServedActivation) Snapshot() (Snapshot, bool) {
 	return s.snap, s.has
 }
 
+// derivationFlight is one derivation in the slot.
+type derivationFlight = flight.Flight[Snapshot, *derivation]
+
 // claimCold is claim for a reader that found no snapshot: when the slot is
 // empty because a derivation for gen has published and left it since the
 // reader looked, the snapshot it published is the answer (publishing
 // happens before the slot is released), not a second derivation.
-func (s *ServedActivation) claimCold(gen uint64) (*derivation, Snapshot, bool) {
+func (s *ServedActivation) claimCold(gen uint64) (*derivationFlight, Snapshot, bool) {
 	return s.claimFor(gen, true)
 }
 
 // claim returns the derivation for write generation gen: the one in flight
 // if it is at least that recent, else a new one it starts.
-func (s *ServedActivation) claim(gen uint64) *derivation {
-	d, _, _ := s.claimFor(gen, false)
-	return d
+func (s *ServedActivation) claim(gen uint64) *derivationFlight {
+	f, _, _ := s.claimFor(gen, false)
+	return f
 }
 
-func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivation, Snapshot, bool) {
-	for {
-		cur := s.inflight.Load()
-		if cur != nil && cur.gen >= gen {
-			return cur, Snapshot{}, false
-		}
+func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivationFlight, Snapshot, bool) {
+	var published Snapshot
+	meta := func() (*derivation, bool) {
 		if cold {
+			// Checked after the slot was seen without a flight for gen:
+			// one that left it had published first.
 			s.mu.Lock()
 			snap, has, now := s.snap, s.has, s.gen
 			s.mu.Unlock()
 			if has && now == gen {
-				return nil, snap, true
+				published = snap
+				return nil, false
 			}
 		}
-		d := &derivation{gen: gen, started: s.clk.Now(), result: rx.NewAsyncSubject[Snapshot](), done: make(chan struct{})}
-		if s.inflight.CompareAndSwap(cur, d) {
-			if cur != nil {
-				// A local write made cur's listing useless: stop it. This
-				// one scans once it has stopped (see start).
-				cur.supersede()
-			}
-			if !s.start(d) {
-				s.inflight.CompareAndSwap(d, nil)
-				return nil, Snapshot{}, false
-			}
-			return d, Snapshot{}, false
-		}
+		return &derivation{gen: gen, started: s.clk.Now(), done: make(chan struct{})}, true
 	}
+	f, replaced, owner := s.inflight.ClaimIf(meta, func(cur *derivationFlight) bool { return cur.Meta.gen >= gen })
+	if f == nil {
+		return nil, published, true
+	}
+	if !owner {
+		return f, Snapshot{}, false
+	}
+	if replaced != nil {
+		// A local write made the replaced derivation's listing useless:
+		// stop it. This one scans once it has stopped (see start).
+		replaced.Meta.supersede()
+	}
+	if !s.start(f) {
+		s.inflight.Release(f)
+		f.Fail(landing.ErrClosed) // readers that joined it meanwhile
+		return nil, Snapshot{}, false
+	}
+	return f, Snapshot{}, false
 }
 
-// start runs d on the service's own subscription: no request can cancel it.
-func (s *ServedActivation) start(d *derivation) bool {
+// start runs f's derivation on the service's own subscription: no request
+// can cancel it.
+func (s *ServedActivation) start(f *derivationFlight) bool {
+	d := f.Meta
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -416,28 +429,38 @@ func (s *ServedActivation) start(d *derivation) bool {
 			o.OnCompleted()
 		}()
 	})
+	var (
+		snap Snapshot
+		got  bool
+	)
 	rx.TimeoutStage(scan, "activation derivation", s.budget, s.clk).Subscribe(rx.NewObserver(
 		func(a landing.Activation) {
 			s.derived(nil)
-			d.result.OnNext(s.publish(d, a))
+			snap, got = s.publish(d, a), true
 		},
 		func(err error) {
 			if d.wasSuperseded() {
 				// Not a failure: its readers join the successor.
-				s.release(d)
+				s.release(f)
 				s.running.Done()
-				d.result.OnError(errSuperseded)
+				f.Fail(errSuperseded)
 				return
 			}
 			s.derived(err)
-			s.release(d)
+			s.release(f)
 			s.running.Done()
-			d.result.OnError(err)
+			f.Fail(err)
 		},
 		func() {
-			s.release(d)
+			// Published before the slot is freed: a cold reader that finds
+			// it free answers from this snapshot (see claimCold).
+			s.release(f)
 			s.running.Done()
-			d.result.OnCompleted()
+			if !got {
+				f.Fail(errors.New("registry: the activation derivation ended without a listing"))
+				return
+			}
+			f.Resolve(snap)
 		},
 	))
 	return true
@@ -504,11 +527,11 @@ func (s *ServedActivation) publish(d *derivation, a landing.Activation) Snapshot
 	return snap
 }
 
-// release frees d's slot, only if the slot still holds d.
-func (s *ServedActivation) release(d *derivation) {
-	if s.inflight.CompareAndSwap(d, nil) {
+// release frees f's slot, only if the slot still holds f.
+func (s *ServedActivation) release(f *derivationFlight) {
+	if s.inflight.Release(f) {
 		s.mu.Lock()
-		if s.inflight.Load() == nil {
+		if s.inflight.Current() == nil {
 			s.patches = s.patches[:0] // no derivation left to re-apply them over
 		}
 		s.mu.Unlock()
@@ -595,8 +618,8 @@ func (s *ServedActivation) Close(ctx context.Context) error {
 	if timer != nil {
 		timer.Unsubscribe()
 	}
-	if d := s.inflight.Load(); d != nil {
-		d.supersede() // nothing succeeds it: its readers re-read and find the service closed
+	if f := s.inflight.Current(); f != nil {
+		f.Meta.supersede() // nothing succeeds it: its readers re-read and find the service closed
 	}
 	done := make(chan struct{})
 	go func() {

@@ -54,10 +54,10 @@ func read(t *testing.T, s *ServedActivation) Snapshot {
 // settle waits at most bound for the derivation in flight, if any, to end.
 func settle(t *testing.T, s *ServedActivation) {
 	t.Helper()
-	if d := s.inflight.Load(); d != nil {
+	if d := s.inflight.Current(); d != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 		defer cancel()
-		_, _ = rx.Collect[Snapshot](ctx, d.result)
+		_, _ = rx.Collect[Snapshot](ctx, d.Result())
 		require.NoError(t, ctx.Err(), "the derivation did not finish")
 	}
 }
@@ -208,7 +208,7 @@ func TestADerivationStartedBeforeALocalWriteIsNotPublished(t *testing.T) {
 		entered := held.holdAfterListing(gate)
 		read(t, s) // due: starts a derivation, which lists the modules and waits
 		testkit.Receive(t, entered, "the stale derivation listing the modules")
-		stale := s.inflight.Load()
+		stale := s.inflight.Current()
 
 		if countWrite {
 			land(t, s, "Beta", "1.0.0") // a local write while it runs
@@ -218,7 +218,7 @@ func TestADerivationStartedBeforeALocalWriteIsNotPublished(t *testing.T) {
 			land(t, a, "Beta", "1.0.0")
 		}
 		gate.Release()
-		_, _ = rx.Collect[Snapshot](context.Background(), stale.result)
+		_, _ = rx.Collect[Snapshot](context.Background(), stale.Result())
 
 		snap, ok := s.Snapshot()
 		require.True(t, ok)
@@ -307,7 +307,7 @@ func TestALateDerivationDoesNotEvictItsSuccessor(t *testing.T) {
 	enteredFirst := held.hold(first)
 	read(t, s) // due: derivation D1 starts and waits
 	testkit.Receive(t, enteredFirst, "D1 reaching the volume")
-	d1 := s.inflight.Load()
+	d1 := s.inflight.Current()
 
 	land(t, s, "Beta", "1.0.0") // a local write: D1 may no longer publish
 	enteredSecond := held.hold(second)
@@ -315,7 +315,7 @@ func TestALateDerivationDoesNotEvictItsSuccessor(t *testing.T) {
 	testkit.Receive(t, enteredSecond, "D2 reaching the volume")
 
 	first.Release() // D1 finishes late, while D2 is in flight
-	_, _ = rx.Collect[Snapshot](context.Background(), d1.result)
+	_, _ = rx.Collect[Snapshot](context.Background(), d1.Result())
 	late := rxtest.Record(clk, s.Read()) // must join D2, not start D3
 
 	second.Release()

@@ -56,12 +56,25 @@ type Slot[T, M any] struct {
 // true and the flight it replaced (nil when the slot was empty): the caller
 // must start the fill, and Release and settle the flight when it ends.
 func (s *Slot[T, M]) Claim(meta func() M, serves func(*Flight[T, M]) bool) (f, replaced *Flight[T, M], owner bool) {
+	return s.ClaimIf(func() (M, bool) { return meta(), true }, serves)
+}
+
+// ClaimIf is Claim whose meta may decline to start a fill: it is called
+// each time the slot was just seen without a flight that serves the caller,
+// so a cache can check there whether a fill that left the slot already
+// answered (a fill updates its cache before Release). When meta reports
+// false, ClaimIf installs nothing and returns nil flights.
+func (s *Slot[T, M]) ClaimIf(meta func() (M, bool), serves func(*Flight[T, M]) bool) (f, replaced *Flight[T, M], owner bool) {
 	for {
 		cur := s.cur.Load()
 		if cur != nil && (serves == nil || serves(cur)) {
 			return cur, nil, false
 		}
-		f := &Flight[T, M]{Meta: meta(), result: rx.NewAsyncSubject[T]()}
+		m, ok := meta()
+		if !ok {
+			return nil, nil, false
+		}
+		f := &Flight[T, M]{Meta: m, result: rx.NewAsyncSubject[T]()}
 		if s.cur.CompareAndSwap(cur, f) {
 			return f, cur, true
 		}

@@ -73,3 +73,35 @@ func TestALateFlightDoesNotEvictItsSuccessor(t *testing.T) {
 	_, _, owner = s.Claim(func() int { return 3 }, nil)
 	assert.True(t, owner, "without the compare, the successor was lost")
 }
+
+// A cache's cold reader checks, after seeing the slot free, whether a fill
+// that just left it already answered; ClaimIf lets it decline to start a
+// second fill there.
+func TestAClaimThatDeclinesStartsNoFillAndLeavesTheSlotAsItWas(t *testing.T) {
+	var s Slot[int, int]
+	var cache atomic.Int64 // 0: no answer yet
+	asked := 0
+	claim := func() (*Flight[int, int], bool) {
+		f, _, owner := s.ClaimIf(func() (int, bool) {
+			asked++
+			return 1, cache.Load() == 0
+		}, nil)
+		return f, owner
+	}
+
+	first, owner := claim()
+	require.True(t, owner)
+	cache.Store(7) // the fill updates the cache, then releases the slot
+	require.True(t, s.Release(first))
+	first.Resolve(7)
+
+	f, owner := claim()
+	assert.Nil(t, f, "the fill that left already answered: no second fill")
+	assert.False(t, owner)
+	assert.Nil(t, s.Current())
+	assert.Equal(t, 2, asked, "meta is asked only when the slot holds no flight that serves")
+
+	// Negative control: Claim, which cannot decline, starts a second fill.
+	_, _, owner = s.Claim(func() int { return 2 }, nil)
+	assert.True(t, owner)
+}
