@@ -13,8 +13,10 @@
 // slot free and whatever cache the owner updated first.
 //
 // It is the primitive of auth.PlanTierLadder and of the registry's served
-// activation (whose flights carry a write generation as Meta: a flight of an
-// older generation does not serve a newer reader and is replaced).
+// activation (whose flights carry the derivation's write generation in their
+// Meta: a flight of an older generation does not serve a newer reader and is
+// replaced; a reader that finds no snapshot claims with ClaimIf, declining
+// when a fill for its generation already published and left the slot).
 package flight
 
 import (
