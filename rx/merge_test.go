@@ -2,9 +2,6 @@ package rx_test
 
 import (
 	"context"
-	"errors"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,17 +12,6 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-// interleaved maps 1 to values at 10, 30, 50 and 2 to values at 20, 40, 60
-// (ticks after the mapping), so merging and concatenating differ.
-func interleaved(clk *rxtest.Clock) func(int) rx.Observable[int] {
-	return func(k int) rx.Observable[int] {
-		start := time.Duration(k) * 10 * tick
-		return rxtest.Cold(clk,
-			rxtest.Next(start, k*10+1), rxtest.Next(start+20*tick, k*10+2), rxtest.Next(start+40*tick, k*10+3),
-			rxtest.Completed[int](start+40*tick))
-	}
-}
-
 func TestSelectManyMergesInnersAsTheyEmit(t *testing.T) {
 	clk := rxtest.NewClock()
 	rec := rxtest.Record(clk, rx.SelectMany(rx.Of(1, 2), interleaved(clk)))
@@ -33,28 +19,6 @@ func TestSelectManyMergesInnersAsTheyEmit(t *testing.T) {
 	assert.Equal(t, []int{11, 21, 12, 22, 13, 23}, rec.Values(), "merge, not concat")
 	assert.True(t, rec.Completed())
 	require.NoError(t, rec.GrammarErr())
-}
-
-func TestConcatMapRunsOneInnerAfterTheOther(t *testing.T) {
-	// Negative control of the test above: the same inners concatenated.
-	clk := rxtest.NewClock()
-	rec := rxtest.Record(clk, rx.ConcatMap(rx.Of(1, 2), interleaved(clk)))
-	clk.Advance(time.Second)
-	assert.Equal(t, []int{11, 12, 13, 21, 22, 23}, rec.Values())
-	assert.Equal(t, rxtest.Completed[int](50*tick+60*tick), rec.Events()[6], "the second inner starts when the first completes")
-	require.NoError(t, rec.GrammarErr())
-}
-
-// goroutineInner emits n values from its own goroutine.
-func goroutineInner(k, n int) rx.Observable[int] {
-	return rx.Create(func(ctx context.Context, o rx.Observer[int]) {
-		go func() {
-			for i := 0; i < n && ctx.Err() == nil; i++ {
-				o.OnNext(k*n + i)
-			}
-			o.OnCompleted()
-		}()
-	})
 }
 
 func TestSelectManyAndConcatMapSerialiseInnersFromOtherGoroutines(t *testing.T) {
@@ -75,14 +39,6 @@ func TestSelectManyAndConcatMapSerialiseInnersFromOtherGoroutines(t *testing.T) 
 			}
 			assert.Len(t, seen, 20*500, "every value exactly once")
 		})
-	}
-}
-
-func TestConcatMapKeepsTheOrderOfInnersFromOtherGoroutines(t *testing.T) {
-	vs, err := rx.Collect(context.Background(), rx.ConcatMap(rx.Range(0, 10), func(k int) rx.Observable[int] { return goroutineInner(k, 100) }))
-	require.NoError(t, err)
-	for i, v := range vs {
-		require.Equal(t, i, v)
 	}
 }
 
@@ -137,70 +93,4 @@ func TestSelectManyFailsClearlyWhenTheSelectorReturnsNil(t *testing.T) {
 	rec := rxtest.Record(nil, rx.SelectMany(rx.Of(1), func(int) rx.Observable[int] { return nil }))
 	require.Error(t, rec.Err())
 	assert.Contains(t, rec.Err().Error(), "nil Observable")
-}
-
-func TestConcatSubscribesInTurnWithoutGrowingTheStack(t *testing.T) {
-	srcs := make([]rx.Observable[int], 200_000)
-	for i := range srcs {
-		srcs[i] = rx.Return(i)
-	}
-	vs, err := rx.Collect(context.Background(), rx.Concat(srcs...))
-	require.NoError(t, err)
-	require.Len(t, vs, len(srcs))
-	assert.Equal(t, len(srcs)-1, vs[len(vs)-1])
-}
-
-func TestConcatPassesTheFirstErrorOn(t *testing.T) {
-	var second atomic.Bool
-	rec := rxtest.Record(nil, rx.Concat(rx.Of(1), rx.Throw[int](rxtest.ErrTest), rx.Defer(func() rx.Observable[int] { second.Store(true); return rx.Return(2) })))
-	assert.Equal(t, []int{1}, rec.Values())
-	assert.ErrorIs(t, rec.Err(), rxtest.ErrTest)
-	assert.False(t, second.Load())
-}
-
-func TestCombineLatestEmitsOncePairedAndCompletesWhenBothHave(t *testing.T) {
-	clk := rxtest.NewClock()
-	a := rxtest.Hot(clk, rxtest.Next(210*tick, 1), rxtest.Next(240*tick, 2), rxtest.Completed[int](300*tick))
-	b := rxtest.Hot(clk, rxtest.Next(220*tick, "x"), rxtest.Next(250*tick, "y"), rxtest.Completed[string](400*tick))
-	res := rxtest.Start(clk, 200*tick, 1000*tick, func() rx.Observable[string] {
-		return rx.CombineLatest2[int, string](a, b, func(n int, s string) string { return s + string(rune('0'+n)) })
-	})
-	assert.Equal(t, []rxtest.Event[string]{
-		rxtest.Next(220*tick, "x1"), rxtest.Next(240*tick, "x2"), rxtest.Next(250*tick, "y2"), rxtest.Completed[string](400 * tick),
-	}, res.Events())
-}
-
-func TestCombineLatestCompletesAtOnceWhenASideEndsEmpty(t *testing.T) {
-	rec := rxtest.Record(nil, rx.CombineLatest2(rx.Empty[int](), rx.Never[int](), func(a, b int) int { return a + b }))
-	assert.True(t, rec.Completed())
-}
-
-func TestCombineLatestIsSafeWithBothSidesOnOtherGoroutines(t *testing.T) {
-	rec := rxtest.NewRecorder[int](nil)
-	rx.CombineLatest2(goroutineInner(0, 2000), goroutineInner(1, 2000), func(a, b int) int { return a + b }).Subscribe(rec)
-	require.True(t, rec.WaitTerminated(10*time.Second))
-	require.NoError(t, rec.GrammarErr())
-	assert.True(t, rec.Completed())
-}
-
-func TestSubjectInputsFromManyGoroutinesReachObserversOneAtATime(t *testing.T) {
-	s := rx.NewSubject[int]()
-	rec := rxtest.Record[int](nil, s)
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 1000; i++ {
-				s.OnNext(i)
-			}
-		}()
-	}
-	wg.Wait()
-	s.OnCompleted()
-	s.OnNext(-1)
-	require.NoError(t, rec.GrammarErr())
-	assert.Len(t, rec.Values(), 8000)
-	assert.True(t, rec.Completed())
-	assert.False(t, errors.Is(rec.Err(), rxtest.ErrTest))
 }

@@ -3,10 +3,8 @@ package rx_test
 import (
 	"context"
 	"math"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,17 +12,6 @@ import (
 	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
-
-// endless is an endless synchronous source that counts what it emits and
-// stops only when its context says the chain has unsubscribed.
-func endless(emitted *atomic.Int64) rx.Observable[int] {
-	return rx.Create(func(ctx context.Context, o rx.Observer[int]) {
-		for i := 0; ctx.Err() == nil; i++ {
-			emitted.Add(1)
-			o.OnNext(i)
-		}
-	})
-}
 
 func TestTakeOverAnEndlessSynchronousSourceTerminates(t *testing.T) {
 	var emitted atomic.Int64
@@ -73,90 +60,6 @@ func TestTakeOfZeroCompletesWithoutSubscribing(t *testing.T) {
 	assert.False(t, subscribed)
 }
 
-func TestNothingIsDeliveredAfterUnsubscribeFromInsideANotification(t *testing.T) {
-	var emitted atomic.Int64
-	var sub rx.Subscription
-	var got []int
-	ready := make(chan struct{})
-	src := rx.Create(func(ctx context.Context, o rx.Observer[int]) {
-		go func() {
-			<-ready
-			for i := 0; ctx.Err() == nil; i++ {
-				emitted.Add(1)
-				o.OnNext(i)
-			}
-		}()
-	})
-	done := make(chan struct{})
-	sub = src.Subscribe(rx.NewObserver(func(v int) {
-		got = append(got, v)
-		if v == 2 {
-			sub.Unsubscribe()
-			close(done)
-		}
-	}, nil, nil))
-	close(ready)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the producer never reached the third value")
-	}
-	assert.Equal(t, []int{0, 1, 2}, got)
-}
-
-func TestNothingIsDeliveredAfterUnsubscribeFromAnotherGoroutineOnceTheProducerStops(t *testing.T) {
-	var (
-		mu       sync.Mutex
-		after    int
-		returned bool
-		stopped  = make(chan struct{})
-		started  = make(chan struct{})
-	)
-	src := rx.Create(func(ctx context.Context, o rx.Observer[int]) {
-		go func() {
-			defer close(stopped)
-			close(started)
-			for i := 0; ctx.Err() == nil; i++ {
-				o.OnNext(i)
-			}
-		}()
-	})
-	sub := src.Subscribe(rx.NewObserver(func(int) {
-		mu.Lock()
-		if returned {
-			after++
-		}
-		mu.Unlock()
-	}, nil, nil))
-	<-started
-	sub.Unsubscribe()
-	mu.Lock()
-	returned = true
-	mu.Unlock()
-	select {
-	case <-stopped: // the producer saw ctx done
-	case <-time.After(5 * time.Second):
-		t.Fatal("unsubscribing did not stop the producer")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	// A value already past the gate when Unsubscribe was called may still land
-	// (Unsubscribe never blocks); nothing after it.
-	assert.LessOrEqual(t, after, 1)
-}
-
-func TestUnsubscribeIsIdempotent(t *testing.T) {
-	sub := rx.Never[int]().Subscribe(rx.NewObserver[int](nil, nil, nil))
-	sub.Unsubscribe()
-	sub.Unsubscribe()
-	clk := rxtest.NewClock()
-	sub = rx.Timer(time.Second, clk).Subscribe(rx.NewObserver[time.Time](nil, nil, nil))
-	require.Equal(t, 1, clk.Pending())
-	sub.Unsubscribe()
-	sub.Unsubscribe()
-	assert.Zero(t, clk.Pending(), "unsubscribing stops the timer")
-}
-
 func TestTakeUntilCompletesWhenStopEmitsAndUnsubscribesBoth(t *testing.T) {
 	clk := rxtest.NewClock()
 	xs := rxtest.Hot(clk, rxtest.Next(210*tick, 1), rxtest.Next(230*tick, 2), rxtest.Next(270*tick, 3), rxtest.Completed[int](400*tick))
@@ -182,4 +85,26 @@ func TestTakeUntilAStopThatFiresAtSubscriptionNeverSubscribesTheSource(t *testin
 	assert.True(t, rec.Completed())
 	assert.Empty(t, rec.Values())
 	assert.False(t, subscribed)
+}
+
+func TestTakeSendsNothingAfterTheObserverUnsubscribedInsideTheNthOnNext(t *testing.T) {
+	run := func(unsubscribe bool) *rxtest.Recorder[int] {
+		var sub rx.Subscription
+		rec := rxtest.NewRecorder[int](nil)
+		src := rx.NewSubject[int]()
+		sub = rx.Take[int](src, 2).Subscribe(rx.NewObserver(func(v int) {
+			rec.OnNext(v)
+			if v == 1 && unsubscribe {
+				sub.Unsubscribe()
+			}
+		}, rec.OnError, rec.OnCompleted))
+		for i := range 10 {
+			src.OnNext(i)
+		}
+		return rec
+	}
+	rec := run(true)
+	assert.Equal(t, []int{0, 1}, rec.Values())
+	assert.False(t, rec.Terminated(), "no OnCompleted after the unsubscription")
+	assert.True(t, run(false).Completed(), "control: without the unsubscription Take completes")
 }

@@ -13,9 +13,6 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-// tick is the unit of the ported Rx.NET TimeoutTest vectors.
-const tick = time.Millisecond
-
 func errTimeoutAt(at time.Duration) rxtest.Event[int] {
 	return rxtest.Error[int](at, &rx.TimeoutError{After: 200 * tick})
 }

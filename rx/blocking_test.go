@@ -1,0 +1,163 @@
+package rx_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/rx"
+	"github.com/meshrx/meshrx/rx/rxtest"
+)
+
+func TestFirstReturnsTheFirstValueAndUnsubscribes(t *testing.T) {
+	var stopped bool
+	src := rx.Finally(rx.Range(1, 1_000_000), func() { stopped = true })
+	v, err := rx.First(context.Background(), src)
+	require.NoError(t, err)
+	assert.Equal(t, 1, v)
+	assert.True(t, stopped)
+}
+
+func TestFirstOnAnEmptyStreamReturnsErrEmpty(t *testing.T) {
+	_, err := rx.First(context.Background(), rx.Empty[int]())
+	assert.ErrorIs(t, err, rx.ErrEmpty)
+	_, err = rx.First(context.Background(), rx.Throw[int](rxtest.ErrTest))
+	assert.ErrorIs(t, err, rxtest.ErrTest)
+}
+
+func TestFirstAndCollectHonourContextCancellationAndLeaveNoGoroutine(t *testing.T) {
+	for name, run := range map[string]func(context.Context, rx.Observable[int]) error{
+		"First":   func(ctx context.Context, o rx.Observable[int]) error { _, err := rx.First(ctx, o); return err },
+		"Collect": func(ctx context.Context, o rx.Observable[int]) error { _, err := rx.Collect(ctx, o); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			producerDone := make(chan struct{})
+			src := rx.Create(func(ctx context.Context, o rx.Observer[int]) {
+				go func() {
+					defer close(producerDone)
+					<-ctx.Done() // a producer that never answers
+				}()
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(10*time.Millisecond, cancel)
+			err := run(ctx, src)
+			assert.ErrorIs(t, err, context.Canceled)
+			select {
+			case <-producerDone: // the producer was told and left
+			case <-time.After(5 * time.Second):
+				t.Fatal("the producer was not unsubscribed")
+			}
+			// goleak in TestMain checks nothing else is left running.
+		})
+	}
+}
+
+func TestCollectGathersAllValuesOrStopsAtTheError(t *testing.T) {
+	vs, err := rx.Collect(context.Background(), rx.Of(1, 2, 3))
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2, 3}, vs)
+	vs, err = rx.Collect(context.Background(), rx.Concat(rx.Of(1), rx.Throw[int](rxtest.ErrTest)))
+	assert.ErrorIs(t, err, rxtest.ErrTest)
+	assert.Equal(t, []int{1}, vs)
+}
+
+// callerLoop is a Create producer that loops on the subscribing goroutine,
+// honouring its own ctx, and cancels the caller's context after 1,000 values
+// (a deadline that passes while the source is still inside Subscribe).
+func callerLoop(cancel context.CancelFunc, produced *atomic.Int64, limit int64) rx.Observable[int] {
+	return rx.Create(func(ctx context.Context, o rx.Observer[int]) {
+		for i := int64(0); i < limit && ctx.Err() == nil; i++ {
+			produced.Add(1)
+			o.OnNext(int(i))
+			if i == 1000 {
+				cancel()
+			}
+		}
+		o.OnCompleted()
+	})
+}
+
+func TestFirstAndCollectReturnCtxErrWhenCtxEndsWhileTheSourceRunsInsideSubscribe(t *testing.T) {
+	const limit = 3_000_000
+	t.Run("Collect", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var produced atomic.Int64
+		vs, err := rx.Collect(ctx, callerLoop(cancel, &produced, limit))
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Nil(t, vs)
+		assert.Less(t, produced.Load(), int64(limit), "the source was unsubscribed and its producer stopped")
+	})
+	t.Run("First", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var produced atomic.Int64
+		// Skip the first 1,500,000 values so First is still waiting when ctx ends.
+		_, err := rx.First(ctx, rx.Filter(callerLoop(cancel, &produced, limit), func(v int) bool { return v > 1_500_000 }))
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Less(t, produced.Load(), int64(limit))
+	})
+	t.Run("control: a context only consulted after Subscribe returns stops nothing", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var produced atomic.Int64
+		sub := callerLoop(cancel, &produced, limit).Subscribe(rx.NewObserver[int](nil, nil, nil))
+		<-ctx.Done()
+		sub.Unsubscribe()
+		assert.Equal(t, int64(limit), produced.Load(), "the producer ran to its own limit")
+	})
+}
+
+func TestFirstOnAReplayingSubjectFromInsideItsOwnNotificationReturnsTheCurrentValue(t *testing.T) {
+	bounded := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 10*time.Second)
+	}
+	firstInside := func(s interface {
+		rx.Observable[int]
+		OnNext(int)
+	}, of rx.Observable[int]) (int, error, time.Duration) {
+		var got int
+		var err error
+		var took time.Duration
+		rx.Take[int](s, 2).Subscribe(rx.NewObserver(func(v int) {
+			if v != 7 {
+				return
+			}
+			ctx, cancel := bounded()
+			defer cancel()
+			start := time.Now()
+			got, err = rx.First(ctx, of)
+			took = time.Since(start)
+		}, nil, nil))
+		s.OnNext(7)
+		return got, err, took
+	}
+	b := rx.NewBehaviorSubject(0)
+	v, err, took := firstInside(b, b)
+	require.NoError(t, err)
+	assert.Equal(t, 7, v)
+	assert.Less(t, took, time.Second)
+
+	r := rx.NewReplaySubject[int](1)
+	v, err, _ = firstInside(r, r)
+	require.NoError(t, err)
+	assert.Equal(t, 7, v)
+
+	b2 := rx.NewBehaviorSubject(0)
+	v, err, _ = firstInside(b2, rx.Share[int](b2))
+	require.NoError(t, err)
+	assert.Equal(t, 7, v, "Share connects inside the subject's notification and gets its replay")
+
+	t.Run("control: a Subject, which does not replay, makes First wait for its context", func(t *testing.T) {
+		s := rx.NewSubject[int]()
+		var err error
+		s.Subscribe(rx.NewObserver(func(int) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			defer cancel()
+			_, err = rx.First[int](ctx, s)
+		}, nil, nil))
+		s.OnNext(7)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+}
