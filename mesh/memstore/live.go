@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/internal/mailbox"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -18,7 +19,7 @@ type liveQuery struct {
 	anchor    anchorFilter
 
 	o    rx.Observer[mesh.Change]
-	box  mailbox[mesh.Change]
+	box  mailbox.Mailbox[mesh.Change]
 	done bool // unsubscribed or ended; guarded by Store.liveMu
 }
 
@@ -145,7 +146,7 @@ func (s *Store) register(lq *liveQuery) {
 		return
 	}
 	items := s.read(lq)
-	lq.box.hold()
+	lq.box.Hold()
 	s.liveMu.Lock()
 	if !lq.done {
 		s.live.add(lq)
@@ -153,14 +154,14 @@ func (s *Store) register(lq *liveQuery) {
 	s.liveMu.Unlock()
 	s.mu.RUnlock()
 	lq.o.OnNext(mesh.Change{Kind: mesh.Initial, Items: items, Partitions: lq.parts})
-	if lq.box.release() {
+	if lq.box.Release() {
 		go s.drain(lq)
 	}
 }
 
 // drain delivers lq's queued frames until none is left; see mailbox.
 func (s *Store) drain(lq *liveQuery) {
-	lq.box.drain(lq.o.OnNext, func() (mesh.Change, bool) { return s.collapse(lq) }, lq.o.OnCompleted)
+	lq.box.Drain(lq.o.OnNext, func() (mesh.Change, bool) { return s.collapse(lq) }, lq.o.OnCompleted)
 }
 
 // collapse reads lq's current result for the Reset that stands for the
@@ -170,7 +171,7 @@ func (s *Store) drain(lq *liveQuery) {
 func (s *Store) collapse(lq *liveQuery) (mesh.Change, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	lq.box.reset()
+	lq.box.Reset()
 	if s.closed {
 		return mesh.Change{}, false
 	}
@@ -187,7 +188,7 @@ func (s *Store) unregister(lq *liveQuery) {
 		s.live.remove(lq)
 	}
 	s.liveMu.Unlock()
-	lq.box.leave()
+	lq.box.Leave()
 }
 
 // classify queues, for every live query the write concerns, the frame it
@@ -232,7 +233,7 @@ func (s *Store) classify(schema string, global bool, old, cur *mesh.Node) []*liv
 		default:
 			return
 		}
-		if lq.box.push(c) {
+		if lq.box.Push(c) {
 			start = append(start, lq)
 		}
 	})

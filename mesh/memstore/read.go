@@ -80,7 +80,7 @@ func (b backend) Watch(q *mesh.Query, reach mesh.Reach) rx.Observable[mesh.Chang
 	s := b.s
 	return rx.Defer(func() rx.Observable[mesh.Change] {
 		lq := newLiveQuery(q, reach)
-		lq.box.bound = s.queueFrames
+		lq.box.Bound = s.queueFrames
 		live := rx.Create(func(_ context.Context, o rx.Observer[mesh.Change]) {
 			lq.o = o
 			s.register(lq)

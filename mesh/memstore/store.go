@@ -13,8 +13,13 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/internal/mailbox"
 	"github.com/meshrx/meshrx/rx"
 )
+
+// DefaultQueueFrames is the bound of a subscriber's queue when
+// Options.QueueFrames is zero.
+const DefaultQueueFrames = mailbox.DefaultBound
 
 // Options configure a Store. The zero value is ready to use.
 type Options struct {
@@ -187,13 +192,13 @@ func (s *Store) Close() error {
 	ended := s.live.clear()
 	var startQ []*liveQuery
 	for _, lq := range ended {
-		if lq.box.end() {
+		if lq.box.End() {
 			startQ = append(startQ, lq)
 		}
 	}
 	var startW []*watcher
 	for w := range s.watchers {
-		if w.box.end() {
+		if w.box.End() {
 			startW = append(startW, w)
 		}
 	}
@@ -221,7 +226,7 @@ func (s *Store) Close() error {
 // again. Close completes every subscription.
 func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] {
 	return rx.Defer(func() rx.Observable[mesh.ChangeNotice] {
-		w := &watcher{box: mailbox[mesh.ChangeNotice]{bound: s.queueFrames}}
+		w := &watcher{box: mailbox.Mailbox[mesh.ChangeNotice]{Bound: s.queueFrames}}
 		feed := rx.Create(func(_ context.Context, o rx.Observer[mesh.ChangeNotice]) {
 			w.o = o
 			s.mu.RLock()
@@ -240,7 +245,7 @@ func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] {
 			s.liveMu.Lock()
 			delete(s.watchers, w)
 			s.liveMu.Unlock()
-			w.box.leave()
+			w.box.Leave()
 		})
 	})
 }
@@ -248,15 +253,15 @@ func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] {
 // watcher is one subscription of Changes.
 type watcher struct {
 	o   rx.Observer[mesh.ChangeNotice]
-	box mailbox[mesh.ChangeNotice]
+	box mailbox.Mailbox[mesh.ChangeNotice]
 }
 
 // gapNotice stands for the notices a Changes subscriber fell behind on.
 var gapNotice = mesh.ChangeNotice{Op: mesh.WriteUpdate}
 
 func (w *watcher) drain() {
-	w.box.drain(w.o.OnNext, func() (mesh.ChangeNotice, bool) {
-		w.box.reset()
+	w.box.Drain(w.o.OnNext, func() (mesh.ChangeNotice, bool) {
+		w.box.Reset()
 		return gapNotice, true
 	}, w.o.OnCompleted)
 }
@@ -267,7 +272,7 @@ func (s *Store) announce(n mesh.ChangeNotice) []*watcher {
 	var start []*watcher
 	s.liveMu.Lock()
 	for w := range s.watchers {
-		if w.box.push(n) {
+		if w.box.Push(n) {
 			start = append(start, w)
 		}
 	}
@@ -330,17 +335,17 @@ func (s *Store) Settle(ctx context.Context) error {
 	s.liveMu.Lock()
 	var pending []<-chan struct{}
 	s.live.each(func(lq *liveQuery) {
-		if c := lq.box.settled(); c != nil {
+		if c := lq.box.Settled(); c != nil {
 			pending = append(pending, c)
 		}
 	})
 	for w := range s.watchers {
-		if c := w.box.settled(); c != nil {
+		if c := w.box.Settled(); c != nil {
 			pending = append(pending, c)
 		}
 	}
 	s.liveMu.Unlock()
-	behind, err := awaitAll(ctx, pending)
+	behind, err := mailbox.AwaitAll(ctx, pending)
 	if err != nil {
 		return &SettleError{Behind: behind, Err: err}
 	}

@@ -142,7 +142,7 @@ func (s *Store) handle(payload string) {
 		}
 		s.dispatch(schema, !global, path, nodeType, typed)
 	}
-	s.changes.OnNext(mesh.ChangeNotice{Path: path, Op: op, NodeType: nodeType})
+	s.announce(mesh.ChangeNotice{Path: path, Op: op, NodeType: nodeType})
 }
 
 // dispatchAll makes every live query re-read.

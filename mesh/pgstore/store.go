@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/internal/mailbox"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -50,7 +51,15 @@ type Options struct {
 	// QueryTracer sees every statement of the connection pool (reads and
 	// writes; not the listener's LISTEN).
 	QueryTracer pgx.QueryTracer
+	// QueueFrames bounds each Changes subscriber's queue: the notices it has
+	// not taken yet. A subscriber that falls further behind gets one gap
+	// notice in their place (see Changes). Zero means DefaultQueueFrames.
+	QueueFrames int
 }
+
+// DefaultQueueFrames is the bound of a Changes subscriber's queue when
+// Options.QueueFrames is zero.
+const DefaultQueueFrames = mailbox.DefaultBound
 
 // Reconnect pacing of the listener: the first retry waits MinReconnectDelay,
 // each further failure doubles the wait up to MaxReconnectDelay. The cap is
@@ -96,8 +105,11 @@ type Store struct {
 
 	schemas *schemaSet
 
-	changes *rx.Subject[mesh.ChangeNotice]
-	feed    *rx.BehaviorSubject[FeedState]
+	// watchers are the Changes subscriptions, guarded by mu; each has its
+	// own bounded queue, so the listener never waits for one.
+	watchers    map[*watcher]struct{}
+	queueFrames int
+	feed        *rx.BehaviorSubject[FeedState]
 
 	notices, requeries, skipped, reads, pointReads, resets, reconnects, lostReads atomic.Int64
 }
@@ -108,14 +120,15 @@ type Store struct {
 // NotifyChannel. Open is bounded by ctx and by twice Budgets.Operation.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s := &Store{
-		clk:     opts.Clock,
-		budgets: opts.Budgets,
-		router:  opts.Router,
-		log:     opts.Logger,
-		live:    map[*liveQuery]struct{}{},
-		schemas: newSchemaSet(),
-		changes: rx.NewSubject[mesh.ChangeNotice](),
-		feed:    rx.NewBehaviorSubject(FeedState{}),
+		clk:         opts.Clock,
+		budgets:     opts.Budgets,
+		router:      opts.Router,
+		log:         opts.Logger,
+		live:        map[*liveQuery]struct{}{},
+		schemas:     newSchemaSet(),
+		watchers:    map[*watcher]struct{}{},
+		queueFrames: opts.QueueFrames,
+		feed:        rx.NewBehaviorSubject(FeedState{}),
 	}
 	if s.clk == nil {
 		s.clk = clock.New()
@@ -125,6 +138,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if s.budgets == (mesh.Budgets{}) {
 		s.budgets = mesh.DefaultBudgets()
+	}
+	if s.queueFrames == 0 {
+		s.queueFrames = DefaultQueueFrames
+	} else if s.queueFrames < 0 {
+		return nil, fmt.Errorf("pgstore: Options.QueueFrames is %d; it must be positive, or zero for the default", s.queueFrames)
 	}
 	if err := s.budgets.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
@@ -279,9 +297,86 @@ func (s *Store) Feed() rx.Observable[FeedState] { return s.feed }
 // them (see NotifyChannel). It is hot: a subscriber sees the writes
 // announced after it subscribed. A write that changes a node's type is
 // announced with NodeType "". Writes made while the feed is down are not
-// announced (see Feed). Observers are called on the listener's goroutine
-// and delay it; Changes completes on Close.
-func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] { return s.changes }
+// announced (see Feed).
+//
+// Each subscription is delivered from its own queue, never on the
+// listener's goroutine, so a slow subscriber delays neither the listener nor
+// the live queries. A subscriber that falls behind by more than
+// Options.QueueFrames notices receives, in their place, one notice with an
+// empty Path and NodeType, Op WriteUpdate: anything may have changed, read
+// again. Close completes every subscription.
+func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] {
+	return rx.Defer(func() rx.Observable[mesh.ChangeNotice] {
+		w := &watcher{box: mailbox.Mailbox[mesh.ChangeNotice]{Bound: s.queueFrames}}
+		feed := rx.Create(func(_ context.Context, o rx.Observer[mesh.ChangeNotice]) {
+			w.o = o
+			s.mu.Lock()
+			closed := s.closed
+			if !closed {
+				s.watchers[w] = struct{}{}
+			}
+			s.mu.Unlock()
+			if closed {
+				o.OnCompleted()
+			}
+		})
+		return rx.Finally(feed, func() {
+			s.mu.Lock()
+			delete(s.watchers, w)
+			s.mu.Unlock()
+			w.box.Leave()
+		})
+	})
+}
+
+// watcher is one subscription of Changes.
+type watcher struct {
+	o   rx.Observer[mesh.ChangeNotice]
+	box mailbox.Mailbox[mesh.ChangeNotice]
+}
+
+// gapNotice stands for the notices a Changes subscriber fell behind on.
+var gapNotice = mesh.ChangeNotice{Op: mesh.WriteUpdate}
+
+// drain delivers w's queue on the calling goroutine until it is empty.
+func (w *watcher) drain() {
+	w.box.Drain(w.o.OnNext, func() (mesh.ChangeNotice, bool) {
+		w.box.Reset()
+		return gapNotice, true
+	}, w.o.OnCompleted)
+}
+
+// announce queues n for every Changes subscriber and starts the drains it
+// makes due; it never waits for a subscriber.
+func (s *Store) announce(n mesh.ChangeNotice) {
+	var start []*watcher
+	s.mu.Lock()
+	for w := range s.watchers {
+		if w.box.Push(n) {
+			start = append(start, w)
+		}
+	}
+	s.mu.Unlock()
+	for _, w := range start {
+		go w.drain()
+	}
+}
+
+// endChanges completes every Changes subscription after what is queued.
+func (s *Store) endChanges() {
+	var start []*watcher
+	s.mu.Lock()
+	for w := range s.watchers {
+		if w.box.End() {
+			start = append(start, w)
+		}
+	}
+	clear(s.watchers)
+	s.mu.Unlock()
+	for _, w := range start {
+		go w.drain()
+	}
+}
 
 // Close ends every live query (each completes), stops the listener, waits
 // for the store's goroutines (at most 30s) and closes the pool. Afterwards
@@ -309,7 +404,7 @@ func (s *Store) Close() error {
 		err = fmt.Errorf("pgstore: close: the store's goroutines did not end within %s", closeBudget)
 	}
 	s.pool.Close()
-	s.changes.OnCompleted()
+	s.endChanges()
 	s.feed.OnCompleted()
 	return err
 }

@@ -1,27 +1,32 @@
-package memstore
+// Package mailbox gives each subscriber of a store its own bounded queue of
+// deliveries, drained on a goroutine of its own, so that a slow subscriber
+// slows only its own stream, never a writer or another subscriber.
+package mailbox
 
 import (
 	"context"
 	"sync"
 )
 
-// DefaultQueueFrames is the bound of a subscriber's queue when
-// Options.QueueFrames is zero.
-const DefaultQueueFrames = 1024
+// DefaultBound is the bound stores use for a subscriber's queue when their
+// options leave it zero.
+const DefaultBound = 1024
 
-// mailbox is one subscriber's bounded queue of deliveries. A writer pushes
+// Mailbox is one subscriber's bounded queue of deliveries. A writer pushes
 // under the store's lock and returns: it never runs the subscriber's code
 // and never waits for it. A drain delivers the queue on a goroutine of its
 // own, started when the queue goes from idle to busy and ended when it is
 // empty again, so an idle subscriber costs no goroutine.
 //
-// A subscriber that falls behind by more than bound deliveries has its queue
+// A subscriber that falls behind by more than Bound deliveries has its queue
 // collapsed: the pending deliveries are dropped and the drain, when the
 // subscriber catches up, asks its collapse function for one delivery that
 // stands for all of them (a live query's Reset with the current result).
 // Memory stays bounded and nothing is lost.
-type mailbox[T any] struct {
-	bound int
+type Mailbox[T any] struct {
+	// Bound is how many deliveries may wait before the queue collapses;
+	// set it before the first Push.
+	Bound int
 
 	mu        sync.Mutex
 	queue     []queued[T]
@@ -29,7 +34,7 @@ type mailbox[T any] struct {
 	delivered uint64 // deliveries made (or covered by a collapsed one) so far
 	waiters   []waiter
 	collapsed bool   // deliveries were dropped: the next one is collapse()'s
-	covered   uint64 // what the collapsed delivery stands for, set by reset
+	covered   uint64 // what the collapsed delivery stands for, set by Reset
 	ended     bool   // the stream ends after what is queued
 	running   bool   // a drain owns delivery
 	done      bool   // the subscriber left: deliver nothing more
@@ -47,9 +52,9 @@ type waiter struct {
 	done chan struct{}
 }
 
-// push queues v. It reports whether the caller must start a drain (go
-// m.drain(...)); it never blocks on the subscriber.
-func (m *mailbox[T]) push(v T) (start bool) {
+// Push queues v. It reports whether the caller must start a drain (go
+// m.Drain(...)); it never blocks on the subscriber.
+func (m *Mailbox[T]) Push(v T) (start bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done || m.ended {
@@ -59,8 +64,8 @@ func (m *mailbox[T]) push(v T) (start bool) {
 	switch {
 	case m.collapsed:
 		// Covered by the collapsed delivery, computed when it is sent.
-	case len(m.queue) >= m.bound:
-		m.queue = nil // release what the subscriber will never need
+	case len(m.queue) >= m.Bound:
+		m.queue = nil // Release what the subscriber will never need
 		m.collapsed = true
 	default:
 		m.queue = append(m.queue, queued[T]{v: v, seq: m.pushed})
@@ -68,8 +73,8 @@ func (m *mailbox[T]) push(v T) (start bool) {
 	return m.claim()
 }
 
-// end marks the stream as ending after what is queued.
-func (m *mailbox[T]) end() (start bool) {
+// End marks the stream as ending after what is queued.
+func (m *Mailbox[T]) End() (start bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done || m.ended {
@@ -79,18 +84,18 @@ func (m *mailbox[T]) end() (start bool) {
 	return m.claim()
 }
 
-// hold makes the caller the drain (for delivering a first value itself);
+// Hold makes the caller the drain (for delivering a first value itself);
 // writers meanwhile queue without starting one. The caller must then call
-// drain or release.
-func (m *mailbox[T]) hold() {
+// Drain or Release.
+func (m *Mailbox[T]) Hold() {
 	m.mu.Lock()
 	m.running = true
 	m.mu.Unlock()
 }
 
-// release ends a hold. It reports whether deliveries queued meanwhile need
+// Release ends a hold. It reports whether deliveries queued meanwhile need
 // a drain, which the caller must then start; otherwise the mailbox is idle.
-func (m *mailbox[T]) release() (start bool) {
+func (m *Mailbox[T]) Release() (start bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.done && (len(m.queue) > 0 || m.collapsed || m.ended) {
@@ -100,8 +105,8 @@ func (m *mailbox[T]) release() (start bool) {
 	return false
 }
 
-// leave stops all delivery: the subscriber is gone.
-func (m *mailbox[T]) leave() {
+// Leave stops all delivery: the subscriber is gone.
+func (m *Mailbox[T]) Leave() {
 	m.mu.Lock()
 	m.done = true
 	m.queue = nil
@@ -109,10 +114,10 @@ func (m *mailbox[T]) leave() {
 	m.mu.Unlock()
 }
 
-// settled returns a channel closed once everything pushed so far has been
+// Settled returns a channel closed once everything pushed so far has been
 // delivered (or the subscriber left or its stream ended), or nil when that
 // is so already.
-func (m *mailbox[T]) settled() <-chan struct{} {
+func (m *Mailbox[T]) Settled() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done || m.delivered >= m.pushed {
@@ -125,7 +130,7 @@ func (m *mailbox[T]) settled() <-chan struct{} {
 
 // advance records delivery up to seq and wakes the waiters it satisfies. The
 // caller holds mu.
-func (m *mailbox[T]) advance(seq uint64) {
+func (m *Mailbox[T]) advance(seq uint64) {
 	m.delivered = max(m.delivered, seq)
 	kept := m.waiters[:0]
 	for _, w := range m.waiters {
@@ -139,7 +144,7 @@ func (m *mailbox[T]) advance(seq uint64) {
 	m.waiters = kept
 }
 
-func (m *mailbox[T]) wakeAll() {
+func (m *Mailbox[T]) wakeAll() {
 	for _, w := range m.waiters {
 		close(w.done)
 	}
@@ -147,7 +152,7 @@ func (m *mailbox[T]) wakeAll() {
 }
 
 // claim takes delivery for a new drain if none runs. The caller holds mu.
-func (m *mailbox[T]) claim() bool {
+func (m *Mailbox[T]) claim() bool {
 	if m.running {
 		return false
 	}
@@ -155,9 +160,9 @@ func (m *mailbox[T]) claim() bool {
 	return true
 }
 
-// reset clears the collapsed state and what is queued. The caller uses it
+// Reset clears the collapsed state and what is queued. The caller uses it
 // from collapse, atomically with the read the collapsed delivery carries.
-func (m *mailbox[T]) reset() {
+func (m *Mailbox[T]) Reset() {
 	m.mu.Lock()
 	m.queue = nil
 	m.collapsed = false
@@ -165,9 +170,9 @@ func (m *mailbox[T]) reset() {
 	m.mu.Unlock()
 }
 
-// awaitAll waits, within ctx, until every channel is closed; it returns how
+// AwaitAll waits, within ctx, until every channel is closed; it returns how
 // many were still open when ctx ended, with ctx's error.
-func awaitAll(ctx context.Context, chans []<-chan struct{}) (int, error) {
+func AwaitAll(ctx context.Context, chans []<-chan struct{}) (int, error) {
 	for i, c := range chans {
 		select {
 		case <-c:
@@ -178,10 +183,10 @@ func awaitAll(ctx context.Context, chans []<-chan struct{}) (int, error) {
 	return 0, nil
 }
 
-// drain delivers until the queue is empty, outside every lock. collapse
+// Drain delivers until the queue is empty, outside every lock. collapse
 // returns the delivery that stands for dropped ones (false: none, e.g. the
-// store closed) and must call reset; complete ends the stream.
-func (m *mailbox[T]) drain(deliver func(T), collapse func() (T, bool), complete func()) {
+// store closed) and must call Reset; complete ends the stream.
+func (m *Mailbox[T]) Drain(deliver func(T), collapse func() (T, bool), complete func()) {
 	for {
 		m.mu.Lock()
 		switch {
@@ -191,7 +196,7 @@ func (m *mailbox[T]) drain(deliver func(T), collapse func() (T, bool), complete 
 			return
 		case m.collapsed:
 			m.mu.Unlock()
-			v, ok := collapse() // calls reset
+			v, ok := collapse() // calls Reset
 			if ok {
 				deliver(v)
 			}
