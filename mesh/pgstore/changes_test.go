@@ -91,10 +91,13 @@ func TestAChangesSubscriberThatFallsBehindGetsOneGapNoticeInsteadOfTheNoticesItM
 	other := watchStream(t, "other changes", s.Changes())
 
 	paths := []string{"acme/Docs/a", "acme/Docs/b", "acme/Docs/c", "acme/Docs/d"}
-	for _, p := range paths {
+	// The first write's notice blocks the subscriber before the others are
+	// written, so that what it misses is exactly the rest.
+	put(t, s, mesh.Node{Path: paths[0], NodeType: "Article"})
+	awaitClosed(t, blocked, "the Changes subscriber to block in its first notice")
+	for _, p := range paths[1:] {
 		put(t, s, mesh.Node{Path: p, NodeType: "Article"})
 	}
-	awaitClosed(t, blocked, "the Changes subscriber to block in its first notice")
 	// The listener queues a notice for every subscriber at once: once the
 	// other has the last, the blocked one has all of them queued.
 	other.await(t, "the notice of the last write", noticeOf(paths[len(paths)-1]))
