@@ -82,9 +82,9 @@ type Store struct {
 
 	// liveMu guards the live queries and the Changes subscribers; it is
 	// taken inside mu (read or write), never the other way round.
-	liveMu   sync.Mutex
-	live     liveSet
-	watchers map[*watcher]struct{}
+	liveMu  sync.Mutex
+	live    liveSet
+	changes mailbox.Notices // the Changes subscriptions
 
 	// closing fires once, on Close, and ends every query's stream: a query
 	// also merges Options.Providers, which may stay live forever.
@@ -106,7 +106,6 @@ func New(opts Options) (*Store, error) {
 		queueFrames: opts.QueueFrames,
 		parts:       map[string]*partition{},
 		live:        newLiveSet(),
-		watchers:    map[*watcher]struct{}{},
 		closing:     rx.NewAsyncSubject[struct{}](),
 		sec:         newSecurity(opts.GatedTypes),
 	}
@@ -139,6 +138,7 @@ func New(opts Options) (*Store, error) {
 	case s.queueFrames < 0:
 		return nil, fmt.Errorf("memstore: Options.QueueFrames is %d; it must be positive, or zero for the default", s.queueFrames)
 	}
+	s.changes.Bound = s.queueFrames
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -196,13 +196,7 @@ func (s *Store) Close() error {
 			startQ = append(startQ, lq)
 		}
 	}
-	var startW []*watcher
-	for w := range s.watchers {
-		if w.box.End() {
-			startW = append(startW, w)
-		}
-	}
-	clear(s.watchers)
+	startW := s.changes.Close()
 	s.liveMu.Unlock()
 	s.mu.Unlock()
 
@@ -224,71 +218,19 @@ func (s *Store) Close() error {
 // Options.QueueFrames notices receives, in their place, one notice with an
 // empty Path and NodeType, Op WriteUpdate: anything may have changed, read
 // again. Close completes every subscription.
-func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] {
-	return rx.Defer(func() rx.Observable[mesh.ChangeNotice] {
-		w := &watcher{box: mailbox.Mailbox[mesh.ChangeNotice]{Bound: s.queueFrames}}
-		feed := rx.Create(func(_ context.Context, o rx.Observer[mesh.ChangeNotice]) {
-			w.o = o
-			s.mu.RLock()
-			closed := s.closed
-			if !closed {
-				s.liveMu.Lock()
-				s.watchers[w] = struct{}{}
-				s.liveMu.Unlock()
-			}
-			s.mu.RUnlock()
-			if closed {
-				o.OnCompleted()
-			}
-		})
-		return rx.Finally(feed, func() {
-			s.liveMu.Lock()
-			delete(s.watchers, w)
-			s.liveMu.Unlock()
-			w.box.Leave()
-		})
-	})
-}
-
-// watcher is one subscription of Changes.
-type watcher struct {
-	o   rx.Observer[mesh.ChangeNotice]
-	box mailbox.Mailbox[mesh.ChangeNotice]
-}
-
-// gapNotice stands for the notices a Changes subscriber fell behind on.
-var gapNotice = mesh.ChangeNotice{Op: mesh.WriteUpdate}
-
-func (w *watcher) drain() {
-	w.box.Drain(w.o.OnNext, func() (mesh.ChangeNotice, bool) {
-		w.box.Reset()
-		return gapNotice, true
-	}, w.o.OnCompleted)
-}
+func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] { return s.changes.Observable() }
 
 // announce queues n for every Changes subscriber. The caller holds mu for
-// writing; it returns the subscribers whose drain must be started.
-func (s *Store) announce(n mesh.ChangeNotice) []*watcher {
-	var start []*watcher
-	s.liveMu.Lock()
-	for w := range s.watchers {
-		if w.box.Push(n) {
-			start = append(start, w)
-		}
-	}
-	s.liveMu.Unlock()
-	return start
-}
+// writing; it returns the drains to start once mu is released.
+func (s *Store) announce(n mesh.ChangeNotice) mailbox.Starts { return s.changes.Announce(n) }
 
 // start starts the drains a write made due. It runs after mu is released,
 // and never waits for a subscriber.
-func (s *Store) start(queries []*liveQuery, watchers []*watcher) {
+func (s *Store) start(queries []*liveQuery, watchers mailbox.Starts) {
 	for _, lq := range queries {
 		go s.drain(lq)
 	}
-	for _, w := range watchers {
-		go w.drain()
-	}
+	watchers.Start()
 }
 
 // schemaOf returns the schema that holds path, and whether it is a global
@@ -339,12 +281,8 @@ func (s *Store) Settle(ctx context.Context) error {
 			pending = append(pending, c)
 		}
 	})
-	for w := range s.watchers {
-		if c := w.box.Settled(); c != nil {
-			pending = append(pending, c)
-		}
-	}
 	s.liveMu.Unlock()
+	pending = append(pending, s.changes.Settled()...)
 	behind, err := mailbox.AwaitAll(ctx, pending)
 	if err != nil {
 		return &SettleError{Behind: behind, Err: err}

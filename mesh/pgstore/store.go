@@ -105,9 +105,7 @@ type Store struct {
 
 	schemas *schemaSet
 
-	// watchers are the Changes subscriptions, guarded by mu; each has its
-	// own bounded queue, so the listener never waits for one.
-	watchers    map[*watcher]struct{}
+	changes     mailbox.Notices // the Changes subscriptions
 	queueFrames int
 	feed        *rx.BehaviorSubject[FeedState]
 
@@ -126,7 +124,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		log:         opts.Logger,
 		live:        map[*liveQuery]struct{}{},
 		schemas:     newSchemaSet(),
-		watchers:    map[*watcher]struct{}{},
 		queueFrames: opts.QueueFrames,
 		feed:        rx.NewBehaviorSubject(FeedState{}),
 	}
@@ -144,6 +141,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	} else if s.queueFrames < 0 {
 		return nil, fmt.Errorf("pgstore: Options.QueueFrames is %d; it must be positive, or zero for the default", s.queueFrames)
 	}
+	s.changes.Bound = s.queueFrames
 	if err := s.budgets.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
@@ -305,78 +303,14 @@ func (s *Store) Feed() rx.Observable[FeedState] { return s.feed }
 // Options.QueueFrames notices receives, in their place, one notice with an
 // empty Path and NodeType, Op WriteUpdate: anything may have changed, read
 // again. Close completes every subscription.
-func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] {
-	return rx.Defer(func() rx.Observable[mesh.ChangeNotice] {
-		w := &watcher{box: mailbox.Mailbox[mesh.ChangeNotice]{Bound: s.queueFrames}}
-		feed := rx.Create(func(_ context.Context, o rx.Observer[mesh.ChangeNotice]) {
-			w.o = o
-			s.mu.Lock()
-			closed := s.closed
-			if !closed {
-				s.watchers[w] = struct{}{}
-			}
-			s.mu.Unlock()
-			if closed {
-				o.OnCompleted()
-			}
-		})
-		return rx.Finally(feed, func() {
-			s.mu.Lock()
-			delete(s.watchers, w)
-			s.mu.Unlock()
-			w.box.Leave()
-		})
-	})
-}
-
-// watcher is one subscription of Changes.
-type watcher struct {
-	o   rx.Observer[mesh.ChangeNotice]
-	box mailbox.Mailbox[mesh.ChangeNotice]
-}
-
-// gapNotice stands for the notices a Changes subscriber fell behind on.
-var gapNotice = mesh.ChangeNotice{Op: mesh.WriteUpdate}
-
-// drain delivers w's queue on the calling goroutine until it is empty.
-func (w *watcher) drain() {
-	w.box.Drain(w.o.OnNext, func() (mesh.ChangeNotice, bool) {
-		w.box.Reset()
-		return gapNotice, true
-	}, w.o.OnCompleted)
-}
+func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] { return s.changes.Observable() }
 
 // announce queues n for every Changes subscriber and starts the drains it
 // makes due; it never waits for a subscriber.
-func (s *Store) announce(n mesh.ChangeNotice) {
-	var start []*watcher
-	s.mu.Lock()
-	for w := range s.watchers {
-		if w.box.Push(n) {
-			start = append(start, w)
-		}
-	}
-	s.mu.Unlock()
-	for _, w := range start {
-		go w.drain()
-	}
-}
+func (s *Store) announce(n mesh.ChangeNotice) { s.changes.Announce(n).Start() }
 
 // endChanges completes every Changes subscription after what is queued.
-func (s *Store) endChanges() {
-	var start []*watcher
-	s.mu.Lock()
-	for w := range s.watchers {
-		if w.box.End() {
-			start = append(start, w)
-		}
-	}
-	clear(s.watchers)
-	s.mu.Unlock()
-	for _, w := range start {
-		go w.drain()
-	}
-}
+func (s *Store) endChanges() { s.changes.Close().Start() }
 
 // Close ends every live query (each completes), stops the listener, waits
 // for the store's goroutines (at most 30s) and closes the pool. Afterwards
