@@ -133,9 +133,10 @@ type ServedActivation struct {
 	running sync.WaitGroup
 	last    *derivation // the derivation started last: the next one scans once its scan has returned
 
-	failing     bool      // the last derivation failed
-	failedSince time.Time // when derivations started failing
-	failure     string    // the last derivation's error
+	lastTook    time.Duration // how long the last published derivation took
+	failing     bool          // the last derivation failed
+	failedSince time.Time     // when derivations started failing
+	failure     string        // the last derivation's error
 
 	inflight    flight.Slot[Snapshot, *derivation] // Meta: the derivation's generation and scan
 	derivations atomic.Int64
@@ -274,6 +275,18 @@ func (s *ServedActivation) dueAfter(snap Snapshot) time.Duration {
 	return s.freshness
 }
 
+// refreshAfter is the age at which a read starts snap's re-derivation: its
+// cadence (dueAfter) less the time the last derivation took, so that the
+// successor is published by the time snap is due and a record another
+// replica wrote is served within the cadence, not the cadence plus a
+// derivation. The lead is at most half the cadence: a derivation longer
+// than that runs back to back with the next, and absorption then takes up
+// to two derivations. Called with s.mu held.
+func (s *ServedActivation) refreshAfter(snap Snapshot) time.Duration {
+	due := s.dueAfter(snap)
+	return due - min(s.lastTook+s.lastTook/4, due/2)
+}
+
 // staleAfter is the age past which the snapshot now served is older than
 // its cadence promises: what readiness compares against.
 func (s *ServedActivation) staleAfter() time.Duration {
@@ -291,7 +304,7 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 	return rx.Defer(func() rx.Observable[Snapshot] {
 		s.mu.Lock()
 		snap, has, gen := s.snap, s.has, s.gen
-		due := s.dueAfter(snap)
+		due := s.refreshAfter(snap)
 		s.mu.Unlock()
 		if has {
 			if s.clk.Since(snap.DerivedAt) >= due {
@@ -398,6 +411,10 @@ func (s *ServedActivation) start(f *derivationFlight) bool {
 	d.prev = s.last
 	s.last = d
 	d.mark = s.patchSeq
+	// The snapshot served now (even one a local write dropped) tells the
+	// scan which records it has read already: reconciliation re-reads
+	// only the modules whose newest record is another.
+	base := s.snap.Activation
 	s.mu.Unlock()
 	s.derivations.Add(1)
 	scan := rx.Create(func(ctx context.Context, o rx.Observer[landing.Activation]) {
@@ -420,7 +437,7 @@ func (s *ServedActivation) start(f *derivationFlight) bool {
 					}
 				}
 			}
-			act, err := s.landing.Activation(ctx)
+			act, err := s.landing.Reconcile(ctx, base)
 			if err != nil {
 				o.OnError(err)
 				return
@@ -520,6 +537,7 @@ func (s *ServedActivation) publish(d *derivation, a landing.Activation) Snapshot
 		}
 	}
 	snap := Snapshot{Activation: a, Seq: s.seq, DerivedAt: d.started}
+	s.lastTook = s.clk.Since(d.started)
 	if s.gen == d.gen {
 		s.snap, s.has = snap, true
 		s.patches = s.patches[:0]

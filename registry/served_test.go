@@ -161,7 +161,9 @@ func TestConcurrentDueReadersShareOneDerivation(t *testing.T) {
 	settle(t, s)
 	oneScan := av.Ops().Sub(before).Total()
 
-	// Negative control: 100 readers each scanning, as the incident's pollers did.
+	// Negative control: 100 readers each scanning, as the incident's pollers
+	// did: at least a hundred times the shared derivation's operations (a
+	// full scan reads every record file; the re-derivation only lists).
 	before = av.Ops()
 	var wg2 sync.WaitGroup
 	for range 100 {
@@ -173,7 +175,7 @@ func TestConcurrentDueReadersShareOneDerivation(t *testing.T) {
 		}()
 	}
 	wg2.Wait()
-	assert.Equal(t, 100*oneScan, av.Ops().Sub(before).Total())
+	assert.GreaterOrEqual(t, av.Ops().Sub(before).Total(), 100*oneScan)
 }
 
 func TestConcurrentColdReadersShareOneDerivation(t *testing.T) {

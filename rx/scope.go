@@ -16,9 +16,18 @@ type scope struct {
 	done     atomic.Bool
 	mu       sync.Mutex
 	parent   *scope
-	children map[*scope]struct{}
+	children *scope // the newest child; the others follow through next
 	cleanups []func()
 	doneCh   chan struct{} // made on demand by doneChan; closed by cancel
+
+	// prev and next link the scope among its parent's children, and linked
+	// says it is still in that list: an intrusive list, so that a child
+	// costs no allocation beyond itself (a chain makes one per operator that
+	// gives its upstream a child scope, per subscription). Guarded by the
+	// parent's mu; once the parent's cancel has unlinked it, next is no
+	// longer written and the parent walks the detached list without it.
+	prev, next *scope
+	linked     bool
 }
 
 func newScope() *scope { return &scope{} }
@@ -35,6 +44,9 @@ func (s *scope) cancel() {
 	s.mu.Lock()
 	children, cleanups, parent := s.children, s.cleanups, s.parent
 	s.children, s.cleanups, s.parent = nil, nil, nil
+	for c := children; c != nil; c = c.next {
+		c.linked = false
+	}
 	if s.doneCh != nil {
 		// Wakes producers waiting to deliver before anything else is
 		// cancelled: a cleanup below may wait for them (see gate).
@@ -44,8 +56,10 @@ func (s *scope) cancel() {
 	if parent != nil {
 		parent.forget(s)
 	}
-	for c := range children {
+	for c := children; c != nil; {
+		next := c.next
 		c.cancel()
+		c = next
 	}
 	for i := len(cleanups) - 1; i >= 0; i-- {
 		cleanups[i]()
@@ -95,17 +109,28 @@ func (s *scope) child() *scope {
 		return c
 	}
 	c.parent = s
-	if s.children == nil {
-		s.children = make(map[*scope]struct{})
+	c.next = s.children
+	if c.next != nil {
+		c.next.prev = c
 	}
-	s.children[c] = struct{}{}
+	s.children, c.linked = c, true
 	s.mu.Unlock()
 	return c
 }
 
 func (s *scope) forget(c *scope) {
 	s.mu.Lock()
-	delete(s.children, c)
+	if c.linked {
+		if c.prev != nil {
+			c.prev.next = c.next
+		} else {
+			s.children = c.next
+		}
+		if c.next != nil {
+			c.next.prev = c.prev
+		}
+		c.prev, c.next, c.linked = nil, nil, false
+	}
 	s.mu.Unlock()
 }
 

@@ -71,7 +71,7 @@ type config struct {
 	modules, pollers, conns int
 	duration, latency       time.Duration
 	interval, grace         time.Duration
-	cpuProfile              string
+	cpuProfile, memProfile  string
 	readPool                int
 	baseline, feed          bool
 	freshness               time.Duration
@@ -92,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.grace, "grace", 2*time.Second, "how long polls running at the end may take before they are cut off")
 	fs.IntVar(&c.conns, "conns", 4, "connections per poller (a poll waiting for one counts the wait)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the served mode's run to this file")
+	fs.StringVar(&c.memProfile, "memprofile", "", "write an allocation profile (allocations since start) after the served mode's run to this file")
 	fs.IntVar(&c.readPool, "readpool", 16, "the landing's read pool: a derivation reads modules on up to readpool-1 slots at once")
 	fs.BoolVar(&c.baseline, "baseline", true, "also run the scan-per-request baseline (it cannot finish at 100,000 modules)")
 	fs.BoolVar(&c.feed, "feed", true, "announce and absorb writes through the mesh's change feed (false: re-derivation within -freshness alone)")
@@ -144,6 +145,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 	} else {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
 		marker, err := os.ReadFile(filepath.Join(dir, "loadtest-modules"))
 		reuse = err == nil && strings.TrimSpace(string(marker)) == strconv.Itoa(cfg.modules)
 	}
@@ -263,8 +267,21 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger
 	if err := ctx.Err(); err != nil {
 		return result{}, err
 	}
+	if cfg.memProfile != "" && mode == "served" {
+		if err := writeHeapProfile(cfg.memProfile); err != nil {
+			return result{}, err
+		}
+	}
 	res.stats, res.derivations = summarize(samples), rep.derivations()
 	return res, nil
+}
+
+func writeHeapProfile(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	return errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
 }
 
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -454,6 +454,19 @@ func (l *ModuleLanding) onLane(ctx context.Context, holder string, write func() 
 // calling this per request. The goroutines it starts have returned when it
 // returns; the first error (or ctx's end) stops the rest.
 func (l *ModuleLanding) Activation(ctx context.Context) (Activation, error) {
+	return l.Reconcile(ctx, Activation{})
+}
+
+// Reconcile derives the activation list as Activation does, but reads a
+// module's record file only when the newest record its listing shows is not
+// the record prev serves for it: one volume operation for an unchanged
+// module instead of two, and no decoding. Records are written once under a
+// unique ID and never rewritten, so a module whose newest record is the one
+// prev holds serves that record still. prev is any earlier result of
+// Activation or Reconcile, patched or not; the zero Activation reads every
+// record, as Activation does. The result is what Activation would return
+// at the same moment.
+func (l *ModuleLanding) Reconcile(ctx context.Context, prev Activation) (Activation, error) {
 	var keys []string
 	err := l.onReadPool(ctx, "activation read", func() error {
 		var err error
@@ -468,6 +481,10 @@ func (l *ModuleLanding) Activation(ctx context.Context) (Activation, error) {
 		ok    bool
 		bad   []RecordError
 		valid bool
+	}
+	known := make(map[string]*Record, len(prev.Modules))
+	for i := range prev.Modules {
+		known[moduleKey(prev.Modules[i].Module)] = &prev.Modules[i]
 	}
 	results := make([]found, len(keys))
 	workers := min(max(cap(l.reads.ch)-1, 1), len(keys))
@@ -490,7 +507,7 @@ func (l *ModuleLanding) Activation(ctx context.Context) (Activation, error) {
 					return
 				}
 				err := l.onReadPool(ctx, "activation read", func() error {
-					r, ok, bad, err := l.scan.latest(ctx, keys[i], nil)
+					r, ok, bad, err := l.scan.newest(ctx, keys[i], known[keys[i]])
 					results[i] = found{rec: r, ok: ok, bad: bad, valid: true}
 					return err
 				})

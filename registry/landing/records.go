@@ -245,14 +245,42 @@ func (s scanner) moduleKeys(ctx context.Context) ([]string, error) {
 }
 
 func (s scanner) latest(ctx context.Context, key string, want func(Record) bool) (r Record, found bool, bad []RecordError, err error) {
+	ids, err := s.recordIDs(ctx, key)
+	if err != nil {
+		return Record{}, false, nil, err
+	}
+	return s.latestOf(ctx, key, ids, want)
+}
+
+// newest is latest(ctx, key, nil) for a caller that already holds known,
+// a record of key read earlier (or nil): when the listing's newest record is
+// known, it is the answer without reading it again.
+func (s scanner) newest(ctx context.Context, key string, known *Record) (r Record, found bool, bad []RecordError, err error) {
+	ids, err := s.recordIDs(ctx, key)
+	if err != nil {
+		return Record{}, false, nil, err
+	}
+	if known != nil && len(ids) > 0 && ids[len(ids)-1] == known.ID {
+		return *known, true, nil, nil
+	}
+	return s.latestOf(ctx, key, ids, nil)
+}
+
+// recordIDs lists key's record IDs, oldest first; none for a module whose
+// first landing has not been recorded yet.
+func (s scanner) recordIDs(ctx context.Context, key string) ([]string, error) {
 	entries, err := s.v.ReadDir(ctx, recordsDir(key))
 	if errors.Is(err, fs.ErrNotExist) {
-		return Record{}, false, nil, nil // a module whose first landing has not been recorded yet
+		return nil, nil
 	}
 	if err != nil {
-		return Record{}, false, nil, volumeErr(ctx, "list records of "+key, err)
+		return nil, volumeErr(ctx, "list records of "+key, err)
 	}
-	ids := recordIDs(entries)
+	return recordIDs(entries), nil
+}
+
+// latestOf is latest over ids, key's record IDs listed oldest first.
+func (s scanner) latestOf(ctx context.Context, key string, ids []string, want func(Record) bool) (r Record, found bool, bad []RecordError, err error) {
 	for i := len(ids) - 1; i >= 0; i-- {
 		p := path.Join(recordsDir(key), ids[i]+recordSuffix)
 		data, err := s.v.ReadFile(ctx, p)
