@@ -215,12 +215,13 @@ func (s *ServedActivation) patch(p patch) {
 	if !s.has {
 		return // the next derivation reads it
 	}
-	mods := patched(s.snap.Modules, p)
+	mods, content := patched(s.snap.Modules, s.snap.content, p)
 	if sameModules(mods, s.snap.Modules) {
 		return
 	}
 	s.seq++
-	s.snap = Snapshot{Activation: landing.Activation{Modules: mods, Unreadable: s.snap.Activation.Unreadable}, Seq: s.seq, DerivedAt: s.snap.DerivedAt}
+	s.snap = Snapshot{Activation: landing.Activation{Modules: mods, Unreadable: s.snap.Activation.Unreadable},
+		Seq: s.seq, DerivedAt: s.snap.DerivedAt, content: content}
 	if !p.local {
 		s.absorbed.Add(1)
 	}
@@ -234,25 +235,26 @@ func sameModules(a, b []landing.Record) bool {
 
 // patched returns mods with p's module set to p's record: replaced,
 // inserted (in mods' order, by module key) or removed when the record is
-// not served. A record older than the one held (record ids order a
-// module's records) changes nothing, and mods itself is returned. mods is
-// never modified: snapshots are values.
-func patched(mods []landing.Record, p patch) []landing.Record {
+// not served, and content (mods' contentDigest) updated to match in O(1).
+// A record older than the one held (record ids order a module's records)
+// changes nothing, and mods itself is returned. mods is never modified:
+// snapshots are values.
+func patched(mods []landing.Record, content [32]byte, p patch) ([]landing.Record, [32]byte) {
 	i, ok := slices.BinarySearchFunc(mods, p.key, func(r landing.Record, k string) int {
 		return strings.Compare(strings.ToLower(r.Module), k)
 	})
 	serve := p.found && p.rec.State.Served()
 	switch {
 	case ok && p.found && p.rec.ID <= mods[i].ID:
-		return mods // what we hold is as new
+		return mods, content // what we hold is as new
 	case ok && serve:
 		out := slices.Clone(mods)
 		out[i] = p.rec
-		return out
+		return out, toggled(toggled(content, mods[i]), p.rec)
 	case ok:
-		return slices.Delete(slices.Clone(mods), i, i+1)
+		return slices.Delete(slices.Clone(mods), i, i+1), toggled(content, mods[i])
 	case serve:
-		return slices.Insert(slices.Clip(mods), i, p.rec)
+		return slices.Insert(slices.Clip(mods), i, p.rec), toggled(content, p.rec)
 	}
-	return mods
+	return mods, content
 }

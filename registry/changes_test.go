@@ -185,9 +185,11 @@ func TestAPatchMadeDuringADerivationIsNotUndoneByIt(t *testing.T) {
 	// keeps a newer record; an older listing without it loses the write.
 	old := []landing.Record{{Module: "Alpha", State: landing.Landed, Version: "1.0.0", ID: "1"}}
 	p := patch{key: "alpha", rec: landing.Record{Module: "Alpha", State: landing.Landed, Version: "2.0.0", ID: "2"}, found: true}
-	assert.Equal(t, "2.0.0", patched(old, p)[0].Version)
+	mods, content := patched(old, contentDigest(old), p)
+	assert.Equal(t, "2.0.0", mods[0].Version)
 	assert.Equal(t, "1.0.0", old[0].Version, "a snapshot is a value: patching copies")
-	assert.Equal(t, "2.0.0", patched(patched(old, p), patch{key: "alpha", rec: old[0], found: true})[0].Version, "an older record changes nothing")
+	again, _ := patched(mods, content, patch{key: "alpha", rec: old[0], found: true})
+	assert.Equal(t, "2.0.0", again[0].Version, "an older record changes nothing")
 }
 
 func TestCloseDuringARunningDerivationCancelsItAndReturnsWithoutError(t *testing.T) {

@@ -336,14 +336,17 @@ func etagMatches(header, etag string) bool {
 // activationView is the activation list one index request is assembled
 // from: the served snapshot.
 type activationView struct {
-	act landing.Activation
-	seq uint64
+	act     landing.Activation
+	seq     uint64
+	content [32]byte
 }
 
 // contentGenerations numbers what the served snapshots contain. A
 // re-derivation that finds the same modules at the same versions (the
 // periodic one, most of the time) keeps the number, so the documents
-// assembled from the previous snapshot stay valid.
+// assembled from the previous snapshot stay valid. It compares the
+// snapshots' content digests: O(1) per new snapshot, whatever the module
+// count.
 type contentGenerations struct {
 	mu  sync.Mutex
 	seq uint64   // the newest snapshot seen
@@ -351,9 +354,9 @@ type contentGenerations struct {
 	gen uint64
 }
 
-// of returns the content generation of the snapshot seq holding act, and
-// false for a snapshot older than one already seen.
-func (c *contentGenerations) of(seq uint64, act landing.Activation) (uint64, bool) {
+// of returns the content generation of the snapshot seq whose content
+// digest is fp, and false for a snapshot older than one already seen.
+func (c *contentGenerations) of(seq uint64, fp [32]byte) (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -362,7 +365,6 @@ func (c *contentGenerations) of(seq uint64, act landing.Activation) (uint64, boo
 	case seq < c.seq:
 		return 0, false
 	}
-	fp := fingerprint(act)
 	if c.gen == 0 || fp != c.fp {
 		c.gen++
 	}
@@ -370,11 +372,29 @@ func (c *contentGenerations) of(seq uint64, act landing.Activation) (uint64, boo
 	return c.gen, true
 }
 
-// fingerprint digests what an index is assembled from in an activation.
-func fingerprint(act landing.Activation) [32]byte {
+// contentDigest digests what an index is assembled from in a list of
+// served modules: the XOR of one SHA-256 per module (entryDigest), so that
+// replacing, adding or removing one module updates it in O(1) (toggled).
+// Module names are unique in a list, so no two digests cancel.
+func contentDigest(mods []landing.Record) [32]byte {
+	var d [32]byte
+	for _, r := range mods {
+		d = toggled(d, r)
+	}
+	return d
+}
+
+// toggled adds r's digest to d, or takes it out when it is in.
+func toggled(d [32]byte, r landing.Record) [32]byte {
+	xorInto(&d, entryDigest(r))
+	return d
+}
+
+func entryDigest(r landing.Record) [32]byte {
 	h := sha256.New()
-	for _, r := range act.Modules {
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", r.Module, r.Version, r.SHA256)
+	for _, f := range [...]string{r.Module, r.Version, r.SHA256} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
 	}
 	var sum [32]byte
 	h.Sum(sum[:0])
@@ -384,7 +404,7 @@ func fingerprint(act landing.Activation) [32]byte {
 // activation reads the served snapshot.
 func (s *Server) activation(ledger *answer.Ledger) rx.Observable[activationView] {
 	return rx.Map(answer.InStage(s.served.Read(), ledger, StageActivation), func(sn Snapshot) activationView {
-		return activationView{act: sn.Activation, seq: sn.Seq}
+		return activationView{act: sn.Activation, seq: sn.Seq, content: sn.content}
 	})
 }
 
@@ -404,7 +424,7 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 						return res.Allows(s.source, plugin, tier)
 					})
 				}
-				gen, current := s.contents.of(v.seq, v.act)
+				gen, current := s.contents.of(v.seq, v.content)
 				if !current {
 					return indexAnswer(s.index.assemble(nil, build).doc, ifNoneMatch)
 				}

@@ -87,6 +87,11 @@ type Snapshot struct {
 	landing.Activation
 	Seq       uint64    // increases with every published derivation
 	DerivedAt time.Time // when the derivation that produced it started
+
+	// content digests what an index is assembled from (see contentDigest):
+	// computed off the request path when a derivation publishes, and kept
+	// by every patch in O(1).
+	content [32]byte
 }
 
 // ServedActivation is the activation list the index serves: a maintained
@@ -276,15 +281,15 @@ func (s *ServedActivation) dueAfter(snap Snapshot) time.Duration {
 }
 
 // refreshAfter is the age at which a read starts snap's re-derivation: its
-// cadence (dueAfter) less the time the last derivation took, so that the
-// successor is published by the time snap is due and a record another
-// replica wrote is served within the cadence, not the cadence plus a
-// derivation. The lead is at most half the cadence: a derivation longer
-// than that runs back to back with the next, and absorption then takes up
-// to two derivations. Called with s.mu held.
+// cadence (dueAfter) less the time the last derivation took and a quarter,
+// so that the successor is published by the time snap is due. A record
+// another replica wrote just after a scan read its module is then served
+// within the cadence, not the cadence plus a derivation — as long as a
+// derivation takes under half the cadence; longer ones run back to back,
+// one at a time, and absorption takes up to two of them. Called with s.mu
+// held.
 func (s *ServedActivation) refreshAfter(snap Snapshot) time.Duration {
-	due := s.dueAfter(snap)
-	return due - min(s.lastTook+s.lastTook/4, due/2)
+	return s.dueAfter(snap) - s.lastTook - s.lastTook/4
 }
 
 // staleAfter is the age past which the snapshot now served is older than
@@ -453,7 +458,7 @@ func (s *ServedActivation) start(f *derivationFlight) bool {
 	rx.TimeoutStage(scan, "activation derivation", s.budget, s.clk).Subscribe(rx.NewObserver(
 		func(a landing.Activation) {
 			s.derived(nil)
-			snap, got = s.publish(d, a), true
+			snap, got = s.publish(d, a, contentDigest(a.Modules)), true
 		},
 		func(err error) {
 			if d.wasSuperseded() {
@@ -525,7 +530,7 @@ func (s *ServedActivation) lastFailure() string {
 
 // publish installs a derivation's result unless a local write came after it
 // started, and returns the snapshot its readers receive either way.
-func (s *ServedActivation) publish(d *derivation, a landing.Activation) Snapshot {
+func (s *ServedActivation) publish(d *derivation, a landing.Activation, content [32]byte) Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
@@ -533,10 +538,10 @@ func (s *ServedActivation) publish(d *derivation, a landing.Activation) Snapshot
 	// by d before they changed: the newer record wins.
 	for _, p := range s.patches {
 		if p.seq > d.mark {
-			a.Modules = patched(a.Modules, p)
+			a.Modules, content = patched(a.Modules, content, p)
 		}
 	}
-	snap := Snapshot{Activation: a, Seq: s.seq, DerivedAt: d.started}
+	snap := Snapshot{Activation: a, Seq: s.seq, DerivedAt: d.started, content: content}
 	s.lastTook = s.clk.Since(d.started)
 	if s.gen == d.gen {
 		s.snap, s.has = snap, true
