@@ -52,6 +52,10 @@ func newServerMetrics(s *Server, reg prometheus.Registerer) (*serverMetrics, err
 		Name: "meshrx_registry_activation_derivations_total",
 		Help: "Derivations (scans of the module records) the served activation has started.",
 	}, func() float64 { return float64(s.served.Derivations()) })
+	took := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "meshrx_registry_activation_derivation_seconds",
+		Help: "How long the last published derivation of the served activation took; a re-derivation starts this much (and a quarter) before the snapshot is due.",
+	}, func() float64 { return s.served.LastDerivation().Seconds() })
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "meshrx_registry_snapshot_age_seconds",
 		Help: "Seconds since the served activation snapshot's derivation started; NaN while there is none.",
@@ -86,7 +90,7 @@ func newServerMetrics(s *Server, reg prometheus.Registerer) (*serverMetrics, err
 		Help: "Index documents assembled; requests beyond these were served a kept document.",
 	}, func() float64 { return float64(s.index.assemblies.Load()) })
 
-	all := []prometheus.Collector{m.requests, m.stages, m.unavailable, derivations, age, catalogUp, catalogDown, assemblies, s.readiness.gauge}
+	all := []prometheus.Collector{m.requests, m.stages, m.unavailable, derivations, took, age, catalogUp, catalogDown, assemblies, s.readiness.gauge}
 	for _, c := range all {
 		if err := m.reg.Register(c); err != nil {
 			m.unregister()

@@ -266,6 +266,14 @@ func (s *ServedActivation) Freshness() time.Duration { return s.freshness }
 // Derivations returns how many derivations (scans) this service has started.
 func (s *ServedActivation) Derivations() int64 { return s.derivations.Load() }
 
+// LastDerivation returns how long the last published derivation took,
+// from its start to its publication (zero before the first).
+func (s *ServedActivation) LastDerivation() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastTook
+}
+
 // Absorbed returns how many changed modules the change feed has patched
 // into the snapshot.
 func (s *ServedActivation) Absorbed() int64 { return s.absorbed.Load() }

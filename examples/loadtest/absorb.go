@@ -147,10 +147,11 @@ func runAbsorb(ctx, setupCtx context.Context, cfg config, dir string, logger *sl
 		}
 		took := time.Since(landed)
 		worst = max(worst, took)
-		fmt.Fprintf(stdout, "absorb: %s in b's index %s after landing on a\n", name, took.Round(time.Millisecond))
+		fmt.Fprintf(stdout, "absorb: %s in b's index %s after landing on a (b: %d derivations, the last took %s)\n",
+			name, took.Round(time.Millisecond), b.derivations(), b.served.LastDerivation().Round(time.Millisecond))
 	}
-	fmt.Fprintf(stdout, "absorb summary: modules=%d feed=%t landings=%d worst_s=%.2f derivations_a=%d derivations_b=%d absorbed_b=%d\n",
-		cfg.modules, cfg.feed, cfg.absorb, worst.Seconds(), a.derivations(), b.derivations(), b.served.Absorbed())
+	fmt.Fprintf(stdout, "absorb summary: modules=%d feed=%t landings=%d worst_s=%.2f derivations_a=%d derivations_b=%d absorbed_b=%d last_derivation_b_s=%.1f\n",
+		cfg.modules, cfg.feed, cfg.absorb, worst.Seconds(), a.derivations(), b.derivations(), b.served.Absorbed(), b.served.LastDerivation().Seconds())
 	return nil
 }
 

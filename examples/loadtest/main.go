@@ -50,6 +50,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/meshrx/meshrx/registry"
+	"github.com/meshrx/meshrx/registry/landing"
 )
 
 // shutdownBudget bounds stopping one replica.
@@ -93,7 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.conns, "conns", 4, "connections per poller (a poll waiting for one counts the wait)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the served mode's run to this file")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write an allocation profile (allocations since start) after the served mode's run to this file")
-	fs.IntVar(&c.readPool, "readpool", 16, "the landing's read pool: a derivation reads modules on up to readpool-1 slots at once")
+	fs.IntVar(&c.readPool, "readpool", landing.DefaultReadPool, "the landing's read pool: a derivation reads modules on up to readpool-1 slots at once")
 	fs.BoolVar(&c.baseline, "baseline", true, "also run the scan-per-request baseline (it cannot finish at 100,000 modules)")
 	fs.BoolVar(&c.feed, "feed", true, "announce and absorb writes through the mesh's change feed (false: re-derivation within -freshness alone)")
 	fs.DurationVar(&c.freshness, "freshness", registry.DefaultFreshness, "the served snapshot's freshness bound")
