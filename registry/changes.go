@@ -160,21 +160,32 @@ func (s *ServedActivation) absorber() {
 		clear(s.pending)
 		s.mu.Unlock()
 		slices.Sort(keys)
-		for _, key := range keys {
-			select {
-			case <-s.stop:
-				return
-			default:
+		// Patched in batches: one copy of the snapshot per batch, not per
+		// module, however many the feed named at once.
+		for batch := range slices.Chunk(keys, absorbBatch) {
+			ps := make([]patch, 0, len(batch))
+			for _, key := range batch {
+				select {
+				case <-s.stop:
+					return
+				default:
+				}
+				if p, ok := s.absorb(key); ok {
+					ps = append(ps, p)
+				}
 			}
-			s.absorb(key)
+			s.patchAll(ps)
 		}
 	}
 }
 
-// absorb re-reads one module and patches the snapshot with what it found.
-// A module that cannot be read is left to the next reconciliation, which it
+// absorbBatch bounds how many re-read modules wait to be patched together.
+const absorbBatch = 256
+
+// absorb re-reads one module and returns the patch for what it found. A
+// module that cannot be read is left to the next reconciliation, which it
 // makes due at once.
-func (s *ServedActivation) absorb(key string) {
+func (s *ServedActivation) absorb(key string) (patch, bool) {
 	ctx, cancel := s.clk.WithTimeout(context.Background(), s.changeBudget)
 	go func() {
 		select {
@@ -187,7 +198,7 @@ func (s *ServedActivation) absorb(key string) {
 	cancel()
 	if err != nil {
 		if errors.Is(err, landing.ErrClosed) {
-			return
+			return patch{}, false
 		}
 		s.log.Warn("registry: re-reading a module another replica wrote failed; re-deriving the snapshot instead",
 			slog.String("module", key), slog.String("error", err.Error()))
@@ -195,42 +206,85 @@ func (s *ServedActivation) absorb(key string) {
 		gen := s.gen
 		s.mu.Unlock()
 		s.claim(gen)
-		return
+		return patch{}, false
 	}
-	s.patch(patch{key: key, rec: rec, found: found})
+	return patch{key: key, rec: rec, found: found}, true
 }
 
 // patch applies p to the snapshot, and keeps it for the derivation in
 // flight, whose listing may predate it.
-func (s *ServedActivation) patch(p patch) {
+func (s *ServedActivation) patch(p patch) { s.patchAll([]patch{p}) }
+
+// patchAll applies ps (one per module, in module-key order) to the
+// snapshot as one new snapshot, and keeps them for the derivation in
+// flight, whose listing may predate them.
+func (s *ServedActivation) patchAll(ps []patch) {
+	if len(ps) == 0 {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.patchSeq++
-	p.seq = s.patchSeq
-	if s.inflight.Current() != nil {
-		// Bounded by the modules written during one derivation, which
-		// its budget bounds.
-		s.patches = append(s.patches, p)
+	inflight := s.inflight.Current() != nil
+	for i := range ps {
+		s.patchSeq++
+		ps[i].seq = s.patchSeq
+		if inflight {
+			// Bounded by the modules written during one derivation, which
+			// its budget bounds.
+			s.patches = append(s.patches, ps[i])
+		}
 	}
 	if !s.has {
-		return // the next derivation reads it
+		return // the next derivation reads them
 	}
-	mods, content := patched(s.snap.Modules, s.snap.content, p)
-	if sameModules(mods, s.snap.Modules) {
+	mods, content, changed := patchedAll(s.snap.Modules, s.snap.content, ps)
+	if changed == 0 {
 		return
 	}
 	s.seq++
 	s.snap = Snapshot{Activation: landing.Activation{Modules: mods, Unreadable: s.snap.Activation.Unreadable},
 		Seq: s.seq, DerivedAt: s.snap.DerivedAt, content: content}
-	if !p.local {
-		s.absorbed.Add(1)
+	for _, p := range ps {
+		if !p.local {
+			s.absorbed.Add(1)
+		}
 	}
 }
 
-// sameModules reports whether a and b are the same slice (patched returns
-// its input when nothing changes).
-func sameModules(a, b []landing.Record) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+// patchedAll is patched for several modules at once, ps in module-key
+// order with one patch per module: one copy of mods whatever len(ps) is.
+// It returns mods itself, and changed 0, when no patch changes anything.
+func patchedAll(mods []landing.Record, content [32]byte, ps []patch) (_ []landing.Record, _ [32]byte, changed int) {
+	var out []landing.Record
+	i := 0 // into mods: mods[:i] are copied to out (once out exists)
+	for _, p := range ps {
+		j, found := slices.BinarySearchFunc(mods[i:], p.key, func(r landing.Record, k string) int {
+			return compareFold(r.Module, k)
+		})
+		j += i
+		serve := p.found && p.rec.State.Served()
+		if (found && p.found && p.rec.ID <= mods[j].ID) || (!found && !serve) {
+			continue // what we hold is as new, or nothing to remove
+		}
+		if out == nil {
+			out = make([]landing.Record, 0, len(mods)+len(ps))
+		}
+		out = append(out, mods[i:j]...)
+		i = j
+		if found {
+			content = toggled(content, mods[j])
+			i++
+		}
+		if serve {
+			out = append(out, p.rec)
+			content = toggled(content, p.rec)
+		}
+		changed++
+	}
+	if changed == 0 {
+		return mods, content, 0
+	}
+	return append(out, mods[i:]...), content, changed
 }
 
 // patched returns mods with p's module set to p's record: replaced,
@@ -241,7 +295,7 @@ func sameModules(a, b []landing.Record) bool {
 // snapshots are values.
 func patched(mods []landing.Record, content [32]byte, p patch) ([]landing.Record, [32]byte) {
 	i, ok := slices.BinarySearchFunc(mods, p.key, func(r landing.Record, k string) int {
-		return strings.Compare(strings.ToLower(r.Module), k)
+		return compareFold(r.Module, k)
 	})
 	serve := p.found && p.rec.State.Served()
 	switch {

@@ -172,3 +172,74 @@ func TestAPatchedContentDigestEqualsTheDigestOfThePatchedList(t *testing.T) {
 	require.NotEmpty(t, mods)
 	assert.NotEqual(t, stale, content, "negative control: the digest before the changes no longer matches")
 }
+
+// A batch of patches (what the change feed named at once) gives the list
+// and digest that applying them one by one gives, in one copy of the list:
+// the one-by-one path, kept here as the negative control, copies it once
+// per changed module.
+func TestABatchOfPatchesIsAppliedInOneCopyAndAgreesWithPatchingOneByOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	id := 1000
+	record := func(name string) landing.Record {
+		id++
+		r := landing.Record{Module: name, State: landing.Landed, Version: fmt.Sprintf("1.%d.0", rng.IntN(5)),
+			SHA256: fmt.Sprintf("%064x", rng.IntN(1000)), ID: fmt.Sprintf("%020d", id)}
+		if rng.IntN(4) == 0 {
+			r.State = landing.Uninstalled
+		}
+		return r
+	}
+	for round := range 200 {
+		var mods []landing.Record
+		for k := range 60 {
+			if rng.IntN(2) == 0 {
+				r := record(fmt.Sprintf("Mod%02d", k))
+				r.State = landing.Landed
+				mods = append(mods, r)
+			}
+		}
+		content := contentDigest(mods)
+		var ps []patch
+		for k := range 60 {
+			if rng.IntN(5) != 0 {
+				continue
+			}
+			name := fmt.Sprintf("Mod%02d", k)
+			p := patch{key: strings.ToLower(name), rec: record(name), found: rng.IntN(6) != 0}
+			if rng.IntN(8) == 0 {
+				p.rec.ID = "00000000000000000001" // older than anything held
+			}
+			ps = append(ps, p)
+		}
+		oneByOne, oneContent := mods, content
+		for _, p := range ps {
+			oneByOne, oneContent = patched(oneByOne, oneContent, p)
+		}
+		got, gotContent, changed := patchedAll(mods, content, ps)
+		require.Equal(t, oneByOne, got, "round %d", round)
+		require.Equal(t, oneContent, gotContent, "round %d", round)
+		require.Equal(t, contentDigest(got), gotContent)
+		if changed == 0 {
+			require.True(t, len(got) == 0 || &got[0] == &mods[0], "nothing changed: the same list, not a copy")
+		}
+	}
+
+	mods := make([]landing.Record, 0, 1000)
+	for k := range 1000 {
+		mods = append(mods, landing.Record{Module: fmt.Sprintf("Mod%04d", k), State: landing.Landed, ID: "1"})
+	}
+	var ps []patch
+	for k := 0; k < 1000; k += 10 {
+		ps = append(ps, patch{key: fmt.Sprintf("mod%04d", k), rec: landing.Record{Module: fmt.Sprintf("Mod%04d", k), State: landing.Landed, Version: "2.0.0", ID: "2"}, found: true})
+	}
+	content := contentDigest(mods)
+	batch := testing.AllocsPerRun(10, func() { patchedAll(mods, content, ps) })
+	oneByOne := testing.AllocsPerRun(10, func() {
+		m, c := mods, content
+		for _, p := range ps {
+			m, c = patched(m, c, p)
+		}
+	})
+	assert.Equal(t, 1.0, batch, "one copy for 100 modules")
+	assert.Equal(t, 100.0, oneByOne, "negative control: one copy per module")
+}
