@@ -165,6 +165,38 @@ func recordIDs(entries []fs.DirEntry) []string {
 	return ids
 }
 
+// packed returns r with its strings in one allocation and its state one
+// of the constants: a snapshot holds a record per module, and at 100,000
+// modules six strings each would be 600,000 objects for every garbage
+// collection to mark.
+func (r Record) packed() Record {
+	fields := [...]*string{&r.Module, &r.Version, &r.Generation, &r.SHA256, &r.Replica, &r.ID}
+	n := 0
+	for _, f := range fields {
+		n += len(*f)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, f := range fields {
+		b.WriteString(*f)
+	}
+	all := b.String()
+	for _, f := range fields {
+		*f, all = all[:len(*f)], all[len(*f):]
+	}
+	switch r.State {
+	case Landed:
+		r.State = Landed
+	case Shelved:
+		r.State = Shelved
+	case Uninstalled:
+		r.State = Uninstalled
+	case Removed:
+		r.State = Removed
+	}
+	return r
+}
+
 // recordFormat is the on-disk envelope; the version lets a later format be
 // recognised instead of misread.
 type recordFormat struct {
@@ -188,6 +220,7 @@ func decodeRecord(key, id string, data []byte) (Record, error) {
 	}
 	r := f.Record
 	r.ID = id
+	r = r.packed()
 	switch {
 	case f.Format != currentRecordFormat:
 		return Record{}, fmt.Errorf("record format %d; this build reads format %d", f.Format, currentRecordFormat)

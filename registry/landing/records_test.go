@@ -1,12 +1,15 @@
 package landing
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
@@ -85,4 +88,39 @@ func TestAnUnreadableRecordIsReportedAndTheOlderOneServes(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, act.Unreadable, 1)
 	})
+}
+
+// A decoded record costs the garbage collector one object for its strings
+// (its state is a constant), not one per field: a snapshot holds 100,000 of
+// them. Negative control: the same record as encoding/json decodes it has
+// its fields in separate allocations.
+func TestADecodedRecordHoldsItsStringsInOneAllocation(t *testing.T) {
+	rec := Record{Module: "Alpha", State: Landed, Version: "1.2.3", Generation: "01796105699076575562-4623dc3fd12c24ff",
+		SHA256: strings.Repeat("ab", 32), Size: 10, Replica: "replica-a"}
+	data, err := encodeRecord(rec)
+	require.NoError(t, err)
+	id := "01796105699076575563-0123456789abcdef"
+	got, err := decodeRecord("alpha", strings.Clone(id), data)
+	require.NoError(t, err)
+	rec.ID = id
+	require.Equal(t, rec, got)
+	assert.True(t, oneBlock(got), "the strings follow each other in one allocation")
+	assert.Equal(t, unsafe.StringData(string(Landed)), unsafe.StringData(string(got.State)), "the state is the constant")
+
+	var plain recordFormat
+	require.NoError(t, json.Unmarshal(data, &plain))
+	plain.ID = strings.Clone(id)
+	assert.False(t, oneBlock(plain.Record), "negative control: as decoded, a string per field")
+}
+
+// oneBlock reports whether r's strings lie back to back in memory.
+func oneBlock(r Record) bool {
+	fields := []string{r.Module, r.Version, r.Generation, r.SHA256, r.Replica, r.ID}
+	for i := 1; i < len(fields); i++ {
+		prev := fields[i-1]
+		if uintptr(unsafe.Pointer(unsafe.StringData(prev)))+uintptr(len(prev)) != uintptr(unsafe.Pointer(unsafe.StringData(fields[i]))) {
+			return false
+		}
+	}
+	return true
 }
