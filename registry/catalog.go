@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,8 @@ type catalogPackage struct {
 	name       string // the package's spelling: its node's name (or id)
 	path       string // its node's path
 	tier       string
-	unreadable bool // content that is not a PackageContent, or two nodes for one package: served to nobody
+	unreadable bool     // content that is not a PackageContent, or two nodes for one package: served to nobody
+	dups       []string // the paths of the nodes, when two or more name this package (sorted)
 }
 
 // catalogState is one version of the catalog: a value, never modified once
@@ -48,9 +50,11 @@ type catalogState struct {
 	// changed lists the packages (by moduleKey) whose nodes this version
 	// changed from version-1; nil after a full answer (anything may have).
 	// An index assembled on version-1 re-checks only these.
-	changed  []string
-	nodes    map[string]catalogPackage // keyed by node path: what the query said
-	packages map[string]catalogPackage // keyed by moduleKey(plugin): derived from nodes
+	changed []string
+	// Both maps are shared with the previous version (layered): a live
+	// frame costs O(its nodes), not a copy of every package.
+	nodes    *layered[catalogPackage] // keyed by node path: what the query said
+	packages *layered[catalogPackage] // keyed by moduleKey(plugin): derived from nodes
 }
 
 // lookup returns what the catalog says of plugin, compared without case. A
@@ -60,7 +64,7 @@ type catalogState struct {
 // whose package node is not (yet) known here is never served at a guessed
 // tier.
 func (c *catalogState) lookup(plugin string) catalogPackage {
-	p, ok := c.packages[moduleKey(plugin)]
+	p, ok := c.packages.get(moduleKey(plugin))
 	if !ok {
 		return catalogPackage{name: plugin, unreadable: true}
 	}
@@ -156,57 +160,13 @@ func (c *catalog) apply(attempt uint64, ch mesh.Change) {
 		c.mu.Unlock()
 		return
 	}
-	next := &catalogState{nodes: map[string]catalogPackage{}}
-	if c.state != nil {
-		next.version = c.state.version
-	}
-	next.version++
-	replace := ch.Kind == mesh.Initial || ch.Kind == mesh.Reset
-	if !replace && c.state != nil {
-		for k, v := range c.state.nodes {
-			next.nodes[k] = v
-		}
-	}
-	if !replace && c.state == nil {
+	if ch.Kind != mesh.Initial && ch.Kind != mesh.Reset && c.state == nil {
 		// A live frame before any Initial breaks the query's contract; wait
 		// for the Initial rather than build on nothing.
 		c.mu.Unlock()
 		return
 	}
-	var unreadable []string
-	if !replace {
-		next.changed = []string{}
-	}
-	for _, n := range ch.Items {
-		if !replace {
-			next.changed = append(next.changed, moduleKey(n.Name), moduleKey(n.ID))
-			if old, had := next.nodes[n.Path]; had {
-				next.changed = append(next.changed, moduleKey(old.name))
-			}
-		}
-		if ch.Kind == mesh.Removed {
-			delete(next.nodes, n.Path)
-			continue
-		}
-		p, err := decodePackage(n)
-		if err != nil {
-			unreadable = append(unreadable, fmt.Sprintf("%s: %v", n.Path, err))
-		}
-		next.nodes[n.Path] = p
-	}
-	next.packages = make(map[string]catalogPackage, len(next.nodes))
-	for _, p := range next.nodes {
-		key := moduleKey(p.name)
-		if prev, had := next.packages[key]; had {
-			// Two nodes whose names differ only in case are one package
-			// with two tiers: serve it to nobody rather than pick one.
-			if prev.path != "" {
-				unreadable = append(unreadable, fmt.Sprintf("%s and %s name one package", prev.path, p.path))
-			}
-			p = catalogPackage{name: prev.name, unreadable: true}
-		}
-		next.packages[key] = p
-	}
+	next, unreadable := nextCatalog(c.state, ch)
 	// A full answer makes the catalog complete again, unless the store's
 	// change feed is down (then frames may be missing from here on).
 	full := ch.Kind == mesh.Initial || ch.Kind == mesh.Reset
@@ -377,6 +337,121 @@ func (c *catalog) close() {
 	if waiting {
 		first.OnError(errCatalogClosed)
 	}
+}
+
+// nextCatalog folds one frame of the package query into the version after
+// prev (nil before the first Initial), and says which nodes cannot be used.
+func nextCatalog(prev *catalogState, ch mesh.Change) (*catalogState, []string) {
+	next := &catalogState{version: 1}
+	var unreadable []string
+	decode := func(n mesh.Node) catalogPackage {
+		p, err := decodePackage(n)
+		if err != nil {
+			unreadable = append(unreadable, fmt.Sprintf("%s: %v", n.Path, err))
+		}
+		return p
+	}
+	if prev != nil {
+		next.version = prev.version + 1
+	}
+	if ch.Kind == mesh.Initial || ch.Kind == mesh.Reset {
+		nodes := make(map[string]catalogPackage, len(ch.Items))
+		for _, n := range ch.Items {
+			nodes[n.Path] = decode(n)
+		}
+		packages := make(map[string]catalogPackage, len(nodes))
+		var shared []string // keys two or more nodes name
+		for path, p := range nodes {
+			key := moduleKey(p.name)
+			held, had := packages[key]
+			switch {
+			case !had:
+				packages[key] = p
+				continue
+			case held.dups == nil:
+				held = twoNodes([]string{held.path}, held.name)
+				shared = append(shared, key)
+			}
+			held.dups = append(held.dups, path) // this build's own slice
+			packages[key] = held
+		}
+		for _, key := range shared {
+			p := packages[key]
+			slices.Sort(p.dups)
+			unreadable = append(unreadable, fmt.Sprintf("%s name one package", strings.Join(p.dups, " and ")))
+		}
+		next.nodes, next.packages = newLayered(nodes), newLayered(packages)
+		return next, unreadable
+	}
+
+	// A live frame: only the packages its nodes named, before or after,
+	// are derived again.
+	next.changed = []string{}
+	nodeChanges := map[string]overlay[catalogPackage]{}
+	node := func(path string) (catalogPackage, bool) {
+		if o, ok := nodeChanges[path]; ok {
+			return o.v, !o.gone
+		}
+		return prev.nodes.get(path)
+	}
+	touched := map[string][]string{} // package key -> paths of changed nodes that may name it now
+	for _, n := range ch.Items {
+		next.changed = append(next.changed, moduleKey(n.Name), moduleKey(n.ID))
+		if old, had := node(n.Path); had {
+			next.changed = append(next.changed, moduleKey(old.name))
+			touched[moduleKey(old.name)] = append(touched[moduleKey(old.name)], n.Path)
+		}
+		if ch.Kind == mesh.Removed {
+			nodeChanges[n.Path] = overlay[catalogPackage]{gone: true}
+			continue
+		}
+		p := decode(n)
+		nodeChanges[n.Path] = overlay[catalogPackage]{v: p}
+		touched[moduleKey(p.name)] = append(touched[moduleKey(p.name)], n.Path)
+	}
+	next.nodes = prev.nodes.with(nodeChanges)
+	packageChanges := make(map[string]overlay[catalogPackage], len(touched))
+	for key, changedPaths := range touched {
+		var paths []string
+		if held, had := prev.packages.get(key); had {
+			paths = append(paths, held.dups...)
+			if held.dups == nil {
+				paths = append(paths, held.path)
+			}
+		}
+		paths = append(paths, changedPaths...)
+		slices.Sort(paths)
+		var first catalogPackage
+		naming := paths[:0] // the nodes that name key now, in path order
+		for _, path := range slices.Compact(paths) {
+			n, ok := next.nodes.get(path)
+			if !ok || moduleKey(n.name) != key {
+				continue // removed, or now names another package
+			}
+			if len(naming) == 0 {
+				first = n
+			}
+			naming = append(naming, path)
+		}
+		switch len(naming) {
+		case 0:
+			packageChanges[key] = overlay[catalogPackage]{gone: true}
+		case 1:
+			packageChanges[key] = overlay[catalogPackage]{v: first}
+		default:
+			p := twoNodes(slices.Clone(naming), first.name)
+			unreadable = append(unreadable, fmt.Sprintf("%s name one package", strings.Join(p.dups, " and ")))
+			packageChanges[key] = overlay[catalogPackage]{v: p}
+		}
+	}
+	next.packages = prev.packages.with(packageChanges)
+	return next, unreadable
+}
+
+// twoNodes is the package that the nodes at paths (two or more) name,
+// spelled name: served to nobody, since they may say two tiers.
+func twoNodes(paths []string, name string) catalogPackage {
+	return catalogPackage{name: name, unreadable: true, dups: paths}
 }
 
 // decodePackage reads a package node. A node that cannot be read is kept as

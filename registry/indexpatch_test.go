@@ -35,11 +35,11 @@ func (w *patchWorld) activation() landing.Activation {
 
 func (w *patchWorld) catalog(changed []string) *catalogState {
 	w.version++
-	st := &catalogState{version: w.version, changed: changed, packages: map[string]catalogPackage{}}
+	packages := map[string]catalogPackage{}
 	for k, t := range w.tiers {
-		st.packages[k] = catalogPackage{name: k, tier: t}
+		packages[k] = catalogPackage{name: k, tier: t}
 	}
-	return st
+	return &catalogState{version: w.version, changed: changed, packages: newLayered(packages)}
 }
 
 func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(t *testing.T) {
