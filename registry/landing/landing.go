@@ -451,6 +451,13 @@ func (l *ModuleLanding) Uninstall(ctx context.Context, module string) (Record, e
 // Remove stops serving module and gives up its earlier versions: none can be
 // shelved again. Generation directories are immutable and are not deleted
 // here, so a download already streaming finishes.
+//
+// The versions' claims are kept: a version number is never reused (as on
+// crates.io and npm), so a consumer that applied a version before the
+// removal never meets other bytes under it. Landing a removed version again
+// with other bytes is a *VersionConflictError naming the sha256 it holds;
+// with the same bytes it lands anew (a new record and generation; created
+// is true).
 func (l *ModuleLanding) Remove(ctx context.Context, module string) (Record, error) {
 	return l.endModule(ctx, module, Removed)
 }
