@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"path"
 	"strings"
@@ -109,6 +110,9 @@ func TestAPublishStoppedShortOfItsCommitPointByItsBudgetIs503AndServesNothing(t 
 	require.NoError(t, got.err)
 	assert.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
 	assert.NotEmpty(t, got.header.Get("Retry-After"))
+	failed := f.logs.Matching(slog.LevelWarn, "failed in "+StageLanding)
+	require.Len(t, failed, 1)
+	assert.Contains(t, failed[0].Attrs["error"].String(), "publish budget of 1m0s ran out while waiting on "+StageLanding+", before Acme.Crm@1.0.0 was committed; nothing was published")
 	assert.Empty(t, f.activation(), "nothing is served")
 	key := f.instance("acme", "pro", "Plugins/*")
 	idx, _ := f.index(key)

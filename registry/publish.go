@@ -287,8 +287,8 @@ func (s *Server) publishRoute(r *http.Request) rx.Observable[answer.Answer] {
 		ctx, cancel := withinBudget(ctx)
 		defer cancel()
 		t, err := s.publishTarget(ctx, up)
-		if err != nil && ctx.Err() != nil {
-			err = fmt.Errorf("registry: the publish budget of %s ran out while waiting on %s; nothing was published: %w", s.publishBudget, StagePackageNode, err)
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("registry: the publish budget of %s ran out while waiting on %s; nothing was published: %w (%w)", s.publishBudget, StagePackageNode, err, ctx.Err())
 		}
 		return t, err
 	}), ledger, StagePackageNode)
@@ -305,10 +305,10 @@ func (s *Server) publishRoute(r *http.Request) rx.Observable[answer.Answer] {
 			defer cancel()
 			rec, created, err := s.served.LandArchive(ctx, t.name, up.version, up.spool.f, up.spool.size)
 			var unknown *landing.CommitUnknownError
-			if err != nil && ctx.Err() != nil && !errors.As(err, &unknown) {
+			if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(err, &unknown) {
 				// Stopped short of the commit point: nothing is served.
-				err = fmt.Errorf("registry: the publish budget of %s ran out while waiting on %s, before %s@%s was committed; nothing was published: %w",
-					s.publishBudget, StageLanding, t.name, up.version, err)
+				err = fmt.Errorf("registry: the publish budget of %s ran out while waiting on %s, before %s@%s was committed; nothing was published: %w (%w)",
+					s.publishBudget, StageLanding, t.name, up.version, err, ctx.Err())
 			}
 			var conflict *landing.VersionConflictError
 			var badArchive *landing.ArchiveError
