@@ -31,6 +31,13 @@
 // bundle, answers exactly as for a bundle that does not exist, after the same
 // work. A package whose tier the catalog does not know is served to nobody.
 // A publication makes its package node durable before its bundle lands.
+// Its budget (ServerOptions.PublishBudget) bounds it up to the landing's
+// commit point, the rename that makes the version visible: short of it, the
+// answer is 503 and nothing is served; a landing committing when the budget
+// runs out is finished (landing.CommitBudget) and answered as landed. A
+// published version is immutable and its number is never reused: after
+// ServedActivation.Remove, other bytes under it are still a 409 naming the
+// sha256 it holds, and the same bytes land again (201).
 //
 // A nil *slog.Logger means slog.Default().
 package registry

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -382,4 +384,57 @@ func TestPublishingToAPackageWhoseNodeCannotBeUsedIs409AndLandsNothing(t *testin
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	assert.Equal(t, "Acme.Bad", decodePublish(t, got).Module)
 	assert.Equal(t, "pro", decodePublish(t, got).Tier)
+}
+
+// A version number is never reused, as on crates.io and npm: Remove gives
+// up a module's versions (none can be shelved again) but not their claims,
+// so a consumer that applied 1.0.0 before the removal never meets other
+// bytes under 1.0.0 after it.
+func TestARemovedVersionStaysClaimedOtherBytesAre409AndTheSameBytesLandAgain(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	key := f.instance("acme", "pro", "Plugins/*")
+	first := testkit.ModuleArchive(t, "Sec.Base", "1.0.0", 2)
+	got := f.do(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, first))
+	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
+	landed := decodePublish(t, got)
+
+	_, err := f.served.Remove(t.Context(), "Sec.Base")
+	require.NoError(t, err)
+	idx, _ := f.index(key)
+	require.Empty(t, idx.Bundles, "removed: served to nobody")
+
+	other := testkit.ModuleArchive(t, "Sec.Base", "1.0.0", 3)
+	got = f.do(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, other))
+	require.Equal(t, http.StatusConflict, got.status, "%s", got.body)
+	assert.Contains(t, string(got.body), landed.SHA256, "the answer names the digest 1.0.0 holds")
+	idx, _ = f.index(key)
+	assert.Empty(t, idx.Bundles, "the refused bytes are not served")
+
+	// The same bytes again land anew: a new record and generation (the
+	// removal gave up the old ones), answered 201, served again with the
+	// digest the version always had.
+	got = f.do(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, first))
+	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
+	again := decodePublish(t, got)
+	assert.True(t, again.Created)
+	assert.Equal(t, landed.SHA256, again.SHA256)
+	assert.NotEqual(t, landed.Generation, again.Generation)
+	idx, _ = f.index(key)
+	require.Len(t, idx.Bundles, 1)
+	assert.Equal(t, landed.SHA256, idx.Bundles[0].SHA256)
+
+	// Control: the same other bytes under a version never published land.
+	got = f.do(publishRequest("Sec.Base", "?version=1.0.1", testPublishToken, other))
+	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
+
+	t.Run("negative control: a removal that gave up the claims lets other bytes take the number", func(t *testing.T) {
+		f := newFixture(t, fixtureOptions{})
+		require.Equal(t, http.StatusCreated, f.do(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, first)).status)
+		_, err := f.served.Remove(t.Context(), "Sec.Base")
+		require.NoError(t, err)
+		require.NoError(t, os.RemoveAll(filepath.Join(f.root, modulesDir, "sec.base", "versions")))
+		got := f.do(publishRequest("Sec.Base", "?version=1.0.0", testPublishToken, other))
+		assert.Equal(t, http.StatusCreated, got.status, "%s", got.body)
+		assert.NotEqual(t, landed.SHA256, decodePublish(t, got).SHA256, "1.0.0 now names other bytes")
+	})
 }

@@ -261,14 +261,36 @@ type PublishAnswer struct {
 // answers, so this replica's next index read lists the new version. A
 // version published before answers 200 for the same bytes and 409 naming
 // its sha256 for others.
+//
+// The publish budget bounds everything up to the landing's commit point (the
+// rename of its record, which makes the version visible): work still short
+// of it when the budget runs out is stopped, nothing is served, and the
+// answer is 503 with Retry-After. A landing that reached its commit point
+// finishes it on a budget of its own (landing.CommitBudget), and the answer
+// says what happened, up to that long after the publish budget: a publish
+// is never answered 503 while its version lands.
 func (s *Server) publishRoute(r *http.Request) rx.Observable[answer.Answer] {
 	ledger := answer.LedgerFrom(r.Context())
 	up, ok := r.Context().Value(uploadKey{}).(*upload)
 	if !ok {
 		return rx.Throw[answer.Answer](errors.New("registry: the publish route ran without its gate"))
 	}
+	// The publish budget, counted from arrival, on the server's clock.
+	budgetEnd := ledger.Arrived().Add(s.publishBudget)
+	if ledger == nil {
+		budgetEnd = s.clk.Now().Add(s.publishBudget)
+	}
+	withinBudget := func(ctx context.Context) (context.Context, context.CancelFunc) {
+		return s.clk.WithDeadline(ctx, budgetEnd)
+	}
 	target := answer.InStage(background(func(ctx context.Context) (publishTarget, error) {
-		return s.publishTarget(ctx, up)
+		ctx, cancel := withinBudget(ctx)
+		defer cancel()
+		t, err := s.publishTarget(ctx, up)
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("registry: the publish budget of %s ran out while waiting on %s; nothing was published: %w (%w)", s.publishBudget, StagePackageNode, err, ctx.Err())
+		}
+		return t, err
 	}), ledger, StagePackageNode)
 	return rx.SelectMany(rx.Take(target, 1), func(t publishTarget) rx.Observable[answer.Answer] {
 		if t.refusal != nil {
@@ -279,7 +301,15 @@ func (s *Server) publishRoute(r *http.Request) rx.Observable[answer.Answer] {
 				return landOutcome{}, errors.New("registry: the upload was released before it could land")
 			}
 			defer up.spool.release()
+			ctx, cancel := withinBudget(ctx)
+			defer cancel()
 			rec, created, err := s.served.LandArchive(ctx, t.name, up.version, up.spool.f, up.spool.size)
+			var unknown *landing.CommitUnknownError
+			if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(err, &unknown) {
+				// Stopped short of the commit point: nothing is served.
+				err = fmt.Errorf("registry: the publish budget of %s ran out while waiting on %s, before %s@%s was committed; nothing was published: %w (%w)",
+					s.publishBudget, StageLanding, t.name, up.version, err, ctx.Err())
+			}
 			var conflict *landing.VersionConflictError
 			var badArchive *landing.ArchiveError
 			var badName *landing.NameError
@@ -367,6 +397,17 @@ func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, 
 		return publishTarget{}, fmt.Errorf("registry: writing the package node of %s failed; nothing was published, publish it again: %w", name, err)
 	}
 	return publishTarget{name: name, tier: up.tier}, nil
+}
+
+// publishAnswerMargin is what the publish route's answer may take past the
+// publish budget and a commit's own budget (landing.CommitBudget): the
+// answer's own work once the landing has returned.
+const publishAnswerMargin = time.Second
+
+// publishAnswerBudget bounds a publication's answer: its publish budget,
+// then a commit in progress at its end, then the answer itself.
+func (s *Server) publishAnswerBudget() time.Duration {
+	return s.publishBudget + landing.CommitBudget + publishAnswerMargin
 }
 
 // background runs work on its own goroutine, bounded by the subscription:

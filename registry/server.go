@@ -119,8 +119,10 @@ type ServerOptions struct {
 	// DownloadBudget bounds a bundle download's answer (its status line),
 	// from arrival. Default DownloadBudget (60s).
 	DownloadBudget time.Duration
-	// PublishBudget bounds a publication's answer, from arrival, and its
-	// upload. Default DownloadBudget (60s).
+	// PublishBudget bounds a publication, from arrival: its upload and its
+	// work up to the landing's commit point (else 503, nothing published).
+	// A landing committing when it runs out is finished and answered, up to
+	// landing.CommitBudget later. Default DownloadBudget (60s).
 	PublishBudget time.Duration
 	// MaxPublishBytes refuses larger uploads with 413. Default DefaultMaxArchive.
 	MaxPublishBytes int64
@@ -325,7 +327,7 @@ func (s *Server) routes() http.Handler {
 	handle(routeIndex, "GET "+client.IndexPath, s.indexBudget, s.indexRoute)
 	handle(routeBundle, "GET "+client.BundlesPath+"/{plugin}/{version}", s.downloadBudget, s.downloadRoute, withBundleHold)
 	if s.token != "" {
-		handle(routePublish, publishPrefix, s.publishBudget, s.publishRoute, s.publishGate)
+		handle(routePublish, publishPrefix, s.publishAnswerBudget(), s.publishRoute, s.publishGate)
 	}
 	handle(routeVersion, "GET "+VersionPath, s.indexBudget, s.versionRoute)
 	handle(routeLive, "GET "+LivePath, healthBudget, s.liveRoute)

@@ -5,7 +5,11 @@
 // generation directory (staged, then renamed into place) and then writes an
 // immutable record of its own. A published version is immutable too: its
 // first landing claims it on the volume, the same bytes again change
-// nothing, other bytes are a [*VersionConflictError]. Nothing is ever read,
+// nothing, other bytes are a [*VersionConflictError], also after
+// [ModuleLanding.Remove]: a version number is never reused. A write's
+// record is renamed into place as its commit point, which runs on a budget
+// of its own ([CommitBudget]) once started: a write reports what happened,
+// or [*CommitUnknownError] when that could not be told. Nothing is ever read,
 // modified and written back: the activation list is derived from the
 // records present, the latest record per module winning. Several processes
 // sharing one volume root are replicas; record file names sort in event

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"path"
 	"sync"
@@ -35,6 +36,16 @@ const ratioFloor = 1 << 20
 // cleanupBudget bounds removing a refused landing's staging directory, which
 // runs even when the landing's own context has ended.
 const cleanupBudget = 30 * time.Second
+
+// CommitBudget bounds a write's commit: the rename that makes its record
+// visible (a landing's commit point) and, when that rename fails, the check
+// of whether it took place. A commit starts only while the caller's context
+// lives, and then runs on a context of its own, detached from the caller's
+// and ended by this budget (on Options.Clock): once a write reaches its
+// commit point, its caller's end does not cut it short, and the write
+// reports what happened. A caller answering someone (the registry's publish
+// route) waits up to this long past its own budget for a commit in progress.
+const CommitBudget = 30 * time.Second
 
 // Options configures a ModuleLanding. Zero fields take the defaults.
 type Options struct {
@@ -61,7 +72,8 @@ type Options struct {
 	Replica string
 	// Logger receives one line per write and per problem found; default slog.Default().
 	Logger *slog.Logger
-	// Clock stamps records and times the generation grace; nil is the real clock.
+	// Clock stamps records, times the generation grace and bounds a
+	// write's commit (CommitBudget); nil is the real clock.
 	Clock clock.Clock
 }
 
@@ -268,6 +280,13 @@ func (l *ModuleLanding) land(ctx context.Context, module, version string, archiv
 		return Record{}, false, err
 	}
 	if err := steps[1](); err != nil {
+		var unknown *CommitUnknownError
+		if errors.As(err, &unknown) {
+			// The record may be in place: the claim stays with it.
+			l.log.Error("landing's commit failed and whether it took place is unknown; the version may be served",
+				"module", module, "version", version, "generation", generationDir(key, gen), "err", err)
+			return Record{}, false, err
+		}
 		unclaim()
 		l.log.Warn("landing failed after its bytes were placed; the generation is unrecorded and never served",
 			"module", module, "version", version, "generation", generationDir(key, gen), "err", err)
@@ -275,7 +294,9 @@ func (l *ModuleLanding) land(ctx context.Context, module, version string, archiv
 	}
 	l.log.Info("module landed", "module", module, "version", version, "generation", gen,
 		"files", len(plan.files), "bytes", size, "record", written.ID)
-	l.collectGenerations(ctx, key)
+	if ctx.Err() == nil { // a commit that outlived its caller leaves the collection to the next landing
+		l.collectGenerations(ctx, key)
+	}
 	return written, true, nil
 }
 
@@ -314,7 +335,9 @@ func (l *ModuleLanding) abandon(ctx context.Context, stage string, err error) er
 }
 
 // writeRecord writes r as a new record, through a temporary name and a
-// rename so that no reader ever sees a partial record.
+// rename so that no reader ever sees a partial record. The rename is the
+// write's commit point: it starts only while ctx lives and runs detached
+// from it, bounded by CommitBudget (see commit).
 func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, error) {
 	r.ID, r.RecordedAt = l.stamp()
 	r.Replica = l.replica
@@ -332,12 +355,61 @@ func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, erro
 		l.removeQuietly(ctx, tmp)
 		return Record{}, volumeErr(ctx, "write record "+tmp, err)
 	}
-	if err := l.v.Rename(ctx, tmp, path.Join(dir, r.ID+recordSuffix)); err != nil {
-		l.removeQuietly(ctx, tmp)
-		return Record{}, volumeErr(ctx, "rename record into place", err)
+	if err := l.commit(ctx, tmp, path.Join(dir, r.ID+recordSuffix)); err != nil {
+		var unknown *CommitUnknownError
+		if !errors.As(err, &unknown) {
+			l.removeQuietly(ctx, tmp)
+		}
+		return Record{}, err
 	}
 	return r, nil
 }
+
+// commit renames the record written at tmp to final: the commit point. It
+// does not start once ctx has ended (nothing is visible then). Once started
+// it runs on its own context, detached from ctx and bounded by CommitBudget,
+// so that a caller's end (a request's budget) never leaves a record in place
+// behind a reported failure. A rename that fails is checked: if final exists
+// the commit took place; if neither can be told, *CommitUnknownError.
+func (l *ModuleLanding) commit(ctx context.Context, tmp, final string) error {
+	if err := ctx.Err(); err != nil {
+		return volumeErr(ctx, "rename record into place (not started)", err)
+	}
+	cctx, cancel := l.clk.WithTimeout(context.WithoutCancel(ctx), CommitBudget)
+	defer cancel()
+	renameErr := l.v.Rename(cctx, tmp, final)
+	if renameErr == nil {
+		return nil
+	}
+	_, statErr := l.v.Stat(cctx, final)
+	switch {
+	case statErr == nil:
+		l.log.Warn("renaming a record into place reported a failure but the record is in place; the write is done",
+			"record", final, "err", renameErr)
+		return nil
+	case errors.Is(statErr, fs.ErrNotExist):
+		return volumeErr(cctx, "rename record into place (commit budget "+CommitBudget.String()+")", renameErr)
+	default:
+		return &CommitUnknownError{Record: final, RenameErr: renameErr, CheckErr: statErr}
+	}
+}
+
+// CommitUnknownError reports a write whose commit (the rename of its record
+// into place) failed and whose outcome could not be checked within
+// CommitBudget: the record may be in place and served. Landing the same
+// bytes again is safe: a version that landed answers with its record.
+type CommitUnknownError struct {
+	Record    string // the record's path on the volume
+	RenameErr error
+	CheckErr  error
+}
+
+func (e *CommitUnknownError) Error() string {
+	return fmt.Sprintf("registry: renaming record %s into place failed (%v) and whether it took place could not be checked (%v): the write may be served; land the same bytes again to find out",
+		e.Record, e.RenameErr, e.CheckErr)
+}
+
+func (e *CommitUnknownError) Unwrap() []error { return []error{e.RenameErr, e.CheckErr} }
 
 func (l *ModuleLanding) removeQuietly(ctx context.Context, name string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
@@ -383,6 +455,13 @@ func (l *ModuleLanding) Uninstall(ctx context.Context, module string) (Record, e
 // Remove stops serving module and gives up its earlier versions: none can be
 // shelved again. Generation directories are immutable and are not deleted
 // here, so a download already streaming finishes.
+//
+// The versions' claims are kept: a version number is never reused (as on
+// crates.io and npm), so a consumer that applied a version before the
+// removal never meets other bytes under it. Landing a removed version again
+// with other bytes is a *VersionConflictError naming the sha256 it holds;
+// with the same bytes it lands anew (a new record and generation; created
+// is true).
 func (l *ModuleLanding) Remove(ctx context.Context, module string) (Record, error) {
 	return l.endModule(ctx, module, Removed)
 }

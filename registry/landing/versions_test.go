@@ -3,6 +3,7 @@ package landing
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,40 +19,84 @@ import (
 
 // claimRace holds every claim's rename until both replicas have reached
 // theirs, so both have found the version unclaimed: the race at its worst.
+// The wait is bounded: a replica that never arrives fails the claim naming
+// what it waited on, instead of hanging the test.
+//
 // With replace set it renames over an existing claim, as a volume without
-// an atomic "rename unless it exists" would (the negative control); the
-// removal and rename then run one claim at a time, so that the second claim
-// always replaces the first rather than racing its removal.
+// an atomic "rename unless it exists" would (the negative control). The
+// removal and the rename run one claim at a time under one lock: the first
+// claim renames into an empty place, the second removes that claim and
+// renames over it, every time. (Without the lock both removals could run
+// before either rename, and the second rename would then be refused by the
+// claim the first one just placed: the control then saw one landing, not
+// two, about once in twenty runs under load.) replaced counts the claims a
+// rename replaced, so the control shows its own mechanism ran.
 type claimRace struct {
 	Volume
-	arrived *sync.WaitGroup
-	replace bool
-	one     *sync.Mutex
+	barrier  *arrival
+	replace  bool
+	one      *sync.Mutex
+	replaced *int
+}
+
+// arrival is a bounded barrier for two parties.
+type arrival struct {
+	mu      sync.Mutex
+	n       int
+	arrived chan struct{}
+}
+
+func newArrival(parties int) *arrival { return &arrival{n: parties, arrived: make(chan struct{})} }
+
+func (a *arrival) arriveAndWait(ctx context.Context) error {
+	a.mu.Lock()
+	a.n--
+	if a.n == 0 {
+		close(a.arrived)
+	}
+	a.mu.Unlock()
+	timer := time.NewTimer(testkit.Bound)
+	defer timer.Stop()
+	select {
+	case <-a.arrived:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the other replica's claim: %w", ctx.Err())
+	case <-timer.C:
+		return fmt.Errorf("waiting for the other replica's claim: it did not arrive within %s", testkit.Bound)
+	}
 }
 
 func (v claimRace) Rename(ctx context.Context, oldname, newname string) error {
 	if path.Base(path.Dir(newname)) == "versions" {
-		v.arrived.Done()
-		v.arrived.Wait() // bounded: both landings reach their claim without waiting on anything else
+		if err := v.barrier.arriveAndWait(ctx); err != nil {
+			return err
+		}
 		if v.replace {
 			v.one.Lock()
 			defer v.one.Unlock()
-			_ = v.Volume.RemoveAll(ctx, newname)
+			if _, err := v.Volume.Stat(ctx, newname); err == nil {
+				*v.replaced++
+				if err := v.Volume.RemoveAll(ctx, newname); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return v.Volume.Rename(ctx, oldname, newname)
 }
 
 func TestOfConcurrentLandingsOnTwoReplicasExactlyOneClaimsTheVersion(t *testing.T) {
-	run := func(t *testing.T, replace bool) (created, conflicts int) {
+	type outcome struct{ created, conflicts, replaced int }
+	run := func(t *testing.T, replace bool) outcome {
 		root := t.TempDir()
-		var arrived sync.WaitGroup
-		arrived.Add(2)
+		barrier := newArrival(2)
 		var one sync.Mutex
-		replicas := []*ModuleLanding{
-			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace, one: &one}, Options{Replica: "a"}),
-			newLanding(t, claimRace{Volume: DirVolume(root), arrived: &arrived, replace: replace, one: &one}, Options{Replica: "b"}),
+		var out outcome
+		race := func(replica string) *ModuleLanding {
+			return newLanding(t, claimRace{Volume: DirVolume(root), barrier: barrier, replace: replace, one: &one, replaced: &out.replaced}, Options{Replica: replica})
 		}
+		replicas := []*ModuleLanding{race("a"), race("b")}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for i, l := range replicas {
@@ -65,22 +110,24 @@ func TestOfConcurrentLandingsOnTwoReplicasExactlyOneClaimsTheVersion(t *testing.
 				defer mu.Unlock()
 				switch {
 				case err == nil && c:
-					created++
+					out.created++
 				case assert.ErrorAs(t, err, &conflict):
-					conflicts++
+					out.conflicts++
 				}
 			}()
 		}
 		wg.Wait()
-		return created, conflicts
+		return out
 	}
-	created, conflicts := run(t, false)
-	assert.Equal(t, 1, created, "exactly one landing claims the version")
-	assert.Equal(t, 1, conflicts, "the other is told the version is taken")
+	got := run(t, false)
+	assert.Equal(t, 1, got.created, "exactly one landing claims the version")
+	assert.Equal(t, 1, got.conflicts, "the other is told the version is taken")
 
 	t.Run("negative control: a claim that can be replaced lets both land", func(t *testing.T) {
-		created, _ := run(t, true)
-		assert.Equal(t, 2, created)
+		got := run(t, true)
+		assert.Equal(t, 1, got.replaced, "the second claim replaced the first")
+		assert.Equal(t, 2, got.created)
+		assert.Zero(t, got.conflicts)
 	})
 }
 

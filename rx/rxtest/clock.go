@@ -23,9 +23,10 @@ var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 // it, and returns only when those callbacks have returned. Work they schedule
 // that falls due within the span runs too.
 //
-// Timers made through the plain clock.Clock methods (AfterFunc, Timer, Ticker,
-// After, Sleep, WithTimeout) behave as *clock.Mock's do: Advance moves them,
-// but their callbacks and channel sends happen on their own goroutines.
+// After, Sleep, WithTimeout and WithDeadline are timed as rx timers are.
+// Timers made through the other plain clock.Clock methods (AfterFunc, Timer,
+// Ticker, Tick) behave as *clock.Mock's do: Advance moves them, but their
+// callbacks and channel sends happen on their own goroutines.
 type Clock struct {
 	now atomic.Int64 // nanoseconds since its start
 
@@ -247,14 +248,103 @@ func (c *Clock) Ticker(d time.Duration) *clock.Ticker { return c.useMock().Ticke
 // Timer is clock.Clock's Timer, on the virtual time.
 func (c *Clock) Timer(d time.Duration) *clock.Timer { return c.useMock().Timer(d) }
 
-// WithDeadline is clock.Clock's WithDeadline, on the virtual time.
+// WithDeadline is clock.Clock's WithDeadline, on the virtual time, timed
+// like an rx timer: the context ends with context.DeadlineExceeded inside
+// the Advance call that reaches d (it is pending until then), so a test
+// that has advanced past d finds it ended. Its Err, Cause and Done are safe
+// from any goroutine, and contexts derived from it end with its error.
+// (*clock.Mock's deadline context, used before, ended on a goroutine of its
+// own some time after Advance, and read its error without its lock: the
+// race detector reported an Err read while the deadline passed.)
 func (c *Clock) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
-	return c.useMock().WithDeadline(parent, d)
+	// The plain timers (Timer, AfterFunc, Ticker) move with Advance from here
+	// on, as they did when this deadline was one of them: a test that mixes
+	// them with deadlines keeps its timing.
+	c.useMock()
+	if cur, ok := parent.Deadline(); ok && !cur.After(d) {
+		return context.WithCancel(parent) // the parent's deadline comes first
+	}
+	inner, cancelInner := context.WithCancelCause(parent)
+	ctx := &deadlineCtx{inner: inner, cancelInner: cancelInner, deadline: d, done: make(chan struct{})}
+	stopParent := context.AfterFunc(inner, func() { ctx.end(inner.Err(), nil) })
+	var stopTimer func() bool
+	if wait := c.Until(d); wait <= 0 {
+		ctx.end(context.DeadlineExceeded, context.DeadlineExceeded)
+	} else {
+		stopTimer = c.Schedule(wait, func() { ctx.end(context.DeadlineExceeded, context.DeadlineExceeded) })
+	}
+	ctx.mu.Lock()
+	ended := ctx.err != nil
+	if !ended {
+		ctx.stopTimer, ctx.stopParent = stopTimer, stopParent
+	}
+	ctx.mu.Unlock()
+	if ended { // already: nothing is left to stop it for
+		if stopTimer != nil {
+			stopTimer()
+		}
+		stopParent()
+	}
+	return ctx, func() { ctx.end(context.Canceled, context.Canceled) }
 }
 
-// WithTimeout is clock.Clock's WithTimeout, on the virtual time.
+// WithTimeout is WithDeadline at now+d.
 func (c *Clock) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return c.useMock().WithTimeout(parent, d)
+	return c.WithDeadline(parent, c.Now().Add(d))
+}
+
+// deadlineCtx is a context ended by a virtual deadline. Its values, Cause
+// included, are those of inner, a child of the parent that it cancels with
+// its own cause when it ends; its Done channel is its own, so contexts
+// derived from it take its error (not inner's).
+type deadlineCtx struct {
+	inner       context.Context
+	cancelInner context.CancelCauseFunc
+	deadline    time.Time
+	done        chan struct{}
+
+	mu         sync.Mutex
+	err        error
+	stopTimer  func() bool
+	stopParent func() bool
+}
+
+// end ends ctx with err (first call wins). cause, when not nil, cancels
+// inner with it first, so that Cause reports it once Done is closed; nil
+// means inner has ended already (its parent did).
+func (ctx *deadlineCtx) end(err, cause error) {
+	ctx.mu.Lock()
+	if ctx.err != nil {
+		ctx.mu.Unlock()
+		return
+	}
+	ctx.err = err
+	stopTimer, stopParent := ctx.stopTimer, ctx.stopParent
+	ctx.mu.Unlock()
+	if cause != nil {
+		ctx.cancelInner(cause)
+	}
+	close(ctx.done)
+	if stopTimer != nil {
+		stopTimer()
+	}
+	if stopParent != nil {
+		stopParent()
+	}
+}
+
+func (ctx *deadlineCtx) Deadline() (time.Time, bool) { return ctx.deadline, true }
+func (ctx *deadlineCtx) Done() <-chan struct{}       { return ctx.done }
+func (ctx *deadlineCtx) Value(key any) any           { return ctx.inner.Value(key) }
+
+func (ctx *deadlineCtx) Err() error {
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
+	return ctx.err
+}
+
+func (ctx *deadlineCtx) String() string {
+	return fmt.Sprintf("rxtest.Clock.WithDeadline(%s)", ctx.deadline)
 }
 
 type timer struct {

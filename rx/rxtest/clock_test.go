@@ -2,6 +2,7 @@ package rxtest_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"runtime"
 	"sync"
@@ -222,4 +223,62 @@ func TestTheRecorderSeesTheEndAfterAnEarlierViolation(t *testing.T) {
 	violated := rxtest.NewRecorder[int](nil)
 	violated.OnNext(1)
 	assert.False(t, violated.Terminated(), "control: no terminal event, not terminated")
+}
+
+// Negative control, in words: the *clock.Mock deadline context this
+// replaces ended on a goroutine of its own after Advance returned (the
+// assertions right after Advance then failed or raced), and its Err read
+// its error without its lock: under -race, TestAPublishWhoseBudgetRunsOut…
+// and TestAPublishStoppedShort… in package registry reported that read
+// against the deadline's write about twice in 80 loaded runs. A race is not
+// something a test can assert, so the control is not run here.
+func TestAVirtualDeadlineEndsItsContextInsideTheAdvanceThatReachesIt(t *testing.T) {
+	clk := rxtest.NewClock()
+	// A request's context: a cancelable parent that is still alive when
+	// the deadline passes.
+	parent, cancelParent := context.WithCancel(context.Background())
+	defer cancelParent()
+	ctx, cancel := clk.WithTimeout(parent, 10*time.Second)
+	defer cancel()
+	child, cancelChild := context.WithCancel(ctx)
+	defer cancelChild()
+	deadline, ok := ctx.Deadline()
+	require.True(t, ok)
+	assert.Equal(t, clk.Start().Add(10*time.Second), deadline)
+
+	reading := make(chan struct{})
+	go func() { // Err read from another goroutine while the deadline passes
+		defer close(reading)
+		for ctx.Err() == nil {
+			runtime.Gosched()
+		}
+	}()
+	clk.Advance(10*time.Second - 1)
+	assert.NoError(t, ctx.Err())
+	clk.Advance(1)
+	assert.ErrorIs(t, ctx.Err(), context.DeadlineExceeded, "ended inside the Advance: nothing to wait for")
+	assert.ErrorIs(t, context.Cause(ctx), context.DeadlineExceeded, "its own cause, not the live parent's")
+	<-reading
+	select {
+	case <-child.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a context derived from it did not end")
+	}
+	assert.ErrorIs(t, child.Err(), context.DeadlineExceeded)
+	assert.ErrorIs(t, context.Cause(child), context.DeadlineExceeded)
+	assert.Zero(t, clk.Pending())
+
+	// A parent that ends first ends it with the parent's error and cause.
+	gone := errors.New("the client left")
+	parent2, cancelParent2 := context.WithCancelCause(context.Background())
+	ctx2, cancel2 := clk.WithTimeout(parent2, 10*time.Second)
+	defer cancel2()
+	cancelParent2(gone)
+	select {
+	case <-ctx2.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the parent's end did not end it")
+	}
+	assert.ErrorIs(t, ctx2.Err(), context.Canceled)
+	assert.ErrorIs(t, context.Cause(ctx2), gone)
 }
