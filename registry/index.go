@@ -146,11 +146,25 @@ func (c *indexCache) assemble(prev *indexBase, build func(*indexBase) *indexBase
 type indexBase struct {
 	mods    []landing.Record
 	cat     *catalogState
-	entries [][]byte
+	spans   []span // per module of mods: where its entry is in doc.body
 	digest  [32]byte // XOR of the SHA-256 of every listed entry: the ETag's input, kept by patching
 	listed  int
 	size    int // bytes of the listed entries
 	doc     indexDoc
+}
+
+// span locates one module's entry in an indexBase's body; n is 0 for a
+// module the caller may not install. Offsets, not slices: a document of
+// 100,000 entries is one object for the garbage collector, not 100,001.
+type span struct{ off, n uint32 }
+
+// entry returns the encoded entry of the i-th module, nil when not listed.
+func (b *indexBase) entry(i int) []byte {
+	sp := b.spans[i]
+	if sp.n == 0 {
+		return nil
+	}
+	return b.doc.body[sp.off : sp.off+sp.n]
 }
 
 // assembleIndex builds the index document for one caller: every served
@@ -195,7 +209,8 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 			}
 		}
 	}
-	b := &indexBase{mods: act.Modules, cat: cat, entries: make([][]byte, len(act.Modules))}
+	b := &indexBase{mods: act.Modules, cat: cat, spans: make([]span, len(act.Modules))}
+	entries := make([][]byte, len(act.Modules)) // this assembly's, into prev's body or new
 	if !recheck {
 		b.digest, b.listed, b.size = prev.digest, prev.listed, prev.size
 	}
@@ -217,29 +232,29 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 	i := 0 // into prev.mods
 	for j, r := range act.Modules {
 		if recheck {
-			b.entries[j] = add(encode(r))
+			entries[j] = add(encode(r))
 			continue
 		}
 		for i < len(prev.mods) && compareFold(prev.mods[i].Module, r.Module) < 0 {
-			drop(prev.entries[i]) // a module no longer served
+			drop(prev.entry(i)) // a module no longer served
 			i++
 		}
 		if i < len(prev.mods) && compareFold(prev.mods[i].Module, r.Module) == 0 {
 			old := prev.mods[i]
 			if old.Module == r.Module && old.Version == r.Version && old.SHA256 == r.SHA256 && !catChanged[moduleKey(r.Module)] {
-				b.entries[j] = prev.entries[i]
+				entries[j] = prev.entry(i)
 			} else {
-				drop(prev.entries[i])
-				b.entries[j] = add(encode(r))
+				drop(prev.entry(i))
+				entries[j] = add(encode(r))
 			}
 			i++
 			continue
 		}
-		b.entries[j] = add(encode(r)) // a module newly served
+		entries[j] = add(encode(r)) // a module newly served
 	}
 	if !recheck {
 		for ; i < len(prev.mods); i++ {
-			drop(prev.entries[i])
+			drop(prev.entry(i))
 		}
 	}
 	// The document is the entries in order: the bytes json.Marshal of a
@@ -248,7 +263,7 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 	body := make([]byte, 0, len(head)+b.size+max(b.listed-1, 0)+len(tail))
 	body = append(body, head...)
 	first := true
-	for _, e := range b.entries {
+	for j, e := range entries {
 		if e == nil {
 			continue
 		}
@@ -256,6 +271,7 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 			body = append(body, ',')
 		}
 		first = false
+		b.spans[j] = span{off: uint32(len(body)), n: uint32(len(e))}
 		body = append(body, e...)
 	}
 	body = append(body, tail...)
