@@ -144,13 +144,13 @@ func (c *indexCache) assemble(prev *indexBase, build func(*indexBase) *indexBase
 // entitlement re-encodes only the modules whose record or package changed
 // and reuses every other entry: O(changes) encoding, one copy of the bytes.
 type indexBase struct {
-	mods    []landing.Record
-	cat     *catalogState
-	spans   []span // per module of mods: where its entry is in doc.body
-	digest  [32]byte // XOR of the SHA-256 of every listed entry: the ETag's input, kept by patching
-	listed  int
-	size    int // bytes of the listed entries
-	doc     indexDoc
+	mods   []landing.Record
+	cat    *catalogState
+	spans  []span   // per module of mods: where its entry is in doc.body
+	digest [32]byte // XOR of the SHA-256 of every listed entry: the ETag's input, kept by patching
+	listed int
+	size   int // bytes of the listed entries
+	doc    indexDoc
 }
 
 // span locates one module's entry in an indexBase's body; n is 0 for a
