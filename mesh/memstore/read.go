@@ -137,5 +137,9 @@ func (s *Store) read(lq *liveQuery) []mesh.Node {
 		})
 	}
 	s.scanned.Add(scanned)
-	return items // FanIn orders the merged result
+	lq.q.SortNodes(items)
+	if lq.q.Limit > 0 && len(items) > lq.q.Limit {
+		items = items[:lq.q.Limit]
+	}
+	return items
 }

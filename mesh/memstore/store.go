@@ -131,7 +131,12 @@ func New(opts Options) (*Store, error) {
 		}
 	}
 	s.querier = &mesh.Querier{Backend: backend{s}, Router: s.router, Providers: slices.Clone(opts.Providers),
-		Clock: s.clk, InitialBudget: s.budgets.QueryInitial, Until: s.closing}
+		Clock: s.clk, InitialBudget: s.budgets.QueryInitial, Until: s.closing,
+		// Its full answers come sorted and limited (read) and its live
+		// frames say Added, Updated or Removed against its own result: with
+		// no Providers a query needs no fan-in, whose copy of the result
+		// would double what a large live query holds.
+		Merged: true}
 	switch {
 	case s.queueFrames == 0:
 		s.queueFrames = DefaultQueueFrames
