@@ -50,8 +50,14 @@ type mailbox[E any] struct {
 	space  chan struct{} // closed to wake waiting producers; made on demand
 	closed bool          // the handler will take nothing more: posts are dropped
 
-	handle func(E)
+	// h handles each value. An interface rather than a func field: a
+	// method value would cost an allocation per mailbox, that is, per
+	// subscription of every operator that serialises.
+	h mailboxHandler[E]
 }
+
+// mailboxHandler is the owner of a mailbox: the operator it serialises.
+type mailboxHandler[E any] interface{ handle(E) }
 
 // post delivers e, or queues it, as described on mailbox. A producer waiting
 // for room gives up (dropping e) when sc is cancelled; with a nil sc it waits
@@ -72,7 +78,7 @@ func (m *mailbox[E]) delivering(g uintptr) bool { return m.owner.Load()&^queuedF
 func (m *mailbox[E]) postAs(e E, sc *scope, end bool) {
 	g := curg()
 	if m.owner.CompareAndSwap(0, g) {
-		m.handle(e)
+		m.h.handle(e)
 		if m.owner.CompareAndSwap(g, 0) {
 			return
 		}
@@ -168,7 +174,7 @@ func (m *mailbox[E]) drain(g uintptr, delivered int, spent *bool) int {
 		m.mu.Unlock()
 		var zero E
 		for i := range batch {
-			m.handle(batch[i])
+			m.h.handle(batch[i])
 			batch[i] = zero
 		}
 	}
@@ -221,8 +227,10 @@ type serial[T any] struct {
 
 func (s *serial[T]) init(down Observer[T], sc *scope) {
 	s.down, s.sc = down, sc
-	s.mb.handle = s.deliver
+	s.mb.h = s
 }
+
+func (s *serial[T]) handle(n note[T]) { s.deliver(n) }
 
 func (s *serial[T]) deliver(n note[T]) {
 	if s.finished || s.sc.cancelled() {

@@ -33,11 +33,12 @@ func TimeoutStage[T any](src Observable[T], stage string, due time.Duration, clk
 			down.OnError(&TimeoutError{Stage: stage, After: due})
 			return sc
 		}
-		t := &timeoutSink[T]{down: down, clk: clk, due: due, stage: stage, sc: sc, up: sc.child(), sw: newStopwatch(clk)}
-		sc.onCancel(t.g.shut)
+		t := &timeoutSink[T]{down: down, clk: clk, due: due, stage: stage, sc: sc, sw: newStopwatch(clk)}
+		sc.initChild(&t.up)
+		t.hook.c = t
+		sc.addHook(&t.hook) // before arming: see gate
 		t.arm(due)
-		sc.onCancel(t.disarm)
-		subscribeIn[T](src, (*timeoutObserver[T])(t), t.up)
+		subscribeIn[T](src, (*timeoutObserver[T])(t), &t.up)
 		return sc
 	})
 }
@@ -56,14 +57,21 @@ type timeoutSink[T any] struct {
 	due   time.Duration
 	stage string
 	sc    *scope // downstream's: once cancelled, the timer delivers nothing
-	up    *scope
+	up    scope  // the source's
+	hook  hook   // on sc: disarms, then waits for a delivery in flight
 	g     gate
 	sw    stopwatch
 	state atomic.Int64
 
 	mu       sync.Mutex
-	stop     func() bool
+	fireFn   func() // t.fire, made once: a method value is an allocation
+	timer    armedTimer
 	disarmed bool
+}
+
+func (t *timeoutSink[T]) rxCancel() {
+	t.disarm()
+	t.g.shut()
 }
 
 func (t *timeoutSink[T]) arm(d time.Duration) {
@@ -72,17 +80,18 @@ func (t *timeoutSink[T]) arm(d time.Duration) {
 	if t.disarmed {
 		return
 	}
-	t.stop = after(t.clk, d, t.fire)
+	if t.fireFn == nil {
+		t.fireFn = t.fire
+	}
+	t.timer = armTimer(t.clk, d, t.fireFn)
 }
 
 func (t *timeoutSink[T]) disarm() {
 	t.mu.Lock()
-	stop := t.stop
-	t.disarmed, t.stop = true, nil
+	timer := t.timer
+	t.disarmed, t.timer = true, armedTimer{}
 	t.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
+	timer.stop()
 }
 
 func (t *timeoutSink[T]) fire() {
@@ -155,4 +164,4 @@ func (o *timeoutObserver[T]) OnCompleted() {
 	}
 }
 
-func (o *timeoutObserver[T]) rxScope() *scope { return o.up }
+func (o *timeoutObserver[T]) rxScope() *scope { return &o.up }
