@@ -33,7 +33,7 @@ func TimeoutStage[T any](src Observable[T], stage string, due time.Duration, clk
 			down.OnError(&TimeoutError{Stage: stage, After: due})
 			return sc
 		}
-		t := &timeoutSink[T]{down: down, clk: clk, due: due, stage: stage, sc: sc, sw: newStopwatch(clk)}
+		t := &timeoutSink[T]{down: down, due: due, stage: stage, sc: sc, sw: newStopwatch(clk)}
 		sc.initChild(&t.up)
 		t.hook.c = t
 		sc.addHook(&t.hook) // before arming: see gate
@@ -53,7 +53,6 @@ const (
 
 type timeoutSink[T any] struct {
 	down  Observer[T]
-	clk   clock.Clock
 	due   time.Duration
 	stage string
 	sc    *scope // downstream's: once cancelled, the timer delivers nothing
@@ -83,7 +82,7 @@ func (t *timeoutSink[T]) arm(d time.Duration) {
 	if t.fireFn == nil {
 		t.fireFn = t.fire
 	}
-	t.timer = armTimer(t.clk, d, t.fireFn)
+	t.timer = armTimer(t.sw.clk, d, t.fireFn)
 }
 
 func (t *timeoutSink[T]) disarm() {
