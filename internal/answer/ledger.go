@@ -28,7 +28,15 @@ type Ledger struct {
 	mu       sync.Mutex
 	stages   []*Stage
 	failedIn string // the first stage that ended with an error
+
+	// The first stages a request enters live in the ledger itself: a
+	// registry request enters three (authentication, activation, catalog),
+	// so its ledger is its only allocation for them.
+	inline    [inlineStages]Stage
+	inlinePtr [inlineStages]*Stage
 }
+
+const inlineStages = 3
 
 // Stage is one wait entered in a Ledger.
 type Stage struct {
@@ -74,8 +82,18 @@ func (l *Ledger) Enter(stage string) *Stage {
 	if l == nil {
 		return nil
 	}
-	s := &Stage{ledger: l, name: stage, started: l.clk.Now()}
+	started := l.clk.Now()
 	l.mu.Lock()
+	var s *Stage
+	if n := len(l.stages); n < inlineStages {
+		if l.stages == nil {
+			l.stages = l.inlinePtr[:0]
+		}
+		s = &l.inline[n]
+	} else {
+		s = new(Stage)
+	}
+	*s = Stage{ledger: l, name: stage, started: started}
 	l.stages = append(l.stages, s)
 	l.mu.Unlock()
 	return s
@@ -235,11 +253,11 @@ func InStage[T any](src rx.Observable[T], l *Ledger, stage string) rx.Observable
 			s.Finish()
 			return rx.Empty[T]()
 		})
-		failed := func(err error) rx.Observable[T] {
+		failed := func(error) rx.Observable[T] {
 			s.fail()
-			return rx.Throw[T](err)
+			return nil // passes the error on
 		}
-		answered := rx.Do(src, func(T) { s.Finish() })
+		answered := rx.Map(src, func(v T) T { s.Finish(); return v })
 		return rx.Concat(rx.Catch(answered, failed), finish)
 	})
 }
