@@ -396,9 +396,11 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 	ifNoneMatch := r.Header.Get("If-None-Match")
 	base := s.baseURL
 	return s.authenticated(r, func(res auth.Result) rx.Observable[answer.Answer] {
-		return rx.SelectMany(rx.Take(s.activation(ledger), 1), func(v activationView) rx.Observable[answer.Answer] {
+		// The snapshot and the catalog each answer one value (and the
+		// Deadline keeps only the first answer): no Take is needed.
+		return rx.SelectMany(s.activation(ledger), func(v activationView) rx.Observable[answer.Answer] {
 			cat := answer.InStage(s.catalog.read(), ledger, StageCatalog)
-			return rx.Map(rx.Take(cat, 1), func(c *catalogState) answer.Answer {
+			return rx.Map(cat, func(c *catalogState) answer.Answer {
 				build := func(prev *indexBase) *indexBase {
 					return patchIndex(prev, v.act, c, base, func(plugin, tier string) bool {
 						return res.Allows(s.source, plugin, tier)

@@ -28,6 +28,7 @@ type Ledger struct {
 	mu       sync.Mutex
 	stages   []*Stage
 	failedIn string // the first stage that ended with an error
+	noted    string // see Note
 
 	// The first stages a request enters live in the ledger itself: a
 	// registry request enters three (authentication, activation, catalog),
@@ -126,6 +127,29 @@ func (s *Stage) fail() {
 	s.ledger.mu.Unlock()
 }
 
+// Note records what the request is refused because of, for a refusal made
+// while no stage is pending (a route's own reason: a full upload slot, an
+// unready store): the stage a metric or log names then. The last note
+// counts.
+func (l *Ledger) Note(stage string) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.noted = stage
+	l.mu.Unlock()
+}
+
+// Noted returns the last Note, or "".
+func (l *Ledger) Noted() string {
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.noted
+}
+
 // failedStage returns the first stage that ended with an error, or "".
 func (l *Ledger) failedStage() string {
 	if l == nil {
@@ -169,7 +193,16 @@ func (l *Ledger) Finished() []StageTime {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var done []StageTime
+	n := 0
+	for _, s := range l.stages {
+		if !s.ended.IsZero() {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	done := make([]StageTime, 0, n) // the metrics read it on every request
 	for _, s := range l.stages {
 		if !s.ended.IsZero() {
 			done = append(done, StageTime{Name: s.name, Took: s.ended.Sub(s.started)})
