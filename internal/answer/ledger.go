@@ -43,8 +43,12 @@ const inlineStages = 3
 type Stage struct {
 	ledger  *Ledger
 	name    string
-	started time.Time
-	ended   time.Time // zero while running; guarded by ledger.mu
+	// started and ended count from the ledger's arrival: a request keeps
+	// its stages in its ledger, and offsets are a third of the size of
+	// instants.
+	started  time.Duration
+	ended    time.Duration // guarded by ledger.mu, as finished is
+	finished bool
 }
 
 // StageTime is a finished stage and how long it took.
@@ -83,7 +87,7 @@ func (l *Ledger) Enter(stage string) *Stage {
 	if l == nil {
 		return nil
 	}
-	started := l.clk.Now()
+	started := l.clk.Since(l.arrival)
 	l.mu.Lock()
 	var s *Stage
 	if n := len(l.stages); n < inlineStages {
@@ -105,10 +109,10 @@ func (s *Stage) Finish() {
 	if s == nil {
 		return
 	}
-	now := s.ledger.clk.Now()
+	now := s.ledger.clk.Since(s.ledger.arrival)
 	s.ledger.mu.Lock()
-	if s.ended.IsZero() {
-		s.ended = now
+	if !s.finished {
+		s.ended, s.finished = now, true
 	}
 	s.ledger.mu.Unlock()
 }
@@ -178,7 +182,7 @@ func (l *Ledger) Pending() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.stages {
-		if s.ended.IsZero() {
+		if !s.finished {
 			pending = append(pending, s.name)
 		}
 	}
@@ -195,7 +199,7 @@ func (l *Ledger) Finished() []StageTime {
 	defer l.mu.Unlock()
 	n := 0
 	for _, s := range l.stages {
-		if !s.ended.IsZero() {
+		if s.finished {
 			n++
 		}
 	}
@@ -204,8 +208,8 @@ func (l *Ledger) Finished() []StageTime {
 	}
 	done := make([]StageTime, 0, n) // the metrics read it on every request
 	for _, s := range l.stages {
-		if !s.ended.IsZero() {
-			done = append(done, StageTime{Name: s.name, Took: s.ended.Sub(s.started)})
+		if s.finished {
+			done = append(done, StageTime{Name: s.name, Took: s.ended - s.started})
 		}
 	}
 	return done
@@ -218,7 +222,7 @@ func (l *Ledger) Describe() string {
 	if l == nil {
 		return "no stage had started"
 	}
-	now := l.clk.Now()
+	now := l.clk.Since(l.arrival)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.stages) == 0 {
@@ -226,10 +230,10 @@ func (l *Ledger) Describe() string {
 	}
 	var running, done []string
 	for _, s := range l.stages {
-		if s.ended.IsZero() {
-			running = append(running, fmt.Sprintf("%s (running %s)", s.name, now.Sub(s.started)))
+		if !s.finished {
+			running = append(running, fmt.Sprintf("%s (running %s)", s.name, now-s.started))
 		} else {
-			done = append(done, fmt.Sprintf("%s %s", s.name, s.ended.Sub(s.started)))
+			done = append(done, fmt.Sprintf("%s %s", s.name, s.ended-s.started))
 		}
 	}
 	var b strings.Builder
