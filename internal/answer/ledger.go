@@ -41,8 +41,8 @@ const inlineStages = 3
 
 // Stage is one wait entered in a Ledger.
 type Stage struct {
-	ledger  *Ledger
-	name    string
+	ledger *Ledger
+	name   string
 	// started and ended count from the ledger's arrival: a request keeps
 	// its stages in its ledger, and offsets are a third of the size of
 	// instants.
