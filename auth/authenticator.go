@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -73,90 +74,119 @@ func (a *Authenticator) Authenticate(header string) rx.Observable[Result] {
 	}
 	hash := HashKey(key)
 	return rx.Defer(func() rx.Observable[Result] {
-		return rx.SelectMany(a.read(StageInstanceKey, KeyIndexPath(hash)), func(l leg) rx.Observable[Result] {
-			return a.afterKeyIndex(hash, l)
-		})
+		r := &authentication{a: a, hash: hash}
+		first := readLeg(a, StageInstanceKey, KeyIndexPath(hash), keyIndexLeg)
+		return rx.Catch(rx.SelectMany(first, r.afterKeyIndex), r.unreadable)
 	})
 }
 
-// leg is the outcome of one bounded point read.
-type leg struct {
-	node    mesh.Node
+// authentication is one run of the legs for one key. A leg that cannot be
+// read fails the run's stream, which one Catch turns into the Result that
+// names the leg then being read: the legs run one after the other.
+type authentication struct {
+	a    *Authenticator
+	hash string
+	leg  atomic.Int32 // index in legStages of the leg being read
+}
+
+var legStages = [...]string{StageInstanceKey, StageInstance, StageGrant}
+
+func (r *authentication) unreadable(err error) rx.Observable[Result] {
+	return rx.Return(r.a.unavailable(legStages[r.leg.Load()], r.hash, err))
+}
+
+// leg is the outcome of one bounded point read: the node's content decoded
+// (or why it could not be), or absent.
+type leg[T any] struct {
+	v       T
 	present bool
-	err     error
+	err     error // the content could not be decoded
 }
 
-// read reads path, bounded by the read budget under the name stage, and
-// yields exactly one outcome: present, absent, or the error. The outcome is
-// sent only once the read has ended, so its bound is disarmed before the
-// next leg starts.
-func (a *Authenticator) read(stage, path string) rx.Observable[leg] {
-	return rx.Defer(func() rx.Observable[leg] {
-		var out leg
-		read := rx.Take(rx.TimeoutStage(a.Mesh.Get(path), stage, a.readBudget(), a.clock()), 1)
-		keep := func(n mesh.Node) bool { out = leg{node: n, present: true}; return false }
-		ended := rx.Map(rx.Filter(read, keep), func(mesh.Node) leg { return leg{} })
-		outcome := rx.Concat(ended, rx.Defer(func() rx.Observable[leg] { return rx.Return(out) }))
-		return rx.Catch(outcome, func(err error) rx.Observable[leg] { return rx.Return(leg{err: err}) })
-	})
+// readLeg reads path, bounded by the read budget under the name stage, and
+// yields exactly one outcome, present (decoded) or absent, or fails with
+// the read's error. The outcome is sent only once the read has ended, so
+// its bound is disarmed before the next leg starts: Take is inside the
+// bound, so the read's end reaches Timeout, which disarms before it passes
+// the completion on, and only then does Reduce send the outcome (absent,
+// its seed, when no node came). The node is decoded as it arrives, so what
+// a leg keeps is the decoded content, not the node.
+//
+// Three operators per leg: the legs run on every authenticated request, and
+// what they allocate is what the collector works through at load.
+func readLeg[T any](a *Authenticator, stage, path string, decode func(leg[T], mesh.Node) leg[T]) rx.Observable[leg[T]] {
+	read := rx.TimeoutStage(rx.Take(a.Mesh.Get(path), 1), stage, a.readBudget(), a.clock())
+	return rx.Reduce(read, leg[T]{}, decode)
 }
 
-func (a *Authenticator) afterKeyIndex(hash string, l leg) rx.Observable[Result] {
+func keyIndexLeg(_ leg[keyIndexContent], n mesh.Node) leg[keyIndexContent] {
+	idx, err := decodeKeyIndex(n)
+	return leg[keyIndexContent]{v: idx, present: true, err: err}
+}
+
+func instanceLeg(_ leg[*Instance], n mesh.Node) leg[*Instance] {
+	inst, err := decodeInstance(n)
+	return leg[*Instance]{v: inst, present: true, err: err}
+}
+
+// grantRead is a grant node's content: the grant (its InstanceID not yet
+// set) and the entries left out.
+type grantRead struct {
+	g   PluginGrant
+	bad []error
+}
+
+func grantLeg(_ leg[grantRead], n mesh.Node) leg[grantRead] {
+	g, bad, err := decodeGrant(n, "")
+	return leg[grantRead]{v: grantRead{g: g, bad: bad}, present: true, err: err}
+}
+
+func (r *authentication) afterKeyIndex(l leg[keyIndexContent]) rx.Observable[Result] {
+	a, hash := r.a, r.hash
 	switch {
-	case l.err != nil:
-		return rx.Return(a.unavailable(StageInstanceKey, hash, l.err))
 	case !l.present:
 		return rx.Return(a.refused(RefusedUnknownKey, hash))
-	}
-	idx, err := decodeKeyIndex(l.node)
-	if err != nil {
-		return rx.Return(a.unavailable(StageInstanceKey, hash, err))
-	}
-	if !HashesEqual(idx.KeyHash, hash) {
+	case l.err != nil:
+		return rx.Return(a.unavailable(StageInstanceKey, hash, l.err))
+	case !HashesEqual(l.v.KeyHash, hash):
 		// Another key whose hash shares the 12-character index id.
 		return rx.Return(a.refused(RefusedUnknownKey, hash))
 	}
-	return rx.SelectMany(a.read(StageInstance, InstancePath(idx.Instance)), func(l leg) rx.Observable[Result] {
-		return a.afterInstance(hash, l)
-	})
+	r.leg.Store(1)
+	return rx.SelectMany(readLeg(a, StageInstance, InstancePath(l.v.Instance), instanceLeg), r.afterInstance)
 }
 
-func (a *Authenticator) afterInstance(hash string, l leg) rx.Observable[Result] {
+func (r *authentication) afterInstance(l leg[*Instance]) rx.Observable[Result] {
+	a, hash, inst := r.a, r.hash, l.v
 	switch {
-	case l.err != nil:
-		return rx.Return(a.unavailable(StageInstance, hash, l.err))
 	case !l.present:
 		return rx.Return(a.refused(RefusedUnknownInstance, hash))
-	}
-	inst, err := decodeInstance(l.node)
-	switch {
-	case err != nil:
-		return rx.Return(a.unavailable(StageInstance, hash, err))
+	case l.err != nil:
+		return rx.Return(a.unavailable(StageInstance, hash, l.err))
 	case !inst.HasKeyHash(hash):
 		// The index node outlived a revocation; the instance is the truth.
 		return rx.Return(a.refused(RefusedRevokedKey, hash))
 	case inst.Disabled:
 		return rx.Return(a.refused(RefusedDisabled, hash))
 	}
-	return rx.SelectMany(a.read(StageGrant, GrantPath(inst.ID)), func(l leg) rx.Observable[Result] {
-		return a.afterGrant(hash, inst, l)
+	r.leg.Store(2)
+	return rx.SelectMany(readLeg(a, StageGrant, GrantPath(inst.ID), grantLeg), func(l leg[grantRead]) rx.Observable[Result] {
+		return r.afterGrant(inst, l)
 	})
 }
 
-func (a *Authenticator) afterGrant(hash string, inst *Instance, l leg) rx.Observable[Result] {
-	if l.err != nil {
-		return rx.Return(a.unavailable(StageGrant, hash, l.err))
-	}
+func (r *authentication) afterGrant(inst *Instance, l leg[grantRead]) rx.Observable[Result] {
+	a, hash := r.a, r.hash
 	res := Result{Instance: inst, Grant: PluginGrant{InstanceID: inst.ID}}
 	if l.present {
-		g, bad, err := decodeGrant(l.node, inst.ID)
-		if err != nil {
-			return rx.Return(a.unavailable(StageGrant, hash, err))
+		if l.err != nil {
+			return rx.Return(a.unavailable(StageGrant, hash, l.err))
 		}
-		for _, e := range bad {
+		for _, e := range l.v.bad {
 			a.logger().Warn("auth: grant entry left out", "instance", inst.ID, "error", e)
 		}
-		res.Grant = g
+		res.Grant = l.v.g
+		res.Grant.InstanceID = inst.ID
 	}
 	if a.Ladder == nil {
 		return rx.Return(res)

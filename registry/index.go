@@ -426,24 +426,34 @@ func (s *Server) activation(ledger *answer.Ledger) rx.Observable[activationView]
 // the served snapshot, the package catalog, then the document kept for
 // this caller's entitlement, or 304 when the caller already holds it.
 func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
-	ledger := answer.LedgerFrom(r.Context())
-	ifNoneMatch := r.Header.Get("If-None-Match")
-	base := s.baseURL
+	// One allocation holds what the steps below share, so that each closure
+	// captures one pointer: the route runs on every poll.
+	type indexRequest struct {
+		s           *Server
+		ledger      *answer.Ledger
+		ifNoneMatch string
+		res         auth.Result
+	}
+	q := &indexRequest{s: s, ledger: answer.LedgerFrom(r.Context()), ifNoneMatch: r.Header.Get("If-None-Match")}
 	return s.authenticated(r, func(res auth.Result) rx.Observable[answer.Answer] {
-		return rx.SelectMany(rx.Take(s.activation(ledger), 1), func(v activationView) rx.Observable[answer.Answer] {
-			cat := answer.InStage(s.catalog.read(), ledger, StageCatalog)
-			return rx.Map(rx.Take(cat, 1), func(c *catalogState) answer.Answer {
+		q.res = res
+		// The snapshot and the catalog each answer one value (and the
+		// Deadline keeps only the first answer): no Take is needed.
+		return rx.SelectMany(q.s.activation(q.ledger), func(v activationView) rx.Observable[answer.Answer] {
+			cat := answer.InStage(q.s.catalog.read(), q.ledger, StageCatalog)
+			return rx.Map(cat, func(c *catalogState) answer.Answer {
+				s, res := q.s, q.res
 				build := func(prev *indexBase) *indexBase {
-					return patchIndex(prev, v.act, c, base, func(plugin, tier string) bool {
+					return patchIndex(prev, v.act, c, s.baseURL, func(plugin, tier string) bool {
 						return res.Allows(s.source, plugin, tier)
 					})
 				}
 				gen, current := s.contents.of(v.seq, v.content)
 				if !current {
-					return indexAnswer(s.index.assemble(nil, build).doc, ifNoneMatch)
+					return indexAnswer(s.index.assemble(nil, build).doc, q.ifNoneMatch)
 				}
 				key := indexKey{gen: indexGeneration{content: gen, catalog: c.version}, entitlement: entitlementKey(res)}
-				return indexAnswer(s.index.get(key, build), ifNoneMatch)
+				return indexAnswer(s.index.get(key, build), q.ifNoneMatch)
 			})
 		})
 	})

@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -117,22 +116,12 @@ func (s *Server) metricsRoute(r *http.Request) rx.Observable[answer.Answer] {
 	})
 }
 
-// requestNote is what a route tells the metrics about its request beyond
-// the status: the stage a refusal was about, when no stage is pending.
-type requestNote struct {
-	mu    sync.Mutex
-	stage string
-}
-
-type requestNoteKey struct{}
-
-// noteRefusal records that r is refused because of stage.
+// noteRefusal records in r's ledger that r is refused because of stage:
+// what a route tells the metrics about its request beyond the status, when
+// no stage is pending. The ledger carries it, so that the request needs no
+// second context (and copy of itself) for it.
 func noteRefusal(r *http.Request, stage string) {
-	if n, ok := r.Context().Value(requestNoteKey{}).(*requestNote); ok {
-		n.mu.Lock()
-		n.stage = stage
-		n.mu.Unlock()
-	}
+	answer.LedgerFrom(r.Context()).Note(stage)
 }
 
 // instrument counts each request by route and status, observes how long
@@ -140,10 +129,13 @@ func noteRefusal(r *http.Request, stage string) {
 // waiting on.
 func (s *Server) instrument(route string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		note := &requestNote{}
 		ledger := answer.LedgerFrom(r.Context())
-		sw := &statusWriter{ResponseWriter: w, ledger: ledger, note: note}
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), requestNoteKey{}, note)))
+		if ledger == nil {
+			ledger = answer.NewLedger(s.clk)
+			r = r.WithContext(answer.WithLedger(r.Context(), ledger))
+		}
+		sw := &statusWriter{ResponseWriter: w, ledger: ledger}
+		next.ServeHTTP(sw, r)
 		status := sw.status
 		if status == 0 {
 			status = http.StatusOK
@@ -168,7 +160,6 @@ func (s *Server) instrument(route string, next http.Handler) http.Handler {
 type statusWriter struct {
 	http.ResponseWriter
 	ledger    *answer.Ledger
-	note      *requestNote
 	status    int
 	refusedIn string
 }
@@ -177,7 +168,7 @@ func (w *statusWriter) WriteHeader(status int) {
 	if w.status == 0 {
 		w.status = status
 		if status == http.StatusServiceUnavailable {
-			w.refusedIn = runningStageOrNote(w.ledger, w.note)
+			w.refusedIn = runningStageOrNote(w.ledger)
 		}
 	}
 	w.ResponseWriter.WriteHeader(status)
@@ -193,11 +184,9 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-func runningStageOrNote(l *answer.Ledger, n *requestNote) string {
+func runningStageOrNote(l *answer.Ledger) string {
 	if pending := l.Pending(); len(pending) > 0 {
 		return answer.RunningStage(pending)
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.stage
+	return l.Noted()
 }

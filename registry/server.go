@@ -355,28 +355,27 @@ func (s *Server) MetricsHandler() http.Handler { return s.metricsHandler }
 // others: 401 for no usable key, 503 with Retry-After for "could not find
 // out". The missing-key answer is synchronous: it reads nothing.
 func (s *Server) authenticated(r *http.Request, next func(auth.Result) rx.Observable[answer.Answer]) rx.Observable[answer.Answer] {
-	ledger := answer.LedgerFrom(r.Context())
-	header := r.Header.Get("Authorization")
-	return rx.Defer(func() rx.Observable[answer.Answer] {
-		src := s.auth.Authenticate(header)
-		if src == nil {
-			return rx.Throw[answer.Answer](errors.New("registry: the authenticator returned no result stream"))
+	// Authenticate is cold, and a route's answer is subscribed as soon as it
+	// is built (see answer.Deadline): no Defer is needed to read nothing
+	// before the subscription.
+	src := s.auth.Authenticate(r.Header.Get("Authorization"))
+	if src == nil {
+		return rx.Throw[answer.Answer](errors.New("registry: the authenticator returned no result stream"))
+	}
+	return rx.SelectMany(rx.Take(answer.InStage(src, answer.LedgerFrom(r.Context()), StageAuthentication), 1), func(res auth.Result) rx.Observable[answer.Answer] {
+		switch {
+		case res.Unavailable != "":
+			noteRefusal(r, StageAuthentication)
+			// The authenticator has logged the detail; the answer names
+			// the leg only (the text before its first ": ").
+			leg, _, _ := strings.Cut(res.Unavailable, ": ")
+			return rx.Return(recordAnswer(func(w http.ResponseWriter) {
+				auth.WriteUnavailable(w, StageAuthentication+": "+leg+": "+answer.ReasonUnavailable, 0)
+			}))
+		case !res.Authenticated():
+			return rx.Return(recordAnswer(auth.WriteUnauthenticated))
 		}
-		return rx.SelectMany(rx.Take(answer.InStage(src, ledger, StageAuthentication), 1), func(res auth.Result) rx.Observable[answer.Answer] {
-			switch {
-			case res.Unavailable != "":
-				noteRefusal(r, StageAuthentication)
-				// The authenticator has logged the detail; the answer names
-				// the leg only (the text before its first ": ").
-				leg, _, _ := strings.Cut(res.Unavailable, ": ")
-				return rx.Return(recordAnswer(func(w http.ResponseWriter) {
-					auth.WriteUnavailable(w, StageAuthentication+": "+leg+": "+answer.ReasonUnavailable, 0)
-				}))
-			case !res.Authenticated():
-				return rx.Return(recordAnswer(auth.WriteUnauthenticated))
-			}
-			return next(res)
-		})
+		return next(res)
 	})
 }
 

@@ -14,7 +14,7 @@ type AsyncSubject[T any] struct {
 // NewAsyncSubject returns an AsyncSubject that has received nothing.
 func NewAsyncSubject[T any]() *AsyncSubject[T] {
 	s := &AsyncSubject[T]{}
-	s.mb.handle = s.handle
+	s.mb.h = s
 	return s
 }
 

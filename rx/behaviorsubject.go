@@ -14,7 +14,7 @@ type BehaviorSubject[T any] struct {
 // NewBehaviorSubject returns a BehaviorSubject holding initial.
 func NewBehaviorSubject[T any](initial T) *BehaviorSubject[T] {
 	s := &BehaviorSubject[T]{value: initial, last: initial}
-	s.mb.handle = s.handle
+	s.mb.h = s
 	return s
 }
 

@@ -1,6 +1,9 @@
 package rx
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 // First subscribes to src and returns its first value, unsubscribing at once.
 // It returns ErrEmpty if src completes without a value, src's error if it
@@ -14,17 +17,25 @@ func First[T any](ctx context.Context, src Observable[T]) (T, error) {
 		var zero T
 		return zero, err
 	}
-	w := &firstObserver[T]{sc: newScope(), ch: make(chan firstResult[T], 1)}
+	w := &firstObserver[T]{}
 	// ctx is wired to the subscription before subscribing, so a source that
 	// runs inside Subscribe (a Create producer looping on this goroutine)
-	// sees the cancellation through its own context and returns.
-	defer context.AfterFunc(ctx, w.sc.cancel)()
-	subscribeIn[T](src, w, w.sc)
-	select {
-	case r := <-w.ch:
-		return r.v, r.err
-	default:
+	// sees the cancellation through its own context and returns. A context
+	// that can never end has nothing to wire.
+	if ctx.Done() != nil {
+		defer context.AfterFunc(ctx, w.sc.cancel)()
 	}
+	subscribeIn[T](src, w, &w.sc)
+	// A source that answered inside Subscribe needs no channel: it is made
+	// only for an answer still to come from another goroutine.
+	w.mu.Lock()
+	if w.has {
+		r := w.r
+		w.mu.Unlock()
+		return r.v, r.err
+	}
+	w.ch = make(chan firstResult[T], 1)
+	w.mu.Unlock()
 	select {
 	case r := <-w.ch:
 		return r.v, r.err
@@ -41,24 +52,36 @@ type firstResult[T any] struct {
 }
 
 type firstObserver[T any] struct {
-	sc   *scope
-	ch   chan firstResult[T]
-	done bool
+	sc   scope
+	done bool // calls into the observer are serialised
+
+	mu  sync.Mutex
+	has bool // r is the result
+	r   firstResult[T]
+	ch  chan firstResult[T] // made by First once it has to wait
 }
 
+// finish keeps the first result, after cancelling the subscription: First
+// returns only once the source has been unsubscribed.
 func (w *firstObserver[T]) finish(r firstResult[T]) {
 	if w.done {
 		return
 	}
 	w.done = true
 	w.sc.cancel()
-	w.ch <- r
+	w.mu.Lock()
+	w.has, w.r = true, r
+	ch := w.ch
+	w.mu.Unlock()
+	if ch != nil {
+		ch <- r
+	}
 }
 
 func (w *firstObserver[T]) OnNext(v T)        { w.finish(firstResult[T]{v: v}) }
 func (w *firstObserver[T]) OnError(err error) { w.finish(firstResult[T]{err: err}) }
 func (w *firstObserver[T]) OnCompleted()      { w.finish(firstResult[T]{err: ErrEmpty}) }
-func (w *firstObserver[T]) rxScope() *scope   { return w.sc }
+func (w *firstObserver[T]) rxScope() *scope   { return &w.sc }
 
 // Collect subscribes to src and returns all its values once it completes, or
 // the values so far with src's error, or with ctx's error if ctx ends first

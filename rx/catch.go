@@ -5,8 +5,9 @@ package rx
 func Catch[T any](src Observable[T], handler func(error) Observable[T]) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		c := &catchObserver[T]{down: down, sc: sc, handler: handler, up: sc.child()}
-		subscribeIn[T](src, c, c.up)
+		c := &catchObserver[T]{down: down, sc: sc, handler: handler}
+		sc.initChild(&c.up)
+		subscribeIn[T](src, c, &c.up)
 		return sc
 	})
 }
@@ -15,7 +16,7 @@ type catchObserver[T any] struct {
 	down    Observer[T]
 	sc      *scope
 	handler func(error) Observable[T]
-	up      *scope
+	up      scope // the source's
 }
 
 func (c *catchObserver[T]) OnNext(v T) { c.down.OnNext(v) }
@@ -35,4 +36,4 @@ func (c *catchObserver[T]) OnError(err error) {
 	}
 	subscribeIn(next, inScope(c.down, c.sc), c.sc)
 }
-func (c *catchObserver[T]) rxScope() *scope { return c.up }
+func (c *catchObserver[T]) rxScope() *scope { return &c.up }

@@ -7,7 +7,7 @@ func CombineLatest2[A, B, R any](a Observable[A], b Observable[B], f func(A, B) 
 	return observableFunc[R](func(down Observer[R]) Subscription {
 		sc := ensureScope(down)
 		c := &combiner[A, B, R]{down: down, f: f, sc: sc, work: sc.child()}
-		c.mb.handle = c.handle
+		c.mb.h = c
 		sa, sb := c.work.child(), c.work.child()
 		subscribeIn[A](a, &combineA[A, B, R]{c: c, sc: sa}, sa)
 		subscribeIn[B](b, &combineB[A, B, R]{c: c, sc: sb}, sb)

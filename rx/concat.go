@@ -38,8 +38,9 @@ func (c *concatSink[T]) next() {
 		}
 		src := c.srcs[c.i]
 		c.i++
-		in := c.sc.child()
-		subscribeIn[T](src, &concatInner[T]{c: c, sc: in}, in)
+		in := &concatInner[T]{c: c}
+		c.sc.initChild(&in.sc)
+		subscribeIn[T](src, in, &in.sc)
 		if c.wip.Add(-1) == 0 {
 			return
 		}
@@ -48,7 +49,7 @@ func (c *concatSink[T]) next() {
 
 type concatInner[T any] struct {
 	c  *concatSink[T]
-	sc *scope
+	sc scope
 }
 
 func (i *concatInner[T]) OnNext(v T) { i.c.down.OnNext(v) }
@@ -60,7 +61,7 @@ func (i *concatInner[T]) OnCompleted() {
 	i.sc.cancel()
 	i.c.next()
 }
-func (i *concatInner[T]) rxScope() *scope { return i.sc }
+func (i *concatInner[T]) rxScope() *scope { return &i.sc }
 
 // ConcatMap maps each value to an observable and concatenates them: the inner
 // for a value is subscribed when the previous inner has completed; values

@@ -162,7 +162,7 @@ func Create[T any](produce func(ctx context.Context, o Observer[T])) Observable[
 		ctx, cancel := context.WithCancel(context.Background())
 		e := &createEmitter[T]{cancel: cancel}
 		e.init(down, sc)
-		e.mb.handle = e.deliver
+		e.mb.h = e
 		sc.onCancel(cancel)
 		produce(ctx, e)
 		return sc
@@ -173,6 +173,8 @@ type createEmitter[T any] struct {
 	serial[T]
 	cancel context.CancelFunc
 }
+
+func (e *createEmitter[T]) handle(n note[T]) { e.deliver(n) }
 
 func (e *createEmitter[T]) deliver(n note[T]) {
 	if n.kind != kindNext && !e.finished {

@@ -14,11 +14,15 @@ var errNilInner = errors.New("rx: selector returned a nil Observable")
 func SelectMany[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
-		m := &merger[U]{work: sc.child()}
+		// The merger and the outer's observer are one allocation.
+		s := &selectMany[T, U]{}
+		m, outer := &s.m, &s.outer
+		sc.initChild(&m.work)
 		m.out.init(down, sc)
 		m.active.Store(1)
-		outer := m.work.child()
-		subscribeIn[T](src, &selectManyOuter[T, U]{m: m, f: f, sc: outer}, outer)
+		outer.m, outer.f = m, f
+		m.work.initChild(&outer.sc)
+		subscribeIn[T](src, outer, &outer.sc)
 		return sc
 	})
 }
@@ -31,7 +35,8 @@ func Merge[T any](srcs ...Observable[T]) Observable[T] {
 			return noSubscription{}
 		}
 		sc := ensureScope(down)
-		m := &merger[T]{work: sc.child()}
+		m := &merger[T]{}
+		sc.initChild(&m.work)
 		m.out.init(down, sc)
 		m.active.Store(int64(len(srcs)))
 		for _, src := range srcs {
@@ -48,13 +53,14 @@ func Merge[T any](srcs ...Observable[T]) Observable[T] {
 // of live sources (the outer counts as one).
 type merger[T any] struct {
 	out    serial[T]
-	work   *scope
+	work   scope
 	active atomic.Int64
 }
 
 func (m *merger[T]) subscribe(src Observable[T]) {
-	in := m.work.child()
-	subscribeIn[T](src, &mergeInner[T]{m: m, sc: in}, in)
+	in := &mergeInner[T]{m: m}
+	m.work.initChild(&in.sc)
+	subscribeIn[T](src, in, &in.sc)
 }
 
 func (m *merger[T]) doneOne() {
@@ -71,7 +77,7 @@ func (m *merger[T]) fail(err error) {
 
 type mergeInner[T any] struct {
 	m  *merger[T]
-	sc *scope
+	sc scope
 }
 
 func (i *mergeInner[T]) OnNext(v T)        { i.m.out.OnNext(v) }
@@ -80,12 +86,18 @@ func (i *mergeInner[T]) OnCompleted() {
 	i.sc.cancel()
 	i.m.doneOne()
 }
-func (i *mergeInner[T]) rxScope() *scope { return i.sc }
+func (i *mergeInner[T]) rxScope() *scope { return &i.sc }
+
+// selectMany is the state of one SelectMany subscription.
+type selectMany[T, U any] struct {
+	m     merger[U]
+	outer selectManyOuter[T, U]
+}
 
 type selectManyOuter[T, U any] struct {
 	m  *merger[U]
 	f  func(T) Observable[U]
-	sc *scope
+	sc scope
 }
 
 func (o *selectManyOuter[T, U]) OnNext(v T) {
@@ -102,4 +114,4 @@ func (o *selectManyOuter[T, U]) OnCompleted() {
 	o.sc.cancel()
 	o.m.doneOne()
 }
-func (o *selectManyOuter[T, U]) rxScope() *scope { return o.sc }
+func (o *selectManyOuter[T, U]) rxScope() *scope { return &o.sc }

@@ -14,7 +14,7 @@ type ReplaySubject[T any] struct {
 // size <= 0 keeps every value.
 func NewReplaySubject[T any](size int) *ReplaySubject[T] {
 	s := &ReplaySubject[T]{size: size}
-	s.mb.handle = s.handle
+	s.mb.h = s
 	return s
 }
 

@@ -25,6 +25,32 @@ func after(clk clock.Clock, d time.Duration, f func()) (stop func() bool) {
 	return clk.AfterFunc(d, f).Stop
 }
 
+// armedTimer is a timer armed by armTimer; the zero value is no timer.
+type armedTimer struct {
+	real  *time.Timer
+	other func() bool
+}
+
+// armTimer is after without the allocations the real clock's wrapper adds
+// (its *clock.Timer and the Stop method value): on the real clock it arms a
+// time.Timer itself, which is all clock.New().AfterFunc does.
+func armTimer(clk clock.Clock, d time.Duration, f func()) armedTimer {
+	if reflect.TypeOf(clk) == realClock {
+		return armedTimer{real: time.AfterFunc(d, f)}
+	}
+	return armedTimer{other: after(clk, d, f)}
+}
+
+// stop stops the timer, if there is one.
+func (a armedTimer) stop() {
+	switch {
+	case a.real != nil:
+		a.real.Stop()
+	case a.other != nil:
+		a.other()
+	}
+}
+
 // realClock is the concrete type of clock.New().
 var realClock = reflect.TypeOf(clock.New())
 

@@ -12,23 +12,48 @@ import (
 // (Take, Concat, SelectMany, Retry, Timeout, ...) give that upstream a child
 // scope. An operator cancels only scopes it created; the root is cancelled by
 // whoever holds the Subscription.
+//
+// A scope is small (64 bytes) and operators embed the child scopes they make
+// in their own per-subscription struct (initChild), so a child costs no
+// allocation of its own; what runs at cancellation is an intrusive list of
+// hooks, which an operator also embeds (addHook), so arming one costs none.
 type scope struct {
-	done     atomic.Bool
+	done atomic.Bool
+	// linked says the scope is still in its parent's list of children.
+	// Guarded by the parent's mu.
+	linked   bool
 	mu       sync.Mutex
 	parent   *scope
-	children *scope // the newest child; the others follow through next
-	cleanups []func()
+	children *scope        // the newest child; the others follow through next
+	hooks    *hook         // the newest hook; run newest first
 	doneCh   chan struct{} // made on demand by doneChan; closed by cancel
 
-	// prev and next link the scope among its parent's children, and linked
-	// says it is still in that list: an intrusive list, so that a child
-	// costs no allocation beyond itself (a chain makes one per operator that
-	// gives its upstream a child scope, per subscription). Guarded by the
-	// parent's mu; once the parent's cancel has unlinked it, next is no
-	// longer written and the parent walks the detached list without it.
+	// prev and next link the scope among its parent's children: an
+	// intrusive list, so that a child costs no allocation beyond itself (a
+	// chain makes one per operator that gives its upstream a child scope,
+	// per subscription). Guarded by the parent's mu; once the parent's
+	// cancel has unlinked it, next is no longer written and the parent
+	// walks the detached list without it.
 	prev, next *scope
-	linked     bool
 }
+
+// canceller is implemented by operator state that must act when a scope is
+// cancelled; a pointer to it fits in the interface without an allocation.
+type canceller interface{ rxCancel() }
+
+// hook is one entry of a scope's cancellation list. Operators embed one
+// (with c set to themselves) and register it with addHook; onCancel makes
+// one for a plain function. A hook is registered with one scope, once.
+type hook struct {
+	c    canceller
+	next *hook
+}
+
+// funcCanceller runs a plain function as a hook; a func value fits in the
+// interface without an allocation.
+type funcCanceller func()
+
+func (f funcCanceller) rxCancel() { f() }
 
 func newScope() *scope { return &scope{} }
 
@@ -42,8 +67,8 @@ func (s *scope) cancel() {
 		return
 	}
 	s.mu.Lock()
-	children, cleanups, parent := s.children, s.cleanups, s.parent
-	s.children, s.cleanups, s.parent = nil, nil, nil
+	children, hooks, parent := s.children, s.hooks, s.parent
+	s.children, s.hooks, s.parent = nil, nil, nil
 	for c := children; c != nil; c = c.next {
 		c.linked = false
 	}
@@ -61,8 +86,11 @@ func (s *scope) cancel() {
 		c.cancel()
 		c = next
 	}
-	for i := len(cleanups) - 1; i >= 0; i-- {
-		cleanups[i]()
+	for h := hooks; h != nil; {
+		next := h.next
+		h.next = nil
+		h.c.rxCancel()
+		h = next
 	}
 }
 
@@ -88,25 +116,44 @@ func (s *scope) doneChan() <-chan struct{} {
 }
 
 // onCancel runs f when the scope is cancelled, or at once if it already is.
+// Hooks run newest first.
 func (s *scope) onCancel(f func()) {
-	s.mu.Lock()
 	if s.done.Load() {
-		s.mu.Unlock()
 		f()
 		return
 	}
-	s.cleanups = append(s.cleanups, f)
+	s.addHook(&hook{c: funcCanceller(f)})
+}
+
+// addHook runs h.c.rxCancel() when the scope is cancelled, or at once if it
+// already is. h must not be registered anywhere else.
+func (s *scope) addHook(h *hook) {
+	s.mu.Lock()
+	if s.done.Load() {
+		s.mu.Unlock()
+		h.c.rxCancel()
+		return
+	}
+	h.next, s.hooks = s.hooks, h
 	s.mu.Unlock()
 }
 
 // child returns a scope cancelled with s but cancellable on its own.
 func (s *scope) child() *scope {
 	c := &scope{}
+	s.initChild(c)
+	return c
+}
+
+// initChild makes c, a zero scope the caller embeds in its own state, a
+// child of s: cancelled with s but cancellable on its own. c must not be
+// copied afterwards.
+func (s *scope) initChild(c *scope) {
 	s.mu.Lock()
 	if s.done.Load() {
 		s.mu.Unlock()
 		c.done.Store(true)
-		return c
+		return
 	}
 	c.parent = s
 	c.next = s.children
@@ -115,7 +162,6 @@ func (s *scope) child() *scope {
 	}
 	s.children, c.linked = c, true
 	s.mu.Unlock()
-	return c
 }
 
 func (s *scope) forget(c *scope) {

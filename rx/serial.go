@@ -44,13 +44,37 @@ type mailbox[E any] struct {
 	owner atomic.Uintptr
 
 	mu     sync.Mutex
+	closed bool // the handler will take nothing more: posts are dropped
+	// slow holds what only contention or re-entrancy needs (the queue and
+	// the waiting producers), made the first time a value has to wait: an
+	// uncontended mailbox, the common case per subscription, never makes it.
+	// Guarded by mu.
+	slow *mailboxQueue[E]
+
+	// h handles each value. An interface rather than a func field: a
+	// method value would cost an allocation per mailbox, that is, per
+	// subscription of every operator that serialises.
+	h mailboxHandler[E]
+}
+
+// mailboxHandler is the owner of a mailbox: the operator it serialises.
+type mailboxHandler[E any] interface{ handle(E) }
+
+// mailboxQueue is the part of a mailbox that holds values and producers
+// waiting for the one delivering.
+type mailboxQueue[E any] struct {
 	q      []E
 	spare  []E
 	fullBy uintptr       // a drainer that spent its budget: newcomers wait
 	space  chan struct{} // closed to wake waiting producers; made on demand
-	closed bool          // the handler will take nothing more: posts are dropped
+}
 
-	handle func(E)
+// queue returns the mailbox's queue, making it on first use; m.mu is held.
+func (m *mailbox[E]) queue() *mailboxQueue[E] {
+	if m.slow == nil {
+		m.slow = &mailboxQueue[E]{}
+	}
+	return m.slow
 }
 
 // post delivers e, or queues it, as described on mailbox. A producer waiting
@@ -72,7 +96,7 @@ func (m *mailbox[E]) delivering(g uintptr) bool { return m.owner.Load()&^queuedF
 func (m *mailbox[E]) postAs(e E, sc *scope, end bool) {
 	g := curg()
 	if m.owner.CompareAndSwap(0, g) {
-		m.handle(e)
+		m.h.handle(e)
 		if m.owner.CompareAndSwap(g, 0) {
 			return
 		}
@@ -89,13 +113,14 @@ func (m *mailbox[E]) postSlow(e E, g uintptr, sc *scope, end bool) {
 			m.mu.Unlock()
 			return
 		}
-		if end || m.delivering(g) || (len(m.q) < mailboxCap && m.fullBy == 0) {
+		mq := m.queue()
+		if end || m.delivering(g) || (len(mq.q) < mailboxCap && mq.fullBy == 0) {
 			break
 		}
-		if m.space == nil {
-			m.space = make(chan struct{})
+		if mq.space == nil {
+			mq.space = make(chan struct{})
 		}
-		space := m.space
+		space := mq.space
 		m.mu.Unlock()
 		select {
 		case <-space:
@@ -104,7 +129,8 @@ func (m *mailbox[E]) postSlow(e E, g uintptr, sc *scope, end bool) {
 		}
 		m.mu.Lock()
 	}
-	m.q = append(m.q, e)
+	mq := m.queue()
+	mq.q = append(mq.q, e)
 	m.mu.Unlock()
 	// Hand the value to the owner (flag it), or become the owner.
 	for {
@@ -136,8 +162,8 @@ func (m *mailbox[E]) run(g uintptr) {
 	}
 	if spent {
 		m.mu.Lock()
-		if m.fullBy == g {
-			m.fullBy = 0
+		if mq := m.slow; mq != nil && mq.fullBy == g {
+			mq.fullBy = 0
 			m.wake()
 		}
 		m.mu.Unlock()
@@ -150,25 +176,30 @@ func (m *mailbox[E]) drain(g uintptr, delivered int, spent *bool) int {
 	var batch []E
 	for {
 		m.mu.Lock()
-		if batch != nil && m.spare == nil {
-			m.spare = batch[:0]
-		}
-		if len(m.q) == 0 {
+		mq := m.slow
+		if mq == nil {
 			m.mu.Unlock()
 			return n
 		}
-		batch = m.q
-		m.q, m.spare = m.spare, nil
+		if batch != nil && mq.spare == nil {
+			mq.spare = batch[:0]
+		}
+		if len(mq.q) == 0 {
+			m.mu.Unlock()
+			return n
+		}
+		batch = mq.q
+		mq.q, mq.spare = mq.spare, nil
 		n += len(batch)
 		if delivered+n >= mailboxBudget && !*spent {
 			*spent = true
-			m.fullBy = g
+			mq.fullBy = g
 		}
 		m.wake()
 		m.mu.Unlock()
 		var zero E
 		for i := range batch {
-			m.handle(batch[i])
+			m.h.handle(batch[i])
 			batch[i] = zero
 		}
 	}
@@ -176,9 +207,9 @@ func (m *mailbox[E]) drain(g uintptr, delivered int, spent *bool) int {
 
 // wake lets waiting producers look again; m.mu is held.
 func (m *mailbox[E]) wake() {
-	if m.space != nil {
-		close(m.space)
-		m.space = nil
+	if mq := m.slow; mq != nil && mq.space != nil {
+		close(mq.space)
+		mq.space = nil
 	}
 }
 
@@ -188,8 +219,10 @@ func (m *mailbox[E]) wake() {
 func (m *mailbox[E]) close() {
 	m.mu.Lock()
 	m.closed = true
-	clear(m.q)
-	m.q = m.q[:0]
+	if mq := m.slow; mq != nil {
+		clear(mq.q)
+		mq.q = mq.q[:0]
+	}
 	m.wake()
 	m.mu.Unlock()
 }
@@ -221,8 +254,10 @@ type serial[T any] struct {
 
 func (s *serial[T]) init(down Observer[T], sc *scope) {
 	s.down, s.sc = down, sc
-	s.mb.handle = s.deliver
+	s.mb.h = s
 }
+
+func (s *serial[T]) handle(n note[T]) { s.deliver(n) }
 
 func (s *serial[T]) deliver(n note[T]) {
 	if s.finished || s.sc.cancelled() {

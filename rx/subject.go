@@ -18,7 +18,7 @@ type Subject[T any] struct {
 // NewSubject returns a Subject with no observers.
 func NewSubject[T any]() *Subject[T] {
 	s := &Subject[T]{}
-	s.mb.handle = s.handle
+	s.mb.h = s
 	return s
 }
 

@@ -16,7 +16,7 @@ func SwitchMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
 		s := &switcher[T, U]{down: down, sc: sc, work: sc.child(), f: f}
-		s.mb.handle = s.handle
+		s.mb.h = s
 		outer := s.work.child()
 		subscribeIn[T](src, &switchOuter[T, U]{s: s, sc: outer}, outer)
 		return sc

@@ -10,8 +10,9 @@ func Take[T any](src Observable[T], n int) Observable[T] {
 			return noSubscription{}
 		}
 		sc := ensureScope(down)
-		t := &takeObserver[T]{down: down, left: n, sc: sc, up: sc.child()}
-		subscribeIn[T](src, t, t.up)
+		t := &takeObserver[T]{down: down, left: n, sc: sc}
+		sc.initChild(&t.up)
+		subscribeIn[T](src, t, &t.up)
 		return sc
 	})
 }
@@ -20,7 +21,7 @@ type takeObserver[T any] struct {
 	down Observer[T]
 	left int
 	sc   *scope // downstream's
-	up   *scope
+	up   scope  // the source's
 }
 
 // As in Rx.NET, the terminal notification goes down before the source is
@@ -60,7 +61,7 @@ func (t *takeObserver[T]) OnCompleted() {
 	}
 }
 
-func (t *takeObserver[T]) rxScope() *scope { return t.up }
+func (t *takeObserver[T]) rxScope() *scope { return &t.up }
 
 // TakeUntil forwards values from src until stop emits its first value, then
 // completes. stop completing without a value does not end the stream.

@@ -1,6 +1,7 @@
 package rx
 
 import (
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,19 +28,34 @@ func Timeout[T any](src Observable[T], due time.Duration, clk clock.Clock) Obser
 // e.g. TimeoutStage(read, "instance key", 10*time.Second, clk) fails with
 // "instance key: no answer within 10s".
 func TimeoutStage[T any](src Observable[T], stage string, due time.Duration, clk clock.Clock) Observable[T] {
-	return observableFunc[T](func(down Observer[T]) Subscription {
-		sc := ensureScope(down)
-		if due <= 0 {
-			down.OnError(&TimeoutError{Stage: stage, After: due})
-			return sc
-		}
-		t := &timeoutSink[T]{down: down, clk: clk, due: due, stage: stage, sc: sc, up: sc.child(), sw: newStopwatch(clk)}
-		sc.onCancel(t.g.shut)
-		t.arm(due)
-		sc.onCancel(t.disarm)
-		subscribeIn[T](src, (*timeoutObserver[T])(t), t.up)
+	return &timeoutObservable[T]{src: src, stage: stage, due: due, clk: clk, mono: reflect.TypeOf(clk) == realClock}
+}
+
+// timeoutObservable is what every subscription's sink shares: the sink
+// points at it rather than copying the bound, its stage and its clock.
+type timeoutObservable[T any] struct {
+	src   Observable[T]
+	stage string
+	due   time.Duration
+	clk   clock.Clock
+	mono  bool // clk is the real clock: see stopwatch
+}
+
+func (*timeoutObservable[T]) rxNative() {}
+
+func (o *timeoutObservable[T]) Subscribe(down Observer[T]) Subscription {
+	sc := ensureScope(down)
+	if o.due <= 0 {
+		down.OnError(&TimeoutError{Stage: o.stage, After: o.due})
 		return sc
-	})
+	}
+	t := &timeoutSink[T]{down: down, spec: o, sc: sc, base: o.clk.Now()}
+	sc.initChild(&t.up)
+	t.hook.c = t
+	sc.addHook(&t.hook) // before arming: see gate
+	t.arm(o.due)
+	subscribeIn[T](o.src, (*timeoutObserver[T])(t), &t.up)
+	return sc
 }
 
 // state packs the offset of the last forwarded value (since subscription)
@@ -52,18 +68,31 @@ const (
 
 type timeoutSink[T any] struct {
 	down  Observer[T]
-	clk   clock.Clock
-	due   time.Duration
-	stage string
+	spec  *timeoutObservable[T]
 	sc    *scope // downstream's: once cancelled, the timer delivers nothing
-	up    *scope
+	up    scope  // the source's
+	hook  hook   // on sc: disarms, then waits for a delivery in flight
 	g     gate
-	sw    stopwatch
+	base  time.Time // the subscription's instant on spec.clk
 	state atomic.Int64
 
 	mu       sync.Mutex
-	stop     func() bool
+	fireFn   func() // t.fire, made once: a method value is an allocation
+	timer    armedTimer
 	disarmed bool
+}
+
+// elapsed is the time since subscription (see stopwatch).
+func (t *timeoutSink[T]) elapsed() time.Duration {
+	if t.spec.mono {
+		return time.Since(t.base)
+	}
+	return t.spec.clk.Now().Sub(t.base)
+}
+
+func (t *timeoutSink[T]) rxCancel() {
+	t.disarm()
+	t.g.shut()
 }
 
 func (t *timeoutSink[T]) arm(d time.Duration) {
@@ -72,17 +101,18 @@ func (t *timeoutSink[T]) arm(d time.Duration) {
 	if t.disarmed {
 		return
 	}
-	t.stop = after(t.clk, d, t.fire)
+	if t.fireFn == nil {
+		t.fireFn = t.fire
+	}
+	t.timer = armTimer(t.spec.clk, d, t.fireFn)
 }
 
 func (t *timeoutSink[T]) disarm() {
 	t.mu.Lock()
-	stop := t.stop
-	t.disarmed, t.stop = true, nil
+	timer := t.timer
+	t.disarmed, t.timer = true, armedTimer{}
 	t.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
+	timer.stop()
 }
 
 func (t *timeoutSink[T]) fire() {
@@ -97,11 +127,11 @@ func (t *timeoutSink[T]) fire() {
 		}
 		if s&timeoutEmitting != 0 {
 			// A value is being forwarded; the bound restarts after it.
-			t.arm(t.due)
+			t.arm(t.spec.due)
 			return
 		}
-		now := t.sw.elapsed()
-		deadline := time.Duration(s>>timeoutShift) + t.due
+		now := t.elapsed()
+		deadline := time.Duration(s>>timeoutShift) + t.spec.due
 		if now < deadline {
 			t.arm(deadline - now)
 			return
@@ -112,7 +142,7 @@ func (t *timeoutSink[T]) fire() {
 	}
 	t.disarm()
 	t.up.cancel()
-	t.down.OnError(&TimeoutError{Stage: t.stage, After: t.due})
+	t.down.OnError(&TimeoutError{Stage: t.spec.stage, After: t.spec.due})
 }
 
 func (t *timeoutSink[T]) terminate() bool {
@@ -138,7 +168,7 @@ func (o *timeoutObserver[T]) OnNext(v T) {
 		return
 	}
 	t.down.OnNext(v)
-	t.state.Store(int64(t.sw.elapsed()) << timeoutShift)
+	t.state.Store(int64(t.elapsed()) << timeoutShift)
 }
 
 func (o *timeoutObserver[T]) OnError(err error) {
@@ -155,4 +185,4 @@ func (o *timeoutObserver[T]) OnCompleted() {
 	}
 }
 
-func (o *timeoutObserver[T]) rxScope() *scope { return o.up }
+func (o *timeoutObserver[T]) rxScope() *scope { return &o.up }

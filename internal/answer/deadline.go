@@ -175,8 +175,10 @@ type outcome struct {
 	err    error
 }
 
+// First takes only the first value and unsubscribes at once, so no Take is
+// needed here.
 func settleAnswer(src rx.Observable[Answer]) rx.Observable[outcome] {
-	answered := rx.Map(rx.Take(src, 1), func(a Answer) outcome { return outcome{answer: a} })
+	answered := rx.Map(src, func(a Answer) outcome { return outcome{answer: a} })
 	return rx.Catch(answered, func(err error) rx.Observable[outcome] {
 		return rx.Return(outcome{err: err})
 	})
@@ -196,7 +198,9 @@ type deadlineRequest struct {
 func (q *deadlineRequest) write(a Answer) {
 	h := q.w.Header()
 	for k, vs := range a.Header {
-		h[k] = append([]string(nil), vs...)
+		// The answer's own values, clipped: an append to the response's
+		// header makes a new array rather than writing into the answer's.
+		h[k] = vs[:len(vs):len(vs)]
 	}
 	status := a.Status
 	if status == 0 {
@@ -204,9 +208,13 @@ func (q *deadlineRequest) write(a Answer) {
 	}
 	q.w.WriteHeader(status)
 	var err error
-	if a.Stream != nil {
+	switch {
+	case a.Stream != nil:
 		err = a.Stream(q.w)
-	} else {
+	case len(a.Body) > 0:
+		// An empty body is not written: there is nothing to send, and a
+		// writer may refuse even an empty write for a status without a
+		// body (httptest's does for a 304).
 		_, err = q.w.Write(a.Body)
 	}
 	if err != nil && q.r.Context().Err() == nil {

@@ -28,14 +28,27 @@ type Ledger struct {
 	mu       sync.Mutex
 	stages   []*Stage
 	failedIn string // the first stage that ended with an error
+	noted    string // see Note
+
+	// The first stages a request enters live in the ledger itself: a
+	// registry request enters three (authentication, activation, catalog),
+	// so its ledger is its only allocation for them.
+	inline    [inlineStages]Stage
+	inlinePtr [inlineStages]*Stage
 }
+
+const inlineStages = 3
 
 // Stage is one wait entered in a Ledger.
 type Stage struct {
-	ledger  *Ledger
-	name    string
-	started time.Time
-	ended   time.Time // zero while running; guarded by ledger.mu
+	ledger *Ledger
+	name   string
+	// started and ended count from the ledger's arrival: a request keeps
+	// its stages in its ledger, and offsets are a third of the size of
+	// instants.
+	started  time.Duration
+	ended    time.Duration // guarded by ledger.mu, as finished is
+	finished bool
 }
 
 // StageTime is a finished stage and how long it took.
@@ -74,8 +87,18 @@ func (l *Ledger) Enter(stage string) *Stage {
 	if l == nil {
 		return nil
 	}
-	s := &Stage{ledger: l, name: stage, started: l.clk.Now()}
+	started := l.clk.Since(l.arrival)
 	l.mu.Lock()
+	var s *Stage
+	if n := len(l.stages); n < inlineStages {
+		if l.stages == nil {
+			l.stages = l.inlinePtr[:0]
+		}
+		s = &l.inline[n]
+	} else {
+		s = new(Stage)
+	}
+	*s = Stage{ledger: l, name: stage, started: started}
 	l.stages = append(l.stages, s)
 	l.mu.Unlock()
 	return s
@@ -86,10 +109,10 @@ func (s *Stage) Finish() {
 	if s == nil {
 		return
 	}
-	now := s.ledger.clk.Now()
+	now := s.ledger.clk.Since(s.ledger.arrival)
 	s.ledger.mu.Lock()
-	if s.ended.IsZero() {
-		s.ended = now
+	if !s.finished {
+		s.ended, s.finished = now, true
 	}
 	s.ledger.mu.Unlock()
 }
@@ -106,6 +129,29 @@ func (s *Stage) fail() {
 		s.ledger.failedIn = s.name
 	}
 	s.ledger.mu.Unlock()
+}
+
+// Note records what the request is refused because of, for a refusal made
+// while no stage is pending (a route's own reason: a full upload slot, an
+// unready store): the stage a metric or log names then. The last note
+// counts.
+func (l *Ledger) Note(stage string) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.noted = stage
+	l.mu.Unlock()
+}
+
+// Noted returns the last Note, or "".
+func (l *Ledger) Noted() string {
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.noted
 }
 
 // failedStage returns the first stage that ended with an error, or "".
@@ -136,7 +182,7 @@ func (l *Ledger) Pending() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.stages {
-		if s.ended.IsZero() {
+		if !s.finished {
 			pending = append(pending, s.name)
 		}
 	}
@@ -151,10 +197,19 @@ func (l *Ledger) Finished() []StageTime {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var done []StageTime
+	n := 0
 	for _, s := range l.stages {
-		if !s.ended.IsZero() {
-			done = append(done, StageTime{Name: s.name, Took: s.ended.Sub(s.started)})
+		if s.finished {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	done := make([]StageTime, 0, n) // the metrics read it on every request
+	for _, s := range l.stages {
+		if s.finished {
+			done = append(done, StageTime{Name: s.name, Took: s.ended - s.started})
 		}
 	}
 	return done
@@ -167,7 +222,7 @@ func (l *Ledger) Describe() string {
 	if l == nil {
 		return "no stage had started"
 	}
-	now := l.clk.Now()
+	now := l.clk.Since(l.arrival)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.stages) == 0 {
@@ -175,10 +230,10 @@ func (l *Ledger) Describe() string {
 	}
 	var running, done []string
 	for _, s := range l.stages {
-		if s.ended.IsZero() {
-			running = append(running, fmt.Sprintf("%s (running %s)", s.name, now.Sub(s.started)))
+		if !s.finished {
+			running = append(running, fmt.Sprintf("%s (running %s)", s.name, now-s.started))
 		} else {
-			done = append(done, fmt.Sprintf("%s %s", s.name, s.ended.Sub(s.started)))
+			done = append(done, fmt.Sprintf("%s %s", s.name, s.ended-s.started))
 		}
 	}
 	var b strings.Builder
@@ -235,11 +290,11 @@ func InStage[T any](src rx.Observable[T], l *Ledger, stage string) rx.Observable
 			s.Finish()
 			return rx.Empty[T]()
 		})
-		failed := func(err error) rx.Observable[T] {
+		failed := func(error) rx.Observable[T] {
 			s.fail()
-			return rx.Throw[T](err)
+			return nil // passes the error on
 		}
-		answered := rx.Do(src, func(T) { s.Finish() })
+		answered := rx.Map(src, func(v T) T { s.Finish(); return v })
 		return rx.Concat(rx.Catch(answered, failed), finish)
 	})
 }
