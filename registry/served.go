@@ -106,10 +106,14 @@ type Snapshot struct {
 //     changes.go); the full derivation is the reconciliation behind it, on
 //     the Reconcile cadence, at once after a feed Reset.
 //   - Without it (or while it is down), records another replica wrote are
-//     absorbed within Freshness: the first read past it still answers at
-//     once from the snapshot and starts one re-derivation, which every
-//     concurrent reader shares. A derivation reads the modules in parallel
-//     on the landing's read pool (ModuleLanding.Activation).
+//     absorbed within Freshness: the first read once the snapshot is within
+//     its last derivation's duration (and a quarter) of Freshness still
+//     answers at once from the snapshot and starts one re-derivation, which
+//     every concurrent reader shares, so that it is published before the
+//     snapshot is due (while a derivation takes under half of Freshness). A
+//     derivation is a reconciliation (ModuleLanding.Reconcile): it reads
+//     the modules in parallel on the landing's read pool and re-reads only
+//     the records that changed since the snapshot.
 //   - A derivation that started before a local write is never published over
 //     it (a write generation guards the snapshot).
 //   - The derivation in flight belongs to the service, not to the request
