@@ -153,7 +153,7 @@ func (s *Store) register(lq *liveQuery) {
 	}
 	s.liveMu.Unlock()
 	s.mu.RUnlock()
-	lq.o.OnNext(mesh.Change{Kind: mesh.Initial, Items: items, Partitions: lq.parts})
+	lq.o.OnNext(mesh.Change{Kind: mesh.Initial, Items: lq.answer(items), Partitions: lq.parts})
 	if lq.box.Release() {
 		go s.drain(lq)
 	}
@@ -170,14 +170,16 @@ func (s *Store) drain(lq *liveQuery) {
 // every write is in the Reset or in a frame after it.
 func (s *Store) collapse(lq *liveQuery) (mesh.Change, bool) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	lq.box.Reset()
 	if s.closed {
+		s.mu.RUnlock()
 		return mesh.Change{}, false
 	}
 	items := s.read(lq)
+	parts := lq.parts
+	s.mu.RUnlock()
 	s.resets.Add(1)
-	return mesh.Change{Kind: mesh.Reset, Items: items, Partitions: lq.parts}, true
+	return mesh.Change{Kind: mesh.Reset, Items: lq.answer(items), Partitions: parts}, true
 }
 
 // unregister removes lq; nothing more is delivered to it.

@@ -137,6 +137,13 @@ func (s *Store) read(lq *liveQuery) []mesh.Node {
 		})
 	}
 	s.scanned.Add(scanned)
+	return items // ordered by answer, once the lock is released
+}
+
+// answer puts a full result read by read into lq's order and limit. It
+// runs outside the store's lock: a sort of a large result must not hold
+// up writers.
+func (lq *liveQuery) answer(items []mesh.Node) []mesh.Node {
 	lq.q.SortNodes(items)
 	if lq.q.Limit > 0 && len(items) > lq.q.Limit {
 		items = items[:lq.q.Limit]
