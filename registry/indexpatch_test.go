@@ -96,7 +96,9 @@ func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(
 	patchAllocs := testing.AllocsPerRun(20, func() { patchIndex(prev, changed, cat, "", allows) })
 	fullAllocs := testing.AllocsPerRun(20, func() { patchIndex(nil, changed, cat, "", allows) })
 	t.Logf("%d listed: a patch %.0f allocations, a full assembly %.0f", len(listed), patchAllocs, fullAllocs)
-	assert.Less(t, patchAllocs, 16.0, "one module changed: one entry encoded")
+	// encoding/json's pools drop entries at random under -race: a margin.
+	assert.Less(t, patchAllocs, 32.0, "one module changed: one entry encoded")
+	assert.Less(t, patchAllocs*10, fullAllocs, "a patch encodes a small fraction of what an assembly does")
 	assert.Greater(t, fullAllocs, float64(len(listed)), "negative control: a full assembly encodes every listed entry")
 	next := patchIndex(prev, changed, cat, "", allows)
 	require.True(t, string(referenceIndex(changed, cat, allows)) == string(next.doc.body))

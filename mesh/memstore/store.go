@@ -76,7 +76,7 @@ type Store struct {
 	// work bounded by the data touched (one index update and the live
 	// queries' classification for a write, one anchored read for a query),
 	// never while delivering to an observer, logging or doing I/O.
-	mu     sync.RWMutex
+	mu     storeLock
 	parts  map[string]*partition // schema → partition
 	closed bool
 
@@ -99,6 +99,7 @@ type Store struct {
 // nest, or when the default router cannot be built.
 func New(opts Options) (*Store, error) {
 	s := &Store{
+		mu:          newStoreLock(),
 		clk:         opts.Clock,
 		budgets:     opts.Budgets,
 		router:      opts.Router,

@@ -54,12 +54,14 @@ func (s *Store) put(ctx context.Context, n mesh.Node, expected int64) (mesh.Node
 	}
 	n.Content = slices.Clone(n.Content) // the caller keeps its bytes
 
-	s.mu.Lock()
+	if err := s.mu.LockContext(ctx); err != nil {
+		return mesh.Node{}, fmt.Errorf("memstore: put %q: waiting for the store's lock: %w", n.Path, err)
+	}
 	if s.closed {
 		s.mu.Unlock()
 		return mesh.Node{}, fmt.Errorf("memstore: put %q: %w", n.Path, ErrClosed)
 	}
-	if err := ctx.Err(); err != nil { // ended while waiting for the lock
+	if err := ctx.Err(); err != nil { // ended as the lock was taken
 		s.mu.Unlock()
 		return mesh.Node{}, fmt.Errorf("memstore: put %q: %w", n.Path, err)
 	}
@@ -125,7 +127,9 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 	if err != nil {
 		return nil // nothing can be stored there
 	}
-	s.mu.Lock()
+	if err := s.mu.LockContext(ctx); err != nil {
+		return fmt.Errorf("memstore: delete %q: waiting for the store's lock: %w", path, err)
+	}
 	if s.closed {
 		s.mu.Unlock()
 		return fmt.Errorf("memstore: delete %q: %w", path, ErrClosed)
