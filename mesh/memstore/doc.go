@@ -18,7 +18,9 @@
 // Options.QueueFrames behind has its pending frames collapsed into one Reset
 // carrying the result current when it catches up: its memory stays bounded,
 // it loses nothing, and no writer or other subscriber notices it. Settle
-// waits for every subscriber to catch up.
+// waits for every subscriber to catch up. The one wait a write has, for the
+// store's lock while a read holds it (a live query's full answer is read
+// under it, and sorted after), is bounded by the write's context.
 //
 //	s, _ := memstore.New(memstore.Options{})
 //	defer s.Close()
