@@ -217,13 +217,15 @@ func (s *ServedActivation) patch(p patch) { s.patchAll([]patch{p}) }
 
 // patchAll applies ps (one per module, in module-key order) to the
 // snapshot as one new snapshot, and keeps them for the derivation in
-// flight, whose listing may predate them.
+// flight, whose listing may predate them. The new module list is built
+// outside the service's lock (it copies every module): readers are not held
+// up by it; if the snapshot moved meanwhile, it is built again on the new
+// one.
 func (s *ServedActivation) patchAll(ps []patch) {
 	if len(ps) == 0 {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	inflight := s.inflight.Current() != nil
 	for i := range ps {
 		s.patchSeq++
@@ -234,16 +236,27 @@ func (s *ServedActivation) patchAll(ps []patch) {
 			s.patches = append(s.patches, ps[i])
 		}
 	}
-	if !s.has {
-		return // the next derivation reads them
+	for {
+		if !s.has {
+			s.mu.Unlock()
+			return // the next derivation reads them
+		}
+		base := s.snap
+		s.mu.Unlock()
+		mods, content, changed := patchedAll(base.Modules, base.content, ps)
+		if changed == 0 {
+			return
+		}
+		s.mu.Lock()
+		if s.has && s.snap.Seq == base.Seq {
+			s.seq++
+			s.snap = Snapshot{Activation: landing.Activation{Modules: mods, Unreadable: base.Activation.Unreadable},
+				Seq: s.seq, DerivedAt: base.DerivedAt, content: content}
+			s.mu.Unlock()
+			break
+		}
+		// Published or patched meanwhile: apply ps to what is served now.
 	}
-	mods, content, changed := patchedAll(s.snap.Modules, s.snap.content, ps)
-	if changed == 0 {
-		return
-	}
-	s.seq++
-	s.snap = Snapshot{Activation: landing.Activation{Modules: mods, Unreadable: s.snap.Activation.Unreadable},
-		Seq: s.seq, DerivedAt: s.snap.DerivedAt, content: content}
 	for _, p := range ps {
 		if !p.local {
 			s.absorbed.Add(1)
@@ -251,9 +264,14 @@ func (s *ServedActivation) patchAll(ps []patch) {
 	}
 }
 
-// patchedAll is patched for several modules at once, ps in module-key
-// order with one patch per module: one copy of mods whatever len(ps) is.
-// It returns mods itself, and changed 0, when no patch changes anything.
+// patchedAll returns mods with each patch's module set to its record:
+// replaced, inserted (in mods' order, by module key) or removed when the
+// record is not served, and content (mods' contentDigest) updated to match
+// in O(1) per module. A record older than the one held (record ids order a
+// module's records) changes nothing. ps is in module-key order with one
+// patch per module; mods is copied once whatever len(ps) is, and never
+// modified (snapshots are values). It returns mods itself, and changed 0,
+// when no patch changes anything.
 func patchedAll(mods []landing.Record, content [32]byte, ps []patch) (_ []landing.Record, _ [32]byte, changed int) {
 	var out []landing.Record
 	i := 0 // into mods: mods[:i] are copied to out (once out exists)
@@ -287,28 +305,9 @@ func patchedAll(mods []landing.Record, content [32]byte, ps []patch) (_ []landin
 	return append(out, mods[i:]...), content, changed
 }
 
-// patched returns mods with p's module set to p's record: replaced,
-// inserted (in mods' order, by module key) or removed when the record is
-// not served, and content (mods' contentDigest) updated to match in O(1).
-// A record older than the one held (record ids order a module's records)
-// changes nothing, and mods itself is returned. mods is never modified:
-// snapshots are values.
+// patched is patchedAll for one patch: what a derivation's result gets for
+// each patch made while it ran, in the order they were made.
 func patched(mods []landing.Record, content [32]byte, p patch) ([]landing.Record, [32]byte) {
-	i, ok := slices.BinarySearchFunc(mods, p.key, func(r landing.Record, k string) int {
-		return compareFold(r.Module, k)
-	})
-	serve := p.found && p.rec.State.Served()
-	switch {
-	case ok && p.found && p.rec.ID <= mods[i].ID:
-		return mods, content // what we hold is as new
-	case ok && serve:
-		out := slices.Clone(mods)
-		out[i] = p.rec
-		return out, toggled(toggled(content, mods[i]), p.rec)
-	case ok:
-		return slices.Delete(slices.Clone(mods), i, i+1), toggled(content, mods[i])
-	case serve:
-		return slices.Insert(slices.Clip(mods), i, p.rec), toggled(content, p.rec)
-	}
+	mods, content, _ = patchedAll(mods, content, []patch{p})
 	return mods, content
 }
