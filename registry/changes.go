@@ -277,7 +277,7 @@ func patchedAll(mods []landing.Record, content [32]byte, ps []patch) (_ []landin
 	i := 0 // into mods: mods[:i] are copied to out (once out exists)
 	for _, p := range ps {
 		j, found := slices.BinarySearchFunc(mods[i:], p.key, func(r landing.Record, k string) int {
-			return compareFold(r.Module, k)
+			return landing.CompareNames(r.Module, k)
 		})
 		j += i
 		serve := p.found && p.rec.State.Served()

@@ -235,11 +235,11 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 			entries[j] = add(encode(r))
 			continue
 		}
-		for i < len(prev.mods) && compareFold(prev.mods[i].Module, r.Module) < 0 {
+		for i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) < 0 {
 			drop(prev.entry(i)) // a module no longer served
 			i++
 		}
-		if i < len(prev.mods) && compareFold(prev.mods[i].Module, r.Module) == 0 {
+		if i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) == 0 {
 			old := prev.mods[i]
 			if old.Module == r.Module && old.Version == r.Version && old.SHA256 == r.SHA256 && !catChanged[moduleKey(r.Module)] {
 				entries[j] = prev.entry(i)
@@ -288,31 +288,6 @@ func xorInto(d *[32]byte, s [32]byte) {
 	for k := range d {
 		d[k] ^= s[k]
 	}
-}
-
-// compareFold compares module names as their moduleKeys compare (names are
-// ASCII), without allocating.
-func compareFold(a, b string) int {
-	if a == b {
-		return 0
-	}
-	for k := 0; k < len(a) && k < len(b); k++ {
-		x, y := lowerASCII(a[k]), lowerASCII(b[k])
-		if x != y {
-			if x < y {
-				return -1
-			}
-			return 1
-		}
-	}
-	return len(a) - len(b)
-}
-
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }
 
 // indexAnswer serves doc, or 304 when the caller already holds it.

@@ -565,10 +565,6 @@ func (l *ModuleLanding) Reconcile(ctx context.Context, prev Activation) (Activat
 		bad   []RecordError
 		valid bool
 	}
-	known := make(map[string]*Record, len(prev.Modules))
-	for i := range prev.Modules {
-		known[moduleKey(prev.Modules[i].Module)] = &prev.Modules[i]
-	}
 	results := make([]found, len(keys))
 	workers := min(max(cap(l.reads.ch)-1, 1), len(keys))
 	parent := ctx
@@ -590,7 +586,7 @@ func (l *ModuleLanding) Reconcile(ctx context.Context, prev Activation) (Activat
 					return
 				}
 				err := l.onReadPool(ctx, "activation read", func() error {
-					r, ok, bad, err := l.scan.newest(ctx, keys[i], known[keys[i]])
+					r, ok, bad, err := l.scan.newest(ctx, keys[i], prev.lookup(keys[i]))
 					results[i] = found{rec: r, ok: ok, bad: bad, valid: true}
 					return err
 				})

@@ -127,6 +127,32 @@ func isASCIIAlnum(r rune) bool {
 // so that case-insensitive and case-sensitive volumes agree on identity.
 func moduleKey(module string) string { return strings.ToLower(module) }
 
+// CompareNames orders two module names as their keys (their lower-case
+// forms) order, without allocating: the order of Activation.Modules. A
+// module name is ASCII (ValidateModuleName), and so is a key.
+func CompareNames(a, b string) int {
+	if a == b {
+		return 0
+	}
+	for k := 0; k < len(a) && k < len(b); k++ {
+		x, y := lowerASCII(a[k]), lowerASCII(b[k])
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return len(a) - len(b)
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
 // NameProblem returns why s cannot be used as a plain name of at most
 // maxLen ASCII letters, digits and the characters of punct (a module name, a
 // plan tier), or "" when it can.

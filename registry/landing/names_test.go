@@ -86,3 +86,22 @@ func TestARequestWithABadNameWritesNothing(t *testing.T) {
 	require.NoError(t, err, "control: the same landing with good names writes")
 	assert.NotEqual(t, before, testkit.Tree(t, root))
 }
+
+// CompareNames orders names as their keys do (the order of
+// Activation.Modules and of the module directories), over names that
+// differ in case, length and punctuation, and allocates nothing.
+func TestComparingNamesOrdersThemAsTheirKeysDo(t *testing.T) {
+	names := []string{"Alpha", "alpha", "ALPHA.Beta", "alpha.beta", "Alpha-2", "alpha_2", "Zeta", "zeta9", "Z", "a", ""}
+	for _, a := range names {
+		for _, b := range names {
+			want := strings.Compare(moduleKey(a), moduleKey(b))
+			got := CompareNames(a, b)
+			if (want < 0) != (got < 0) || (want == 0) != (got == 0) {
+				t.Errorf("CompareNames(%q, %q) = %d; the keys compare %d", a, b, got, want)
+			}
+		}
+	}
+	if allocs := testing.AllocsPerRun(100, func() { CompareNames("Load.Module0001", "load.module0002") }); allocs != 0 {
+		t.Errorf("CompareNames allocates %.0f times", allocs)
+	}
+}

@@ -83,14 +83,22 @@ type Activation struct {
 
 // Lookup returns the served record of module, compared without case.
 func (a Activation) Lookup(module string) (Record, bool) {
-	key := moduleKey(module)
-	i, ok := slices.BinarySearchFunc(a.Modules, key, func(r Record, k string) int {
-		return strings.Compare(moduleKey(r.Module), k)
+	if r := a.lookup(module); r != nil {
+		return *r, true
+	}
+	return Record{}, false
+}
+
+// lookup returns the served record of module, compared without case, in
+// place: nil when module is not served.
+func (a Activation) lookup(module string) *Record {
+	i, ok := slices.BinarySearchFunc(a.Modules, module, func(r Record, m string) int {
+		return CompareNames(r.Module, m)
 	})
 	if !ok {
-		return Record{}, false
+		return nil
 	}
-	return a.Modules[i], true
+	return &a.Modules[i]
 }
 
 // RecordError reports a record file that could not be used.
