@@ -35,7 +35,7 @@ type armedTimer struct {
 // (its *clock.Timer and the Stop method value): on the real clock it arms a
 // time.Timer itself, which is all clock.New().AfterFunc does.
 func armTimer(clk clock.Clock, d time.Duration, f func()) armedTimer {
-	if reflect.TypeOf(clk) == realClock {
+	if isRealClock(clk) {
 		return armedTimer{real: time.AfterFunc(d, f)}
 	}
 	return armedTimer{other: after(clk, d, f)}
@@ -54,6 +54,19 @@ func (a armedTimer) stop() {
 // realClock is the concrete type of clock.New().
 var realClock = reflect.TypeOf(clock.New())
 
+// isRealClock reports whether clk is clock.New()'s clock, whose timers and
+// readings rx can take from package time directly.
+func isRealClock(clk clock.Clock) bool { return reflect.TypeOf(clk) == realClock }
+
+// since is the time elapsed on clk since base; on the real clock (mono) it
+// reads the monotonic clock only, which costs about half of a full time.Now.
+func since(clk clock.Clock, base time.Time, mono bool) time.Duration {
+	if mono {
+		return time.Since(base)
+	}
+	return clk.Now().Sub(base)
+}
+
 // stopwatch measures elapsed time on a clock. On the real clock it reads the
 // monotonic clock only, which costs about half of a full time.Now.
 type stopwatch struct {
@@ -63,12 +76,7 @@ type stopwatch struct {
 }
 
 func newStopwatch(clk clock.Clock) stopwatch {
-	return stopwatch{clk: clk, base: clk.Now(), mono: reflect.TypeOf(clk) == realClock}
+	return stopwatch{clk: clk, base: clk.Now(), mono: isRealClock(clk)}
 }
 
-func (s *stopwatch) elapsed() time.Duration {
-	if s.mono {
-		return time.Since(s.base)
-	}
-	return s.clk.Now().Sub(s.base)
-}
+func (s *stopwatch) elapsed() time.Duration { return since(s.clk, s.base, s.mono) }

@@ -1,7 +1,6 @@
 package rx
 
 import (
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +27,7 @@ func Timeout[T any](src Observable[T], due time.Duration, clk clock.Clock) Obser
 // e.g. TimeoutStage(read, "instance key", 10*time.Second, clk) fails with
 // "instance key: no answer within 10s".
 func TimeoutStage[T any](src Observable[T], stage string, due time.Duration, clk clock.Clock) Observable[T] {
-	return &timeoutObservable[T]{src: src, stage: stage, due: due, clk: clk, mono: reflect.TypeOf(clk) == realClock}
+	return &timeoutObservable[T]{src: src, stage: stage, due: due, clk: clk, mono: isRealClock(clk)}
 }
 
 // timeoutObservable is what every subscription's sink shares: the sink
@@ -83,12 +82,7 @@ type timeoutSink[T any] struct {
 }
 
 // elapsed is the time since subscription (see stopwatch).
-func (t *timeoutSink[T]) elapsed() time.Duration {
-	if t.spec.mono {
-		return time.Since(t.base)
-	}
-	return t.spec.clk.Now().Sub(t.base)
-}
+func (t *timeoutSink[T]) elapsed() time.Duration { return since(t.spec.clk, t.base, t.spec.mono) }
 
 func (t *timeoutSink[T]) rxCancel() {
 	t.disarm()
