@@ -30,7 +30,7 @@ func heapCost(n int, f func()) (allocs, bytes float64) {
 // warmAuthenticator is BenchmarkAuthenticatedRequestWarmLadder's setup: a
 // registered instance with a key, a grant and a plan, on the real clock,
 // with the ladder already read.
-func warmAuthenticator(t testing.TB) (*Authenticator, string) {
+func warmAuthenticator(t testing.TB) (*Authenticator, string, *faultStore) {
 	store := newFaultStore(t, clock.New())
 	ctx := context.Background()
 	reg := &Instances{Mesh: store}
@@ -45,7 +45,7 @@ func warmAuthenticator(t testing.TB) (*Authenticator, string) {
 	res, err := rx.First(ctx, a.Authenticate(bearer(key)))
 	require.NoError(t, err)
 	require.True(t, res.Allows("Plugins", "charts", "pro"))
-	return a, bearer(key)
+	return a, bearer(key), store
 }
 
 // Every authenticated request makes these allocations, so at load they are
@@ -56,7 +56,7 @@ func warmAuthenticator(t testing.TB) (*Authenticator, string) {
 // allocations and 10.8 KB (BenchmarkAuthenticatedRequestWarmLadder at
 // 3583c9d); the ceilings below fail for that.
 func TestAWarmAuthenticationAllocatesFarLessThanNineOperatorsPerLegDid(t *testing.T) {
-	a, header := warmAuthenticator(t)
+	a, header, _ := warmAuthenticator(t)
 	var sink resultSink
 	allocs, bytes := heapCost(500, func() {
 		sink = resultSink{}

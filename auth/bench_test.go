@@ -48,23 +48,7 @@ func BenchmarkFast401(b *testing.B) {
 }
 
 func BenchmarkAuthenticatedRequestWarmLadder(b *testing.B) {
-	store := newFaultStore(b, clock.New())
-	ctx := context.Background()
-	reg := &Instances{Mesh: store}
-	require.NoError(b, reg.SetPlanTier(ctx, PlanTier{ID: "pro", Rank: 1}))
-	_, err := reg.Register(ctx, "acme", "Acme", "pro")
-	require.NoError(b, err)
-	key, err := reg.IssueKey(ctx, "acme")
-	require.NoError(b, err)
-	_, err = reg.SetGrant(ctx, "acme", "ops", "Plugins/*@pro")
-	require.NoError(b, err)
-	require.NoError(b, reg.SetPlanTier(ctx, PlanTier{ID: "pro", Rank: 2}))
-	a := &Authenticator{Mesh: store, Ladder: &PlanTierLadder{Mesh: store}}
-	header := bearer(key)
-	res, err := rx.First(ctx, a.Authenticate(header)) // warms the ladder
-	require.NoError(b, err)
-	require.True(b, res.Allows("Plugins", "charts", "pro"))
-
+	a, header, store := warmAuthenticator(b)
 	queries := store.queries.Load()
 	var sink resultSink
 	b.ReportAllocs()
