@@ -58,15 +58,29 @@ const (
 	policyID        = "_Policy"
 )
 
-// SecurityTypes returns the node types of the access fold: auth declares
-// them, and a store that serves auth must be configured with them (with any
-// type gated like them), so that it keeps them whole in its security
-// materialisation and its router never narrows a read of them:
-//
-//	store, err := memstore.New(memstore.Options{GatedTypes: auth.SecurityTypes()})
-//	router, err := mesh.NewRouter(mesh.RouterConfig{GatedTypes: auth.SecurityTypes()})
+// SecurityTypes returns the node types of the access fold. They are
+// mesh.SecurityTypes, which every store gates and every router refuses to
+// narrow whatever its options say, so a store opened with zero options
+// serves the fold safely. A FoldSource refuses to decide (Undetermined, with
+// an *UndeclaredSecurityTypesError logged) over a reader whose snapshot
+// does not declare them all.
 func SecurityTypes() []string {
 	return []string{RoleNodeType, MembershipNodeType, AssignmentNodeType, PolicyNodeType}
+}
+
+// UndeclaredSecurityTypesError reports a security reader whose snapshot does
+// not declare every type the fold reads (SecuritySnapshot.GatedTypes): the
+// nodes of a missing type may exist and simply not be in the snapshot, and
+// a missing deny or cap fails open, so no decision is made over it. Every
+// decision is Undetermined until the reader declares them.
+type UndeclaredSecurityTypesError struct {
+	Missing []string // the types the fold reads that the snapshot does not declare
+}
+
+func (e *UndeclaredSecurityTypesError) Error() string {
+	return fmt.Sprintf("auth: the security reader does not declare the node types %s as gated; "+
+		"an access fold over it could miss a deny, so every decision is undetermined (a store must gate mesh.SecurityTypes and FoldSource.GatedTypes)",
+		strings.Join(e.Missing, ", "))
 }
 
 // FoldSource serves the access fold from a store's security materialisation
@@ -267,6 +281,15 @@ func (s *FoldSource) load(ctx context.Context) (*access.Fold, error) {
 // build makes the fold of one snapshot. Its error is a fact about that
 // version's nodes, so it is kept with the version like a fold would be.
 func (s *FoldSource) build(snap mesh.SecuritySnapshot) (*access.Fold, error) {
+	var missing []string
+	for _, t := range append(SecurityTypes(), s.GatedTypes...) {
+		if !snap.Declares(t) {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &UndeclaredSecurityTypesError{Missing: missing}
+	}
 	as, skipped, err := BuildAccessSnapshot(snap.Nodes, s.GatedTypes)
 	for _, e := range skipped {
 		s.logger().Warn("auth: security node left out of the access fold", "version", snap.Version, "error", e)
@@ -333,7 +356,7 @@ func BuildAccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Sn
 			return &SecurityNodeError{Path: n.Path, NodeType: n.NodeType, Problem: problem}
 		}
 		switch {
-		case strings.EqualFold(n.NodeType, RoleNodeType):
+		case mesh.EqualNames(n.NodeType, RoleNodeType):
 			r, problem := roleOf(n)
 			if problem != "" {
 				skipped = append(skipped, bad(problem))
@@ -344,7 +367,7 @@ func BuildAccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Sn
 			}
 			roles[r.ID] = append(roles[r.ID], r)
 
-		case strings.EqualFold(n.NodeType, MembershipNodeType):
+		case mesh.EqualNames(n.NodeType, MembershipNodeType):
 			var m access.GroupMembership
 			switch {
 			case !decodeObject(n.Content, &m):
@@ -357,7 +380,7 @@ func BuildAccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Sn
 				snap.Memberships = append(snap.Memberships, m)
 			}
 
-		case strings.EqualFold(n.NodeType, AssignmentNodeType):
+		case mesh.EqualNames(n.NodeType, AssignmentNodeType):
 			ns, _ := mesh.SplitPath(n.Path)
 			scope, inContainer := assignmentScope(ns)
 			var a struct {
@@ -377,7 +400,7 @@ func BuildAccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Sn
 				snap.Assignments = append(snap.Assignments, access.Assignment{Scope: scope, Subject: a.Subject, Roles: a.Roles})
 			}
 
-		case strings.EqualFold(n.NodeType, PolicyNodeType):
+		case mesh.EqualNames(n.NodeType, PolicyNodeType):
 			scope, id := mesh.SplitPath(n.Path)
 			var p access.Policy
 			switch {
@@ -510,7 +533,7 @@ func blankRole(rs []access.RoleGrant) bool {
 
 func isGated(nodeType string, gated []string) bool {
 	for _, t := range gated {
-		if strings.EqualFold(t, nodeType) {
+		if mesh.EqualNames(t, nodeType) {
 			return true
 		}
 	}

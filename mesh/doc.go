@@ -56,10 +56,15 @@
 // what is its own — which partitions it holds and the live read of a routed
 // query over them, its Backend — and serves Query through a Querier, which
 // parses, routes, answers an unroutable query and fans the backend in with
-// the configured Providers, once for every store. mesh names no node type of
-// its own: the types a reader must see whole (auth's security types) are
-// declared by their owner as RouterConfig.GatedTypes and a store's
-// GatedTypes.
+// the configured Providers, once for every store. The types a reader must
+// see whole are gated: SecurityTypes (the access fold's input) always, so
+// that a store opened with zero options fails closed, and any others
+// declared as RouterConfig.GatedTypes and a store's GatedTypes.
+//
+// # Names
+//
+// Names are compared with ASCII case folding only (EqualNames, FoldName);
+// partition names are ASCII. See names.go.
 //
 // # Logging
 //

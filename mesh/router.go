@@ -52,10 +52,9 @@ type RouterConfig struct {
 	// in. An unanchored query for that one type reads only those partitions.
 	InstanceLocations map[string][]string
 	// GatedTypes are node types a reader must see whole, never narrowed by
-	// InstanceLocations: the security types of an access fold (auth declares
-	// its own: auth.SecurityTypes), where a short read is a vanished grant
-	// or a deny that fails open, and any type gated like them. mesh names
-	// none of its own.
+	// InstanceLocations, besides SecurityTypes, which are never narrowed
+	// whatever this says: where an access fold reads, a short read is a
+	// vanished grant or a deny that fails open.
 	GatedTypes []string
 	// Logger receives one warning per unanchored fan-out; nil means
 	// slog.Default().
@@ -141,6 +140,9 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 		}
 		r.globals[strings.ToLower(seg)] = strings.ToLower(globals[seg])
 	}
+	for _, t := range SecurityTypes() {
+		r.neverNarrowed[strings.ToLower(t)] = true
+	}
 	for _, t := range cfg.GatedTypes {
 		if strings.TrimSpace(t) == "" {
 			return nil, &RouterConfigError{Field: "GatedTypes", Key: t, Reason: "empty node type"}
@@ -161,7 +163,7 @@ func (r *Router) declare(nodeType string, locs []string) error {
 	}
 	key := strings.ToLower(nodeType)
 	if r.neverNarrowed[key] {
-		return &InstanceLocationError{NodeType: nodeType, Reason: "the type is gated (RouterConfig.GatedTypes), never narrowed: " +
+		return &InstanceLocationError{NodeType: nodeType, Reason: "the type is gated (mesh.SecurityTypes or RouterConfig.GatedTypes), never narrowed: " +
 			"an access fold reads it, and there a short read is a vanished grant or a deny that fails open; remove the declaration"}
 	}
 	if _, dup := r.locations[key]; dup {

@@ -186,8 +186,8 @@ func TestInstanceLocationsNarrowAnUnanchoredSingleTypeFanOut(t *testing.T) {
 	assert.Equal(t, []string{"acme"}, got.Schemas)
 }
 
-// accessTypes are the security types a user of the router declares as
-// gated, as auth does (auth.SecurityTypes); mesh names none of its own.
+// accessTypes are the security types, spelled out: mesh.SecurityTypes,
+// which every router gates whatever its configuration.
 var accessTypes = []string{"Role", "GroupMembership", "AccessAssignment", "PartitionAccessPolicy"}
 
 func TestNewRouterRefusesLocationsOnNeverNarrowedTypes(t *testing.T) {
@@ -200,12 +200,9 @@ func TestNewRouterRefusesLocationsOnNeverNarrowedTypes(t *testing.T) {
 		assert.Contains(t, le.Reason, "never narrowed")
 		assert.Contains(t, le.Reason, "fails open")
 	}
-	// Control: the same declaration on an ordinary type is accepted, and so
-	// is one on a security type the router was not told to gate.
+	// Control: the same declaration on an ordinary type is accepted.
 	_, err := NewRouter(RouterConfig{GatedTypes: gated, InstanceLocations: map[string][]string{"MenuItem": {"namespace:Admin"}}})
 	assert.NoError(t, err)
-	_, err = NewRouter(RouterConfig{InstanceLocations: map[string][]string{"Role": {"namespace:Admin"}}})
-	assert.NoError(t, err, "mesh gates no type of its own")
 }
 
 func TestNeverNarrowedTypesFailOpenAtQueryTimeToo(t *testing.T) {
@@ -410,4 +407,19 @@ func TestSchemaForNamesThePartitionOrTheRegisteredGlobalSchema(t *testing.T) {
 		_, ok := r.SchemaFor(path)
 		assert.False(t, ok, path)
 	}
+}
+
+func TestARouterWithoutGatedTypesRefusesToNarrowEverySecurityType(t *testing.T) {
+	for _, typ := range SecurityTypes() {
+		for _, spelled := range []string{typ, strings.ToLower(typ), strings.ToUpper(typ)} {
+			_, err := NewRouter(RouterConfig{InstanceLocations: map[string][]string{spelled: {"path:acme"}}})
+			var refused *InstanceLocationError
+			require.ErrorAs(t, err, &refused, "a narrowing declaration on %s", spelled)
+			assert.Equal(t, spelled, refused.NodeType)
+		}
+	}
+	// Negative control: the same declaration on a type that is not gated
+	// is accepted, so the refusal above is about the type.
+	_, err := NewRouter(RouterConfig{InstanceLocations: map[string][]string{"Widget": {"path:acme"}}})
+	require.NoError(t, err)
 }

@@ -1,6 +1,41 @@
 package mesh
 
-import "context"
+import (
+	"context"
+	"slices"
+)
+
+// The security types: the node types an access fold reads (auth's roles,
+// group memberships, assignments and partition policies). Every store keeps
+// them in its security materialisation and every Router refuses to narrow a
+// read of them, whatever their configuration says: a store opened with zero
+// options serves an access fold safely. A short read of them is a vanished
+// grant or a deny that fails open, so being gated is not opt-in.
+const (
+	RoleType                  = "Role"
+	GroupMembershipType       = "GroupMembership"
+	AccessAssignmentType      = "AccessAssignment"
+	PartitionAccessPolicyType = "PartitionAccessPolicy"
+)
+
+// SecurityTypes returns the node types every store gates and every router
+// never narrows, whatever GatedTypes it was given.
+func SecurityTypes() []string {
+	return []string{RoleType, GroupMembershipType, AccessAssignmentType, PartitionAccessPolicyType}
+}
+
+// WithSecurityTypes returns SecurityTypes followed by the types of extra
+// that are not among them (compared with the name rule, EqualNames): the
+// types a store given extra as its GatedTypes gates.
+func WithSecurityTypes(extra []string) []string {
+	out := SecurityTypes()
+	for _, t := range extra {
+		if !slices.ContainsFunc(out, func(have string) bool { return EqualNames(have, t) }) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 // SecuritySnapshot is every node of the security types, from every
 // partition: the input of the access fold. Version changes whenever a write
@@ -8,12 +43,22 @@ import "context"
 type SecuritySnapshot struct {
 	Version int64
 	Nodes   []Node
+	// GatedTypes are the node types this snapshot holds every node of:
+	// SecurityTypes and the store's configured GatedTypes. A fold must not
+	// decide over a snapshot that does not declare the types it reads (a
+	// type that is not gated is simply absent, and an absent deny fails
+	// open); auth's FoldSource refuses to.
+	GatedTypes []string
+}
+
+// Declares reports whether the snapshot declares nodeType as gated.
+func (s SecuritySnapshot) Declares(nodeType string) bool {
+	return slices.ContainsFunc(s.GatedTypes, func(t string) bool { return EqualNames(t, nodeType) })
 }
 
 // SecurityReader is implemented by stores that maintain the security
-// materialisation: the nodes whose type is one the store was configured to
-// gate (the security types its user declares, such as auth.SecurityTypes;
-// mesh names none), kept up to date by the write path
+// materialisation: the nodes whose type is one of SecurityTypes or one the
+// store was configured to gate, kept up to date by the write path
 // itself rather than read by a query. The access fold must never be paged or
 // narrowed — a short read is a vanished grant or a deny that fails open — so
 // it reads this complete set, not a fan-out.

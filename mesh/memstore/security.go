@@ -45,10 +45,11 @@ func (s *security) apply(old, n *mesh.Node) {
 // gates reports whether nodes of nodeType are in the materialisation
 // (compared without case).
 func (s *security) gates(nodeType string) bool {
-	return slices.ContainsFunc(s.gated, func(t string) bool { return strings.EqualFold(t, nodeType) })
+	return slices.ContainsFunc(s.gated, func(t string) bool { return mesh.EqualNames(t, nodeType) })
 }
 
-// SecurityNodes returns every node of a security type (Options.GatedTypes)
+// SecurityNodes returns every node of a security type (mesh.SecurityTypes
+// and Options.GatedTypes, which the snapshot declares as its GatedTypes)
 // and the version of that set: the complete input
 // of the access fold, kept by the write path. The slice is shared by every
 // reader of the same version and must not be modified; reading an unchanged
@@ -64,7 +65,7 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 		return mesh.SecuritySnapshot{}, unavailable("read the security nodes")
 	}
 	if built == version {
-		return mesh.SecuritySnapshot{Version: version, Nodes: sorted}, nil
+		return mesh.SecuritySnapshot{Version: version, Nodes: sorted, GatedTypes: s.sec.gated}, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -76,7 +77,7 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 		slices.SortFunc(nodes, func(a, b mesh.Node) int { return strings.Compare(a.Path, b.Path) })
 		s.sec.sorted, s.sec.built = nodes, s.sec.version
 	}
-	return mesh.SecuritySnapshot{Version: s.sec.version, Nodes: s.sec.sorted}, nil
+	return mesh.SecuritySnapshot{Version: s.sec.version, Nodes: s.sec.sorted, GatedTypes: s.sec.gated}, nil
 }
 
 // SecurityVersion returns the version SecurityNodes would return now,

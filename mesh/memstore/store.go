@@ -43,10 +43,10 @@ type Options struct {
 	// collapsed into one delivery (a live query's Reset with the current
 	// result) sent when it catches up. Zero means DefaultQueueFrames.
 	QueueFrames int
-	// GatedTypes are the node types kept in the security materialisation
-	// (SecurityNodes) and never narrowed by the default router: the security
-	// types its user declares (auth.SecurityTypes, plus any type gated like
-	// them). mesh names none of its own.
+	// GatedTypes are node types kept in the security materialisation
+	// (SecurityNodes) and never narrowed by the default router besides
+	// mesh.SecurityTypes, which are always kept: a zero Options serves an
+	// access fold safely.
 	GatedTypes []string
 }
 
@@ -108,7 +108,7 @@ func New(opts Options) (*Store, error) {
 		parts:       map[string]*partition{},
 		live:        newLiveSet(),
 		closing:     rx.NewAsyncSubject[struct{}](),
-		sec:         newSecurity(opts.GatedTypes),
+		sec:         newSecurity(mesh.WithSecurityTypes(opts.GatedTypes)),
 	}
 	if s.clk == nil {
 		s.clk = clock.New()

@@ -35,7 +35,7 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 	if err != nil {
 		return mesh.SecuritySnapshot{}, unavailable(op, explain(err))
 	}
-	var snap mesh.SecuritySnapshot
+	snap := mesh.SecuritySnapshot{GatedTypes: s.gated}
 	for rows.Next() {
 		n, present, err := scanFoldRow(rows, &snap.Version)
 		if err != nil {

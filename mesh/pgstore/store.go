@@ -38,10 +38,9 @@ type Options struct {
 	Providers []mesh.Provider
 	// Logger receives the store's log lines; nil means slog.Default().
 	Logger *slog.Logger
-	// GatedTypes are the node types folded into public.security_fold and
-	// never narrowed by the default router: the security types its user
-	// declares (auth.SecurityTypes, plus any type gated like them); mesh
-	// names none of its own. Open adds those the database lacks (and
+	// GatedTypes are node types folded into public.security_fold and
+	// never narrowed by the default router besides mesh.SecurityTypes,
+	// which are always folded: a zero Options serves an access fold safely. Open adds those the database lacks (and
 	// backfills their rows); it never removes one, so a database folds every
 	// type any store opened on it was given.
 	GatedTypes []string
@@ -108,6 +107,7 @@ type Store struct {
 	changes     mailbox.Notices // the Changes subscriptions
 	queueFrames int
 	feed        *rx.BehaviorSubject[FeedState]
+	gated       []string // mesh.SecurityTypes and Options.GatedTypes: what the fold declares
 
 	notices, requeries, skipped, reads, pointReads, resets, reconnects, lostReads atomic.Int64
 }
@@ -155,6 +155,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("pgstore: Options.Providers[%d] is nil", i)
 		}
 	}
+	s.gated = mesh.WithSecurityTypes(opts.GatedTypes)
 	if s.router == nil {
 		r, err := mesh.NewRouter(mesh.RouterConfig{GatedTypes: opts.GatedTypes, Logger: opts.Logger})
 		if err != nil {
@@ -205,7 +206,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: creating the connection pool: %w", err)
 	}
 	s.pool = pool
-	conn, err := s.prepare(openCtx, opts.GatedTypes)
+	conn, err := s.prepare(openCtx, s.gated)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: open: %w", explain(err))
@@ -225,10 +226,8 @@ func (s *Store) prepare(ctx context.Context, gated []string) (*pgx.Conn, error) 
 	if err := Migrate(ctx, s.pool); err != nil {
 		return nil, err
 	}
-	if len(gated) > 0 {
-		if err := addFoldTypes(ctx, s.pool, gated); err != nil {
-			return nil, err
-		}
+	if err := addFoldTypes(ctx, s.pool, gated); err != nil {
+		return nil, err
 	}
 	if err := s.schemas.load(ctx, s.pool); err != nil {
 		return nil, fmt.Errorf("loading the node schemas: %w", err)
