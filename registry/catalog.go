@@ -503,6 +503,6 @@ func canonicalTier(tier string) (string, error) {
 	return t, nil
 }
 
-// moduleKey is a package's identity: its name compared without case, as
-// the landing keys modules.
-func moduleKey(module string) string { return strings.ToLower(module) }
+// moduleKey is a package's identity: its name compared with the name rule
+// (ASCII case folding, mesh.FoldName), as the landing keys modules.
+func moduleKey(module string) string { return mesh.FoldName(module) }

@@ -126,7 +126,7 @@ func TestAnUnknownTierIsRefusedWith400NamingTheKnownTiers(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), "free, pro, enterprise")
 	assert.Empty(t, f.activation(), "nothing lands")
-	_, err := rx.First(t.Context(), f.store.Get(DefaultSource+"/Acme.Gold"))
+	_, err := rx.First(t.Context(), f.store.Get(packageNodePath(DefaultSource, "Acme.Gold")))
 	assert.ErrorIs(t, err, rx.ErrEmpty, "no package node is written")
 
 	// Control: a known tier publishes.
@@ -150,6 +150,16 @@ func (m *failingPackagePuts) Put(ctx context.Context, n mesh.Node) (mesh.Node, e
 		return mesh.Node{}, &mesh.UnavailableError{Op: "put " + n.Path, Err: fmt.Errorf("connection refused")}
 	}
 	return m.Store.Put(ctx, n)
+}
+
+func (m *failingPackagePuts) PutIfVersion(ctx context.Context, n mesh.Node, expected int64) (mesh.Node, error) {
+	m.mu.Lock()
+	fail := m.fail
+	m.mu.Unlock()
+	if fail && n.NodeType == PackageNodeType {
+		return mesh.Node{}, &mesh.UnavailableError{Op: "put " + n.Path, Err: fmt.Errorf("connection refused")}
+	}
+	return m.Store.PutIfVersion(ctx, n, expected)
 }
 
 func TestAPublishThatDoesNotAnswer2xxLeavesNothingServed(t *testing.T) {
@@ -363,23 +373,23 @@ func TestAnArchiveOfManySmallEntriesThatExpandsFarBeyondItselfIsRefusedWhole(t *
 
 func TestPublishingToAPackageWhoseNodeCannotBeUsedIs409AndLandsNothing(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	_, err := f.store.Put(t.Context(), packageNode("Acme.Bad", `{"tier": 5}`))
-	require.NoError(t, err)
+	// Nodes written beside the publish route, at paths of their own
+	// spelling: a publication finds them through the catalog, so the test
+	// waits for it to apply them.
+	f.putPackage(packageNode("Acme.Bad", `{"tier": 5}`))
 	got := f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Bad", "1.0.0", 1)))
 	assert.Equal(t, http.StatusConflict, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), DefaultSource+"/Acme.Bad")
 
-	_, err = f.store.Put(t.Context(), packageNode("Acme.Bad", `{"tier":"pro"}`))
-	require.NoError(t, err)
-	_, err = f.store.Put(t.Context(), packageNode("ACME.BAD", `{"tier":""}`))
-	require.NoError(t, err)
+	f.putPackage(packageNode("Acme.Bad", `{"tier":"pro"}`))
+	f.putPackage(packageNode("ACME.BAD", `{"tier":""}`))
 	got = f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Bad", "1.0.0", 1)))
 	assert.Equal(t, http.StatusConflict, got.status, "%s", got.body)
 	assert.Contains(t, string(got.body), "name one package")
 	assert.Empty(t, f.activation())
 
 	// Control: with one usable node the publication lands, under its spelling.
-	require.NoError(t, f.store.Delete(t.Context(), DefaultSource+"/ACME.BAD"))
+	f.deletePackage(DefaultSource + "/ACME.BAD")
 	got = f.do(publishRequest("acme.bad", "?version=1.0.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Bad", "1.0.0", 1)))
 	require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	assert.Equal(t, "Acme.Bad", decodePublish(t, got).Module)

@@ -339,10 +339,16 @@ func (s *Server) publishRoute(r *http.Request) rx.Observable[answer.Answer] {
 }
 
 // publishTarget checks the tier and the archive and makes the package's
-// node durable: it finds the package's node without regard to case (one
-// bounded read of the package nodes, authoritative, not the catalog's
-// possibly stale state) and writes one, at the given tier, only when there
-// is none.
+// node durable. The package's identity is one node at a path decided by its
+// name folded (packageNodePath), created create-only (PutIfVersion at
+// version 0): of concurrent first publications, from any replica and in any
+// spelling, exactly one creates it and so decides the spelling and the
+// tier; the others find it and publish under what it says. Finding it is a
+// point read, never a read of every package: the cost of a publication does
+// not grow with the catalog. A package whose node was written elsewhere
+// under another path (by hand, or before package nodes were created
+// create-only) is found through the catalog and read back by its own path,
+// authoritatively.
 func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, error) {
 	if !up.spool.hold() {
 		return publishTarget{}, errors.New("registry: the upload was released before it could be checked")
@@ -361,42 +367,90 @@ func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, 
 	if err := s.landing.CheckArchive(up.spool.f, up.spool.size); err != nil {
 		return publishTarget{refusal: ptr(errorAnswer(http.StatusBadRequest, err.Error()))}, nil
 	}
-	initial := rx.Take(rx.Filter(s.mesh.Query(s.catalog.query), func(c mesh.Change) bool { return c.Kind == mesh.Initial }), 1)
-	ch, err := rx.First(ctx, initial)
-	if err != nil {
-		return publishTarget{}, fmt.Errorf("registry: reading the package nodes before publishing %s@%s failed; nothing was published: %w", up.plugin, up.version, err)
+	failed := func(err error) (publishTarget, error) {
+		return publishTarget{}, fmt.Errorf("registry: reading the package node before publishing %s@%s failed; nothing was published: %w", up.plugin, up.version, err)
 	}
-	var found []mesh.Node
-	for _, n := range ch.Items {
-		if moduleKey(n.ID) == moduleKey(up.plugin) {
-			found = append(found, n)
-		}
-	}
-	switch len(found) {
-	case 0:
-	case 1:
-		p, err := decodePackage(found[0])
+	found := func(n mesh.Node) (publishTarget, error) {
+		p, err := decodePackage(n)
 		if err != nil {
 			// Its bundles are served to nobody until the node is fixed;
 			// publishing more of them would only hide that.
 			return publishTarget{refusal: ptr(errorAnswer(http.StatusConflict,
-				fmt.Sprintf("the package node %s cannot be used (%v); fix or remove it before publishing", found[0].Path, err)))}, nil
+				fmt.Sprintf("the package node %s cannot be used (%v); fix or remove it before publishing", n.Path, err)))}, nil
 		}
 		return publishTarget{name: p.name, tier: p.tier}, nil
-	default:
-		return publishTarget{refusal: ptr(errorAnswer(http.StatusConflict,
-			fmt.Sprintf("the package nodes %s and %s name one package (names are compared without case); remove one before publishing", found[0].Path, found[1].Path)))}, nil
+	}
+
+	// A node the catalog knows under another path: a package written
+	// before (or beside) the create-only node.
+	st, err := rx.First(ctx, s.catalog.read())
+	if err != nil {
+		return failed(err)
+	}
+	canonical := packageNodePath(s.source, up.plugin)
+	if p, ok := st.packages.get(moduleKey(up.plugin)); ok {
+		if len(p.dups) > 1 {
+			return publishTarget{refusal: ptr(errorAnswer(http.StatusConflict,
+				fmt.Sprintf("the package nodes %s name one package (names are compared without case); remove all but one before publishing", strings.Join(p.dups, " and "))))}, nil
+		}
+		if p.path != canonical {
+			n, present, err := s.getNode(ctx, p.path)
+			if err != nil {
+				return failed(err)
+			}
+			if present {
+				return found(n)
+			}
+		}
+	}
+	n, present, err := s.getNode(ctx, canonical)
+	if err != nil {
+		return failed(err)
+	}
+	if present {
+		return found(n)
 	}
 	name, err := s.landing.Spelling(ctx, up.plugin)
 	if err != nil {
 		return publishTarget{}, err
 	}
 	content, _ := json.Marshal(PackageContent{Tier: up.tier})
-	n := mesh.Node{Path: mesh.JoinPath(s.source, name), NodeType: PackageNodeType, Name: name, Content: content}
-	if _, err := s.mesh.Put(ctx, n); err != nil {
+	n = mesh.Node{Path: canonical, NodeType: PackageNodeType, Name: name, Content: content}
+	_, err = s.mesh.PutIfVersion(ctx, n, 0)
+	var lost *mesh.VersionConflictError
+	switch {
+	case errors.As(err, &lost):
+		// Another publication created it first: its spelling and tier
+		// stand.
+		n, present, err := s.getNode(ctx, canonical)
+		if err != nil {
+			return failed(err)
+		}
+		if !present {
+			return publishTarget{refusal: ptr(errorAnswer(http.StatusConflict,
+				fmt.Sprintf("the package node %s was created and removed while %s@%s was being published; publish it again", canonical, up.plugin, up.version)))}, nil
+		}
+		return found(n)
+	case err != nil:
 		return publishTarget{}, fmt.Errorf("registry: writing the package node of %s failed; nothing was published, publish it again: %w", name, err)
 	}
 	return publishTarget{name: name, tier: up.tier}, nil
+}
+
+// packageNodePath is where a publication creates the node of plugin: its
+// name folded (mesh.FoldName), so that every spelling of one package meets
+// at one path. The node's Name keeps the spelling.
+func packageNodePath(source, plugin string) string {
+	return mesh.JoinPath(source, moduleKey(plugin))
+}
+
+// getNode reads the node at path: present is false when there is none.
+func (s *Server) getNode(ctx context.Context, path string) (n mesh.Node, present bool, err error) {
+	nodes, err := rx.Collect(ctx, rx.Take(s.mesh.Get(path), 1))
+	if err != nil || len(nodes) == 0 {
+		return mesh.Node{}, false, err
+	}
+	return nodes[0], true, nil
 }
 
 // publishAnswerMargin is what the publish route's answer may take past the

@@ -54,7 +54,7 @@ func TestPublishingNeedsThePublishToken(t *testing.T) {
 	assert.Equal(t, client.BundlesPath+"/Acme.Crm/1.0.0", got.header.Get("Location"))
 	assert.Equal(t, map[string]string{"Acme.Crm": "1.0.0"}, f.activation())
 
-	node, err := rx.First(t.Context(), f.store.Get(DefaultSource+"/Acme.Crm"))
+	node, err := rx.First(t.Context(), f.store.Get(packageNodePath(DefaultSource, "Acme.Crm")))
 	require.NoError(t, err)
 	assert.Equal(t, PackageNodeType, node.NodeType)
 	assert.JSONEq(t, `{"tier":"pro"}`, string(node.Content), "the tier is stored in canonical form")
@@ -114,7 +114,7 @@ func TestRepublishingWithoutATierKeepsThePackagesTier(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	require.Equal(t, http.StatusCreated, f.do(publishRequest("Acme.Crm", "?version=1.0.0&tier=enterprise", testPublishToken, testkit.ModuleArchive(t, "Acme.Crm", "1.0.0", 1))).status)
 	require.Equal(t, http.StatusCreated, f.do(publishRequest("Acme.Crm", "?version=1.1.0", testPublishToken, testkit.ModuleArchive(t, "Acme.Crm", "1.1.0", 1))).status)
-	node, err := rx.First(t.Context(), f.store.Get(DefaultSource+"/Acme.Crm"))
+	node, err := rx.First(t.Context(), f.store.Get(packageNodePath(DefaultSource, "Acme.Crm")))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"tier":"enterprise"}`, string(node.Content), "republishing must not widen the licence")
 

@@ -125,7 +125,7 @@ func isASCIIAlnum(r rune) bool {
 
 // moduleKey is the directory name of a module: its name folded to lower case,
 // so that case-insensitive and case-sensitive volumes agree on identity.
-func moduleKey(module string) string { return strings.ToLower(module) }
+func moduleKey(module string) string { return foldName(module) }
 
 // CompareNames orders two module names as their keys (their lower-case
 // forms) order, without allocating: the order of Activation.Modules. A
@@ -157,3 +157,22 @@ func lowerASCII(c byte) byte {
 // maxLen ASCII letters, digits and the characters of punct (a module name, a
 // plan tier), or "" when it can.
 func NameProblem(s string, maxLen int, punct string) string { return checkName(s, maxLen, punct) }
+
+// foldName folds 'A'–'Z' to lower case and leaves every other byte: the
+// name rule of mesh.FoldName (ASCII case folding only), which module keys,
+// version claims and version comparisons all use.
+func foldName(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				b[j] = lowerASCII(b[j])
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// equalNames compares two names with the name rule (ASCII case folding).
+func equalNames(a, b string) bool { return len(a) == len(b) && foldName(a) == foldName(b) }
