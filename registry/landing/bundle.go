@@ -52,7 +52,7 @@ func (l *ModuleLanding) OpenBundle(ctx context.Context, module, version string) 
 			return &NotFoundError{Module: module, Version: version, Reason: "the module has no records"}
 		case !rec.State.Served():
 			return &NotFoundError{Module: module, Version: version, Reason: "the module is " + string(rec.State)}
-		case rec.Version != version:
+		case !equalNames(rec.Version, version):
 			return &NotFoundError{Module: module, Version: version, Reason: "the served version is " + rec.Version}
 		}
 		info = BundleInfo{

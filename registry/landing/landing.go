@@ -236,15 +236,19 @@ func (l *ModuleLanding) land(ctx context.Context, module, version string, archiv
 		module = latest.Module // the first spelling is the module's name
 	}
 	gen, landedAt := l.stamp()
-	claimed, err := l.claimVersion(ctx, key, module, version, gen, sum)
+	claimed, spelled, err := l.claimVersion(ctx, key, module, version, gen, sum)
 	if err != nil {
 		return Record{}, false, err
 	}
+	// Versions compare with the name rule (ASCII case folding), as their
+	// claims do: one version has one spelling, the one it was first
+	// claimed under, whatever spelling a later publication gives.
+	version = spelled
 	if !claimed {
 		// The version holds these bytes already: answer its record if one
 		// since the last removal serves them.
 		prev, ok, bad, err := l.scan.latest(ctx, key, func(r Record) bool {
-			return r.State.Served() && r.Version == version && r.SHA256 == sum
+			return r.State.Served() && equalNames(r.Version, version) && r.SHA256 == sum
 		})
 		l.reportUnreadable(bad)
 		if err != nil {
@@ -430,7 +434,7 @@ func (l *ModuleLanding) Shelve(ctx context.Context, module, version string) (Rec
 	}
 	return l.onLane(ctx, "shelving "+module+"@"+version, func() (Record, error) {
 		landed, found, bad, err := l.scan.latest(ctx, moduleKey(module), func(r Record) bool {
-			return r.State.Served() && r.Version == version
+			return r.State.Served() && equalNames(r.Version, version)
 		})
 		l.reportUnreadable(bad)
 		if err != nil {

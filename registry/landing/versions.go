@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"strings"
 	"time"
 )
 
@@ -23,10 +22,11 @@ const claimName = "claim.json"
 // versionsDir holds one claim directory per version a module has published.
 func versionsDir(key string) string { return path.Join(modulesDir, key, "versions") }
 
-// versionClaimDir is the claim directory of version, folded to lower case
-// so that volumes with and without case agree on which versions exist.
+// versionClaimDir is the claim directory of version, folded with the name
+// rule (ASCII case folding) so that volumes with and without case agree on
+// which versions exist.
 func versionClaimDir(key, version string) string {
-	return path.Join(versionsDir(key), strings.ToLower(version))
+	return path.Join(versionsDir(key), foldName(version))
 }
 
 // versionClaim is what a claim directory says: the bytes a version holds.
@@ -53,31 +53,36 @@ func (e *VersionConflictError) Error() string {
 
 // claimVersion claims version of the module key for the bytes sum. claimed
 // is false when the version already holds sum; another sum is a
-// *VersionConflictError. The claim is a directory renamed into place, which
+// *VersionConflictError. spelled is the version as its claim spells it
+// (the spelling it was first claimed under): versions differing only in
+// ASCII case are one version. The claim is a directory renamed into place, which
 // fails when one exists, so of concurrent claims on one volume, from any
 // replica, exactly one succeeds.
-func (l *ModuleLanding) claimVersion(ctx context.Context, key, module, version, gen, sum string) (claimed bool, err error) {
+func (l *ModuleLanding) claimVersion(ctx context.Context, key, module, version, gen, sum string) (claimed bool, spelled string, err error) {
 	dir := versionClaimDir(key, version)
-	check := func(c versionClaim) (bool, error) {
-		if c.SHA256 != sum {
-			return false, &VersionConflictError{Module: module, Version: version, ExistingSHA256: c.SHA256, GivenSHA256: sum}
+	check := func(c versionClaim) (bool, string, error) {
+		if c.Version == "" || !equalNames(c.Version, version) {
+			c.Version = version // a claim from before the spelling was kept
 		}
-		return false, nil
+		if c.SHA256 != sum {
+			return false, "", &VersionConflictError{Module: module, Version: c.Version, ExistingSHA256: c.SHA256, GivenSHA256: sum}
+		}
+		return false, c.Version, nil
 	}
 	existing, ok, err := l.readClaim(ctx, dir)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	if ok {
 		return check(existing)
 	}
 	// A version landed before claims were kept is claimed by its record.
 	prev, found, bad, err := l.scan.latest(ctx, key, func(r Record) bool {
-		return r.State.Served() && strings.EqualFold(r.Version, version)
+		return r.State.Served() && equalNames(r.Version, version)
 	})
 	l.reportUnreadable(bad)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	claim := versionClaim{Module: module, Version: version, SHA256: sum, Generation: gen}
 	if found {
@@ -85,17 +90,17 @@ func (l *ModuleLanding) claimVersion(ctx context.Context, key, module, version, 
 	}
 	data, err := json.MarshalIndent(claim, "", "  ")
 	if err != nil {
-		return false, fmt.Errorf("registry: encode version claim: %w", err)
+		return false, "", fmt.Errorf("registry: encode version claim: %w", err)
 	}
 	stage := path.Join(stagingDir, gen+"-claim")
 	if err := l.v.MkdirAll(ctx, stage); err != nil {
-		return false, l.abandon(ctx, stage, volumeErr(ctx, "create staging directory "+stage, err))
+		return false, "", l.abandon(ctx, stage, volumeErr(ctx, "create staging directory "+stage, err))
 	}
 	if err := l.v.WriteFile(ctx, path.Join(stage, claimName), data); err != nil {
-		return false, l.abandon(ctx, stage, volumeErr(ctx, "write version claim", err))
+		return false, "", l.abandon(ctx, stage, volumeErr(ctx, "write version claim", err))
 	}
 	if err := l.v.MkdirAll(ctx, versionsDir(key)); err != nil {
-		return false, l.abandon(ctx, stage, volumeErr(ctx, "create "+versionsDir(key), err))
+		return false, "", l.abandon(ctx, stage, volumeErr(ctx, "create "+versionsDir(key), err))
 	}
 	if renameErr := l.v.Rename(ctx, stage, dir); renameErr != nil {
 		_ = l.abandon(ctx, stage, nil)
@@ -103,12 +108,12 @@ func (l *ModuleLanding) claimVersion(ctx context.Context, key, module, version, 
 		if existing, ok, err := l.readClaim(ctx, dir); err == nil && ok {
 			return check(existing)
 		}
-		return false, volumeErr(ctx, "claim "+dir, renameErr)
+		return false, "", volumeErr(ctx, "claim "+dir, renameErr)
 	}
 	if found {
 		return check(claim)
 	}
-	return true, nil
+	return true, version, nil
 }
 
 // readClaim reads the claim in dir; ok is false when there is none.
