@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/meshrx/meshrx/mesh"
 )
 
 // AllPackages is the package part of a grant entry that covers every package
@@ -25,8 +27,8 @@ type PluginGrant struct {
 // "Plugins/*@pro", "Reinsurance/UWDeepfield", or a bare "Plugins" for the
 // whole source.
 type GrantEntry struct {
-	Source  string `json:"source"`         // matched case-insensitively
-	Package string `json:"package"`        // matched exactly; "*" or empty means every package
+	Source  string `json:"source"`         // matched with ASCII case folding (mesh.EqualNames)
+	Package string `json:"package"`        // matched with ASCII case folding; "*" or empty means every package
 	Plan    string `json:"plan,omitempty"` // empty: every tier
 }
 
@@ -54,6 +56,13 @@ func ParseGrantEntry(s string) (GrantEntry, error) {
 	}
 	if strings.ContainsAny(text, " \t\r\n") {
 		return fail("contains whitespace")
+	}
+	for i := 0; i < len(text); i++ {
+		if text[i] >= 0x80 || text[i] < 0x20 || text[i] == 0x7f {
+			// Names are ASCII and compare with ASCII case folding only: a
+			// letter such as U+017F (long s) must not come to name "s".
+			return fail(fmt.Sprintf("contains a byte 0x%02x at %d that is not printable ASCII; names are ASCII", text[i], i))
+		}
 	}
 	rest, plan, hasPlan := strings.Cut(text, "@")
 	if hasPlan {
@@ -98,13 +107,14 @@ func (e GrantEntry) String() string {
 }
 
 // Matches reports whether the entry names source and pkg, both compared
-// without case (a package has one identity whatever its spelling), or pkg
-// by "*". Plans are not considered.
+// with ASCII case folding only (mesh.EqualNames: a package has one identity
+// whatever its ASCII case, and no other letter folds into one), or pkg by
+// "*". Plans are not considered.
 func (e GrantEntry) Matches(source, pkg string) bool {
-	if !strings.EqualFold(e.Source, source) {
+	if !mesh.EqualNames(e.Source, source) {
 		return false
 	}
-	return e.Package == "" || e.Package == AllPackages || strings.EqualFold(e.Package, pkg)
+	return e.Package == "" || e.Package == AllPackages || mesh.EqualNames(e.Package, pkg)
 }
 
 // Allows reports whether the grant lets an instance on instancePlan pull

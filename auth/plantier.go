@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/meshrx/meshrx/mesh"
 )
 
 const (
@@ -54,7 +56,7 @@ func NewPlanTierRanks(rows []PlanTier) PlanTierRanks {
 }
 
 // canonicalPlan is the comparison form of a plan id: trimmed, lower-case.
-func canonicalPlan(id string) string { return strings.ToLower(strings.TrimSpace(id)) }
+func canonicalPlan(id string) string { return mesh.FoldName(strings.TrimSpace(id)) }
 
 // RankOf returns the rank of tier, and false when tier is blank or unknown.
 func (r PlanTierRanks) RankOf(tier string) (int, bool) {
@@ -218,7 +220,7 @@ func property(obj map[string]json.RawMessage, id, name string) (json.RawMessage,
 	var found json.RawMessage
 	var foundKey string
 	for k, v := range obj {
-		if !strings.EqualFold(k, name) {
+		if !mesh.EqualNames(k, name) {
 			continue
 		}
 		if found != nil {
