@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"unicode"
 )
 
 // ArchiveProblem classifies why an archive was refused.
@@ -224,10 +225,13 @@ func checkEntryName(name string) string {
 }
 
 // claimPath records that clean is a file or directory, refusing a second
-// claim on the same path (without regard to case) and a file standing where
-// another entry needs a directory.
+// claim on the same path and a file standing where another entry needs a
+// directory. Two paths are the same when any case-insensitive volume could
+// take them for one (collisionKey): not only ASCII case ("S.txt" and
+// "s.txt") but every Unicode case fold ("S.txt" and "ſ.txt", "K" and the
+// Kelvin sign), since the volume, not this rule, decides.
 func claimPath(kinds map[string]bool, clean string, isDir bool) *ArchiveError {
-	folded := strings.ToLower(clean)
+	folded := collisionKey(clean)
 	if prevDir, ok := kinds[folded]; ok {
 		if !(prevDir && isDir) {
 			return &ArchiveError{Problem: ArchiveDuplicate, Detail: "another entry already names this path"}
@@ -337,4 +341,22 @@ func writeEntry(ctx context.Context, v Volume, name string, f *zip.File) (int64,
 			Detail: fmt.Sprintf("expands to %d bytes but its header declares %d", er.n, declared)}
 	}
 	return er.n, nil
+}
+
+// collisionKey maps every rune of s to the smallest rune of its Unicode
+// case-fold orbit (unicode.SimpleFold), so that names any case-insensitive
+// volume may treat as one share a key: S, s and ſ (U+017F) all become 'S';
+// K, k and the Kelvin sign 'K'. It is a refusal rule for archive entries,
+// wider than the name rule on purpose.
+func collisionKey(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }

@@ -3,6 +3,7 @@ package landing
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -82,8 +83,12 @@ func checkName(s string, maxLen int, punct string) string {
 }
 
 // checkPortableSegment returns why seg would be unsafe as one path segment on
-// a volume that may be a Windows (SMB) share, or "". It assumes seg holds no
-// separators.
+// a volume that may be a Windows (SMB) share, or shown to a person, or "".
+// It assumes seg holds no separators. It refuses control characters (C0 and
+// C1, such as U+0085 NEXT LINE) and invisible formatting characters
+// (Unicode category Cf: bidi overrides such as U+202E, which make a name
+// read as another, zero-width characters, byte order marks), and Windows
+// device names however they are suffixed (CON, CONIN$, COM1, COM¹, ...).
 func checkPortableSegment(seg string) string {
 	if strings.HasSuffix(seg, ".") || strings.HasSuffix(seg, " ") {
 		return "ends with '.' or a space"
@@ -92,25 +97,41 @@ func checkPortableSegment(seg string) string {
 		return fmt.Sprintf("contains %q", seg[i])
 	}
 	for i, r := range seg {
-		if r < 0x20 || r == 0x7f {
+		switch {
+		case r == utf8.RuneError:
+			return fmt.Sprintf("is not valid UTF-8 at byte %d", i)
+		case unicode.IsControl(r):
 			return fmt.Sprintf("contains control character %U at byte %d", r, i)
+		case unicode.Is(unicode.Cf, r):
+			return fmt.Sprintf("contains invisible formatting character %U at byte %d (such as a bidi override)", r, i)
 		}
 	}
+	// Windows takes the part before the first dot, trailing spaces
+	// ignored, as the device: "CON .txt" and "nul.tar.gz" are devices.
 	base, _, _ := strings.Cut(seg, ".")
+	base = strings.TrimRight(base, " ")
 	if isReservedDeviceName(base) {
-		return fmt.Sprintf("%q is a reserved device name", base)
+		return fmt.Sprintf("%q is a reserved device name on Windows", base)
 	}
 	return ""
 }
 
+// isReservedDeviceName reports whether s names a Windows device, compared
+// with ASCII case folding: CON, PRN, AUX, NUL, CONIN$, CONOUT$, and COM or
+// LPT followed by one digit 0-9 or a superscript digit ¹ ² ³ (which
+// Windows treats as devices too).
 func isReservedDeviceName(s string) bool {
-	u := strings.ToUpper(s)
+	u := strings.ToUpper(s) // Unicode upper-casing refuses more spellings (ı, ſ), never fewer: the safe side
 	switch u {
-	case "CON", "PRN", "AUX", "NUL":
+	case "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$":
 		return true
 	}
-	if len(u) == 4 && (strings.HasPrefix(u, "COM") || strings.HasPrefix(u, "LPT")) {
-		return u[3] >= '0' && u[3] <= '9'
+	if len(u) < 4 || !(strings.HasPrefix(u, "COM") || strings.HasPrefix(u, "LPT")) {
+		return false
+	}
+	switch u[3:] {
+	case "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "\u00b9", "\u00b2", "\u00b3":
+		return true
 	}
 	return false
 }
