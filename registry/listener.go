@@ -2,6 +2,7 @@ package registry
 
 import (
 	"net"
+	"net/http"
 	"sync"
 )
 
@@ -12,15 +13,42 @@ import (
 // ReadHeaderTimeout and IdleTimeout close them.
 const DefaultMaxConnections = 1024
 
+// LimitConnections returns ln limited to max open connections (max <= 0
+// means DefaultMaxConnections) for srv, and sets srv.ConnState (keeping any
+// hook already there) so that the limit knows which connections are idle
+// keep-alive connections between requests. An idle connection never holds
+// a slot a new client needs: when every slot is taken, the oldest idle
+// connection is closed to free one (a client's HTTP library reconnects, as
+// it does after an IdleTimeout). Only connections that are reading a
+// request or serving one make new clients wait, in the kernel's backlog.
+// Serve srv on the returned listener.
+func LimitConnections(srv *http.Server, ln net.Listener, max int) net.Listener {
+	l := newLimitListener(ln, max)
+	next := srv.ConnState
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		l.connState(c, st)
+		if next != nil {
+			next(c, st)
+		}
+	}
+	return l
+}
+
 // LimitListener returns a listener that holds at most max connections open
 // at once: Accept waits while max are open (a waiting client stays in the
 // kernel's backlog, costing the process nothing) and a connection's Close
-// frees its slot. max <= 0 means DefaultMaxConnections.
-func LimitListener(l net.Listener, max int) net.Listener {
+// frees its slot. max <= 0 means DefaultMaxConnections. Without the HTTP
+// server's connection states it cannot tell an idle keep-alive connection
+// from a busy one, so idle ones hold their slots until the server's
+// IdleTimeout: use LimitConnections for an http.Server.
+func LimitListener(l net.Listener, max int) net.Listener { return newLimitListener(l, max) }
+
+func newLimitListener(l net.Listener, max int) *limitListener {
 	if max <= 0 {
 		max = DefaultMaxConnections
 	}
-	return &limitListener{Listener: l, slots: make(chan struct{}, max), done: make(chan struct{})}
+	return &limitListener{Listener: l, slots: make(chan struct{}, max), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), idle: map[*limitedConn]uint64{}}
 }
 
 type limitListener struct {
@@ -28,20 +56,89 @@ type limitListener struct {
 	slots chan struct{} // one token per open connection
 	once  sync.Once
 	done  chan struct{} // closed by Close: a waiting Accept returns
+	wake  chan struct{} // told when a connection goes idle: a waiting Accept may take its slot
+
+	mu    sync.Mutex
+	idle  map[*limitedConn]uint64 // idle keep-alive connections → when they went idle (a sequence number)
+	ticks uint64
 }
 
+// Accept takes a slot for the next connection, then accepts it. When every
+// slot is taken, an idle connection gives its slot up (the one idle
+// longest) rather than make a new client wait for the server's
+// IdleTimeout; with none idle, Accept waits until a connection closes or
+// goes idle.
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+	for taken := false; !taken; {
+		select {
+		case l.slots <- struct{}{}:
+			taken = true
+			continue
+		default:
+		}
+		l.closeOldestIdle()
+		select {
+		case l.slots <- struct{}{}:
+			taken = true
+		case <-l.wake:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
 	}
 	c, err := l.Listener.Accept()
 	if err != nil {
 		<-l.slots
 		return nil, err
 	}
-	return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
+	lc := &limitedConn{Conn: c}
+	lc.release = func() {
+		l.mu.Lock()
+		delete(l.idle, lc)
+		l.mu.Unlock()
+		<-l.slots
+	}
+	return lc, nil
+}
+
+// closeOldestIdle closes the connection that has been idle longest, if
+// any; its Close frees its slot.
+func (l *limitListener) closeOldestIdle() {
+	l.mu.Lock()
+	var oldest *limitedConn
+	var at uint64
+	for c, t := range l.idle {
+		if oldest == nil || t < at {
+			oldest, at = c, t
+		}
+	}
+	delete(l.idle, oldest)
+	l.mu.Unlock()
+	if oldest != nil {
+		_ = oldest.Close()
+	}
+}
+
+// connState records which connections are idle between requests.
+func (l *limitListener) connState(c net.Conn, st http.ConnState) {
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch st {
+	case http.StateIdle:
+		if !lc.isClosed() {
+			l.ticks++
+			l.idle[lc] = l.ticks
+			select {
+			case l.wake <- struct{}{}:
+			default:
+			}
+		}
+	default:
+		delete(l.idle, lc)
+	}
 }
 
 func (l *limitListener) Close() error {
@@ -53,11 +150,22 @@ func (l *limitListener) Close() error {
 type limitedConn struct {
 	net.Conn
 	once    sync.Once
+	closed  sync.Mutex
+	gone    bool
 	release func()
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
+	c.closed.Lock()
+	c.gone = true
+	c.closed.Unlock()
 	c.once.Do(c.release)
 	return err
+}
+
+func (c *limitedConn) isClosed() bool {
+	c.closed.Lock()
+	defer c.closed.Unlock()
+	return c.gone
 }

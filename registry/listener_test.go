@@ -132,3 +132,60 @@ func TestALimitListenerWaitingForASlotReturnsWhenClosed(t *testing.T) {
 	require.NoError(t, l.Close())
 	assert.ErrorIs(t, testkit.Receive(t, accepted, "the waiting Accept to return"), net.ErrClosed)
 }
+
+// keepAliveServer serves /livez on ln with an IdleTimeout far longer than
+// the test: only the limit can free an idle connection's slot.
+func keepAliveServer(t *testing.T, srv *http.Server, ln net.Listener) string {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close(); <-done })
+	return "http://" + ln.Addr().String() + "/livez"
+}
+
+// TestIdleKeepAliveConnectionsDoNotHoldTheConnectionCapFromANewClient: with
+// a cap of N, N clients each leave a keep-alive connection idle after a
+// request; a new client is still answered promptly, and the cap holds.
+// Negative control: the listener without the server's connection states
+// (LimitListener, as the registry had) leaves the new client waiting until
+// its own deadline, since the idle connections hold every slot until
+// IdleTimeout.
+func TestIdleKeepAliveConnectionsDoNotHoldTheConnectionCapFromANewClient(t *testing.T) {
+	const limit = 4
+	run := func(t *testing.T, limited func(*http.Server, net.Listener) net.Listener) (newClientErr error, peak int) {
+		raw, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		counter := &countingListener{Listener: raw}
+		srv := &http.Server{
+			Handler:           http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }),
+			ReadHeaderTimeout: time.Minute,
+			IdleTimeout:       time.Minute,
+		}
+		url := keepAliveServer(t, srv, limited(srv, counter))
+		for range limit {
+			tr := &http.Transport{MaxIdleConnsPerHost: 1}
+			t.Cleanup(tr.CloseIdleConnections)
+			resp, err := (&http.Client{Transport: tr, Timeout: testkit.Bound}).Get(url)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+		}
+		// The new client's wait is the subject: bounded, and its outcome
+		// asserted.
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 2 * time.Second}).Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err, counter.peak()
+	}
+	err, peak := run(t, func(srv *http.Server, ln net.Listener) net.Listener { return LimitConnections(srv, ln, limit) })
+	assert.NoError(t, err, "a new client is answered while idle keep-alive connections fill the cap")
+	assert.LessOrEqual(t, peak, limit, "the cap holds")
+
+	t.Run("negative control: a limit that cannot tell idle connections", func(t *testing.T) {
+		err, _ := run(t, func(_ *http.Server, ln net.Listener) net.Listener { return LimitListener(ln, limit) })
+		assert.Error(t, err, "the new client waits out its deadline behind idle connections")
+	})
+}

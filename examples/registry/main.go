@@ -213,7 +213,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
 	}
-	ln = registry.LimitListener(ln, cfg.maxConns)
+	ln = registry.LimitConnections(httpSrv, ln, cfg.maxConns) // an idle keep-alive connection never holds a slot a new client needs
 	metricsSrv, metricsLn, err := listenMetrics(cfg.metricsAddr, srv.MetricsHandler(), logger)
 	if err != nil {
 		_ = ln.Close()
