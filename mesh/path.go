@@ -55,9 +55,9 @@ func Partition(path string) string {
 }
 
 // SchemaOf returns the storage schema of the partition path lives in: its
-// first segment, lower-cased.
+// first segment folded with the name rule (FoldName: ASCII case only).
 func SchemaOf(path string) string {
-	return strings.ToLower(Partition(path))
+	return FoldName(Partition(path))
 }
 
 // ValidatePath reports whether path can name a node. It returns a *PathError
@@ -90,8 +90,15 @@ func ValidatePath(path string) error {
 			return bad("segment at byte %d is %d bytes; the limit is %d", start, len(seg), MaxSegmentLen)
 		}
 		for i, r := range seg {
-			if unicode.IsControl(r) {
+			switch {
+			case unicode.IsControl(r):
 				return bad("control character %U at byte %d", r, start+i)
+			case depth == 1 && r >= utf8.RuneSelf:
+				// A partition is a storage schema and an identity (a user's
+				// bell, a tenant): its name is ASCII, compared with ASCII
+				// case folding, so no other letter (U+212A KELVIN SIGN for
+				// 'K') can spell another partition's name.
+				return bad("partition name has %U at byte %d; partition names are ASCII", r, start+i)
 			}
 		}
 		start += len(seg) + 1

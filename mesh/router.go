@@ -138,7 +138,7 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 		case globals[seg] == "":
 			return nil, &RouterConfigError{Field: "GlobalSatellites", Key: seg, Reason: "needs a schema name"}
 		}
-		r.globals[strings.ToLower(seg)] = strings.ToLower(globals[seg])
+		r.globals[FoldName(seg)] = FoldName(globals[seg])
 	}
 	for _, t := range SecurityTypes() {
 		r.neverNarrowed[strings.ToLower(t)] = true
@@ -245,7 +245,7 @@ func (r *Router) Route(q *Query, partitions []string) (Route, error) {
 	schemas := make([]string, 0, len(partitions))
 	for _, p := range partitions {
 		if p != "" {
-			schemas = append(schemas, strings.ToLower(p))
+			schemas = append(schemas, FoldName(p))
 		}
 	}
 	slices.Sort(schemas)
@@ -291,10 +291,10 @@ func (r *Router) locationsFor(nodeType string) ([]string, bool) {
 // unregistered global satellite.
 func (r *Router) schemaFor(first string) (string, bool) {
 	if strings.HasPrefix(first, "_") {
-		s, ok := r.globals[strings.ToLower(first)]
+		s, ok := r.globals[FoldName(first)]
 		return s, ok
 	}
-	return strings.ToLower(first), true
+	return FoldName(first), true
 }
 
 // anchorSegments returns the first segments the query is confined to, and

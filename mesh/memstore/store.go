@@ -245,7 +245,7 @@ func (s *Store) start(queries []*liveQuery, watchers mailbox.Starts) {
 func (s *Store) schemaOf(path string) (schema string, global bool, err error) {
 	first := mesh.Partition(path)
 	if !strings.HasPrefix(first, "_") {
-		return strings.ToLower(first), false, nil
+		return mesh.FoldName(first), false, nil
 	}
 	route, err := s.router.Route(&mesh.Query{Path: first}, nil)
 	if err != nil || route.Kind != mesh.Pinned {

@@ -52,6 +52,7 @@ func (s *suite) checks() []check {
 		{"TheVersionBumpsOnlyOnARealChange", s.versions},
 		{"AConditionalWriteLandsOnlyAtTheExpectedVersion", s.conditionalWrites},
 		{"BadInputIsRefusedWithATypedErrorAndLosesNothing", s.badInput},
+		{"APartitionNameIsASCIIAndNoOtherLetterReachesAnotherPartition", s.partitionNames},
 		{"ASatelliteLivesInItsOwnersPartition", s.satellites},
 		{"AGlobalSatelliteIsPinnedToItsRegisteredSchema", s.globalSatellites},
 		{"AnUnregisteredGlobalSatelliteIsUnroutableAndCannotBeWritten", s.unregisteredGlobal},

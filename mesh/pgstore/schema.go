@@ -16,6 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/meshrx/meshrx/mesh"
 )
 
 //go:embed migrations/*.sql
@@ -98,7 +100,8 @@ func (e *MigrationChangedError) Error() string {
 // lacks pgstore's schema.
 var ErrNotMigrated = errors.New("pgstore: the database is not migrated (run Migrate first)")
 
-// SchemaName returns the schema of a partition: its name lower-cased. It
+// SchemaName returns the schema of a partition: its name lower-cased (ASCII
+// only: a partition name that is not ASCII is refused). It
 // fails with a *PartitionNameError for a name that cannot be a partition
 // schema: empty, not UTF-8, containing '/' or NUL, longer than
 // MaxSchemaNameLen bytes once lower-cased, starting with '_' (a global
@@ -115,12 +118,14 @@ func SchemaName(partition string) (string, error) {
 		return bad("the name is not valid UTF-8")
 	case strings.ContainsRune(partition, 0):
 		return bad("the name contains a NUL byte")
+	case !isASCII(partition):
+		return bad("the name is not ASCII; partition names are ASCII, compared with ASCII case folding (mesh.FoldName)")
 	case strings.Contains(partition, "/"):
 		return bad("a partition is one path segment and cannot contain '/'")
 	case strings.HasPrefix(partition, "_"):
 		return bad("a name starting with '_' is a global satellite, routed through its registry, not a partition")
 	}
-	schema := strings.ToLower(partition)
+	schema := mesh.FoldName(partition)
 	switch {
 	case len(schema) > MaxSchemaNameLen:
 		return bad(fmt.Sprintf("the lower-cased name is %d bytes; schema names are limited to %d", len(schema), MaxSchemaNameLen))
@@ -285,4 +290,13 @@ func loadMigrations() ([]migration, error) {
 		migrations = append(migrations, migration{name: path.Base(name), sql: string(b), checksum: hex.EncodeToString(sum[:])})
 	}
 	return migrations, nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
