@@ -75,7 +75,9 @@ func serveBell(t *testing.T) (string, *server) {
 	require.NoError(t, err)
 	svc := &notifications.Service{Mesh: store, Clock: clock.New(), Admins: demoAdmins{demoAdmin: true}}
 	require.NoError(t, seed(t.Context(), svc))
-	srv := newServer(svc, discard())
+	accts, err := newAccounts(demoUsers)
+	require.NoError(t, err)
+	srv := newServer(svc, accts, discard())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -106,7 +108,9 @@ func TestASentNotificationAppearsInTheBellWithoutAReload(t *testing.T) {
 	const title = "Hello from the browser test"
 
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(base+"/?viewer=alice"),
+		// Signing in is opening the link the bell prints: it sets the
+		// session cookie and redirects to the page.
+		chromedp.Navigate(base+"/login?token="+srv.accounts.tokens["alice"]),
 		chromedp.WaitVisible(chromedp.CSS(`#bell[data-ready="true"]`)),
 		// A marker that a reload would wipe.
 		chromedp.Evaluate[chromedp.Void](`window.__loadedOnce = "yes"`),
@@ -131,6 +135,9 @@ func TestASentNotificationAppearsInTheBellWithoutAReload(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "yes", marker, "the page was not reloaded")
 	assert.Equal(t, int64(1), srv.pageLoads.Load(), "the page was served once")
+	me, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#me")))
+	require.NoError(t, err)
+	assert.Equal(t, "alice", me, "the page shows who signed in")
 	badgeAfter, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#badge")))
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprint(atoi(t, badgeBefore)+1), badgeAfter, "the unread badge counts it")

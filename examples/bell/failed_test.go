@@ -24,7 +24,7 @@ import (
 func TestAFailedAnswerShowsNoInternalTextButTheCallersMistakeInFull(t *testing.T) {
 	internal := errors.New("failed to connect to user=postgres database=meshrx: openat /srv/meshrx/x: too many open files")
 	var logs bytes.Buffer
-	s := newServer(nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	s := newServer(nil, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	for _, c := range []struct {
 		err    error
 		status int

@@ -24,19 +24,30 @@ const bound = 30 * time.Second
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// urlWriter catches the "listening on" line run prints.
+// urlWriter catches the sign-in links and the "listening on" line run
+// prints (the links come first).
 type urlWriter struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	found chan string
-	sent  bool
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	found  chan string
+	sent   bool
+	logins map[string]string // user → sign-in link
 }
 
 func (w *urlWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(p)
-	if line, _, ok := strings.Cut(w.buf.String(), "\n"); ok && !w.sent {
+	for !w.sent {
+		line, rest, ok := strings.Cut(w.buf.String(), "\n")
+		if !ok {
+			break
+		}
+		w.buf.Reset()
+		w.buf.WriteString(rest)
+		if who, link, ok := strings.Cut(strings.TrimPrefix(line, "sign in as "), ": "); ok && strings.HasPrefix(line, "sign in as ") {
+			w.logins[who] = link
+		}
 		if u, ok := strings.CutPrefix(line, "listening on "); ok {
 			w.sent = true
 			w.found <- u
@@ -47,8 +58,39 @@ func (w *urlWriter) Write(p []byte) (int, error) {
 
 // app is a run of the command in this process.
 type app struct {
-	url  string
-	stop func() error // ends the run (as a signal would) and returns its error
+	url    string
+	stop   func() error      // ends the run (as a signal would) and returns its error
+	logins map[string]string // user → the sign-in link the run printed
+}
+
+// token returns the token run printed for user.
+func (a *app) token(t *testing.T, user string) string {
+	t.Helper()
+	link, ok := a.logins[user]
+	require.True(t, ok, "run printed no sign-in link for %s", user)
+	u, err := url.Parse(link)
+	require.NoError(t, err)
+	return u.Query().Get("token")
+}
+
+// as returns a client that sends user's token as Authorization: Bearer.
+func (a *app) as(t *testing.T, user string) *http.Client {
+	t.Helper()
+	c := client(t)
+	c.Transport = bearer{token: a.token(t, user), next: c.Transport}
+	return c
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }
 
 // startRun starts run(cfg) and waits until it prints its URL. The run is
@@ -56,7 +98,7 @@ type app struct {
 func startRun(t *testing.T, cfg config) *app {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &urlWriter{found: make(chan string, 1)}
+	w := &urlWriter{found: make(chan string, 1), logins: map[string]string{}}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, cfg, w, discard()) }()
 	var once sync.Once
@@ -75,7 +117,9 @@ func startRun(t *testing.T, cfg config) *app {
 	t.Cleanup(func() { _ = stop() })
 	select {
 	case u := <-w.found:
-		return &app{url: u, stop: stop}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return &app{url: u, stop: stop, logins: w.logins}
 	case err := <-done:
 		require.FailNow(t, "run ended before listening", "err: %v", err)
 	case <-time.After(bound):

@@ -14,11 +14,13 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/meshrx/meshrx/auth"
 	"github.com/meshrx/meshrx/auth/access"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/notifications"
+	"github.com/meshrx/meshrx/registry"
 )
 
 // Budgets of the server's own waits.
@@ -59,12 +61,23 @@ func run(ctx context.Context, cfg config, stdout io.Writer, logger *slog.Logger)
 	if err := seed(ctx, svc); err != nil {
 		return err
 	}
+	accts, err := newAccounts(demoUsers)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "listening on http://%s\n", displayAddr(ln.Addr()))
-	return serve(ctx, ln, newServer(svc, logger), logger)
+	base := "http://" + displayAddr(ln.Addr())
+	// The tokens are the only way in: each link signs its user in (a
+	// cookie) and is valid until the bell restarts. Programs send the
+	// token as Authorization: Bearer.
+	for _, u := range accts.users() {
+		fmt.Fprintf(stdout, "sign in as %s: %s/login?token=%s\n", u, base, accts.tokens[u])
+	}
+	fmt.Fprintf(stdout, "listening on %s\n", base)
+	return serve(ctx, ln, newServer(svc, accts, logger), logger)
 }
 
 // displayAddr returns addr as a URL host: a listener on every interface
@@ -81,7 +94,7 @@ func displayAddr(addr net.Addr) string {
 // store otherwise. The returned func releases it.
 func openStore(ctx context.Context, cfg config, clk clock.Clock, logger *slog.Logger) (mesh.Store, func(), error) {
 	if cfg.pg == "" {
-		s, err := memstore.New(memstore.Options{Clock: clk, Logger: logger})
+		s, err := memstore.New(memstore.Options{Clock: clk, Logger: logger, GatedTypes: auth.SecurityTypes()})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -89,7 +102,7 @@ func openStore(ctx context.Context, cfg config, clk clock.Clock, logger *slog.Lo
 	}
 	ctx, cancel := context.WithTimeout(ctx, openBudget)
 	defer cancel()
-	s, err := pgstore.Open(ctx, cfg.pg, pgstore.Options{Clock: clk, Logger: logger})
+	s, err := pgstore.Open(ctx, cfg.pg, pgstore.Options{Clock: clk, Logger: logger, GatedTypes: auth.SecurityTypes()})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, nil, fmt.Errorf("opening PostgreSQL: no answer within %s: %w", openBudget, err)
@@ -126,17 +139,21 @@ func seed(ctx context.Context, svc *notifications.Service) error {
 
 // serve serves h on ln until ctx ends, then shuts the server down: live
 // event streams are ended first (they would never go idle by themselves),
-// then open requests get shutdownBudget to finish.
-func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+// then open requests get shutdownBudget to finish. It holds at most
+// h.lim.conns connections (an idle keep-alive one gives its slot to a new
+// client), closes a connection whose request headers do not arrive within
+// h.lim.readHeader and an idle one after h.lim.idle.
+func serve(ctx context.Context, ln net.Listener, h *server, logger *slog.Logger) error {
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	srv := &http.Server{
 		Handler:           h,
 		BaseContext:       func(net.Listener) context.Context { return streams },
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute, // an idle keep-alive connection is not held forever
+		ReadHeaderTimeout: h.lim.readHeader,
+		IdleTimeout:       h.lim.idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	ln = registry.LimitConnections(srv, ln, h.lim.conns)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

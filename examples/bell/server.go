@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,51 +32,113 @@ const (
 	actionBudget     = 20 * time.Second // one send or mark-read
 )
 
-// server is the bell page's HTTP handler.
-type server struct {
-	svc *notifications.Service
-	log *slog.Logger
-	mux *http.ServeMux
-
-	pageLoads atomic.Int64 // GET / served: lets a test tell a live update from a reload
+// limits are the bell server's bounds on what clients may hold and ask.
+type limits struct {
+	streams          int           // event streams open at once, in all
+	streamsPerViewer int           // event streams one viewer may hold open
+	recipients       int           // recipients one /send may name
+	conns            int           // connections open at once (registry.LimitConnections)
+	readHeader       time.Duration // a request's headers must arrive within this
+	idle             time.Duration // an idle keep-alive connection is closed after this
 }
 
-func newServer(svc *notifications.Service, logger *slog.Logger) *server {
-	s := &server{svc: svc, log: logger, mux: http.NewServeMux()}
+// defaultLimits are the example's bounds.
+func defaultLimits() limits {
+	return limits{streams: 256, streamsPerViewer: 8, recipients: 8, conns: 512, readHeader: 5 * time.Second, idle: 30 * time.Second}
+}
+
+// server is the bell page's HTTP handler.
+type server struct {
+	svc      *notifications.Service
+	accounts *accounts
+	lim      limits
+	log      *slog.Logger
+	mux      *http.ServeMux
+
+	pageLoads atomic.Int64 // GET / served: lets a test tell a live update from a reload
+
+	mu      sync.Mutex
+	open    int            // event streams open
+	viewers map[string]int // event streams open per viewer
+}
+
+func newServer(svc *notifications.Service, accts *accounts, logger *slog.Logger) *server {
+	s := &server{svc: svc, accounts: accts, lim: defaultLimits(), log: logger, mux: http.NewServeMux(), viewers: map[string]int{}}
 	s.mux.HandleFunc("GET /{$}", s.index)
-	s.mux.HandleFunc("GET /events", s.events)
-	s.mux.HandleFunc("POST /send", s.send)
-	s.mux.HandleFunc("POST /read", s.read)
+	s.mux.HandleFunc("GET /login", s.login)
+	s.mux.HandleFunc("GET /whoami", s.whoami)
+	s.mux.HandleFunc("GET /events", s.signedIn(s.events))
+	s.mux.HandleFunc("POST /send", s.signedIn(s.send))
+	s.mux.HandleFunc("POST /read", s.signedIn(s.read))
 	return s
 }
 
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
-
-func (s *server) index(w http.ResponseWriter, _ *http.Request) {
-	s.pageLoads.Add(1)
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = io.WriteString(w, indexHTML)
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	s.mux.ServeHTTP(w, r)
 }
 
-// viewerOf returns the viewer a request names, which must be exactly one
-// partition segment.
-func viewerOf(r *http.Request) (string, bool) {
-	v := strings.TrimSpace(r.FormValue("viewer"))
-	a, ok := notifications.ResolveAddressee(v)
-	return v, ok && a == v
+// index serves the page with a Content-Security-Policy that runs only its
+// own inline script and style (by a nonce made per response), connects
+// only to this server, and lets no site frame it.
+func (s *server) index(w http.ResponseWriter, _ *http.Request) {
+	s.pageLoads.Add(1)
+	var b [18]byte
+	_, _ = rand.Read(b[:])
+	nonce := base64.StdEncoding.EncodeToString(b[:])
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+nonce+"'; style-src 'nonce-"+nonce+"'; "+
+		"connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	page := strings.Replace(indexHTML, "<script>", `<script nonce="`+nonce+`">`, 1)
+	page = strings.Replace(page, "<style>", `<style nonce="`+nonce+`">`, 1)
+	_, _ = io.WriteString(w, page)
+}
+
+// takeStream takes one of the event-stream slots for viewer, or reports
+// that the caps are reached.
+func (s *server) takeStream(viewer string) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open >= s.lim.streams || s.viewers[viewer] >= s.lim.streamsPerViewer {
+		return nil, false
+	}
+	s.open++
+	s.viewers[viewer]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.open--
+			if s.viewers[viewer]--; s.viewers[viewer] == 0 {
+				delete(s.viewers, viewer)
+			}
+		})
+	}, true
 }
 
 // events streams the viewer's bell as Server-Sent Events: a "bell" event with
 // the whole state after every change, a "failure" event if the bell fails (not "error", which EventSource uses
 // for its own connection errors). The
 // stream ends when the client goes away or the server shuts down.
-func (s *server) events(w http.ResponseWriter, r *http.Request) {
-	viewer, ok := viewerOf(r)
+//
+// It streams the signed-in viewer's own bell only, within the stream caps
+// (limits.streams in all, limits.streamsPerViewer each): beyond them it
+// answers 503 with Retry-After.
+func (s *server) events(w http.ResponseWriter, r *http.Request, viewer string) {
+	release, ok := s.takeStream(viewer)
 	if !ok {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("viewer %q is not a user name", viewer))
+		answer.SetRetryAfter(w.Header(), 0)
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many open event streams (at most %d in all, %d per viewer); close one or retry later",
+			s.lim.streams, s.lim.streamsPerViewer))
 		return
 	}
+	defer release()
 	box := newMailbox()
 	sub := s.svc.Bell(viewer).Subscribe(rx.NewObserver(box.put, box.fail, box.complete))
 	defer sub.Unsubscribe()
@@ -203,23 +268,47 @@ func viewOf(viewer string, st notifications.BellState) bellView {
 }
 
 // send creates a notification from the form fields to, title, message, type
-// and target, and answers with where it was delivered.
-func (s *server) send(w http.ResponseWriter, r *http.Request) {
+// and target, sent by the signed-in user, and answers with where it was
+// delivered. It names at most limits.recipients recipients, each one of the
+// example's users: a notification to anyone else would create a partition
+// per request for a user who does not exist.
+func (s *server) send(w http.ResponseWriter, r *http.Request, sender string) {
 	ctx, cancel := context.WithTimeout(r.Context(), actionBudget)
 	defer cancel()
+	if from := strings.TrimSpace(r.FormValue("from")); from != "" && from != sender {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("signed in as %s: a notification is sent by the signed-in user", sender))
+		return
+	}
 	n := notifications.Notification{
 		Title:      r.FormValue("title"),
 		Message:    r.FormValue("message"),
 		Type:       notifications.Type(r.FormValue("type")),
 		TargetPath: strings.TrimSpace(r.FormValue("target")),
-		CreatedBy:  strings.TrimSpace(r.FormValue("from")),
+		CreatedBy:  sender,
 		Icon:       r.FormValue("icon"),
 	}
 	var to []string
 	for _, recipient := range strings.Split(r.FormValue("to"), ",") {
-		if recipient = strings.TrimSpace(recipient); recipient != "" {
-			to = append(to, recipient)
+		recipient = strings.TrimSpace(recipient)
+		if recipient == "" {
+			continue
 		}
+		if len(to) == s.lim.recipients {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid recipients: at most %d per notification", s.lim.recipients))
+			return
+		}
+		user, ok := s.accounts.known(recipient)
+		if !ok {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid recipient %q: not a user of this bell (%s)", recipient, strings.Join(s.accounts.users(), ", ")))
+			return
+		}
+		if !slices.Contains(to, user) {
+			to = append(to, user)
+		}
+	}
+	if len(to) == 0 {
+		writeError(w, http.StatusBadRequest, "invalid recipients: name at least one user")
+		return
 	}
 	nodes, err := s.svc.Create(ctx, n, to...)
 	delivered := make([]string, 0, len(nodes))
@@ -233,15 +322,10 @@ func (s *server) send(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"delivered": delivered})
 }
 
-// read marks the viewer's notification id as read.
-func (s *server) read(w http.ResponseWriter, r *http.Request) {
+// read marks the signed-in viewer's notification id as read.
+func (s *server) read(w http.ResponseWriter, r *http.Request, viewer string) {
 	ctx, cancel := context.WithTimeout(r.Context(), actionBudget)
 	defer cancel()
-	viewer, ok := viewerOf(r)
-	if !ok {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("viewer %q is not a user name", viewer))
-		return
-	}
 	if err := s.svc.MarkRead(ctx, viewer, r.FormValue("id")); err != nil {
 		s.failed(w, "mark read", err, nil)
 		return
@@ -288,3 +372,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
+

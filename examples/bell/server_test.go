@@ -19,8 +19,8 @@ import (
 
 func TestTheEventStreamShowsTheSeededBellAndASentNotificationArrivesLive(t *testing.T) {
 	a := startRun(t, config{addr: "127.0.0.1:0"})
-	c := client(t)
-	alice := openStream(t, c, a.url+"/events?viewer=alice")
+	c := a.as(t, "alice")
+	alice := openStream(t, c, a.url+"/events")
 	require.Equal(t, http.StatusOK, alice.status)
 	alice.next(t, "hello", func(string) bool { return true })
 	first := decodeBell(t, alice.next(t, "bell", has("Review requested")).data)
@@ -36,27 +36,27 @@ func TestTheEventStreamShowsTheSeededBellAndASentNotificationArrivesLive(t *test
 
 	// bob's stream does not get alice's notification: after a send to bob
 	// (a point both streams have passed), bob's bell still lacks it.
-	bob := openStream(t, c, a.url+"/events?viewer=bob")
+	bob := openStream(t, a.as(t, "bob"), a.url+"/events")
 	status, _ = post(t, c, a.url+"/send", url.Values{"to": {"bob"}, "title": {"Coffee?"}})
 	require.Equal(t, http.StatusOK, status)
 	bobs := decodeBell(t, bob.next(t, "bell", has("Coffee?")).data)
 	assert.Nil(t, bobs.find("Lunch?"))
 
 	// ops, the global admin, also sees the Admin notifications.
-	ops := openStream(t, c, a.url+"/events?viewer=ops")
+	ops := openStream(t, a.as(t, "ops"), a.url+"/events")
 	opsBell := decodeBell(t, ops.next(t, "bell", has("Nightly backup finished")).data)
 	assert.False(t, opsBell.find("Nightly backup finished").Own, "an Admin notification is not ops's own to mark")
 }
 
 func TestMarkingReadOverHTTPLowersTheUnreadCount(t *testing.T) {
 	a := startRun(t, config{addr: "127.0.0.1:0"})
-	c := client(t)
-	alice := openStream(t, c, a.url+"/events?viewer=alice")
+	c := a.as(t, "alice")
+	alice := openStream(t, c, a.url+"/events")
 	before := decodeBell(t, alice.next(t, "bell", has("Review requested")).data)
 	item := before.find("Review requested")
 	require.False(t, item.IsRead)
 
-	res, err := c.PostForm(a.url+"/read", url.Values{"viewer": {"alice"}, "id": {item.ID}})
+	res, err := c.PostForm(a.url+"/read", url.Values{"id": {item.ID}})
 	require.NoError(t, err)
 	res.Body.Close()
 	require.Equal(t, http.StatusNoContent, res.StatusCode)
@@ -65,33 +65,35 @@ func TestMarkingReadOverHTTPLowersTheUnreadCount(t *testing.T) {
 	}).data)
 	assert.True(t, after.find("Review requested").IsRead)
 
-	status, body := post(t, c, a.url+"/read", url.Values{"viewer": {"bob"}, "id": {item.ID}})
+	status, body := post(t, a.as(t, "bob"), a.url+"/read", url.Values{"id": {item.ID}})
 	assert.Equal(t, http.StatusNotFound, status, "bob cannot mark alice's notification: %v", body)
 }
 
 func TestBadInputIsAnsweredWithAClearErrorAndChangesNothing(t *testing.T) {
 	a := startRun(t, config{addr: "127.0.0.1:0"})
-	c := client(t)
-	for _, viewer := range []string{"", "_Access", "alice/x"} {
+	c := a.as(t, "alice")
+	for _, viewer := range []string{"_Access", "alice/x", "bob", "\u212Alice"} {
 		res, err := c.Get(a.url + "/events?viewer=" + url.QueryEscape(viewer))
 		require.NoError(t, err)
 		body, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		assert.Equal(t, http.StatusBadRequest, res.StatusCode, "viewer %q", viewer)
-		assert.Contains(t, string(body), "is not a user name")
+		assert.Equal(t, http.StatusForbidden, res.StatusCode, "viewer %q", viewer)
+		assert.Contains(t, string(body), "sees only their own bell")
 	}
 	for _, form := range []url.Values{
 		{"to": {"alice"}, "title": {"x"}, "type": {"Urgent"}},
 		{"to": {"alice"}, "title": {"   "}},
+		{"to": {"mallory"}, "title": {"x"}},
+		{"to": {""}, "title": {"x"}},
 	} {
 		status, body := post(t, c, a.url+"/send", form)
 		assert.Equal(t, http.StatusBadRequest, status, "form %v", form)
 		assert.Contains(t, body["error"], "invalid")
 	}
-	status, _ := post(t, c, a.url+"/read", url.Values{"viewer": {"alice"}, "id": {"no-such-id"}})
+	status, _ := post(t, c, a.url+"/read", url.Values{"id": {"no-such-id"}})
 	assert.Equal(t, http.StatusNotFound, status)
 
-	alice := openStream(t, c, a.url+"/events?viewer=alice")
+	alice := openStream(t, c, a.url+"/events")
 	v := decodeBell(t, alice.next(t, "bell", has("Review requested")).data)
 	assert.Nil(t, v.find("x"), "a refused send wrote nothing")
 }
@@ -103,8 +105,8 @@ func TestShutdownEndsOpenEventStreamsAndLeavesNoGoroutine(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
 	streams := []*stream{
-		openStream(t, c, a.url+"/events?viewer=alice"),
-		openStream(t, c, a.url+"/events?viewer=ops"),
+		openStream(t, &http.Client{Transport: bearer{token: a.token(t, "alice"), next: tr}}, a.url+"/events"),
+		openStream(t, &http.Client{Transport: bearer{token: a.token(t, "ops"), next: tr}}, a.url+"/events"),
 	}
 	for _, s := range streams {
 		s.next(t, "bell", func(string) bool { return true })
@@ -121,13 +123,12 @@ func TestShutdownEndsOpenEventStreamsAndLeavesNoGoroutine(t *testing.T) {
 func TestThePgFlagServesFromPostgreSQLAndARestartDoesNotDoubleTheDemo(t *testing.T) {
 	db := pg.Database(t)
 	first := startRun(t, config{addr: "127.0.0.1:0", pg: db})
-	c := client(t)
-	status, _ := post(t, c, first.url+"/send", url.Values{"to": {"alice"}, "title": {"stored in PostgreSQL"}})
+	status, _ := post(t, first.as(t, "bob"), first.url+"/send", url.Values{"to": {"alice"}, "title": {"stored in PostgreSQL"}})
 	require.Equal(t, http.StatusOK, status)
 	require.NoError(t, first.stop())
 
 	second := startRun(t, config{addr: "127.0.0.1:0", pg: db})
-	alice := openStream(t, c, second.url+"/events?viewer=alice")
+	alice := openStream(t, second.as(t, "alice"), second.url+"/events")
 	v := decodeBell(t, alice.next(t, "bell", has("stored in PostgreSQL")).data)
 	// Two demo notifications for alice (seeded twice, with identities) and
 	// the one sent: without identities the restart would show five.

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// How the bell knows who is looking. The example issues one random token
+// per demo user when it starts and prints a sign-in link per user; nothing
+// else grants a session. A viewer signs in by opening the link, which sets
+// a session cookie (HMAC-signed by a key made at start, HttpOnly,
+// SameSite=Strict) and redirects to the page; a program sends the token as
+// Authorization: Bearer. Every route that reads or writes a bell acts as
+// the signed-in user only: there is no ?viewer= to choose another.
+const (
+	sessionCookie = "bell_session"
+	sessionTTL    = 12 * time.Hour
+)
+
+// demoUsers are the users the example issues tokens to: the only viewers,
+// senders and recipients it knows.
+var demoUsers = []string{"alice", "bob", demoAdmin}
+
+// accounts holds the users' tokens and the key that signs sessions.
+type accounts struct {
+	tokens map[string]string // user → token
+	key    []byte
+	now    func() time.Time
+}
+
+// newAccounts issues a fresh random token to each user and makes a session
+// key: a restart signs every session out.
+func newAccounts(users []string) (*accounts, error) {
+	a := &accounts{tokens: map[string]string{}, key: make([]byte, 32), now: time.Now}
+	if _, err := rand.Read(a.key); err != nil {
+		return nil, fmt.Errorf("making the session key: %w", err)
+	}
+	for _, u := range users {
+		tok := make([]byte, 24)
+		if _, err := rand.Read(tok); err != nil {
+			return nil, fmt.Errorf("issuing a token: %w", err)
+		}
+		a.tokens[u] = base64.RawURLEncoding.EncodeToString(tok)
+	}
+	return a, nil
+}
+
+// users returns the known users, sorted.
+func (a *accounts) users() []string {
+	out := make([]string, 0, len(a.tokens))
+	for u := range a.tokens {
+		out = append(out, u)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// known reports whether user is one of the example's users (ASCII case
+// folded, the name rule), and returns its own spelling.
+func (a *accounts) known(user string) (string, bool) {
+	for u := range a.tokens {
+		if len(u) == len(user) && strings.EqualFold(u, user) && isASCII(user) {
+			return u, true
+		}
+	}
+	return "", false
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// byToken returns the user a token was issued to, comparing digests in
+// constant time against every user's token.
+func (a *accounts) byToken(token string) (string, bool) {
+	got := sha256.Sum256([]byte(token))
+	found := ""
+	for u, tok := range a.tokens {
+		want := sha256.Sum256([]byte(tok))
+		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
+			found = u
+		}
+	}
+	return found, found != "" && token != ""
+}
+
+// session returns a signed session value for user: user.expiry.signature.
+func (a *accounts) session(user string) string {
+	exp := strconv.FormatInt(a.now().Add(sessionTTL).Unix(), 10)
+	return user + "." + exp + "." + a.sign(user+"."+exp)
+}
+
+func (a *accounts) sign(s string) string {
+	m := hmac.New(sha256.New, a.key)
+	m.Write([]byte(s))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// verify returns the user of a session value with a valid signature that
+// has not expired.
+func (a *accounts) verify(v string) (string, bool) {
+	i := strings.LastIndexByte(v, '.')
+	if i < 0 {
+		return "", false
+	}
+	body, sig := v[:i], v[i+1:]
+	if !hmac.Equal([]byte(sig), []byte(a.sign(body))) {
+		return "", false
+	}
+	user, exp, ok := strings.Cut(body, ".")
+	if !ok {
+		return "", false
+	}
+	n, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || a.now().Unix() > n {
+		return "", false
+	}
+	if _, known := a.tokens[user]; !known {
+		return "", false
+	}
+	return user, true
+}
+
+// how a request was authenticated.
+type authMethod int
+
+const (
+	noAuth authMethod = iota
+	bearerAuth
+	cookieAuth
+)
+
+// who returns the signed-in user of r: by a Bearer token, else by the
+// session cookie.
+func (a *accounts) who(r *http.Request) (string, authMethod) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, _ := strings.Cut(strings.TrimSpace(h), " ")
+		if len(scheme) == 6 && strings.EqualFold(scheme, "Bearer") {
+			if u, ok := a.byToken(strings.TrimSpace(tok)); ok {
+				return u, bearerAuth
+			}
+		}
+		return "", noAuth // a wrong token is not rescued by a cookie
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if u, ok := a.verify(c.Value); ok {
+			return u, cookieAuth
+		}
+	}
+	return "", noAuth
+}
+
+// sameOrigin reports whether a state-changing request carried by a cookie
+// comes from the bell's own page: its Origin is this server's, or (a
+// browser that sends no Origin) Sec-Fetch-Site says same-origin. A request
+// that says neither is refused: the page's fetches always send Origin.
+func sameOrigin(r *http.Request) bool {
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host == r.Host && u.Path == ""
+	}
+	return r.Header.Get("Sec-Fetch-Site") == "same-origin"
+}
+
+// login signs a viewer in with a token from the link the example printed:
+// GET /login?token=T sets the session cookie and redirects to the page. A
+// login started from another site (Sec-Fetch-Site: cross-site or
+// same-site) is refused, so no page can sign a visitor in as someone else.
+func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" && site != "same-origin" {
+		writeError(w, http.StatusForbidden, "sign in by opening the link the bell printed, not from another site")
+		return
+	}
+	user, ok := s.accounts.byToken(r.FormValue("token"))
+	if !ok {
+		writeError(w, http.StatusUnauthorized, "that sign-in link is not valid (the bell prints new links each time it starts)")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: s.accounts.session(user), Path: "/",
+		MaxAge: int(sessionTTL.Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// whoami answers the signed-in user, or 401.
+func (s *server) whoami(w http.ResponseWriter, r *http.Request) {
+	user, how := s.accounts.who(r)
+	if how == noAuth {
+		writeError(w, http.StatusUnauthorized, "not signed in: open a sign-in link the bell printed when it started")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"viewer": user, "users": s.accounts.users()})
+}
+
+// signedIn runs next with the signed-in user. It answers 401 without one,
+// 403 for a ?viewer= naming someone else (there is no choosing), and 403
+// for a state-changing request carried by the session cookie from another
+// origin (CSRF).
+func (s *server) signedIn(next func(w http.ResponseWriter, r *http.Request, user string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		user, how := s.accounts.who(r)
+		if how == noAuth {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="bell"`)
+			writeError(w, http.StatusUnauthorized, "not signed in: open a sign-in link the bell printed when it started, or send Authorization: Bearer <token>")
+			return
+		}
+		if v := strings.TrimSpace(r.URL.Query().Get("viewer")); v != "" && v != user {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("signed in as %s: a viewer sees only their own bell", user))
+			return
+		}
+		if how == cookieAuth && r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
+			writeError(w, http.StatusForbidden, "cross-origin request refused: the bell acts only for its own page")
+			return
+		}
+		next(w, r, user)
+	}
+}
