@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh/memstore"
+	"github.com/meshrx/meshrx/notifications"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// serveWith serves a bell seeded like the command's, with lim, on a free
+// loopback port until the test ends.
+func serveWith(t *testing.T, lim limits) (string, *server, *memstore.Store) {
+	t.Helper()
+	store, err := memstore.New(memstore.Options{})
+	require.NoError(t, err)
+	svc := &notifications.Service{Mesh: store, Clock: clock.New(), Admins: demoAdmins{demoAdmin: true}}
+	require.NoError(t, seed(t.Context(), svc))
+	accts, err := newAccounts(demoUsers)
+	require.NoError(t, err)
+	srv := newServer(svc, accts, discard())
+	srv.lim = lim
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, ln, srv, discard()) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(bound):
+			t.Error("the server did not shut down within the bound")
+		}
+		_ = store.Close()
+	})
+	return "http://" + ln.Addr().String(), srv, store
+}
+
+func do(t *testing.T, c *http.Client, method, u string, form url.Values, header http.Header) (*http.Response, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, u, body)
+	require.NoError(t, err)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	res, err := c.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res, string(raw)
+}
+
+// TestEveryBellRouteRefusesARequestThatIsNotSignedIn: without a token or a
+// valid session, /events (whatever ?viewer= says), /read and /send are
+// 401, as are a wrong token and a forged or tampered cookie. Negative
+// control: the same requests with alice's token succeed. (Before, anyone
+// read any bell with ?viewer=, including ops's Admin notifications.)
+func TestEveryBellRouteRefusesARequestThatIsNotSignedIn(t *testing.T) {
+	a := startRun(t, config{addr: "127.0.0.1:0"})
+	anon := client(t)
+	cookie := func(v string) http.Header { return http.Header{"Cookie": {sessionCookie + "=" + v}, "Origin": {a.url}} }
+	aliceSession := func() string {
+		res, _ := do(t, &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+			http.MethodGet, a.url+"/login?token="+a.token(t, "alice"), nil, nil)
+		for _, c := range res.Cookies() {
+			if c.Name == sessionCookie {
+				return c.Value
+			}
+		}
+		require.FailNow(t, "no session cookie")
+		return ""
+	}()
+	for _, h := range []http.Header{
+		nil,
+		{"Authorization": {"Bearer not-a-token"}},
+		{"Authorization": {"Bearer " + a.token(t, "alice") + "x"}},
+		cookie("ops.99999999999.0000"),
+		cookie(strings.Replace(aliceSession, "alice", "ops", 1)), // a tampered user
+		cookie(aliceSession + "0"),
+	} {
+		for _, r := range []struct {
+			method, path string
+			form         url.Values
+		}{
+			{http.MethodGet, "/events", nil},
+			{http.MethodGet, "/events?viewer=ops", nil},
+			{http.MethodPost, "/read", url.Values{"id": {"x"}}},
+			{http.MethodPost, "/send", url.Values{"to": {"alice"}, "title": {"spoofed"}, "from": {"system"}}},
+		} {
+			res, body := do(t, anon, r.method, a.url+r.path, r.form, h)
+			assert.Equal(t, http.StatusUnauthorized, res.StatusCode, "%s %s with %v: %s", r.method, r.path, h, body)
+		}
+	}
+	// Negative control: alice's token and alice's session are let in.
+	alice := openStream(t, a.as(t, "alice"), a.url+"/events")
+	assert.Equal(t, http.StatusOK, alice.status)
+	res, body := do(t, anon, http.MethodPost, a.url+"/send", url.Values{"to": {"alice"}, "title": {"by session"}}, cookie(aliceSession))
+	assert.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+}
+
+// TestASignedInUserSendsAndReadsOnlyAsThemselves: alice cannot send as
+// system (403), her notifications say she sent them, and she cannot mark
+// bob's notification read. Negative control: bob marks his own.
+func TestASignedInUserSendsAndReadsOnlyAsThemselves(t *testing.T) {
+	a := startRun(t, config{addr: "127.0.0.1:0"})
+	alice, bob := a.as(t, "alice"), a.as(t, "bob")
+	status, body := post(t, alice, a.url+"/send", url.Values{"to": {"bob"}, "title": {"from system?"}, "from": {"system"}})
+	assert.Equal(t, http.StatusForbidden, status, "%v", body)
+
+	bobs := openStream(t, bob, a.url+"/events")
+	status, body = post(t, alice, a.url+"/send", url.Values{"to": {"bob"}, "title": {"from alice"}})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	got := decodeBell(t, bobs.next(t, "bell", has("from alice")).data)
+	item := got.find("from alice")
+	assert.Equal(t, "alice", item.CreatedBy)
+	assert.Nil(t, got.find("from system?"), "the refused send wrote nothing")
+
+	status, _ = post(t, alice, a.url+"/read", url.Values{"id": {item.ID}})
+	assert.Equal(t, http.StatusNotFound, status, "alice cannot mark bob's notification")
+	status, _ = post(t, bob, a.url+"/read", url.Values{"id": {item.ID}})
+	assert.Equal(t, http.StatusNoContent, status, "control: bob marks his own")
+}
+
+// TestACookieSessionActsOnlyFromTheBellsOwnPage: the sign-in link sets an
+// HttpOnly, SameSite=Strict cookie; a state-changing request carried by it
+// is refused from another origin, or with no origin at all, and accepted
+// from the page's own origin (the negative control). A sign-in started
+// from another site is refused, so no page signs a visitor in as someone
+// else.
+func TestACookieSessionActsOnlyFromTheBellsOwnPage(t *testing.T) {
+	a := startRun(t, config{addr: "127.0.0.1:0"})
+	noFollow := &http.Client{Transport: client(t).Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, _ := do(t, noFollow, http.MethodGet, a.url+"/login?token="+a.token(t, "alice"), nil, http.Header{"Sec-Fetch-Site": {"none"}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	var session *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == sessionCookie {
+			session = c
+		}
+	}
+	require.NotNil(t, session)
+	assert.True(t, session.HttpOnly)
+	assert.Equal(t, http.SameSiteStrictMode, session.SameSite)
+
+	res, _ = do(t, noFollow, http.MethodGet, a.url+"/login?token="+a.token(t, "alice"), nil, http.Header{"Sec-Fetch-Site": {"cross-site"}})
+	assert.Equal(t, http.StatusForbidden, res.StatusCode, "a sign-in from another site")
+	res, _ = do(t, noFollow, http.MethodGet, a.url+"/login?token=guess", nil, nil)
+	assert.Equal(t, http.StatusUnauthorized, res.StatusCode)
+
+	c := client(t)
+	withCookie := func(h http.Header) http.Header {
+		h = h.Clone()
+		if h == nil {
+			h = http.Header{}
+		}
+		h.Set("Cookie", sessionCookie+"="+session.Value)
+		return h
+	}
+	send := url.Values{"to": {"bob"}, "title": {"csrf"}}
+	for name, h := range map[string]http.Header{
+		"another origin":        {"Origin": {"http://evil.example"}},
+		"a look-alike origin":   {"Origin": {a.url + ".evil.example"}},
+		"no origin at all":      nil,
+		"a cross-site fetch":    {"Sec-Fetch-Site": {"cross-site"}},
+		"the null origin":       {"Origin": {"null"}},
+		"another port":          {"Origin": {"http://127.0.0.1:1"}},
+		"an origin with a path": {"Origin": {a.url + "/x"}},
+	} {
+		res, body := do(t, c, http.MethodPost, a.url+"/send", send, withCookie(h))
+		assert.Equal(t, http.StatusForbidden, res.StatusCode, "%s: %s", name, body)
+		res, _ = do(t, c, http.MethodPost, a.url+"/read", url.Values{"id": {"x"}}, withCookie(h))
+		assert.Equal(t, http.StatusForbidden, res.StatusCode, "%s", name)
+	}
+	// Negative control: from the page's own origin it is sent.
+	res, body := do(t, c, http.MethodPost, a.url+"/send", send, withCookie(http.Header{"Origin": {a.url}}))
+	assert.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+	res, body = do(t, c, http.MethodPost, a.url+"/send", send, withCookie(http.Header{"Sec-Fetch-Site": {"same-origin"}}))
+	assert.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+}
+
+// TestASendNamesABoundedNumberOfKnownUsersAndMakesNoPartitionForAStranger:
+// more recipients than the limit, or one who is not a user of the bell,
+// is a 400 that writes nothing and creates no partition. Negative control:
+// the service itself, given the stranger, creates the partition (what one
+// request per name did without the check).
+func TestASendNamesABoundedNumberOfKnownUsersAndMakesNoPartitionForAStranger(t *testing.T) {
+	lim := defaultLimits()
+	lim.recipients = 2
+	base, srv, store := serveWith(t, lim)
+	alice := &http.Client{Transport: bearer{token: srv.accounts.tokens["alice"], next: client(t).Transport}, Timeout: bound}
+	status, body := post(t, alice, base+"/send", url.Values{"to": {"alice,bob,ops"}, "title": {"too many"}})
+	assert.Equal(t, http.StatusBadRequest, status, "%v", body)
+	assert.Contains(t, body["error"], "at most 2")
+	strangers := make([]string, 300)
+	for i := range strangers {
+		strangers[i] = "stranger" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
+	}
+	status, _ = post(t, alice, base+"/send", url.Values{"to": {strings.Join(strangers, ",")}, "title": {"wide"}})
+	assert.Equal(t, http.StatusBadRequest, status)
+	status, body = post(t, alice, base+"/send", url.Values{"to": {"mallory"}, "title": {"who?"}})
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Contains(t, body["error"], "not a user of this bell")
+
+	partition := func(name string) int {
+		ch, err := rx.First(t.Context(), store.Query("path:"+name+" scope:subtree"))
+		require.NoError(t, err)
+		return len(ch.Items)
+	}
+	assert.Zero(t, partition("mallory"), "no partition for a stranger")
+	assert.Zero(t, partition(strangers[0]))
+	status, _ = post(t, alice, base+"/send", url.Values{"to": {"alice, bob"}, "title": {"two"}})
+	assert.Equal(t, http.StatusOK, status, "control: two users are within the limit")
+
+	_, err := srv.svc.Create(t.Context(), notifications.Notification{Title: "direct", Type: notifications.General}, "mallory")
+	require.NoError(t, err)
+	assert.NotZero(t, partition("mallory"), "negative control: without the check a stranger gets a partition")
+}
+
+// TestEventStreamsAreCappedInAllAndPerViewer: past the per-viewer cap, or
+// the total, a stream is 503 with Retry-After; closing one frees its slot.
+// Negative control: the stream just under each cap is served.
+func TestEventStreamsAreCappedInAllAndPerViewer(t *testing.T) {
+	lim := defaultLimits()
+	lim.streams, lim.streamsPerViewer = 3, 2
+	base, srv, _ := serveWith(t, lim)
+	as := func(user string) *http.Client {
+		return &http.Client{Transport: bearer{token: srv.accounts.tokens[user], next: client(t).Transport}}
+	}
+	a1 := openStream(t, as("alice"), base+"/events")
+	a2 := openStream(t, as("alice"), base+"/events")
+	require.Equal(t, http.StatusOK, a1.status)
+	require.Equal(t, http.StatusOK, a2.status, "control: up to the per-viewer cap")
+	a1.next(t, "hello", func(string) bool { return true })
+	a2.next(t, "hello", func(string) bool { return true })
+	res, _ := do(t, as("alice"), http.MethodGet, base+"/events", nil, nil)
+	assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "past the per-viewer cap")
+	assert.NotEmpty(t, res.Header.Get("Retry-After"))
+
+	b1 := openStream(t, as("bob"), base+"/events")
+	require.Equal(t, http.StatusOK, b1.status, "control: up to the total")
+	b1.next(t, "hello", func(string) bool { return true })
+	res, _ = do(t, as("ops"), http.MethodGet, base+"/events", nil, nil)
+	assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "past the total")
+
+	a1.cancel()
+	a1.ended(t)
+	require.Eventually(t, func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.open == 2
+	}, bound, 5*time.Millisecond, "the closed stream's slot is given back")
+	o := openStream(t, as("ops"), base+"/events")
+	assert.Equal(t, http.StatusOK, o.status, "a freed slot serves the next viewer")
+}
+
+// TestAConnectionThatSendsNoHeadersIsClosedAndIdleOnesGiveWayToANewClient:
+// a connection that sends nothing is closed at the header timeout, and
+// with every connection slot held by idle keep-alive connections a new
+// client is still answered. Negative control: the connection is open
+// before the timeout (a read within it times out on the client side).
+func TestAConnectionThatSendsNoHeadersIsClosedAndIdleOnesGiveWayToANewClient(t *testing.T) {
+	lim := defaultLimits()
+	lim.readHeader, lim.conns = 300*time.Millisecond, 2
+	base, _, _ := serveWith(t, lim)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+	_, err = conn.Read(make([]byte, 1))
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "control: still open before the header timeout")
+	require.True(t, ne.Timeout())
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(bound)))
+	_, err = conn.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "closed by the server at the header timeout")
+
+	for range lim.conns {
+		c := client(t)
+		res, _ := do(t, c, http.MethodGet, base+"/", nil, nil)
+		require.Equal(t, http.StatusOK, res.StatusCode)
+	}
+	c := client(t)
+	c.Timeout = 2 * time.Second
+	res, _ := do(t, c, http.MethodGet, base+"/", nil, nil)
+	assert.Equal(t, http.StatusOK, res.StatusCode, "a new client is answered while idle connections hold every slot")
+}
+
+// TestThePageRunsOnlyItsOwnScriptAndCannotBeFramed: the page carries a
+// Content-Security-Policy whose script nonce is the page's own script's,
+// fresh per response, frame-ancestors 'none' and X-Frame-Options DENY.
+func TestThePageRunsOnlyItsOwnScriptAndCannotBeFramed(t *testing.T) {
+	base, _, _ := serveWith(t, defaultLimits())
+	nonce := regexp.MustCompile(`script-src 'nonce-([^']+)'`)
+	var seen []string
+	for range 2 {
+		res, body := do(t, client(t), http.MethodGet, base+"/", nil, nil)
+		csp := res.Header.Get("Content-Security-Policy")
+		m := nonce.FindStringSubmatch(csp)
+		require.Len(t, m, 2, "CSP %q", csp)
+		assert.Contains(t, body, `<script nonce="`+m[1]+`">`)
+		assert.Contains(t, csp, "default-src 'none'")
+		assert.Contains(t, csp, "frame-ancestors 'none'")
+		assert.NotContains(t, csp, "unsafe-inline")
+		assert.Equal(t, "DENY", res.Header.Get("X-Frame-Options"))
+		assert.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"))
+		seen = append(seen, m[1])
+	}
+	assert.NotEqual(t, seen[0], seen[1], "a nonce per response")
+	assert.Equal(t, 0, strings.Count(indexHTML, "nonce="), "control: the page as stored names no nonce; the server adds it")
+}
