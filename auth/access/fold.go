@@ -296,7 +296,7 @@ func (f *Fold) walk(user, path string, ownPartition bool) walkResult {
 				}
 			}
 		}
-		if ownPartition && strings.EqualFold(scope, user) && !contains(roles, RoleAdmin) {
+		if ownPartition && equalNames(scope, user) && !contains(roles, RoleAdmin) {
 			roles = append(roles, RoleAdmin)
 		}
 
@@ -343,4 +343,26 @@ func remove(xs []string, x string) []string {
 		}
 	}
 	return out
+}
+
+// equalNames compares a partition and a user name with the name rule:
+// ASCII case folding only (mesh.EqualNames). Unicode folding would make the
+// user "\u212Aate" (KELVIN SIGN) Admin of the partition kate.
+func equalNames(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
