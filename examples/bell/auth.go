@@ -24,8 +24,10 @@ import (
 // Authorization: Bearer. Every route that reads or writes a bell acts as
 // the signed-in user only: there is no ?viewer= to choose another.
 const (
-	sessionCookie = "bell_session"
-	sessionTTL    = 12 * time.Hour
+	sessionCookie  = "bell_session"
+	sessionTTL     = 12 * time.Hour
+	maxFormBytes   = 64 << 10         // a /send or /read form
+	formReadBudget = 10 * time.Second // its body arriving
 )
 
 // demoUsers are the users the example issues tokens to: the only viewers,
@@ -226,9 +228,15 @@ func (s *server) signedIn(next func(w http.ResponseWriter, r *http.Request, user
 			writeError(w, http.StatusForbidden, fmt.Sprintf("signed in as %s: a viewer sees only their own bell", user))
 			return
 		}
-		if how == cookieAuth && r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
-			writeError(w, http.StatusForbidden, "cross-origin request refused: the bell acts only for its own page")
-			return
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if how == cookieAuth && !sameOrigin(r) {
+				writeError(w, http.StatusForbidden, "cross-origin request refused: the bell acts only for its own page")
+				return
+			}
+			// A form is small and arrives promptly: a slow or huge body
+			// holds no connection and no memory.
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(formReadBudget))
 		}
 		next(w, r, user)
 	}

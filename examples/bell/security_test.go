@@ -230,6 +230,8 @@ func TestASendNamesABoundedNumberOfKnownUsersAndMakesNoPartitionForAStranger(t *
 	}
 	assert.Zero(t, partition("mallory"), "no partition for a stranger")
 	assert.Zero(t, partition(strangers[0]))
+	status, _ = post(t, alice, base+"/send", url.Values{"to": {"alice"}, "title": {"huge"}, "message": {strings.Repeat("x", maxFormBytes)}})
+	assert.Equal(t, http.StatusBadRequest, status, "a form over the size limit is not read")
 	status, _ = post(t, alice, base+"/send", url.Values{"to": {"alice, bob"}, "title": {"two"}})
 	assert.Equal(t, http.StatusOK, status, "control: two users are within the limit")
 
