@@ -6,9 +6,11 @@
 //	go run ./examples/bell -addr :0         # any free port; the URL is printed
 //	go run ./examples/bell -pg postgres://… # on PostgreSQL
 //
-// Open http://127.0.0.1:8081/?viewer=alice (or bob, or ops, a global admin who
-// also sees the Admin notifications) and send a notification from the form:
-// it appears in the addressee's bell without a reload.
+// It prints a sign-in link per demo user (alice, bob, and ops, a global admin
+// who also sees the Admin notifications); open one, then send a notification
+// from the form: it appears in the addressee's bell without a reload. The
+// tokens are new at every start; programs send one as Authorization: Bearer.
+// See docs/security.md for what the bell enforces.
 //
 // With -measure (and -pg) it instead fills the database with partitions and
 // notifications and compares opening the pinned bell with the old
