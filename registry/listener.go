@@ -4,7 +4,15 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
+
+// SilentConnectionGrace is how long a new connection may hold a slot of a
+// full LimitConnections cap without sending a byte before it may be closed
+// for a new client: clients that connect and say nothing cannot keep the
+// cap full until the server's ReadHeaderTimeout. (One that trickles its
+// headers is bounded by ReadHeaderTimeout alone.)
+const SilentConnectionGrace = time.Second
 
 // DefaultMaxConnections is how many connections a registry serves at once
 // when its operator does not say (examples/registry -max-conns). Each costs
@@ -19,9 +27,11 @@ const DefaultMaxConnections = 1024
 // keep-alive connections between requests. An idle connection never holds
 // a slot a new client needs: when every slot is taken, the oldest idle
 // connection is closed to free one (a client's HTTP library reconnects, as
-// it does after an IdleTimeout). Only connections that are reading a
-// request or serving one make new clients wait, in the kernel's backlog.
-// Serve srv on the returned listener.
+// it does after an IdleTimeout); with none idle, the oldest connection that
+// has sent nothing within SilentConnectionGrace is.
+// Only connections serving a request (or new within the grace) make new
+// clients wait, in the kernel's backlog. Serve srv on the returned
+// listener.
 func LimitConnections(srv *http.Server, ln net.Listener, max int) net.Listener {
 	l := newLimitListener(ln, max)
 	next := srv.ConnState
@@ -48,7 +58,7 @@ func newLimitListener(l net.Listener, max int) *limitListener {
 		max = DefaultMaxConnections
 	}
 	return &limitListener{Listener: l, slots: make(chan struct{}, max), done: make(chan struct{}),
-		wake: make(chan struct{}, 1), idle: map[*limitedConn]uint64{}}
+		wake: make(chan struct{}, 1), idle: map[*limitedConn]uint64{}, silent: map[*limitedConn]time.Time{}}
 }
 
 type limitListener struct {
@@ -58,9 +68,10 @@ type limitListener struct {
 	done  chan struct{} // closed by Close: a waiting Accept returns
 	wake  chan struct{} // told when a connection goes idle: a waiting Accept may take its slot
 
-	mu    sync.Mutex
-	idle  map[*limitedConn]uint64 // idle keep-alive connections → when they went idle (a sequence number)
-	ticks uint64
+	mu     sync.Mutex
+	idle   map[*limitedConn]uint64    // idle keep-alive connections → when they went idle (a sequence number)
+	silent map[*limitedConn]time.Time // new connections without a complete request header → when accepted
+	ticks  uint64
 }
 
 // Accept takes a slot for the next connection, then accepts it. When every
@@ -77,11 +88,26 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		default:
 		}
 		l.closeOldestIdle()
+		var recheck <-chan time.Time
+		var timer *time.Timer
+		if l.silentCount() > 0 {
+			// A silent connection may pass its grace while we wait.
+			timer = time.NewTimer(SilentConnectionGrace / 4)
+			recheck = timer.C
+		}
+		closed := false
 		select {
 		case l.slots <- struct{}{}:
 			taken = true
 		case <-l.wake:
+		case <-recheck:
 		case <-l.done:
+			closed = true
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if closed {
 			return nil, net.ErrClosed
 		}
 	}
@@ -94,14 +120,16 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	lc.release = func() {
 		l.mu.Lock()
 		delete(l.idle, lc)
+		delete(l.silent, lc)
 		l.mu.Unlock()
 		<-l.slots
 	}
 	return lc, nil
 }
 
-// closeOldestIdle closes the connection that has been idle longest, if
-// any; its Close frees its slot.
+// closeOldestIdle closes the connection that has been idle longest, or
+// with none idle the oldest silent one past its grace, if any; its Close
+// frees its slot.
 func (l *limitListener) closeOldestIdle() {
 	l.mu.Lock()
 	var oldest *limitedConn
@@ -111,11 +139,26 @@ func (l *limitListener) closeOldestIdle() {
 			oldest, at = c, t
 		}
 	}
+	if oldest == nil {
+		var since time.Time
+		for c, t := range l.silent {
+			if time.Since(t) >= SilentConnectionGrace && (oldest == nil || t.Before(since)) {
+				oldest, since = c, t
+			}
+		}
+	}
 	delete(l.idle, oldest)
+	delete(l.silent, oldest)
 	l.mu.Unlock()
 	if oldest != nil {
 		_ = oldest.Close()
 	}
+}
+
+func (l *limitListener) silentCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.silent)
 }
 
 // connState records which connections are idle between requests.
@@ -127,7 +170,12 @@ func (l *limitListener) connState(c net.Conn, st http.ConnState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch st {
+	case http.StateNew:
+		if !lc.isClosed() {
+			l.silent[lc] = time.Now()
+		}
 	case http.StateIdle:
+		delete(l.silent, lc)
 		if !lc.isClosed() {
 			l.ticks++
 			l.idle[lc] = l.ticks
@@ -138,6 +186,7 @@ func (l *limitListener) connState(c net.Conn, st http.ConnState) {
 		}
 	default:
 		delete(l.idle, lc)
+		delete(l.silent, lc)
 	}
 }
 

@@ -189,3 +189,33 @@ func TestIdleKeepAliveConnectionsDoNotHoldTheConnectionCapFromANewClient(t *test
 		assert.Error(t, err, "the new client waits out its deadline behind idle connections")
 	})
 }
+
+// TestSilentConnectionsDoNotHoldTheConnectionCapPastTheirGrace: with a cap
+// of N held by N connections that never send a byte, and a
+// ReadHeaderTimeout far longer than the test, a new client is answered once
+// the silent ones pass SilentConnectionGrace. Negative control: the plain
+// LimitListener leaves it waiting out its deadline.
+func TestSilentConnectionsDoNotHoldTheConnectionCapPastTheirGrace(t *testing.T) {
+	const limit = 3
+	run := func(t *testing.T, limited func(*http.Server, net.Listener) net.Listener) error {
+		raw, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		srv := &http.Server{
+			Handler:           http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }),
+			ReadHeaderTimeout: time.Minute,
+		}
+		url := keepAliveServer(t, srv, limited(srv, raw))
+		dialIdle(t, raw.Addr().String(), limit)
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: SilentConnectionGrace + 3*time.Second}).Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err
+	}
+	assert.NoError(t, run(t, func(srv *http.Server, ln net.Listener) net.Listener { return LimitConnections(srv, ln, limit) }))
+	t.Run("negative control: a limit that cannot tell silent connections", func(t *testing.T) {
+		assert.Error(t, run(t, func(_ *http.Server, ln net.Listener) net.Listener { return LimitListener(ln, limit) }))
+	})
+}
