@@ -15,7 +15,7 @@ import (
 // nor narrowed.
 type security struct {
 	gated   []string
-	nodes   map[string]mesh.Node // path → node
+	nodes   map[string]mesh.Node // exact path → node: paths that differ only in case are two nodes, as in the index and in PostgreSQL
 	version int64
 	sorted  []mesh.Node // the nodes of version, built on first read; shared, never modified
 	built   int64       // the version sorted was built for, -1 for none
@@ -30,11 +30,11 @@ func newSecurity(gated []string) security {
 func (s *security) apply(old, n *mesh.Node) {
 	changed := false
 	if old != nil && s.gates(old.NodeType) {
-		delete(s.nodes, strings.ToLower(old.Path))
+		delete(s.nodes, old.Path)
 		changed = true
 	}
 	if n != nil && s.gates(n.NodeType) {
-		s.nodes[strings.ToLower(n.Path)] = *n
+		s.nodes[n.Path] = *n
 		changed = true
 	}
 	if changed {

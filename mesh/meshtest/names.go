@@ -40,3 +40,36 @@ func (s *suite) partitionNames(t testing.TB, svc mesh.Store) {
 	ch := initialOf(t, s.bound, svc, "namespace:KATE scope:subtree")
 	assert.Len(t, ch.Items, 2, "kate and Kate are one partition")
 }
+
+// securityCaseVariants checks that two security nodes whose paths differ
+// only in case are both in the security materialisation, and that deleting
+// one leaves the other: folding their paths into one key would drop a deny
+// (a policy cap, an assigned deny) and fail open. It checks the security
+// types with zero configuration: every store gates mesh.SecurityTypes.
+// Negative control: the two paths are two nodes to Get.
+func (s *suite) securityCaseVariants(t testing.TB, svc mesh.Store) {
+	reader, ok := svc.(mesh.SecurityReader)
+	if !ok {
+		t.Skip("the store keeps no security materialisation")
+	}
+	ctx := writeContext(t)
+	count := func() int {
+		snap, err := reader.SecurityNodes(ctx)
+		require.NoError(t, err)
+		require.True(t, snap.Declares(mesh.PartitionAccessPolicyType), "a store gates the security types by default")
+		n := 0
+		for _, node := range snap.Nodes {
+			if strings.EqualFold(node.Path, "acme/Docs/_Policy") {
+				n++
+			}
+		}
+		return n
+	}
+	put(t, svc, withContent(node("acme/Docs/_Policy", mesh.PartitionAccessPolicyType), `{"update":false}`))
+	put(t, svc, withContent(node("acme/docs/_Policy", mesh.PartitionAccessPolicyType), `{}`))
+	require.NotEqual(t, firstOf(t, s.bound, "get", svc.Get("acme/Docs/_Policy")).Content, firstOf(t, s.bound, "get", svc.Get("acme/docs/_Policy")).Content,
+		"control: two nodes")
+	assert.Equal(t, 2, count(), "both policies are in the materialisation")
+	del(t, svc, "acme/docs/_Policy")
+	assert.Equal(t, 1, count(), "deleting one leaves the other")
+}

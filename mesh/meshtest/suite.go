@@ -53,6 +53,7 @@ func (s *suite) checks() []check {
 		{"AConditionalWriteLandsOnlyAtTheExpectedVersion", s.conditionalWrites},
 		{"BadInputIsRefusedWithATypedErrorAndLosesNothing", s.badInput},
 		{"APartitionNameIsASCIIAndNoOtherLetterReachesAnotherPartition", s.partitionNames},
+		{"SecurityNodesWhosePathsDifferOnlyInCaseAreBothMaterialised", s.securityCaseVariants},
 		{"ASatelliteLivesInItsOwnersPartition", s.satellites},
 		{"AGlobalSatelliteIsPinnedToItsRegisteredSchema", s.globalSatellites},
 		{"AnUnregisteredGlobalSatelliteIsUnroutableAndCannotBeWritten", s.unregisteredGlobal},
