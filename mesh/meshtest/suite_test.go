@@ -58,6 +58,8 @@ func TestEachCheckFailsTheStoreItExistsToCatch(t *testing.T) {
 			"for INSERT acme/n"},
 		{"TheInitialIsOrderedBySortFieldThenPath", "ignores the sort", ignoresSort,
 			"the tie on m broken by path"},
+		{"SecurityNodesWhosePathsDifferOnlyInCaseAreBothMaterialised", "folds security paths into one key", foldsSecurityPaths,
+			"both policies are in the materialisation"},
 		// The control of the controls: a fault a check does not look at passes it.
 		{"TheFirstFrameIsTheInitialWithTheFullMatchingSet", "ignores the sort", ignoresSort, ""},
 	} {
@@ -333,4 +335,24 @@ func (w waitingWriter) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.Store.Put(ctx, n)
+}
+
+// foldingSecurity keeps one security node per path folded to lower case,
+// as memstore's materialisation once did: a deny in a case variant is lost.
+type foldingSecurity struct{ wrapped }
+
+func foldsSecurityPaths(s *memstore.Store) mesh.Store { return &foldingSecurity{wrapped{s}} }
+
+func (f *foldingSecurity) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error) {
+	snap, err := f.Store.SecurityNodes(ctx)
+	seen := map[string]bool{}
+	var kept []mesh.Node
+	for _, n := range snap.Nodes {
+		if !seen[strings.ToLower(n.Path)] {
+			seen[strings.ToLower(n.Path)] = true
+			kept = append(kept, n)
+		}
+	}
+	snap.Nodes = kept
+	return snap, err
 }
