@@ -30,9 +30,12 @@ var zeroOptionStores = []struct {
 		return s
 	}},
 	{"pgstore", func(t *testing.T) mesh.Store {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		url := pg.Database(t)
+		// A bound on opening (migrations included), not a pause: the
+		// machine running CI is shared.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		s, err := pgstore.Open(ctx, pg.Database(t), pgstore.Options{})
+		s, err := pgstore.Open(ctx, url, pgstore.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		return s
