@@ -47,7 +47,7 @@ type SecuritySnapshot struct {
 	// SecurityTypes and the store's configured GatedTypes. A fold must not
 	// decide over a snapshot that does not declare the types it reads (a
 	// type that is not gated is simply absent, and an absent deny fails
-	// open); auth's FoldSource refuses to.
+	// open); auth's FoldSource refuses to. Shared: it must not be modified.
 	GatedTypes []string
 }
 
