@@ -243,15 +243,14 @@ func (s *ServedActivation) patchAll(ps []patch) {
 		}
 		base := s.snap
 		s.mu.Unlock()
-		mods, content, changed := patchedAll(base.Modules, base.content, ps)
+		act, content, changed := patchedSnap(base.Activation, base.content, ps)
 		if changed == 0 {
 			return
 		}
 		s.mu.Lock()
 		if s.has && s.snap.Seq == base.Seq {
 			s.seq++
-			s.snap = Snapshot{Activation: landing.Activation{Modules: mods, Unreadable: base.Activation.Unreadable},
-				Seq: s.seq, DerivedAt: base.DerivedAt, content: content}
+			s.snap = Snapshot{Activation: act, Seq: s.seq, DerivedAt: base.DerivedAt, content: content}
 			s.mu.Unlock()
 			break
 		}
@@ -310,4 +309,53 @@ func patchedAll(mods []landing.Record, content [32]byte, ps []patch) (_ []landin
 func patched(mods []landing.Record, content [32]byte, p patch) ([]landing.Record, [32]byte) {
 	mods, content, _ = patchedAll(mods, content, []patch{p})
 	return mods, content
+}
+
+// patchedSnap applies ps (one per module, in module-key order) to an
+// activation: its served modules (patchedAll) and its ended markers. A
+// patch whose record is not newer than the one held for its module, served
+// or ended, changes nothing: so a re-read that started before an uninstall
+// or removal and ends after it cannot serve the module again.
+func patchedSnap(a landing.Activation, content [32]byte, ps []patch) (landing.Activation, [32]byte, int) {
+	eff := ps[:0:0]
+	for _, p := range ps {
+		held, ok := a.Lookup(p.key)
+		if !ok {
+			if i, found := slices.BinarySearchFunc(a.Ended, p.key, func(r landing.Record, k string) int {
+				return landing.CompareNames(r.Module, k)
+			}); found {
+				held, ok = a.Ended[i], true
+			}
+		}
+		switch {
+		case p.found && ok && p.rec.ID <= held.ID:
+			continue // what we hold is as new
+		case !p.found && !ok:
+			continue // nothing held, nothing to remove
+		}
+		eff = append(eff, p)
+	}
+	if len(eff) == 0 {
+		return a, content, 0
+	}
+	mods, content, changed := patchedAll(a.Modules, content, eff)
+	ended := slices.Clone(a.Ended)
+	for _, p := range eff {
+		i, found := slices.BinarySearchFunc(ended, p.key, func(r landing.Record, k string) int {
+			return landing.CompareNames(r.Module, k)
+		})
+		ends := p.found && !p.rec.State.Served()
+		switch {
+		case found && ends:
+			ended[i] = p.rec
+		case found:
+			ended = slices.Delete(ended, i, i+1)
+		case ends:
+			ended = slices.Insert(ended, i, p.rec)
+		default:
+			continue
+		}
+		changed++
+	}
+	return landing.Activation{Modules: mods, Ended: ended, Unreadable: a.Unreadable}, content, changed
 }

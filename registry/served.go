@@ -550,7 +550,7 @@ func (s *ServedActivation) publish(d *derivation, a landing.Activation, content 
 	// by d before they changed: the newer record wins.
 	for _, p := range s.patches {
 		if p.seq > d.mark {
-			a.Modules, content = patched(a.Modules, content, p)
+			a, content, _ = patchedSnap(a, content, []patch{p})
 		}
 	}
 	snap := Snapshot{Activation: a, Seq: s.seq, DerivedAt: d.started, content: content}
