@@ -24,19 +24,38 @@ import (
 // while it is not, and at once after a Reset (the feed had a gap).
 
 // announce puts the change node of the module rec was written to. The write
-// has happened: a failure here is logged, not returned, and other replicas
-// absorb the write at their next reconciliation.
+// has happened: a failure here is not returned. It is counted
+// (AnnounceFailures), the write is kept until an announcement of it (or of
+// a newer write to its module) succeeds — retried every JournalPeriod,
+// shown by /readyz meanwhile — and other replicas read it from the
+// volume's journal within Freshness regardless.
 func (s *ServedActivation) announce(rec landing.Record) {
 	if s.changes == nil {
 		return
 	}
+	key := moduleKey(rec.Module)
 	content, _ := json.Marshal(ModuleChange{Module: rec.Module, Record: rec.ID, State: string(rec.State), Replica: rec.Replica})
 	n := mesh.Node{Path: mesh.JoinPath(s.changesNS, strings.ToLower(rec.Module)), NodeType: ChangeNodeType, Name: rec.Module, Content: content}
-	ctx, cancel := s.clk.WithTimeout(context.Background(), s.changeBudget)
+	ctx, cancel := s.stopped(s.changeBudget)
 	defer cancel()
-	if _, err := s.changes.Put(ctx, n); err != nil {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "registry: announcing a write on the change feed failed; other replicas absorb it at their next reconciliation",
-			slog.String("module", rec.Module), slog.String("record", rec.ID), slog.String("error", err.Error()))
+	_, err := s.changes.Put(ctx, n)
+	s.mu.Lock()
+	held, retrying := s.unannounced[key]
+	switch {
+	case err == nil:
+		if retrying && held.ID <= rec.ID {
+			delete(s.unannounced, key)
+		}
+	case !retrying || held.ID < rec.ID:
+		s.unannounced[key] = rec
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.announceFails.Add(1)
+		if !retrying {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "registry: announcing a write on the change feed failed; it is retried, and other replicas read it from the volume's journal meanwhile",
+				slog.String("module", rec.Module), slog.String("record", rec.ID), slog.String("error", err.Error()))
+		}
 	}
 }
 
