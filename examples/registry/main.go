@@ -1,14 +1,18 @@
 // Command registry runs the meshrx plugin registry with demo packages.
 //
 //	go run ./examples/registry [-addr 127.0.0.1:8080] [-metrics-addr 127.0.0.1:9090] [-data DIR] [-pg URL] [-publish-token TOKEN]
-//	                           [-public-url https://registry.example.com] [-max-conns 1024]
+//	                           [-public-url https://registry.example.com] [-max-conns 1024] [-rotate-demo-key]
 //
 // It keeps the mesh in process (memstore) unless -pg names a PostgreSQL
 // database, in which case several processes on one database and one -data
 // directory are replicas. The module volume is a temporary directory,
 // removed on exit, unless -data names one. At start it lands three small
 // demo bundles with plan tiers, registers a demo instance granted
-// Plugins/* and prints what a consumer needs:
+// Plugins/*, and prints what a consumer needs. The demo instance's key is
+// issued once per database and kept in the data directory
+// (demo-instance-key, mode 0600): a restart, or another replica on the same
+// database and directory, prints the same key; -rotate-demo-key issues a
+// new one and revokes the old.
 //
 //	publish token: …
 //	demo instance key: mwi_…
@@ -41,6 +45,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -55,6 +60,11 @@ import (
 	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
+
+// demoKeyFile is the file in the data directory that keeps the demo
+// instance's key (mode 0600), so that every start on the same database
+// prints the key that works.
+const demoKeyFile = "demo-instance-key"
 
 // Bounds of the process's own waits.
 const (
@@ -95,6 +105,7 @@ type config struct {
 	publishToken string
 	publicURL    string
 	maxConns     int
+	rotateKey    bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -108,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.publishToken, "publish-token", "", "bearer token that authorises publishing (default: a random token, printed)")
 	fs.StringVar(&c.publicURL, "public-url", "", "absolute URL the registry is reached at; bundle URLs in the index start with it (default: relative URLs)")
 	fs.IntVar(&c.maxConns, "max-conns", registry.DefaultMaxConnections, "connections served at once; more wait in the kernel's backlog")
+	fs.BoolVar(&c.rotateKey, "rotate-demo-key", false, "issue a new demo instance key, revoking the one kept in the data directory")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -170,7 +182,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		err = errors.Join(err, served.Close(sctx), landing.Shutdown(sctx))
 	}()
 
-	key, err := setUpDemo(startCtx, store, landing, served)
+	key, err := setUpDemo(startCtx, store, landing, served, filepath.Join(dataDir, demoKeyFile), cfg.rotateKey)
 	if err != nil {
 		return fmt.Errorf("setting up the demo: %w", err)
 	}
