@@ -33,6 +33,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -94,7 +95,13 @@ func main() {
 type hooks struct {
 	// wrap, if set, wraps the registry's handler (e.g. to time it).
 	wrap func(http.Handler) http.Handler
+	// metricsDefault, if set, stands for -metrics-addr's default (a test
+	// cannot count on 127.0.0.1:9090 being free on a shared machine).
+	metricsDefault string
 }
+
+// defaultMetricsAddr is -metrics-addr's default.
+const defaultMetricsAddr = "127.0.0.1:9090"
 
 // config is what the flags say.
 type config struct {
@@ -108,12 +115,13 @@ type config struct {
 	rotateKey    bool
 }
 
-func parseFlags(args []string, stderr io.Writer) (config, error) {
+func parseFlags(args []string, stderr io.Writer, h hooks) (config, error) {
 	fs := flag.NewFlagSet("registry", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; :0 picks a free port)")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "127.0.0.1:9090", "address to serve /metrics on, kept off the public listener (\"\" turns it off)")
+	metricsDefault := cmp.Or(h.metricsDefault, defaultMetricsAddr)
+	fs.StringVar(&c.metricsAddr, "metrics-addr", metricsDefault, "address to serve /metrics on, kept off the public listener (\"\" turns it off; each process on a machine needs its own)")
 	fs.StringVar(&c.data, "data", "", "module volume directory (default: a temporary directory removed on exit)")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL for the mesh (default: in-process memstore)")
 	fs.StringVar(&c.publishToken, "publish-token", "", "bearer token that authorises publishing (default: a random token, printed)")
@@ -135,7 +143,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // run serves the registry until ctx ends, then shuts down within
 // shutdownBudget.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) (err error) {
-	cfg, err := parseFlags(args, stderr)
+	cfg, err := parseFlags(args, stderr, h)
 	if err != nil {
 		return err
 	}
@@ -282,8 +290,11 @@ func listenMetrics(addr string, h http.Handler, logger *slog.Logger) (*http.Serv
 		return nil, nil, nil
 	}
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, nil, fmt.Errorf("listening for metrics on %s: %w: another process (another replica on this machine?) serves its metrics there; give this one its own with -metrics-addr, e.g. -metrics-addr 127.0.0.1:9091 (or -metrics-addr \"\" for none)", addr, err)
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("listening for metrics on %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("listening for metrics on %s (-metrics-addr): %w", addr, err)
 	}
 	return &http.Server{
 		Handler:           h,
