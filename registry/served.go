@@ -127,20 +127,32 @@ type Snapshot struct {
 //   - A landing, shelving, uninstall or removal made through it is served on
 //     this replica's very next read: with the change feed (ServedOptions.
 //     Changes) it is patched into the snapshot before it returns; without,
-//     the snapshot is dropped and the next read derives anew.
-//   - With the change feed, a write another replica made through its
-//     ServedActivation is absorbed by re-reading that module alone (see
-//     changes.go); the full derivation is the reconciliation behind it, on
-//     the Reconcile cadence, at once after a feed Reset.
-//   - Without it (or while it is down), records another replica wrote are
-//     absorbed within Freshness: the first read once the snapshot is within
-//     its last derivation's duration (and a quarter) of Freshness still
-//     answers at once from the snapshot and starts one re-derivation, which
-//     every concurrent reader shares, so that it is published before the
-//     snapshot is due (while a derivation takes under half of Freshness). A
-//     derivation is a reconciliation (ModuleLanding.Reconcile): it reads
-//     the modules in parallel on the landing's read pool and re-reads only
-//     the records that changed since the snapshot.
+//     the snapshot is dropped and the next read derives anew. A re-publish
+//     answered "already published" is patched in and announced as well.
+//   - Every record another replica commits is served within Freshness: the
+//     journal's tail (ServedOptions.JournalPeriod, see journal.go) re-reads
+//     the modules written since the last tail, whatever became of their
+//     announcement. With the change feed, a write another replica announced
+//     is absorbed sooner, by re-reading that module alone (see changes.go).
+//     The full derivation is the reconciliation behind both, on the
+//     Reconcile cadence while the tail covers the snapshot, and at once
+//     after a feed Reset.
+//   - Without a tail (or while it fails), records another replica wrote are
+//     absorbed within Freshness by re-derivation: the first read once the
+//     snapshot is within its last derivation's duration (and a quarter) of
+//     Freshness still answers at once from the snapshot and starts one
+//     re-derivation, which every concurrent reader shares, so that it is
+//     published before the snapshot is due (while a derivation takes under
+//     half of Freshness). A derivation is a reconciliation
+//     (ModuleLanding.Reconcile): it reads the modules in parallel on the
+//     landing's read pool and re-reads only the records that changed since
+//     the snapshot.
+//   - The snapshot keeps the latest record of every module that is no longer
+//     served (Activation.Ended): a re-read that started before an uninstall
+//     or removal and ends after it is older than that record and changes
+//     nothing, so nothing ended is served again by a stale read. Which of a
+//     module's records is newest is decided by its sequence number on the
+//     volume, not by any replica's clock (landing.Record.ID).
 //   - A derivation that started before a local write is never published over
 //     it (a write generation guards the snapshot).
 //   - The derivation in flight belongs to the service, not to the request
@@ -666,7 +678,7 @@ func (s *ServedActivation) invalidate() {
 	s.mu.Unlock()
 }
 
-// Land lands a module version (see ModuleLanding.Land) and invalidates the snapshot.
+// Land lands a module version (see ModuleLanding.Land); this replica serves the result on its next read (see wrote).
 func (s *ServedActivation) Land(ctx context.Context, module, version string, archive []byte) (landing.Record, error) {
 	return s.write(s.landing.Land(ctx, module, version, archive))
 }
@@ -691,17 +703,17 @@ func (s *ServedActivation) LandArchive(ctx context.Context, module, version stri
 	return rec, created, err
 }
 
-// Shelve shelves a module version (see ModuleLanding.Shelve) and invalidates the snapshot.
+// Shelve shelves a module version (see ModuleLanding.Shelve); this replica serves the result on its next read (see wrote).
 func (s *ServedActivation) Shelve(ctx context.Context, module, version string) (landing.Record, error) {
 	return s.write(s.landing.Shelve(ctx, module, version))
 }
 
-// Uninstall uninstalls a module (see ModuleLanding.Uninstall) and invalidates the snapshot.
+// Uninstall uninstalls a module (see ModuleLanding.Uninstall); this replica serves the result on its next read (see wrote).
 func (s *ServedActivation) Uninstall(ctx context.Context, module string) (landing.Record, error) {
 	return s.write(s.landing.Uninstall(ctx, module))
 }
 
-// Remove removes a module (see ModuleLanding.Remove) and invalidates the snapshot.
+// Remove removes a module (see ModuleLanding.Remove); this replica serves the result on its next read (see wrote).
 func (s *ServedActivation) Remove(ctx context.Context, module string) (landing.Record, error) {
 	return s.write(s.landing.Remove(ctx, module))
 }
