@@ -298,7 +298,7 @@ func (l *ModuleLanding) land(ctx context.Context, module, version string, archiv
 	l.log.Info("module landed", "module", module, "version", version, "generation", gen,
 		"files", len(plan.files), "bytes", size, "record", written.ID)
 	if ctx.Err() == nil { // a commit that outlived its caller leaves the collection to the next landing
-		l.collectGenerations(ctx, key)
+		l.collectGenerations(ctx, key, gen)
 	}
 	return written, true, nil
 }
