@@ -129,6 +129,7 @@ type replicaOptions struct {
 	register  bool       // write the plan ladder, package nodes and consumer (once per mesh)
 	key       string     // the consumer's key when register is false
 	feed      bool       // announce and absorb writes through the mesh's change feed
+	journal   bool       // tail the volume's journal
 	freshness time.Duration
 	name      string
 }
@@ -189,6 +190,9 @@ func startReplica(ctx context.Context, o replicaOptions, logger *slog.Logger) (_
 	opts := registry.ServedOptions{Logger: logger, Freshness: o.freshness}
 	if o.feed {
 		opts.Changes = store
+	}
+	if !o.journal {
+		opts.JournalPeriod = registry.NoJournal
 	}
 	rep := &replica{key: key, lander: lander, scans: counter}
 	before := heapInUse()
