@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -203,4 +205,58 @@ func TestReadyzNamesAnUnresolvedAnnouncementAndTheRetryResolvesIt(t *testing.T) 
 	f.clk.Advance(ReadinessReuse)
 	got = f.do(request{path: ReadyPath})
 	assert.Equal(t, http.StatusOK, got.status, "%s", got.body)
+}
+
+// blindVolume makes the journal unreadable and the scan of the
+// modules fail while on: this replica can learn of no other replica's write.
+type blindVolume struct {
+	failingScans
+}
+
+func (v *blindVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	if v.on.Load() && strings.HasPrefix(name, "journal/") {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("input/output error")}
+	}
+	return v.Volume.ReadFile(ctx, name)
+}
+
+// TestReadyzWithTheFeedLiveFailsOnceTheReplicaMayHaveMissedRecordsForLongerThanFreshness:
+// with the change feed live, neither the journal's tail nor a derivation
+// succeeding, /readyz is not ready once Freshness has passed (it allowed
+// 3 × Reconcile, 15 minutes, while the feed was live). Negative control:
+// readiness without the snapshot check says ready then.
+func TestReadyzWithTheFeedLiveFailsOnceTheReplicaMayHaveMissedRecordsForLongerThanFreshness(t *testing.T) {
+	var blind *blindVolume
+	f := newFixture(t, fixtureOptions{
+		volume: func(v landing.Volume) landing.Volume {
+			blind = &blindVolume{failingScans{Volume: v}}
+			return blind
+		},
+		served: func(o *ServedOptions) { o.Changes, o.JournalPeriod = newMem(t), 0 },
+	})
+	feedLive(t, f.served)
+	f.publish("A", "1.0.0", "")
+	tailedNow(t, f.served, f.clk)
+	got := f.do(request{path: ReadyPath})
+	require.Equal(t, http.StatusOK, got.status, "%s", got.body)
+
+	blind.on.Store(true)
+	for elapsed := time.Duration(0); elapsed <= f.served.Freshness(); elapsed += f.served.journalPeriod {
+		f.clk.Advance(f.served.journalPeriod)
+		eventually(t, func() bool { return strings.Contains(f.served.tailState(), "failing") }, "the tail failing")
+		settle(t, f.served)
+	}
+	f.clk.Advance(ReadinessReuse)
+	got = f.do(request{path: ReadyPath})
+	require.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
+	assert.Equal(t, []string{CheckSnapshot}, notReadyChecks(readyAnswer(t, got)))
+	assert.Less(t, f.clk.Elapsed(), 3*DefaultReconcile, "well inside what readiness allowed before")
+	assert.Empty(t, passingWithout(t, f, CheckSnapshot), "control: ready without the check")
+
+	blind.on.Store(false)
+	f.clk.Advance(f.served.journalPeriod)
+	tailedNow(t, f.served, f.clk)
+	f.clk.Advance(ReadinessReuse)
+	got = f.do(request{path: ReadyPath})
+	assert.Equal(t, http.StatusOK, got.status, "ready again once a tail succeeds: %s", got.body)
 }
