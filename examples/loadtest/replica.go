@@ -84,7 +84,8 @@ func newScanCounter(v landing.Volume, dir string) (*scanCounter, error) {
 	}
 	top := map[string]bool{}
 	for _, e := range entries {
-		if e.IsDir() {
+		// The journal's listing (a replica's first tail) is not a scan.
+		if e.IsDir() && e.Name() != "journal" {
 			top[e.Name()] = true
 		}
 	}
