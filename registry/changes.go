@@ -24,19 +24,38 @@ import (
 // while it is not, and at once after a Reset (the feed had a gap).
 
 // announce puts the change node of the module rec was written to. The write
-// has happened: a failure here is logged, not returned, and other replicas
-// absorb the write at their next reconciliation.
+// has happened: a failure here is not returned. It is counted
+// (AnnounceFailures), the write is kept until an announcement of it (or of
+// a newer write to its module) succeeds — retried every JournalPeriod,
+// shown by /readyz meanwhile — and other replicas read it from the
+// volume's journal within Freshness regardless.
 func (s *ServedActivation) announce(rec landing.Record) {
 	if s.changes == nil {
 		return
 	}
+	key := moduleKey(rec.Module)
 	content, _ := json.Marshal(ModuleChange{Module: rec.Module, Record: rec.ID, State: string(rec.State), Replica: rec.Replica})
 	n := mesh.Node{Path: mesh.JoinPath(s.changesNS, strings.ToLower(rec.Module)), NodeType: ChangeNodeType, Name: rec.Module, Content: content}
-	ctx, cancel := s.clk.WithTimeout(context.Background(), s.changeBudget)
+	ctx, cancel := s.stopped(s.changeBudget)
 	defer cancel()
-	if _, err := s.changes.Put(ctx, n); err != nil {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "registry: announcing a write on the change feed failed; other replicas absorb it at their next reconciliation",
-			slog.String("module", rec.Module), slog.String("record", rec.ID), slog.String("error", err.Error()))
+	_, err := s.changes.Put(ctx, n)
+	s.mu.Lock()
+	held, retrying := s.unannounced[key]
+	switch {
+	case err == nil:
+		if retrying && held.ID <= rec.ID {
+			delete(s.unannounced, key)
+		}
+	case !retrying || held.ID < rec.ID:
+		s.unannounced[key] = rec
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.announceFails.Add(1)
+		if !retrying {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "registry: announcing a write on the change feed failed; it is retried, and other replicas read it from the volume's journal meanwhile",
+				slog.String("module", rec.Module), slog.String("record", rec.ID), slog.String("error", err.Error()))
+		}
 	}
 }
 
@@ -243,15 +262,14 @@ func (s *ServedActivation) patchAll(ps []patch) {
 		}
 		base := s.snap
 		s.mu.Unlock()
-		mods, content, changed := patchedAll(base.Modules, base.content, ps)
+		act, content, changed := patchedSnap(base.Activation, base.content, ps)
 		if changed == 0 {
 			return
 		}
 		s.mu.Lock()
 		if s.has && s.snap.Seq == base.Seq {
 			s.seq++
-			s.snap = Snapshot{Activation: landing.Activation{Modules: mods, Unreadable: base.Activation.Unreadable},
-				Seq: s.seq, DerivedAt: base.DerivedAt, content: content}
+			s.snap = Snapshot{Activation: act, Seq: s.seq, DerivedAt: base.DerivedAt, content: content}
 			s.mu.Unlock()
 			break
 		}
@@ -310,4 +328,53 @@ func patchedAll(mods []landing.Record, content [32]byte, ps []patch) (_ []landin
 func patched(mods []landing.Record, content [32]byte, p patch) ([]landing.Record, [32]byte) {
 	mods, content, _ = patchedAll(mods, content, []patch{p})
 	return mods, content
+}
+
+// patchedSnap applies ps (one per module, in module-key order) to an
+// activation: its served modules (patchedAll) and its ended markers. A
+// patch whose record is not newer than the one held for its module, served
+// or ended, changes nothing: so a re-read that started before an uninstall
+// or removal and ends after it cannot serve the module again.
+func patchedSnap(a landing.Activation, content [32]byte, ps []patch) (landing.Activation, [32]byte, int) {
+	eff := ps[:0:0]
+	for _, p := range ps {
+		held, ok := a.Lookup(p.key)
+		if !ok {
+			if i, found := slices.BinarySearchFunc(a.Ended, p.key, func(r landing.Record, k string) int {
+				return landing.CompareNames(r.Module, k)
+			}); found {
+				held, ok = a.Ended[i], true
+			}
+		}
+		switch {
+		case p.found && ok && p.rec.ID <= held.ID:
+			continue // what we hold is as new
+		case !p.found && !ok:
+			continue // nothing held, nothing to remove
+		}
+		eff = append(eff, p)
+	}
+	if len(eff) == 0 {
+		return a, content, 0
+	}
+	mods, content, changed := patchedAll(a.Modules, content, eff)
+	ended := slices.Clone(a.Ended)
+	for _, p := range eff {
+		i, found := slices.BinarySearchFunc(ended, p.key, func(r landing.Record, k string) int {
+			return landing.CompareNames(r.Module, k)
+		})
+		ends := p.found && !p.rec.State.Served()
+		switch {
+		case found && ends:
+			ended[i] = p.rec
+		case found:
+			ended = slices.Delete(ended, i, i+1)
+		case ends:
+			ended = slices.Insert(ended, i, p.rec)
+		default:
+			continue
+		}
+		changed++
+	}
+	return landing.Activation{Modules: mods, Ended: ended, Unreadable: a.Unreadable}, content, changed
 }

@@ -12,10 +12,14 @@
 // # Serving
 //
 // The index never scans: it reads a [ServedActivation], a snapshot of a
-// landing.ModuleLanding's activation maintained by the service — invalidated
-// by this replica's own writes before they are reported, re-derived once per
-// freshness window for other replicas' records, with one derivation in
-// flight owned by the service rather than by the request that started it.
+// landing.ModuleLanding's activation maintained by the service — patched
+// (or, without the change feed, dropped) by this replica's own writes before
+// they are reported; patched with every record another replica commits
+// within Freshness (30 s) by tailing the volume's journal, and sooner
+// through the change feed when the writer announced it; re-derived in full
+// as a reconciliation behind both, with one derivation in flight owned by
+// the service rather than by the request that started it. See
+// docs/replicas.md for what replicas guarantee each other.
 //
 // Every request carries a ledger from its arrival; each wait enters it as a
 // named stage. A route answers within its budget ([IndexBudget],

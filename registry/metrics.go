@@ -84,12 +84,31 @@ func newServerMetrics(s *Server, reg prometheus.Registerer) (*serverMetrics, err
 		}
 		return s.clk.Since(h.since).Seconds()
 	})
+	announceFailed := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "meshrx_registry_announce_failures_total",
+		Help: "Announcements of a write on the change feed that failed (first attempts and retries); the write is retried and other replicas read it from the volume's journal.",
+	}, func() float64 { return float64(s.served.AnnounceFailures()) })
+	unannounced := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "meshrx_registry_unannounced_writes",
+		Help: "Writes made here whose announcement on the change feed failed and is being retried (/readyz is not ready meanwhile).",
+	}, func() float64 { return float64(s.served.Unannounced()) })
+	covered := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "meshrx_registry_uncovered_seconds",
+		Help: "Seconds since the moment up to which this replica is known to serve every record committed on the volume (its snapshot's derivation or its last journal tail); /readyz fails past Freshness. NaN while there is no snapshot.",
+	}, func() float64 {
+		snap, ok := s.served.Snapshot()
+		if !ok {
+			return math.NaN()
+		}
+		age, _ := s.served.uncovered(snap)
+		return age.Seconds()
+	})
 	assemblies := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "meshrx_registry_index_assemblies_total",
 		Help: "Index documents assembled; requests beyond these were served a kept document.",
 	}, func() float64 { return float64(s.index.assemblies.Load()) })
 
-	all := []prometheus.Collector{m.requests, m.stages, m.unavailable, derivations, took, age, catalogUp, catalogDown, assemblies, s.readiness.gauge}
+	all := []prometheus.Collector{m.requests, m.stages, m.unavailable, derivations, took, age, catalogUp, catalogDown, assemblies, announceFailed, unannounced, covered, s.readiness.gauge}
 	for _, c := range all {
 		if err := m.reg.Register(c); err != nil {
 			m.unregister()

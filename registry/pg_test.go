@@ -215,3 +215,52 @@ func TestOnPostgreSQLALandingOnOneReplicaIsAbsorbedByTheOtherThroughTheFeed(t *t
 	settle(t, c)
 	assert.Equal(t, "2.0.0", servedVersions(read(t, c).Activation)["Ci.Module042"], "reconciliation alone, at Freshness")
 }
+
+// TestOnPostgreSQLEveryCommittedRecordIsServedByTheOtherReplicaWithinFreshness:
+// two replicas on one database and one volume. A landing whose
+// announcement the database refuses, and one whose writer died before
+// announcing it, are served by replica b one journal period later; a
+// re-publish of the dead writer's version through b (answered "already
+// published") is announced, and replica c, which tails no journal, hears of
+// it on the feed at once. Negative control: c does not serve the
+// unannounced landing a journal period later.
+func TestOnPostgreSQLEveryCommittedRecordIsServedByTheOtherReplicaWithinFreshness(t *testing.T) {
+	srv := stoppablePG(t)
+	dbURL, err := srv.CreateDatabase(t.Context(), "registry-journal")
+	require.NoError(t, err)
+	root := t.TempDir()
+	la := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "a"})
+	lb := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "b"})
+	lc := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "c"})
+	dead := newLanding(t, landing.DirVolume(root), landing.Options{Replica: "dead"})
+	land(t, la, "Ci.Seed", "1.0.0")
+	clk := rxtest.NewClock()
+	silent := &silentChanges{Store: openPG(t, dbURL)}
+	silent.silent.Store(true)
+	a := newJournalServed(t, la, clk, silent)
+	b := newJournalServed(t, lb, clk, openPG(t, dbURL))
+	c := newFeedServed(t, lc, clk, openPG(t, dbURL))
+	for _, s := range []*ServedActivation{a, b, c} {
+		read(t, s)
+	}
+	feedLive(t, b)
+	feedLive(t, c)
+	tailedNow(t, b, clk)
+
+	land(t, a, "Ci.Unannounced", "1.0.0")
+	orphan := testkit.ModuleArchive(t, "Ci.Orphan", "1.0.0", 1)
+	_, err = dead.Land(t.Context(), "Ci.Orphan", "1.0.0", orphan)
+	require.NoError(t, err)
+	clk.Advance(b.journalPeriod)
+	tailedNow(t, b, clk)
+	got := servedVersions(read(t, b).Activation)
+	assert.Equal(t, "1.0.0", got["Ci.Unannounced"], "served one journal period later")
+	assert.Equal(t, "1.0.0", got["Ci.Orphan"])
+	assert.NotContains(t, servedVersions(read(t, c).Activation), "Ci.Unannounced", "control: no journal tail, no announcement")
+
+	_, created, err := b.LandArchive(t.Context(), "Ci.Orphan", "1.0.0", bytes.NewReader(orphan), int64(len(orphan)))
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Eventually(t, func() bool { return servedVersions(read(t, c).Activation)["Ci.Orphan"] == "1.0.0" },
+		pgBound, 5*time.Millisecond, "c hearing b's announcement of the re-publish through PostgreSQL")
+}

@@ -257,10 +257,12 @@ type PublishAnswer struct {
 // does not have (an existing package, found without regard to case, keeps
 // its spelling and its tier): so a bundle becomes visible only once its
 // tier is durable, and a publication that fails leaves nothing served. The
-// landing then goes through Served, which invalidates the snapshot before it
-// answers, so this replica's next index read lists the new version. A
-// version published before answers 200 for the same bytes and 409 naming
-// its sha256 for others.
+// landing then goes through Served, which patches the snapshot before it
+// answers, so this replica's next index read lists the version — also when
+// it answers 200 because the version had landed already with the same bytes
+// (perhaps on a replica that died before announcing it): that answer is
+// patched in and announced too. Other bytes for a published version are a
+// 409 naming its sha256.
 //
 // The publish budget bounds everything up to the landing's commit point (the
 // rename of its record, which makes the version visible): work still short

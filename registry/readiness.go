@@ -28,17 +28,14 @@ const (
 	// ReadinessProbeBudget bounds each readiness check: a check that has
 	// not answered within it is "not ready", named.
 	ReadinessProbeBudget = 2 * time.Second
-	// SnapshotStaleFactor: the served snapshot is stale, and the replica
-	// not ready, once it is older than this many times its freshness bound
-	// (re-derivation has kept failing for that long).
-	SnapshotStaleFactor = 3
 )
 
 // Names of the readiness checks, as /readyz and the readiness gauge name them.
 const (
-	CheckStore    = "store"
-	CheckSnapshot = "activation snapshot"
-	CheckCatalog  = "package catalog"
+	CheckStore         = "store"
+	CheckSnapshot      = "activation snapshot"
+	CheckCatalog       = "package catalog"
+	CheckAnnouncements = "change announcements"
 )
 
 // readinessCheck is one named check /readyz runs. check emits nil when the
@@ -77,7 +74,22 @@ func (s *Server) readinessChecks() []readinessCheck {
 		{name: CheckStore, check: s.storeCheck},
 		{name: CheckSnapshot, check: s.snapshotCheck},
 		{name: CheckCatalog, check: s.catalogCheck},
+		{name: CheckAnnouncements, check: s.announcementsCheck},
 	}
+}
+
+// announcementsCheck fails while writes made here wait for their
+// announcement on the change feed to be retried: other replicas serve them
+// only through the journal's tail (within Freshness) meanwhile.
+func (s *Server) announcementsCheck() rx.Observable[*notReady] {
+	names, n := s.served.unannouncedModules()
+	if n == 0 {
+		return rx.Return[*notReady](nil)
+	}
+	return rx.Return(&notReady{
+		reason: fmt.Sprintf("%d writes made here are not announced on the change feed yet (retried every %s; other replicas serve them through the volume's journal meanwhile)", n, s.served.maintPeriod),
+		detail: fmt.Sprintf("modules %s; %d failed announcements so far", strings.Join(names, ", "), s.served.AnnounceFailures()),
+	})
 }
 
 // storeCheck reads one package node: the store answers (present or
@@ -94,17 +106,17 @@ func (s *Server) storeCheck() rx.Observable[*notReady] {
 const readinessProbeNode = "readiness-probe"
 
 // snapshotCheck reads the served snapshot (starting a re-derivation when it
-// is due, as any read does) and fails when it is older than its freshness
-// bound times SnapshotStaleFactor.
+// is due, as any read does) and fails while this replica may be missing a
+// record committed on the volume longer ago than Freshness: its snapshot's
+// derivation, and the last journal tail since, began longer ago than that
+// (plus, without a tail, the last derivation's duration).
 func (s *Server) snapshotCheck() rx.Observable[*notReady] {
 	stale := func(sn Snapshot) *notReady {
-		// The cadence in effect: Reconcile while the change feed keeps
-		// the snapshot current, Freshness otherwise.
-		bound := SnapshotStaleFactor * s.served.staleAfter()
-		if age := s.clk.Since(sn.DerivedAt); age > bound {
+		age, bound := s.served.uncovered(sn)
+		if age > bound {
 			return &notReady{
-				reason: fmt.Sprintf("the activation snapshot is stale: re-derivation has not succeeded for longer than %s", bound),
-				detail: fmt.Sprintf("snapshot %d derived %s ago; %s", sn.Seq, age, s.served.lastFailure()),
+				reason: fmt.Sprintf("this replica may be missing records landed more than %s ago: neither a derivation nor a journal tail has covered them", bound),
+				detail: fmt.Sprintf("snapshot %d derived %s ago; covered up to %s ago; %s; %s", sn.Seq, s.clk.Since(sn.DerivedAt), age, s.served.lastFailure(), s.served.tailState()),
 			}
 		}
 		return nil

@@ -32,9 +32,11 @@ const (
 type ServedOptions struct {
 	// Clock measures freshness and bounds derivations; nil is the real clock.
 	Clock clock.Clock
-	// Freshness is how long a snapshot is served before the next read
-	// starts a re-derivation: the bound within which another replica's
-	// records are absorbed. Default 30s.
+	// Freshness is the bound within which a record another replica
+	// commits is served here, however its announcement fared: the journal
+	// tail (JournalPeriod) keeps it; without a tail, a snapshot is
+	// re-derived once it is this old. Readiness fails while this replica
+	// may be missing records committed longer ago than this. Default 30s.
 	Freshness time.Duration
 	// DerivationBudget bounds one derivation (a scan of the records).
 	// Default 60s.
@@ -55,10 +57,10 @@ type ServedOptions struct {
 	// ChangesNamespace holds the change nodes. Default DefaultChangesNamespace.
 	ChangesNamespace string
 	// Reconcile is how often the snapshot is re-derived in full while the
-	// change feed is live (it catches anything the feed missed). While the
-	// feed is down, or for a snapshot derived before the feed's latest
-	// full answer, Freshness applies; a feed Reset re-derives at once.
-	// Default DefaultReconcile (5m).
+	// journal's tail covers it (it catches records written by code that
+	// keeps no journal). While the tail fails, or without one, Freshness
+	// applies; a feed Reset re-derives at once. Default DefaultReconcile
+	// (5m).
 	Reconcile time.Duration
 	// ChangeBudget bounds writing a change node and re-reading one changed
 	// module. Default DefaultChangeBudget (10s).
@@ -66,7 +68,32 @@ type ServedOptions struct {
 	// ChangesRetry is the wait before the change feed's query is started
 	// again after it failed. Default DefaultChangesRetry (5s).
 	ChangesRetry time.Duration
+	// JournalPeriod is how often the volume's journal is tailed (see
+	// landing.ModuleLanding.ReadJournal): every record another replica
+	// commits is re-read and patched in within about this long, whatever
+	// became of its announcement on the change feed — the bound Freshness
+	// rests on. It is also how often failed announcements are retried.
+	// Default Freshness/6 (5s). Negative (NoJournal): no tail, and
+	// the snapshot is re-derived in full every Freshness instead.
+	JournalPeriod time.Duration
 }
+
+// NoJournal, as ServedOptions.JournalPeriod, turns the journal's tail off:
+// other replicas' records are then served within Freshness by re-deriving
+// the whole activation (O(modules)) on that cadence, feed or no feed.
+const NoJournal time.Duration = -1
+
+// journalBacklog is how many entries before the journal's head a replica's
+// first tail reads: writes whose entry was claimed just before the head was
+// read may commit after the first derivation read their module.
+const journalBacklog = 64
+
+// journalBatch bounds the entries one tail reads at once.
+const journalBatch = 1024
+
+// maxPendingJournal bounds the journal entries whose record a replica is
+// still waiting to see committed; beyond it, a full derivation instead.
+const maxPendingJournal = 10_000
 
 // ChangeNodeType is the node type of a module's change node, whose content
 // is a ModuleChange.
@@ -100,20 +127,32 @@ type Snapshot struct {
 //   - A landing, shelving, uninstall or removal made through it is served on
 //     this replica's very next read: with the change feed (ServedOptions.
 //     Changes) it is patched into the snapshot before it returns; without,
-//     the snapshot is dropped and the next read derives anew.
-//   - With the change feed, a write another replica made through its
-//     ServedActivation is absorbed by re-reading that module alone (see
-//     changes.go); the full derivation is the reconciliation behind it, on
-//     the Reconcile cadence, at once after a feed Reset.
-//   - Without it (or while it is down), records another replica wrote are
-//     absorbed within Freshness: the first read once the snapshot is within
-//     its last derivation's duration (and a quarter) of Freshness still
-//     answers at once from the snapshot and starts one re-derivation, which
-//     every concurrent reader shares, so that it is published before the
-//     snapshot is due (while a derivation takes under half of Freshness). A
-//     derivation is a reconciliation (ModuleLanding.Reconcile): it reads
-//     the modules in parallel on the landing's read pool and re-reads only
-//     the records that changed since the snapshot.
+//     the snapshot is dropped and the next read derives anew. A re-publish
+//     answered "already published" is patched in and announced as well.
+//   - Every record another replica commits is served within Freshness: the
+//     journal's tail (ServedOptions.JournalPeriod, see journal.go) re-reads
+//     the modules written since the last tail, whatever became of their
+//     announcement. With the change feed, a write another replica announced
+//     is absorbed sooner, by re-reading that module alone (see changes.go).
+//     The full derivation is the reconciliation behind both, on the
+//     Reconcile cadence while the tail covers the snapshot, and at once
+//     after a feed Reset.
+//   - Without a tail (or while it fails), records another replica wrote are
+//     absorbed within Freshness by re-derivation: the first read once the
+//     snapshot is within its last derivation's duration (and a quarter) of
+//     Freshness still answers at once from the snapshot and starts one
+//     re-derivation, which every concurrent reader shares, so that it is
+//     published before the snapshot is due (while a derivation takes under
+//     half of Freshness). A derivation is a reconciliation
+//     (ModuleLanding.Reconcile): it reads the modules in parallel on the
+//     landing's read pool and re-reads only the records that changed since
+//     the snapshot.
+//   - The snapshot keeps the latest record of every module that is no longer
+//     served (Activation.Ended): a re-read that started before an uninstall
+//     or removal and ends after it is older than that record and changes
+//     nothing, so nothing ended is served again by a stale read. Which of a
+//     module's records is newest is decided by its sequence number on the
+//     volume, not by any replica's clock (landing.Record.ID).
 //   - A derivation that started before a local write is never published over
 //     it (a write generation guards the snapshot).
 //   - The derivation in flight belongs to the service, not to the request
@@ -169,6 +208,26 @@ type ServedActivation struct {
 	absorberDone chan struct{}
 	patchSeq     uint64
 	patches      []patch // made while a derivation runs: re-applied over its result
+
+	// The journal's tail and the announcements' retry (tailer).
+	journalPeriod  time.Duration // <= 0: no tail
+	maintPeriod    time.Duration // how often the tailer runs
+	journalNext    uint64        // the next journal entry to read (0: the head is not known yet)
+	tailBegan      time.Time     // when the first successful tail began (zero: none yet)
+	lastTail       time.Time     // when the last successful tail began
+	tailFailing    bool
+	tailFailure    string
+	pendingJournal map[string]pendingEntry   // by module key: records named on the journal, not yet seen committed
+	unannounced    map[string]landing.Record // by module key: writes whose announcement failed, retried
+	announceFails  atomic.Int64              // failed announcement attempts
+	tailerDone     chan struct{}
+}
+
+// pendingEntry is a record the journal named that was not committed when
+// its module was re-read: its commit may still be running.
+type pendingEntry struct {
+	record    string
+	firstSeen time.Time
 }
 
 // patch is one module's latest record: re-read after the change feed named
@@ -248,6 +307,17 @@ func NewServedActivation(l *landing.ModuleLanding, opts ServedOptions) *ServedAc
 	s.changeBudget = orDuration(opts.ChangeBudget, DefaultChangeBudget)
 	s.changesRetry = orDuration(opts.ChangesRetry, DefaultChangesRetry)
 	s.stop = make(chan struct{})
+	switch {
+	case opts.JournalPeriod < 0:
+		s.maintPeriod = s.freshness / 6
+	case opts.JournalPeriod == 0:
+		s.journalPeriod, s.maintPeriod = s.freshness/6, s.freshness/6
+	default:
+		s.journalPeriod, s.maintPeriod = opts.JournalPeriod, opts.JournalPeriod
+	}
+	s.pendingJournal = map[string]pendingEntry{}
+	s.unannounced = map[string]landing.Record{}
+	s.tailerDone = make(chan struct{})
 	if opts.Changes != nil {
 		s.changes = opts.Changes
 		s.changesNS = opts.ChangesNamespace
@@ -261,6 +331,7 @@ func NewServedActivation(l *landing.ModuleLanding, opts ServedOptions) *ServedAc
 		go s.absorber()
 		s.startFeed()
 	}
+	go s.tailer()
 	return s
 }
 
@@ -283,13 +354,32 @@ func (s *ServedActivation) LastDerivation() time.Duration {
 func (s *ServedActivation) Absorbed() int64 { return s.absorbed.Load() }
 
 // dueAfter is the age at which snap is re-derived: Reconcile while the
-// change feed covers it (live since before snap's derivation started),
-// Freshness otherwise. Called with s.mu held.
+// journal's tail covers it (tailing since before snap's derivation started,
+// and a tail succeeded within half of Freshness), Freshness otherwise: the
+// change feed is the fast path, and no bound rests on it. Called with s.mu
+// held.
 func (s *ServedActivation) dueAfter(snap Snapshot) time.Duration {
-	if s.feedLive && !s.feedSince.After(snap.DerivedAt) {
+	if s.journalCovers(snap) && s.clk.Since(s.lastTail) <= s.freshness/2 {
 		return s.reconcile
 	}
 	return s.freshness
+}
+
+// journalCovers reports whether the journal has been tailed since before
+// snap's derivation started: every record committed since is then read by
+// the tail. Called with s.mu held.
+func (s *ServedActivation) journalCovers(snap Snapshot) bool {
+	return !s.tailBegan.IsZero() && !s.tailBegan.After(snap.DerivedAt)
+}
+
+// coveredAt is the moment up to which this replica is known to serve every
+// record committed on the volume: the start of its snapshot's derivation,
+// or of the last journal tail since. Called with s.mu held.
+func (s *ServedActivation) coveredAt(snap Snapshot) time.Time {
+	if s.journalCovers(snap) && s.lastTail.After(snap.DerivedAt) {
+		return s.lastTail
+	}
+	return snap.DerivedAt
 }
 
 // refreshAfter is the age at which a read starts snap's re-derivation: its
@@ -304,12 +394,18 @@ func (s *ServedActivation) refreshAfter(snap Snapshot) time.Duration {
 	return s.dueAfter(snap) - s.lastTook - s.lastTook/4
 }
 
-// staleAfter is the age past which the snapshot now served is older than
-// its cadence promises: what readiness compares against.
-func (s *ServedActivation) staleAfter() time.Duration {
+// uncovered returns how long ago the moment is up to which sn is known to
+// serve every committed record, and the bound readiness holds it to:
+// Freshness, plus (while no journal tail covers it) the last derivation's
+// duration, which a re-derivation due at Freshness needs to publish.
+func (s *ServedActivation) uncovered(sn Snapshot) (age, bound time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.dueAfter(s.snap)
+	bound = s.freshness
+	if !s.journalCovers(sn) {
+		bound += s.lastTook
+	}
+	return s.clk.Since(s.coveredAt(sn)), bound
 }
 
 // Read returns the served activation. With a snapshot it answers at once
@@ -550,7 +646,7 @@ func (s *ServedActivation) publish(d *derivation, a landing.Activation, content 
 	// by d before they changed: the newer record wins.
 	for _, p := range s.patches {
 		if p.seq > d.mark {
-			a.Modules, content = patched(a.Modules, content, p)
+			a, content, _ = patchedSnap(a, content, []patch{p})
 		}
 	}
 	snap := Snapshot{Activation: a, Seq: s.seq, DerivedAt: d.started, content: content}
@@ -582,32 +678,42 @@ func (s *ServedActivation) invalidate() {
 	s.mu.Unlock()
 }
 
-// Land lands a module version (see ModuleLanding.Land) and invalidates the snapshot.
+// Land lands a module version (see ModuleLanding.Land); this replica serves the result on its next read (see wrote).
 func (s *ServedActivation) Land(ctx context.Context, module, version string, archive []byte) (landing.Record, error) {
 	return s.write(s.landing.Land(ctx, module, version, archive))
 }
 
 // LandArchive lands a module version from an archive read in place (see
-// ModuleLanding.LandArchive) and invalidates the snapshot when it wrote one.
+// ModuleLanding.LandArchive). The record it answers is served on this
+// replica's next read and announced, also when the version had landed
+// already (created false): another replica may have landed it and died
+// before announcing it, and this answer says it is published.
 func (s *ServedActivation) LandArchive(ctx context.Context, module, version string, archive io.ReaderAt, size int64) (landing.Record, bool, error) {
 	rec, created, err := s.landing.LandArchive(ctx, module, version, archive, size)
-	if err == nil && created {
+	switch {
+	case err != nil:
+	case created:
 		s.wrote(rec)
+	default:
+		// Nothing was written: a patch (a no-op when the snapshot holds
+		// the record or a newer one), never a dropped snapshot.
+		s.patch(patch{key: moduleKey(rec.Module), rec: rec, found: true, local: true})
+		s.announce(rec)
 	}
 	return rec, created, err
 }
 
-// Shelve shelves a module version (see ModuleLanding.Shelve) and invalidates the snapshot.
+// Shelve shelves a module version (see ModuleLanding.Shelve); this replica serves the result on its next read (see wrote).
 func (s *ServedActivation) Shelve(ctx context.Context, module, version string) (landing.Record, error) {
 	return s.write(s.landing.Shelve(ctx, module, version))
 }
 
-// Uninstall uninstalls a module (see ModuleLanding.Uninstall) and invalidates the snapshot.
+// Uninstall uninstalls a module (see ModuleLanding.Uninstall); this replica serves the result on its next read (see wrote).
 func (s *ServedActivation) Uninstall(ctx context.Context, module string) (landing.Record, error) {
 	return s.write(s.landing.Uninstall(ctx, module))
 }
 
-// Remove removes a module (see ModuleLanding.Remove) and invalidates the snapshot.
+// Remove removes a module (see ModuleLanding.Remove); this replica serves the result on its next read (see wrote).
 func (s *ServedActivation) Remove(ctx context.Context, module string) (landing.Record, error) {
 	return s.write(s.landing.Remove(ctx, module))
 }
@@ -662,6 +768,7 @@ func (s *ServedActivation) Close(ctx context.Context) error {
 		if s.absorberDone != nil {
 			<-s.absorberDone
 		}
+		<-s.tailerDone
 		close(done)
 	}()
 	select {

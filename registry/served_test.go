@@ -35,7 +35,7 @@ func replicas(t *testing.T) (a, b *landing.ModuleLanding, av *testkit.CountedVol
 
 func newServed(t *testing.T, l *landing.ModuleLanding, clk *rxtest.Clock) *ServedActivation {
 	t.Helper()
-	s := NewServedActivation(l, ServedOptions{Clock: clk})
+	s := NewServedActivation(l, ServedOptions{Clock: clk, JournalPeriod: NoJournal})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 		defer cancel()

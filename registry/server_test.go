@@ -127,6 +127,7 @@ type fixtureOptions struct {
 	volume func(landing.Volume) landing.Volume // wraps the volume the landing works on
 	mesh   func(*watchedMesh)                  // adjusts the mesh before the server starts
 	server func(*ServerOptions)                // adjusts the server's options
+	served func(*ServedOptions)                // adjusts the served activation's options
 }
 
 func newFixture(t testing.TB, fo fixtureOptions) *fixture {
@@ -160,7 +161,14 @@ func newFixture(t testing.TB, fo fixtureOptions) *fixture {
 	t.Cleanup(func() { _ = f.landing.Close() })
 	var logger *slog.Logger
 	f.logs, logger = testkit.CaptureLogs()
-	f.served = NewServedActivation(f.landing, ServedOptions{Clock: f.clk, Logger: logger})
+	// The journal's tail reads the volume on its own goroutine; the tests
+	// that count volume operations around a request run without it, and
+	// those about the tail opt in.
+	so := ServedOptions{Clock: f.clk, Logger: logger, JournalPeriod: NoJournal}
+	if fo.served != nil {
+		fo.served(&so)
+	}
+	f.served = NewServedActivation(f.landing, so)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 		defer cancel()

@@ -55,6 +55,9 @@ type load struct {
 	pgURL    string
 
 	publishEvery, notifyEvery time.Duration
+	freshness                 time.Duration
+	watchers                  sync.WaitGroup // watches of unannounced records
+	unannounced               []unannounced
 
 	mu            sync.Mutex
 	published     []publication
@@ -201,6 +204,9 @@ func sameSHA(body []byte, want string) bool {
 func (l *load) publisher(ctx context.Context, wg *sync.WaitGroup) {
 	every(ctx, wg, l.publishEvery, func(ctx context.Context, n int) {
 		r := l.replicas[n%len(l.replicas)]
+		if r.held.Load() {
+			r = l.replicas[(n+1)%len(l.replicas)]
+		}
 		plugin, version := fmt.Sprintf("Faults.P%04d", n), "1.0.0"
 		archive := bundle(plugin, n)
 		u := r.baseURL() + client.BundlesPath + "/" + url.PathEscape(plugin) + "?version=" + version + "&tier=free"
@@ -220,6 +226,10 @@ func (l *load) publisher(ctx context.Context, wg *sync.WaitGroup) {
 			l.mu.Lock()
 			l.published = append(l.published, publication{plugin, version, hex.EncodeToString(sum[:]), ph, r.name})
 			l.mu.Unlock()
+			if r.silent.Load() {
+				l.watchUnannounced(ctx, &l.watchers, unannounced{plugin: plugin, version: version, sha256: hex.EncodeToString(sum[:]),
+					via: r.name, phase: ph, at: time.Now()})
+			}
 		}
 	})
 }

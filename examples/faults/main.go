@@ -9,9 +9,9 @@
 // that database; -pg-ctl names the server's data directory so that pg_ctl
 // can stop and start it (faults that need it are skipped otherwise).
 //
-// The replicas run in process; "killed" means a replica's server and store
-// are torn down abruptly (connections cut, nothing drained) and started
-// again on the same address. The load, for the whole run: pollers on both
+// The replicas are processes (this program run again, as examples/registry
+// serves: the change feed on, the volume's journal tailed); "killed" is
+// SIGKILL, and the replica is started again on the same address. The load, for the whole run: pollers on both
 // replicas with If-None-Match, a publisher landing a new package every few
 // seconds alternately on each replica, downloads checked against the
 // index's sha256, a bell subscriber receiving notifications addressed to it
@@ -24,11 +24,19 @@
 //  4. PostgreSQL paused (SIGSTOP to every server process) 10 s, then SIGCONT;
 //  5. replica b killed and restarted;
 //  6. the module volume slow (100 ms per file operation) for 20 s;
+//  7. announcements on the change feed fail on replica a for 20 s;
+//  8. replica b dies between a publication's commit and its announcement
+//     (and the same bytes are published through it again after its restart);
+//  9. replica b restarted with its clock an hour behind (for the rest of
+//     the run), publishing a module's newer version after a published the
+//     older;
 //
 // each followed by a quiet period. Then it verifies: every publication
 // that answered 201 is listed by both replicas within the freshness bound
 // and downloads with its sha256; every notification created is in the bell
-// exactly once; each live query's state equals a fresh read. The last line
+// exactly once; each live query's state equals a fresh read; every record
+// committed without its announcement (faults 7 and 8) was listed by the
+// other replica within the freshness bound. The last line
 // is the summary; the exit status is 1 when an invariant was broken.
 package main
 
@@ -44,6 +52,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -57,10 +66,16 @@ import (
 	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
 	"github.com/meshrx/meshrx/registry"
 	"github.com/meshrx/meshrx/registry/client"
-	"github.com/meshrx/meshrx/registry/landing"
 )
 
 func main() {
+	if config := os.Getenv(childEnv); config != "" {
+		if err := runChild(config, os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "faults replica:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sum, err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -82,6 +97,7 @@ type config struct {
 	notifyEvery         time.Duration
 	verbose             bool
 	only                string
+	journal             bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -99,6 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.notifyEvery, "notify-every", 2*time.Second, "interval between notifications")
 	fs.BoolVar(&c.verbose, "v", false, "log the replicas' warnings to stderr")
 	fs.StringVar(&c.only, "only", "", "run only these faults of the schedule, by number (e.g. 3,4)")
+	fs.BoolVar(&c.journal, "journal", true, "the replicas tail the volume's journal (false: they hold the freshness bound by re-deriving every -freshness instead, O(modules))")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -127,16 +144,19 @@ type summary struct {
 	rssGrowthMB                                     float64
 	readyzMissing                                   int64
 	neverRecovered                                  int
+	unannouncedServed, unannouncedTotal             int
 }
 
 func (s summary) clean() bool {
 	return s.wrong401 == 0 && s.retryAfterMissing == 0 && s.other5xx == 0 && s.lostPublications == 0 &&
-		s.lostNotifications == 0 && s.silentGaps == 0 && s.readyzOKWhileDown == 0 && s.neverRecovered == 0
+		s.lostNotifications == 0 && s.silentGaps == 0 && s.readyzOKWhileDown == 0 && s.neverRecovered == 0 &&
+		s.unannouncedServed == s.unannouncedTotal
 }
 
 func (s summary) String() string {
-	return fmt.Sprintf("summary: requests=%d wrong_401=%d retry_after_missing=%d other_5xx=%d lost_publications=%d lost_notifications=%d silent_gaps=%d readyz_ok_while_db_down_s=%.1f recovery_p99_s=%.1f max_unavailable_s=%.1f goroutines_growth=%d rss_growth_mb=%.1f",
+	return fmt.Sprintf("summary: requests=%d wrong_401=%d retry_after_missing=%d other_5xx=%d lost_publications=%d lost_notifications=%d silent_gaps=%d unannounced_records_served_within_freshness=%d/%d readyz_ok_while_db_down_s=%.1f recovery_p99_s=%.1f max_unavailable_s=%.1f goroutines_growth=%d rss_growth_mb=%.1f",
 		s.requests, s.wrong401, s.retryAfterMissing, s.other5xx, s.lostPublications, s.lostNotifications, s.silentGaps,
+		s.unannouncedServed, s.unannouncedTotal,
 		s.readyzOKWhileDown.Seconds(), s.recoveryP99.Seconds(), s.maxUnavailable.Seconds(), s.goroutinesGrowth, s.rssGrowthMB)
 }
 
@@ -159,6 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	if cfg.verbose {
 		level = slog.LevelWarn
 	}
+	stderr = &lockedWriter{w: stderr} // the replica processes write to it too
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	out := func(format string, a ...any) { fmt.Fprintf(stdout, format, a...) }
 
@@ -187,13 +208,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 		return sum, err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-	e.volume = &slowableVolume{v: landing.DirVolume(dir)}
+	data := filepath.Join(dir, "volume")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		return sum, err
+	}
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
-	rcfg := replicaConfig{pgURL: e.pgURL, volume: e.volume, freshness: cfg.freshness, token: hex.EncodeToString(tok[:]), logger: logger}
-	e.replicas = []*replica{{name: "a", cfg: rcfg}, {name: "b", cfg: rcfg}}
+	rcfg := replicaConfig{pgURL: e.pgURL, data: data, freshness: cfg.freshness, token: hex.EncodeToString(tok[:]), logger: logger,
+		stderr: stderr, verbose: cfg.verbose, noJournal: !cfg.journal}
+	e.replicas = []*replica{
+		{name: "a", cfg: rcfg, control: filepath.Join(dir, "control-a")},
+		{name: "b", cfg: rcfg, control: filepath.Join(dir, "control-b")},
+	}
 	for _, r := range e.replicas {
-		defer func() { err = errors.Join(err, r.kill()) }()
+		defer func() { err = errors.Join(err, r.close()) }()
 		if err := r.start(setupCtx); err != nil {
 			return sum, err
 		}
@@ -202,7 +230,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	if err != nil {
 		return sum, fmt.Errorf("registering the consumer: %w", err)
 	}
-	out("replicas: a %s, b %s (one database, one volume %s, freshness %s)\n",
+	out("replicas: a %s, b %s (processes; one database, one volume %s, freshness %s)\n",
 		e.replicas[0].baseURL(), e.replicas[1].baseURL(), dir, cfg.freshness)
 
 	transport := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
@@ -210,10 +238,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	t := newTally(stdout)
 	l := &load{
 		tally: t, client: &http.Client{Transport: transport}, key: key, token: rcfg.token, replicas: e.replicas, pgURL: e.pgURL,
-		publishEvery: cfg.publishEvery, notifyEvery: cfg.notifyEvery, lastIndex: map[string][]client.IndexEntry{},
+		publishEvery: cfg.publishEvery, notifyEvery: cfg.notifyEvery, freshness: cfg.freshness, lastIndex: map[string][]client.IndexEntry{},
 		bell: &bellWatch{},
 	}
 	e.down = l.databaseDown
+	e.load, e.watchers = l, &l.watchers
 	runtime.GC()
 	goroutinesBefore := runtime.NumGoroutine()
 
@@ -270,6 +299,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	// Verification: no more writes; what was acknowledged must be there.
 	stopWrites()
 	writeWG.Wait()
+	l.watchers.Wait() // bounded: each watch ends at its record's freshness bound and a margin
 	t.begin("verification")
 	out("verifying\n")
 	lostPubs := l.verifyPublications(ctx, cfg.freshness+30*time.Second)
@@ -293,6 +323,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 		readyzOKWhileDown: readyzDown, maxUnavailable: total.maxUnavailable, readyzMissing: readyzMissing,
 		goroutinesGrowth: goroutinesAfter - goroutinesBefore, rssGrowthMB: rssAfter - rssBefore,
 	}
+	l.mu.Lock()
+	for _, u := range l.unannounced {
+		sum.unannouncedTotal++
+		if u.servedWithin {
+			sum.unannouncedServed++
+		}
+	}
+	l.mu.Unlock()
 	var recoveries []time.Duration
 	for _, ph := range phases {
 		if ph.note != "" {
@@ -382,4 +420,17 @@ func rssMB() float64 {
 		}
 	}
 	return 0
+}
+
+// lockedWriter serialises writes from the run's logger and the replica
+// processes' output.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -1,50 +1,64 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
-	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/meshrx/meshrx/auth"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/notifications"
-	"github.com/meshrx/meshrx/registry"
-	"github.com/meshrx/meshrx/registry/landing"
 )
 
-// replicaBudget bounds starting a replica (opening its store) and tearing
-// one down.
+// replicaBudget bounds starting a replica (its process listening) and
+// tearing one down.
 const replicaBudget = 60 * time.Second
 
 // replicaConfig is what every replica shares: one database, one volume.
 type replicaConfig struct {
 	pgURL     string
-	volume    landing.Volume
+	data      string // the module volume's directory
 	freshness time.Duration
 	token     string // publish token
 	logger    *slog.Logger
+	stderr    io.Writer // where the replica processes' logs go
+	verbose   bool
+	noJournal bool // the replicas do not tail the volume's journal
 }
 
-// replica is one registry process, in process: its own store, landing,
-// served snapshot and HTTP server. kill tears it down abruptly and start
-// brings it back on the same address.
+// replica is one registry process: this program run again as a replica
+// (see child.go), serving the registry as examples/registry does — the
+// change feed on, the journal tailed. kill is a real SIGKILL; start brings
+// it back on the same address. The run keeps a store of its own per
+// replica for what it does "through" that replica besides HTTP (the
+// notifications and the live query): those survive a kill.
 type replica struct {
-	name string
-	cfg  replicaConfig
+	name    string
+	cfg     replicaConfig
+	control string        // the directory of the replica's control files
+	skew    time.Duration // the replica's clock offset, from its next start
+	silent  atomic.Bool   // its announcements are made to fail now
+	held    atomic.Bool   // the publisher leaves it alone (a fault publishes through it)
 
 	mu      sync.Mutex
 	addr    string // host:port, kept across restarts
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
+	running bool
 	store   *pgstore.Store
 	notify  *notifications.Service
-	parts   []func(ctx context.Context) error // teardown, in reverse order
-	running bool
 }
 
 func (r *replica) baseURL() string {
@@ -53,7 +67,8 @@ func (r *replica) baseURL() string {
 	return "http://" + r.addr
 }
 
-// current returns the running store and notification service, or nil.
+// current returns the store and notification service used through this
+// replica while its process runs, or nil.
 func (r *replica) current() (*pgstore.Store, *notifications.Service) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -63,8 +78,20 @@ func (r *replica) current() (*pgstore.Store, *notifications.Service) {
 	return r.store, r.notify
 }
 
-// start opens the replica's store, landing, snapshot and server and serves
-// on its address (a free port the first time).
+// setControl creates (on) or removes the control file name of the
+// replica's process (see child.go), with content.
+func (r *replica) setControl(name string, on bool, content string) error {
+	p := filepath.Join(r.control, name)
+	if !on {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return os.WriteFile(p, []byte(content), 0o600)
+}
+
+// start runs the replica's process and waits until it listens.
 func (r *replica) start(ctx context.Context) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -73,72 +100,126 @@ func (r *replica) start(ctx context.Context) (err error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, replicaBudget)
 	defer cancel()
-	var parts []func(ctx context.Context) error
-	defer func() {
+	if r.store == nil {
+		store, err := pgstore.Open(ctx, r.cfg.pgURL, pgstore.Options{Logger: r.cfg.logger.With("view", r.name), MaxConns: 4})
 		if err != nil {
-			err = errors.Join(err, teardown(parts))
+			return fmt.Errorf("replica %s: %w", r.name, err)
 		}
-	}()
-	logger := r.cfg.logger.With("replica", r.name)
-	store, err := pgstore.Open(ctx, r.cfg.pgURL, pgstore.Options{Logger: logger, MaxConns: 8})
-	if err != nil {
-		return fmt.Errorf("replica %s: %w", r.name, err)
+		r.store = store
+		r.notify = &notifications.Service{Mesh: store, Retention: 1 << 20, Logger: r.cfg.logger}
 	}
-	parts = append(parts, func(context.Context) error { return store.Close() })
-	lane, err := landing.NewModuleLanding(r.cfg.volume, landing.Options{Logger: logger, Replica: r.name})
-	if err != nil {
+	if err := os.MkdirAll(r.control, 0o700); err != nil {
 		return err
 	}
-	parts = append(parts, lane.Shutdown)
-	served := registry.NewServedActivation(lane, registry.ServedOptions{Freshness: r.cfg.freshness})
-	parts = append(parts, served.Close)
-	srv, err := registry.NewServer(registry.ServerOptions{
-		Served:       served,
-		Auth:         &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
-		Mesh:         store,
-		PublishToken: r.cfg.token,
-		Logger:       logger,
-		Metrics:      prometheus.NewRegistry(),
-		Version:      "meshrx-faults-" + r.name,
-	})
-	if err != nil {
-		return err
-	}
-	parts = append(parts, srv.Close)
 	addr := r.addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	ln, err := listen(ctx, addr)
+	cc, err := json.Marshal(childConfig{Name: r.name, PGURL: r.cfg.pgURL, Data: r.cfg.data, Addr: addr, Token: r.cfg.token,
+		Control: r.control, Freshness: r.cfg.freshness, ClockSkew: r.skew, Verbose: r.cfg.verbose, NoJournal: r.cfg.noJournal})
 	if err != nil {
 		return err
 	}
-	httpSrv := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       registry.DownloadBudget + 30*time.Second,
-		WriteTimeout:      2 * registry.DownloadBudget,
-		IdleTimeout:       time.Minute,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("replica %s: finding this program to run it again: %w", r.name, err)
 	}
-	served2 := make(chan error, 1)
-	go func() { served2 <- httpSrv.Serve(ln) }()
-	// Abrupt on purpose: a killed process does not drain its requests.
-	parts = append(parts, func(context.Context) error {
-		err := httpSrv.Close()
-		<-served2
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), childEnv+"="+string(cc))
+	cmd.Stderr = r.cfg.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
 		return err
-	})
-	r.addr = ln.Addr().String()
-	r.store = store
-	r.notify = &notifications.Service{Mesh: store, Retention: 1 << 20, Logger: logger}
-	r.parts = parts
-	r.running = true
-	return nil
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("replica %s: %w", r.name, err)
+	}
+	exited := make(chan struct{})
+	listening := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				select {
+				case listening <- a:
+				default:
+				}
+			}
+		}
+		_ = cmd.Wait() // after its output is read, as Wait requires
+		r.mu.Lock()
+		if r.cmd == cmd {
+			r.running = false
+		}
+		r.mu.Unlock()
+		close(exited)
+	}()
+	select {
+	case a := <-listening:
+		r.addr, r.cmd, r.exited, r.running = a, cmd, exited, true
+		return nil
+	case <-exited:
+		return fmt.Errorf("replica %s exited before it listened", r.name)
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("replica %s did not listen within %s: %w", r.name, replicaBudget, ctx.Err())
+	}
 }
 
-// listen binds addr, retrying briefly: a port this process just closed can
-// take a moment to be free again.
+// kill sends the replica's process SIGKILL and waits for it to exit:
+// connections are cut, requests in flight fail, nothing is drained.
+func (r *replica) kill() error {
+	r.mu.Lock()
+	cmd, exited := r.cmd, r.exited
+	r.running = false
+	r.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(replicaBudget):
+		return fmt.Errorf("replica %s did not exit within %s of SIGKILL", r.name, replicaBudget)
+	}
+}
+
+// exitedNow reports whether the replica's process has exited (a crash it
+// was told to have) and waits for that, at most d.
+func (r *replica) awaitExit(d time.Duration) bool {
+	r.mu.Lock()
+	exited := r.exited
+	r.mu.Unlock()
+	if exited == nil {
+		return true
+	}
+	select {
+	case <-exited:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// close kills the process and closes the run's store for the replica.
+func (r *replica) close() error {
+	err := r.kill()
+	r.mu.Lock()
+	store := r.store
+	r.store, r.notify = nil, nil
+	r.mu.Unlock()
+	if store != nil {
+		err = errors.Join(err, store.Close())
+	}
+	return err
+}
+
+// listen binds addr, retrying briefly: a port a killed process just held
+// can take a moment to be free again.
 func listen(ctx context.Context, addr string) (net.Listener, error) {
 	var lc net.ListenConfig
 	for {
@@ -152,26 +233,4 @@ func listen(ctx context.Context, addr string) (net.Listener, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// kill tears the replica down without draining: connections are cut,
-// requests in flight fail, live queries end.
-func (r *replica) kill() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.running {
-		return nil
-	}
-	r.running = false
-	return teardown(r.parts)
-}
-
-func teardown(parts []func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), replicaBudget)
-	defer cancel()
-	var errs []error
-	for i := len(parts) - 1; i >= 0; i-- {
-		errs = append(errs, parts[i](ctx))
-	}
-	return errors.Join(errs...)
 }

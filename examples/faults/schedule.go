@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -17,9 +18,10 @@ type env struct {
 	db       database // nil: no control of the server (-pg without -pg-ctl)
 	pgURL    string
 	replicas []*replica
-	volume   *slowableVolume
 	out      func(format string, args ...any)
 	down     func(from, to time.Time) // records a window the database was held down
+	load     *load
+	watchers *sync.WaitGroup // watches a fault started, waited for before verification
 }
 
 // fault is one step of the schedule. inject returns when the fault is over
@@ -86,7 +88,7 @@ func paused(d time.Duration) fault {
 }
 
 func replicaKilled(down time.Duration) fault {
-	return fault{name: "replica b killed (torn down abruptly) and restarted", inject: func(ctx context.Context, e *env) error {
+	return fault{name: "replica b killed (SIGKILL) and restarted", inject: func(ctx context.Context, e *env) error {
 		r := e.replicas[len(e.replicas)-1]
 		if err := r.kill(); err != nil {
 			e.out("  teardown of %s: %v\n", r.name, err)
@@ -98,10 +100,18 @@ func replicaKilled(down time.Duration) fault {
 
 func slowVolume(d, perOp time.Duration) fault {
 	return fault{name: fmt.Sprintf("module volume slow (%s per file operation) for %s", perOp, d), inject: func(ctx context.Context, e *env) error {
-		e.volume.setDelay(perOp)
-		defer e.volume.setDelay(0)
+		set := func(on bool) error {
+			var errs []error
+			for _, r := range e.replicas {
+				errs = append(errs, r.setControl(controlSlow, on, perOp.String()))
+			}
+			return errors.Join(errs...)
+		}
+		if err := set(true); err != nil {
+			return err
+		}
 		wait(ctx, d)
-		return nil
+		return set(false)
 	}}
 }
 
@@ -111,12 +121,14 @@ func schedule(name string, quiet time.Duration) ([]fault, error) {
 	switch name {
 	case "full":
 		fs = []fault{terminateBackends(), fastRestart(), stopped(20 * time.Second), paused(10 * time.Second),
-			replicaKilled(2 * time.Second), slowVolume(20*time.Second, 100*time.Millisecond)}
+			replicaKilled(2 * time.Second), slowVolume(20*time.Second, 100*time.Millisecond),
+			announceFails(20 * time.Second), crashAfterCommit(), clockSkewed(-time.Hour)}
 		if quiet <= 0 {
 			quiet = 30 * time.Second
 		}
 	case "short": // ≤ 60 s, for go test: the faults that need no long outage
-		fs = []fault{terminateBackends(), fastRestart(), replicaKilled(time.Second), slowVolume(3*time.Second, 50*time.Millisecond)}
+		fs = []fault{terminateBackends(), fastRestart(), replicaKilled(time.Second), slowVolume(3*time.Second, 50*time.Millisecond),
+			announceFails(4 * time.Second), crashAfterCommit(), clockSkewed(-time.Hour)}
 		if quiet <= 0 {
 			quiet = 5 * time.Second
 		}

@@ -88,7 +88,7 @@ func runAbsorb(ctx, setupCtx context.Context, cfg config, dir string, logger *sl
 	}
 	began := time.Now()
 	a, err := startReplica(setupCtx, replicaOptions{dir: dir, modules: cfg.modules, latency: cfg.latency, readPool: cfg.readPool,
-		store: store, register: true, feed: cfg.feed, freshness: cfg.freshness, name: "a"}, logger)
+		store: store, register: true, feed: cfg.feed, journal: cfg.journal, freshness: cfg.freshness, derivationBudget: cfg.derivationBudget, name: "a"}, logger)
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func runAbsorb(ctx, setupCtx context.Context, cfg config, dir string, logger *sl
 		err = errors.Join(err, a.close(sctx))
 	}()
 	b, err := startReplica(setupCtx, replicaOptions{dir: dir, modules: cfg.modules, latency: cfg.latency, readPool: cfg.readPool,
-		store: storeB, key: a.key, feed: cfg.feed, freshness: cfg.freshness, name: "b"}, logger)
+		store: storeB, key: a.key, feed: cfg.feed, journal: cfg.journal, freshness: cfg.freshness, derivationBudget: cfg.derivationBudget, name: "b"}, logger)
 	if err != nil {
 		return err
 	}
@@ -107,8 +107,8 @@ func runAbsorb(ctx, setupCtx context.Context, cfg config, dir string, logger *sl
 		defer cancel()
 		err = errors.Join(err, b.close(sctx))
 	}()
-	fmt.Fprintf(stderr, "absorb: replicas ready in %s (first derivations %s, %s); feed=%t freshness=%s\n",
-		time.Since(began).Round(time.Millisecond), a.readyIn.Round(time.Millisecond), b.readyIn.Round(time.Millisecond), cfg.feed, cfg.freshness)
+	fmt.Fprintf(stderr, "absorb: replicas ready in %s (first derivations %s, %s); feed=%t journal=%t freshness=%s\n",
+		time.Since(began).Round(time.Millisecond), a.readyIn.Round(time.Millisecond), b.readyIn.Round(time.Millisecond), cfg.feed, cfg.journal, cfg.freshness)
 
 	c := &http.Client{Timeout: indexBudget}
 	etag := ""

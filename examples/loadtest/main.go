@@ -74,8 +74,9 @@ type config struct {
 	interval, grace         time.Duration
 	cpuProfile, memProfile  string
 	readPool                int
-	baseline, feed          bool
+	baseline, feed, journal bool
 	freshness               time.Duration
+	derivationBudget        time.Duration
 	absorb                  int    // landings whose cross-replica absorption is timed (two replicas)
 	pg                      string // PostgreSQL URL the two replicas share in -absorb
 	dir                     string // where the modules are landed; kept (and reused) when set
@@ -96,7 +97,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.memProfile, "memprofile", "", "write an allocation profile (allocations since start) after the served mode's run to this file")
 	fs.IntVar(&c.readPool, "readpool", landing.DefaultReadPool, "the landing's read pool: a derivation reads modules on up to readpool-1 slots at once")
 	fs.BoolVar(&c.baseline, "baseline", true, "also run the scan-per-request baseline (it cannot finish at 100,000 modules)")
-	fs.BoolVar(&c.feed, "feed", true, "announce and absorb writes through the mesh's change feed (false: re-derivation within -freshness alone)")
+	fs.BoolVar(&c.feed, "feed", true, "announce and absorb writes through the mesh's change feed")
+	fs.DurationVar(&c.derivationBudget, "derivation-budget", registry.DefaultDerivationBudget, "bound of one derivation (a loaded machine may need more for the first at 100,000 modules)")
+	fs.BoolVar(&c.journal, "journal", true, "tail the volume's journal (false, with -feed=false: re-derivation within -freshness alone)")
 	fs.DurationVar(&c.freshness, "freshness", registry.DefaultFreshness, "the served snapshot's freshness bound")
 	fs.IntVar(&c.absorb, "absorb", 0, "instead of the polling run: start two replicas on one volume (and one -pg database), land this many modules on A and time each until it is in B's index")
 	fs.StringVar(&c.dir, "dir", "", "land the modules here and keep them; a directory a previous run landed -modules into is reused (the landing takes minutes at 100,000)")
@@ -218,7 +221,7 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger
 	before := heapInUse()
 	rep, err := startReplica(setupCtx, replicaOptions{
 		dir: dir, modules: cfg.modules, latency: cfg.latency, scan: mode == "scan", readPool: cfg.readPool,
-		register: true, feed: cfg.feed, freshness: cfg.freshness, name: mode,
+		register: true, feed: cfg.feed, journal: cfg.journal, freshness: cfg.freshness, derivationBudget: cfg.derivationBudget, name: mode,
 	}, logger)
 	if err != nil {
 		return result{}, err

@@ -84,7 +84,8 @@ func newScanCounter(v landing.Volume, dir string) (*scanCounter, error) {
 	}
 	top := map[string]bool{}
 	for _, e := range entries {
-		if e.IsDir() {
+		// The journal's listing (a replica's first tail) is not a scan.
+		if e.IsDir() && e.Name() != "journal" {
 			top[e.Name()] = true
 		}
 	}
@@ -120,17 +121,19 @@ func (r *replica) derivations() int64 { return r.scans.scans.Load() }
 
 // replicaOptions configures startReplica.
 type replicaOptions struct {
-	dir       string
-	modules   int
-	latency   time.Duration
-	scan      bool       // the scan-per-request baseline
-	readPool  int        // the landing's read pool
-	store     mesh.Store // a shared mesh (-pg); nil: a memstore of its own
-	register  bool       // write the plan ladder, package nodes and consumer (once per mesh)
-	key       string     // the consumer's key when register is false
-	feed      bool       // announce and absorb writes through the mesh's change feed
-	freshness time.Duration
-	name      string
+	dir              string
+	modules          int
+	latency          time.Duration
+	scan             bool       // the scan-per-request baseline
+	readPool         int        // the landing's read pool
+	store            mesh.Store // a shared mesh (-pg); nil: a memstore of its own
+	register         bool       // write the plan ladder, package nodes and consumer (once per mesh)
+	key              string     // the consumer's key when register is false
+	feed             bool       // announce and absorb writes through the mesh's change feed
+	journal          bool       // tail the volume's journal
+	freshness        time.Duration
+	derivationBudget time.Duration
+	name             string
 }
 
 // heapInUse returns the live heap after a collection.
@@ -186,9 +189,12 @@ func startReplica(ctx context.Context, o replicaOptions, logger *slog.Logger) (_
 		return nil, err
 	}
 	closers = append(closers, lander.Shutdown)
-	opts := registry.ServedOptions{Logger: logger, Freshness: o.freshness}
+	opts := registry.ServedOptions{Logger: logger, Freshness: o.freshness, DerivationBudget: o.derivationBudget}
 	if o.feed {
 		opts.Changes = store
+	}
+	if !o.journal {
+		opts.JournalPeriod = registry.NoJournal
 	}
 	rep := &replica{key: key, lander: lander, scans: counter}
 	before := heapInUse()

@@ -7,6 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/meshrx/meshrx/auth"
 	"github.com/meshrx/meshrx/mesh"
@@ -35,11 +40,12 @@ func demoPackages() []demoPackage {
 // setUpDemo writes the plan ladder (free, pro), lands the demo bundles with
 // their package nodes (skipping a version already served, as on a restart
 // with -data), registers the demo instance on the pro plan granted
-// Plugins/*, and returns a fresh key for it. The fresh key replaces the
-// instance's others: on a database an earlier start used, the key that
-// start printed is revoked, so demo keys do not pile up (with replicas, the
-// key the last one printed is the one that works).
-func setUpDemo(ctx context.Context, store mesh.Store, landing *landing.ModuleLanding, served *registry.ServedActivation) (string, error) {
+// Plugins/*, and returns its key: the one kept in keyFile while the
+// database still holds it, so that a restart, or another replica on the
+// same database and data directory, prints the key clients already use.
+// A key is issued (replacing the instance's others) only when there is
+// none that works, or when rotate is set (-rotate-demo-key).
+func setUpDemo(ctx context.Context, store mesh.Store, landing *landing.ModuleLanding, served *registry.ServedActivation, keyFile string, rotate bool) (string, error) {
 	reg := &auth.Instances{Mesh: store}
 	for _, t := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}} {
 		if err := reg.SetPlanTier(ctx, t); err != nil {
@@ -77,7 +83,79 @@ func setUpDemo(ctx context.Context, store mesh.Store, landing *landing.ModuleLan
 	if _, err := reg.SetGrant(ctx, demoInstance, "examples/registry", registry.DefaultSource+"/*"); err != nil {
 		return "", err
 	}
-	return reg.RotateKey(ctx, demoInstance)
+	return demoKey(ctx, reg, keyFile, rotate)
+}
+
+// demoKeyAttempts bounds how often a start issues a key because the one kept
+// stopped working meanwhile (two first starts at once each issuing one).
+const demoKeyAttempts = 3
+
+// demoKey returns the demo instance's key kept in keyFile if the database
+// holds it (and rotate is not set), else issues one, replacing the
+// instance's others, and keeps it in keyFile (mode 0600, written whole and
+// renamed into place). It then reads the file back: when another start
+// issued a key meanwhile, the one that works is the one printed.
+func demoKey(ctx context.Context, reg *auth.Instances, keyFile string, rotate bool) (string, error) {
+	for range demoKeyAttempts {
+		if !rotate {
+			key, ok, err := keptKey(ctx, reg, keyFile)
+			if err != nil || ok {
+				return key, err
+			}
+		}
+		rotate = false
+		key, err := reg.RotateKey(ctx, demoInstance)
+		if err != nil {
+			return "", err
+		}
+		if err := writeKeyFile(keyFile, key); err != nil {
+			return "", fmt.Errorf("keeping the demo key in %s: %w", keyFile, err)
+		}
+	}
+	key, ok, err := keptKey(ctx, reg, keyFile)
+	if err == nil && !ok {
+		err = fmt.Errorf("the demo key in %s was replaced %d times while this start issued one (other starts on this database?); start again", keyFile, demoKeyAttempts)
+	}
+	return key, err
+}
+
+// keptKey reads the key in keyFile; ok when the demo instance holds it.
+func keptKey(ctx context.Context, reg *auth.Instances, keyFile string) (key string, ok bool, err error) {
+	data, err := os.ReadFile(keyFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("reading the demo key: %w", err)
+	}
+	key = strings.TrimSpace(string(data))
+	inst, err := reg.Instance(ctx, demoInstance)
+	if err != nil {
+		return "", false, err
+	}
+	return key, slices.Contains(inst.KeyHashes, auth.HashKey(key)), nil
+}
+
+// writeKeyFile writes key to name with mode 0600, whole: through a
+// temporary file renamed into place.
+func writeKeyFile(name, key string) error {
+	f, err := os.CreateTemp(filepath.Dir(name), ".demo-key-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after the rename there is nothing to remove
+	if err := f.Chmod(0o600); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
 }
 
 // demoBundle is a small zip: a manifest and a readme.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,7 +19,7 @@ import (
 
 // startDemo sets the demo up on store and data directory dir, as one start
 // of the example does, and returns the key it would print.
-func startDemo(t *testing.T, store mesh.Store, dir string) string {
+func startDemo(t *testing.T, store mesh.Store, dir string, rotate bool) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
@@ -28,7 +30,7 @@ func startDemo(t *testing.T, store mesh.Store, dir string) string {
 		assert.NoError(t, served.Close(ctx))
 		assert.NoError(t, landing.Shutdown(ctx))
 	}()
-	key, err := setUpDemo(ctx, store, landing, served)
+	key, err := setUpDemo(ctx, store, landing, served, filepath.Join(dir, demoKeyFile), rotate)
 	require.NoError(t, err)
 	return key
 }
@@ -44,23 +46,42 @@ func authenticated(t *testing.T, store mesh.Store, key string) bool {
 	return res.Authenticated()
 }
 
-// Negative control: with the key issued beside the others (IssueKey, as
-// before), the instance holds two hashes after the restart and the first
-// key still authenticates; both assertions below then fail.
-func TestARestartOnTheSameStoreRevokesThePreviousDemoKey(t *testing.T) {
+// TestARestartPrintsTheKeyClientsUseAndOnlyRotateDemoKeyRevokesIt: the demo
+// key is issued once per database and kept in the data directory (0600);
+// every later start, or a replica on the same database and directory,
+// prints it. Negative control: -rotate-demo-key (what every start did
+// before) revokes the key clients hold.
+func TestARestartPrintsTheKeyClientsUseAndOnlyRotateDemoKeyRevokesIt(t *testing.T) {
 	store, err := memstore.New(memstore.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	dir := t.TempDir()
 
-	before := startDemo(t, store, dir)
-	require.True(t, authenticated(t, store, before), "the key a start prints works")
+	first := startDemo(t, store, dir, false)
+	require.True(t, authenticated(t, store, first), "the key a start prints works")
+	info, err := os.Stat(filepath.Join(dir, demoKeyFile))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the kept key is readable by its owner only")
 
-	after := startDemo(t, store, dir)
-	assert.True(t, authenticated(t, store, after), "the key the restart prints works")
-	assert.False(t, authenticated(t, store, before), "the key the earlier start printed is revoked")
+	again := startDemo(t, store, dir, false)
+	assert.Equal(t, first, again, "a restart prints the same key")
+	assert.True(t, authenticated(t, store, first), "and it still works")
 
+	rotated := startDemo(t, store, dir, true)
+	assert.NotEqual(t, first, rotated)
+	assert.True(t, authenticated(t, store, rotated))
+	assert.False(t, authenticated(t, store, first), "control: rotating revokes the key clients held")
 	inst, err := (&auth.Instances{Mesh: store}).Instance(context.Background(), demoInstance)
 	require.NoError(t, err)
-	assert.Equal(t, []string{auth.HashKey(after)}, inst.KeyHashes, "one demo key, however often the example starts")
+	assert.Equal(t, []string{auth.HashKey(rotated)}, inst.KeyHashes, "one demo key, however often the example starts")
+	assert.Equal(t, rotated, startDemo(t, store, dir, false), "the rotated key is the one kept")
+
+	// Another database with the same data directory does not hold the kept
+	// key: a key is issued for it.
+	other, err := memstore.New(memstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	fresh := startDemo(t, other, dir, false)
+	assert.NotEqual(t, rotated, fresh)
+	assert.True(t, authenticated(t, other, fresh))
 }

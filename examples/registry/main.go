@@ -1,14 +1,18 @@
 // Command registry runs the meshrx plugin registry with demo packages.
 //
 //	go run ./examples/registry [-addr 127.0.0.1:8080] [-metrics-addr 127.0.0.1:9090] [-data DIR] [-pg URL] [-publish-token TOKEN]
-//	                           [-public-url https://registry.example.com] [-max-conns 1024]
+//	                           [-public-url https://registry.example.com] [-max-conns 1024] [-rotate-demo-key]
 //
 // It keeps the mesh in process (memstore) unless -pg names a PostgreSQL
 // database, in which case several processes on one database and one -data
 // directory are replicas. The module volume is a temporary directory,
 // removed on exit, unless -data names one. At start it lands three small
 // demo bundles with plan tiers, registers a demo instance granted
-// Plugins/* and prints what a consumer needs:
+// Plugins/*, and prints what a consumer needs. The demo instance's key is
+// issued once per database and kept in the data directory
+// (demo-instance-key, mode 0600): a restart, or another replica on the same
+// database and directory, prints the same key; -rotate-demo-key issues a
+// new one and revokes the old.
 //
 //	publish token: …
 //	demo instance key: mwi_…
@@ -29,6 +33,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -41,6 +46,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -55,6 +61,11 @@ import (
 	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
+
+// demoKeyFile is the file in the data directory that keeps the demo
+// instance's key (mode 0600), so that every start on the same database
+// prints the key that works.
+const demoKeyFile = "demo-instance-key"
 
 // Bounds of the process's own waits.
 const (
@@ -84,7 +95,13 @@ func main() {
 type hooks struct {
 	// wrap, if set, wraps the registry's handler (e.g. to time it).
 	wrap func(http.Handler) http.Handler
+	// metricsDefault, if set, stands for -metrics-addr's default (a test
+	// cannot count on 127.0.0.1:9090 being free on a shared machine).
+	metricsDefault string
 }
+
+// defaultMetricsAddr is -metrics-addr's default.
+const defaultMetricsAddr = "127.0.0.1:9090"
 
 // config is what the flags say.
 type config struct {
@@ -95,19 +112,22 @@ type config struct {
 	publishToken string
 	publicURL    string
 	maxConns     int
+	rotateKey    bool
 }
 
-func parseFlags(args []string, stderr io.Writer) (config, error) {
+func parseFlags(args []string, stderr io.Writer, h hooks) (config, error) {
 	fs := flag.NewFlagSet("registry", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; :0 picks a free port)")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "127.0.0.1:9090", "address to serve /metrics on, kept off the public listener (\"\" turns it off)")
+	metricsDefault := cmp.Or(h.metricsDefault, defaultMetricsAddr)
+	fs.StringVar(&c.metricsAddr, "metrics-addr", metricsDefault, "address to serve /metrics on, kept off the public listener (\"\" turns it off; each process on a machine needs its own)")
 	fs.StringVar(&c.data, "data", "", "module volume directory (default: a temporary directory removed on exit)")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL for the mesh (default: in-process memstore)")
 	fs.StringVar(&c.publishToken, "publish-token", "", "bearer token that authorises publishing (default: a random token, printed)")
 	fs.StringVar(&c.publicURL, "public-url", "", "absolute URL the registry is reached at; bundle URLs in the index start with it (default: relative URLs)")
 	fs.IntVar(&c.maxConns, "max-conns", registry.DefaultMaxConnections, "connections served at once; more wait in the kernel's backlog")
+	fs.BoolVar(&c.rotateKey, "rotate-demo-key", false, "issue a new demo instance key, revoking the one kept in the data directory")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -123,7 +143,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // run serves the registry until ctx ends, then shuts down within
 // shutdownBudget.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) (err error) {
-	cfg, err := parseFlags(args, stderr)
+	cfg, err := parseFlags(args, stderr, h)
 	if err != nil {
 		return err
 	}
@@ -170,7 +190,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		err = errors.Join(err, served.Close(sctx), landing.Shutdown(sctx))
 	}()
 
-	key, err := setUpDemo(startCtx, store, landing, served)
+	key, err := setUpDemo(startCtx, store, landing, served, filepath.Join(dataDir, demoKeyFile), cfg.rotateKey)
 	if err != nil {
 		return fmt.Errorf("setting up the demo: %w", err)
 	}
@@ -270,8 +290,11 @@ func listenMetrics(addr string, h http.Handler, logger *slog.Logger) (*http.Serv
 		return nil, nil, nil
 	}
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, nil, fmt.Errorf("listening for metrics on %s: %w: another process (another replica on this machine?) serves its metrics there; give this one its own with -metrics-addr, e.g. -metrics-addr 127.0.0.1:9091 (or -metrics-addr \"\" for none)", addr, err)
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("listening for metrics on %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("listening for metrics on %s (-metrics-addr): %w", addr, err)
 	}
 	return &http.Server{
 		Handler:           h,

@@ -18,11 +18,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
 	"github.com/meshrx/meshrx/registry"
 	"github.com/meshrx/meshrx/registry/client"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// pg is the PostgreSQL server the replica recipe runs on.
+var pg pgtest.Harness
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(pg.Wrap(m)) }
 
 // bound is the longest a test waits for something that must happen; a
 // passing run never comes near it.
@@ -245,11 +249,11 @@ func TestTheExampleRegistryServesItsDemoToItsDemoKey(t *testing.T) {
 }
 
 func TestTheExampleCapsItsConnectionsByDefaultAndRefusesANonPositiveCap(t *testing.T) {
-	cfg, err := parseFlags(nil, io.Discard)
+	cfg, err := parseFlags(nil, io.Discard, hooks{})
 	require.NoError(t, err)
 	assert.Equal(t, registry.DefaultMaxConnections, cfg.maxConns)
 	for _, bad := range []string{"0", "-1"} {
-		_, err := parseFlags([]string{"-max-conns", bad}, io.Discard)
+		_, err := parseFlags([]string{"-max-conns", bad}, io.Discard, hooks{})
 		require.Error(t, err, bad)
 		assert.Contains(t, err.Error(), "-max-conns")
 	}

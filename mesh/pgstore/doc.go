@@ -33,7 +33,13 @@
 // A query whose node types are known reads only the tables those types
 // have been stored in (public.mesh_table_types, kept by a trigger and
 // learned from the change feed): nodeType:Item partitions:all reads the
-// mesh_nodes table of each partition, not all five of its tables.
+// mesh_nodes table of each partition, not all five of its tables. The
+// routing a process has cached may lag another process's write of a type
+// into a new table (its change notice not yet arrived): so a typed read
+// counts public.mesh_table_types in the same round trip, before its rows,
+// and reloads the routing and reads again when the registry has grown. A
+// read sees every node committed before it started, whichever process
+// wrote it.
 //
 // # The change feed
 //

@@ -146,7 +146,7 @@ type statements struct {
 }
 
 func (r *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if !strings.HasPrefix(d.SQL, "-- ping") {
+	if !strings.HasPrefix(d.SQL, "-- ping") && !strings.HasPrefix(d.SQL, "-- routing") {
 		r.mu.Lock()
 		r.sql = append(r.sql, d.SQL)
 		r.mu.Unlock()
@@ -155,6 +155,22 @@ func (r *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 }
 
 func (r *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// A typed read sends its routing check and its rows as one batch (one
+// round trip): its row statement counts, the check does not.
+func (r *statements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (r *statements) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if !strings.HasPrefix(d.SQL, "-- routing") {
+		r.mu.Lock()
+		r.sql = append(r.sql, d.SQL)
+		r.mu.Unlock()
+	}
+}
+
+func (r *statements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // take returns the statements recorded since the last take.
 func (r *statements) take() []string {

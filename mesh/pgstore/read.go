@@ -218,12 +218,8 @@ func (s *Store) read(ctx context.Context, q *mesh.Query, p plan) ([]mesh.Node, [
 		}
 		existing = s.schemas.existing(covered)
 	}
-	tables, err := s.readTables(ctx, p)
-	if err != nil {
-		return nil, nil, explain(err)
-	}
 	started := s.clk.Now()
-	nodes, err := s.selectRows(ctx, q, tables, existing)
+	nodes, tables, err := s.selectRouted(ctx, q, p, existing)
 	if err != nil {
 		return nil, nil, explain(err)
 	}
@@ -232,6 +228,106 @@ func (s *Store) read(ctx context.Context, q *mesh.Query, p plan) ([]mesh.Node, [
 			"tables", len(tables), "rows", len(nodes), "elapsed", s.clk.Since(started))
 	}
 	return nodes, covered, nil
+}
+
+// routedAttempts is how many times a type-routed read is retried after
+// finding the routing it read by outdated (another process wrote a node
+// type into a table in between); then it reads every table its anchor
+// allows, which needs no routing.
+const routedAttempts = 3
+
+// selectRouted reads the nodes q selects with the tables p routes to. A
+// typed read routes by the store's cached registry of node types per table,
+// which another process's write may have outgrown before its change notice
+// arrives here; so the read counts the registry's rows in the same round
+// trip, before its rows: the registry only grows and a node's type row
+// commits with the node, so a count no larger than the one the cache was
+// loaded from means every node committed before the read is in a table it
+// read. A larger count reloads the registry and reads again.
+func (s *Store) selectRouted(ctx context.Context, q *mesh.Query, p plan, schemas []string) (nodes []mesh.Node, tables []string, err error) {
+	if !p.typed {
+		nodes, err = s.selectRows(ctx, q, p.tables, schemas)
+		return nodes, p.tables, err
+	}
+	for range routedAttempts {
+		tables, err := s.readTables(ctx, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		known := s.schemas.loadedTypes()
+		nodes, count, err := s.selectRowsCounted(ctx, q, tables, schemas)
+		if err != nil {
+			return nil, nil, err
+		}
+		if count <= known {
+			return nodes, tables, nil
+		}
+		// The registry has grown since it was loaded: reload it, and read
+		// again only if it now routes to a table this read did not read
+		// (often the growth is this store's own writes, already routed).
+		if err := s.schemas.loadTypes(ctx, s.pool); err != nil {
+			return nil, nil, fmt.Errorf("reading the node types of the node tables: %w", err)
+		}
+		now, stale := s.schemas.holding(p.tables, p.types)
+		if !stale && subset(now, tables) {
+			return nodes, tables, nil
+		}
+	}
+	nodes, err = s.selectRows(ctx, q, p.tables, schemas)
+	return nodes, p.tables, err
+}
+
+// subset reports whether every one of a is in b.
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// selectRowsCounted is selectRows preceded, in the same round trip, by a
+// count of public.mesh_table_types.
+func (s *Store) selectRowsCounted(ctx context.Context, q *mesh.Query, tables, schemas []string) ([]mesh.Node, int64, error) {
+	const countTypes = "-- routing check\nSELECT count(*) FROM public.mesh_table_types"
+	if len(tables) == 0 || len(schemas) == 0 {
+		var n int64
+		err := s.pool.QueryRow(ctx, countTypes).Scan(&n)
+		return nil, n, err
+	}
+	sel, err := sqlgen.BuildTables(q, tables, schemas)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.reads.Add(1)
+	var b pgx.Batch
+	b.Queue(countTypes)
+	b.Queue(sel.SQL, sel.Args...)
+	br := s.pool.SendBatch(ctx, &b)
+	var n int64
+	if err := br.QueryRow().Scan(&n); err != nil {
+		_ = br.Close()
+		return nil, 0, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, 0, err
+	}
+	nodes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mesh.Node, error) { return sqlgen.ScanNode(r) })
+	if err := errors.Join(err, br.Close()); err != nil {
+		return nil, 0, err
+	}
+	if sel.Exact {
+		return nodes, n, nil
+	}
+	nodes = slices.DeleteFunc(nodes, func(n mesh.Node) bool { return !q.Matches(n) })
+	q.SortNodes(nodes)
+	if q.Limit > 0 && len(nodes) > q.Limit {
+		nodes = nodes[:q.Limit]
+	}
+	return nodes, n, nil
 }
 
 // readTables returns the node tables a read of p reads in each schema:

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -115,4 +116,60 @@ func TestAQueryReadsTheTablesItsAnchorCanReach(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, tablesFor(mustParse(t, c.query)), "query %s", c.query)
 	}
+}
+
+// writeUnannounced commits node path of nodeType into its partition's
+// mesh_nodes as another process would, with its node-type row, but without
+// the change notice a write sends (the notice is what a reader's routing
+// learned from; here it has not arrived yet).
+func writeUnannounced(t *testing.T, s *Store, schema, ns, id, nodeType string) {
+	t.Helper()
+	ctx := testContext(t)
+	tx, err := s.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it does nothing
+	_, err = tx.Exec(ctx, `SET LOCAL session_replication_role = replica`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO public.mesh_table_types (table_name, node_type) VALUES ('mesh_nodes', $1) ON CONFLICT DO NOTHING`, nodeType)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "mesh_nodes"}.Sanitize()+
+		` (namespace, id, name, node_type, content, version, ns_key, id_key, path_key, name_key, type_key, main_key)
+		VALUES ($1, $2, $2, $3, '{}'::jsonb, 1, lower($1), lower($2), lower($1 || '/' || $2), lower($2), lower($3), lower($1 || '/' || $2))`,
+		ns, id, nodeType)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+}
+
+// TestATypedOneShotReadSeesANodeAnotherProcessCommittedBeforeItsNoticeArrives:
+// the reader's routing (which tables have held which node types) is checked
+// in the read's own round trip, so a node of a type new to its table is read
+// although the reader has not heard of it. Negative control: a routing that
+// trusts the reader's cache (the read before this fix; reproduced below by
+// reading the tables the cache names) misses the committed node.
+func TestATypedOneShotReadSeesANodeAnotherProcessCommittedBeforeItsNoticeArrives(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	writer := openStore(t, url, Options{})
+	reader := openStore(t, url, Options{})
+	put(t, writer, mesh.Node{Path: "shop/Items/seed", NodeType: "Item"})
+	// The reader knows the partition and routes Gadget nowhere yet.
+	require.Empty(t, initialOf(t, reader, "namespace:shop/Items nodeType:Gadget").Items)
+	tables, stale := reader.schemas.holding(Tables(), []string{"Gadget"})
+	require.False(t, stale)
+	require.Empty(t, tables, "the reader's routing holds no table for Gadget")
+
+	schema, err := SchemaName("shop")
+	require.NoError(t, err)
+	writeUnannounced(t, writer, schema, "shop/Items", "g1", "Gadget")
+
+	// Control: reading by the cached routing alone misses it.
+	q, err := mesh.Parse("namespace:shop/Items nodeType:Gadget")
+	require.NoError(t, err)
+	cached, _ := reader.schemas.holding(Tables(), []string{"Gadget"})
+	missed, err := reader.selectRows(testContext(t), q, cached, []string{schema})
+	require.NoError(t, err)
+	assert.Empty(t, missed, "control: the cached routing names no table holding it")
+
+	got := initialOf(t, reader, "namespace:shop/Items nodeType:Gadget")
+	assert.Equal(t, []string{"shop/Items/g1"}, pathsOf(got.Items), "the one-shot read sees the committed node")
 }

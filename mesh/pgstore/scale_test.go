@@ -73,6 +73,9 @@ type traced struct {
 }
 
 func (r *traced) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.HasPrefix(d.SQL, "-- routing") {
+		return ctx // reloading the type routing, not a read
+	}
 	r.mu.Lock()
 	r.last = append(r.last, d)
 	r.mu.Unlock()
@@ -80,6 +83,22 @@ func (r *traced) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQu
 }
 
 func (r *traced) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// A typed read's rows statement arrives in a batch after its routing check,
+// which is not recorded.
+func (r *traced) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (r *traced) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if !strings.HasPrefix(d.SQL, "-- routing") {
+		r.mu.Lock()
+		r.last = append(r.last, pgx.TraceQueryStartData{SQL: d.SQL, Args: d.Args})
+		r.mu.Unlock()
+	}
+}
+
+func (r *traced) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 func (r *traced) take() []pgx.TraceQueryStartData {
 	r.mu.Lock()

@@ -32,7 +32,11 @@ type schemaSet struct {
 	exists     map[string]bool
 	types      map[string]map[string]bool // table -> folded node types it has held
 	typesStale bool
-	sorted     []string // partitions, sorted; nil when it must be rebuilt
+	// typesLoaded is how many rows public.mesh_table_types held at the
+	// last loadTypes: the registry only grows, so a read that counts as
+	// many (before reading its rows) was routed by a complete registry.
+	typesLoaded int64
+	sorted      []string // partitions, sorted; nil when it must be rebuilt
 }
 
 func newSchemaSet() *schemaSet {
@@ -48,7 +52,7 @@ func (s *schemaSet) loadTypes(ctx context.Context, db querier) error {
 	s.mu.Lock()
 	s.typesStale = false // a notice from now on marks it again
 	s.mu.Unlock()
-	rows, err := db.Query(ctx, `SELECT table_name, node_type FROM public.mesh_table_types`)
+	rows, err := db.Query(ctx, "-- routing: node types per table\nSELECT table_name, node_type FROM public.mesh_table_types")
 	if err != nil {
 		s.markTypesStale()
 		return err
@@ -65,7 +69,17 @@ func (s *schemaSet) loadTypes(ctx context.Context, db querier) error {
 	for tt := range found {
 		s.addType(tt[0], tt[1])
 	}
+	s.mu.Lock()
+	s.typesLoaded = max(s.typesLoaded, int64(len(found)))
+	s.mu.Unlock()
 	return nil
+}
+
+// loadedTypes is how many registry rows the last loadTypes read.
+func (s *schemaSet) loadedTypes() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.typesLoaded
 }
 
 // addType records that table has held a node of nodeType (as written).

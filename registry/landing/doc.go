@@ -12,8 +12,14 @@
 // or [*CommitUnknownError] when that could not be told. Nothing is ever read,
 // modified and written back: the activation list is derived from the
 // records present, the latest record per module winning. Several processes
-// sharing one volume root are replicas; record file names sort in event
-// order, so every replica derives the same list.
+// sharing one volume root are replicas. A record's name starts with its
+// module's sequence number, one more than the highest its writer listed, so
+// a record sorts after every record its writer saw whatever the replicas'
+// clocks say (concurrent records share a number and sort by the rest of
+// their names, the same way on every replica): every replica derives the
+// same list. Before its commit, every record write claims an entry on the
+// volume's journal ([ModuleLanding.ReadJournal]), which replicas tail to
+// learn of each other's writes in O(changes).
 //
 // Landings and other record writes run one at a time on a landing lane.
 // Authoritative reads ([ModuleLanding.Activation], [ModuleLanding.OpenBundle])

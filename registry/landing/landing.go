@@ -97,6 +97,9 @@ type ModuleLanding struct {
 	active    int           // calls in progress
 	idle      chan struct{} // closed once closed and no call is in progress
 	lastStamp int64         // keeps this replica's stamps strictly increasing
+	// journalNext is where this replica expects the journal's next free
+	// sequence number (0: not known yet); a hint, checked by each claim.
+	journalNext uint64
 
 	clk clock.Clock
 }
@@ -299,7 +302,7 @@ func (l *ModuleLanding) land(ctx context.Context, module, version string, archiv
 	l.log.Info("module landed", "module", module, "version", version, "generation", gen,
 		"files", len(plan.files), "bytes", size, "record", written.ID)
 	if ctx.Err() == nil { // a commit that outlived its caller leaves the collection to the next landing
-		l.collectGenerations(ctx, key)
+		l.collectGenerations(ctx, key, gen)
 	}
 	return written, true, nil
 }
@@ -343,13 +346,20 @@ func (l *ModuleLanding) abandon(ctx context.Context, stage string, err error) er
 // write's commit point: it starts only while ctx lives and runs detached
 // from it, bounded by CommitBudget (see commit).
 func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, error) {
-	r.ID, r.RecordedAt = l.stamp()
+	key := moduleKey(r.Module)
+	// The sequence number follows every record on the volume now, not this
+	// replica's clock: a record sorts after every record its writer saw.
+	ids, err := l.scan.recordIDs(ctx, key)
+	if err != nil {
+		return Record{}, err
+	}
+	stamp, at := l.stamp()
+	r.ID, r.RecordedAt = newRecordIDFromStamp(nextSeq(ids), stamp), at
 	r.Replica = l.replica
 	data, err := encodeRecord(r)
 	if err != nil {
 		return Record{}, fmt.Errorf("registry: encode record: %w", err)
 	}
-	key := moduleKey(r.Module)
 	dir := recordsDir(key)
 	tmp := path.Join(dir, ".tmp-"+r.ID+recordSuffix)
 	if err := l.v.MkdirAll(ctx, dir); err != nil {
@@ -358,6 +368,13 @@ func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, erro
 	if err := l.v.WriteFile(ctx, tmp, data); err != nil {
 		l.removeQuietly(ctx, tmp)
 		return Record{}, volumeErr(ctx, "write record "+tmp, err)
+	}
+	// The journal entry goes first: a replica tailing the journal learns of
+	// the write even if this process dies right after its commit, before it
+	// can announce it anywhere else (see journal.go).
+	if err := l.journal(ctx, JournalEntry{Module: r.Module, Record: r.ID, Replica: r.Replica}); err != nil {
+		l.removeQuietly(ctx, tmp)
+		return Record{}, err
 	}
 	if err := l.commit(ctx, tmp, path.Join(dir, r.ID+recordSuffix)); err != nil {
 		var unknown *CommitUnknownError
@@ -590,7 +607,7 @@ func (l *ModuleLanding) Reconcile(ctx context.Context, prev Activation) (Activat
 					return
 				}
 				err := l.onReadPool(ctx, "activation read", func() error {
-					r, ok, bad, err := l.scan.newest(ctx, keys[i], prev.lookup(keys[i]))
+					r, ok, bad, err := l.scan.newest(ctx, keys[i], prev.latest(keys[i]))
 					results[i] = found{rec: r, ok: ok, bad: bad, valid: true}
 					return err
 				})
@@ -611,8 +628,11 @@ func (l *ModuleLanding) Reconcile(ctx context.Context, prev Activation) (Activat
 	var act Activation
 	for _, f := range results {
 		act.Unreadable = append(act.Unreadable, f.bad...)
-		if f.ok && f.rec.State.Served() {
+		switch {
+		case f.ok && f.rec.State.Served():
 			act.Modules = append(act.Modules, f.rec)
+		case f.ok:
+			act.Ended = append(act.Ended, f.rec)
 		}
 	}
 	l.reportUnreadable(act.Unreadable)

@@ -38,7 +38,8 @@ func TestReconcilingReadsOnlyTheRecordFilesOfModulesThatChangedAndAgreesWithAFul
 	require.NoError(t, err)
 	_, err = a.Land(ctx, "Mod03", "3.0.0", testkit.ModuleArchive(t, "Mod03", "3.0.0", 1))
 	require.NoError(t, err)
-	corrupt, _ := a.stamp()
+	stamp, _ := a.stamp()
+	corrupt := newRecordIDFromStamp(99, stamp) // newer than Mod04's records
 	require.NoError(t, DirVolume(root).WriteFile(ctx, path.Join(recordsDir("mod04"), corrupt+recordSuffix), []byte("{not json")))
 	_, err = a.Land(ctx, "Mod40", "1.0.0", testkit.ModuleArchive(t, "Mod40", "1.0.0", 1))
 	require.NoError(t, err)

@@ -57,8 +57,22 @@ type Record struct {
 	LandedAt   time.Time `json:"landedAt,omitzero"`    // when the generation's bytes landed
 	RecordedAt time.Time `json:"recordedAt"`           // when this record was written
 	Replica    string    `json:"replica"`              // which ModuleLanding wrote it
-	// ID names the record file; IDs sort in the order records were written.
+	// ID names the record file. A record's ID starts with its module's
+	// sequence number (see [Record.Seq]): one more than the highest among
+	// the module's records its writer listed, so a record sorts after every
+	// record its writer saw, whatever the clocks of the replicas say.
+	// Records written concurrently on two replicas share a sequence number
+	// and sort by the rest of the ID (a stamp and random bits): arbitrarily,
+	// but the same on every replica. IDs sort in that order; IDs of records
+	// written before sequence numbers (a bare stamp) sort before all others.
 	ID string `json:"-"`
+}
+
+// Seq is the record's sequence number among its module's records (0 for a
+// record written before they were kept).
+func (r Record) Seq() uint64 {
+	seq, _ := parseRecordID(r.ID)
+	return seq
 }
 
 // FilesDir is the volume path of the served version's extracted files, or ""
@@ -76,6 +90,11 @@ type Activation struct {
 	// Modules holds the latest record of every served module, ordered by
 	// module name without regard to case.
 	Modules []Record
+	// Ended holds the latest record of every module that has records but
+	// is not served (its latest is Uninstalled or Removed), ordered as
+	// Modules: the marker, with the sequence number that ended the module,
+	// that keeps an older record read late from serving it again.
+	Ended []Record
 	// Unreadable lists records that were skipped because they could not be
 	// read or decoded; the module is served from its next older record.
 	Unreadable []RecordError
@@ -91,14 +110,24 @@ func (a Activation) Lookup(module string) (Record, bool) {
 
 // lookup returns the served record of module, compared without case, in
 // place: nil when module is not served.
-func (a Activation) lookup(module string) *Record {
-	i, ok := slices.BinarySearchFunc(a.Modules, module, func(r Record, m string) int {
+func (a Activation) lookup(module string) *Record { return lookupIn(a.Modules, module) }
+
+// latest returns the latest record a holds for module, served or ended.
+func (a Activation) latest(module string) *Record {
+	if r := lookupIn(a.Modules, module); r != nil {
+		return r
+	}
+	return lookupIn(a.Ended, module)
+}
+
+func lookupIn(recs []Record, module string) *Record {
+	i, ok := slices.BinarySearchFunc(recs, module, func(r Record, m string) int {
 		return CompareNames(r.Module, m)
 	})
 	if !ok {
 		return nil
 	}
-	return &a.Modules[i]
+	return &recs[i]
 }
 
 // RecordError reports a record file that could not be used.
@@ -157,6 +186,39 @@ func parseStamp(s string) (time.Time, bool) {
 	return time.Unix(0, int64(n)).UTC(), true
 }
 
+// seqPrefix starts a sequenced record ID: 's', 20 decimal digits of the
+// module's sequence number, '-', then a stamp. 's' sorts after the digits a
+// bare stamp (a record ID before sequence numbers) starts with.
+const seqPrefix = 's'
+
+// seqIDLen is the length of a sequenced record ID.
+const seqIDLen = 1 + 20 + 1 + stampLen
+
+// newRecordIDFromStamp names the record with sequence number seq and stamp.
+func newRecordIDFromStamp(seq uint64, stamp string) string {
+	return fmt.Sprintf("%c%020d-%s", seqPrefix, seq, stamp)
+}
+
+// parseRecordID returns the sequence number of a record ID (0 for a bare
+// stamp, the IDs records had before sequence numbers), or false if id is
+// not a record ID.
+func parseRecordID(id string) (uint64, bool) {
+	if _, ok := parseStamp(id); ok {
+		return 0, true
+	}
+	if len(id) != seqIDLen || id[0] != seqPrefix || id[21] != '-' {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(id[1:21], 10, 64)
+	if err != nil || id[1] == '+' {
+		return 0, false
+	}
+	if _, ok := parseStamp(id[22:]); !ok {
+		return 0, false
+	}
+	return seq, true
+}
+
 // recordIDs returns the record IDs among a records directory's entries, oldest
 // first. Anything else (a stray file, a temp file of a crashed writer) is ignored.
 func recordIDs(entries []fs.DirEntry) []string {
@@ -166,11 +228,21 @@ func recordIDs(entries []fs.DirEntry) []string {
 		if !ok || e.IsDir() {
 			continue
 		}
-		if _, ok := parseStamp(id); ok {
+		if _, ok := parseRecordID(id); ok {
 			ids = append(ids, id)
 		}
 	}
 	return ids
+}
+
+// nextSeq is the sequence number of a record written after the records ids
+// (listed oldest first): one more than the highest.
+func nextSeq(ids []string) uint64 {
+	if len(ids) == 0 {
+		return 1
+	}
+	seq, _ := parseRecordID(ids[len(ids)-1]) // the newest has the highest
+	return seq + 1
 }
 
 // packed returns r with its strings in one allocation and its state one

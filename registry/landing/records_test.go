@@ -74,7 +74,7 @@ func TestAnUnreadableRecordIsReportedAndTheOlderOneServes(t *testing.T) {
 
 	t.Run("a partial temporary file is not a record", func(t *testing.T) {
 		require.NoError(t, os.Remove(recordFile))
-		future := newStamp(time.Now().Add(time.Hour))
+		future := newRecordIDFromStamp(99, newStamp(time.Now().Add(time.Hour)))
 		partial := []byte(`{"format":1,"module":"Rec","sta`)
 		require.NoError(t, os.WriteFile(filepath.Join(root, "modules", "rec", "records", ".tmp-"+future+".json"), partial, 0o644))
 		act, err := l.Activation(ctx)

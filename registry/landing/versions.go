@@ -134,9 +134,14 @@ func (l *ModuleLanding) readClaim(ctx context.Context, dir string) (versionClaim
 
 // collectGenerations deletes the generation directories of the module key
 // that no record since its last removal references and that are older than
-// GenerationGrace. It never fails a landing: problems are logged, and when
-// any record cannot be read nothing is deleted.
-func (l *ModuleLanding) collectGenerations(ctx context.Context, key string) {
+// GenerationGrace, by this replica's clock against their stamps and by the
+// volume's own clock against their modification times (as of landed, the
+// generation this landing just placed): a replica whose clock runs ahead,
+// or whose peer's runs behind, never takes a generation another replica
+// placed a moment ago and is about to record. It never fails a landing:
+// problems are logged, and when any record cannot be read nothing is
+// deleted.
+func (l *ModuleLanding) collectGenerations(ctx context.Context, key, landed string) {
 	entries, err := l.v.ReadDir(ctx, generationsDir(key))
 	if err != nil {
 		l.log.Warn("old generations not collected", "module", key, "err", err)
@@ -147,12 +152,22 @@ func (l *ModuleLanding) collectGenerations(ctx context.Context, key string) {
 		l.log.Warn("old generations not collected", "module", key, "err", err)
 		return
 	}
+	newest, err := l.v.Stat(ctx, generationDir(key, landed))
+	if err != nil {
+		l.log.Warn("old generations not collected: the volume's time is not known", "module", key, "err", err)
+		return
+	}
+	volumeNow := newest.ModTime()
 	now := l.clk.Now()
 	for _, e := range entries {
 		gen := e.Name()
 		at, ok := parseStamp(gen)
 		if !ok || !e.IsDir() || refs[gen] || now.Sub(at) < GenerationGrace {
 			continue
+		}
+		info, err := e.Info()
+		if err != nil || volumeNow.Sub(info.ModTime()) < GenerationGrace {
+			continue // recent by the volume's clock (or not known): another replica may record it
 		}
 		if err := l.v.RemoveAll(ctx, generationDir(key, gen)); err != nil {
 			l.log.Warn("old generation not collected", "generation", generationDir(key, gen), "err", err)

@@ -146,6 +146,8 @@ func TestGenerationsThatNothingReferencesAreRemovedAfterTheirGrace(t *testing.T)
 	for _, g := range []string{old, recent} {
 		require.NoError(t, os.MkdirAll(filepath.Join(root, filepath.FromSlash(generationFilesDir("crm", g))), 0o755))
 	}
+	// The volume's clock agrees: the old orphan was placed long ago.
+	ageOnVolume(t, root, old, 2*GenerationGrace)
 	clk.Set(clk.Now().Add(time.Minute))
 	v2, err := l.Land(ctx, "Crm", "2.0.0", testkit.ModuleArchive(t, "Crm", "2.0.0", 1))
 	require.NoError(t, err)
@@ -154,9 +156,44 @@ func TestGenerationsThatNothingReferencesAreRemovedAfterTheirGrace(t *testing.T)
 
 	// Control: past its grace the recent orphan goes too; v1 stays shelvable.
 	clk.Set(clk.Now().Add(GenerationGrace))
+	ageOnVolume(t, root, recent, 2*GenerationGrace)
 	v3, err := l.Land(ctx, "Crm", "3.0.0", testkit.ModuleArchive(t, "Crm", "3.0.0", 1))
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{v1.Generation, v2.Generation, v3.Generation}, testkit.Generations(t, root, "Crm"))
 	_, err = l.Shelve(ctx, "Crm", "1.0.0")
 	require.NoError(t, err)
+}
+
+// ageOnVolume sets the modification time of Crm's generation gen by, as
+// the volume's clock would have stamped it that long ago.
+func ageOnVolume(t *testing.T, root, gen string, by time.Duration) {
+	t.Helper()
+	dir := filepath.Join(root, filepath.FromSlash(generationDir("crm", gen)))
+	at := time.Now().Add(-by)
+	require.NoError(t, os.Chtimes(dir, at, at))
+}
+
+// TestAReplicaWhoseClockRunsAnHourAheadDoesNotCollectAGenerationAnotherIsAboutToRecord:
+// a generation placed a moment ago (by the volume's clock) by a replica
+// that has not written its record yet stays, although this replica's clock
+// says its stamp is an hour old. Negative control: the same generation
+// placed long ago on the volume is collected.
+func TestAReplicaWhoseClockRunsAnHourAheadDoesNotCollectAGenerationAnotherIsAboutToRecord(t *testing.T) {
+	root := t.TempDir()
+	ahead := clock.NewMock()
+	ahead.Set(time.Now().Add(time.Hour))
+	l := newLanding(t, DirVolume(root), Options{Clock: ahead})
+	ctx := t.Context()
+	_, err := l.Land(ctx, "Crm", "1.0.0", testkit.ModuleArchive(t, "Crm", "1.0.0", 1))
+	require.NoError(t, err)
+	inFlight := newStamp(time.Now()) // another replica's, placed now, its record not written yet
+	require.NoError(t, os.MkdirAll(filepath.Join(root, filepath.FromSlash(generationFilesDir("crm", inFlight))), 0o755))
+	_, err = l.Land(ctx, "Crm", "2.0.0", testkit.ModuleArchive(t, "Crm", "2.0.0", 1))
+	require.NoError(t, err)
+	assert.Contains(t, testkit.Generations(t, root, "Crm"), inFlight, "recent on the volume: kept")
+
+	ageOnVolume(t, root, inFlight, 2*GenerationGrace)
+	_, err = l.Land(ctx, "Crm", "3.0.0", testkit.ModuleArchive(t, "Crm", "3.0.0", 1))
+	require.NoError(t, err)
+	assert.NotContains(t, testkit.Generations(t, root, "Crm"), inFlight, "control: old on the volume too, collected")
 }

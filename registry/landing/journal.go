@@ -1,0 +1,200 @@
+package landing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+)
+
+// The journal is the volume's own list of writes, in one order every
+// replica reads the same way: before a record is renamed into place (its
+// commit), its writer claims the next journal sequence number with an entry
+// naming the module and the record. A replica that tails the journal reads
+// one entry per write made since its last tail (and one failed read when
+// there is none): O(changes), never O(modules), and independent of any
+// announcement a writer makes elsewhere, which a crash right after the
+// commit can lose.
+//
+// Layout: journal/<segment>/<seq>/entry.json, where seq is the entry's
+// sequence number (20 digits) and segment is seq / JournalSegment (10
+// digits), so that no directory holds more than JournalSegment entries. An
+// entry is staged whole and its directory renamed into place, which fails
+// when the sequence number is taken (a rename onto an existing, non-empty
+// directory: the claim the version claims rely on too); the writer then
+// tries the next. Sequence numbers start at 1 and have no holes: a writer
+// moves past a number only once it exists.
+//
+// An entry names a record that may not be in place yet (its commit follows
+// the entry) or ever (a write that failed after its entry): a reader keeps
+// looking for it for as long as a commit may take (CommitBudget) and then
+// forgets it.
+const (
+	journalDir     = "journal"
+	journalEntry   = "entry.json"
+	JournalSegment = 4096
+)
+
+// journalProbes bounds how many taken sequence numbers a writer steps over
+// before it lists the journal to find its end.
+const journalProbes = 64
+
+// JournalEntry is one write on the journal.
+type JournalEntry struct {
+	Seq     uint64 `json:"-"`       // its place in the journal, from 1
+	Module  string `json:"module"`  // the module written
+	Record  string `json:"record"`  // the ID of the record the write commits
+	Replica string `json:"replica"` // the ModuleLanding that wrote it
+}
+
+type journalFormat struct {
+	Format int `json:"format"`
+	JournalEntry
+}
+
+func journalSegmentDir(seq uint64) string {
+	return path.Join(journalDir, fmt.Sprintf("%010d", seq/JournalSegment))
+}
+
+func journalEntryDir(seq uint64) string {
+	return path.Join(journalSegmentDir(seq), fmt.Sprintf("%020d", seq))
+}
+
+// journal claims the next journal sequence number for e. It runs on the
+// landing lane, before the record's commit.
+func (l *ModuleLanding) journal(ctx context.Context, e JournalEntry) error {
+	data, err := json.Marshal(journalFormat{Format: 1, JournalEntry: e})
+	if err != nil {
+		return fmt.Errorf("registry: encode journal entry: %w", err)
+	}
+	stage := path.Join(stagingDir, e.Record+"-journal")
+	if err := l.v.MkdirAll(ctx, stage); err != nil {
+		return l.abandon(ctx, stage, volumeErr(ctx, "create staging directory "+stage, err))
+	}
+	if err := l.v.WriteFile(ctx, path.Join(stage, journalEntry), data); err != nil {
+		return l.abandon(ctx, stage, volumeErr(ctx, "write journal entry", err))
+	}
+	l.mu.Lock()
+	next := l.journalNext
+	l.mu.Unlock()
+	probes := 0
+	for {
+		if next == 0 || probes == journalProbes {
+			head, err := l.scanJournalHead(ctx)
+			if err != nil {
+				return l.abandon(ctx, stage, err)
+			}
+			next, probes = max(next, head), 0
+		}
+		if err := l.v.MkdirAll(ctx, journalSegmentDir(next)); err != nil {
+			return l.abandon(ctx, stage, volumeErr(ctx, "create "+journalSegmentDir(next), err))
+		}
+		renameErr := l.v.Rename(ctx, stage, journalEntryDir(next))
+		if renameErr == nil {
+			l.advanceJournal(next + 1)
+			return nil
+		}
+		if _, err := l.v.Stat(ctx, journalEntryDir(next)); err != nil {
+			return l.abandon(ctx, stage, volumeErr(ctx, "claim journal entry "+journalEntryDir(next), renameErr))
+		}
+		next++ // taken by another write
+		probes++
+	}
+}
+
+// advanceJournal notes that the journal holds entries below next.
+func (l *ModuleLanding) advanceJournal(next uint64) {
+	l.mu.Lock()
+	l.journalNext = max(l.journalNext, next)
+	l.mu.Unlock()
+}
+
+// scanJournalHead lists the journal for the first free sequence number:
+// two listings, the segments and the last non-empty one.
+func (l *ModuleLanding) scanJournalHead(ctx context.Context) (uint64, error) {
+	segs, err := l.v.ReadDir(ctx, journalDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, volumeErr(ctx, "list the journal", err)
+	}
+	segs = sortedEntries(segs)
+	for i := len(segs) - 1; i >= 0; i-- {
+		if _, err := strconv.ParseUint(segs[i].Name(), 10, 64); err != nil || len(segs[i].Name()) != 10 || !segs[i].IsDir() {
+			continue
+		}
+		dir := path.Join(journalDir, segs[i].Name())
+		entries, err := l.v.ReadDir(ctx, dir)
+		if err != nil {
+			return 0, volumeErr(ctx, "list "+dir, err)
+		}
+		entries = sortedEntries(entries)
+		for j := len(entries) - 1; j >= 0; j-- {
+			seq, err := strconv.ParseUint(entries[j].Name(), 10, 64)
+			if err != nil || len(entries[j].Name()) != 20 || !entries[j].IsDir() {
+				continue
+			}
+			return seq + 1, nil
+		}
+	}
+	return 1, nil
+}
+
+// JournalHead returns the sequence number the next journal entry will get:
+// a tail that starts there reads every write whose entry is claimed after
+// this call. It lists the journal (two volume operations), on the read pool.
+func (l *ModuleLanding) JournalHead(ctx context.Context) (uint64, error) {
+	var head uint64
+	err := l.onReadPool(ctx, "journal head", func() error {
+		var err error
+		head, err = l.scanJournalHead(ctx)
+		return err
+	})
+	if err == nil {
+		l.advanceJournal(head)
+	}
+	return head, err
+}
+
+// ReadJournal returns the journal's entries from sequence number from on,
+// at most limit of them, and the sequence number to read from next: one
+// volume operation per entry, and one for the first that does not exist
+// yet. An entry that cannot be decoded is returned with its Module empty:
+// the reader cannot tell what it stood for (a full reconciliation can).
+// It runs on the read pool.
+func (l *ModuleLanding) ReadJournal(ctx context.Context, from uint64, limit int) ([]JournalEntry, uint64, error) {
+	if from == 0 {
+		from = 1
+	}
+	var out []JournalEntry
+	next := from
+	err := l.onReadPool(ctx, "journal tail", func() error {
+		for len(out) < limit {
+			p := path.Join(journalEntryDir(next), journalEntry)
+			data, err := l.v.ReadFile(ctx, p)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return volumeErr(ctx, "read journal entry "+p, err)
+			}
+			var f journalFormat
+			if err := json.Unmarshal(data, &f); err != nil || f.Format != 1 || ValidateModuleName(f.Module) != nil {
+				l.log.Warn("unreadable journal entry", "entry", p, "err", err)
+				f = journalFormat{}
+			}
+			f.Seq = next
+			out = append(out, f.JournalEntry)
+			next++
+		}
+		return nil
+	})
+	if err == nil {
+		l.advanceJournal(next)
+	}
+	return out, next, err
+}
