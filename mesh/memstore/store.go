@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/internal/liveindex"
 	"github.com/meshrx/meshrx/mesh/internal/mailbox"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -83,7 +84,7 @@ type Store struct {
 	// liveMu guards the live queries and the Changes subscribers; it is
 	// taken inside mu (read or write), never the other way round.
 	liveMu  sync.Mutex
-	live    liveSet
+	live    *liveindex.Index[*liveQuery]
 	changes mailbox.Notices // the Changes subscriptions
 
 	// closing fires once, on Close, and ends every query's stream: a query
@@ -106,7 +107,7 @@ func New(opts Options) (*Store, error) {
 		log:         opts.Logger,
 		queueFrames: opts.QueueFrames,
 		parts:       map[string]*partition{},
-		live:        newLiveSet(),
+		live:        liveindex.New[*liveQuery](),
 		closing:     rx.NewAsyncSubject[struct{}](),
 		sec:         newSecurity(opts.GatedTypes),
 	}
@@ -170,7 +171,7 @@ func (s *Store) Stats() Stats {
 	}
 	s.mu.RUnlock()
 	s.liveMu.Lock()
-	live := s.live.len()
+	live := s.live.Len()
 	s.liveMu.Unlock()
 	return Stats{
 		Nodes:       nodes,
@@ -195,7 +196,12 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.parts = nil
 	s.liveMu.Lock()
-	ended := s.live.clear()
+	var ended []*liveQuery
+	s.live.All(func(lq *liveQuery) {
+		lq.done = true
+		ended = append(ended, lq)
+	})
+	s.live = liveindex.New[*liveQuery]()
 	var startQ []*liveQuery
 	for _, lq := range ended {
 		if lq.box.End() {
@@ -282,7 +288,7 @@ func unavailable(op string) error {
 func (s *Store) Settle(ctx context.Context) error {
 	s.liveMu.Lock()
 	var pending []<-chan struct{}
-	s.live.each(func(lq *liveQuery) {
+	s.live.All(func(lq *liveQuery) {
 		if c := lq.box.Settled(); c != nil {
 			pending = append(pending, c)
 		}
