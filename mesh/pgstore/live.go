@@ -130,6 +130,20 @@ func (lq *liveQuery) concerns(schema string, partition bool, path, nodeType stri
 	return !typed || lq.types == nil || lq.types[strings.ToLower(nodeType)]
 }
 
+func newLiveIndex() *liveindex.Index[*liveQuery] { return liveindex.New[*liveQuery]() }
+
+// keyOf is what the index of live queries files lq under.
+func keyOf(lq *liveQuery) liveindex.Key {
+	k := liveindex.Key{Schemas: lq.plan.schemas, AllPartitions: lq.plan.anySchema, Query: lq.q}
+	if lq.plan.typed {
+		k.Types = lq.plan.types
+		if k.Types == nil {
+			k.Types = []string{} // constrained to no type
+		}
+	}
+	return k
+}
+
 // runLive registers lq, then serves it until the subscriber leaves (ctx
 // ends), a read fails (*mesh.UnavailableError) or the store closes (the
 // query completes). It returns at once; the work runs on a store goroutine.
@@ -141,14 +155,7 @@ func (s *Store) runLive(subCtx context.Context, lq *liveQuery, o rx.Observer[mes
 		o.OnError(unavailable(op, ErrClosed))
 		return
 	}
-	k := liveindex.Key{Schemas: lq.plan.schemas, AllPartitions: lq.plan.anySchema, Query: lq.q}
-	if lq.plan.typed {
-		k.Types = lq.plan.types
-		if k.Types == nil {
-			k.Types = []string{} // constrained to no type
-		}
-	}
-	lq.entry = s.live.Add(k, lq)
+	lq.entry = s.live.Add(keyOf(lq), lq)
 	s.wg.Add(1)
 	s.mu.Unlock()
 

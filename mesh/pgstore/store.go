@@ -123,7 +123,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		budgets:     opts.Budgets,
 		router:      opts.Router,
 		log:         opts.Logger,
-		live:        liveindex.New[*liveQuery](),
+		live:        newLiveIndex(),
 		schemas:     newSchemaSet(),
 		queueFrames: opts.QueueFrames,
 		feed:        rx.NewBehaviorSubject(FeedState{}),
