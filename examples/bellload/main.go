@@ -45,7 +45,8 @@ type config struct {
 	sends, broadcasts int
 	dial              int // streams opened at once
 	bound             time.Duration
-	bin               string // a built bell binary; empty builds ./examples/bell
+	bin               string // a built bell binary; empty builds pkg
+	pkg               string // the bell's package, as go build names it
 }
 
 func main() {
@@ -57,7 +58,8 @@ func main() {
 	fs.IntVar(&c.broadcasts, "broadcasts", 5, "Admin notifications, one at a time")
 	fs.IntVar(&c.dial, "dial", 64, "streams opened concurrently")
 	fs.DurationVar(&c.bound, "bound", 2*time.Minute, "bound of each wait: the server starting, streams opening, one delivery")
-	fs.StringVar(&c.bin, "bin", "", "bell binary to run; empty builds ./examples/bell (run from the module root)")
+	fs.StringVar(&c.bin, "bin", "", "bell binary to run; empty builds -pkg")
+	fs.StringVar(&c.pkg, "pkg", "./examples/bell", "the bell's package, built when -bin is empty (the default is relative to the module root)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
@@ -73,17 +75,22 @@ func main() {
 }
 
 func run(ctx context.Context, c config, out io.Writer) error {
-	if c.viewers < 1 || c.sends < 1 {
-		return errors.New("-viewers and -sends must be at least 1")
+	if c.viewers < 1 || c.sends < 1 || c.admins < 0 || c.broadcasts < 0 || c.dial < 1 || c.bound <= 0 {
+		return errors.New("-viewers, -sends, -dial and -bound must be positive; -admins and -broadcasts not negative")
 	}
 	srv, err := startBell(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	fmt.Fprintf(out, "bell pid %d on %s\n", srv.cmd.Process.Pid, srv.base)
+	return measure(ctx, srv, c, out)
+}
 
+// measure runs the measurements against the bell srv.
+func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
+	fmt.Fprintf(out, "bell pid %d on %s\n", srv.cmd.Process.Pid, srv.base)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}}
+	defer client.CloseIdleConnections()
 	streams := make([]*stream, 0, c.viewers+c.admins)
 	for v := range c.viewers {
 		streams = append(streams, &stream{viewer: fmt.Sprintf("u%06d", v)})
@@ -92,9 +99,13 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		streams = append(streams, &stream{viewer: "ops", admin: true})
 	}
 	streamCtx, endStreams := context.WithCancel(ctx)
-	defer endStreams()
+	var reading sync.WaitGroup
+	defer func() {
+		endStreams()
+		reading.Wait() // each ends as its request's context does
+	}()
 	began := time.Now()
-	if err := openAll(streamCtx, client, srv.base, streams, c); err != nil {
+	if err := openAll(streamCtx, &reading, client, srv.base, streams, c); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%d streams open in %s\n", len(streams), time.Since(began).Round(time.Millisecond))
@@ -150,11 +161,11 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 		bin = filepath.Join(dir, "bell")
 		bctx, cancel := context.WithTimeout(ctx, c.bound)
 		defer cancel()
-		build := exec.CommandContext(bctx, "go", "build", "-o", bin, "./examples/bell")
+		build := exec.CommandContext(bctx, "go", "build", "-o", bin, c.pkg)
 		build.Stderr = os.Stderr
 		if err := build.Run(); err != nil {
 			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("building ./examples/bell (run from the module root, or pass -bin): %w", err)
+			return nil, fmt.Errorf("building %s (run from the module root, or pass -bin): %w", c.pkg, err)
 		}
 	}
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
@@ -173,7 +184,10 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if addr, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				found <- addr
+				select {
+				case found <- addr:
+				default:
+				}
 			}
 		}
 	}()
@@ -244,7 +258,7 @@ func (s *stream) seen(data []byte, at time.Time) {
 // openAll opens every stream, c.dial at a time, and returns once each has
 // received its first bell state, or fails naming the first that did not.
 // The streams are read until ctx ends.
-func openAll(ctx context.Context, client *http.Client, base string, streams []*stream, c config) error {
+func openAll(ctx context.Context, reading *sync.WaitGroup, client *http.Client, base string, streams []*stream, c config) error {
 	ready := make(chan error, len(streams))
 	slots := make(chan struct{}, c.dial)
 	timer := time.NewTimer(c.bound)
@@ -255,10 +269,14 @@ func openAll(ctx context.Context, client *http.Client, base string, streams []*s
 		case <-timer.C:
 			return fmt.Errorf("the streams did not all open within %s", c.bound)
 		}
-		go s.run(ctx, client, base, func(err error) {
-			<-slots
-			ready <- err
-		})
+		reading.Add(1)
+		go func() {
+			defer reading.Done()
+			s.run(ctx, client, base, func(err error) {
+				<-slots
+				ready <- err
+			})
+		}()
 	}
 	for range streams {
 		select {
