@@ -121,14 +121,14 @@ func (s *Store) classify(schema string, global bool, old, cur *mesh.Node) []*liv
 	if some == nil {
 		some = old
 	}
-	w := liveindex.Write{Schema: schema, Partition: !global, Typed: true,
-		TypeA: some.NodeType, TypeB: some.NodeType, Path: some.Path}
-	if old != nil {
-		w.TypeA = old.NodeType
-	}
 	path := strings.ToLower(some.Path)
 	ns, _ := mesh.SplitPath(path)
-	typeA, typeB := strings.ToLower(w.TypeA), strings.ToLower(w.TypeB)
+	typeB := strings.ToLower(some.NodeType)
+	typeA := typeB
+	if old != nil && old.NodeType != some.NodeType {
+		typeA = strings.ToLower(old.NodeType)
+	}
+	w := liveindex.Write{Schema: schema, Partition: !global, Typed: true, TypeA: typeA, TypeB: typeB, Path: path}
 	parts := []string{schema}
 	var start []*liveQuery
 	evaluated := 0

@@ -167,9 +167,11 @@ func (r *reachQuery) check(t testing.TB, bound time.Duration, deadline time.Time
 	r.checked = len(r.want)
 }
 
-// apply updates the model with a write (old and cur nil when absent) and
-// records the frame each query must receive.
-func applyReach(queries []*reachQuery, old, cur *mesh.Node) {
+// applyReach updates the model with a write (old and cur nil when absent),
+// records the frame each query must receive, and returns the queries that
+// must receive one.
+func applyReach(queries []*reachQuery, old, cur *mesh.Node) []*reachQuery {
+	var reached []*reachQuery
 	for _, r := range queries {
 		wasIn := old != nil && r.parsed.Matches(*old)
 		nowIn := cur != nil && r.parsed.Matches(*cur)
@@ -186,17 +188,23 @@ func applyReach(queries []*reachQuery, old, cur *mesh.Node) {
 		} else if wasIn {
 			delete(r.rows, old.Path)
 		}
+		if wasIn || nowIn {
+			reached = append(reached, r)
+		}
 	}
+	return reached
 }
 
 // reach: with thousands of live queries of many shapes over many
 // partitions, each write reaches exactly the queries whose results it
 // changes, as the frame that says how: no query it changes misses it, no
 // query it leaves alone receives anything. Writes run one at a time and
-// each waits for its frames, so a frame cannot stand for two writes and
-// every query's frames must be exactly the model's. A query that must
-// receive nothing more is checked by the frames of the writes after it: a
-// stray frame would arrive before them, as frames keep write order.
+// each waits for the frames it must cause, so a frame cannot stand for two
+// writes and every query's frames must be exactly the model's. A stray
+// frame is caught at the query's next check: frames keep write order, so
+// it arrives before the frames of later writes. Fences at the end (writes
+// that change every query's result, forward then backward) give each query
+// frames after every other write, and a last pass checks every query.
 func (s *suite) reach(t testing.TB, svc mesh.Store) {
 	rng := rand.New(rand.NewPCG(7, 25))
 	partitions := s.partitions
@@ -265,10 +273,10 @@ func (s *suite) reach(t testing.TB, svc mesh.Store) {
 	// One write at a time; each waits for the frames it must cause.
 	for i := range ReachWrites {
 		old, cur := write(paths[rng.IntN(len(paths))])
-		applyReach(queries, old, cur)
+		reached := applyReach(queries, old, cur)
 		deadline := time.Now().Add(s.bound)
 		after := fmt.Sprintf("write %d (%s)", i, describeWrite(old, cur))
-		for _, r := range queries {
+		for _, r := range reached {
 			r.check(t, s.bound, deadline, after)
 		}
 	}
@@ -284,12 +292,17 @@ func (s *suite) reach(t testing.TB, svc mesh.Store) {
 			n.Content = fmt.Appendf(nil, `{"n":77,"w":%d}`, rng.Uint32())
 			n = put(t, svc, n)
 			stored[p] = n
-			applyReach(queries, &prev, &n)
+			reached := applyReach(queries, &prev, &n)
 			deadline := time.Now().Add(s.bound)
-			for _, r := range queries {
+			for _, r := range reached {
 				r.check(t, s.bound, deadline, "fence "+p)
 			}
 		}
+	}
+	// Every query once more: a stray frame of any write has arrived before
+	// the frames of the fences after it.
+	for _, r := range queries {
+		r.check(t, s.bound, time.Now(), "all the writes")
 	}
 	frames, reached := 0, 0
 	for _, r := range queries {

@@ -337,7 +337,8 @@ func (s *Store) dispatch(schema string, partition bool, path, nodeType string, t
 	} else {
 		s.schemas.markTypesStale()
 	}
-	w := liveindex.Write{Schema: schema, Partition: partition, Typed: typed, TypeA: nodeType, TypeB: nodeType, Path: path}
+	typ := strings.ToLower(nodeType)
+	w := liveindex.Write{Schema: schema, Partition: partition, Typed: typed, TypeA: typ, TypeB: typ, Path: strings.ToLower(path)}
 	requeried := 0
 	s.mu.Lock()
 	total := s.live.Len()

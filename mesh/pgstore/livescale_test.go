@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,7 +52,7 @@ func liveStoreOf(tb testing.TB, n int) (*Store, []*liveQuery) {
 }
 
 func liveWrite(schema, path string) liveindex.Write {
-	return liveindex.Write{Schema: schema, Partition: true, Typed: true, TypeA: "Notification", TypeB: "Notification", Path: path}
+	return liveindex.Write{Schema: schema, Partition: true, Typed: true, TypeA: "notification", TypeB: "notification", Path: strings.ToLower(path)}
 }
 
 // A notice for one viewer's namespace, among 10,000 viewers' live queries,

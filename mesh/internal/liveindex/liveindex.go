@@ -40,17 +40,20 @@ type Key struct {
 	Query *mesh.Query
 }
 
-// Write is what a write or change notice says about the written node.
+// Write is what a write or change notice says about the written node. Its
+// types and path are lower-cased (strings.ToLower, as mesh.Query.Matches
+// folds them): the store has them so already, and folding them here again
+// would cost every write.
 type Write struct {
 	Schema    string // the schema written
 	Partition bool   // Schema is a partition, not a global satellite schema
 	// Typed says the write's node types are known; when false every type
 	// is concerned.
 	Typed bool
-	// TypeA and TypeB are the node's type before and after the write (any
-	// case; equal when it did not change).
+	// TypeA and TypeB are the node's type before and after the write
+	// (lower-cased; equal when it did not change).
 	TypeA, TypeB string
-	Path         string // the written node's path
+	Path         string // the written node's path, lower-cased
 }
 
 // anchor kinds: how a filed anchor selects a written path p (lower-cased).
@@ -261,8 +264,7 @@ func (x *Index[V]) prune(c *cell[V]) {
 func (x *Index[V]) Visit(w Write, f func(V)) int {
 	x.epoch++
 	visited := 0
-	path := strings.ToLower(w.Path)
-	typeA, typeB := strings.ToLower(w.TypeA), strings.ToLower(w.TypeB)
+	path, typeA, typeB := w.Path, w.TypeA, w.TypeB
 	visitSchema := func(ss *schemaSet[V]) {
 		if ss == nil {
 			return
