@@ -202,3 +202,26 @@ func quantile(ds []time.Duration, q int) time.Duration {
 	slices.Sort(ds)
 	return ds[min(len(ds)-1, len(ds)*q/100)]
 }
+
+// BenchmarkSubscribeBeside measures subscribing one more viewer's live
+// query (to its Initial) and unsubscribing it, with 1,000, 10,000 or
+// 100,000 others open: the cost must not grow with them.
+//
+//	go test -run '^$' -bench SubscribeBeside ./mesh/memstore/
+func BenchmarkSubscribeBeside(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("live=%d", n), func(b *testing.B) {
+			s := newStore(b, memstore.Options{Clock: rxtest.NewClock()})
+			fillViewers(b, s, n+1)
+			subscribeViewers(b, s, n, func(mesh.Change) {})
+			q := s.Query(viewerQuery(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				got := make(chan struct{}, 1)
+				sub := q.Subscribe(rx.NewObserver(func(mesh.Change) { got <- struct{}{} }, func(err error) { b.Error(err) }, nil))
+				<-got // the Initial is delivered on the subscribing goroutine
+				sub.Unsubscribe()
+			}
+		})
+	}
+}
