@@ -6,9 +6,15 @@
 // read touches one partition, a children query reads one namespace and a
 // descendants query walks one subtree; nothing scans a partition it need not.
 //
-// Queries are live. A write is classified once per live query: a query whose
-// node types, partitions or anchor cannot include the written node is not
-// matched at all (Stats counts both outcomes).
+// Queries are live. Live queries are filed by the partitions they read,
+// the node types they name and the place their anchor looks, so a write
+// visits only the queries filed under its partition, its node's type and
+// its path (plus the few that read every partition or look anywhere): its
+// cost does not grow with the number of live queries. A query whose node
+// types, partitions or anchor cannot include the written node is not
+// matched at all; Stats counts both outcomes, the unvisited pairs among
+// the skipped. Subscribing and unsubscribing cost O(1) in the number of
+// live queries (see docs/live-queries.md for figures).
 //
 // Writers never wait on readers. A write queues its frames and returns; each
 // live query (and each Changes subscription) is delivered from its own

@@ -1,9 +1,11 @@
 package memstore
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/internal/liveindex"
 	"github.com/meshrx/meshrx/mesh/internal/mailbox"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -18,9 +20,19 @@ type liveQuery struct {
 	parts     []string        // the schemas its Initial read, reported on the frame
 	anchor    anchorFilter
 
-	o    rx.Observer[mesh.Change]
-	box  mailbox.Mailbox[mesh.Change]
-	done bool // unsubscribed or ended; guarded by Store.liveMu
+	o     rx.Observer[mesh.Change]
+	box   mailbox.Mailbox[mesh.Change]
+	done  bool                         // unsubscribed or ended; guarded by Store.liveMu
+	entry *liveindex.Entry[*liveQuery] // its place in Store.live; guarded by Store.liveMu
+}
+
+// key is what the store's index of live queries files lq under.
+func (lq *liveQuery) key() liveindex.Key {
+	k := liveindex.Key{AllPartitions: lq.anySchema, Types: lq.types, Query: lq.q}
+	if !lq.anySchema {
+		k.Schemas = lq.parts
+	}
+	return k
 }
 
 // reads reports whether a write to schema can concern q.
@@ -29,108 +41,6 @@ func (lq *liveQuery) reads(schema string, global bool) bool {
 		return !global
 	}
 	return lq.schemas[schema]
-}
-
-// liveSet is the set of live queries, indexed by the node types they are
-// constrained to, so a write reaches only the queries its node's type can
-// concern.
-type liveSet struct {
-	byType  map[string]map[*liveQuery]struct{} // lower-cased type → constrained queries
-	anyType map[*liveQuery]struct{}            // unconstrained queries
-	n       int
-}
-
-func newLiveSet() liveSet {
-	return liveSet{byType: map[string]map[*liveQuery]struct{}{}, anyType: map[*liveQuery]struct{}{}}
-}
-
-func (r *liveSet) len() int { return r.n }
-
-func (r *liveSet) add(lq *liveQuery) {
-	r.n++
-	if lq.types == nil {
-		r.anyType[lq] = struct{}{}
-		return
-	}
-	for _, t := range lq.types {
-		set := r.byType[t]
-		if set == nil {
-			set = map[*liveQuery]struct{}{}
-			r.byType[t] = set
-		}
-		set[lq] = struct{}{}
-	}
-}
-
-func (r *liveSet) remove(lq *liveQuery) {
-	if lq.types == nil {
-		if _, ok := r.anyType[lq]; ok {
-			delete(r.anyType, lq)
-			r.n--
-		}
-		return
-	}
-	removed := false
-	for _, t := range lq.types {
-		if set, ok := r.byType[t]; ok {
-			if _, in := set[lq]; in {
-				removed = true
-				delete(set, lq)
-				if len(set) == 0 {
-					delete(r.byType, t)
-				}
-			}
-		}
-	}
-	if removed {
-		r.n--
-	}
-}
-
-// each calls f with every query once.
-func (r *liveSet) each(f func(*liveQuery)) {
-	for lq := range r.anyType {
-		f(lq)
-	}
-	seen := map[*liveQuery]bool{}
-	for _, set := range r.byType {
-		for lq := range set {
-			if !seen[lq] {
-				seen[lq] = true
-				f(lq)
-			}
-		}
-	}
-}
-
-// clear removes and returns every query.
-func (r *liveSet) clear() []*liveQuery {
-	var all []*liveQuery
-	r.each(func(lq *liveQuery) { all = append(all, lq) })
-	for _, lq := range all {
-		lq.done = true
-	}
-	*r = newLiveSet()
-	return all
-}
-
-// concerned calls f with each query a write of a node of the given types
-// (lower-cased; old and new when the type changed) may concern.
-func (r *liveSet) concerned(typeA, typeB string, f func(*liveQuery)) {
-	for lq := range r.anyType {
-		f(lq)
-	}
-	for lq := range r.byType[typeA] {
-		f(lq)
-	}
-	if typeB == typeA {
-		return
-	}
-	for lq := range r.byType[typeB] {
-		if _, also := r.byType[typeA][lq]; !also {
-			f(lq)
-		}
-	}
 }
 
 // register reads lq's Initial and enters it among the live queries, in one
@@ -149,7 +59,7 @@ func (s *Store) register(lq *liveQuery) {
 	lq.box.Hold()
 	s.liveMu.Lock()
 	if !lq.done {
-		s.live.add(lq)
+		lq.entry = s.live.Add(lq.key(), lq)
 	}
 	s.liveMu.Unlock()
 	s.mu.RUnlock()
@@ -187,7 +97,9 @@ func (s *Store) unregister(lq *liveQuery) {
 	s.liveMu.Lock()
 	if !lq.done {
 		lq.done = true
-		s.live.remove(lq)
+		if lq.entry != nil {
+			s.live.Remove(lq.entry)
+		}
 	}
 	s.liveMu.Unlock()
 	lq.box.Leave()
@@ -196,30 +108,39 @@ func (s *Store) unregister(lq *liveQuery) {
 // classify queues, for every live query the write concerns, the frame it
 // makes: Added when the node enters the result, Updated when it stays in,
 // Removed when it leaves. old and cur are the node before and after (nil when
-// absent; both have the same path). A query whose node types, partitions or
-// anchor cannot include the node is settled without matching. The caller
-// holds mu for writing; it returns the queries whose drain must be started
-// once mu is released.
+// absent; both have the same path). The index of live queries hands it only
+// the queries filed under the write's schema, node types and path; of
+// those, one whose partitions or anchor cannot include the node is settled
+// without matching. Skipped counts every pair settled without matching,
+// those the index never visited included (total minus evaluated), so it
+// keeps its meaning whatever the index spares. The caller holds mu for
+// writing; it returns the queries whose drain must be started once mu is
+// released.
 func (s *Store) classify(schema string, global bool, old, cur *mesh.Node) []*liveQuery {
 	some := cur
 	if some == nil {
 		some = old
 	}
-	typeA, typeB := strings.ToLower(some.NodeType), strings.ToLower(some.NodeType)
-	if old != nil {
-		typeA = strings.ToLower(old.NodeType)
-	}
 	path := strings.ToLower(some.Path)
 	ns, _ := mesh.SplitPath(path)
+	typeB := strings.ToLower(some.NodeType)
+	typeA := typeB
+	if old != nil && old.NodeType != some.NodeType {
+		typeA = strings.ToLower(old.NodeType)
+	}
+	w := liveindex.Write{Schema: schema, Partition: !global, Typed: true, TypeA: typeA, TypeB: typeB, Path: path}
 	parts := []string{schema}
 	var start []*liveQuery
 	evaluated := 0
 
 	s.liveMu.Lock()
-	total := s.live.len()
-	s.live.concerned(typeA, typeB, func(lq *liveQuery) {
+	total := s.live.Len()
+	s.live.Visit(w, func(lq *liveQuery) {
 		if !lq.reads(schema, global) || !lq.anchor.admits(path, ns) {
 			return
+		}
+		if lq.types != nil && !slices.Contains(lq.types, typeA) && !slices.Contains(lq.types, typeB) {
+			return // filed coarsely: the query has many types
 		}
 		evaluated++
 		wasIn := old != nil && lq.q.Matches(*old)

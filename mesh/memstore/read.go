@@ -118,7 +118,7 @@ func (s *Store) read(lq *liveQuery) []mesh.Node {
 	schemas := lq.parts
 	if lq.anySchema {
 		schemas = s.partitionSchemas()
-		lq.parts = schemas
+		lq.parts = slices.Clone(schemas) // reported on frames: the subscriber's own
 	}
 	var items []mesh.Node
 	scanned := int64(0)

@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/internal/liveindex"
 	"github.com/meshrx/meshrx/mesh/internal/mailbox"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -76,19 +77,22 @@ type Store struct {
 	// work bounded by the data touched (one index update and the live
 	// queries' classification for a write, one anchored read for a query),
 	// never while delivering to an observer, logging or doing I/O.
-	mu     storeLock
-	parts  map[string]*partition // schema → partition
-	closed bool
+	mu    storeLock
+	parts map[string]*partition // schema → partition
+	// partList lists the partition schemas of parts, sorted; replaced
+	// whole when one is added.
+	partList []string
+	closed   bool
 
 	// liveMu guards the live queries and the Changes subscribers; it is
 	// taken inside mu (read or write), never the other way round.
 	liveMu  sync.Mutex
-	live    liveSet
+	live    *liveindex.Index[*liveQuery]
 	changes mailbox.Notices // the Changes subscriptions
 
 	// closing fires once, on Close, and ends every query's stream: a query
 	// also merges Options.Providers, which may stay live forever.
-	closing *rx.AsyncSubject[struct{}]
+	closing *closeSignal
 
 	sec security // guarded by mu
 
@@ -106,8 +110,8 @@ func New(opts Options) (*Store, error) {
 		log:         opts.Logger,
 		queueFrames: opts.QueueFrames,
 		parts:       map[string]*partition{},
-		live:        newLiveSet(),
-		closing:     rx.NewAsyncSubject[struct{}](),
+		live:        liveindex.New[*liveQuery](),
+		closing:     newCloseSignal(),
 		sec:         newSecurity(mesh.WithSecurityTypes(opts.GatedTypes)),
 	}
 	if s.clk == nil {
@@ -132,7 +136,7 @@ func New(opts Options) (*Store, error) {
 		}
 	}
 	s.querier = &mesh.Querier{Backend: backend{s}, Router: s.router, Providers: slices.Clone(opts.Providers),
-		Clock: s.clk, InitialBudget: s.budgets.QueryInitial, Until: s.closing,
+		Clock: s.clk, InitialBudget: s.budgets.QueryInitial, Until: s.closing.Observable(),
 		// Its full answers come sorted and limited (read) and its live
 		// frames say Added, Updated or Removed against its own result: with
 		// no Providers a query needs no fan-in, whose copy of the result
@@ -170,7 +174,7 @@ func (s *Store) Stats() Stats {
 	}
 	s.mu.RUnlock()
 	s.liveMu.Lock()
-	live := s.live.len()
+	live := s.live.Len()
 	s.liveMu.Unlock()
 	return Stats{
 		Nodes:       nodes,
@@ -193,9 +197,14 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.parts = nil
+	s.parts, s.partList = nil, nil
 	s.liveMu.Lock()
-	ended := s.live.clear()
+	var ended []*liveQuery
+	s.live.All(func(lq *liveQuery) {
+		lq.done = true
+		ended = append(ended, lq)
+	})
+	s.live = liveindex.New[*liveQuery]()
 	var startQ []*liveQuery
 	for _, lq := range ended {
 		if lq.box.End() {
@@ -207,8 +216,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 
 	s.start(startQ, startW)
-	s.closing.OnNext(struct{}{})
-	s.closing.OnCompleted()
+	s.closing.close()
 	s.log.Debug("memstore: closed", "liveQueriesEnded", len(ended))
 	return nil
 }
@@ -255,16 +263,21 @@ func (s *Store) schemaOf(path string) (schema string, global bool, err error) {
 }
 
 // partitionSchemas returns the partition schemas stored, sorted; global
-// satellite schemas are not partitions. The caller holds mu.
-func (s *Store) partitionSchemas() []string {
-	schemas := make([]string, 0, len(s.parts))
-	for name, p := range s.parts {
-		if !p.global {
-			schemas = append(schemas, name)
-		}
+// satellite schemas are not partitions. The caller holds mu and must not
+// change the slice: it is kept, not built per call, so routing a query
+// costs nothing per partition.
+func (s *Store) partitionSchemas() []string { return s.partList }
+
+// addPartition stores a new partition. The caller holds mu for writing.
+// The sorted list of partitions is replaced, not changed in place: readers
+// may still hold the previous one.
+func (s *Store) addPartition(p *partition) {
+	s.parts[p.schema] = p
+	if p.global {
+		return
 	}
-	slices.Sort(schemas)
-	return schemas
+	i, _ := slices.BinarySearch(s.partList, p.schema)
+	s.partList = slices.Insert(slices.Clip(s.partList), i, p.schema)
 }
 
 func unavailable(op string) error {
@@ -282,7 +295,7 @@ func unavailable(op string) error {
 func (s *Store) Settle(ctx context.Context) error {
 	s.liveMu.Lock()
 	var pending []<-chan struct{}
-	s.live.each(func(lq *liveQuery) {
+	s.live.All(func(lq *liveQuery) {
 		if c := lq.box.Settled(); c != nil {
 			pending = append(pending, c)
 		}

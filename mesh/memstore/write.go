@@ -68,7 +68,7 @@ func (s *Store) put(ctx context.Context, n mesh.Node, expected int64) (mesh.Node
 	p := s.parts[schema]
 	if p == nil {
 		p = newPartition(schema, global)
-		s.parts[schema] = p
+		s.addPartition(p)
 	}
 	var old *mesh.Node
 	e, ok := p.lookup(n.Path)

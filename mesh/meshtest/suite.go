@@ -34,6 +34,9 @@ func Run(t *testing.T, newService func(t *testing.T) mesh.Store) {
 // own tests, which run checks against stores that are broken on purpose.
 type suite struct {
 	bound time.Duration
+	// partitions is the reach check's partition count; zero means
+	// ReachPartitions. The suite's own probes run it smaller.
+	partitions int
 }
 
 type check struct {
@@ -62,6 +65,7 @@ func (s *suite) checks() []check {
 		{"EveryWriteIsAnnouncedWithItsPathOpAndNodeType", s.notices},
 		{"ConcurrentLiveQueriesAndWritersConvergeToAFreshInitial", s.convergence},
 		{"ABlockedSubscriberHoldsUpNoWriterAndCatchesUpOnRelease", s.slowSubscriber},
+		{"AmongThousandsOfLiveQueriesEachWriteReachesExactlyThoseItChanges", s.reach},
 	}
 }
 

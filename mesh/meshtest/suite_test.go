@@ -29,7 +29,7 @@ const probeBound = 300 * time.Millisecond
 // Each check passes a healthy store and fails one broken in the way the
 // check exists to catch: the suite can fail.
 func TestEachCheckFailsTheStoreItExistsToCatch(t *testing.T) {
-	s := &suite{bound: probeBound}
+	s := &suite{bound: probeBound, partitions: 10} // the reach check's probes at 404 live queries
 	checks := map[string]check{}
 	for _, c := range s.checks() {
 		checks[c.name] = c
@@ -60,6 +60,10 @@ func TestEachCheckFailsTheStoreItExistsToCatch(t *testing.T) {
 			"the tie on m broken by path"},
 		{"SecurityNodesWhosePathsDifferOnlyInCaseAreBothMaterialised", "folds security paths into one key", foldsSecurityPaths,
 			"both policies are in the materialisation"},
+		{"AmongThousandsOfLiveQueriesEachWriteReachesExactlyThoseItChanges", "misses one partition's queries", missesAPartition,
+			"must receive exactly the frames of the writes that change its result"},
+		{"AmongThousandsOfLiveQueriesEachWriteReachesExactlyThoseItChanges", "sends every write to every query", sendsEveryWrite,
+			"must receive exactly the frames of the writes that change its result"},
 		// The control of the controls: a fault a check does not look at passes it.
 		{"TheFirstFrameIsTheInitialWithTheFullMatchingSet", "ignores the sort", ignoresSort, ""},
 	} {
@@ -244,6 +248,44 @@ func dropsUpdates(s *memstore.Store) mesh.Store { return dropping{wrapped{s}} }
 
 func (d dropping) Query(q string) rx.Observable[mesh.Change] {
 	return rx.Filter(d.Store.Query(q), func(c mesh.Change) bool { return c.Kind != mesh.Updated })
+}
+
+type partitionMissed struct{ wrapped }
+
+// missesAPartition loses the frames of the queries of one partition among
+// many, as an index of live queries that misfiled it would.
+func missesAPartition(s *memstore.Store) mesh.Store { return partitionMissed{wrapped{s}} }
+
+func (m partitionMissed) Query(q string) rx.Observable[mesh.Change] {
+	if !strings.Contains(q, "r07/") {
+		return m.Store.Query(q)
+	}
+	return rx.Filter(m.Store.Query(q), func(c mesh.Change) bool { return c.Kind == mesh.Initial })
+}
+
+type broadcasting struct {
+	wrapped
+	writes *rx.Subject[mesh.Node]
+}
+
+// sendsEveryWrite sends each written node to every live query as an
+// Updated frame, as a store that does not classify writes would.
+func sendsEveryWrite(s *memstore.Store) mesh.Store {
+	return broadcasting{wrapped{s}, rx.NewSubject[mesh.Node]()}
+}
+
+func (b broadcasting) Query(q string) rx.Observable[mesh.Change] {
+	return rx.Merge(b.Store.Query(q), rx.Map[mesh.Node](b.writes, func(n mesh.Node) mesh.Change {
+		return mesh.Change{Kind: mesh.Updated, Items: []mesh.Node{n}}
+	}))
+}
+
+func (b broadcasting) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	stored, err := b.Store.Put(ctx, n)
+	if err == nil {
+		b.writes.OnNext(stored)
+	}
+	return stored, err
 }
 
 type unanchoredServed struct{ wrapped }

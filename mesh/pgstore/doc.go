@@ -52,8 +52,10 @@
 // the database (its replicas) arrive the same way. A notice concerns only
 // the live queries that read its schema and table, whose anchor holds its
 // path and whose node types include its type (without a type, any type
-// does); each of those re-reads the written path (or, for a query with a
-// limit, its whole result) and sends what changed. After the listener
+// does); the listener finds them through an index of the live queries by
+// schema, node type and anchor, so a notice costs the same among 100 live
+// queries or 100,000. Each of those re-reads the written path (or, for a
+// query with a limit, its whole result) and sends what changed. After the listener
 // reconnects every live query gets a Reset, never a silent gap.
 //
 // # The security fold

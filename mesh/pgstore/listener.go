@@ -149,10 +149,10 @@ func (s *Store) handle(payload string) {
 func (s *Store) dispatchAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for lq := range s.live {
+	s.live.All(func(lq *liveQuery) {
 		s.requeries.Add(1)
 		lq.owe(pendingDiff, "")
-	}
+	})
 }
 
 func clip(s string, n int) string {

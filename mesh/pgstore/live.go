@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/internal/liveindex"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -37,7 +38,8 @@ type liveQuery struct {
 	fixed  map[string]bool // the schemas it reads, unless plan.anySchema
 	tables map[string]bool // the node tables it reads
 
-	wake chan struct{} // capacity 1: a read is owed
+	wake  chan struct{}                // capacity 1: a read is owed
+	entry *liveindex.Entry[*liveQuery] // its place in Store.live; guarded by Store.mu
 
 	mu      sync.Mutex
 	owed    pending
@@ -128,6 +130,20 @@ func (lq *liveQuery) concerns(schema string, partition bool, path, nodeType stri
 	return !typed || lq.types == nil || lq.types[strings.ToLower(nodeType)]
 }
 
+func newLiveIndex() *liveindex.Index[*liveQuery] { return liveindex.New[*liveQuery]() }
+
+// keyOf is what the index of live queries files lq under.
+func keyOf(lq *liveQuery) liveindex.Key {
+	k := liveindex.Key{Schemas: lq.plan.schemas, AllPartitions: lq.plan.anySchema, Query: lq.q}
+	if lq.plan.typed {
+		k.Types = lq.plan.types
+		if k.Types == nil {
+			k.Types = []string{} // constrained to no type
+		}
+	}
+	return k
+}
+
 // runLive registers lq, then serves it until the subscriber leaves (ctx
 // ends), a read fails (*mesh.UnavailableError) or the store closes (the
 // query completes). It returns at once; the work runs on a store goroutine.
@@ -139,7 +155,7 @@ func (s *Store) runLive(subCtx context.Context, lq *liveQuery, o rx.Observer[mes
 		o.OnError(unavailable(op, ErrClosed))
 		return
 	}
-	s.live[lq] = struct{}{}
+	lq.entry = s.live.Add(keyOf(lq), lq)
 	s.wg.Add(1)
 	s.mu.Unlock()
 
@@ -219,7 +235,7 @@ func (s *Store) endLive(o rx.Observer[mesh.Change], op string, sentInitial bool)
 
 func (s *Store) unregister(lq *liveQuery) {
 	s.mu.Lock()
-	delete(s.live, lq)
+	s.live.Remove(lq.entry)
 	s.mu.Unlock()
 }
 
@@ -308,9 +324,12 @@ func sameNode(a, b mesh.Node) bool {
 		a.Namespace == b.Namespace && a.ID == b.ID && bytes.Equal(a.Content, b.Content)
 }
 
-// dispatch settles one change notice against every live query: those it
+// dispatch settles one change notice against the live queries: those it
 // can concern owe a re-read of the path, the others are skipped without
-// reading.
+// reading. The index of live queries hands it only those filed under the
+// notice's schema, node type and path; Skipped counts every pair settled
+// without reading, those the index never visited included (total minus
+// requeried), so it keeps its meaning whatever the index spares.
 func (s *Store) dispatch(schema string, partition bool, path, nodeType string, typed bool) {
 	// Before any re-read it causes: the table now holds this type.
 	if typed {
@@ -318,16 +337,20 @@ func (s *Store) dispatch(schema string, partition bool, path, nodeType string, t
 	} else {
 		s.schemas.markTypesStale()
 	}
+	typ := strings.ToLower(nodeType)
+	w := liveindex.Write{Schema: schema, Partition: partition, Typed: typed, TypeA: typ, TypeB: typ, Path: strings.ToLower(path)}
+	requeried := 0
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for lq := range s.live {
+	total := s.live.Len()
+	s.live.Visit(w, func(lq *liveQuery) {
 		if lq.concerns(schema, partition, path, nodeType, typed) {
-			s.requeries.Add(1)
+			requeried++
 			lq.owe(pendingDiff, path)
-		} else {
-			s.skipped.Add(1)
 		}
-	}
+	})
+	s.mu.Unlock()
+	s.requeries.Add(int64(requeried))
+	s.skipped.Add(int64(total - requeried))
 }
 
 // resetAll makes every live query re-read its whole result and send it as
@@ -335,7 +358,5 @@ func (s *Store) dispatch(schema string, partition bool, path, nodeType string, t
 func (s *Store) resetAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for lq := range s.live {
-		lq.owe(pendingReset, "")
-	}
+	s.live.All(func(lq *liveQuery) { lq.owe(pendingReset, "") })
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/internal/liveindex"
 	"github.com/meshrx/meshrx/mesh/internal/mailbox"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -99,7 +100,7 @@ type Store struct {
 	// has begun waiting). It is never held while calling an observer.
 	mu     sync.Mutex
 	closed bool
-	live   map[*liveQuery]struct{}
+	live   *liveindex.Index[*liveQuery]
 	wg     sync.WaitGroup
 
 	schemas *schemaSet
@@ -122,7 +123,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		budgets:     opts.Budgets,
 		router:      opts.Router,
 		log:         opts.Logger,
-		live:        map[*liveQuery]struct{}{},
+		live:        newLiveIndex(),
 		schemas:     newSchemaSet(),
 		queueFrames: opts.QueueFrames,
 		feed:        rx.NewBehaviorSubject(FeedState{}),
@@ -259,7 +260,7 @@ type Stats struct {
 // Stats returns the counters so far.
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
-	live := len(s.live)
+	live := s.live.Len()
 	s.mu.Unlock()
 	return Stats{
 		LiveQueries: live,

@@ -1,0 +1,201 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/internal/liveindex"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// The bell's shape on PostgreSQL: viewers spread over scalePartitions
+// partitions, each viewer's live query pinned to its own namespace and to
+// one node type.
+const scalePartitions = 10
+
+func scaleViewerPath(v int) string { return fmt.Sprintf("vp%02d/v%06d", v%scalePartitions, v) }
+
+func scaleViewerQuery(v int) string {
+	return "namespace:" + scaleViewerPath(v) + " nodeType:Notification"
+}
+
+// liveStoreOf returns a store holding n viewers' live queries, without a
+// database: what dispatch reads (the index of live queries and the known
+// schemas), for measuring and checking the listener's own work.
+func liveStoreOf(tb testing.TB, n int) (*Store, []*liveQuery) {
+	tb.Helper()
+	s := &Store{live: newLiveIndex(), schemas: newSchemaSet()}
+	lqs := make([]*liveQuery, 0, n)
+	for v := range n {
+		q, err := mesh.Parse(scaleViewerQuery(v))
+		require.NoError(tb, err)
+		schema, _, err := s.schemaFor(scaleViewerPath(v))
+		require.NoError(tb, err)
+		p := planFor(q, mesh.Reach{Schemas: []string{schema}})
+		lq := newLiveQuery(q, p)
+		<-lq.wake // its Initial is not what is measured
+		lq.take()
+		s.live.Add(keyOf(lq), lq)
+		lqs = append(lqs, lq)
+	}
+	return s, lqs
+}
+
+func liveWrite(schema, path string) liveindex.Write {
+	return liveindex.Write{Schema: schema, Partition: true, Typed: true, TypeA: "notification", TypeB: "notification", Path: strings.ToLower(path)}
+}
+
+// A notice for one viewer's namespace, among 10,000 viewers' live queries,
+// visits and wakes that viewer's query alone; the other pairs are counted
+// as skipped, unvisited, so Requeries + Skipped is still notices × queries.
+func TestANoticeAmongTenThousandPinnedQueriesVisitsOnlyTheQueryItConcerns(t *testing.T) {
+	const viewers = 10_000
+	s, lqs := liveStoreOf(t, viewers)
+	path := scaleViewerPath(4242) + "/n0"
+	schema, _, err := s.schemaFor(path)
+	require.NoError(t, err)
+	assert.Equal(t, 1, s.live.Visit(liveWrite(schema, path), func(*liveQuery) {}), "the index hands dispatch one query")
+
+	s.dispatch(schema, true, path, "Notification", true)
+	woken := 0
+	for _, lq := range lqs {
+		select {
+		case <-lq.wake:
+			woken++
+		default:
+		}
+	}
+	assert.Equal(t, 1, woken, "one query re-reads")
+	assert.EqualValues(t, 1, s.requeries.Load())
+	assert.EqualValues(t, viewers-1, s.skipped.Load(), "every other pair is settled without reading")
+
+	// Control: a mesh-wide query of the type is visited by the same write.
+	q, err := mesh.Parse("nodeType:Notification partitions:all")
+	require.NoError(t, err)
+	wide := newLiveQuery(q, planFor(q, mesh.Reach{AllPartitions: true}))
+	s.live.Add(keyOf(wide), wide)
+	assert.Equal(t, 2, s.live.Visit(liveWrite(schema, path), func(*liveQuery) {}))
+}
+
+// BenchmarkDispatchPerNotice measures the listener's work for one change
+// notice (settling it against every live query) with 100, 10,000 and
+// 100,000 live queries of the bell's shape: it must stay flat.
+//
+//	go test -run '^$' -bench DispatchPerNotice ./mesh/pgstore/
+func BenchmarkDispatchPerNotice(b *testing.B) {
+	for _, n := range []int{100, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("live=%d", n), func(b *testing.B) {
+			s, lqs := liveStoreOf(b, n)
+			rng := rand.New(rand.NewPCG(3, 25))
+			b.ReportAllocs()
+			for b.Loop() {
+				v := rng.IntN(n)
+				path := scaleViewerPath(v) + "/n0"
+				schema, _, _ := s.schemaFor(path)
+				s.dispatch(schema, true, path, "Notification", true)
+				<-lqs[v].wake
+				lqs[v].take()
+			}
+		})
+	}
+}
+
+// BenchmarkNoticeToFrame measures, on the pgtest server, the time from a
+// write by one replica to the frame reaching a live query's observer on
+// another replica holding 100 or 10,000 viewers' live queries (the
+// writer's round trip, the notice, the listener's dispatch and the woken
+// query's point read). heapB/query is the reading replica's heap per idle
+// live query, its goroutine's stack included.
+//
+//	go test -run '^$' -bench NoticeToFrame -benchtime 500x ./mesh/pgstore/
+func BenchmarkNoticeToFrame(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		b.Run(fmt.Sprintf("live=%d", n), func(b *testing.B) { benchNoticeToFrame(b, n) })
+	}
+}
+
+func benchNoticeToFrame(b *testing.B, live int) {
+	ctx := b.Context()
+	url := pg.Database(b)
+	open := func() *Store {
+		s, err := Open(ctx, url, Options{MaxConns: 8})
+		require.NoError(b, err)
+		b.Cleanup(func() { require.NoError(b, s.Close()) })
+		return s
+	}
+	reader, writer := open(), open()
+	for p := range scalePartitions { // the partitions exist before the queries route
+		_, err := writer.Put(ctx, mesh.Node{Path: scaleViewerPath(p) + "/n0", NodeType: "Notification"})
+		require.NoError(b, err)
+	}
+
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	heapBefore := ms.HeapAlloc + ms.StackInuse
+	got := make(chan time.Time, 1)
+	initials := make(chan struct{}, live)
+	subs := make([]rx.Subscription, 0, live)
+	for v := range live {
+		subs = append(subs, reader.Query(scaleViewerQuery(v)).Subscribe(rx.NewObserver(func(c mesh.Change) {
+			if c.Kind == mesh.Initial {
+				initials <- struct{}{}
+				return
+			}
+			got <- time.Now()
+		}, func(err error) { b.Error(err) }, nil)))
+	}
+	b.Cleanup(func() {
+		for _, s := range subs {
+			s.Unsubscribe()
+		}
+	})
+	stuck, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	for range live {
+		select {
+		case <-initials:
+		case <-stuck.Done():
+			b.Fatalf("the live queries' Initials did not arrive within the benchmark's bound")
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	perQuery := float64(int64(ms.HeapAlloc+ms.StackInuse)-int64(heapBefore)) / float64(live)
+
+	rng := rand.New(rand.NewPCG(4, 25))
+	lat := make([]time.Duration, 0, 1024)
+	i := 0
+	for b.Loop() {
+		i++
+		v := rng.IntN(live)
+		n := mesh.Node{Path: scaleViewerPath(v) + "/n1", NodeType: "Notification", Content: fmt.Appendf(nil, `{"seq":%d}`, i)}
+		start := time.Now()
+		if _, err := writer.Put(ctx, n); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case at := <-got:
+			lat = append(lat, at.Sub(start))
+		case <-stuck.Done():
+			b.Fatalf("write %d: no frame within the benchmark's bound", i)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "frame-p50-µs")
+	b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds()), "frame-p99-µs")
+	b.ReportMetric(perQuery, "heapB/query")
+	st := reader.Stats()
+	b.ReportMetric(float64(st.Requeries)/float64(st.Notices), "requeries/notice")
+}
