@@ -32,6 +32,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -79,6 +80,8 @@ type config struct {
 	absorb                  int    // landings whose cross-replica absorption is timed (two replicas)
 	pg                      string // PostgreSQL URL the two replicas share in -absorb
 	dir                     string // where the modules are landed; kept (and reused) when set
+	publishEvery            time.Duration
+	deltas                  bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -100,6 +103,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.freshness, "freshness", registry.DefaultFreshness, "the served snapshot's freshness bound")
 	fs.IntVar(&c.absorb, "absorb", 0, "instead of the polling run: start two replicas on one volume (and one -pg database), land this many modules on A and time each until it is in B's index")
 	fs.StringVar(&c.dir, "dir", "", "land the modules here and keep them; a directory a previous run landed -modules into is reused (the landing takes minutes at 100,000)")
+	fs.DurationVar(&c.publishEvery, "publish-every", 0, "while the pollers run, publish a new version (every fifth time a new module) through the registry's publish route this often (0: never)")
+	fs.BoolVar(&c.deltas, "deltas", true, "pollers ask for the delta since the document they hold (false: If-None-Match, and the whole document after every change)")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL the two -absorb replicas share (empty: one in-process memstore, shared)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -109,6 +114,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	case c.modules < 1, c.pollers < 1, c.conns < 1, c.readPool < 1:
 		return config{}, errors.New("-modules, -pollers, -conns and -readpool must be at least 1")
+	case c.publishEvery < 0:
+		return config{}, errors.New("-publish-every must not be negative")
 	case c.absorb < 0, c.freshness <= 0:
 		return config{}, errors.New("-absorb must not be negative and -freshness must be positive")
 	case c.duration <= 0, c.interval <= 0, c.latency < 0, c.grace < 0:
@@ -130,6 +137,7 @@ type result struct {
 	indexFirst    time.Duration
 	index304      time.Duration
 	etag          string // the document's ETag, which the pollers hold at the start
+	published     publishOutcome
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -185,10 +193,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "mode\trequests\tp50\tp90\tp99\tmax\terrors\tderivations")
+	fmt.Fprintln(tw, "mode\trequests\tp50\tp90\tp99\tp999\tmax\terrors\tderivations")
 	for _, r := range results {
 		s := r.stats
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\n", r.mode, s.requests, ms(s.p50), ms(s.p90), ms(s.p99), ms(s.max), s.errors, r.derivations)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.mode, s.requests, ms(s.p50), ms(s.p90), ms(s.p99), ms(s.p999), ms(s.max), s.errors, r.derivations)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -207,8 +215,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(results) > 1 {
 		scan = results[1]
 	}
-	fmt.Fprintf(stdout, "summary: served_p50_ms=%.3f served_p99_ms=%.3f scan_p50_ms=%.3f scan_p99_ms=%.3f derivations=%d requests=%d\n",
-		msf(served.stats.p50), msf(served.stats.p99), msf(scan.stats.p50), msf(scan.stats.p99), served.derivations, served.stats.requests)
+	if cfg.publishEvery > 0 {
+		p := served.published
+		fmt.Fprintf(stdout, "served: publications failed=%d slowest_ms=%.1f; %d polls found a change, %d deltas answered 410\n",
+			p.failed, msf(p.slowest), served.stats.changed, served.stats.gone)
+		if p.lastError != "" {
+			fmt.Fprintf(stdout, "served: last publication error: %s\n", p.lastError)
+		}
+	}
+	fmt.Fprintf(stdout, "summary: served_p50_ms=%.3f served_p99_ms=%.3f served_p999_ms=%.3f scan_p50_ms=%.3f scan_p99_ms=%.3f derivations=%d requests=%d publications=%d bytes_per_poll_after_change=%d index_bytes=%d egress_mb_per_s=%.3f\n",
+		msf(served.stats.p50), msf(served.stats.p99), msf(served.stats.p999), msf(scan.stats.p50), msf(scan.stats.p99), served.derivations, served.stats.requests,
+		served.published.published, served.stats.bytesPerChange(), served.indexBytes, float64(served.stats.bytes)/cfg.duration.Seconds()/1e6)
 	return nil
 }
 
@@ -216,9 +233,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger *slog.Logger, stderr io.Writer) (_ result, err error) {
 	began := time.Now()
 	before := heapInUse()
+	publish := cfg.publishEvery > 0 && mode == "served"
+	token := ""
+	if publish {
+		token = rand.Text()
+	}
 	rep, err := startReplica(setupCtx, replicaOptions{
 		dir: dir, modules: cfg.modules, latency: cfg.latency, scan: mode == "scan", readPool: cfg.readPool,
-		register: true, feed: cfg.feed, freshness: cfg.freshness, name: mode,
+		register: true, feed: cfg.feed, freshness: cfg.freshness, name: mode, token: token,
 	}, logger)
 	if err != nil {
 		return result{}, err
@@ -262,9 +284,16 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger
 	clk := clock.New()
 	l := load{
 		url: rep.url, key: rep.key, pollers: cfg.pollers, interval: cfg.interval,
-		duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk, etag: res.etag,
+		duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk, etag: res.etag, deltas: cfg.deltas,
 	}
-	samples := l.run(ctx, clk.Now())
+	start := clk.Now()
+	pub := publisher{base: rep.base, token: token, modules: cfg.modules, clk: clk}
+	if publish {
+		pub.interval = cfg.publishEvery
+	}
+	published := publishing(ctx, pub, start, start.Add(cfg.duration))
+	samples := l.run(ctx, start)
+	res.published = published()
 	if err := ctx.Err(); err != nil {
 		return result{}, err
 	}

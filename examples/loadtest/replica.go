@@ -103,6 +103,8 @@ func (c *scanCounter) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, 
 // port.
 type replica struct {
 	url    string // the index URL
+	base   string // the registry's URL, without a path
+	token  string // the publish token
 	key    string
 	lander *landing.ModuleLanding
 	served *registry.ServedActivation
@@ -130,6 +132,7 @@ type replicaOptions struct {
 	key       string     // the consumer's key when register is false
 	feed      bool       // announce and absorb writes through the mesh's change feed
 	freshness time.Duration
+	token     string // the publish token ("": the publish route is not mapped)
 	name      string
 }
 
@@ -205,11 +208,12 @@ func startReplica(ctx context.Context, o replicaOptions, logger *slog.Logger) (_
 
 	rep.heapAtServer = heapInUse()
 	srv, err := registry.NewServer(registry.ServerOptions{
-		Served:  served,
-		Auth:    &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
-		Mesh:    store,
-		Logger:  logger,
-		Metrics: prometheus.NewRegistry(),
+		Served:       served,
+		Auth:         &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
+		Mesh:         store,
+		Logger:       logger,
+		Metrics:      prometheus.NewRegistry(),
+		PublishToken: o.token,
 	})
 	if err != nil {
 		return nil, err
@@ -241,7 +245,9 @@ func startReplica(ctx context.Context, o replicaOptions, logger *slog.Logger) (_
 		<-serveErr
 		return err
 	})
-	rep.url = "http://" + ln.Addr().String() + client.IndexPath
+	rep.base = "http://" + ln.Addr().String()
+	rep.url = rep.base + client.IndexPath
+	rep.token = o.token
 	rep.served = served
 	rep.close = closeAll
 	return rep, nil
