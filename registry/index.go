@@ -153,8 +153,8 @@ type indexBase struct {
 	gen    indexGeneration // what it was assembled from (zero when not kept)
 	mods   []landing.Record
 	cat    *catalogState
-	spans  []span     // per module of mods: where its entry is in doc.body
-	leaves [][32]byte // per module of mods: its entry's leaf (indexdigest.Leaf), zero when not listed
+	spans  []span     // per module of mods: where its entry is in doc.body, and its leaf
+	leaves [][32]byte // per listed entry, in order: its leaf (indexdigest.Leaf)
 	tree   *indexdigest.Tree
 	root   [32]byte // the digest of the listed entries: the ETag
 	listed int
@@ -166,10 +166,11 @@ type indexBase struct {
 	doc     indexDoc
 }
 
-// span locates one module's entry in an indexBase's body; n is 0 for a
-// module the caller may not install. Offsets, not slices: a document of
-// 100,000 entries is one object for the garbage collector, not 100,001.
-type span struct{ off, n uint32 }
+// span locates one module's entry in an indexBase's body, and its leaf in
+// leaves; n is 0 for a module the caller may not install. Offsets, not
+// slices: a document of 100,000 entries is one object for the garbage
+// collector, not 100,001.
+type span struct{ off, n, leaf uint32 }
 
 // entry returns the encoded entry of the i-th module, nil when not listed.
 func (b *indexBase) entry(i int) []byte {
@@ -220,13 +221,22 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 			}
 		}
 	}
-	b := &indexBase{mods: act.Modules, cat: cat, spans: make([]span, len(act.Modules)), leaves: make([][32]byte, len(act.Modules))}
-	entries := make([][]byte, len(act.Modules)) // this assembly's, into prev's body or new
-	listed := make([][32]byte, 0, len(act.Modules))
+	b := &indexBase{mods: act.Modules, cat: cat, spans: make([]span, len(act.Modules))}
+	// The document is the entries in order: the bytes json.Marshal of a
+	// client.Index writes, without re-encoding them. Written as the walk
+	// finds them: no list of entries (100,000 pointers) in between.
+	const head, tail = `{"bundles":[`, "]}\n"
+	est := len(act.Modules) * 200
+	if prev != nil {
+		est = prev.size + prev.listed + 4096
+		b.leaves = make([][32]byte, 0, prev.listed+64)
+	}
+	body := make([]byte, 0, len(head)+est+len(tail))
+	body = append(body, head...)
 	var clean []bool // per listed entry: the digest tree may reuse what prev hashed around it
 	if prev != nil {
 		b.changed = []string{}
-		clean = make([]bool, 0, len(act.Modules))
+		clean = make([]bool, 0, cap(b.leaves))
 	}
 	removed := false // an entry prev listed is gone since the last entry listed here
 	i := 0           // into prev.mods
@@ -247,10 +257,13 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 		}
 		if prev != nil && i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) == 0 {
 			old, oldEntry := prev.mods[i], prev.entry(i)
-			if !recheck && old.Module == r.Module && old.Version == r.Version && old.SHA256 == r.SHA256 && !catChanged[moduleKey(r.Module)] {
-				e, leaf, kept = oldEntry, prev.leaves[i], true
+			// moduleKey allocates for a name with capitals: looked up only
+			// when the catalog changed packages (one allocation per module
+			// per assembly was the patch's largest cost at 100,000).
+			if !recheck && old.Module == r.Module && old.Version == r.Version && old.SHA256 == r.SHA256 && (catChanged == nil || !catChanged[moduleKey(r.Module)]) {
+				e, leaf, kept = oldEntry, prev.leaves[prev.spans[i].leaf], true
 			} else if e, leaf = encode(r); bytes.Equal(e, oldEntry) {
-				e, leaf, kept = oldEntry, prev.leaves[i], true
+				e, leaf, kept = oldEntry, prev.leaves[prev.spans[i].leaf], true
 			} else {
 				b.changed = append(b.changed, r.Module)
 				removed = removed || (oldEntry != nil && e == nil) // hidden: a tier change, say
@@ -265,8 +278,12 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 		if e == nil {
 			continue
 		}
-		entries[j], b.leaves[j] = e, leaf
-		listed = append(listed, leaf)
+		if b.listed > 0 {
+			body = append(body, ',')
+		}
+		b.spans[j] = span{off: uint32(len(body)), n: uint32(len(e)), leaf: uint32(len(b.leaves))}
+		body = append(body, e...)
+		b.leaves = append(b.leaves, leaf)
 		if clean != nil {
 			clean = append(clean, kept && !removed)
 		}
@@ -281,23 +298,6 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 			}
 		}
 	}
-	// The document is the entries in order: the bytes json.Marshal of a
-	// client.Index writes, without re-encoding them.
-	const head, tail = `{"bundles":[`, "]}\n"
-	body := make([]byte, 0, len(head)+b.size+max(b.listed-1, 0)+len(tail))
-	body = append(body, head...)
-	first := true
-	for j, e := range entries {
-		if e == nil {
-			continue
-		}
-		if !first {
-			body = append(body, ',')
-		}
-		first = false
-		b.spans[j] = span{off: uint32(len(body)), n: uint32(len(e))}
-		body = append(body, e...)
-	}
 	body = append(body, tail...)
 	// The ETag is the root of the digest tree over the entries listed,
 	// re-hashed along the changed entries' paths only.
@@ -305,7 +305,7 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 	if prev != nil {
 		prevTree = prev.tree
 	}
-	b.tree = indexdigest.Build(prevTree, listed, func(k int) bool { return clean[k] })
+	b.tree = indexdigest.Build(prevTree, b.leaves, func(k int) bool { return clean[k] })
 	b.root = b.tree.Root()
 	b.doc = indexDoc{body: body, etag: `"` + hex.EncodeToString(b.root[:]) + `"`}
 	return b
