@@ -181,6 +181,14 @@ func (b *indexBase) entry(i int) []byte {
 	return b.doc.body[sp.off : sp.off+sp.n]
 }
 
+// leaf returns the leaf of the i-th module's entry, zero when not listed.
+func (b *indexBase) leaf(i int) [32]byte {
+	if sp := b.spans[i]; sp.n != 0 {
+		return b.leaves[sp.leaf]
+	}
+	return [32]byte{}
+}
+
 // assembleIndex builds the index document for one caller: every served
 // module the caller is entitled to, in the activation's order, with the URL
 // it downloads from. allows decides entitlement from the plugin's name and
@@ -261,9 +269,9 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 			// when the catalog changed packages (one allocation per module
 			// per assembly was the patch's largest cost at 100,000).
 			if !recheck && old.Module == r.Module && old.Version == r.Version && old.SHA256 == r.SHA256 && (catChanged == nil || !catChanged[moduleKey(r.Module)]) {
-				e, leaf, kept = oldEntry, prev.leaves[prev.spans[i].leaf], true
+				e, leaf, kept = oldEntry, prev.leaf(i), true
 			} else if e, leaf = encode(r); bytes.Equal(e, oldEntry) {
-				e, leaf, kept = oldEntry, prev.leaves[prev.spans[i].leaf], true
+				e, leaf, kept = oldEntry, prev.leaf(i), true
 			} else {
 				b.changed = append(b.changed, r.Module)
 				removed = removed || (oldEntry != nil && e == nil) // hidden: a tier change, say
