@@ -138,6 +138,7 @@ type result struct {
 	index304      time.Duration
 	etag          string // the document's ETag, which the pollers hold at the start
 	published     publishOutcome
+	gc            gcDuring // what the collector did while the pollers ran (the whole process)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -215,6 +216,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(results) > 1 {
 		scan = results[1]
 	}
+	fmt.Fprintf(stdout, "served: gc_cycles=%d gc_pause_max_ms=%.3f alloc_mb_per_s=%.1f (the whole process, pollers included)\n",
+		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/cfg.duration.Seconds())
 	if cfg.publishEvery > 0 {
 		p := served.published
 		fmt.Fprintf(stdout, "served: publications failed=%d slowest_ms=%.1f; %d polls found a change, %d deltas answered 410\n",
@@ -291,9 +294,11 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger
 	if publish {
 		pub.interval = cfg.publishEvery
 	}
+	gcBefore := readGC()
 	published := publishing(ctx, pub, start, start.Add(cfg.duration))
 	samples := l.run(ctx, start)
 	res.published = published()
+	res.gc = gcBetween(gcBefore, readGC())
 	if err := ctx.Err(); err != nil {
 		return result{}, err
 	}
