@@ -290,7 +290,7 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger
 		duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk, etag: res.etag, deltas: cfg.deltas,
 	}
 	start := clk.Now()
-	pub := publisher{base: rep.base, token: token, modules: cfg.modules, clk: clk}
+	pub := publisher{base: rep.base, token: token, modules: cfg.modules, clk: clk, run: time.Now().Unix()}
 	if publish {
 		pub.interval = cfg.publishEvery
 	}

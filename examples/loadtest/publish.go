@@ -24,6 +24,7 @@ type publisher struct {
 	modules  int    // modules landed before the run: Load.Module0000…
 	interval time.Duration
 	clk      clock.Clock
+	run      int64 // distinguishes this run's versions from a previous run's over the same -dir
 }
 
 // publishOutcome counts what a publisher did.
@@ -33,10 +34,10 @@ type publishOutcome struct {
 	slowest           time.Duration
 }
 
-// run publishes every interval from start until end, one at a time (a
+// publishAll publishes every interval from start until end, one at a time (a
 // publication still running when the next is due delays it), and returns
 // the outcome once the last publication has answered or ctx ended.
-func (p publisher) run(ctx context.Context, start, end time.Time) publishOutcome {
+func (p publisher) publishAll(ctx context.Context, start, end time.Time) publishOutcome {
 	var out publishOutcome
 	hc := &http.Client{Timeout: time.Minute}
 	defer hc.CloseIdleConnections()
@@ -66,12 +67,13 @@ func (p publisher) run(ctx context.Context, start, end time.Time) publishOutcome
 	}
 }
 
-// publish lands the k-th publication: version 2.k.0 of module k, or a new
-// module Load.NewNNNN at 1.0.0 every fifth time.
+// publish lands the k-th publication: version 2.k.R of module k (R the
+// run), or, every fifth time, module Load.NewNNNN (new, unless a previous
+// run over the same -dir made it).
 func (p publisher) publish(ctx context.Context, hc *http.Client, k int) error {
-	name, version := moduleName(k%p.modules), fmt.Sprintf("2.%d.0", k)
+	name, version := moduleName(k%p.modules), fmt.Sprintf("2.%d.%d", k, p.run)
 	if k%5 == 4 {
-		name, version = fmt.Sprintf("Load.New%04d", k), "1.0.0"
+		name = fmt.Sprintf("Load.New%04d", k)
 	}
 	archive, err := tinyBundle(name)
 	if err != nil {
@@ -105,7 +107,7 @@ func publishing(ctx context.Context, p publisher, start, end time.Time) (wait fu
 		wg  sync.WaitGroup
 		out publishOutcome
 	)
-	wg.Go(func() { out = p.run(ctx, start, end) })
+	wg.Go(func() { out = p.publishAll(ctx, start, end) })
 	return func() publishOutcome {
 		wg.Wait()
 		return out
