@@ -2,9 +2,11 @@ package registry
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +23,7 @@ import (
 	"github.com/meshrx/meshrx/auth"
 	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
 // since is the query asking for the delta since the index whose ETag is etag.
@@ -296,4 +299,48 @@ func TestTheClientFallsBackToTheWholeIndexOnAGap(t *testing.T) {
 	}
 	mu.Unlock()
 	assert.NotEqual(t, want, held, "control: the tampered delta applied as it is gives another index")
+}
+
+// The Reconciler, unchanged, keeps a consumer current on top of the
+// client's deltas: after its first poll (the whole index) each publication
+// reaches Apply through one delta request, and a poll with nothing new is a
+// 304 to its delta request. Control: the first poll, holding nothing, is a
+// whole-index request.
+func TestTheReconcilerKeepsAConsumerCurrentThroughDeltas(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.publish("A", "1.0.0", "")
+	key := f.instance("acme", "pro", "Plugins/*")
+	c, counted := f.consumer(key)
+	clk := rxtest.NewClock()
+	polls := make(chan client.ReconcilerStatus, 4)
+	const every = time.Minute
+	r := &client.Reconciler{Client: c, Interval: every, Clock: clk, TempDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
+		Apply:  func(context.Context, client.IndexEntry, io.Reader) error { return nil },
+		Polled: func(st client.ReconcilerStatus) { polls <- st }}
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		testkit.Receive(t, done, "Run returning once stopped")
+	})
+	st := testkit.Receive(t, polls, "the first poll")
+	assert.Equal(t, map[string]string{"A": "1.0.0"}, st.Applied)
+	deltas, fulls := counted.requests()
+	assert.Equal(t, [2]int64{0, 1}, [2]int64{deltas, fulls}, "control: the first poll fetches the whole index")
+
+	f.publish("B", "1.0.0", "")
+	f.publish("A", "2.0.0", "")
+	clk.Advance(every)
+	st = testkit.Receive(t, polls, "the second poll")
+	assert.True(t, st.Healthy, st.LastError)
+	assert.Equal(t, map[string]string{"A": "2.0.0", "B": "1.0.0"}, st.Applied)
+	deltas, fulls = counted.requests()
+	assert.Equal(t, [2]int64{1, 1}, [2]int64{deltas, fulls}, "one delta request for the two publications")
+
+	clk.Advance(every)
+	st = testkit.Receive(t, polls, "the third poll")
+	assert.True(t, st.Healthy, st.LastError)
+	deltas, fulls = counted.requests()
+	assert.Equal(t, [2]int64{2, 1}, [2]int64{deltas, fulls}, "nothing new: one delta request, answered 304")
 }

@@ -304,7 +304,11 @@ func (c *Client) fullIndex(ctx context.Context, etag string) (Index, string, err
 	if err := json.Unmarshal(body, &idx); err != nil {
 		return Index{}, "", &ResponseError{URL: u, Reason: "the index is not valid JSON", Err: err}
 	}
-	tag := resp.Header.Get("ETag")
+	return c.accept(u, idx, resp.Header.Get("ETag"))
+}
+
+// accept verifies a whole index against its ETag and holds it.
+func (c *Client) accept(u string, idx Index, tag string) (Index, string, error) {
 	if _, ok := etagDigest(tag); !ok {
 		// Not a registry that digests its index: nothing to verify, and
 		// no deltas to ask for.

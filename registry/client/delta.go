@@ -153,9 +153,11 @@ func (c *Client) indexDelta(ctx context.Context, h *heldIndex, etag string) (Ind
 		if err := json.Unmarshal(body, &idx); err != nil {
 			return Index{}, "", &ResponseError{URL: u.String(), Reason: "the index is not valid JSON", Err: err}, true
 		}
-		if next, err = holdIndex(idx, tag); err != nil {
-			return Index{}, "", &ResponseError{URL: u.String(), Reason: "the index does not match its digest", Err: err}, true
+		idx, tag, err := c.accept(u.String(), idx, tag)
+		if err == nil && tag == etag {
+			err = ErrNotModified
 		}
+		return idx, tag, err, true
 	} else {
 		var d IndexDelta
 		if err := json.Unmarshal(body, &d); err != nil {
