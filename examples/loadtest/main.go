@@ -21,13 +21,20 @@
 // still running when the run ends get -grace to finish; after that they are
 // cut off and count as errors with their elapsed time, never dropped.
 //
-// It prints a table (mode, requests, p50, p90, p99, max, errors,
+// With -publish-every D the served mode also publishes through the
+// registry's own publish route every D while the pollers run, and the
+// pollers ask for the delta since the document they hold (-deltas, default
+// true; false: If-None-Match and the whole document after each change).
+//
+// It prints a table (mode, requests, p50, p90, p99, p999, max, errors,
 // derivations) and, last,
 //
-//	summary: served_p50_ms=X served_p99_ms=X scan_p50_ms=X scan_p99_ms=X derivations=N requests=N
+//	summary: served_p50_ms=X served_p99_ms=X served_p999_ms=X scan_p50_ms=X scan_p99_ms=X derivations=N requests=N publications=N bytes_per_poll_after_change=B index_bytes=B egress_mb_per_s=X
 //
 // where derivations and requests are the served mode's: how many scans of the
-// module records served how many polls.
+// module records served how many polls; bytes_per_poll_after_change is the
+// mean body of the polls answered 200 (a delta, or the document), and
+// egress_mb_per_s every poll's body bytes over the run's duration.
 package main
 
 import (
