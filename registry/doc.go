@@ -34,6 +34,12 @@
 // catalog before it touches the volume and, when the caller may not have the
 // bundle, answers exactly as for a bundle that does not exist, after the same
 // work. A package whose tier the catalog does not know is served to nobody.
+// A caller that holds a document asks for what changed since
+// (client.SinceParam, its digest) and gets the entries added, changed and
+// removed for its entitlement (client.IndexDelta), from a bounded history
+// kept per entitlement, or 410 Gone when the history does not reach back to
+// it. The ETag is the root of a Merkle tree over the entries (package
+// internal/indexdigest); see docs/index-deltas.md.
 // A publication makes its package node durable before its bundle lands.
 // Its budget (ServerOptions.PublishBudget) bounds it up to the landing's
 // commit point, the rename that makes the version visible: short of it, the

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/meshrx/meshrx/auth"
 	"github.com/meshrx/meshrx/internal/answer"
+	"github.com/meshrx/meshrx/internal/indexdigest"
 	"github.com/meshrx/meshrx/registry/client"
 	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
@@ -55,20 +58,25 @@ type indexKey struct {
 type indexSlot struct {
 	once sync.Once
 	base *indexBase // nil for a slot not yet assembled
-	prev *indexBase // the previous generation's, to patch from
+	prev *indexBase // the entitlement's last document, to patch from
 }
 
 // indexCache keeps the documents of the newest generation seen, at most max
-// of them. A newer generation drops every older document: they can never be
-// asked for again.
+// of them, and per entitlement (at most max of them, least recently used
+// dropped first) its lineage: the last document assembled for it and the
+// history of what changed between its recent documents, which deltas are
+// answered from. A newer generation drops every older document: they can
+// never be asked for again.
 type indexCache struct {
-	max int
+	max     int
+	history historyBound
 
-	mu      sync.Mutex
-	current indexGeneration
-	slots   map[string]*indexSlot // keyed by entitlement, for current
-	order   []string              // insertion order, for eviction
-	bases   map[string]*indexBase // the previous generation's documents, by entitlement
+	mu       sync.Mutex
+	current  indexGeneration
+	slots    map[string]*indexSlot // keyed by entitlement, for current
+	order    []string              // insertion order, for eviction
+	lineages map[string]*lineage   // keyed by entitlement
+	tick     uint64                // orders the lineages' use
 
 	assemblies atomic.Int64 // documents assembled, cached or not
 }
@@ -77,28 +85,20 @@ func newIndexCache(max int) *indexCache {
 	if max <= 0 {
 		max = DefaultIndexCacheSize
 	}
-	return &indexCache{max: max, slots: map[string]*indexSlot{}, bases: map[string]*indexBase{}}
+	return &indexCache{max: max, history: defaultHistory, slots: map[string]*indexSlot{}, lineages: map[string]*lineage{}}
 }
 
 // get returns the document for key, assembling it with build at most once
-// while key's generation is the newest: patched from the document the
-// previous generation held for the same entitlement, when there is one. A
-// request still holding an older generation gets a fresh assembly that is
-// not kept.
+// while key's generation is the newest: patched from the last document
+// assembled for the same entitlement, when there is one (of any earlier
+// generation). A request still holding an older generation gets a fresh
+// assembly that is not kept.
 func (c *indexCache) get(key indexKey, build func(base *indexBase) *indexBase) indexDoc {
 	c.mu.Lock()
 	switch {
 	case key.gen == c.current:
 	case key.gen.atLeast(c.current):
 		c.current = key.gen
-		// The documents just built are the bases the new generation's are
-		// patched from (at most max of them, as the slots are).
-		clear(c.bases)
-		for e, slot := range c.slots {
-			if b := slot.assembled(); b != nil {
-				c.bases[e] = b
-			}
-		}
 		clear(c.slots)
 		c.order = c.order[:0]
 	default:
@@ -112,16 +112,21 @@ func (c *indexCache) get(key indexKey, build func(base *indexBase) *indexBase) i
 			c.order = c.order[1:]
 			delete(c.slots, oldest)
 		}
-		slot = &indexSlot{prev: c.bases[key.entitlement]}
-		delete(c.bases, key.entitlement)
+		slot = &indexSlot{}
+		if ln := c.lineages[key.entitlement]; ln != nil {
+			slot.prev = ln.last
+		}
 		c.slots[key.entitlement] = slot
 		c.order = append(c.order, key.entitlement)
 	}
 	c.mu.Unlock()
 	slot.once.Do(func() {
-		b := c.assemble(slot.prev, build)
+		prev := slot.prev
+		b := c.assemble(prev, build)
+		b.gen = key.gen
 		c.mu.Lock()
 		slot.base, slot.prev = b, nil
+		c.advance(key.entitlement, prev, b)
 		c.mu.Unlock()
 	})
 	return slot.assembled().doc
@@ -140,23 +145,32 @@ func (c *indexCache) assemble(prev *indexBase, build func(*indexBase) *indexBase
 
 // indexBase is one assembled document and what it was assembled from: the
 // activation's modules, the catalog, and per module the encoded entry (nil
-// when the caller may not install it). The next document for the same
-// entitlement re-encodes only the modules whose record or package changed
-// and reuses every other entry: O(changes) encoding, one copy of the bytes.
+// when the caller may not install it) and its leaf in the digest tree. The
+// next document for the same entitlement re-encodes and re-hashes only the
+// modules whose record or package changed and reuses every other entry:
+// O(changes) encoding and hashing, one copy of the bytes.
 type indexBase struct {
+	gen    indexGeneration // what it was assembled from (zero when not kept)
 	mods   []landing.Record
 	cat    *catalogState
-	spans  []span   // per module of mods: where its entry is in doc.body
-	digest [32]byte // XOR of the SHA-256 of every listed entry: the ETag's input, kept by patching
+	spans  []span     // per module of mods: where its entry is in doc.body, and its leaf
+	leaves [][32]byte // per listed entry, in order: its leaf (indexdigest.Leaf)
+	tree   *indexdigest.Tree
+	root   [32]byte // the digest of the listed entries: the ETag
 	listed int
 	size   int // bytes of the listed entries
-	doc    indexDoc
+	// changed names the modules whose entry this document added, changed
+	// or removed since the one it was patched from; nil when it was
+	// assembled from nothing.
+	changed []string
+	doc     indexDoc
 }
 
-// span locates one module's entry in an indexBase's body; n is 0 for a
-// module the caller may not install. Offsets, not slices: a document of
-// 100,000 entries is one object for the garbage collector, not 100,001.
-type span struct{ off, n uint32 }
+// span locates one module's entry in an indexBase's body, and its leaf in
+// leaves; n is 0 for a module the caller may not install. Offsets, not
+// slices: a document of 100,000 entries is one object for the garbage
+// collector, not 100,001.
+type span struct{ off, n, leaf uint32 }
 
 // entry returns the encoded entry of the i-th module, nil when not listed.
 func (b *indexBase) entry(i int) []byte {
@@ -165,6 +179,14 @@ func (b *indexBase) entry(i int) []byte {
 		return nil
 	}
 	return b.doc.body[sp.off : sp.off+sp.n]
+}
+
+// leaf returns the leaf of the i-th module's entry, zero when not listed.
+func (b *indexBase) leaf(i int) [32]byte {
+	if sp := b.spans[i]; sp.n != 0 {
+		return b.leaves[sp.leaf]
+	}
+	return [32]byte{}
 }
 
 // assembleIndex builds the index document for one caller: every served
@@ -178,22 +200,20 @@ func assembleIndex(act landing.Activation, cat *catalogState, baseURL string, al
 // patchIndex assembles the document for act and cat, patching prev (the
 // same entitlement's document of an earlier generation) when it can: an
 // entry whose module record is unchanged and whose package the catalog did
-// not change since prev is reused as it is.
+// not change since prev is reused as it is, and an entry re-encoded to the
+// same bytes counts as unchanged. It records which modules' entries
+// changed, for the entitlement's delta history.
 func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, baseURL string, allows func(plugin, tier string) bool) *indexBase {
 	base := strings.TrimRight(baseURL, "/")
-	encode := func(r landing.Record) []byte {
+	encode := func(r landing.Record) ([]byte, [32]byte) {
 		pkg := cat.lookup(r.Module)
 		if pkg.unreadable || !allows(r.Module, pkg.tier) {
-			return nil
+			return nil, [32]byte{}
 		}
+		u := base + client.BundlesPath + "/" + url.PathEscape(r.Module) + "/" + url.PathEscape(r.Version)
 		// An entry holds only strings: encoding cannot fail.
-		e, _ := json.Marshal(client.IndexEntry{
-			Plugin:  r.Module,
-			Version: r.Version,
-			URL:     base + client.BundlesPath + "/" + url.PathEscape(r.Module) + "/" + url.PathEscape(r.Version),
-			SHA256:  r.SHA256,
-		})
-		return e
+		e, _ := json.Marshal(client.IndexEntry{Plugin: r.Module, Version: r.Version, URL: u, SHA256: r.SHA256})
+		return e, indexdigest.Leaf(r.Module, r.Version, u, r.SHA256)
 	}
 	// A catalog version after prev's: which packages it changed, or every
 	// one (recheck) when that is not known.
@@ -210,77 +230,92 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 		}
 	}
 	b := &indexBase{mods: act.Modules, cat: cat, spans: make([]span, len(act.Modules))}
-	entries := make([][]byte, len(act.Modules)) // this assembly's, into prev's body or new
-	if !recheck {
-		b.digest, b.listed, b.size = prev.digest, prev.listed, prev.size
+	// The document is the entries in order: the bytes json.Marshal of a
+	// client.Index writes, without re-encoding them. Written as the walk
+	// finds them: no list of entries (100,000 pointers) in between.
+	const head, tail = `{"bundles":[`, "]}\n"
+	est := len(act.Modules) * 200
+	if prev != nil {
+		est = prev.size + prev.listed + 4096
+		b.leaves = make([][32]byte, 0, prev.listed+64)
 	}
-	drop := func(e []byte) {
-		if e != nil {
-			xorInto(&b.digest, sha256.Sum256(e))
-			b.listed--
-			b.size -= len(e)
-		}
+	body := make([]byte, 0, len(head)+est+len(tail))
+	body = append(body, head...)
+	var clean []bool // per listed entry: the digest tree may reuse what prev hashed around it
+	if prev != nil {
+		b.changed = []string{}
+		clean = make([]bool, 0, cap(b.leaves))
 	}
-	add := func(e []byte) []byte {
-		if e != nil {
-			xorInto(&b.digest, sha256.Sum256(e))
-			b.listed++
-			b.size += len(e)
-		}
-		return e
-	}
-	i := 0 // into prev.mods
+	removed := false // an entry prev listed is gone since the last entry listed here
+	i := 0           // into prev.mods
 	for j, r := range act.Modules {
-		if recheck {
-			entries[j] = add(encode(r))
-			continue
+		var (
+			e    []byte
+			leaf [32]byte
+			kept bool // prev's entry, unchanged
+		)
+		if prev != nil {
+			for i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) < 0 {
+				if prev.entry(i) != nil { // a module no longer served
+					b.changed = append(b.changed, prev.mods[i].Module)
+					removed = true
+				}
+				i++
+			}
 		}
-		for i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) < 0 {
-			drop(prev.entry(i)) // a module no longer served
-			i++
-		}
-		if i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) == 0 {
-			old := prev.mods[i]
-			if old.Module == r.Module && old.Version == r.Version && old.SHA256 == r.SHA256 && !catChanged[moduleKey(r.Module)] {
-				entries[j] = prev.entry(i)
+		if prev != nil && i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) == 0 {
+			old, oldEntry := prev.mods[i], prev.entry(i)
+			// moduleKey allocates for a name with capitals: looked up only
+			// when the catalog changed packages (one allocation per module
+			// per assembly was the patch's largest cost at 100,000).
+			if !recheck && old.Module == r.Module && old.Version == r.Version && old.SHA256 == r.SHA256 && (catChanged == nil || !catChanged[moduleKey(r.Module)]) {
+				e, leaf, kept = oldEntry, prev.leaf(i), true
+			} else if e, leaf = encode(r); bytes.Equal(e, oldEntry) {
+				e, leaf, kept = oldEntry, prev.leaf(i), true
 			} else {
-				drop(prev.entry(i))
-				entries[j] = add(encode(r))
+				b.changed = append(b.changed, r.Module)
+				removed = removed || (oldEntry != nil && e == nil) // hidden: a tier change, say
 			}
 			i++
-			continue
+		} else {
+			e, leaf = encode(r) // a module newly served
+			if e != nil && prev != nil {
+				b.changed = append(b.changed, r.Module)
+			}
 		}
-		entries[j] = add(encode(r)) // a module newly served
-	}
-	if !recheck {
-		for ; i < len(prev.mods); i++ {
-			drop(prev.entry(i))
-		}
-	}
-	// The document is the entries in order: the bytes json.Marshal of a
-	// client.Index writes, without re-encoding them.
-	const head, tail = `{"bundles":[`, "]}\n"
-	body := make([]byte, 0, len(head)+b.size+max(b.listed-1, 0)+len(tail))
-	body = append(body, head...)
-	first := true
-	for j, e := range entries {
 		if e == nil {
 			continue
 		}
-		if !first {
+		if b.listed > 0 {
 			body = append(body, ',')
 		}
-		first = false
-		b.spans[j] = span{off: uint32(len(body)), n: uint32(len(e))}
+		b.spans[j] = span{off: uint32(len(body)), n: uint32(len(e)), leaf: uint32(len(b.leaves))}
 		body = append(body, e...)
+		b.leaves = append(b.leaves, leaf)
+		if clean != nil {
+			clean = append(clean, kept && !removed)
+		}
+		removed = false
+		b.listed++
+		b.size += len(e)
+	}
+	if prev != nil {
+		for ; i < len(prev.mods); i++ {
+			if prev.entry(i) != nil {
+				b.changed = append(b.changed, prev.mods[i].Module)
+			}
+		}
 	}
 	body = append(body, tail...)
-	// The ETag is a digest of the entries listed, kept by patching: O(changes),
-	// not a hash of the whole body per publication.
-	tag := sha256.New()
-	tag.Write(b.digest[:])
-	fmt.Fprintf(tag, "%d", b.listed)
-	b.doc = indexDoc{body: body, etag: `"` + hex.EncodeToString(tag.Sum(nil)) + `"`}
+	// The ETag is the root of the digest tree over the entries listed,
+	// re-hashed along the changed entries' paths only.
+	var prevTree *indexdigest.Tree
+	if prev != nil {
+		prevTree = prev.tree
+	}
+	b.tree = indexdigest.Build(prevTree, b.leaves, func(k int) bool { return clean[k] })
+	b.root = b.tree.Root()
+	b.doc = indexDoc{body: body, etag: `"` + hex.EncodeToString(b.root[:]) + `"`}
 	return b
 }
 
@@ -364,9 +399,18 @@ func (c *contentGenerations) of(seq uint64, fp [32]byte) (uint64, bool) {
 }
 
 // contentDigest digests what an index is assembled from in a list of
-// served modules: the XOR of one SHA-256 per module (entryDigest), so that
-// replacing, adding or removing one module updates it in O(1) (toggled).
-// Module names are unique in a list, so no two digests cancel.
+// served modules: the XOR of one keyed SHA-256 per module (entryDigest), so
+// that replacing, adding or removing one module updates it in O(1)
+// (toggled). Module names are unique in a list, so no two digests cancel.
+//
+// An XOR is linear: whoever knows the per-module digests can choose module
+// contents (among a few hundred candidates) whose digests cancel, and so
+// make a changed list look unchanged and keep stale documents served. The
+// per-module digest is therefore keyed with contentKey, a secret this
+// process draws at start and never shows: without it no one can compute a
+// digest, let alone solve for a cancelling set. It never leaves the
+// process (the index's own digest, sent to clients, is the Merkle root of
+// package indexdigest).
 func contentDigest(mods []landing.Record) [32]byte {
 	var d [32]byte
 	for _, r := range mods {
@@ -381,9 +425,17 @@ func toggled(d [32]byte, r landing.Record) [32]byte {
 	return d
 }
 
+// contentKey keys entryDigest. It is drawn once, when the package is
+// initialised, and only read after.
+var contentKey = func() [32]byte {
+	var k [32]byte
+	_, _ = rand.Read(k[:]) // crypto/rand.Read does not fail (Go 1.24)
+	return k
+}()
+
 func entryDigest(r landing.Record) [32]byte {
-	var buf [256]byte // names are short: the digest of a module allocates nothing
-	b := buf[:0]
+	var buf [320]byte // names are short: the digest of a module allocates nothing
+	b := append(buf[:0], contentKey[:]...)
 	for _, f := range [...]string{r.Module, r.Version, r.SHA256} {
 		b = append(append(b, f...), 0)
 	}
@@ -399,7 +451,9 @@ func (s *Server) activation(ledger *answer.Ledger) rx.Observable[activationView]
 
 // indexRoute serves GET /api/plugins/bundles/index.json: authentication,
 // the served snapshot, the package catalog, then the document kept for
-// this caller's entitlement, or 304 when the caller already holds it.
+// this caller's entitlement, or 304 when the caller already holds it. With
+// client.SinceParam it answers the delta from the document the caller holds
+// (see deltaAnswer).
 func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 	// One allocation holds what the steps below share, so that each closure
 	// captures one pointer: the route runs on every poll.
@@ -408,8 +462,18 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 		ledger      *answer.Ledger
 		ifNoneMatch string
 		res         auth.Result
+		since       [32]byte
+		delta       bool
 	}
 	q := &indexRequest{s: s, ledger: answer.LedgerFrom(r.Context()), ifNoneMatch: r.Header.Get("If-None-Match")}
+	if r.URL.RawQuery != "" {
+		if v := r.URL.Query().Get(client.SinceParam); v != "" {
+			if len(v) != hex.EncodedLen(len(q.since)) || !decodeHex(q.since[:], v) {
+				return rx.Return(errorAnswer(http.StatusBadRequest, "registry: "+client.SinceParam+" is not the 64 hex digits of an index digest (its ETag)"))
+			}
+			q.delta = true
+		}
+	}
 	return s.authenticated(r, func(res auth.Result) rx.Observable[answer.Answer] {
 		q.res = res
 		// The snapshot and the catalog each answer one value (and the
@@ -427,11 +491,22 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 				if !current {
 					return indexAnswer(s.index.assemble(nil, build).doc, q.ifNoneMatch)
 				}
-				key := indexKey{gen: indexGeneration{content: gen, catalog: c.version}, entitlement: entitlementKey(res)}
-				return indexAnswer(s.index.get(key, build), q.ifNoneMatch)
+				entitlement := entitlementKey(res)
+				key := indexKey{gen: indexGeneration{content: gen, catalog: c.version}, entitlement: entitlement}
+				doc := s.index.get(key, build)
+				if q.delta {
+					return s.deltaAnswer(entitlement, q.since)
+				}
+				return indexAnswer(doc, q.ifNoneMatch)
 			})
 		})
 	})
+}
+
+// decodeHex decodes the hex of len(dst) bytes into dst.
+func decodeHex(dst []byte, s string) bool {
+	n, err := hex.Decode(dst, []byte(s))
+	return err == nil && n == len(dst)
 }
 
 // entitlementKey is everything auth.Result.Allows decides from, in

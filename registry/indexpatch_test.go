@@ -83,7 +83,8 @@ func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(
 
 	// Unchanged entries are the previous document's bytes, not re-encoded:
 	// a patch for one changed module allocates a handful of objects (the
-	// body, its spans, one entry), a full assembly one entry per module.
+	// body, its spans and leaves, one entry, three or four per level of the
+	// digest tree), a full assembly one entry per module.
 	var listed []string
 	for i := range prev.mods {
 		if prev.entry(i) != nil {
@@ -97,7 +98,7 @@ func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(
 	fullAllocs := testing.AllocsPerRun(20, func() { patchIndex(nil, changed, cat, "", allows) })
 	t.Logf("%d listed: a patch %.0f allocations, a full assembly %.0f", len(listed), patchAllocs, fullAllocs)
 	// encoding/json's pools drop entries at random under -race: a margin.
-	assert.Less(t, patchAllocs, 32.0, "one module changed: one entry encoded")
+	assert.Less(t, patchAllocs, 48.0, "one module changed: one entry encoded")
 	assert.Less(t, patchAllocs*10, fullAllocs, "a patch encodes a small fraction of what an assembly does")
 	assert.Greater(t, fullAllocs, float64(len(listed)), "negative control: a full assembly encodes every listed entry")
 	next := patchIndex(prev, changed, cat, "", allows)

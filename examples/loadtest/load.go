@@ -6,10 +6,13 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
+
+	registryclient "github.com/meshrx/meshrx/registry/client"
 )
 
 // load is the consumer side of a run: pollers reading the index on a fixed
@@ -37,6 +40,11 @@ type load struct {
 	// etag is the ETag every poller holds when the run starts (as consumers
 	// at steady state hold the document they downloaded); "" starts cold.
 	etag string
+	// deltas: a poller asks for what changed since the document it holds
+	// (client.SinceParam), as registry/client does, and fetches the whole
+	// document after a 410; false: it revalidates with If-None-Match and
+	// downloads the whole document after every change.
+	deltas bool
 }
 
 // sample is one poll's outcome.
@@ -45,6 +53,8 @@ type sample struct {
 	status     int           // 0 when no answer arrived
 	unfinished bool          // still running at the end and cut off
 	err        error
+	bytes      int64 // body bytes received (both answers after a 410)
+	gone       bool  // the delta was answered 410 and the whole document fetched
 }
 
 func (s sample) failed() bool {
@@ -112,27 +122,27 @@ func (l load) waitUntil(ctx context.Context, at time.Time) bool {
 }
 
 // poll makes one index request scheduled at at, bounded by ctx (the run's
-// cut-off), as a consumer that keeps the ETag it was last given.
+// cut-off), as a consumer that keeps the ETag it was last given: with
+// deltas, it asks for what changed since, and fetches the whole document
+// after a 410.
 func (l load) poll(ctx context.Context, client *http.Client, etag *etagBox, at time.Time) sample {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
-	if err != nil {
-		return sample{err: err}
+	tag := etag.get()
+	var s sample
+	u := l.url
+	if l.deltas && tag != "" {
+		u += "?" + registryclient.SinceParam + "=" + strings.Trim(tag, `"`)
 	}
-	req.Header.Set("Authorization", "Bearer "+l.key)
-	if tag := etag.get(); tag != "" {
-		req.Header.Set("If-None-Match", tag)
+	status, newTag, n, err := l.get(ctx, client, u, tag)
+	s.bytes += n
+	if err == nil && status == http.StatusGone {
+		s.gone = true
+		status, newTag, n, err = l.get(ctx, client, l.url, "")
+		s.bytes += n
 	}
-	resp, err := client.Do(req)
-	if err == nil {
-		err = drain(resp)
-		if tag := resp.Header.Get("ETag"); tag != "" && resp.StatusCode == http.StatusOK {
-			etag.set(tag)
-		}
+	if err == nil && status == http.StatusOK && newTag != "" {
+		etag.set(newTag)
 	}
-	s := sample{latency: l.clk.Since(at), err: err}
-	if resp != nil {
-		s.status = resp.StatusCode
-	}
+	s.latency, s.err, s.status = l.clk.Since(at), err, status
 	if err != nil && ctx.Err() != nil {
 		s.unfinished = true
 		s.err = fmt.Errorf("still running at the end of the run plus %s: %w", l.grace, err)
@@ -140,10 +150,24 @@ func (l load) poll(ctx context.Context, client *http.Client, etag *etagBox, at t
 	return s
 }
 
-func drain(resp *http.Response) error {
+// get makes one GET of u (with If-None-Match: ifNoneMatch unless it asks
+// for a delta) and reads the body.
+func (l load) get(ctx context.Context, client *http.Client, u, ifNoneMatch string) (status int, etag string, n int64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, "", 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+l.key)
+	if ifNoneMatch != "" && !strings.Contains(u, "?") {
+		req.Header.Set("If-None-Match", ifNoneMatch)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", 0, err
+	}
 	defer resp.Body.Close()
-	_, err := io.Copy(io.Discard, resp.Body)
-	return err
+	n, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header.Get("ETag"), n, err
 }
 
 // etagBox is one poller's last ETag.
@@ -167,7 +191,20 @@ func (e *etagBox) set(tag string) {
 // stats summarises one mode's samples.
 type stats struct {
 	requests, errors, unfinished int
-	p50, p90, p99, max           time.Duration
+	p50, p90, p99, p999, max     time.Duration
+	// changed counts the polls answered with a document or a delta (200),
+	// changedBytes their bodies; bytes is every poll's body bytes; gone the
+	// deltas answered 410.
+	changed, gone       int
+	changedBytes, bytes int64
+}
+
+// bytesPerChange is the mean body of a poll that found a change.
+func (st stats) bytesPerChange() int64 {
+	if st.changed == 0 {
+		return 0
+	}
+	return st.changedBytes / int64(st.changed)
 }
 
 func summarize(samples []sample) stats {
@@ -181,22 +218,30 @@ func summarize(samples []sample) stats {
 		if s.unfinished {
 			st.unfinished++
 		}
+		st.bytes += s.bytes
+		if s.status == http.StatusOK {
+			st.changed++
+			st.changedBytes += s.bytes
+		}
+		if s.gone {
+			st.gone++
+		}
 	}
 	slices.Sort(lat)
-	st.p50, st.p90, st.p99 = percentile(lat, 50), percentile(lat, 90), percentile(lat, 99)
+	st.p50, st.p90, st.p99, st.p999 = percentile(lat, 500), percentile(lat, 900), percentile(lat, 990), percentile(lat, 999)
 	if len(lat) > 0 {
 		st.max = lat[len(lat)-1]
 	}
 	return st
 }
 
-// percentile is the nearest-rank percentile of sorted: the smallest value
-// with at least p% of the values at or below it.
+// percentile is the nearest-rank percentile of sorted, p in thousandths:
+// the smallest value with at least p‰ of the values at or below it.
 func percentile(sorted []time.Duration, p int) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 × n)
+	rank := (p*len(sorted) + 999) / 1000 // ceil(p/1000 × n)
 	if rank < 1 {
 		rank = 1
 	}

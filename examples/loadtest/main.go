@@ -21,17 +21,25 @@
 // still running when the run ends get -grace to finish; after that they are
 // cut off and count as errors with their elapsed time, never dropped.
 //
-// It prints a table (mode, requests, p50, p90, p99, max, errors,
+// With -publish-every D the served mode also publishes through the
+// registry's own publish route every D while the pollers run, and the
+// pollers ask for the delta since the document they hold (-deltas, default
+// true; false: If-None-Match and the whole document after each change).
+//
+// It prints a table (mode, requests, p50, p90, p99, p999, max, errors,
 // derivations) and, last,
 //
-//	summary: served_p50_ms=X served_p99_ms=X scan_p50_ms=X scan_p99_ms=X derivations=N requests=N
+//	summary: served_p50_ms=X served_p99_ms=X served_p999_ms=X scan_p50_ms=X scan_p99_ms=X derivations=N requests=N publications=N bytes_per_poll_after_change=B index_bytes=B egress_mb_per_s=X
 //
 // where derivations and requests are the served mode's: how many scans of the
-// module records served how many polls.
+// module records served how many polls; bytes_per_poll_after_change is the
+// mean body of the polls answered 200 (a delta, or the document), and
+// egress_mb_per_s every poll's body bytes over the run's duration.
 package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -80,6 +88,8 @@ type config struct {
 	absorb                  int    // landings whose cross-replica absorption is timed (two replicas)
 	pg                      string // PostgreSQL URL the two replicas share in -absorb
 	dir                     string // where the modules are landed; kept (and reused) when set
+	publishEvery            time.Duration
+	deltas                  bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -103,6 +113,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.freshness, "freshness", registry.DefaultFreshness, "the served snapshot's freshness bound")
 	fs.IntVar(&c.absorb, "absorb", 0, "instead of the polling run: start two replicas on one volume (and one -pg database), land this many modules on A and time each until it is in B's index")
 	fs.StringVar(&c.dir, "dir", "", "land the modules here and keep them; a directory a previous run landed -modules into is reused (the landing takes minutes at 100,000)")
+	fs.DurationVar(&c.publishEvery, "publish-every", 0, "while the pollers run, publish a new version (every fifth time a new module) through the registry's publish route this often (0: never)")
+	fs.BoolVar(&c.deltas, "deltas", true, "pollers ask for the delta since the document they hold (false: If-None-Match, and the whole document after every change)")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL the two -absorb replicas share (empty: one in-process memstore, shared)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -112,6 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	case c.modules < 1, c.pollers < 1, c.conns < 1, c.readPool < 1:
 		return config{}, errors.New("-modules, -pollers, -conns and -readpool must be at least 1")
+	case c.publishEvery < 0:
+		return config{}, errors.New("-publish-every must not be negative")
 	case c.absorb < 0, c.freshness <= 0:
 		return config{}, errors.New("-absorb must not be negative and -freshness must be positive")
 	case c.duration <= 0, c.interval <= 0, c.latency < 0, c.grace < 0:
@@ -133,6 +147,8 @@ type result struct {
 	indexFirst    time.Duration
 	index304      time.Duration
 	etag          string // the document's ETag, which the pollers hold at the start
+	published     publishOutcome
+	gc            gcDuring // what the collector did while the pollers ran (the whole process)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -188,10 +204,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "mode\trequests\tp50\tp90\tp99\tmax\terrors\tderivations")
+	fmt.Fprintln(tw, "mode\trequests\tp50\tp90\tp99\tp999\tmax\terrors\tderivations")
 	for _, r := range results {
 		s := r.stats
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\n", r.mode, s.requests, ms(s.p50), ms(s.p90), ms(s.p99), ms(s.max), s.errors, r.derivations)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.mode, s.requests, ms(s.p50), ms(s.p90), ms(s.p99), ms(s.p999), ms(s.max), s.errors, r.derivations)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -210,8 +226,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(results) > 1 {
 		scan = results[1]
 	}
-	fmt.Fprintf(stdout, "summary: served_p50_ms=%.3f served_p99_ms=%.3f scan_p50_ms=%.3f scan_p99_ms=%.3f derivations=%d requests=%d\n",
-		msf(served.stats.p50), msf(served.stats.p99), msf(scan.stats.p50), msf(scan.stats.p99), served.derivations, served.stats.requests)
+	fmt.Fprintf(stdout, "served: gc_cycles=%d gc_pause_max_ms=%.3f alloc_mb_per_s=%.1f (the whole process, pollers included)\n",
+		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/cfg.duration.Seconds())
+	if cfg.publishEvery > 0 {
+		p := served.published
+		fmt.Fprintf(stdout, "served: publications failed=%d slowest_ms=%.1f; %d polls found a change, %d deltas answered 410\n",
+			p.failed, msf(p.slowest), served.stats.changed, served.stats.gone)
+		if p.lastError != "" {
+			fmt.Fprintf(stdout, "served: last publication error: %s\n", p.lastError)
+		}
+	}
+	fmt.Fprintf(stdout, "summary: served_p50_ms=%.3f served_p99_ms=%.3f served_p999_ms=%.3f scan_p50_ms=%.3f scan_p99_ms=%.3f derivations=%d requests=%d publications=%d bytes_per_poll_after_change=%d index_bytes=%d egress_mb_per_s=%.3f\n",
+		msf(served.stats.p50), msf(served.stats.p99), msf(served.stats.p999), msf(scan.stats.p50), msf(scan.stats.p99), served.derivations, served.stats.requests,
+		served.published.published, served.stats.bytesPerChange(), served.indexBytes, float64(served.stats.bytes)/cfg.duration.Seconds()/1e6)
 	return nil
 }
 
@@ -219,9 +246,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger *slog.Logger, stderr io.Writer) (_ result, err error) {
 	began := time.Now()
 	before := heapInUse()
+	publish := cfg.publishEvery > 0 && mode == "served"
+	token := ""
+	if publish {
+		token = rand.Text()
+	}
 	rep, err := startReplica(setupCtx, replicaOptions{
 		dir: dir, modules: cfg.modules, latency: cfg.latency, scan: mode == "scan", readPool: cfg.readPool,
-		register: true, feed: cfg.feed, journal: cfg.journal, freshness: cfg.freshness, derivationBudget: cfg.derivationBudget, name: mode,
+		register: true, feed: cfg.feed, journal: cfg.journal, freshness: cfg.freshness, derivationBudget: cfg.derivationBudget, name: mode, token: token,
 	}, logger)
 	if err != nil {
 		return result{}, err
@@ -265,9 +297,18 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger
 	clk := clock.New()
 	l := load{
 		url: rep.url, key: rep.key, pollers: cfg.pollers, interval: cfg.interval,
-		duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk, etag: res.etag,
+		duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk, etag: res.etag, deltas: cfg.deltas,
 	}
-	samples := l.run(ctx, clk.Now())
+	start := clk.Now()
+	pub := publisher{base: rep.base, token: token, modules: cfg.modules, clk: clk, run: time.Now().Unix()}
+	if publish {
+		pub.interval = cfg.publishEvery
+	}
+	gcBefore := readGC()
+	published := publishing(ctx, pub, start, start.Add(cfg.duration))
+	samples := l.run(ctx, start)
+	res.published = published()
+	res.gc = gcBetween(gcBefore, readGC())
 	if err := ctx.Err(); err != nil {
 		return result{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestAPollStillRunningAtTheEndCountsWithItsElapsedTime(t *testing.T) {
 
 	st := summarize(samples)
 	assert.Equal(t, stats{requests: 20, errors: 20, unfinished: 20, p50: 1 * time.Second, p90: 1400 * time.Millisecond,
-		p99: 1500 * time.Millisecond, max: 1500 * time.Millisecond}, st)
+		p99: 1500 * time.Millisecond, p999: 1500 * time.Millisecond, max: 1500 * time.Millisecond}, st)
 }
 
 func TestPollsAnsweredInTimeAreNotCountedAsErrors(t *testing.T) {
@@ -141,13 +142,14 @@ func TestPercentilesAreNearestRank(t *testing.T) {
 	for i := 1; i <= 100; i++ {
 		d = append(d, time.Duration(i))
 	}
-	assert.Equal(t, time.Duration(50), percentile(d, 50))
-	assert.Equal(t, time.Duration(99), percentile(d, 99))
-	assert.Equal(t, time.Duration(1), percentile(d[:1], 99))
-	assert.Equal(t, time.Duration(0), percentile(nil, 50))
+	assert.Equal(t, time.Duration(50), percentile(d, 500))
+	assert.Equal(t, time.Duration(99), percentile(d, 990))
+	assert.Equal(t, time.Duration(100), percentile(d, 999))
+	assert.Equal(t, time.Duration(1), percentile(d[:1], 990))
+	assert.Equal(t, time.Duration(0), percentile(nil, 500))
 	// With fewer samples than 1/(1-p), p99 is the maximum: the slowest poll
 	// is never rounded away.
-	assert.Equal(t, time.Duration(10), percentile(d[:10], 99))
+	assert.Equal(t, time.Duration(10), percentile(d[:10], 990))
 }
 
 func TestTheLoadtestPrintsItsTableAndTheSummaryLast(t *testing.T) {
@@ -158,12 +160,54 @@ func TestTheLoadtestPrintsItsTableAndTheSummaryLast(t *testing.T) {
 	require.NoError(t, err, "stderr: %s", errs.String())
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
 	require.GreaterOrEqual(t, len(lines), 4, out.String())
-	assert.Regexp(t, `^mode\s+requests\s+p50\s+p90\s+p99\s+max\s+errors\s+derivations$`, lines[0])
+	assert.Regexp(t, `^mode\s+requests\s+p50\s+p90\s+p99\s+p999\s+max\s+errors\s+derivations$`, lines[0])
 	assert.Regexp(t, `^served\s+24\s`, lines[1], "4 pollers × 6 polls each")
 	assert.Regexp(t, `^scan\s+24\s`, lines[2])
-	summary := regexp.MustCompile(`^summary: served_p50_ms=[0-9.]+ served_p99_ms=[0-9.]+ scan_p50_ms=[0-9.]+ scan_p99_ms=[0-9.]+ derivations=(\d+) requests=(\d+)$`)
+	summary := regexp.MustCompile(`^summary: served_p50_ms=[0-9.]+ served_p99_ms=[0-9.]+ served_p999_ms=[0-9.]+ scan_p50_ms=[0-9.]+ scan_p99_ms=[0-9.]+ derivations=(\d+) requests=(\d+) publications=0 bytes_per_poll_after_change=0 index_bytes=\d+ egress_mb_per_s=[0-9.]+$`)
 	m := summary.FindStringSubmatch(lines[len(lines)-1])
 	require.NotNil(t, m, "last line %q", lines[len(lines)-1])
 	assert.Equal(t, "1", m[1], "the served registry derived once, before the run")
 	assert.Equal(t, "24", m[2])
+}
+
+// summaryFields reads the summary line's name=value fields.
+func summaryFields(t *testing.T, out string) map[string]float64 {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	last := lines[len(lines)-1]
+	require.True(t, strings.HasPrefix(last, "summary: "), out)
+	fields := map[string]float64{}
+	for _, f := range strings.Fields(strings.TrimPrefix(last, "summary: ")) {
+		k, v, ok := strings.Cut(f, "=")
+		require.True(t, ok, f)
+		n, err := strconv.ParseFloat(v, 64)
+		require.NoError(t, err, f)
+		fields[k] = n
+	}
+	return fields
+}
+
+// With -publish-every the load program publishes through the publish route
+// while the pollers run, and a poll after a change downloads the delta, a
+// fraction of the document. Control: with -deltas=false the same run
+// downloads the whole document after every change.
+func TestPublishingWhilePollingSendsDeltasNotTheDocument(t *testing.T) {
+	run1 := func(deltas string) map[string]float64 {
+		var out, errs bytes.Buffer
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		err := run(ctx, []string{"-modules", "200", "-pollers", "4", "-duration", "600ms", "-latency", "0s", "-interval", "50ms",
+			"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-deltas=" + deltas}, &out, &errs)
+		require.NoError(t, err, "stderr: %s", errs.String())
+		t.Log(out.String())
+		return summaryFields(t, out.String())
+	}
+	got := run1("true")
+	assert.GreaterOrEqual(t, got["publications"], 3.0)
+	assert.Equal(t, 1.0, got["derivations"], "publications are patched into the snapshot, not re-derived")
+	assert.Positive(t, got["bytes_per_poll_after_change"])
+	assert.Less(t, got["bytes_per_poll_after_change"]*20, got["index_bytes"], "a delta is a small part of the document")
+
+	control := run1("false")
+	assert.GreaterOrEqual(t, control["bytes_per_poll_after_change"], control["index_bytes"], "control: the whole document after each change")
 }

@@ -104,6 +104,8 @@ func (c *scanCounter) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, 
 // port.
 type replica struct {
 	url    string // the index URL
+	base   string // the registry's URL, without a path
+	token  string // the publish token
 	key    string
 	lander *landing.ModuleLanding
 	served *registry.ServedActivation
@@ -133,6 +135,7 @@ type replicaOptions struct {
 	journal          bool       // tail the volume's journal
 	freshness        time.Duration
 	derivationBudget time.Duration
+	token            string // the publish token ("": the publish route is not mapped)
 	name             string
 }
 
@@ -211,11 +214,12 @@ func startReplica(ctx context.Context, o replicaOptions, logger *slog.Logger) (_
 
 	rep.heapAtServer = heapInUse()
 	srv, err := registry.NewServer(registry.ServerOptions{
-		Served:  served,
-		Auth:    &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
-		Mesh:    store,
-		Logger:  logger,
-		Metrics: prometheus.NewRegistry(),
+		Served:       served,
+		Auth:         &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
+		Mesh:         store,
+		Logger:       logger,
+		Metrics:      prometheus.NewRegistry(),
+		PublishToken: o.token,
 	})
 	if err != nil {
 		return nil, err
@@ -247,7 +251,9 @@ func startReplica(ctx context.Context, o replicaOptions, logger *slog.Logger) (_
 		<-serveErr
 		return err
 	})
-	rep.url = "http://" + ln.Addr().String() + client.IndexPath
+	rep.base = "http://" + ln.Addr().String()
+	rep.url = rep.base + client.IndexPath
+	rep.token = o.token
 	rep.served = served
 	rep.close = closeAll
 	return rep, nil

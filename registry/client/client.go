@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +39,7 @@ const (
 
 // Size limits on what the client reads from the registry.
 const (
-	maxIndexBytes     = 16 << 20
+	maxIndexBytes     = 64 << 20 // 100,000 modules list in about 18 MB
 	maxErrorBodyBytes = 4 << 10
 )
 
@@ -150,6 +151,10 @@ type Client struct {
 	index     *retryablehttp.Client
 	download  *retryablehttp.Client
 	transport *http.Client
+	logger    *slog.Logger
+
+	mu   sync.Mutex
+	last *heldIndex // the last index fetched and verified: deltas are asked since it
 }
 
 // New returns a Client for opts, or a *ConfigError naming the setting
@@ -183,7 +188,7 @@ func New(opts Options) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Transport: newTransport()}
 	}
-	c := &Client{base: base, key: opts.Key, transport: hc}
+	c := &Client{base: base, key: opts.Key, transport: hc, logger: logger}
 	c.index = newRetrying(hc, orDefault(opts.AttemptTimeout, DefaultAttemptTimeout), attempts, maxWait, logger)
 	c.download = newRetrying(hc, orDefault(opts.DownloadTimeout, DefaultDownloadTimeout), attempts, maxWait, logger)
 	return c, nil
@@ -249,7 +254,31 @@ func parseBaseURL(raw string) (*url.URL, error) {
 // Index fetches the bundle index. With a non-empty etag it asks for the
 // index only if it changed: an unchanged one returns ErrNotModified and etag.
 // It returns the index and its ETag.
+//
+// The Client keeps the last index it fetched and, once it holds one, asks
+// for what changed since (SinceParam): one request carries the entries
+// added, changed and removed however many publications it missed, and the
+// Client applies them to what it holds. Every index it returns is verified
+// against its digest, the ETag: the root of a Merkle tree (package
+// internal/indexdigest) over the entries in index order, each leaf the
+// SHA-256 of 0x00 and the plugin, version, url and sha256 fields, each
+// preceded by its length as 4 bytes big-endian. When the registry cannot
+// answer since what the Client holds (410 Gone: too old, or another
+// replica's history) or the delta does not digest to what the registry
+// says, the Client fetches the whole index. A whole index whose entries do
+// not digest to its ETag is a *ResponseError; one whose ETag is not a
+// digest (a registry without deltas) is returned unverified.
 func (c *Client) Index(ctx context.Context, etag string) (Index, string, error) {
+	if h := c.held(); h != nil {
+		if idx, tag, err, ok := c.indexDelta(ctx, h, etag); ok {
+			return idx, tag, err
+		}
+	}
+	return c.fullIndex(ctx, etag)
+}
+
+// fullIndex fetches the whole index and holds it.
+func (c *Client) fullIndex(ctx context.Context, etag string) (Index, string, error) {
 	u := c.base.JoinPath(IndexPath).String()
 	resp, err := c.get(ctx, c.index, u, func(h http.Header) {
 		h.Set("Accept", "application/json")
@@ -275,7 +304,23 @@ func (c *Client) Index(ctx context.Context, etag string) (Index, string, error) 
 	if err := json.Unmarshal(body, &idx); err != nil {
 		return Index{}, "", &ResponseError{URL: u, Reason: "the index is not valid JSON", Err: err}
 	}
-	return idx, resp.Header.Get("ETag"), nil
+	return c.accept(u, idx, resp.Header.Get("ETag"))
+}
+
+// accept verifies a whole index against its ETag and holds it.
+func (c *Client) accept(u string, idx Index, tag string) (Index, string, error) {
+	if _, ok := etagDigest(tag); !ok {
+		// Not a registry that digests its index: nothing to verify, and
+		// no deltas to ask for.
+		c.hold(nil)
+		return idx, tag, nil
+	}
+	h, err := holdIndex(idx, tag)
+	if err != nil {
+		return Index{}, "", &ResponseError{URL: u, Reason: "the index does not match its digest", Err: err}
+	}
+	c.hold(h)
+	return idx, tag, nil
 }
 
 // Download opens the bundle an index entry lists. The caller reads and

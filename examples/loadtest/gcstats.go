@@ -1,0 +1,43 @@
+package main
+
+import (
+	"runtime/metrics"
+	"time"
+)
+
+// gcSample is what the collector had done by one instant.
+type gcSample struct {
+	cycles uint64
+	pauses *metrics.Float64Histogram // stop-the-world pauses for GC, in seconds
+	alloc  uint64                    // bytes allocated so far
+}
+
+func readGC() gcSample {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/sched/pauses/total/gc:seconds"}, {Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return gcSample{cycles: s[0].Value.Uint64(), pauses: s[1].Value.Float64Histogram(), alloc: s[2].Value.Uint64()}
+}
+
+// gcDuring is what the collector did between two samples: cycles, bytes
+// allocated, and the longest stop-the-world pause (the upper bound of the
+// highest histogram bucket that gained a count).
+type gcDuring struct {
+	cycles   uint64
+	allocMB  float64
+	maxPause time.Duration
+}
+
+func gcBetween(a, b gcSample) gcDuring {
+	d := gcDuring{cycles: b.cycles - a.cycles, allocMB: float64(b.alloc-a.alloc) / 1e6}
+	for i := len(b.pauses.Counts) - 1; i >= 0; i-- {
+		if b.pauses.Counts[i] > a.pauses.Counts[i] {
+			hi := b.pauses.Buckets[i+1]
+			if hi > 3600 { // the last bucket is unbounded
+				hi = b.pauses.Buckets[i]
+			}
+			d.maxPause = time.Duration(hi * float64(time.Second))
+			break
+		}
+	}
+	return d
+}

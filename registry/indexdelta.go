@@ -1,0 +1,227 @@
+package registry
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"slices"
+
+	"github.com/meshrx/meshrx/internal/answer"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
+)
+
+// Deltas: a consumer that holds an index document asks for what changed
+// since it (client.SinceParam, the document's digest) and gets the entries
+// added or changed and the names removed, for its entitlement, with the
+// digest of the document they make (client.IndexDelta). The history it is
+// answered from is kept per entitlement (a lineage): the documents
+// assembled for that entitlement, in order, each with the modules whose
+// entries it changed. Only modules the entitlement listed, before or after,
+// are ever in it: a delta names nothing the caller could not see, and a
+// package that a tier change hides is a removal like any other.
+//
+// A digest the lineage no longer holds (older than its bound, never seen
+// here: another replica's document this one never assembled, or one from
+// before a restart) is answered 410 Gone, and the consumer fetches the
+// whole document (as Kubernetes answers a stale resourceVersion).
+
+// historyBound bounds one entitlement's delta history: the documents it
+// reaches back over, and the module names it holds in all.
+type historyBound struct{ points, keys int }
+
+// defaultHistory: a consumer that missed up to 1,024 documents of its
+// entitlement (and up to 16,384 entry changes in all) catches up with one
+// delta. A document that changes more at once answers deltas from itself
+// on only.
+var defaultHistory = historyBound{points: 1024, keys: 16384}
+
+// lineage is one entitlement's documents: the last one assembled and the
+// history of digests deltas are answered since.
+type lineage struct {
+	last   *indexBase
+	points []historyPoint // oldest first; points[len-1].root is last's
+	keys   int            // names held by points[1:]
+	used   uint64
+}
+
+// historyPoint is one document of a lineage: its digest, and the modules
+// whose entries changed since the point before. A value: never modified
+// once appended, so a reader may keep a slice of them.
+type historyPoint struct {
+	root    [32]byte
+	changed []string
+}
+
+// advance records b, assembled from prev, as entitlement's newest document.
+// Called with c.mu held.
+func (c *indexCache) advance(entitlement string, prev, b *indexBase) {
+	ln := c.lineages[entitlement]
+	if ln == nil {
+		if len(c.lineages) >= c.max {
+			c.evictLineage()
+		}
+		ln = &lineage{}
+		c.lineages[entitlement] = ln
+	}
+	c.tick++
+	ln.used = c.tick
+	restart := func() {
+		ln.last, ln.points, ln.keys = b, []historyPoint{{root: b.root}}, 0
+	}
+	switch {
+	case ln.last == nil:
+		restart()
+		return
+	case ln.last.gen != b.gen && ln.last.gen.atLeast(b.gen):
+		return // an older generation's document, finished late
+	case ln.last.root == b.root:
+		ln.last = b // the same entries
+		return
+	case prev == nil || b.changed == nil:
+		restart() // no known relation to what the history holds
+		return
+	}
+	changed := b.changed
+	if ln.last != prev {
+		// Patched from an earlier document of the lineage while another
+		// was assembled after it: what changed since that one as well.
+		k := ln.find(prev.root)
+		if k < 0 {
+			restart()
+			return
+		}
+		changed = slices.Clone(changed)
+		for _, p := range ln.points[k+1:] {
+			changed = append(changed, p.changed...)
+		}
+	}
+	ln.points = append(ln.points, historyPoint{root: b.root, changed: changed})
+	ln.keys += len(changed)
+	ln.last = b
+	for len(ln.points) > 1 && (len(ln.points) > c.history.points || ln.keys > c.history.keys) {
+		ln.points = ln.points[1:]
+		ln.keys -= len(ln.points[0].changed) // nothing is answered since before the oldest point
+	}
+}
+
+// find returns the index of the newest point with root, -1 if none.
+func (ln *lineage) find(root [32]byte) int {
+	for k := len(ln.points) - 1; k >= 0; k-- {
+		if ln.points[k].root == root {
+			return k
+		}
+	}
+	return -1
+}
+
+// evictLineage drops the least recently used lineage. Called with c.mu held.
+func (c *indexCache) evictLineage() {
+	var (
+		oldest string
+		used   uint64
+		found  bool
+	)
+	for e, ln := range c.lineages {
+		if !found || ln.used < used {
+			oldest, used, found = e, ln.used, true
+		}
+	}
+	delete(c.lineages, oldest)
+}
+
+// since returns entitlement's newest document and the modules whose
+// entries changed after the document whose digest is root; false when the
+// lineage does not reach back to it.
+func (c *indexCache) since(entitlement string, root [32]byte) (*indexBase, []historyPoint, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ln := c.lineages[entitlement]
+	if ln == nil {
+		return nil, nil, false
+	}
+	k := ln.find(root)
+	if k < 0 {
+		return nil, nil, false
+	}
+	c.tick++
+	ln.used = c.tick
+	return ln.last, ln.points[k+1:], true
+}
+
+// deltaAnswer answers a consumer holding the document whose digest is
+// since: 304 when it is the newest, the delta to the newest, or 410 Gone.
+func (s *Server) deltaAnswer(entitlement string, since [32]byte) answer.Answer {
+	last, points, ok := s.index.since(entitlement, since)
+	if !ok {
+		a := errorAnswer(http.StatusGone, "registry: the index this consumer holds ("+hex.EncodeToString(since[:])+
+			") is not in this server's history for its entitlement; fetch the whole index (without "+client.SinceParam+")")
+		return a
+	}
+	h := http.Header{}
+	h.Set("ETag", last.doc.etag)
+	h.Set("Cache-Control", "private, no-cache")
+	h.Set("Vary", "Authorization")
+	if len(points) == 0 {
+		return answer.Answer{Status: http.StatusNotModified, Header: h}
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set(client.IndexSinceHeader, hex.EncodeToString(since[:]))
+	return answer.Answer{Header: h, Body: deltaBody(last, since, points)}
+}
+
+// deltaBody writes the client.IndexDelta from the document after since to
+// last: last's entry (its bytes, as in its body) for every module changed
+// and still listed, its name for every one no longer listed.
+func deltaBody(last *indexBase, since [32]byte, points []historyPoint) []byte {
+	n := 0
+	for _, p := range points {
+		n += len(p.changed)
+	}
+	names := make([]string, 0, n)
+	for _, p := range points {
+		names = append(names, p.changed...)
+	}
+	slices.SortFunc(names, landing.CompareNames)
+	names = slices.CompactFunc(names, func(a, b string) bool { return landing.CompareNames(a, b) == 0 })
+	var removed []string
+	body := make([]byte, 0, 256+len(names)*200)
+	body = append(body, `{"since":"`...)
+	body = hex.AppendEncode(body, since[:])
+	body = append(body, `","digest":"`...)
+	body = hex.AppendEncode(body, last.root[:])
+	body = append(body, `","count":`...)
+	body = appendInt(body, last.listed)
+	body = append(body, `,"bundles":[`...)
+	first := true
+	for _, name := range names {
+		i, found := slices.BinarySearchFunc(last.mods, name, func(r landing.Record, k string) int {
+			return landing.CompareNames(r.Module, k)
+		})
+		var e []byte
+		if found {
+			e = last.entry(i)
+		}
+		if e == nil {
+			removed = append(removed, name)
+			continue
+		}
+		if !first {
+			body = append(body, ',')
+		}
+		first = false
+		body = append(body, e...)
+	}
+	body = append(body, `],"removed":`...)
+	if removed == nil {
+		removed = []string{}
+	}
+	r, _ := json.Marshal(removed) // strings: encoding cannot fail
+	body = append(body, r...)
+	return append(body, "}\n"...)
+}
+
+func appendInt(b []byte, v int) []byte {
+	r, _ := json.Marshal(v)
+	return append(b, r...)
+}
