@@ -26,7 +26,7 @@
 //
 // # Examples
 //
-// ExampleService_Bell (example_test.go) are worked examples,
+// ExampleService_Bell (example_test.go) is a worked example,
 // compiled by go test. go doc does not print examples: read them in the file,
 // on pkgsite, or run them with go test -run Example ./notifications/.
 package notifications

@@ -15,7 +15,7 @@
 //
 // # Examples
 //
-// ExampleFold_Decide (example_test.go) are worked examples,
+// ExampleFold_Decide (example_test.go) is a worked example,
 // compiled by go test. go doc does not print examples: read them in the file,
 // on pkgsite, or run them with go test -run Example ./auth/access/.
 package access

@@ -21,7 +21,7 @@
 //
 // # Examples
 //
-// ExampleRun (example_test.go) are worked examples,
+// ExampleRun (example_test.go) is a worked example,
 // compiled by go test. go doc does not print examples: read them in the file,
 // on pkgsite, or run them with go test -run Example ./mesh/meshtest/.
 package meshtest

@@ -31,7 +31,7 @@
 //
 // # Examples
 //
-// ExampleStart (example_test.go) are worked examples,
+// ExampleStart (example_test.go) is a worked example,
 // compiled by go test. go doc does not print examples: read them in the file,
 // on pkgsite, or run them with go test -run Example ./mesh/pgstore/pgtest/.
 package pgtest
