@@ -224,4 +224,3 @@ func TestCloseSoonAfterOpenLogsNoWarning(t *testing.T) {
 	assert.Empty(t, logs.AtOrAbove(slog.LevelWarn), "a shutdown is not a warning")
 	assert.NotEmpty(t, logs.Matching(slog.LevelInfo, "stopped by Close"), "the stop is still said, at Info")
 }
-
