@@ -45,7 +45,7 @@
 //
 // # Examples
 //
-// Example (example_test.go) is a worked example,
+// Example and ExampleRequire (example_test.go) are worked examples,
 // compiled by go test. go doc does not print examples: read them in the file,
 // on pkgsite, or run them with go test -run Example ./auth/.
 package auth

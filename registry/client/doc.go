@@ -11,7 +11,7 @@
 //
 // # Examples
 //
-// Example (example_test.go) is a worked example,
+// Example and ExampleClient_Publish (example_test.go) are worked examples,
 // compiled by go test. go doc does not print examples: read them in the file,
 // on pkgsite, or run them with go test -run Example ./registry/client/.
 package client
