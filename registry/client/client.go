@@ -382,6 +382,9 @@ type attemptsKey struct{}
 // get makes a GET with rc and returns the response if its status is one of
 // want; any other outcome is an *HTTPError or a *TransportError.
 func (c *Client) get(ctx context.Context, rc *retryablehttp.Client, u string, header func(http.Header), want ...int) (*http.Response, error) {
+	if c.key == "" { // a client made with only a publish token
+		return nil, &ConfigError{Setting: optionKey, Problem: "is empty; Index and Download need the instance key"}
+	}
 	attempts := new(atomic.Int32)
 	ctx = context.WithValue(ctx, attemptsKey{}, attempts)
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, u, nil)

@@ -122,8 +122,11 @@ func TestAnEmptyRegistryURLIsRefusedNamingTheSetting(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "client.Options.Key", ce.Setting)
 	assert.NotContains(t, err.Error(), "MESHRX_")
-	_, err = New(Options{BaseURL: "https://registry.example.com", PublishToken: "t"})
+	publisher, err := New(Options{BaseURL: "https://registry.example.com", PublishToken: "t"})
 	require.NoError(t, err, "a publish token alone makes a client that publishes")
+	_, _, err = publisher.Index(t.Context(), "")
+	require.ErrorAs(t, err, &ce, "and says what Index lacks, without a request")
+	assert.Equal(t, "client.Options.Key", ce.Setting)
 	_, err = New(Options{BaseURL: "   "})
 	assert.ErrorContains(t, err, "blank", "whitespace is not an absent value: say what it is")
 
