@@ -66,7 +66,14 @@ type Authenticator struct {
 // Authenticate returns the outcome for an Authorization header value: one
 // Result, then completion. The stream never fails; see Result for the three
 // outcomes. It is cold: nothing is read until it is subscribed.
+//
+// Authenticate panics, naming the field, when a's Mesh is nil: a zero
+// Authenticator cannot check a key, and would otherwise fail deep inside
+// its first read.
 func (a *Authenticator) Authenticate(header string) rx.Observable[Result] {
+	if a.Mesh == nil {
+		panic("auth: Authenticator.Mesh is nil (a zero Authenticator cannot check keys; set Mesh to the store holding the instances)")
+	}
 	key, ok := KeyFromHeader(header)
 	if !ok {
 		a.refusalOnce.Do(func() { a.refusal = rx.Return(Result{}) })

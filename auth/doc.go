@@ -42,4 +42,10 @@
 //
 // Every *slog.Logger option of this package (Authenticator.Logger, FoldSource.Logger, PlanTierLadder.Logger) may be nil, which
 // means slog.Default(): nothing is discarded unless the caller says so.
+//
+// # Examples
+//
+// Example and ExampleRequire (example_test.go) are worked examples,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./auth/.
 package auth

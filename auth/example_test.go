@@ -79,3 +79,41 @@ func Example() {
 	// 200 free-tier package: true, pro-tier package: false
 	// 401
 }
+
+// Require is the guard in the form middleware chains compose,
+// func(http.Handler) http.Handler: here after a middleware that tags each
+// request, in front of an API handler on a plain net/http mux. A request
+// without a key is refused before it reaches the handler.
+func ExampleRequire() {
+	store, err := memstore.New(memstore.Options{GatedTypes: auth.SecurityTypes()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer store.Close()
+	authn := &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store}}
+	tagged := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Served-By", "example")
+			next.ServeHTTP(w, r)
+		})
+	}
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res, _ := auth.FromContext(r.Context()) // the instance the key resolved to
+		fmt.Fprintln(w, "hello", res.Instance.ID)
+	})
+
+	mux := http.NewServeMux()
+	mux.Handle("/api/", tagged(auth.Require(authn)(api)))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	resp, err := http.Get(srv.URL + "/api/hello") // no Authorization header
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, resp.Header.Get("X-Served-By"))
+	// Output: 401 example
+}

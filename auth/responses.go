@@ -11,8 +11,9 @@ import (
 
 const (
 	unauthenticatedMessage = "A registered instance key is required (Authorization: Bearer mwi_… or Basic with the key as password)."
-	unavailableMessage     = "The server could not find out whether this request is authorised: a dependency it must consult did not answer in time. " +
-		"This is NOT a statement about your key or your grant. Retry after the number of seconds in Retry-After."
+	// unavailableMessage follows the reason, which names what could not be
+	// read and why (a bound that tripped, a store that is closed or down).
+	unavailableMessage = "This is NOT a statement about your key or your grant. Retry after the number of seconds in Retry-After."
 )
 
 // WriteUnauthenticated answers 401 for a request that carries no usable
@@ -37,7 +38,17 @@ func WriteUnavailable(w http.ResponseWriter, reason string, retryAfter time.Dura
 		Error     string   `json:"error"`
 		Reason    string   `json:"reason"`
 		WaitingOn []string `json:"waitingOn"`
-	}{unavailableMessage, reason, []string{waitedOn(reason)}})
+	}{unavailableError(reason), reason, []string{waitedOn(reason)}})
+}
+
+// unavailableError is the 503's message: the cause as reason names it (a
+// fixed "did not answer in time" was wrong when the store was closed).
+func unavailableError(reason string) string {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		reason = "a dependency it must consult could not answer"
+	}
+	return "The server could not find out whether this request is authorised (" + reason + "). " + unavailableMessage
 }
 
 // waitedOn is the stage a reason names first: every caller writes its

@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -36,8 +37,17 @@ func BudgetsFrom(operation time.Duration) Budgets {
 	return Budgets{Operation: operation, Nested: nested, Permission: perm, QueryInitial: Nest(perm)}
 }
 
-// Validate reports budgets that are not positive and strictly nested.
+// Validate reports budgets that are not positive and strictly nested. Its
+// error says to start from DefaultBudgets (or BudgetsFrom), and names the
+// fields left zero: only a wholly zero Budgets means the defaults.
 func (b Budgets) Validate() error {
+	if err := b.validate(); err != nil {
+		return fmt.Errorf("%w; %s", err, b.hint())
+	}
+	return nil
+}
+
+func (b Budgets) validate() error {
 	if b.QueryInitial <= 0 {
 		return fmt.Errorf("mesh: budgets: QueryInitial must be positive, got %v", b.QueryInitial)
 	}
@@ -55,4 +65,22 @@ func (b Budgets) Validate() error {
 		}
 	}
 	return nil
+}
+
+// hint is what to do about budgets that do not validate.
+func (b Budgets) hint() string {
+	var zero []string
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"Operation", b.Operation}, {"Nested", b.Nested}, {"Permission", b.Permission}, {"QueryInitial", b.QueryInitial}} {
+		if f.v == 0 {
+			zero = append(zero, f.name)
+		}
+	}
+	h := "start from mesh.DefaultBudgets() (or mesh.BudgetsFrom(operation), which nests the others inside it) and change the fields you need"
+	if len(zero) > 0 {
+		h += " (" + strings.Join(zero, ", ") + " left zero: a zero field is not its default; only a wholly zero Budgets means the defaults)"
+	}
+	return h
 }

@@ -70,4 +70,10 @@
 //
 // Every *slog.Logger option of this package (RouterConfig.Logger) may be nil, which
 // means slog.Default(): nothing is discarded unless the caller says so.
+//
+// # Examples
+//
+// ExampleParse and ExampleRouter_Route (example_test.go) are worked examples,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./mesh/.
 package mesh

@@ -143,3 +143,19 @@ func (n Node) Normalize() (Node, error) {
 	}
 	return n, nil
 }
+
+// NormalizeWrite is Normalize with the rule every store's write adds: a node
+// needs a NodeType. Queries select by it and live queries are re-run by it,
+// so a node without one could be written and never read by type; a store
+// refuses it with a *NodeError (Field "nodeType") and writes nothing.
+func (n Node) NormalizeWrite() (Node, error) {
+	n, err := n.Normalize()
+	if err != nil {
+		return Node{}, err
+	}
+	if strings.TrimSpace(n.NodeType) == "" {
+		return Node{}, &NodeError{Path: n.Path, Field: "nodeType",
+			Reason: `a node needs a node type (set Node.NodeType, e.g. "Article"): queries select by it`}
+	}
+	return n, nil
+}

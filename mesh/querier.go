@@ -84,12 +84,14 @@ type Querier struct {
 // *ParseError, one the router refuses with *UnanchoredQueryError, one the
 // backend can no longer serve with the backend's error; an unroutable one
 // answers an empty Initial and completes without touching the backend.
+// Subscribing a nil observer panics, naming the query, before the backend
+// is asked for anything.
 func (qr *Querier) Query(q string) rx.Observable[Change] {
 	parsed, err := Parse(q)
 	if err != nil {
 		return rx.Throw[Change](err)
 	}
-	return rx.Defer(func() rx.Observable[Change] {
+	return observerRequired{query: q, Observable: rx.Defer(func() rx.Observable[Change] {
 		known, err := qr.Backend.Partitions(parsed)
 		if err != nil {
 			return rx.Throw[Change](err)
@@ -115,7 +117,7 @@ func (qr *Querier) Query(q string) rx.Observable[Change] {
 			merged = rx.TakeUntil(merged, qr.Until)
 		}
 		return merged
-	})
+	})}
 }
 
 // backendProvider is the backend's part of one query's fan-in.

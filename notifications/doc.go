@@ -23,4 +23,10 @@
 //
 // Every *slog.Logger option of this package (Service.Logger) may be nil, which
 // means slog.Default(): nothing is discarded unless the caller says so.
+//
+// # Examples
+//
+// ExampleService_Bell (example_test.go) is a worked example,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./notifications/.
 package notifications

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -87,7 +88,7 @@ func TestAPublishWhoseBudgetRunsOutDuringItsCommitIsAnsweredAsLandedNot503(t *te
 		})
 		require.NoError(t, got.err)
 		assert.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
-		require.Eventually(t, func() bool { return len(f.activation()) == 1 }, testkit.Bound, testkit.Bound/100,
+		require.Eventually(t, func() bool { return len(f.activation()) == 1 }, testkit.Bound, 20*time.Millisecond,
 			"the version lands all the same")
 	})
 }

@@ -50,4 +50,10 @@
 // sha256 it holds, and the same bytes land again (201).
 //
 // A nil *slog.Logger means slog.Default().
+//
+// # Examples
+//
+// Example (example_test.go) is a worked example,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./registry/.
 package registry

@@ -54,9 +54,21 @@ func stoppablePG(t *testing.T) *pgtest.Server {
 
 // openPG opens a pgstore replica on dbURL whose waits are cut to a second,
 // so that a stopped server is noticed quickly.
+//
+// Opening is retried while it is unavailable, as a service's start-up would
+// be: the short budgets bound connecting the listener to 500ms, which a
+// loaded machine can exceed (a failure seen with the suite run beside two
+// CPU-burning loops), and that is not what these tests are about.
 func openPG(t *testing.T, dbURL string) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(t.Context(), dbURL, pgstore.Options{Budgets: mesh.BudgetsFrom(4 * time.Second), Logger: quietLogger()})
+	var s *pgstore.Store
+	var err error
+	for attempt := 1; ; attempt++ {
+		s, err = pgstore.Open(t.Context(), dbURL, pgstore.Options{Budgets: mesh.BudgetsFrom(4 * time.Second), Logger: quietLogger()})
+		if err == nil || !mesh.IsUnavailable(err) || attempt == 5 {
+			break
+		}
+	}
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

@@ -317,7 +317,7 @@ func (s *Server) publishRoute(r *http.Request) rx.Observable[answer.Answer] {
 			var badName *landing.NameError
 			switch {
 			case errors.As(err, &conflict):
-				return landOutcome{refusal: ptr(errorAnswer(http.StatusConflict, conflict.Error()))}, nil
+				return landOutcome{refusal: ptr(conflictRefusal(conflict))}, nil
 			case errors.As(err, &badArchive) || errors.As(err, &badName):
 				return landOutcome{refusal: ptr(errorAnswer(http.StatusBadRequest, err.Error()))}, nil
 			case err != nil:
@@ -362,8 +362,7 @@ func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, 
 			return publishTarget{}, err
 		}
 		if !slices.Contains(known, up.tier) {
-			return publishTarget{refusal: ptr(errorAnswer(http.StatusBadRequest,
-				fmt.Sprintf("unknown tier %q; the known tiers are %s (or none, for the baseline)", up.tier, strings.Join(known, ", "))))}, nil
+			return publishTarget{refusal: ptr(unknownTierRefusal(up.tier, known))}, nil
 		}
 	}
 	if err := s.landing.CheckArchive(up.spool.f, up.spool.size); err != nil {

@@ -122,4 +122,10 @@
 // order on the calling goroutine, a Recorder that captures notifications with
 // their virtual times and checks the grammar, and scripted hot and cold test
 // observables, so timing tests read like Rx marble tests and never sleep.
+//
+// # Examples
+//
+// ExampleAll, ExampleSwitchMap, ExampleDebounce, ExampleMap, ExampleSelectMany, ExampleTimeout, ExampleTimeoutStage and ExampleAsyncSubject (example_ops_test.go, example_test.go) are worked examples,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./rx/.
 package rx

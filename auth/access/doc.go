@@ -12,4 +12,10 @@
 // can drop the group whose deny was decisive, so the fold fails open. A caller
 // that could not read the legs in full has no Fold, and a missing Fold decides
 // [Undetermined], which denies.
+//
+// # Examples
+//
+// ExampleFold_Decide (example_test.go) is a worked example,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./auth/access/.
 package access

@@ -18,14 +18,14 @@ import (
 	"github.com/meshrx/meshrx/registry/client"
 )
 
-// recipe returns the argument lists of the README's "Running on
-// PostgreSQL" commands (`go run ./examples/registry …`), in order.
+// recipe returns the argument lists of the README's "Replicas"
+// section commands (`go run ./examples/registry …`), in order.
 func recipe(t *testing.T) [][]string {
 	t.Helper()
 	data, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(data), "## Running on PostgreSQL")
-	require.True(t, ok, "README has its PostgreSQL section")
+	_, section, ok := strings.Cut(string(data), "## Replicas")
+	require.True(t, ok, "README has its Replicas section")
 	section, _, _ = strings.Cut(section, "\n## ")
 	var runs [][]string
 	for line := range strings.SplitSeq(section, "\n") {

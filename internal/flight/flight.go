@@ -31,6 +31,7 @@ import (
 type Flight[T, M any] struct {
 	Meta   M
 	result *rx.AsyncSubject[T]
+	vacant bool // the mark Release leaves in the slot: no flight
 }
 
 // Result is the flight's outcome: one value then completion, or an error.
@@ -69,24 +70,46 @@ func (s *Slot[T, M]) Claim(meta func() M, serves func(*Flight[T, M]) bool) (f, r
 func (s *Slot[T, M]) ClaimIf(meta func() (M, bool), serves func(*Flight[T, M]) bool) (f, replaced *Flight[T, M], owner bool) {
 	for {
 		cur := s.cur.Load()
-		if cur != nil && (serves == nil || serves(cur)) {
-			return cur, nil, false
+		live := cur
+		if live != nil && live.vacant {
+			live = nil
+		}
+		if live != nil && (serves == nil || serves(live)) {
+			return live, nil, false
 		}
 		m, ok := meta()
 		if !ok {
 			return nil, nil, false
 		}
 		f := &Flight[T, M]{Meta: m, result: rx.NewAsyncSubject[T]()}
+		// cur is what meta decided on. A fill claimed and released while
+		// meta ran leaves another vacant mark, not the same empty value,
+		// so this swap fails and meta is asked again (with an empty value
+		// it succeeded: a second fill after one that had just answered).
 		if s.cur.CompareAndSwap(cur, f) {
-			return f, cur, true
+			return f, live, true
 		}
 	}
 }
 
 // Current returns the flight in the slot, or nil.
-func (s *Slot[T, M]) Current() *Flight[T, M] { return s.cur.Load() }
+func (s *Slot[T, M]) Current() *Flight[T, M] {
+	if f := s.cur.Load(); f != nil && !f.vacant {
+		return f
+	}
+	return nil
+}
 
 // Release frees the slot if it still holds f, and reports whether it did. A
 // flight that finishes after a successor was claimed leaves the successor
 // in place.
-func (s *Slot[T, M]) Release(f *Flight[T, M]) bool { return s.cur.CompareAndSwap(f, nil) }
+//
+// The slot is left with a fresh vacant mark rather than nil, so that a
+// claimer that saw the slot empty before this flight was claimed cannot
+// mistake it for the same empty slot (see ClaimIf).
+func (s *Slot[T, M]) Release(f *Flight[T, M]) bool {
+	if f == nil || f.vacant {
+		return false
+	}
+	return s.cur.CompareAndSwap(f, &Flight[T, M]{vacant: true})
+}

@@ -105,3 +105,41 @@ func TestAClaimThatDeclinesStartsNoFillAndLeavesTheSlotAsItWas(t *testing.T) {
 	_, _, owner = s.Claim(func() int { return 2 }, nil)
 	assert.True(t, owner)
 }
+
+// The window TestConcurrentColdReadersShareOneDerivation (registry) lost
+// about 2 runs in 100 on a loaded machine: a cold claimer sees the slot
+// empty and decides (meta: no answer yet) to fill; before its swap, another
+// claimer's whole fill runs, answers and leaves the slot. Release used to
+// store nil again, so the first claimer's swap from nil succeeded and it
+// started a second fill (owner true, meta asked once). Release now leaves a
+// fresh vacant mark: the swap fails, meta is asked again, and declines.
+func TestAFillThatRunsAndLeavesWhileAClaimerDecidesIsNotStartedAgain(t *testing.T) {
+	var s Slot[int, int]
+	var cache atomic.Int64 // 0: no answer yet
+	asked := 0
+	f, _, owner := s.ClaimIf(func() (int, bool) {
+		asked++
+		fill := cache.Load() == 0
+		if asked == 1 {
+			// Preempted here: another claimer fills, answers, leaves.
+			other, _, otherOwns := s.Claim(func() int { return 1 }, nil)
+			require.True(t, otherOwns)
+			cache.Store(7)
+			require.True(t, s.Release(other))
+			other.Resolve(7)
+		}
+		return 1, fill
+	}, nil)
+	assert.False(t, owner, "no second fill")
+	assert.Nil(t, f)
+	assert.Equal(t, 2, asked, "the swap failed and meta was asked again")
+	assert.Nil(t, s.Current(), "the slot is empty")
+
+	// The vacant mark is no flight: a claim after it starts a fill, and it
+	// replaced nothing.
+	g, replaced, owner := s.Claim(func() int { return 2 }, nil)
+	require.True(t, owner)
+	assert.Nil(t, replaced)
+	assert.Same(t, g, s.Current())
+	assert.False(t, s.Release(nil))
+}

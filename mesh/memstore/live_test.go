@@ -211,7 +211,7 @@ func TestCloseCompletesLiveQueriesAndRefusesFurtherWork(t *testing.T) {
 	assert.NoError(t, q.GrammarErr())
 	assert.Zero(t, s.Stats().LiveQueries)
 
-	_, err := s.Put(context.Background(), mesh.Node{Path: "acme/Docs/b"})
+	_, err := s.Put(context.Background(), mesh.Node{Path: "acme/Docs/b", NodeType: "Article"})
 	assert.ErrorIs(t, err, memstore.ErrClosed)
 	assert.ErrorIs(t, s.Delete(context.Background(), "acme/Docs/a"), memstore.ErrClosed)
 	_, err = firstErr(s.Get("acme/Docs/a"))

@@ -44,7 +44,7 @@ func (s *Store) put(ctx context.Context, n mesh.Node, expected int64) (mesh.Node
 	if err := ctx.Err(); err != nil {
 		return mesh.Node{}, fmt.Errorf("memstore: put %q: %w", n.Path, err)
 	}
-	n, err := n.Normalize()
+	n, err := n.NormalizeWrite()
 	if err != nil {
 		return mesh.Node{}, err
 	}

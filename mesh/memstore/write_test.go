@@ -82,7 +82,7 @@ func TestEachVisibleFieldIsAChange(t *testing.T) {
 func TestTheStoreKeepsItsOwnCopyOfTheContent(t *testing.T) {
 	s := newStore(t, memstore.Options{Clock: rxtest.NewClock()})
 	content := []byte(`{"a":1}`)
-	_, err := s.Put(context.Background(), mesh.Node{Path: "acme/a", Content: content})
+	_, err := s.Put(context.Background(), mesh.Node{Path: "acme/a", NodeType: "Item", Content: content})
 	require.NoError(t, err)
 	copy(content, `{"a":9}`)
 	got := first(t, s.Get("acme/a"))

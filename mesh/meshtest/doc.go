@@ -18,4 +18,10 @@
 // wait for one is bounded by a real-time deadline and says what it waited
 // for; nothing sleeps. A store that implements io.Closer is also checked to
 // answer "unavailable", never "absent", once closed.
+//
+// # Examples
+//
+// ExampleRun (example_test.go) is a worked example,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./mesh/meshtest/.
 package meshtest

@@ -104,6 +104,15 @@ func (s *suite) badInput(t testing.TB, svc mesh.Store) {
 	require.ErrorAs(t, err, &nodeErr, "content that is not JSON is a *mesh.NodeError")
 	assert.Equal(t, "content", nodeErr.Field)
 
+	// A node without a node type: queries select by it, so it is refused
+	// (a store that took it wrote a node no typed query finds).
+	_, err = svc.Put(writeContext(t), mesh.Node{Path: "acme/Docs/untyped", Content: json.RawMessage(`{}`)})
+	require.ErrorAs(t, err, &nodeErr, "a node without a node type is a *mesh.NodeError")
+	assert.Equal(t, "nodeType", nodeErr.Field)
+	assert.ErrorContains(t, err, "Node.NodeType")
+	_, err = firstErr(s.bound, svc.Get("acme/Docs/untyped"))
+	assert.ErrorIs(t, err, rx.ErrEmpty, "a refused write writes nothing")
+
 	_, err = svc.Put(writeContext(t), mesh.Node{Path: "/acme/x", NodeType: "Article"})
 	var pathErr *mesh.PathError
 	assert.ErrorAs(t, err, &pathErr, "a node with an invalid path is refused with the *mesh.PathError inside")

@@ -14,8 +14,11 @@ import (
 // Convergence bounds, in real time, every wait of the suite: for a live
 // frame, a change notice, a query's first frame, concurrent writers. An
 // in-process store answers at once; one that listens to a database answers
-// within milliseconds. A healthy store never comes near it.
-const Convergence = 10 * time.Second
+// within milliseconds. A healthy store never comes near it, and a passing
+// run never spends it, so it is generous: at 10s, six writers of 120
+// operations on PostgreSQL did not finish in time on a 2-core machine
+// running the whole suite beside two CPU-burning loops.
+const Convergence = 60 * time.Second
 
 // Run runs the conformance suite as subtests of t. newService must return a
 // fresh, empty store each time it is called (once per subtest), and arrange

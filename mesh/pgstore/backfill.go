@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -235,14 +234,20 @@ func (s *Store) backfillInBackground() {
 		cfg := s.listenCfg.Copy()
 		cfg.RuntimeParams["application_name"] = backfillAppName
 		conn, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
+		switch {
+		case err != nil && s.ctx.Err() != nil:
+			// Close began while it connected: a shutdown, not a warning.
+			s.log.Info("pgstore: key backfill stopped by Close before it started; the next Open resumes it")
+			return
+		case err != nil:
 			s.log.Warn("pgstore: key backfill could not connect; reads stay exact, the next Open resumes it", "err", err)
 			return
 		}
 		defer s.closeConn(conn)
 		rep, err := BackfillKeys(ctx, conn)
 		switch {
-		case err != nil && errors.Is(err, context.Canceled) && s.ctx.Err() != nil:
+		case err != nil && s.ctx.Err() != nil:
+			// Whatever the driver made of the cancellation, Close ended it.
 			s.log.Info("pgstore: key backfill stopped by Close; the next Open resumes it", "rows", rep.Rows)
 		case err != nil:
 			s.log.Warn("pgstore: key backfill failed; reads stay exact, the next Open resumes it", "err", err, "rows", rep.Rows)

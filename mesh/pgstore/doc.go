@@ -79,8 +79,31 @@
 // table names are always quoted as identifiers (pgx.Identifier, or %I in
 // SQL), never built from values by concatenation.
 //
+// # Connecting and migrating
+//
+// Open takes a postgres:// URL or a key=value connection string, as libpq
+// does. sslmode is read from it: sslmode=disable for a local server without
+// TLS, sslmode=verify-full (with sslrootcert) across a network, which
+// encrypts and authenticates the server. Without one, pgx tries TLS and
+// falls back to plain text (prefer): that encrypts when it can but
+// authenticates nothing, so name verify-full in production. A server that
+// cannot be reached is a *mesh.UnavailableError (mesh.IsUnavailable) whose
+// message says what to check; one that answers and refuses (a password, a
+// missing database) is not unavailable.
+//
+// Open migrates by default. A deploy pipeline that migrates first runs
+// MigrateURL (migrations and the key backfill, with a role allowed to change
+// the schema) and starts services with Options.SkipMigrate, which change no
+// schema and refuse a database that lacks a migration (CheckMigrated).
+//
 // # Logging
 //
 // Every *slog.Logger option of this package (Options.Logger) may be nil, which
 // means slog.Default(): nothing is discarded unless the caller says so.
+//
+// # Examples
+//
+// Example and ExampleMigrateURL (example_test.go) are worked examples,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./mesh/pgstore/.
 package pgstore

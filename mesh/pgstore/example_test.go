@@ -39,3 +39,27 @@ func Example() {
 		log.Fatal(err)
 	}
 }
+
+// A deploy pipeline that migrates before the service starts: the deploy
+// step runs MigrateURL with a role allowed to change the schema, and the
+// service opens with SkipMigrate, changing no schema (it refuses a database
+// that lacks a migration, naming it). A database that cannot be reached is
+// unavailable, and the error says what to check. It needs a server, so it
+// is compiled but not run.
+func ExampleMigrateURL() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// The deploy step.
+	if err := pgstore.MigrateURL(ctx, os.Getenv("MIGRATION_DATABASE_URL")); err != nil {
+		if mesh.IsUnavailable(err) {
+			log.Fatalf("database not reachable, retry the deploy step: %v", err)
+		}
+		log.Fatal(err)
+	}
+	// The service, later, as a role without DDL rights.
+	store, err := pgstore.Open(ctx, os.Getenv("DATABASE_URL"), pgstore.Options{SkipMigrate: true})
+	if err != nil {
+		log.Fatal(err) // wraps pgstore.ErrNotMigrated when the deploy step did not run
+	}
+	defer store.Close()
+}

@@ -239,7 +239,7 @@ func TestClosingTheStoreCompletesLiveQueriesAndEndsItsStreams(t *testing.T) {
 	assert.True(t, mesh.IsUnavailable(err))
 	_, err = s.SecurityNodes(testContext(t))
 	assert.True(t, mesh.IsUnavailable(err))
-	_, err = s.Put(context.Background(), mesh.Node{Path: "acme/Docs/b"})
+	_, err = s.Put(context.Background(), mesh.Node{Path: "acme/Docs/b", NodeType: "Article"})
 	assert.ErrorIs(t, err, ErrClosed)
 	assert.ErrorIs(t, s.Delete(context.Background(), "acme/Docs/a"), ErrClosed)
 	_, err = first(t, rx.Filter(s.Changes(), func(mesh.ChangeNotice) bool { return true }))

@@ -55,6 +55,13 @@ type Options struct {
 	// not taken yet. A subscriber that falls further behind gets one gap
 	// notice in their place (see Changes). Zero means DefaultQueueFrames.
 	QueueFrames int
+	// SkipMigrate makes Open change no schema: it applies no migration and
+	// starts no key backfill, and refuses a database that lacks one of this
+	// build's migrations (an error wrapping ErrNotMigrated, naming it). For
+	// deploy pipelines that run MigrateURL first, with a role allowed to
+	// change the schema, and start services with one that need not be.
+	// GatedTypes are still added to the security fold.
+	SkipMigrate bool
 }
 
 // DefaultQueueFrames is the bound of a Changes subscriber's queue when
@@ -207,24 +214,37 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: creating the connection pool: %w", err)
 	}
 	s.pool = pool
-	conn, err := s.prepare(openCtx, s.gated)
+	conn, err := s.prepare(openCtx, s.gated, opts.SkipMigrate)
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("pgstore: open: %w", explain(err))
+		if isConnectFailure(err) {
+			return nil, fmt.Errorf("pgstore: open: %w", connectError(cfg.ConnConfig.Config.Copy(), explain(err)))
+		}
+		if err = explain(err); errors.As(err, new(*BudgetError)) {
+			err = &mesh.UnavailableError{Op: "open the store", Err: err}
+		}
+		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
 
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.feed.OnNext(FeedState{Connected: true})
 	s.wg.Add(1)
 	go s.listen(conn)
-	s.backfillInBackground()
+	if !opts.SkipMigrate {
+		s.backfillInBackground()
+	}
 	return s, nil
 }
 
-// prepare migrates, configures the fold, loads the known schemas and opens
-// the listener's connection.
-func (s *Store) prepare(ctx context.Context, gated []string) (*pgx.Conn, error) {
-	if err := Migrate(ctx, s.pool); err != nil {
+// prepare migrates (or, with skipMigrate, checks the migrations are
+// applied), configures the fold, loads the known schemas and opens the
+// listener's connection.
+func (s *Store) prepare(ctx context.Context, gated []string, skipMigrate bool) (*pgx.Conn, error) {
+	migrate := Migrate
+	if skipMigrate {
+		migrate = CheckMigrated
+	}
+	if err := migrate(ctx, s.pool); err != nil {
 		return nil, err
 	}
 	if err := addFoldTypes(ctx, s.pool, gated); err != nil {

@@ -35,6 +35,8 @@ const (
 	DefaultAttemptTimeout  = 30 * time.Second  // above the registry's IndexBudget
 	DefaultDownloadTimeout = 120 * time.Second // above the registry's DownloadBudget
 	DefaultMaxRetryWait    = 30 * time.Second
+	DefaultPublishTimeout  = 120 * time.Second // above the registry's publish budget
+	DefaultMaxPublishBytes = landing.DefaultMaxArchive
 )
 
 // Size limits on what the client reads from the registry.
@@ -52,8 +54,11 @@ type Options struct {
 	// BaseURL is the registry's absolute http(s) URL, e.g.
 	// "https://registry.example.com"; the API paths are appended to it.
 	BaseURL string
-	// Key is the instance key, sent as a bearer token.
+	// Key is the instance key, sent as a bearer token by Index and
+	// Download. It may be empty only when PublishToken is set.
 	Key string
+	// PublishToken is the registry's publish token, sent by Publish.
+	PublishToken string
 	// Attempts bounds the requests made for one call. Default 3.
 	Attempts int
 	// AttemptTimeout bounds one attempt at the index, from connecting to
@@ -62,6 +67,13 @@ type Options struct {
 	// DownloadTimeout bounds one attempt at a bundle download, including
 	// reading its body. Default 120s.
 	DownloadTimeout time.Duration
+	// PublishTimeout bounds one attempt at a publication, including sending
+	// the bundle. Default 120s.
+	PublishTimeout time.Duration
+	// MaxPublishBytes bounds the copy Publish keeps of a bundle given as a
+	// plain io.Reader, so that it can be sent again after a 503. Default
+	// DefaultMaxPublishBytes, the registry's default cap.
+	MaxPublishBytes int64
 	// MaxRetryWait caps the wait before a retry, whatever Retry-After asks.
 	// Default 30s.
 	MaxRetryWait time.Duration
@@ -91,6 +103,7 @@ func (e *ConfigError) Error() string {
 // HTTPError reports a call the registry refused: a status that is not
 // retried, or the last status once the attempts were used up.
 type HTTPError struct {
+	Method     string // "" means GET
 	URL        string
 	Status     int
 	RetryAfter time.Duration // what the last answer asked for, if anything
@@ -100,7 +113,11 @@ type HTTPError struct {
 
 func (e *HTTPError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "registry: GET %s answered %d %s after %d attempt(s)", e.URL, e.Status, http.StatusText(e.Status), e.Attempts)
+	method := e.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	fmt.Fprintf(&b, "registry: %s %s answered %d %s after %d attempt(s)", method, e.URL, e.Status, http.StatusText(e.Status), e.Attempts)
 	if e.RetryAfter > 0 {
 		fmt.Fprintf(&b, " (Retry-After %s)", e.RetryAfter)
 	}
@@ -146,31 +163,46 @@ func (e *ResponseError) Unwrap() error { return e.Err }
 // Statuses other than 429 and 5xx are not retried. A Client is safe for
 // concurrent use.
 type Client struct {
-	base      *url.URL
-	key       string
-	index     *retryablehttp.Client
-	download  *retryablehttp.Client
-	transport *http.Client
-	logger    *slog.Logger
+	base         *url.URL
+	key          string
+	publishToken string
+	maxPublish   int64
+	index        *retryablehttp.Client
+	download     *retryablehttp.Client
+	publish      *retryablehttp.Client
+	transport    *http.Client
+	logger       *slog.Logger
 
 	mu   sync.Mutex
 	last *heldIndex // the last index fetched and verified: deltas are asked since it
 }
 
+// The Options fields New names in its errors.
+const (
+	optionBaseURL = "client.Options.BaseURL"
+	optionKey     = "client.Options.Key"
+)
+
 // New returns a Client for opts, or a *ConfigError naming the setting
 // that is missing or unusable.
+//
+// Errors name the Options field (client.Options.BaseURL); the environment
+// variables are named only by OptionsFromEnv, where the values come from.
 func New(opts Options) (*Client, error) {
-	base, err := parseBaseURL(opts.BaseURL)
+	base, err := parseBaseURL(opts.BaseURL, optionBaseURL, optionKey)
 	if err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(opts.Key) == "" {
-		return nil, &ConfigError{Setting: InstanceKeySetting, Problem: "is empty"}
+	if strings.TrimSpace(opts.Key) == "" && strings.TrimSpace(opts.PublishToken) == "" {
+		return nil, &ConfigError{Setting: optionKey, Problem: "is empty (and so is client.Options.PublishToken; set the instance key, or the publish token to only publish)"}
+	}
+	if opts.MaxPublishBytes < 0 {
+		return nil, &ConfigError{Setting: "client.Options.MaxPublishBytes", Value: strconv.FormatInt(opts.MaxPublishBytes, 10), Problem: "is negative"}
 	}
 	for _, d := range []struct {
 		name  string
 		value time.Duration
-	}{{"AttemptTimeout", opts.AttemptTimeout}, {"DownloadTimeout", opts.DownloadTimeout}, {"MaxRetryWait", opts.MaxRetryWait}} {
+	}{{"AttemptTimeout", opts.AttemptTimeout}, {"DownloadTimeout", opts.DownloadTimeout}, {"PublishTimeout", opts.PublishTimeout}, {"MaxRetryWait", opts.MaxRetryWait}} {
 		if d.value < 0 {
 			return nil, &ConfigError{Setting: "client.Options." + d.name, Value: d.value.String(), Problem: "is negative"}
 		}
@@ -188,9 +220,11 @@ func New(opts Options) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Transport: newTransport()}
 	}
-	c := &Client{base: base, key: opts.Key, transport: hc, logger: logger}
+	c := &Client{base: base, key: opts.Key, publishToken: opts.PublishToken, transport: hc, logger: logger,
+		maxPublish: orDefault(opts.MaxPublishBytes, DefaultMaxPublishBytes)}
 	c.index = newRetrying(hc, orDefault(opts.AttemptTimeout, DefaultAttemptTimeout), attempts, maxWait, logger)
 	c.download = newRetrying(hc, orDefault(opts.DownloadTimeout, DefaultDownloadTimeout), attempts, maxWait, logger)
+	c.publish = newRetrying(hc, orDefault(opts.PublishTimeout, DefaultPublishTimeout), attempts, maxWait, logger)
 	return c, nil
 }
 
@@ -212,7 +246,7 @@ func OptionsFromEnv(lookup func(string) (string, bool)) (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
-	if _, err := parseBaseURL(base); err != nil {
+	if _, err := parseBaseURL(base, URLSetting, InstanceKeySetting); err != nil {
 		return Options{}, err
 	}
 	key, err := read(InstanceKeySetting)
@@ -224,28 +258,29 @@ func OptionsFromEnv(lookup func(string) (string, bool)) (Options, error) {
 
 // parseBaseURL accepts only an absolute http or https URL with a host: an
 // empty or relative base would turn every call into a request for a path
-// on no server.
-func parseBaseURL(raw string) (*url.URL, error) {
+// on no server. setting names where raw came from in errors, keySetting
+// where the key belongs instead of in the URL.
+func parseBaseURL(raw, setting, keySetting string) (*url.URL, error) {
 	s := strings.TrimSpace(raw)
 	if s == "" {
 		problem := "is empty"
 		if raw != "" {
 			problem = "is blank (whitespace only)"
 		}
-		return nil, &ConfigError{Setting: URLSetting, Problem: problem}
+		return nil, &ConfigError{Setting: setting, Problem: problem}
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, &ConfigError{Setting: URLSetting, Value: s, Problem: "is not a URL (" + err.Error() + ")"}
+		return nil, &ConfigError{Setting: setting, Value: s, Problem: "is not a URL (" + err.Error() + ")"}
 	}
 	if !u.IsAbs() || u.Host == "" {
-		return nil, &ConfigError{Setting: URLSetting, Value: s, Problem: "is not an absolute URL (it needs http:// or https:// and a host)"}
+		return nil, &ConfigError{Setting: setting, Value: s, Problem: "is not an absolute URL (it needs http:// or https:// and a host)"}
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, &ConfigError{Setting: URLSetting, Value: s, Problem: "is not an http or https URL"}
+		return nil, &ConfigError{Setting: setting, Value: s, Problem: "is not an http or https URL"}
 	}
 	if u.User != nil {
-		return nil, &ConfigError{Setting: URLSetting, Value: u.Redacted(), Problem: "carries credentials; the key belongs in " + InstanceKeySetting}
+		return nil, &ConfigError{Setting: setting, Value: u.Redacted(), Problem: "carries credentials; the key belongs in " + keySetting}
 	}
 	u.RawQuery, u.Fragment = "", ""
 	return u, nil
@@ -392,6 +427,9 @@ type attemptsKey struct{}
 // get makes a GET with rc and returns the response if its status is one of
 // want; any other outcome is an *HTTPError or a *TransportError.
 func (c *Client) get(ctx context.Context, rc *retryablehttp.Client, u string, header func(http.Header), want ...int) (*http.Response, error) {
+	if c.key == "" { // a client made with only a publish token
+		return nil, &ConfigError{Setting: optionKey, Problem: "is empty; Index and Download need the instance key"}
+	}
 	attempts := new(atomic.Int32)
 	ctx = context.WithValue(ctx, attemptsKey{}, attempts)
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -514,7 +552,7 @@ func (d debugLogger) Warn(msg string, kv ...any)  { d.l.Debug(msg, kv...) }
 func (d debugLogger) Info(msg string, kv ...any)  { d.l.Debug(msg, kv...) }
 func (d debugLogger) Debug(msg string, kv ...any) { d.l.Debug(msg, kv...) }
 
-func orDefault[T int | time.Duration](v, def T) T {
+func orDefault[T int | int64 | time.Duration](v, def T) T {
 	if v == 0 {
 		return def
 	}

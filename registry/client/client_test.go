@@ -103,15 +103,31 @@ func unavailable(retryAfter string) func(int, http.ResponseWriter, *http.Request
 
 var demoIndex = Index{Bundles: []IndexEntry{{Plugin: "Acme.Crm", Version: "1.2.0", URL: "https://r.example/api/plugins/bundles/Acme.Crm/1.2.0", SHA256: "ab"}}}
 
+// New names the Options field the caller set; the environment variable is
+// named only when the value came from it (OptionsFromEnv). Before, New said
+// "MESHRX_REGISTRY_URL is empty" to a caller who had set no variable.
 func TestAnEmptyRegistryURLIsRefusedNamingTheSetting(t *testing.T) {
-	for _, base := range []string{"", "   ", "/api", "registry.example.com/api", "ftp://registry.example.com"} {
+	for _, base := range []string{"", "   ", "/api", "registry.example.com/api", "ftp://registry.example.com", "https://u:p@registry.example.com"} {
 		_, err := New(Options{BaseURL: base, Key: testInstanceKey})
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce, "base %q", base)
-		assert.Equal(t, URLSetting, ce.Setting, "base %q", base)
-		assert.Contains(t, err.Error(), URLSetting, "base %q", base)
+		assert.Equal(t, "client.Options.BaseURL", ce.Setting, "base %q", base)
+		assert.Contains(t, err.Error(), "client.Options.BaseURL", "base %q", base)
+		assert.NotContains(t, err.Error(), "MESHRX_", "base %q: no environment variable was read", base)
 	}
-	_, err := New(Options{BaseURL: "   "})
+	_, err := New(Options{})
+	assert.EqualError(t, err, "registry: client.Options.BaseURL is empty")
+	_, err = New(Options{BaseURL: "https://registry.example.com"})
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "client.Options.Key", ce.Setting)
+	assert.NotContains(t, err.Error(), "MESHRX_")
+	publisher, err := New(Options{BaseURL: "https://registry.example.com", PublishToken: "t"})
+	require.NoError(t, err, "a publish token alone makes a client that publishes")
+	_, _, err = publisher.Index(t.Context(), "")
+	require.ErrorAs(t, err, &ce, "and says what Index lacks, without a request")
+	assert.Equal(t, "client.Options.Key", ce.Setting)
+	_, err = New(Options{BaseURL: "   "})
 	assert.ErrorContains(t, err, "blank", "whitespace is not an absent value: say what it is")
 
 	env := func(kv map[string]string) func(string) (string, bool) {

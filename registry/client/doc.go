@@ -8,4 +8,10 @@
 // [Index] and [IndexEntry] are the wire types the registry serves at
 // [IndexPath]. The package imports neither the server nor Prometheus. A nil
 // *slog.Logger means slog.Default().
+//
+// # Examples
+//
+// Example and ExampleClient_Publish (example_test.go) are worked examples,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./registry/client/.
 package client

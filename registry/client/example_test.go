@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -52,6 +53,53 @@ func Example() {
 	// Output: Demo.Hello 1.0.0 true <nil>
 }
 
+// examplePublishToken is the example registry's publish token.
+const examplePublishToken = "example-publish-token"
+
+// ExampleClient_Publish publishes a bundle, then meets the two refusals a
+// publisher meets first: other bytes under a published version (409, with
+// both sha256) and a tier the registry's plan ladder does not have (400,
+// with the known tiers). A 503 is retried after its Retry-After.
+func ExampleClient_Publish() {
+	ctx := context.Background()
+	url, _, stop := exampleRegistry(ctx)
+	defer stop()
+
+	c, err := client.New(client.Options{BaseURL: url, PublishToken: examplePublishToken})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.CloseIdleConnections()
+	p, err := c.Publish(ctx, "My.Plugin", "1.0.0", "free", bytes.NewReader(exampleBundle("one")))
+	fmt.Println("created:", p.Created, err)
+
+	_, err = c.Publish(ctx, "My.Plugin", "1.0.0", "free", bytes.NewReader(exampleBundle("two")))
+	var conflict *client.ConflictError
+	if errors.As(err, &conflict) {
+		fmt.Println("409: 1.0.0 holds other bytes:", conflict.PublishedSHA256 != conflict.GivenSHA256)
+	}
+	_, err = c.Publish(ctx, "My.Plugin", "1.0.1", "gold", bytes.NewReader(exampleBundle("two")))
+	var tier *client.UnknownTierError
+	if errors.As(err, &tier) {
+		fmt.Println("400: known tiers", tier.Known)
+	}
+	// Output:
+	// created: true <nil>
+	// 409: 1.0.0 holds other bytes: true
+	// 400: known tiers [free]
+}
+
+// exampleBundle is a zip archive holding one file with text.
+func exampleBundle(text string) []byte {
+	var archive bytes.Buffer
+	zw := zip.NewWriter(&archive)
+	w, _ := zw.Create("README.txt")
+	_, _ = w.Write([]byte(text))
+	_ = zw.Close()
+	return archive.Bytes()
+}
+
 // exampleRegistry runs a registry serving one module, Demo.Hello 1.0.0, and
 // returns its URL and an instance key entitled to it.
 func exampleRegistry(ctx context.Context) (url, key string, stop func()) {
@@ -66,6 +114,8 @@ func exampleRegistry(ctx context.Context) (url, key string, stop func()) {
 		Mesh:    store,
 		Logger:  logger,
 		Metrics: prometheus.NewRegistry(),
+
+		PublishToken: examplePublishToken,
 	})
 	web := httptest.NewServer(srv.Handler())
 	stop = func() {

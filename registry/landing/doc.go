@@ -30,4 +30,10 @@
 // Every wait (for the lane, for a read slot, for the volume) is bounded by
 // the caller's context, and when it trips the error is a [*WaitError] naming
 // what was waited on. A nil *slog.Logger means slog.Default().
+//
+// # Examples
+//
+// Example (example_test.go) is a worked example,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./registry/landing/.
 package landing

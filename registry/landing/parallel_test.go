@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -87,7 +88,7 @@ func TestADerivationReadsModulesInParallelAndLeavesARequestAReadSlot(t *testing.
 			} else {
 				// Negative control: with one slot the derivation's worker
 				// holds it, and a request waits (here: gives up).
-				ctx, cancel := context.WithTimeout(context.Background(), 50*testkit.Bound/1000)
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 				_, _, err := l.Latest(ctx, "Request")
 				cancel()
 				var we *WaitError

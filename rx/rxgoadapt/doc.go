@@ -28,4 +28,10 @@
 // subscription makes rxgo send on a closed channel and panic. Use rxgo.Defer,
 // and build such operators inside it, when the rx side may subscribe more
 // than once (rx.Retry, rx.Share reconnecting).
+//
+// # Examples
+//
+// Example (example_test.go) is a worked example,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./rx/rxgoadapt/.
 package rxgoadapt

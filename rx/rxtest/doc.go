@@ -19,4 +19,10 @@
 // Start runs the Rx.NET TestScheduler shape
 // (subscribe at one instant, unsubscribe at another), so Rx.NET marble tests
 // port almost line for line.
+//
+// # Examples
+//
+// Example (example_test.go) is a worked example,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./rx/rxtest/.
 package rxtest

@@ -28,4 +28,10 @@
 // Every wait (initdb, start, readiness, stop, creating and dropping
 // databases) has a budget; when one runs out the error is a *WaitError that
 // names what was waited on.
+//
+// # Examples
+//
+// ExampleStart (example_test.go) is a worked example,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./mesh/pgstore/pgtest/.
 package pgtest

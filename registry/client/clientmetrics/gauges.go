@@ -7,6 +7,12 @@
 //	rec := &client.Reconciler{Client: c, Apply: apply, Gauges: g}
 //
 // Package client itself does not import Prometheus.
+//
+// # Examples
+//
+// Example (example_test.go) is a worked example,
+// compiled by go test. go doc does not print examples: read them in the file,
+// on pkgsite, or run them with go test -run Example ./registry/client/clientmetrics/.
 package clientmetrics
 
 import (
