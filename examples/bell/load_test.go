@@ -135,3 +135,16 @@ func TestTheTokensFileIsItsOwnersOnlyAndSignsTheGeneratedUsersIn(t *testing.T) {
 	status, resp = post(t, a.as(t, "ops"), a.url+"/send", url.Values{"to": {"user00001"}, "title": {"to a generated user"}})
 	assert.Equal(t, http.StatusOK, status, "a generated user is a known recipient: %v", resp)
 }
+
+// TestARefusedRecipientsErrorNamesAFewUsersNotThousands: with many users
+// the 400 for a stranger names ten and counts the rest. Control: with few
+// it names them all.
+func TestARefusedRecipientsErrorNamesAFewUsersNotThousands(t *testing.T) {
+	users, _ := loadConfig{users: 5000}.generated()
+	many, err := newAccounts(users)
+	require.NoError(t, err)
+	assert.Equal(t, "user00001, user00002, user00003, user00004, user00005, user00006, user00007, user00008, user00009, user00010 and 4990 more", many.sample(10))
+	few, err := newAccounts(demoUsers)
+	require.NoError(t, err)
+	assert.Equal(t, "alice, bob, ops", few.sample(10))
+}

@@ -310,7 +310,7 @@ func (s *server) send(w http.ResponseWriter, r *http.Request, sender string) {
 		}
 		user, ok := s.accounts.known(recipient)
 		if !ok {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid recipient %q: not a user of this bell (%s)", recipient, strings.Join(s.accounts.users(), ", ")))
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid recipient %q: not a user of this bell (%s)", recipient, s.accounts.sample(10)))
 			return
 		}
 		if !slices.Contains(to, user) {
