@@ -68,6 +68,16 @@ func (a *accounts) users() []string {
 	return out
 }
 
+// sample names up to n users, and how many more there are: an error
+// message stays short when a load run made thousands.
+func (a *accounts) sample(n int) string {
+	users := a.users()
+	if len(users) <= n {
+		return strings.Join(users, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(users[:n], ", "), len(users)-n)
+}
+
 // known reports whether user is one of the example's users (ASCII case
 // folded, the name rule), and returns its own spelling.
 func (a *accounts) known(user string) (string, bool) {

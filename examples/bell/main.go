@@ -12,6 +12,17 @@
 // tokens are new at every start; programs send one as Authorization: Bearer.
 // See docs/security.md for what the bell enforces.
 //
+// Load runs (examples/bellload) opt into more by name; none is needed to
+// use the demo, and each gives something away:
+//
+//	-users N                  issue tokens to N generated users user00001…
+//	-admins M                 and to M generated global admins admin00001…
+//	-tokens FILE              write every user's token to FILE (mode 0600);
+//	                          only the demo users' links are printed
+//	-max-streams N            raise the cap on event streams (default 256)
+//	-max-streams-per-viewer N raise the per-viewer cap (default 8)
+//	-max-conns N              raise the cap on connections (default 512)
+//
 // With -measure (and -pg) it instead fills the database with partitions and
 // notifications and compares opening the pinned bell with the old
 // unanchored read; see measure.go.
@@ -34,6 +45,7 @@ type config struct {
 	addr    string
 	pg      string
 	measure measureConfig
+	load    loadConfig
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -46,11 +58,21 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.measure.partitions, "partitions", 188, "with -measure: partitions (users) to create")
 	fs.IntVar(&c.measure.notifications, "notifications", 10000, "with -measure: notifications to spread over them")
 	fs.IntVar(&c.measure.samples, "samples", 200, "with -measure: bell opens to time for each shape")
+	def := defaultLimits()
+	fs.IntVar(&c.load.users, "users", 0, "for load runs: also issue tokens to N generated users user00001… (each may sign in)")
+	fs.IntVar(&c.load.admins, "admins", 0, "for load runs: also issue tokens to M generated global admins admin00001… (each sees the Admin notifications)")
+	fs.StringVar(&c.load.tokensFile, "tokens", "", "for load runs: write every user's token to this file (mode 0600) and print sign-in links for the demo users only")
+	fs.IntVar(&c.load.streams, "max-streams", def.streams, "RAISES A SAFETY CAP: event streams open at once, in all")
+	fs.IntVar(&c.load.streamsPerViewer, "max-streams-per-viewer", def.streamsPerViewer, "RAISES A SAFETY CAP: event streams one viewer may hold open")
+	fs.IntVar(&c.load.conns, "max-conns", def.conns, "RAISES A SAFETY CAP: connections open at once")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := c.load.validate(); err != nil {
+		return c, err
 	}
 	return c, nil
 }

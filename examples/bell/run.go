@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,18 +53,30 @@ func run(ctx context.Context, cfg config, stdout io.Writer, logger *slog.Logger)
 		return err
 	}
 	defer closeStore()
+	admins := demoAdmins{demoAdmin: true}
+	users := slices.Clone(demoUsers)
+	genUsers, genAdmins := cfg.load.generated()
+	users = append(append(users, genUsers...), genAdmins...)
+	for _, a := range genAdmins {
+		admins[a] = true
+	}
 	svc := &notifications.Service{
 		Mesh:   store,
 		Clock:  clock.New(),
-		Admins: demoAdmins{demoAdmin: true},
+		Admins: admins,
 		Logger: logger,
 	}
 	if err := seed(ctx, svc); err != nil {
 		return err
 	}
-	accts, err := newAccounts(demoUsers)
+	accts, err := newAccounts(users)
 	if err != nil {
 		return err
+	}
+	if cfg.load.tokensFile != "" {
+		if err := writeTokens(cfg.load.tokensFile, accts); err != nil {
+			return err
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -73,11 +86,20 @@ func run(ctx context.Context, cfg config, stdout io.Writer, logger *slog.Logger)
 	// The tokens are the only way in: each link signs its user in (a
 	// cookie) and is valid until the bell restarts. Programs send the
 	// token as Authorization: Bearer.
-	for _, u := range accts.users() {
+	// With -tokens the generated users' tokens are in the file only.
+	printed := accts.users()
+	if cfg.load.tokensFile != "" {
+		printed = slices.Clone(demoUsers)
+		slices.Sort(printed)
+		fmt.Fprintf(stdout, "tokens of all %d users written to %s\n", len(users), cfg.load.tokensFile)
+	}
+	for _, u := range printed {
 		fmt.Fprintf(stdout, "sign in as %s: %s/login?token=%s\n", u, base, accts.tokens[u])
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", base)
-	return serve(ctx, ln, newServer(svc, accts, logger), logger)
+	h := newServer(svc, accts, logger)
+	h.lim = cfg.load.limits(h.lim)
+	return serve(ctx, ln, h, logger)
 }
 
 // displayAddr returns addr as a URL host: a listener on every interface

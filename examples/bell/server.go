@@ -297,9 +297,20 @@ func (s *server) send(w http.ResponseWriter, r *http.Request, sender string) {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid recipients: at most %d per notification", s.lim.recipients))
 			return
 		}
+		if strings.EqualFold(recipient, notifications.Admin) && isASCII(recipient) {
+			// The Admin notifications: addressed by a global admin only.
+			if s.svc.Admins == nil || !s.svc.Admins.IsGlobalAdmin(ctx, sender).Allows() {
+				writeError(w, http.StatusForbidden, fmt.Sprintf("signed in as %s: only a global admin sends to %s", sender, notifications.Admin))
+				return
+			}
+			if !slices.Contains(to, notifications.Admin) {
+				to = append(to, notifications.Admin)
+			}
+			continue
+		}
 		user, ok := s.accounts.known(recipient)
 		if !ok {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid recipient %q: not a user of this bell (%s)", recipient, strings.Join(s.accounts.users(), ", ")))
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid recipient %q: not a user of this bell (%s)", recipient, s.accounts.sample(10)))
 			return
 		}
 		if !slices.Contains(to, user) {

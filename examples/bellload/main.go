@@ -1,14 +1,22 @@
 // Command bellload measures examples/bell at scale: it builds and starts the
 // bell server (embedded store, loopback), opens many Server-Sent Event
-// streams to it as distinct viewers plus some as the demo's global admin,
-// and times deliveries at the client end of each stream.
+// streams to it as distinct viewers plus some as global admins, and times
+// deliveries at the client end of each stream.
+//
+// The bell lets in only users it issued tokens to, and caps streams and
+// connections. bellload starts it with the load-run flags that opt out of
+// the demo's limits by name (-users, -admins, -tokens, -max-streams,
+// -max-conns; see examples/bell), reads the tokens file (mode 0600) and
+// signs each stream in as its own user with Authorization: Bearer. The
+// demo's global admin ops sends every notification.
 //
 //	go run ./examples/bellload -viewers 10000 -admins 1000
 //
 // It measures three things: the server's resident memory with every stream
 // open and idle; one notification sent to one viewer (POST /send), from the
-// request to the "bell" event carrying it; and an Admin notification,
-// from the request to the event on every admin stream. It ends with
+// request to the "bell" event carrying it; and an Admin notification (to
+// Admin, which only a global admin may send), from the request to the
+// event on every admin stream. It ends with
 //
 //	summary: viewers=N admins=M rss_mb=X deliver_p50_ms=X deliver_p99_ms=X broadcast_p99_ms=X
 //
@@ -53,7 +61,7 @@ func main() {
 	var c config
 	fs := flag.NewFlagSet("bellload", flag.ContinueOnError)
 	fs.IntVar(&c.viewers, "viewers", 10_000, "distinct viewers, one stream each")
-	fs.IntVar(&c.admins, "admins", 1_000, "streams of the demo's global admin (ops), who see Admin notifications")
+	fs.IntVar(&c.admins, "admins", 1_000, "streams of global admins (one generated admin each), who see Admin notifications")
 	fs.IntVar(&c.sends, "sends", 200, "notifications sent to one random viewer each, one at a time")
 	fs.IntVar(&c.broadcasts, "broadcasts", 5, "Admin notifications, one at a time")
 	fs.IntVar(&c.dial, "dial", 64, "streams opened concurrently")
@@ -93,10 +101,19 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 	defer client.CloseIdleConnections()
 	streams := make([]*stream, 0, c.viewers+c.admins)
 	for v := range c.viewers {
-		streams = append(streams, &stream{viewer: fmt.Sprintf("u%06d", v)})
+		streams = append(streams, srv.stream(fmt.Sprintf("user%05d", v+1)))
 	}
-	for range c.admins {
-		streams = append(streams, &stream{viewer: "ops", admin: true})
+	for a := range c.admins {
+		streams = append(streams, srv.stream(fmt.Sprintf("admin%05d", a+1)))
+	}
+	for _, s := range streams {
+		if s.token == "" {
+			return fmt.Errorf("the bell's tokens file has no token for %s", s.viewer)
+		}
+	}
+	sender := srv.tokens[senderName]
+	if sender == "" {
+		return fmt.Errorf("the bell's tokens file has no token for the sender %s", senderName)
 	}
 	streamCtx, endStreams := context.WithCancel(ctx)
 	var reading sync.WaitGroup
@@ -119,7 +136,7 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 	deliver := make([]time.Duration, 0, c.sends)
 	for i := range c.sends {
 		s := streams[rng.IntN(c.viewers)]
-		d, err := timeDelivery(ctx, client, srv.base, fmt.Sprintf("load-%d", i), s.viewer, []*stream{s}, c.bound)
+		d, err := timeDelivery(ctx, client, srv.base, sender, fmt.Sprintf("load-%d", i), s.viewer, []*stream{s}, c.bound)
 		if err != nil {
 			return fmt.Errorf("send %d to %s: %w", i, s.viewer, err)
 		}
@@ -131,7 +148,7 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 		if len(admins) == 0 {
 			break
 		}
-		d, err := timeDelivery(ctx, client, srv.base, fmt.Sprintf("broadcast-%d", i), "", admins, c.bound)
+		d, err := timeDelivery(ctx, client, srv.base, sender, fmt.Sprintf("broadcast-%d", i), adminAddressee, admins, c.bound)
 		if err != nil {
 			return fmt.Errorf("broadcast %d: %w", i, err)
 		}
@@ -142,11 +159,41 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 	return nil
 }
 
+// senderName is the bell's demo global admin, who sends every
+// notification of the run (a global admin may send to Admin).
+const senderName = "ops"
+
+// adminAddressee is the addressee of the Admin notifications.
+const adminAddressee = "Admin"
+
 // bell is the server under load.
 type bell struct {
-	cmd  *exec.Cmd
-	base string
-	dir  string
+	cmd    *exec.Cmd
+	base   string
+	dir    string
+	tokens map[string]string // user → token, from the bell's -tokens file
+}
+
+// stream returns an unopened stream of viewer, signed in with its token.
+func (b *bell) stream(viewer string) *stream {
+	return &stream{viewer: viewer, token: b.tokens[viewer]}
+}
+
+// readTokens reads the "user token" lines the bell wrote with -tokens.
+func readTokens(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the bell's tokens: %w", err)
+	}
+	out := map[string]string{}
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		user, tok, ok := strings.Cut(line, " ")
+		if !ok || user == "" || tok == "" {
+			return nil, fmt.Errorf("the bell's tokens file %s: line %d is not \"user token\"", path, i+1)
+		}
+		out[user] = tok
+	}
+	return out, nil
 }
 
 // startBell builds (unless -bin) and starts the bell on a free loopback
@@ -168,7 +215,14 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 			return nil, fmt.Errorf("building %s (run from the module root, or pass -bin): %w", c.pkg, err)
 		}
 	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	// The load-run flags: a user per stream, their tokens in a file only
+	// this user can read, and caps above the run's streams (each stream
+	// is one connection; the rest is room for the sends).
+	tokens := filepath.Join(dir, "tokens")
+	n := c.viewers + c.admins
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0",
+		"-users", strconv.Itoa(c.viewers), "-admins", strconv.Itoa(c.admins), "-tokens", tokens,
+		"-max-streams", strconv.Itoa(n), "-max-conns", strconv.Itoa(n+64))
 	cmd.Stderr = io.Discard // the server logs each stream; not what is measured
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -195,6 +249,11 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 	defer timer.Stop()
 	select {
 	case b.base = <-found:
+		// The bell writes the tokens before it listens.
+		if b.tokens, err = readTokens(tokens); err != nil {
+			b.stop()
+			return nil, err
+		}
 		return b, nil
 	case <-timer.C:
 		b.stop()
@@ -224,7 +283,7 @@ func (b *bell) stop() {
 // stream is one viewer's open event stream.
 type stream struct {
 	viewer string
-	admin  bool
+	token  string // the viewer's, sent as Authorization: Bearer
 
 	mu      sync.Mutex
 	want    string        // a title awaited on this stream
@@ -301,6 +360,9 @@ func (s *stream) run(ctx context.Context, client *http.Client, base string, open
 		fail(err)
 		return
 	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		fail(err)
@@ -344,19 +406,16 @@ func (s *stream) run(ctx context.Context, client *http.Client, base string, open
 	}
 }
 
-// timeDelivery sends one notification titled title to recipient ("" for
-// Admin) and returns, for each stream in on, the time from the request to
-// the event carrying it.
-func timeDelivery(ctx context.Context, client *http.Client, base, title, recipient string, on []*stream, bound time.Duration) ([]time.Duration, error) {
+// timeDelivery sends one notification titled title to recipient (a user,
+// or Admin) as the user of the token sender, and returns, for each stream
+// in on, the time from the request to the event carrying it.
+func timeDelivery(ctx context.Context, client *http.Client, base, sender, title, recipient string, on []*stream, bound time.Duration) ([]time.Duration, error) {
 	arrived := make(chan result, len(on))
 	start := time.Now()
 	for _, s := range on {
 		s.expect(title, start, arrived)
 	}
-	form := url.Values{"title": {title}, "message": {"bellload"}, "type": {"General"}, "from": {"bellload"}}
-	if recipient != "" {
-		form.Set("to", recipient)
-	}
+	form := url.Values{"title": {title}, "message": {"bellload"}, "type": {"General"}, "to": {recipient}}
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, base+"/send", strings.NewReader(form.Encode()))
@@ -364,6 +423,8 @@ func timeDelivery(ctx context.Context, client *http.Client, base, title, recipie
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	// A Bearer request carries no cookie, so the bell asks no Origin of it.
+	req.Header.Set("Authorization", "Bearer "+sender)
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err

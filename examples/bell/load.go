@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Opt-in settings for load runs (examples/bellload). Each one is less safe
+// than the default, so each is named by what it gives away: generated users
+// whose tokens can be written to a file, and raised caps on streams and
+// connections. Without the flags the bell is exactly the demo: three users,
+// tokens printed, the caps of defaultLimits.
+
+// maxGeneratedUsers bounds -users and -admins together: every user's token
+// is compared on each request (accounts.byToken), so the cost of a request
+// grows with their number.
+const maxGeneratedUsers = 100_000
+
+// maxCap bounds -max-streams, -max-streams-per-viewer and -max-conns: each
+// stream and connection holds a file descriptor and memory.
+const maxCap = 1 << 20
+
+// loadConfig is what the load-run flags say.
+type loadConfig struct {
+	users, admins    int    // generated users (user00001…) and global admins (admin00001…)
+	tokensFile       string // write every user's token here (mode 0600)
+	streams          int    // -max-streams
+	streamsPerViewer int    // -max-streams-per-viewer
+	conns            int    // -max-conns
+}
+
+// validate checks the flag values, naming the flag at fault.
+func (c loadConfig) validate() error {
+	switch {
+	case c.users < 0 || c.admins < 0:
+		return fmt.Errorf("-users and -admins must not be negative (got %d and %d)", c.users, c.admins)
+	case c.users+c.admins > maxGeneratedUsers:
+		return fmt.Errorf("-users plus -admins must be at most %d (got %d)", maxGeneratedUsers, c.users+c.admins)
+	case c.streams < 1 || c.streams > maxCap:
+		return fmt.Errorf("-max-streams must be between 1 and %d (got %d)", maxCap, c.streams)
+	case c.streamsPerViewer < 1 || c.streamsPerViewer > maxCap:
+		return fmt.Errorf("-max-streams-per-viewer must be between 1 and %d (got %d)", maxCap, c.streamsPerViewer)
+	case c.conns < 1 || c.conns > maxCap:
+		return fmt.Errorf("-max-conns must be between 1 and %d (got %d)", maxCap, c.conns)
+	case c.tokensFile != "" && strings.TrimSpace(c.tokensFile) != c.tokensFile:
+		return fmt.Errorf("-tokens %q: the file name has leading or trailing spaces", c.tokensFile)
+	}
+	return nil
+}
+
+// limits returns lim with the caps the flags set; a zero (a config not
+// made by parseFlags) keeps lim's.
+func (c loadConfig) limits(lim limits) limits {
+	for _, f := range []struct {
+		to   *int
+		from int
+	}{{&lim.streams, c.streams}, {&lim.streamsPerViewer, c.streamsPerViewer}, {&lim.conns, c.conns}} {
+		if f.from > 0 {
+			*f.to = f.from
+		}
+	}
+	return lim
+}
+
+// generated returns the names of the generated users and admins.
+func (c loadConfig) generated() (users, admins []string) {
+	for i := 1; i <= c.users; i++ {
+		users = append(users, fmt.Sprintf("user%05d", i))
+	}
+	for i := 1; i <= c.admins; i++ {
+		admins = append(admins, fmt.Sprintf("admin%05d", i))
+	}
+	return users, admins
+}
+
+// writeTokens writes "user token" lines for every user to path, readable
+// by its owner only (0600): the file is made beside path under a temporary
+// name and renamed over it, so an existing file's wider mode never applies
+// and a reader never sees half of it.
+func writeTokens(path string, a *accounts) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".bell-tokens-*")
+	if err != nil {
+		return fmt.Errorf("-tokens: %w", err)
+	}
+	defer os.Remove(f.Name()) // after a successful rename, nothing is there
+	var b strings.Builder
+	for _, u := range a.users() {
+		b.WriteString(u + " " + a.tokens[u] + "\n")
+	}
+	_, err = f.WriteString(b.String())
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("-tokens: writing %s: %w", path, err)
+	}
+	return nil
+}
