@@ -55,14 +55,21 @@ func Of[T any](vs ...T) Observable[T] {
 }
 
 // Range emits count consecutive integers starting at start, synchronously.
-// A negative count emits nothing. It stops as soon as the chain below it
-// unsubscribes. A range that would pass the largest int fails with a
-// *RangeError (without emitting), never wrapping around.
+// A count <= 0 (math.MinInt included) completes without emitting. It stops
+// as soon as the chain below it unsubscribes. A range that would pass the
+// largest int fails with a *RangeError (without emitting), never wrapping
+// around.
 func Range(start, count int) Observable[int] {
-	if count > 0 && start > math.MaxInt-(count-1) {
+	if count <= 0 {
+		// Decided here, before any start+count: with a count near
+		// math.MinInt that sum wraps to a large end and the loop below
+		// would never stop.
+		return Empty[int]()
+	}
+	if start > math.MaxInt-(count-1) {
 		return Throw[int](&RangeError{Start: start, Count: count})
 	}
-	if count > 0 && start+count < start {
+	if start+count < start {
 		// The last value is math.MaxInt itself: end would wrap.
 		return Concat(Range(start, count-1), Return(math.MaxInt))
 	}
