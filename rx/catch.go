@@ -30,6 +30,9 @@ func (c *catchObserver[T]) OnError(err error) {
 		return
 	}
 	next := c.handler(err)
+	if c.sc.cancelled() { // the handler unsubscribed
+		return
+	}
 	if next == nil {
 		c.down.OnError(err)
 		return

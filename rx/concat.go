@@ -70,7 +70,7 @@ func ConcatMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
 		c := &concatMapper[T, U]{f: f, work: sc.child()}
-		c.out.init(down, sc)
+		c.out.initStage(down, sc, c.work)
 		outer := c.work.child()
 		subscribeIn[T](src, &concatMapOuter[T, U]{c: c, sc: outer}, outer)
 		return sc

@@ -146,6 +146,9 @@ var errNilObservable = errors.New("rx.Defer: factory returned a nil Observable")
 func Defer[T any](f func() Observable[T]) Observable[T] {
 	return observableFunc[T](func(o Observer[T]) Subscription {
 		src := f()
+		if sc := scopeOf(o); sc.cancelled() {
+			return noSubscription{}
+		}
 		if src == nil {
 			o.OnError(errNilObservable)
 			return noSubscription{}

@@ -25,13 +25,11 @@ func Debounce[T any](src Observable[T], d time.Duration, clk clock.Clock) Observ
 		s := &debounceSink[T]{down: down, sc: sc, up: sc.child(), clk: clk, d: d, sw: newStopwatch(clk)}
 		s.mb.h = s
 		s.tick = func() {
-			if !s.g.enter(sc) {
+			if sc.cancelled() {
 				return
 			}
-			defer s.g.leave()
 			s.mb.postEnd(timed[T]{tick: true})
 		}
-		sc.onCancel(s.g.shut)
 		sc.onCancel(s.timer.close)
 		subscribeIn[T](src, s, s.up)
 		return sc
@@ -47,7 +45,6 @@ type debounceSink[T any] struct {
 	sw    stopwatch
 	mb    mailbox[timed[T]]
 	timer timerSlot
-	g     gate // orders timer deliveries with Unsubscribe
 	tick  func()
 
 	// read and written by the mailbox handler only

@@ -16,7 +16,6 @@ func Delay[T any](src Observable[T], d time.Duration, clk clock.Clock) Observabl
 		sc := ensureScope(down)
 		s := &delaySink[T]{clk: clk, d: d, sw: newStopwatch(clk), sc: sc, up: sc.child()}
 		s.out.init(down, sc)
-		sc.onCancel(s.g.shut)
 		sc.onCancel(s.stopTimer)
 		subscribeIn[T](src, s, s.up)
 		return sc
@@ -35,7 +34,6 @@ type delaySink[T any] struct {
 	sw  stopwatch
 	sc  *scope
 	up  *scope
-	g   gate
 
 	mu      sync.Mutex
 	queue   []delayed[T]
@@ -58,10 +56,9 @@ func (s *delaySink[T]) enqueue(n note[T]) {
 }
 
 func (s *delaySink[T]) fire() {
-	if !s.g.enter(s.sc) {
+	if s.sc.cancelled() {
 		return
 	}
-	defer s.g.leave()
 	now := s.sw.elapsed()
 	s.mu.Lock()
 	i := 0

@@ -18,7 +18,7 @@ func SelectMany[T, U any](src Observable[T], f func(T) Observable[U]) Observable
 		s := &selectMany[T, U]{}
 		m, outer := &s.m, &s.outer
 		sc.initChild(&m.work)
-		m.out.init(down, sc)
+		m.out.initStage(down, sc, &m.work)
 		m.active.Store(1)
 		outer.m, outer.f = m, f
 		m.work.initChild(&outer.sc)
@@ -37,7 +37,7 @@ func Merge[T any](srcs ...Observable[T]) Observable[T] {
 		sc := ensureScope(down)
 		m := &merger[T]{}
 		sc.initChild(&m.work)
-		m.out.init(down, sc)
+		m.out.initStage(down, sc, &m.work)
 		m.active.Store(int64(len(srcs)))
 		for _, src := range srcs {
 			if m.work.cancelled() {

@@ -319,16 +319,28 @@ type note[T any] struct {
 // and delivers to down one call at a time, in arrival order, keeping the
 // grammar: nothing after a terminal notification or after sc is cancelled.
 type serial[T any] struct {
-	down     Observer[T]
-	sc       *scope
+	down Observer[T]
+	sc   *scope
+	// stage is the scope whose end releases a producer waiting for room:
+	// sc, or the operator's own work scope when the operator can end
+	// before its downstream does (a merge that fails ends its inners from
+	// inside a delivery; a producer waiting for room must not outlive that).
+	stage    *scope
 	mb       mailbox[note[T]]
 	finished bool // read and written by the mailbox handler only
 	stopped  atomic.Bool
 }
 
 func (s *serial[T]) init(down Observer[T], sc *scope) {
-	s.down, s.sc = down, sc
+	s.down, s.sc, s.stage = down, sc, sc
 	s.mb.h = s
+}
+
+// initStage is init for an operator whose work ends with stage (a child of
+// sc), which then releases producers waiting for room.
+func (s *serial[T]) initStage(down Observer[T], sc, stage *scope) {
+	s.init(down, sc)
+	s.stage = stage
 }
 
 func (s *serial[T]) handle(n note[T]) { s.deliver(n) }
@@ -355,7 +367,7 @@ func (s *serial[T]) OnNext(v T) {
 	if s.stopped.Load() {
 		return
 	}
-	s.mb.post(note[T]{kind: kindNext, v: v}, s.sc)
+	s.mb.post(note[T]{kind: kindNext, v: v}, s.stage)
 }
 
 func (s *serial[T]) OnError(err error) {

@@ -4,7 +4,7 @@ package rx
 // from the first one for which it returns false (skip is not called again).
 func SkipWhile[T any](src Observable[T], skip func(T) bool) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
-		sc := scopeOf(down)
+		sc := ensureScope(down) // see Map
 		return subscribe[T](src, &skipWhileObserver[T]{down: down, skip: skip, sc: sc}, sc)
 	})
 }
@@ -18,7 +18,7 @@ type skipWhileObserver[T any] struct {
 
 func (s *skipWhileObserver[T]) OnNext(v T) {
 	if !s.passing {
-		if s.skip(v) {
+		if s.skip(v) || s.sc.cancelled() {
 			return
 		}
 		s.passing = true

@@ -51,7 +51,7 @@ func (o *timeoutObservable[T]) Subscribe(down Observer[T]) Subscription {
 	t := &timeoutSink[T]{down: down, spec: o, sc: sc, base: o.clk.Now()}
 	sc.initChild(&t.up)
 	t.hook.c = t
-	sc.addHook(&t.hook) // before arming: see gate
+	sc.addHook(&t.hook) // before arming: a cancellation always finds the timer
 	t.arm(o.due)
 	subscribeIn[T](o.src, (*timeoutObserver[T])(t), &t.up)
 	return sc
@@ -68,10 +68,9 @@ const (
 type timeoutSink[T any] struct {
 	down  Observer[T]
 	spec  *timeoutObservable[T]
-	sc    *scope // downstream's: once cancelled, the timer delivers nothing
-	up    scope  // the source's
-	hook  hook   // on sc: disarms, then waits for a delivery in flight
-	g     gate
+	sc    *scope    // downstream's: once cancelled, the timer delivers nothing
+	up    scope     // the source's
+	hook  hook      // on sc: disarms
 	base  time.Time // the subscription's instant on spec.clk
 	state atomic.Int64
 
@@ -86,7 +85,6 @@ func (t *timeoutSink[T]) elapsed() time.Duration { return since(t.spec.clk, t.ba
 
 func (t *timeoutSink[T]) rxCancel() {
 	t.disarm()
-	t.g.shut()
 }
 
 func (t *timeoutSink[T]) arm(d time.Duration) {
@@ -110,10 +108,9 @@ func (t *timeoutSink[T]) disarm() {
 }
 
 func (t *timeoutSink[T]) fire() {
-	if !t.g.enter(t.sc) {
+	if t.sc.cancelled() {
 		return
 	}
-	defer t.g.leave()
 	for {
 		s := t.state.Load()
 		if s&timeoutDone != 0 {
@@ -136,6 +133,9 @@ func (t *timeoutSink[T]) fire() {
 	}
 	t.disarm()
 	t.up.cancel()
+	if t.sc.cancelled() { // cancelling the source ran its cleanups
+		return
+	}
 	t.down.OnError(&TimeoutError{Stage: t.spec.stage, After: t.spec.due})
 }
 

@@ -10,14 +10,15 @@ import (
 func Timer(due time.Duration, clk clock.Clock) Observable[time.Time] {
 	return observableFunc[time.Time](func(o Observer[time.Time]) Subscription {
 		sc := ensureScope(o)
-		g := &gate{}
-		sc.onCancel(g.shut)
 		stop := after(clk, due, func() {
-			if !g.enter(sc) {
+			if sc.cancelled() {
 				return
 			}
-			defer g.leave()
-			o.OnNext(clk.Now())
+			now := clk.Now()
+			if sc.cancelled() {
+				return
+			}
+			o.OnNext(now)
 			if !sc.cancelled() {
 				o.OnCompleted()
 			}

@@ -104,6 +104,9 @@ func (z *zipper[A, B, R]) handle(e zipEvent[A, B]) {
 		}
 		for z.qa.len() > 0 && z.qb.len() > 0 {
 			r := z.f(z.qa.pop(), z.qb.pop())
+			if z.sc.cancelled() { // f unsubscribed
+				return
+			}
 			z.down.OnNext(r)
 			if z.sc.cancelled() {
 				return
