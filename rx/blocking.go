@@ -25,7 +25,15 @@ func First[T any](ctx context.Context, src Observable[T]) (T, error) {
 	if ctx.Done() != nil {
 		defer context.AfterFunc(ctx, w.sc.cancel)()
 	}
+	// A panic out of Subscribe (a user function of src) releases src.
+	subscribed := false
+	defer func() {
+		if !subscribed {
+			w.sc.cancel()
+		}
+	}()
 	subscribeIn[T](src, w, &w.sc)
+	subscribed = true
 	// A source that answered inside Subscribe needs no channel: it is made
 	// only for an answer still to come from another goroutine.
 	w.mu.Lock()
@@ -92,7 +100,14 @@ func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
 	}
 	w := &collectObserver[T]{sc: newScope(), ch: make(chan error, 1)}
 	defer context.AfterFunc(ctx, w.sc.cancel)() // see First
+	subscribed := false
+	defer func() {
+		if !subscribed {
+			w.sc.cancel() // a panic out of Subscribe releases src
+		}
+	}()
 	subscribeIn[T](src, w, w.sc)
+	subscribed = true
 	if ctx.Err() != nil {
 		w.sc.cancel()
 		return nil, ctx.Err()
