@@ -18,6 +18,7 @@ import (
 // the rate or the window if that can be large. Nothing is delivered after
 // Unsubscribe has returned.
 func BufferTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[[]T] {
+	mustArg(clk == nil, "BufferTime", "clock")
 	if d <= 0 {
 		return fail[[]T](&ArgumentError{Op: "BufferTime", Arg: "d", Value: d, Reason: "must be positive"})
 	}

@@ -3,6 +3,7 @@ package rx
 // Catch continues with the observable handler returns when src fails. A nil
 // observable from handler passes the error on.
 func Catch[T any](src Observable[T], handler func(error) Observable[T]) Observable[T] {
+	mustArg(handler == nil, "Catch", "function handler")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		c := &catchObserver[T]{down: down, sc: sc, handler: handler}

@@ -4,6 +4,7 @@ package rx
 // either emits, once both have emitted. It completes when both have completed,
 // or as soon as one completes without ever having emitted (no pair can form).
 func CombineLatest2[A, B, R any](a Observable[A], b Observable[B], f func(A, B) R) Observable[R] {
+	mustArg(f == nil, "CombineLatest2", "function f")
 	return observableFunc[R](func(down Observer[R]) Subscription {
 		sc := ensureScope(down)
 		c := &combiner[A, B, R]{down: down, f: f, sc: sc, work: sc.child()}

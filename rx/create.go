@@ -14,6 +14,7 @@ func Return[T any](v T) Observable[T] { return returnObservable[T]{v} }
 type returnObservable[T any] struct{ v T }
 
 func (r returnObservable[T]) Subscribe(o Observer[T]) Subscription {
+	mustObserver(o, "Return")
 	sc := scopeOf(o)
 	if sc.cancelled() {
 		return noSubscription{}
@@ -144,6 +145,7 @@ var errNilObservable = errors.New("rx.Defer: factory returned a nil Observable")
 
 // Defer calls f on every subscription and subscribes to the observable it returns.
 func Defer[T any](f func() Observable[T]) Observable[T] {
+	mustArg(f == nil, "Defer", "function f")
 	return observableFunc[T](func(o Observer[T]) Subscription {
 		src := f()
 		if sc := scopeOf(o); sc.cancelled() {
@@ -167,6 +169,7 @@ func Defer[T any](f func() Observable[T]) Observable[T] {
 // OnError does. ctx is done when the subscriber unsubscribes or the stream
 // terminates, so a producer that waits must also wait on ctx.Done().
 func Create[T any](produce func(ctx context.Context, o Observer[T])) Observable[T] {
+	mustArg(produce == nil, "Create", "function produce")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		ctx, cancel := context.WithCancel(context.Background())

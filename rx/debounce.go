@@ -17,6 +17,7 @@ import (
 // timer and no allocation. Nothing is delivered after Unsubscribe has
 // returned, even by a timer callback already running.
 func Debounce[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
+	mustArg(clk == nil, "Debounce", "clock")
 	if d <= 0 {
 		return src
 	}

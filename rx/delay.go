@@ -12,6 +12,7 @@ import (
 // values still waiting. One timer per subscription, armed for the earliest
 // waiting value.
 func Delay[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
+	mustArg(clk == nil, "Delay", "clock")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		s := &delaySink[T]{clk: clk, d: d, sw: newStopwatch(clk), sc: sc, up: sc.child()}

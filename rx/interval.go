@@ -13,6 +13,7 @@ import (
 // delays ticks rather than queueing them. Nothing is delivered after
 // Unsubscribe has returned. period <= 0 fails with an *ArgumentError.
 func Interval(period time.Duration, clk clock.Clock) Observable[int] {
+	mustArg(clk == nil, "Interval", "clock")
 	if period <= 0 {
 		return fail[int](&ArgumentError{Op: "Interval", Arg: "period", Value: period, Reason: "must be positive"})
 	}

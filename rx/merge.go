@@ -12,6 +12,7 @@ var errNilInner = errors.New("rx: selector returned a nil Observable")
 // It completes when the source and every inner have completed; any error
 // ends the stream and unsubscribes everything.
 func SelectMany[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
+	mustArg(f == nil, "SelectMany", "function f")
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
 		// The merger and the outer's observer are one allocation.

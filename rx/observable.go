@@ -54,7 +54,10 @@ func (o *funcObserver[T]) OnCompleted() {
 // observableFunc is the Observable of every operator in this package.
 type observableFunc[T any] func(Observer[T]) Subscription
 
-func (f observableFunc[T]) Subscribe(o Observer[T]) Subscription { return f(o) }
+func (f observableFunc[T]) Subscribe(o Observer[T]) Subscription {
+	mustObserver(o, "Observable")
+	return f(o)
+}
 
 func (observableFunc[T]) rxNative() {}
 

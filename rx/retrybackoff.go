@@ -14,6 +14,7 @@ import (
 // forwarded. initial <= 0 retries at once. Unsubscribing during a wait
 // cancels the retry; nothing is delivered after Unsubscribe has returned.
 func RetryBackoff[T any](src Observable[T], attempts int, initial, max time.Duration, clk clock.Clock) Observable[T] {
+	mustArg(clk == nil, "RetryBackoff", "clock")
 	if attempts < 1 {
 		attempts = 1
 	}

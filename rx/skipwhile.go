@@ -3,6 +3,7 @@ package rx
 // SkipWhile drops values while skip returns true and forwards every value
 // from the first one for which it returns false (skip is not called again).
 func SkipWhile[T any](src Observable[T], skip func(T) bool) Observable[T] {
+	mustArg(skip == nil, "SkipWhile", "function skip")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // see Map
 		return subscribe[T](src, &skipWhileObserver[T]{down: down, skip: skip, sc: sc}, sc)

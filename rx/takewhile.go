@@ -4,6 +4,7 @@ package rx
 // which it returns false it unsubscribes src and completes, so TakeWhile
 // over an endless synchronous source terminates. That value is dropped.
 func TakeWhile[T any](src Observable[T], keep func(T) bool) Observable[T] {
+	mustArg(keep == nil, "TakeWhile", "function keep")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		t := &takeWhileObserver[T]{down: down, keep: keep, sc: sc, up: sc.child()}

@@ -20,6 +20,7 @@ import (
 // itself for the remainder, so the error arrives exactly due after the last
 // value, never before.
 func Timeout[T any](src Observable[T], due time.Duration, clk clock.Clock) Observable[T] {
+	mustArg(clk == nil, "Timeout", "clock")
 	return TimeoutStage(src, "", due, clk)
 }
 
@@ -27,6 +28,7 @@ func Timeout[T any](src Observable[T], due time.Duration, clk clock.Clock) Obser
 // e.g. TimeoutStage(read, "instance key", 10*time.Second, clk) fails with
 // "instance key: no answer within 10s".
 func TimeoutStage[T any](src Observable[T], stage string, due time.Duration, clk clock.Clock) Observable[T] {
+	mustArg(clk == nil, "TimeoutStage", "clock")
 	return &timeoutObservable[T]{src: src, stage: stage, due: due, clk: clk, mono: isRealClock(clk)}
 }
 
@@ -43,6 +45,7 @@ type timeoutObservable[T any] struct {
 func (*timeoutObservable[T]) rxNative() {}
 
 func (o *timeoutObservable[T]) Subscribe(down Observer[T]) Subscription {
+	mustObserver(down, "Timeout")
 	sc := ensureScope(down)
 	if o.due <= 0 {
 		down.OnError(&TimeoutError{Stage: o.stage, After: o.due})

@@ -8,6 +8,7 @@ import (
 
 // Timer emits the clock's time once due has passed, then completes.
 func Timer(due time.Duration, clk clock.Clock) Observable[time.Time] {
+	mustArg(clk == nil, "Timer", "clock")
 	return observableFunc[time.Time](func(o Observer[time.Time]) Subscription {
 		sc := ensureScope(o)
 		stop := after(clk, due, func() {

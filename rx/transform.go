@@ -16,6 +16,7 @@ func pushOf[T any](o Observer[T]) func(T) {
 // Map applies f to each value. A value whose f unsubscribes (from inside f,
 // or from another goroutine while f runs) is not forwarded.
 func Map[T, U any](src Observable[T], f func(T) U) Observable[U] {
+	mustArg(f == nil, "Map", "function f")
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		// The stages that call a user function hold a scope even for a
 		// plain observer, so that they can see an unsubscription made
@@ -68,6 +69,7 @@ func (m *mapObserver[T, U]) rxScope() *scope   { return m.sc }
 // Filter forwards the values for which keep returns true (and that keep did
 // not unsubscribe).
 func Filter[T any](src Observable[T], keep func(T) bool) Observable[T] {
+	mustArg(keep == nil, "Filter", "function keep")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		f := &filterObserver[T]{down: down, next: pushOf(down), keep: keep, sc: sc}
@@ -114,6 +116,7 @@ func (f *filterObserver[T]) rxScope() *scope   { return f.sc }
 
 // Scan emits the running accumulation of f over the values, starting from seed.
 func Scan[T, A any](src Observable[T], seed A, f func(A, T) A) Observable[A] {
+	mustArg(f == nil, "Scan", "function f")
 	return observableFunc[A](func(down Observer[A]) Subscription {
 		sc := ensureScope(down)
 		s := &scanObserver[T, A]{down: down, acc: seed, f: f, sc: sc}
@@ -168,5 +171,6 @@ func (d *distinctObserver[T]) rxScope() *scope   { return d.sc }
 // Do calls next with each value before forwarding it (unless next
 // unsubscribed).
 func Do[T any](src Observable[T], next func(T)) Observable[T] {
+	mustArg(next == nil, "Do", "function next")
 	return Map(src, func(v T) T { next(v); return v })
 }
