@@ -91,9 +91,10 @@ func (w *firstObserver[T]) OnError(err error) { w.finish(firstResult[T]{err: err
 func (w *firstObserver[T]) OnCompleted()      { w.finish(firstResult[T]{err: ErrEmpty}) }
 func (w *firstObserver[T]) rxScope() *scope   { return &w.sc }
 
-// Collect subscribes to src and returns all its values once it completes, or
-// the values so far with src's error, or with ctx's error if ctx ends first
-// (src is then unsubscribed). It starts no goroutine.
+// Collect subscribes to src and returns all its values once it completes,
+// or the values so far with src's error. If ctx ends first it returns nil
+// (no values: a delivery racing with the end could still be appending) with
+// ctx's error, and src is unsubscribed. It starts no goroutine.
 func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
