@@ -656,9 +656,17 @@ func ruleMemory(r reporter, x entry) {
 		producers.Wait()
 		return
 	}
-	// Let the producers run on as far as they can (they should soon wait).
-	for range 2000 {
+	// Let the producers run on as far as they can: until they have handed
+	// over more than the bound, or their count has stood still for a
+	// thousand yields (they wait for room).
+	last, still := accepted.Load(), 0
+	for i := 0; i < 1_000_000 && still < 1000 && last <= transitBound; i++ {
 		runtime.Gosched()
+		if n := accepted.Load(); n != last {
+			last, still = n, 0
+		} else {
+			still++
+		}
 	}
 	if n := accepted.Load(); n > transitBound {
 		r.Errorf("%s: producers handed over %d values while the consumer was blocked (bound %d)", x.name, n, transitBound)
