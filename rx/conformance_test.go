@@ -657,15 +657,16 @@ func ruleMemory(r reporter, x entry) {
 		return
 	}
 	// Let the producers run on as far as they can: until they have handed
-	// over more than the bound, or their count has stood still for a
-	// thousand yields (they wait for room).
-	last, still := accepted.Load(), 0
-	for i := 0; i < 1_000_000 && still < 1000 && last <= transitBound; i++ {
+	// over more than the bound, or their count has stood still for 20ms of
+	// real time (they wait for room; a loaded machine may pause a thread
+	// for less than that). The wait observes progress; it asserts nothing.
+	last, since := accepted.Load(), time.Now()
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && last <= transitBound; {
 		runtime.Gosched()
 		if n := accepted.Load(); n != last {
-			last, still = n, 0
-		} else {
-			still++
+			last, since = n, time.Now()
+		} else if time.Since(since) > 20*time.Millisecond {
+			break
 		}
 	}
 	if n := accepted.Load(); n > transitBound {
