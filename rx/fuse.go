@@ -33,9 +33,9 @@ func (m *mapObserver[T, U]) rxRange(start, end int, sc *scope) bool {
 				if sc.done.Load() {
 					return false
 				}
-				// Checked again after each user function: one that
-				// unsubscribes stops its own value too.
-				if u := f(v); !sc.done.Load() && keep(u) && !sc.done.Load() {
+				// Checked again before the value goes on: a user
+				// function that unsubscribed stops its own value too.
+				if u := f(v); keep(u) && !sc.done.Load() {
 					next(u)
 				}
 			}
@@ -54,7 +54,7 @@ func (m *mapObserver[T, U]) rxRange(start, end int, sc *scope) bool {
 			if sc.done.Load() {
 				return false
 			}
-			if u := f(v); !sc.done.Load() && keep(u) && !sc.done.Load() {
+			if u := f(v); keep(u) && !sc.done.Load() {
 				down.OnNext(u)
 			}
 		}
