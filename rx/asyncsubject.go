@@ -66,6 +66,7 @@ func (s *AsyncSubject[T]) replayTo(n note[T], sub *subscriber[T]) {
 
 // Subscribe adds o; after the end it replays the outcome at once.
 func (s *AsyncSubject[T]) Subscribe(o Observer[T]) Subscription {
+	mustObserver(o, "AsyncSubject")
 	sc := ensureScope(o)
 	sub := &subscriber[T]{o: o, sc: sc}
 	if t, ok := s.add(sub); ok {

@@ -90,6 +90,7 @@ func (s *BehaviorSubject[T]) handle(e subjectEvent[T]) {
 // value after a newer one. Made from inside one of the subject's own
 // notifications, it replays at once (see subscribeEvent).
 func (s *BehaviorSubject[T]) Subscribe(o Observer[T]) Subscription {
+	mustObserver(o, "BehaviorSubject")
 	sc := ensureScope(o)
 	sub := &subscriber[T]{o: o, sc: sc}
 	sc.onCancel(func() { s.remove(sub) })

@@ -25,7 +25,15 @@ func First[T any](ctx context.Context, src Observable[T]) (T, error) {
 	if ctx.Done() != nil {
 		defer context.AfterFunc(ctx, w.sc.cancel)()
 	}
+	// A panic out of Subscribe (a user function of src) releases src.
+	subscribed := false
+	defer func() {
+		if !subscribed {
+			w.sc.cancel()
+		}
+	}()
 	subscribeIn[T](src, w, &w.sc)
+	subscribed = true
 	// A source that answered inside Subscribe needs no channel: it is made
 	// only for an answer still to come from another goroutine.
 	w.mu.Lock()
@@ -83,16 +91,24 @@ func (w *firstObserver[T]) OnError(err error) { w.finish(firstResult[T]{err: err
 func (w *firstObserver[T]) OnCompleted()      { w.finish(firstResult[T]{err: ErrEmpty}) }
 func (w *firstObserver[T]) rxScope() *scope   { return &w.sc }
 
-// Collect subscribes to src and returns all its values once it completes, or
-// the values so far with src's error, or with ctx's error if ctx ends first
-// (src is then unsubscribed). It starts no goroutine.
+// Collect subscribes to src and returns all its values once it completes,
+// or the values so far with src's error. If ctx ends first it returns nil
+// (no values: a delivery racing with the end could still be appending) with
+// ctx's error, and src is unsubscribed. It starts no goroutine.
 func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	w := &collectObserver[T]{sc: newScope(), ch: make(chan error, 1)}
 	defer context.AfterFunc(ctx, w.sc.cancel)() // see First
+	subscribed := false
+	defer func() {
+		if !subscribed {
+			w.sc.cancel() // a panic out of Subscribe releases src
+		}
+	}()
 	subscribeIn[T](src, w, w.sc)
+	subscribed = true
 	if ctx.Err() != nil {
 		w.sc.cancel()
 		return nil, ctx.Err()

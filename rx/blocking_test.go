@@ -161,3 +161,18 @@ func TestFirstOnAReplayingSubjectFromInsideItsOwnNotificationReturnsTheCurrentVa
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 	})
 }
+
+// Issue 19 §11: what Collect returns when its context ends is what its doc
+// says — nil, not the values so far. Negative control: returning w.vs in
+// that branch makes this test fail with [1 2].
+func TestCollectReturnsNoValuesWhenItsContextEndsFirst(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	src := rx.Create(func(_ context.Context, o rx.Observer[int]) {
+		o.OnNext(1)
+		o.OnNext(2)
+		cancel() // then nothing more: only the context can end Collect
+	})
+	vs, err := rx.Collect(ctx, src)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, vs)
+}

@@ -9,7 +9,7 @@ func BufferCount[T any](src Observable[T], n int) Observable[[]T] {
 		return fail[[]T](&ArgumentError{Op: "BufferCount", Arg: "n", Value: n, Reason: "must be positive"})
 	}
 	return observableFunc[[]T](func(down Observer[[]T]) Subscription {
-		sc := scopeOf(down)
+		sc := ensureScope(down) // it checks for an unsubscription between the notifications it makes at the end
 		return subscribe[T](src, &bufferCountObserver[T]{down: down, n: n, sc: sc}, sc)
 	})
 }

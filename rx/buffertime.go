@@ -18,6 +18,7 @@ import (
 // the rate or the window if that can be large. Nothing is delivered after
 // Unsubscribe has returned.
 func BufferTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[[]T] {
+	mustArg(clk == nil, "BufferTime", "clock")
 	if d <= 0 {
 		return fail[[]T](&ArgumentError{Op: "BufferTime", Arg: "d", Value: d, Reason: "must be positive"})
 	}
@@ -26,13 +27,11 @@ func BufferTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Obse
 		s := &bufferTimeSink[T]{down: down, sc: sc, up: sc.child(), clk: clk, d: d, sw: newStopwatch(clk)}
 		s.mb.h = s
 		s.tick = func() {
-			if !s.g.enter(sc) {
+			if sc.cancelled() {
 				return
 			}
-			defer s.g.leave()
 			s.mb.postEnd(timed[T]{tick: true})
 		}
-		sc.onCancel(s.g.shut)
 		sc.onCancel(s.timer.close)
 		s.timer.arm(clk, d, s.tick)
 		subscribeIn[T](src, s, s.up)
@@ -49,7 +48,6 @@ type bufferTimeSink[T any] struct {
 	sw    stopwatch
 	mb    mailbox[timed[T]]
 	timer timerSlot
-	g     gate // orders timer deliveries with Unsubscribe
 	tick  func()
 
 	// read and written by the mailbox handler only

@@ -3,6 +3,7 @@ package rx
 // Catch continues with the observable handler returns when src fails. A nil
 // observable from handler passes the error on.
 func Catch[T any](src Observable[T], handler func(error) Observable[T]) Observable[T] {
+	mustArg(handler == nil, "Catch", "function handler")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		c := &catchObserver[T]{down: down, sc: sc, handler: handler}
@@ -30,6 +31,9 @@ func (c *catchObserver[T]) OnError(err error) {
 		return
 	}
 	next := c.handler(err)
+	if c.sc.cancelled() { // the handler unsubscribed
+		return
+	}
 	if next == nil {
 		c.down.OnError(err)
 		return

@@ -4,6 +4,7 @@ package rx
 // either emits, once both have emitted. It completes when both have completed,
 // or as soon as one completes without ever having emitted (no pair can form).
 func CombineLatest2[A, B, R any](a Observable[A], b Observable[B], f func(A, B) R) Observable[R] {
+	mustArg(f == nil, "CombineLatest2", "function f")
 	return observableFunc[R](func(down Observer[R]) Subscription {
 		sc := ensureScope(down)
 		c := &combiner[A, B, R]{down: down, f: f, sc: sc, work: sc.child()}
@@ -50,7 +51,11 @@ func (c *combiner[A, B, R]) handle(e combineEvent[A, B]) {
 			c.b, c.hasB = e.b, true
 		}
 		if c.hasA && c.hasB {
-			c.down.OnNext(c.f(c.a, c.b))
+			r := c.f(c.a, c.b)
+			if c.sc.cancelled() { // f unsubscribed
+				return
+			}
+			c.down.OnNext(r)
 		}
 	case kindError:
 		c.finished = true
@@ -78,7 +83,7 @@ type combineA[A, B, R any] struct {
 }
 
 func (o *combineA[A, B, R]) OnNext(v A) {
-	o.c.mb.post(combineEvent[A, B]{side: 0, kind: kindNext, a: v}, o.c.sc)
+	o.c.mb.post(combineEvent[A, B]{side: 0, kind: kindNext, a: v}, o.sc)
 }
 func (o *combineA[A, B, R]) OnError(err error) {
 	o.c.mb.postEnd(combineEvent[A, B]{side: 0, kind: kindError, err: err})
@@ -95,7 +100,7 @@ type combineB[A, B, R any] struct {
 }
 
 func (o *combineB[A, B, R]) OnNext(v B) {
-	o.c.mb.post(combineEvent[A, B]{side: 1, kind: kindNext, b: v}, o.c.sc)
+	o.c.mb.post(combineEvent[A, B]{side: 1, kind: kindNext, b: v}, o.sc)
 }
 func (o *combineB[A, B, R]) OnError(err error) {
 	o.c.mb.postEnd(combineEvent[A, B]{side: 1, kind: kindError, err: err})

@@ -67,10 +67,11 @@ func (i *concatInner[T]) rxScope() *scope { return &i.sc }
 // for a value is subscribed when the previous inner has completed; values
 // arriving meanwhile wait in order.
 func ConcatMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
+	mustArg(f == nil, "ConcatMap", "function f")
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
 		c := &concatMapper[T, U]{f: f, work: sc.child()}
-		c.out.init(down, sc)
+		c.out.initStage(down, sc, c.work)
 		outer := c.work.child()
 		subscribeIn[T](src, &concatMapOuter[T, U]{c: c, sc: outer}, outer)
 		return sc

@@ -14,6 +14,7 @@ func Return[T any](v T) Observable[T] { return returnObservable[T]{v} }
 type returnObservable[T any] struct{ v T }
 
 func (r returnObservable[T]) Subscribe(o Observer[T]) Subscription {
+	mustObserver(o, "Return")
 	sc := scopeOf(o)
 	if sc.cancelled() {
 		return noSubscription{}
@@ -55,14 +56,21 @@ func Of[T any](vs ...T) Observable[T] {
 }
 
 // Range emits count consecutive integers starting at start, synchronously.
-// A negative count emits nothing. It stops as soon as the chain below it
-// unsubscribes. A range that would pass the largest int fails with a
-// *RangeError (without emitting), never wrapping around.
+// A count <= 0 (math.MinInt included) completes without emitting. It stops
+// as soon as the chain below it unsubscribes. A range that would pass the
+// largest int fails with a *RangeError (without emitting), never wrapping
+// around.
 func Range(start, count int) Observable[int] {
-	if count > 0 && start > math.MaxInt-(count-1) {
+	if count <= 0 {
+		// Decided here, before any start+count: with a count near
+		// math.MinInt that sum wraps to a large end and the loop below
+		// would never stop.
+		return Empty[int]()
+	}
+	if start > math.MaxInt-(count-1) {
 		return Throw[int](&RangeError{Start: start, Count: count})
 	}
-	if count > 0 && start+count < start {
+	if start+count < start {
 		// The last value is math.MaxInt itself: end would wrap.
 		return Concat(Range(start, count-1), Return(math.MaxInt))
 	}
@@ -137,8 +145,12 @@ var errNilObservable = errors.New("rx.Defer: factory returned a nil Observable")
 
 // Defer calls f on every subscription and subscribes to the observable it returns.
 func Defer[T any](f func() Observable[T]) Observable[T] {
+	mustArg(f == nil, "Defer", "function f")
 	return observableFunc[T](func(o Observer[T]) Subscription {
 		src := f()
+		if sc := scopeOf(o); sc.cancelled() {
+			return noSubscription{}
+		}
 		if src == nil {
 			o.OnError(errNilObservable)
 			return noSubscription{}
@@ -157,6 +169,7 @@ func Defer[T any](f func() Observable[T]) Observable[T] {
 // OnError does. ctx is done when the subscriber unsubscribes or the stream
 // terminates, so a producer that waits must also wait on ctx.Done().
 func Create[T any](produce func(ctx context.Context, o Observer[T])) Observable[T] {
+	mustArg(produce == nil, "Create", "function produce")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		ctx, cancel := context.WithCancel(context.Background())

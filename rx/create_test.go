@@ -121,3 +121,21 @@ func TestNothingIsDeliveredAfterUnsubscribeFromAnotherGoroutineOnceTheProducerSt
 	// (Unsubscribe never blocks); nothing after it.
 	assert.LessOrEqual(t, after, 1)
 }
+
+// Issue 19 §9. Take bounds the run so the test ends either way. Negative
+// control: with the count <= 0 case removed from Range, Range(-1, MinInt)
+// computes end = -1+MinInt, which wraps to MaxInt, and Take gets its five
+// values (the test was run so before the fix and failed).
+func TestRangeWithANegativeCountEmitsNothingEvenWhenStartPlusCountWraps(t *testing.T) {
+	for _, c := range []struct{ start, count int }{
+		{-1, math.MinInt}, {0, math.MinInt}, {math.MaxInt, math.MinInt}, {math.MinInt, math.MinInt},
+		{5, -1}, {math.MinInt, -1}, {math.MaxInt, 0}, {-10, math.MinInt + 1},
+	} {
+		vs, err := collect(t, rx.Take(rx.Range(c.start, c.count), 5))
+		require.NoError(t, err, "Range(%d, %d)", c.start, c.count)
+		assert.Empty(t, vs, "Range(%d, %d)", c.start, c.count)
+	}
+	vs, err := collect(t, rx.Take(rx.Range(-1, 3), 5))
+	require.NoError(t, err)
+	assert.Equal(t, []int{-1, 0, 1}, vs, "control: a positive count near zero")
+}

@@ -17,6 +17,7 @@ import (
 // timer and no allocation. Nothing is delivered after Unsubscribe has
 // returned, even by a timer callback already running.
 func Debounce[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
+	mustArg(clk == nil, "Debounce", "clock")
 	if d <= 0 {
 		return src
 	}
@@ -25,13 +26,11 @@ func Debounce[T any](src Observable[T], d time.Duration, clk clock.Clock) Observ
 		s := &debounceSink[T]{down: down, sc: sc, up: sc.child(), clk: clk, d: d, sw: newStopwatch(clk)}
 		s.mb.h = s
 		s.tick = func() {
-			if !s.g.enter(sc) {
+			if sc.cancelled() {
 				return
 			}
-			defer s.g.leave()
 			s.mb.postEnd(timed[T]{tick: true})
 		}
-		sc.onCancel(s.g.shut)
 		sc.onCancel(s.timer.close)
 		subscribeIn[T](src, s, s.up)
 		return sc
@@ -47,7 +46,6 @@ type debounceSink[T any] struct {
 	sw    stopwatch
 	mb    mailbox[timed[T]]
 	timer timerSlot
-	g     gate // orders timer deliveries with Unsubscribe
 	tick  func()
 
 	// read and written by the mailbox handler only

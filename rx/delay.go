@@ -12,11 +12,11 @@ import (
 // values still waiting. One timer per subscription, armed for the earliest
 // waiting value.
 func Delay[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
+	mustArg(clk == nil, "Delay", "clock")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		s := &delaySink[T]{clk: clk, d: d, sw: newStopwatch(clk), sc: sc, up: sc.child()}
 		s.out.init(down, sc)
-		sc.onCancel(s.g.shut)
 		sc.onCancel(s.stopTimer)
 		subscribeIn[T](src, s, s.up)
 		return sc
@@ -35,7 +35,6 @@ type delaySink[T any] struct {
 	sw  stopwatch
 	sc  *scope
 	up  *scope
-	g   gate
 
 	mu      sync.Mutex
 	queue   []delayed[T]
@@ -58,10 +57,9 @@ func (s *delaySink[T]) enqueue(n note[T]) {
 }
 
 func (s *delaySink[T]) fire() {
-	if !s.g.enter(s.sc) {
+	if s.sc.cancelled() {
 		return
 	}
-	defer s.g.leave()
 	now := s.sw.elapsed()
 	s.mu.Lock()
 	i := 0

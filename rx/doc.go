@@ -28,15 +28,24 @@
 //     its own goroutine.
 //   - A producer on another goroutine that finds the consumer busy queues its
 //     value when fewer than 32 are queued, and otherwise waits until there is
-//     room — until its subscription ends, where it has one (Create's
-//     producer, a FromChannel source, a merged inner); then the value is
-//     dropped and OnNext returns. A FromChannel source waiting so stops
-//     receiving, so its channel carries the back-pressure, as Go programs
-//     expect. Values in transit are thus a small constant per operator plus
-//     one per waiting producer, whatever the rates.
-//   - One OnNext call delivers its own value plus a bounded number of others'
-//     (at most 64 more): a delivering producer that has run its budget makes
-//     newcomers wait, finishes what is queued, and hands over.
+//     room — or until its subscription or the stage it feeds ends, where it
+//     has one (Create's producer, a FromChannel source, a merged inner, a
+//     stage that fails from inside a delivery); then the value is dropped
+//     and OnNext returns. A FromChannel source waiting so stops receiving, so
+//     its channel carries the back-pressure, as Go programs expect. Values in
+//     transit are thus a small constant per operator plus one per waiting
+//     producer, whatever the rates.
+//   - At each such stage, one OnNext call delivers its own value plus a
+//     bounded number of others' (at most 64 more): a delivering producer
+//     that has run its budget makes newcomers wait, finishes what is queued,
+//     and hands over. The bound is per stage, not end to end: each of the
+//     others it delivers may, at a fan-in stage further down, deliver up to
+//     64 more there (k stacked fan-in stages multiply the bound k times).
+//   - A panic in a delivery (an observer's OnNext, a user function below
+//     it) goes on up to the caller of OnNext and releases the stage: the
+//     values others queued meanwhile stay queued, in order, for the next
+//     call, waiting producers are released, and a subject stays usable for
+//     all its subscribers.
 //   - A call made from inside a delivery, on the delivering goroutine (an
 //     observer calling back into the Subject it observes), is queued behind
 //     the current delivery and never waits, so it cannot deadlock.
@@ -51,19 +60,32 @@
 // # Cancellation
 //
 // Subscribe returns a Subscription. Unsubscribe stops the work upstream; it
-// may be called from any goroutine and from inside a notification. Once it
-// has returned, no notification is delivered: timer-driven deliveries
-// (Timeout, Timer, Delay) are ordered with it, and Unsubscribe waits for one
-// that another goroutine is already making (never for one that is making
-// the call itself). A producer waiting for room is released by it.
+// may be called from any goroutine, from inside a notification and from
+// inside a user function (Map's f, a Filter predicate, a SelectMany
+// selector). As Rx.NET's Dispose, it never waits for an observer or a user
+// function: it returns at once, even while another goroutine is blocked
+// inside this subscription's OnNext. Once it has returned, no notification
+// starts: every stage checks the subscription immediately before it calls
+// the stage below it (a timer's callback included) and again after each
+// user function it calls, so the value whose function unsubscribed is not
+// delivered, and a timer due at the same virtual instant as the
+// unsubscription delivers nothing. A notification another goroutine had
+// already started when Unsubscribe was called may still be running when it
+// returns; it is the last. A producer waiting for room is released by it.
 // Synchronous sources check for it before every value, so Take over an
 // endless synchronous source terminates.
 //
 // First and Collect wire their context to the subscription before
-// subscribing: when the context ends they return its error promptly and the
-// source is unsubscribed, also while the source is still running inside
-// Subscribe (a Create producer looping on the caller's goroutine sees its own
-// context end). OnError(nil) is never success: it becomes ErrNilError.
+// subscribing: when the context ends they return its error promptly (Collect
+// with no values: nil) and the source is unsubscribed, also while the source
+// is still running inside Subscribe (a Create producer looping on the
+// caller's goroutine sees its own context end). OnError(nil) is never
+// success: it becomes ErrNilError.
+//
+// A nil function, clock or observer passed to any function of this package
+// is a programming error: it panics at that call with a message naming the
+// argument ("rx.Timeout: nil clock", "rx.Map.Subscribe: nil observer"),
+// never later as a nil dereference inside a delivery.
 //
 // Subjects keep no subscriber that has ended, also one that ends during its
 // own replay; ReplaySubject and BehaviorSubject never record a value that
@@ -88,11 +110,12 @@
 // so a slow loop slows its source and at most one value is in transit.
 // Breaking out of the loop (or returning, or panicking) unsubscribes the
 // source; an error ends the loop after yielding (zero, err) once; completion
-// ends it. All subscribes on a goroutine of its own so that sources that
-// deliver inside Subscribe and sources that deliver from other goroutines
-// behave alike; that goroutine has returned when the loop ends. The hand-over
-// costs two goroutine switches per value, so a tight loop over a synchronous
-// source is cheaper with Collect or an Observer.
+// ends it. All subscribes on the ranging goroutine and starts no goroutine: a
+// value delivered there (inside Subscribe, or by a subject the loop body
+// feeds) runs the body inside the source's own loop, with no goroutine hop,
+// and a value delivered from another goroutine is handed over, which costs
+// two goroutine switches. A loop body that pushes follow-up work into the
+// subject it ranges over is a work queue of any size.
 //
 // # Operators
 //
@@ -122,6 +145,20 @@
 // order on the calling goroutine, a Recorder that captures notifications with
 // their virtual times and checks the grammar, and scripted hot and cold test
 // observables, so timing tests read like Rx marble tests and never sleep.
+// rxtest.Drive runs a consumer written as a for loop over All (or First,
+// Collect) in virtual time, step by step and the same on every run: the
+// recipe is in `go doc ./rx/rxtest` and docs/rx-testing.md.
+//
+// # Conformance
+//
+// Every exported function of this package has an entry in one conformance
+// table (conformance_test.go) run against the same adversarial schedule:
+// the grammar under concurrent termination, nothing after Unsubscribe
+// returned (from another goroutine, inside a user function, by a timer at
+// the same instant), panicking user functions, re-entrant calls, the memory
+// a blocked consumer lets producers use, goroutines left behind, contexts
+// honoured by All, First and Collect, and nil arguments. A function missing
+// from the table fails the build's tests.
 //
 // # Examples
 //

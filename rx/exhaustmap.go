@@ -8,10 +8,11 @@ import "sync"
 // src and the running inner have completed; any error ends the stream and
 // unsubscribes everything.
 func ExhaustMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
+	mustArg(f == nil, "ExhaustMap", "function f")
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
 		e := &exhauster[T, U]{work: sc.child(), f: f}
-		e.out.init(down, sc)
+		e.out.initStage(down, sc, e.work)
 		outer := e.work.child()
 		subscribeIn[T](src, &exhaustOuter[T, U]{e: e, sc: outer}, outer)
 		return sc

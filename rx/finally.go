@@ -5,6 +5,7 @@ import "sync/atomic"
 // Finally calls f exactly once when the subscription ends: after a terminal
 // notification has been forwarded, or when it is unsubscribed.
 func Finally[T any](src Observable[T], f func()) Observable[T] {
+	mustArg(f == nil, "Finally", "function f")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		o := &finallyObserver[T]{down: down, sc: sc, f: f}

@@ -33,7 +33,9 @@ func (m *mapObserver[T, U]) rxRange(start, end int, sc *scope) bool {
 				if sc.done.Load() {
 					return false
 				}
-				if u := f(v); keep(u) {
+				// Checked again before the value goes on: a user
+				// function that unsubscribed stops its own value too.
+				if u := f(v); keep(u) && !sc.done.Load() {
 					next(u)
 				}
 			}
@@ -52,7 +54,7 @@ func (m *mapObserver[T, U]) rxRange(start, end int, sc *scope) bool {
 			if sc.done.Load() {
 				return false
 			}
-			if u := f(v); keep(u) {
+			if u := f(v); keep(u) && !sc.done.Load() {
 				down.OnNext(u)
 			}
 		}
@@ -63,7 +65,9 @@ func (m *mapObserver[T, U]) rxRange(start, end int, sc *scope) bool {
 			if sc.cancelled() {
 				return false
 			}
-			next(f(v))
+			if u := f(v); !sc.cancelled() {
+				next(u)
+			}
 		}
 		return true
 	}
@@ -72,7 +76,9 @@ func (m *mapObserver[T, U]) rxRange(start, end int, sc *scope) bool {
 		if sc.cancelled() {
 			return false
 		}
-		down.OnNext(f(v))
+		if u := f(v); !sc.cancelled() {
+			down.OnNext(u)
+		}
 	}
 	return true
 }
@@ -85,7 +91,7 @@ func (fo *filterObserver[T]) rxRange(start, end int, sc *scope) bool {
 			if sc.cancelled() {
 				return false
 			}
-			if keep(v) {
+			if keep(v) && !sc.cancelled() {
 				next(v)
 			}
 		}
@@ -96,7 +102,7 @@ func (fo *filterObserver[T]) rxRange(start, end int, sc *scope) bool {
 		if sc.cancelled() {
 			return false
 		}
-		if keep(v) {
+		if keep(v) && !sc.cancelled() {
 			down.OnNext(v)
 		}
 	}

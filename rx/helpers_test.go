@@ -1,7 +1,9 @@
 package rx_test
 
 import (
+	"bytes"
 	"context"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,3 +86,12 @@ func (p *probe) of(vs ...int) rx.Observable[int] {
 
 // ms reads an Rx.NET test tick count as milliseconds of virtual time.
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// goroutineID is the id of the calling goroutine, read from its stack
+// header ("goroutine 7 [running]:").
+func goroutineID() string {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	return string(b[:bytes.IndexByte(b, ' ')])
+}

@@ -13,6 +13,7 @@ import (
 // delays ticks rather than queueing them. Nothing is delivered after
 // Unsubscribe has returned. period <= 0 fails with an *ArgumentError.
 func Interval(period time.Duration, clk clock.Clock) Observable[int] {
+	mustArg(clk == nil, "Interval", "clock")
 	if period <= 0 {
 		return fail[int](&ArgumentError{Op: "Interval", Arg: "period", Value: period, Reason: "must be positive"})
 	}
@@ -20,7 +21,6 @@ func Interval(period time.Duration, clk clock.Clock) Observable[int] {
 		sc := ensureScope(down)
 		iv := &interval{down: down, sc: sc, clk: clk, period: period, sw: newStopwatch(clk)}
 		iv.fire = iv.tick
-		sc.onCancel(iv.g.shut)
 		sc.onCancel(iv.timer.close)
 		iv.timer.arm(clk, period, iv.fire)
 		return sc
@@ -34,16 +34,14 @@ type interval struct {
 	period time.Duration
 	sw     stopwatch
 	timer  timerSlot
-	g      gate // orders ticks with Unsubscribe
 	fire   func()
 	n      int // ticks delivered; one callback runs at a time
 }
 
 func (iv *interval) tick() {
-	if !iv.g.enter(iv.sc) {
+	if iv.sc.cancelled() {
 		return
 	}
-	defer iv.g.leave()
 	due := time.Duration(iv.n+1) * iv.period
 	if rest := due - iv.sw.elapsed(); rest > 0 { // a clock that fired early
 		iv.timer.arm(iv.clk, rest, iv.fire)
@@ -51,6 +49,9 @@ func (iv *interval) tick() {
 	}
 	n := iv.n
 	iv.n++
+	if iv.sc.cancelled() { // the clock read above is the clock's code
+		return
+	}
 	iv.down.OnNext(n)
 	if iv.sc.cancelled() {
 		return

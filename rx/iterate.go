@@ -19,28 +19,41 @@ var errNilSource = errors.New("rx: nil Observable")
 //
 // Each value is yielded as (v, nil). If src fails, All yields (zero, err)
 // once and stops; if ctx ends first, it yields (zero, ctx.Err()) and stops;
-// completion ends the loop. Breaking out of the loop unsubscribes src.
+// completion ends the loop. Breaking out of the loop (or returning, or
+// panicking) unsubscribes src.
 //
 // The source waits while the loop body runs: src's OnNext returns only after
 // the body has handled the value, so at most one value is in transit and a
 // slow loop slows its source rather than filling memory. The body always runs
-// on the ranging goroutine. To make that hold for sources that deliver inside
-// Subscribe (Of, Range, a store's initial result) as well as for those that
-// deliver from other goroutines, All subscribes on a goroutine of its own and
-// hands each value over; that goroutine has returned by the time the loop
-// ends, so nothing is left running. The hand-over costs two goroutine
-// switches per value: for a tight loop over a synchronous source, Collect or
-// an Observer is cheaper.
+// on the ranging goroutine, which is also the goroutine that subscribes to
+// src:
 //
-// A value the loop body itself causes to be emitted on the ranging goroutine
-// (the body advances a virtual clock that drives the source, say) cannot be
-// handed over to the goroutine that is busy running the body: it is queued
-// and yielded as soon as the body returns, before anything else. That queue
-// holds only what the body itself caused.
+//   - A value delivered on the ranging goroutine (by Of, Range, a store's
+//     initial result inside Subscribe, a subject fed from the loop, a virtual
+//     clock advanced there) runs the body right there, inside the source's
+//     own loop, with no goroutine hop: a deterministic test can drive such a
+//     loop step by step, and a body that feeds the subject it ranges over
+//     (a work queue) has its OnNext queued by the subject behind the
+//     current delivery, never made to wait.
+//   - A value delivered from another goroutine is handed over to the
+//     ranging goroutine, which runs the body while the producer waits; the
+//     hand-over costs two goroutine switches per value.
+//   - A value the loop body itself causes on the ranging goroutine while it
+//     runs (it advances a virtual clock that drives the source, say) cannot
+//     run the body again from inside it: it is queued and yielded as soon
+//     as the body returns, before anything else. That queue holds only what
+//     the body itself caused.
 //
-// A panic raised by src inside Subscribe (a Map function over Range, say) is
-// raised again on the ranging goroutine, where it can be recovered as with
-// Collect. A nil src yields an error.
+// A body that feeds a subject which delivers from another goroutine is
+// bounded by that subject's mailbox: its OnNext waits for room once 32
+// values are queued behind the delivery the body is handling, which only
+// ends when the body returns; such a loop ends with ctx. Feed the subject
+// from the ranging goroutine (or before ranging), or bound the loop by ctx.
+//
+// All starts no goroutine: when the loop ends, nothing it started is left
+// running. A panic raised by src inside Subscribe (a Map function over
+// Range, say) propagates to the ranging goroutine as any call's would. A nil
+// src yields an error.
 func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
@@ -53,114 +66,147 @@ func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 			return
 		}
 		a := &allObserver[T]{
-			sc:   newScope(),
-			next: make(chan T),
-			ack:  make(chan struct{}),
-			end:  make(chan error, 1),
-			ctx:  ctx.Done(),
-			m:    curg(),
+			sc:    newScope(),
+			yield: yield,
+			next:  make(chan T),
+			ack:   make(chan struct{}),
+			end:   make(chan error, 1),
+			ctx:   ctx,
+			m:     curg(),
 		}
 		// Closed as the cancellation starts, before its cleanups run: a
-		// producer waiting on the hand-over inside a timer delivery is
-		// released before Unsubscribe waits for that delivery to finish.
+		// producer waiting on the hand-over is released first.
 		a.stop = a.sc.doneChan()
-		subscribed := make(chan struct{})
-		crashed := make(chan any, 1)
-		go func() {
-			// A panic of the source's Subscribe (or of a function it calls
-			// synchronously) is raised again on the ranging goroutine, where
-			// the caller can recover it, as with Collect.
-			defer func() {
-				if p := recover(); p != nil {
-					crashed <- p
-				}
-				close(subscribed)
-			}()
-			subscribeIn[T](src, a, a.sc)
-		}()
 		// However the loop ends (break, return, panic, ctx), the source is
-		// unsubscribed, a producer waiting on the hand-over is released, and
-		// the subscribing goroutine has returned.
-		defer func() {
-			a.sc.cancel()
-			<-subscribed
-		}()
+		// unsubscribed and a producer waiting on the hand-over released.
+		defer a.sc.cancel()
+		if ctx.Done() != nil {
+			// A source still inside Subscribe (a Create producer looping on
+			// this goroutine) sees the end of ctx through its own context.
+			defer context.AfterFunc(ctx, a.sc.cancel)()
+		}
+		subscribeIn[T](src, a, a.sc)
+		if !a.flush() {
+			return
+		}
 		done := ctx.Done()
 		for {
-			if !a.yieldQueued(ctx, yield) {
-				return
-			}
 			select {
 			case v := <-a.next:
 				// A value and the end of ctx may be ready together: the
 				// context wins, so a loop never runs past its deadline.
-				if ctx.Err() != nil {
-					yield(zero, ctx.Err())
-					return
-				}
-				if !yield(v, nil) || !a.yieldQueued(ctx, yield) {
-					return
-				}
+				ok := a.run(v)
 				select {
 				case a.ack <- struct{}{}:
 				case <-a.stop:
 				case <-done: // the producer stopped waiting for the ack
 				}
-			case err := <-a.end:
-				if err != nil {
-					yield(zero, err)
+				if !ok {
+					return
 				}
+			case err := <-a.end:
+				a.finish(err)
 				return
 			case <-done:
-				a.sc.cancel()
-				yield(zero, ctx.Err())
+				a.finish(ctx.Err())
 				return
-			case p := <-crashed:
-				panic(p)
 			}
 		}
 	}
 }
 
-// allObserver hands values to the ranging goroutine one at a time.
+// allObserver runs All's loop body for each value. Its fields are touched
+// by the ranging goroutine only, except the channels.
 type allObserver[T any] struct {
-	sc   *scope
-	next chan T
-	ack  chan struct{}
-	end  chan error
-	stop <-chan struct{} // closed when sc is cancelled
-	ctx  <-chan struct{}
-	done bool // a terminal notification was handed over
+	sc    *scope
+	yield func(T, error) bool
+	next  chan T
+	ack   chan struct{}
+	end   chan error
+	stop  <-chan struct{} // closed when sc is cancelled
+	ctx   context.Context
 
-	m      uintptr // curg() of the ranging goroutine
-	queued []T     // values the loop body caused on that goroutine; it alone touches them
+	m       uintptr // curg() of the ranging goroutine
+	inBody  bool    // the loop body is running
+	stopped bool    // the loop has ended: yield must not be called again
+	queued  []T     // values the body caused while it ran
+	ended   bool    // a terminal notification arrived while the body ran
+	endErr  error   // that notification's error (nil: completion)
+	termed  bool    // a terminal notification was handed over (any goroutine)
 }
 
-// yieldQueued yields the values the loop body caused itself, and reports
-// whether the loop goes on.
-func (a *allObserver[T]) yieldQueued(ctx context.Context, yield func(T, error) bool) bool {
-	for len(a.queued) > 0 {
+// run yields v and what the body caused meanwhile; it reports whether the
+// loop goes on.
+func (a *allObserver[T]) run(v T) bool {
+	if a.stopped {
+		return false
+	}
+	if err := a.ctx.Err(); err != nil {
+		a.finish(err)
+		return false
+	}
+	a.inBody = true
+	ok := a.yield(v, nil)
+	a.inBody = false
+	if !ok {
+		a.stopped = true
+		a.sc.cancel()
+		return false
+	}
+	return a.flush()
+}
+
+// flush yields the values (and the ending) the body caused itself, and
+// reports whether the loop goes on.
+func (a *allObserver[T]) flush() bool {
+	for len(a.queued) > 0 && !a.stopped {
 		v := a.queued[0]
 		a.queued[0] = *new(T)
 		a.queued = a.queued[1:]
-		if err := ctx.Err(); err != nil {
-			yield(*new(T), err)
-			return false
-		}
-		if !yield(v, nil) {
+		if !a.run(v) {
 			return false
 		}
 	}
 	a.queued = nil
+	if a.stopped {
+		return false
+	}
+	if a.ended {
+		a.finish(a.endErr)
+		return false
+	}
+	if err := a.ctx.Err(); err != nil {
+		a.finish(err)
+		return false
+	}
 	return true
 }
 
-func (a *allObserver[T]) OnNext(v T) {
-	if a.done {
+// finish ends the loop, yielding err if there is one.
+func (a *allObserver[T]) finish(err error) {
+	if a.stopped {
 		return
 	}
+	a.stopped = true
+	a.sc.cancel()
+	if err != nil {
+		a.yield(*new(T), err)
+	}
+}
+
+func (a *allObserver[T]) OnNext(v T) {
 	if curg() == a.m {
-		a.queued = append(a.queued, v)
+		if a.stopped || a.termed {
+			return
+		}
+		if a.inBody {
+			a.queued = append(a.queued, v)
+			return
+		}
+		a.run(v)
+		return
+	}
+	if a.termed {
 		return
 	}
 	// Waiting on ctx too bounds a loop body that makes its own source emit
@@ -169,33 +215,39 @@ func (a *allObserver[T]) OnNext(v T) {
 	case a.next <- v:
 	case <-a.stop:
 		return
-	case <-a.ctx:
+	case <-a.ctx.Done():
 		return
 	}
 	select {
 	case <-a.ack:
 	case <-a.stop:
-	case <-a.ctx:
+	case <-a.ctx.Done():
 	}
 }
 
 func (a *allObserver[T]) OnError(err error) {
-	if a.done {
-		return
-	}
-	a.done = true
 	if err == nil {
 		err = ErrNilError
 	}
-	a.end <- err
+	a.terminal(err)
 }
 
-func (a *allObserver[T]) OnCompleted() {
-	if a.done {
+func (a *allObserver[T]) OnCompleted() { a.terminal(nil) }
+
+func (a *allObserver[T]) terminal(err error) {
+	if a.termed {
 		return
 	}
-	a.done = true
-	a.end <- nil
+	a.termed = true
+	if curg() != a.m {
+		a.end <- err
+		return
+	}
+	if a.inBody || len(a.queued) > 0 {
+		a.ended, a.endErr = true, err // after what the body caused
+		return
+	}
+	a.finish(err)
 }
 
 func (a *allObserver[T]) rxScope() *scope { return a.sc }

@@ -402,3 +402,80 @@ func TestAChannelProducerFeedingAllWaitsForTheLoopBody(t *testing.T) {
 		assert.EqualValues(t, n, ahead(collectThenRange[int]))
 	})
 }
+
+// Issue 19 §3: a work queue — the loop body pushes follow-up items into the
+// subject it ranges over, hundreds of them queued at once, under a context
+// that never ends. The subject delivers on the ranging goroutine (All
+// subscribes there and runs the body inside the delivery), so the body's
+// OnNext is re-entrant: queued, never made to wait. Negative control: with
+// All subscribing on a goroutine of its own (as at e7c516e) the body's
+// OnNext was not re-entrant, waited for room past 32 queued items, and the
+// test failed at its bound.
+func TestALoopBodyFeedingTheSubjectItRangesOverRunsAWorkQueueOfAnySize(t *testing.T) {
+	const n = 1000
+	queues := map[string]func() (rx.Observable[int], func(int)){
+		"Subject seeded by Merge": func() (rx.Observable[int], func(int)) {
+			s := rx.NewSubject[int]()
+			return rx.Merge[int](s, rx.Of(0)), s.OnNext
+		},
+		"BehaviorSubject": func() (rx.Observable[int], func(int)) {
+			s := rx.NewBehaviorSubject(0)
+			return s, s.OnNext
+		},
+		"ReplaySubject": func() (rx.Observable[int], func(int)) {
+			s := rx.NewReplaySubject[int](0)
+			s.OnNext(0)
+			return s, s.OnNext
+		},
+	}
+	for name, queue := range queues {
+		t.Run(name, func(t *testing.T) {
+			src, push := queue()
+			var order []int
+			within(t, "the work queue", func() {
+				for v, err := range rx.All(context.Background(), src) {
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					order = append(order, v)
+					if len(order) == n {
+						break
+					}
+					// Node v of a binary tree has children 2v+1 and 2v+2:
+					// the queue holds about half the tree at its widest.
+					for _, c := range []int{2*v + 1, 2*v + 2} {
+						if c < n {
+							push(c)
+						}
+					}
+				}
+			})
+			require.Len(t, order, n)
+			for i, v := range order {
+				require.Equal(t, i, v, "breadth-first order")
+			}
+		})
+	}
+}
+
+// All runs the body inside the delivery of a source that delivers on the
+// ranging goroutine: no goroutine is started, and a break stops the source's
+// own loop at once. Negative control: with All's former goroutine hop, the
+// delivering goroutine differed from the ranging one and the first assertion
+// failed.
+func TestAllRunsTheBodyInsideTheSourcesLoopOnTheRangingGoroutine(t *testing.T) {
+	var emitted atomic.Int64
+	ranging := goroutineID()
+	for v := range rx.All(context.Background(), rx.Do(rx.Range(0, 1_000_000), func(int) {
+		emitted.Add(1)
+		if goroutineID() != ranging {
+			t.Error("the source delivered on another goroutine than the ranging one")
+		}
+	})) {
+		if v == 2 {
+			break
+		}
+	}
+	assert.Equal(t, int64(3), emitted.Load(), "the break stopped the source right after the value it was handling")
+}

@@ -12,13 +12,14 @@ var errNilInner = errors.New("rx: selector returned a nil Observable")
 // It completes when the source and every inner have completed; any error
 // ends the stream and unsubscribes everything.
 func SelectMany[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
+	mustArg(f == nil, "SelectMany", "function f")
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
 		// The merger and the outer's observer are one allocation.
 		s := &selectMany[T, U]{}
 		m, outer := &s.m, &s.outer
 		sc.initChild(&m.work)
-		m.out.init(down, sc)
+		m.out.initStage(down, sc, &m.work)
 		m.active.Store(1)
 		outer.m, outer.f = m, f
 		m.work.initChild(&outer.sc)
@@ -37,7 +38,7 @@ func Merge[T any](srcs ...Observable[T]) Observable[T] {
 		sc := ensureScope(down)
 		m := &merger[T]{}
 		sc.initChild(&m.work)
-		m.out.init(down, sc)
+		m.out.initStage(down, sc, &m.work)
 		m.active.Store(int64(len(srcs)))
 		for _, src := range srcs {
 			if m.work.cancelled() {

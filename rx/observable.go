@@ -10,7 +10,11 @@ type Observer[T any] interface {
 }
 
 // Subscription ends a subscription. Unsubscribe is idempotent, safe to call
-// from any goroutine (including from inside a notification) and never blocks.
+// from any goroutine (including from inside a notification or a user
+// function) and never blocks: like Rx.NET's Dispose it does not wait for an
+// observer, even one blocked inside OnNext on another goroutine. Once it has
+// returned no notification starts; one that another goroutine had already
+// started may still be running, and is the last (see the package doc).
 type Subscription interface {
 	Unsubscribe()
 }
@@ -54,7 +58,10 @@ func (o *funcObserver[T]) OnCompleted() {
 // observableFunc is the Observable of every operator in this package.
 type observableFunc[T any] func(Observer[T]) Subscription
 
-func (f observableFunc[T]) Subscribe(o Observer[T]) Subscription { return f(o) }
+func (f observableFunc[T]) Subscribe(o Observer[T]) Subscription {
+	mustObserver(o, "Observable")
+	return f(o)
+}
 
 func (observableFunc[T]) rxNative() {}
 

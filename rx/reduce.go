@@ -4,8 +4,9 @@ package rx
 // once src completes (seed itself for an empty src). An error is passed on
 // and nothing is emitted.
 func Reduce[T, A any](src Observable[T], seed A, f func(A, T) A) Observable[A] {
+	mustArg(f == nil, "Reduce", "function f")
 	return observableFunc[A](func(down Observer[A]) Subscription {
-		sc := scopeOf(down)
+		sc := ensureScope(down) // it checks for an unsubscription between the notifications it makes at the end
 		return subscribe[T](src, &reduceObserver[T, A]{down: down, acc: seed, f: f, sc: sc}, sc)
 	})
 }

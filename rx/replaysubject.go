@@ -56,6 +56,7 @@ func (s *ReplaySubject[T]) handle(e subjectEvent[T]) {
 // from inside one of the subject's own notifications, it replays at once (see
 // subscribeEvent).
 func (s *ReplaySubject[T]) Subscribe(o Observer[T]) Subscription {
+	mustObserver(o, "ReplaySubject")
 	sc := ensureScope(o)
 	sub := &subscriber[T]{o: o, sc: sc}
 	sc.onCancel(func() { s.remove(sub) })

@@ -14,6 +14,7 @@ import (
 // forwarded. initial <= 0 retries at once. Unsubscribing during a wait
 // cancels the retry; nothing is delivered after Unsubscribe has returned.
 func RetryBackoff[T any](src Observable[T], attempts int, initial, max time.Duration, clk clock.Clock) Observable[T] {
+	mustArg(clk == nil, "RetryBackoff", "clock")
 	if attempts < 1 {
 		attempts = 1
 	}
@@ -21,13 +22,11 @@ func RetryBackoff[T any](src Observable[T], attempts int, initial, max time.Dura
 		sc := ensureScope(down)
 		b := &backoff[T]{down: down, sc: sc, src: src, left: attempts, wait: min(initial, max), max: max, clk: clk}
 		b.retry = func() {
-			if !b.g.enter(sc) {
+			if sc.cancelled() {
 				return
 			}
-			defer b.g.leave()
 			b.resubscribe()
 		}
-		sc.onCancel(b.g.shut)
 		sc.onCancel(b.timer.close)
 		b.resubscribe()
 		return sc
@@ -43,7 +42,6 @@ type backoff[T any] struct {
 	max   time.Duration
 	clk   clock.Clock
 	timer timerSlot
-	g     gate // orders a retry with Unsubscribe
 	retry func()
 	wip   atomic.Int32
 }

@@ -74,7 +74,7 @@ func (s *scope) cancel() {
 	}
 	if s.doneCh != nil {
 		// Wakes producers waiting to deliver before anything else is
-		// cancelled: a cleanup below may wait for them (see gate).
+		// cancelled, so that no cleanup below runs while one still waits.
 		close(s.doneCh)
 	}
 	s.mu.Unlock()

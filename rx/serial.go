@@ -95,15 +95,54 @@ func (m *mailbox[E]) delivering(g uintptr) bool { return m.owner.Load()&^queuedF
 
 func (m *mailbox[E]) postAs(e E, sc *scope, end bool) {
 	g := curg()
-	if m.owner.CompareAndSwap(0, g) {
-		m.h.handle(e)
-		if m.owner.CompareAndSwap(g, 0) {
-			return
-		}
-		m.run(g)
+	if !m.owner.CompareAndSwap(0, g) {
+		m.postSlow(e, g, sc, end)
 		return
 	}
-	m.postSlow(e, g, sc, end)
+	// A handler that panics (an observer's OnNext, a user function below)
+	// must not leave the mailbox owned by a goroutine that has left it:
+	// every later post would be queued for nobody, and producers would wait
+	// for room forever. The panic goes on up to the caller; the mailbox is
+	// released for the next post.
+	delivered := false
+	defer func() {
+		if !delivered {
+			m.abandon(g)
+		}
+	}()
+	m.h.handle(e)
+	delivered = true
+	if !m.owner.CompareAndSwap(g, 0) {
+		m.run(g)
+	}
+}
+
+// idleQueued is the owner word of a mailbox whose owner left it by a panic
+// while values were queued: nobody delivers, and the next post queues its
+// value behind them and drains, keeping their order (the fast path, which
+// takes only a mailbox whose word is 0, cannot overtake them).
+const idleQueued = 2
+
+// abandon releases the mailbox that g owned when a handler panicked: the
+// budget it held and the producers waiting for room are released, and what
+// is still queued is left for the next post.
+func (m *mailbox[E]) abandon(g uintptr) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mq := m.slow
+	if mq == nil {
+		m.owner.Store(0)
+		return
+	}
+	if mq.fullBy == g {
+		mq.fullBy = 0
+	}
+	m.wake()
+	if len(mq.q) > 0 && !m.closed {
+		m.owner.Store(idleQueued)
+	} else {
+		m.owner.Store(0)
+	}
 }
 
 func (m *mailbox[E]) postSlow(e E, g uintptr, sc *scope, end bool) {
@@ -135,8 +174,8 @@ func (m *mailbox[E]) postSlow(e E, g uintptr, sc *scope, end bool) {
 	// Hand the value to the owner (flag it), or become the owner.
 	for {
 		o := m.owner.Load()
-		if o == 0 {
-			if m.owner.CompareAndSwap(0, g) {
+		if o == 0 || o == idleQueued {
+			if m.owner.CompareAndSwap(o, g) {
 				m.run(g)
 				return
 			}
@@ -148,9 +187,16 @@ func (m *mailbox[E]) postSlow(e E, g uintptr, sc *scope, end bool) {
 	}
 }
 
-// run drains the queue as its owner g, then gives the mailbox up.
+// run drains the queue as its owner g, then gives the mailbox up (also when
+// a handler panics: see postAs).
 func (m *mailbox[E]) run(g uintptr) {
 	delivered, spent := 0, false
+	finished := false
+	defer func() {
+		if !finished {
+			m.abandon(g)
+		}
+	}()
 	for {
 		// Clear the flag before draining: a value flagged after this is
 		// either taken by the drain or makes the release fail.
@@ -160,6 +206,7 @@ func (m *mailbox[E]) run(g uintptr) {
 			break
 		}
 	}
+	finished = true
 	if spent {
 		m.mu.Lock()
 		if mq := m.slow; mq != nil && mq.fullBy == g {
@@ -197,12 +244,39 @@ func (m *mailbox[E]) drain(g uintptr, delivered int, spent *bool) int {
 		}
 		m.wake()
 		m.mu.Unlock()
-		var zero E
-		for i := range batch {
-			m.h.handle(batch[i])
-			batch[i] = zero
-		}
+		m.handleBatch(batch)
 	}
+}
+
+// handleBatch handles the values of batch in order. If the handler panics,
+// the values after the one it panicked on go back to the head of the queue,
+// for the next owner: other producers' values are not lost to one
+// observer's panic.
+func (m *mailbox[E]) handleBatch(batch []E) {
+	i := 0
+	defer func() {
+		if i < len(batch) {
+			m.requeue(batch[i+1:])
+		}
+	}()
+	var zero E
+	for ; i < len(batch); i++ {
+		m.h.handle(batch[i])
+		batch[i] = zero
+	}
+}
+
+// requeue puts rest back at the head of the queue.
+func (m *mailbox[E]) requeue(rest []E) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || len(rest) == 0 {
+		return
+	}
+	mq := m.queue()
+	q := make([]E, 0, len(rest)+len(mq.q))
+	q = append(q, rest...)
+	mq.q = append(q, mq.q...)
 }
 
 // wake lets waiting producers look again; m.mu is held.
@@ -245,16 +319,28 @@ type note[T any] struct {
 // and delivers to down one call at a time, in arrival order, keeping the
 // grammar: nothing after a terminal notification or after sc is cancelled.
 type serial[T any] struct {
-	down     Observer[T]
-	sc       *scope
+	down Observer[T]
+	sc   *scope
+	// stage is the scope whose end releases a producer waiting for room:
+	// sc, or the operator's own work scope when the operator can end
+	// before its downstream does (a merge that fails ends its inners from
+	// inside a delivery; a producer waiting for room must not outlive that).
+	stage    *scope
 	mb       mailbox[note[T]]
 	finished bool // read and written by the mailbox handler only
 	stopped  atomic.Bool
 }
 
 func (s *serial[T]) init(down Observer[T], sc *scope) {
-	s.down, s.sc = down, sc
+	s.down, s.sc, s.stage = down, sc, sc
 	s.mb.h = s
+}
+
+// initStage is init for an operator whose work ends with stage (a child of
+// sc), which then releases producers waiting for room.
+func (s *serial[T]) initStage(down Observer[T], sc, stage *scope) {
+	s.init(down, sc)
+	s.stage = stage
 }
 
 func (s *serial[T]) handle(n note[T]) { s.deliver(n) }
@@ -281,7 +367,7 @@ func (s *serial[T]) OnNext(v T) {
 	if s.stopped.Load() {
 		return
 	}
-	s.mb.post(note[T]{kind: kindNext, v: v}, s.sc)
+	s.mb.post(note[T]{kind: kindNext, v: v}, s.stage)
 }
 
 func (s *serial[T]) OnError(err error) {

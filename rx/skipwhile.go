@@ -3,8 +3,9 @@ package rx
 // SkipWhile drops values while skip returns true and forwards every value
 // from the first one for which it returns false (skip is not called again).
 func SkipWhile[T any](src Observable[T], skip func(T) bool) Observable[T] {
+	mustArg(skip == nil, "SkipWhile", "function skip")
 	return observableFunc[T](func(down Observer[T]) Subscription {
-		sc := scopeOf(down)
+		sc := ensureScope(down) // see Map
 		return subscribe[T](src, &skipWhileObserver[T]{down: down, skip: skip, sc: sc}, sc)
 	})
 }
@@ -18,7 +19,7 @@ type skipWhileObserver[T any] struct {
 
 func (s *skipWhileObserver[T]) OnNext(v T) {
 	if !s.passing {
-		if s.skip(v) {
+		if s.skip(v) || s.sc.cancelled() {
 			return
 		}
 		s.passing = true

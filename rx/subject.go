@@ -32,6 +32,7 @@ func (s *Subject[T]) handle(e subjectEvent[T]) {
 
 // Subscribe adds o; it sees the values the subject receives from now on.
 func (s *Subject[T]) Subscribe(o Observer[T]) Subscription {
+	mustObserver(o, "Subject")
 	sc := ensureScope(o)
 	sub := &subscriber[T]{o: o, sc: sc}
 	if t, ok := s.add(sub); ok {

@@ -13,6 +13,7 @@ import (
 // dropped; a value it was delivering as the switch happened may finish
 // arriving, but never after a value of the new inner.
 func SwitchMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
+	mustArg(f == nil, "SwitchMap", "function f")
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
 		s := &switcher[T, U]{down: down, sc: sc, work: sc.child(), f: f}

@@ -69,7 +69,7 @@ func TakeUntil[T, S any](src Observable[T], stop Observable[S]) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		u := &takeUntil[T, S]{work: sc.child()}
-		u.out.init(down, sc)
+		u.out.initStage(down, sc, u.work)
 		st := u.work.child()
 		subscribeIn[S](stop, &takeUntilStop[T, S]{u: u, sc: st}, st)
 		if !u.out.stopped.Load() {

@@ -6,7 +6,7 @@ package rx
 // nothing but the completion.
 func TakeLast[T any](src Observable[T], n int) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
-		sc := scopeOf(down)
+		sc := ensureScope(down) // it checks for an unsubscription between the notifications it makes at the end
 		return subscribe[T](src, &takeLastObserver[T]{down: down, n: n, sc: sc}, sc)
 	})
 }

@@ -4,9 +4,10 @@ package rx
 // which it returns false it unsubscribes src and completes, so TakeWhile
 // over an endless synchronous source terminates. That value is dropped.
 func TakeWhile[T any](src Observable[T], keep func(T) bool) Observable[T] {
+	mustArg(keep == nil, "TakeWhile", "function keep")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		t := &takeWhileObserver[T]{down: down, keep: keep, up: sc.child()}
+		t := &takeWhileObserver[T]{down: down, keep: keep, sc: sc, up: sc.child()}
 		subscribeIn[T](src, t, t.up)
 		return sc
 	})
@@ -16,6 +17,7 @@ type takeWhileObserver[T any] struct {
 	down Observer[T]
 	keep func(T) bool
 	done bool
+	sc   *scope // downstream's
 	up   *scope
 }
 
@@ -23,13 +25,20 @@ func (t *takeWhileObserver[T]) OnNext(v T) {
 	if t.done {
 		return
 	}
-	if t.keep(v) {
+	keep := t.keep(v)
+	if t.sc.cancelled() { // keep unsubscribed: neither the value nor the end
+		t.done = true
+		return
+	}
+	if keep {
 		t.down.OnNext(v)
 		return
 	}
 	t.done = true
 	t.up.cancel()
-	t.down.OnCompleted()
+	if !t.sc.cancelled() {
+		t.down.OnCompleted()
+	}
 }
 
 func (t *takeWhileObserver[T]) OnError(err error) {

@@ -11,6 +11,7 @@ import (
 // passed is emitted at once and opens the next window. It arms no timer: each
 // value reads the clock once. d <= 0 forwards every value.
 func Throttle[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
+	mustArg(clk == nil, "Throttle", "clock")
 	if d <= 0 {
 		return src
 	}

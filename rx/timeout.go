@@ -20,6 +20,7 @@ import (
 // itself for the remainder, so the error arrives exactly due after the last
 // value, never before.
 func Timeout[T any](src Observable[T], due time.Duration, clk clock.Clock) Observable[T] {
+	mustArg(clk == nil, "Timeout", "clock")
 	return TimeoutStage(src, "", due, clk)
 }
 
@@ -27,6 +28,7 @@ func Timeout[T any](src Observable[T], due time.Duration, clk clock.Clock) Obser
 // e.g. TimeoutStage(read, "instance key", 10*time.Second, clk) fails with
 // "instance key: no answer within 10s".
 func TimeoutStage[T any](src Observable[T], stage string, due time.Duration, clk clock.Clock) Observable[T] {
+	mustArg(clk == nil, "TimeoutStage", "clock")
 	return &timeoutObservable[T]{src: src, stage: stage, due: due, clk: clk, mono: isRealClock(clk)}
 }
 
@@ -43,6 +45,7 @@ type timeoutObservable[T any] struct {
 func (*timeoutObservable[T]) rxNative() {}
 
 func (o *timeoutObservable[T]) Subscribe(down Observer[T]) Subscription {
+	mustObserver(down, "Timeout")
 	sc := ensureScope(down)
 	if o.due <= 0 {
 		down.OnError(&TimeoutError{Stage: o.stage, After: o.due})
@@ -51,7 +54,7 @@ func (o *timeoutObservable[T]) Subscribe(down Observer[T]) Subscription {
 	t := &timeoutSink[T]{down: down, spec: o, sc: sc, base: o.clk.Now()}
 	sc.initChild(&t.up)
 	t.hook.c = t
-	sc.addHook(&t.hook) // before arming: see gate
+	sc.addHook(&t.hook) // before arming: a cancellation always finds the timer
 	t.arm(o.due)
 	subscribeIn[T](o.src, (*timeoutObserver[T])(t), &t.up)
 	return sc
@@ -68,10 +71,9 @@ const (
 type timeoutSink[T any] struct {
 	down  Observer[T]
 	spec  *timeoutObservable[T]
-	sc    *scope // downstream's: once cancelled, the timer delivers nothing
-	up    scope  // the source's
-	hook  hook   // on sc: disarms, then waits for a delivery in flight
-	g     gate
+	sc    *scope    // downstream's: once cancelled, the timer delivers nothing
+	up    scope     // the source's
+	hook  hook      // on sc: disarms
 	base  time.Time // the subscription's instant on spec.clk
 	state atomic.Int64
 
@@ -86,7 +88,6 @@ func (t *timeoutSink[T]) elapsed() time.Duration { return since(t.spec.clk, t.ba
 
 func (t *timeoutSink[T]) rxCancel() {
 	t.disarm()
-	t.g.shut()
 }
 
 func (t *timeoutSink[T]) arm(d time.Duration) {
@@ -110,10 +111,9 @@ func (t *timeoutSink[T]) disarm() {
 }
 
 func (t *timeoutSink[T]) fire() {
-	if !t.g.enter(t.sc) {
+	if t.sc.cancelled() {
 		return
 	}
-	defer t.g.leave()
 	for {
 		s := t.state.Load()
 		if s&timeoutDone != 0 {
@@ -136,6 +136,9 @@ func (t *timeoutSink[T]) fire() {
 	}
 	t.disarm()
 	t.up.cancel()
+	if t.sc.cancelled() { // cancelling the source ran its cleanups
+		return
+	}
 	t.down.OnError(&TimeoutError{Stage: t.spec.stage, After: t.spec.due})
 }
 

@@ -8,16 +8,18 @@ import (
 
 // Timer emits the clock's time once due has passed, then completes.
 func Timer(due time.Duration, clk clock.Clock) Observable[time.Time] {
+	mustArg(clk == nil, "Timer", "clock")
 	return observableFunc[time.Time](func(o Observer[time.Time]) Subscription {
 		sc := ensureScope(o)
-		g := &gate{}
-		sc.onCancel(g.shut)
 		stop := after(clk, due, func() {
-			if !g.enter(sc) {
+			if sc.cancelled() {
 				return
 			}
-			defer g.leave()
-			o.OnNext(clk.Now())
+			now := clk.Now()
+			if sc.cancelled() {
+				return
+			}
+			o.OnNext(now)
 			if !sc.cancelled() {
 				o.OnCompleted()
 			}

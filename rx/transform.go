@@ -13,10 +13,15 @@ func pushOf[T any](o Observer[T]) func(T) {
 	return nil
 }
 
-// Map applies f to each value.
+// Map applies f to each value. A value whose f unsubscribes (from inside f,
+// or from another goroutine while f runs) is not forwarded.
 func Map[T, U any](src Observable[T], f func(T) U) Observable[U] {
+	mustArg(f == nil, "Map", "function f")
 	return observableFunc[U](func(down Observer[U]) Subscription {
-		sc := scopeOf(down)
+		// The stages that call a user function hold a scope even for a
+		// plain observer, so that they can see an unsubscription made
+		// while that function ran.
+		sc := ensureScope(down)
 		m := &mapObserver[T, U]{down: down, next: pushOf(down), f: f, sc: sc}
 		return subscribe[T](src, m, sc)
 	})
@@ -30,29 +35,43 @@ type mapObserver[T, U any] struct {
 }
 
 func (m *mapObserver[T, U]) OnNext(v T) {
-	if m.next != nil {
-		m.next(m.f(v))
+	u := m.f(v)
+	if m.sc.cancelled() {
 		return
 	}
-	m.down.OnNext(m.f(v))
+	if m.next != nil {
+		m.next(u)
+		return
+	}
+	m.down.OnNext(u)
 }
 
 func (m *mapObserver[T, U]) rxPush() func(T) {
-	f, next, down := m.f, m.next, m.down
+	f, next, down, sc := m.f, m.next, m.down, m.sc
 	if next != nil {
-		return func(v T) { next(f(v)) }
+		return func(v T) {
+			if u := f(v); !sc.cancelled() {
+				next(u)
+			}
+		}
 	}
-	return func(v T) { down.OnNext(f(v)) }
+	return func(v T) {
+		if u := f(v); !sc.cancelled() {
+			down.OnNext(u)
+		}
+	}
 }
 
 func (m *mapObserver[T, U]) OnError(err error) { m.down.OnError(err) }
 func (m *mapObserver[T, U]) OnCompleted()      { m.down.OnCompleted() }
 func (m *mapObserver[T, U]) rxScope() *scope   { return m.sc }
 
-// Filter forwards the values for which keep returns true.
+// Filter forwards the values for which keep returns true (and that keep did
+// not unsubscribe).
 func Filter[T any](src Observable[T], keep func(T) bool) Observable[T] {
+	mustArg(keep == nil, "Filter", "function keep")
 	return observableFunc[T](func(down Observer[T]) Subscription {
-		sc := scopeOf(down)
+		sc := ensureScope(down)
 		f := &filterObserver[T]{down: down, next: pushOf(down), keep: keep, sc: sc}
 		return subscribe[T](src, f, sc)
 	})
@@ -66,7 +85,7 @@ type filterObserver[T any] struct {
 }
 
 func (f *filterObserver[T]) OnNext(v T) {
-	if !f.keep(v) {
+	if !f.keep(v) || f.sc.cancelled() {
 		return
 	}
 	if f.next != nil {
@@ -77,16 +96,16 @@ func (f *filterObserver[T]) OnNext(v T) {
 }
 
 func (f *filterObserver[T]) rxPush() func(T) {
-	keep, next, down := f.keep, f.next, f.down
+	keep, next, down, sc := f.keep, f.next, f.down, f.sc
 	if next != nil {
 		return func(v T) {
-			if keep(v) {
+			if keep(v) && !sc.cancelled() {
 				next(v)
 			}
 		}
 	}
 	return func(v T) {
-		if keep(v) {
+		if keep(v) && !sc.cancelled() {
 			down.OnNext(v)
 		}
 	}
@@ -97,8 +116,9 @@ func (f *filterObserver[T]) rxScope() *scope   { return f.sc }
 
 // Scan emits the running accumulation of f over the values, starting from seed.
 func Scan[T, A any](src Observable[T], seed A, f func(A, T) A) Observable[A] {
+	mustArg(f == nil, "Scan", "function f")
 	return observableFunc[A](func(down Observer[A]) Subscription {
-		sc := scopeOf(down)
+		sc := ensureScope(down)
 		s := &scanObserver[T, A]{down: down, acc: seed, f: f, sc: sc}
 		return subscribe[T](src, s, sc)
 	})
@@ -113,7 +133,9 @@ type scanObserver[T, A any] struct {
 
 func (s *scanObserver[T, A]) OnNext(v T) {
 	s.acc = s.f(s.acc, v)
-	s.down.OnNext(s.acc)
+	if !s.sc.cancelled() {
+		s.down.OnNext(s.acc)
+	}
 }
 func (s *scanObserver[T, A]) OnError(err error) { s.down.OnError(err) }
 func (s *scanObserver[T, A]) OnCompleted()      { s.down.OnCompleted() }
@@ -146,7 +168,9 @@ func (d *distinctObserver[T]) OnError(err error) { d.down.OnError(err) }
 func (d *distinctObserver[T]) OnCompleted()      { d.down.OnCompleted() }
 func (d *distinctObserver[T]) rxScope() *scope   { return d.sc }
 
-// Do calls next with each value before forwarding it.
+// Do calls next with each value before forwarding it (unless next
+// unsubscribed).
 func Do[T any](src Observable[T], next func(T)) Observable[T] {
+	mustArg(next == nil, "Do", "function next")
 	return Map(src, func(v T) T { next(v); return v })
 }

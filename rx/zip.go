@@ -27,6 +27,7 @@ func (e *OverflowError) Error() string {
 // synchronously inside Subscribe is read in full before the other side is
 // subscribed, so zip such sources only when they are shorter than that.
 func Zip2[A, B, R any](a Observable[A], b Observable[B], f func(A, B) R) Observable[R] {
+	mustArg(f == nil, "Zip2", "function f")
 	return observableFunc[R](func(down Observer[R]) Subscription {
 		sc := ensureScope(down)
 		z := &zipper[A, B, R]{down: down, sc: sc, work: sc.child(), f: f}
@@ -104,6 +105,9 @@ func (z *zipper[A, B, R]) handle(e zipEvent[A, B]) {
 		}
 		for z.qa.len() > 0 && z.qb.len() > 0 {
 			r := z.f(z.qa.pop(), z.qb.pop())
+			if z.sc.cancelled() { // f unsubscribed
+				return
+			}
 			z.down.OnNext(r)
 			if z.sc.cancelled() {
 				return

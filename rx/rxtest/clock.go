@@ -114,6 +114,17 @@ func (c *Clock) Pending() int {
 	return c.queue.Len()
 }
 
+// nextDue returns the virtual time (since the start) of the earliest rx
+// timer that can still run, and whether there is one.
+func (c *Clock) nextDue() (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.queue.Len() == 0 || c.queue[0].due >= never {
+		return 0, false
+	}
+	return time.Duration(max(c.queue[0].due, c.now.Load())), true
+}
+
 // BlockUntil waits, for at most bound of real time, until at least n timers
 // are pending on the clock — rx timers and the waits of Sleep and After,
 // which count as pending until they are due — so a test can Advance once a

@@ -18,11 +18,42 @@
 // subscriber, and ScriptErr reports events scripted after an ending), and
 // Start runs the Rx.NET TestScheduler shape
 // (subscribe at one instant, unsubscribe at another), so Rx.NET marble tests
-// port almost line for line.
+// port almost line for line. Hot notifies its subscribers in the order they
+// subscribed; Hot and Cold may be subscribed on any goroutine, also while
+// another advances the clock.
+//
+// # Testing a consumer loop in virtual time
+//
+// Code that consumes a stream with a for loop over rx.All (or with rx.First,
+// rx.Collect) blocks while it waits for the next value, so it cannot advance
+// the clock itself. Drive does it for it:
+//
+//	clk := rxtest.NewClock()
+//	pipeline := build(clk) // the code under test, given the virtual clock
+//	for v, err := range rx.All(ctx, rxtest.Drive(clk, pipeline)) {
+//		if err != nil {
+//			... // the pipeline's error, or rxtest.ErrStalled
+//		}
+//		got = append(got, fmt.Sprint(clk.Elapsed(), v)) // each value at its virtual time
+//	}
+//
+// Drive subscribes the pipeline on the ranging goroutine (rx.All runs the
+// loop body right inside deliveries made there), then advances the clock
+// from one due timer to the next on a goroutine of its own, a step at a time:
+// each step returns only once the loop body has handled what it delivered,
+// so every run yields the same values at the same virtual times, with no
+// sleep and no real waiting. A pipeline that waits while no timer is pending
+// fails with ErrStalled rather than hanging the test. Rules: build every
+// time-based stage on the one clock, do not call Advance from the loop body,
+// and keep real goroutines out of the pipeline (feed it from Hot, Cold or a
+// subject pushed from a timer scheduled on the clock). The Example of Drive
+// runs the recipe, and TestAConsumerLoopInVirtualTimeIsDeterministicOverAThousandRuns
+// runs a mixed pipeline (merged intervals, Debounce, Timeout) 1,000 times
+// under -race.
 //
 // # Examples
 //
-// Example (example_test.go) is a worked example,
+// Example and ExampleDrive (example_test.go, drive_example_test.go) are worked examples,
 // compiled by go test. go doc does not print examples: read them in the file,
 // on pkgsite, or run them with go test -run Example ./rx/rxtest/.
 package rxtest

@@ -3,6 +3,7 @@ package rxtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,20 +33,23 @@ type TestObservable[T any] struct {
 
 	mu    sync.Mutex
 	spans []Span
-	obs   map[*hotObserver[T]]struct{} // Hot: the current subscribers
-	ended bool                         // Hot: a terminal event has happened
+	obs   []*hotObserver[T] // Hot: the current subscribers, in subscription order
+	ended bool              // Hot: a terminal event has happened
 }
 
-type hotObserver[T any] struct{ o rx.Observer[T] }
+type hotObserver[T any] struct {
+	o    rx.Observer[T]
+	gone bool // unsubscribed; guarded by the observable's mu
+}
 
 // Hot returns a source whose events happen at their absolute virtual times
 // whether or not anyone is subscribed; subscribers see what happens while
-// they are. The events are scheduled now. As in Rx.NET, a subscriber that
+// they are, in the order they subscribed (as Rx.NET's hot test observable
+// notifies them). The events are scheduled now. As in Rx.NET, a subscriber that
 // arrives after a terminal event sees nothing (the ending is not replayed).
 // An event scripted after a terminal event is reported by ScriptErr.
 func Hot[T any](clk *Clock, events ...Event[T]) *TestObservable[T] {
-	h := &TestObservable[T]{clk: clk, hot: true, events: events, scriptErr: checkScript(events),
-		obs: make(map[*hotObserver[T]]struct{})}
+	h := &TestObservable[T]{clk: clk, hot: true, events: events, scriptErr: checkScript(events)}
 	for _, e := range events {
 		if e.At < clk.Elapsed() {
 			continue
@@ -87,14 +91,11 @@ func (s *TestObservable[T]) emitHot(e Event[T]) {
 	if e.Kind != OnNext {
 		s.ended = true
 	}
-	obs := make([]*hotObserver[T], 0, len(s.obs))
-	for o := range s.obs {
-		obs = append(obs, o)
-	}
+	obs := append([]*hotObserver[T](nil), s.obs...)
 	s.mu.Unlock()
 	for _, o := range obs {
 		s.mu.Lock()
-		_, live := s.obs[o]
+		live := !o.gone
 		s.mu.Unlock()
 		if live {
 			emit(o.o, e)
@@ -151,7 +152,7 @@ func (h hotSource[T]) Subscribe(o rx.Observer[T]) rx.Subscription {
 	ho := &hotObserver[T]{o: o}
 	s.mu.Lock()
 	if !s.ended {
-		s.obs[ho] = struct{}{}
+		s.obs = append(s.obs, ho)
 	}
 	s.mu.Unlock()
 	return hotSubscription[T]{s: s, o: ho}
@@ -164,7 +165,8 @@ type hotSubscription[T any] struct {
 
 func (h hotSubscription[T]) Unsubscribe() {
 	h.s.mu.Lock()
-	delete(h.s.obs, h.o)
+	h.o.gone = true
+	h.s.obs = slices.DeleteFunc(h.s.obs, func(o *hotObserver[T]) bool { return o == h.o })
 	h.s.mu.Unlock()
 }
 
@@ -173,17 +175,26 @@ func (s *TestObservable[T]) source() rx.Observable[T] {
 		return hotSource[T]{s}
 	}
 	return rx.Defer(func() rx.Observable[T] {
+		// The events are scheduled on the subscribing goroutine and stopped
+		// on whichever goroutine ends the subscription (an Advance on
+		// another one, say): the list is shared under a lock.
+		var mu sync.Mutex
 		var stops []func() bool
 		scripted := rx.Create(func(ctx context.Context, o rx.Observer[T]) {
 			for _, e := range s.events {
-				stops = append(stops, s.clk.Schedule(e.At, func() {
+				stop := s.clk.Schedule(e.At, func() {
 					if ctx.Err() == nil {
 						emit(o, e)
 					}
-				}))
+				})
+				mu.Lock()
+				stops = append(stops, stop)
+				mu.Unlock()
 			}
 		})
 		return rx.Finally(scripted, func() {
+			mu.Lock()
+			defer mu.Unlock()
 			for _, stop := range stops {
 				stop()
 			}
