@@ -262,7 +262,26 @@ func TestTheClientFallsBackToTheWholeIndexOnAGap(t *testing.T) {
 	t.Cleanup(func() { _ = other.Close(t.Context()) })
 	h := other.Handler()
 	counted.h.Store(&h)
+	// The fixture waits for its own server's catalog; the client now polls
+	// other, whose catalog learns a new package on its own goroutine (a
+	// package it does not know yet is served to nobody): wait for it too.
+	knows := func(plugins ...string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			st, ok := other.catalog.current()
+			if !ok {
+				return false
+			}
+			for _, p := range plugins {
+				if st.lookup(p).unreadable {
+					return false
+				}
+			}
+			return true
+		}, testkit.Bound, time.Millisecond, "the other replica's catalog knows %v", plugins)
+	}
 	f.publish("D", "1.0.0", "")
+	knows("A", "B", "C", "D")
 	idx, tag, err = indexVia(t, c, tag)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"A": "1.0.0", "B": "1.0.0", "C": "1.0.0", "D": "1.0.0"}, listed(idx))
@@ -286,6 +305,7 @@ func TestTheClientFallsBackToTheWholeIndexOnAGap(t *testing.T) {
 	}
 	f.publish("A", "2.0.0", "")
 	f.publish("E", "1.0.0", "")
+	knows("A", "B", "C", "D", "E")
 	held := listed(idx)
 	idx, _, err = indexVia(t, c, tag)
 	require.NoError(t, err)
