@@ -3,19 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/meshrx/meshrx/mesh/memstore"
-	"github.com/meshrx/meshrx/notifications"
 )
 
 // Browser test settings.
@@ -68,32 +63,11 @@ func browser(t *testing.T) context.Context {
 }
 
 // serveBell serves the bell page on a memory store seeded like the command's,
-// on a free loopback port, until the test ends.
+// with the command's limits, on a free loopback port, until the test ends.
 func serveBell(t *testing.T) (string, *server) {
 	t.Helper()
-	store, err := memstore.New(memstore.Options{})
-	require.NoError(t, err)
-	svc := &notifications.Service{Mesh: store, Clock: clock.New(), Admins: demoAdmins{demoAdmin: true}}
-	require.NoError(t, seed(t.Context(), svc))
-	accts, err := newAccounts(demoUsers)
-	require.NoError(t, err)
-	srv := newServer(svc, accts, discard())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, ln, srv, discard()) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(bound):
-			t.Error("the server did not shut down within the bound")
-		}
-		_ = store.Close()
-	})
-	return "http://" + ln.Addr().String(), srv
+	base, srv, _ := serveWith(t, defaultLimits())
+	return base, srv
 }
 
 // shows is a JavaScript expression that is true when the bell lists a
