@@ -3,7 +3,6 @@ package registry
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,7 +19,6 @@ import (
 	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
 	"github.com/meshrx/meshrx/registry/client"
 	"github.com/meshrx/meshrx/registry/landing"
-	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
@@ -74,23 +72,10 @@ func openPG(t *testing.T, dbURL string) *pgstore.Store {
 	return s
 }
 
-// feedOf is the store's change feed state as ServerOptions.Feed takes it.
-func feedOf(s *pgstore.Store) rx.Observable[error] {
-	return rx.Map(s.Feed(), func(f pgstore.FeedState) error {
-		switch {
-		case f.Connected:
-			return nil
-		case f.Err != nil:
-			return f.Err
-		}
-		return errors.New("not connected")
-	})
-}
-
 // pgReplica is a registry replica on dbURL and the volume at root.
 func pgReplica(t *testing.T, dbURL, root string) *fixture {
 	store := openPG(t, dbURL)
-	return newFixture(t, fixtureOptions{store: store, root: root, server: func(o *ServerOptions) { o.Feed = feedOf(store) }})
+	return newFixture(t, fixtureOptions{store: store, root: root, server: func(o *ServerOptions) { o.Feed = store.FeedDown() }})
 }
 
 func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed(t *testing.T) {

@@ -23,7 +23,6 @@ import (
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/registry"
 	"github.com/meshrx/meshrx/registry/landing"
-	"github.com/meshrx/meshrx/rx"
 )
 
 // childEnv names the environment variable that makes this program (or its
@@ -95,7 +94,7 @@ func runChild(config string, stdout, stderr io.Writer) error {
 		Served:       served,
 		Auth:         &auth.Authenticator{Mesh: store, Ladder: &auth.PlanTierLadder{Mesh: store, Logger: logger}, Logger: logger},
 		Mesh:         store,
-		Feed:         feedState(store),
+		Feed:         store.FeedDown(),
 		PublishToken: cc.Token,
 		Logger:       logger,
 		Metrics:      prometheus.NewRegistry(),
@@ -126,19 +125,6 @@ func runChild(config string, stdout, stderr io.Writer) error {
 	sctx, cancelShutdown := context.WithTimeout(context.Background(), childShutdown)
 	defer cancelShutdown()
 	return errors.Join(err, httpSrv.Shutdown(sctx), srv.Close(sctx), served.Close(sctx), lane.Shutdown(sctx))
-}
-
-// feedState is the store's change feed state as ServerOptions.Feed takes it.
-func feedState(s *pgstore.Store) rx.Observable[error] {
-	return rx.Map(s.Feed(), func(f pgstore.FeedState) error {
-		switch {
-		case f.Connected:
-			return nil
-		case f.Err != nil:
-			return f.Err
-		}
-		return errors.New("the change feed is not connected")
-	})
 }
 
 // skewedClock is a clock whose Now is off by a fixed offset: a replica

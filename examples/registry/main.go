@@ -320,14 +320,5 @@ func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Stor
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("opening the PostgreSQL mesh: %w", err)
 	}
-	feed := rx.Map(s.Feed(), func(f pgstore.FeedState) error {
-		switch {
-		case f.Connected:
-			return nil
-		case f.Err != nil:
-			return f.Err
-		}
-		return errors.New("the change feed is not connected")
-	})
-	return s, feed, s.Close, nil
+	return s, s.FeedDown(), s.Close, nil
 }

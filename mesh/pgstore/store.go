@@ -310,6 +310,21 @@ type FeedState struct {
 // every live query gets a Reset.
 func (s *Store) Feed() rx.Observable[FeedState] { return s.feed }
 
+// FeedDown is Feed as a value per state: nil while the feed is connected,
+// why it is down while it is not (the form registry.ServerOptions.Feed and
+// other readiness checks take).
+func (s *Store) FeedDown() rx.Observable[error] {
+	return rx.Map(s.feed, func(f FeedState) error {
+		switch {
+		case f.Connected:
+			return nil
+		case f.Err != nil:
+			return f.Err
+		}
+		return errors.New("pgstore: the change feed is not connected")
+	})
+}
+
 // Changes announces every write to the database, from this store and from
 // every other process on it, in commit order, as the notify triggers send
 // them (see NotifyChannel). It is hot: a subscriber sees the writes
