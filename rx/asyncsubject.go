@@ -68,7 +68,7 @@ func (s *AsyncSubject[T]) replayTo(n note[T], sub *subscriber[T]) {
 func (s *AsyncSubject[T]) Subscribe(o Observer[T]) Subscription {
 	mustObserver(o, "AsyncSubject")
 	sc := ensureScope(o)
-	sub := &subscriber[T]{o: o, sc: sc}
+	sub := newSubscriber(o, sc)
 	if t, ok := s.add(sub); ok {
 		s.replayTo(t, sub)
 		return sc

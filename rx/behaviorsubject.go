@@ -65,7 +65,7 @@ func (s *BehaviorSubject[T]) handle(e subjectEvent[T]) {
 			return
 		}
 		s.last = e.v
-		s.forEach(func(o Observer[T]) { o.OnNext(e.v) })
+		s.emit(e.v)
 	case kindSubscribe:
 		if e.sub.sc.cancelled() {
 			return
@@ -92,7 +92,7 @@ func (s *BehaviorSubject[T]) handle(e subjectEvent[T]) {
 func (s *BehaviorSubject[T]) Subscribe(o Observer[T]) Subscription {
 	mustObserver(o, "BehaviorSubject")
 	sc := ensureScope(o)
-	sub := &subscriber[T]{o: o, sc: sc}
+	sub := newSubscriber(o, sc)
 	sc.onCancel(func() { s.remove(sub) })
 	s.subscribeEvent(sub, s.handle)
 	return sc

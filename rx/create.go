@@ -19,7 +19,13 @@ func (r returnObservable[T]) Subscribe(o Observer[T]) Subscription {
 	if sc.cancelled() {
 		return noSubscription{}
 	}
-	o.OnNext(r.v)
+	if next := fuseOf(o); next != nil {
+		if !next(r.v) {
+			return noSubscription{}
+		}
+	} else {
+		o.OnNext(r.v)
+	}
 	if !sc.cancelled() {
 		o.OnCompleted()
 	}
@@ -33,12 +39,12 @@ func (returnObservable[T]) rxNative() {}
 func Of[T any](vs ...T) Observable[T] {
 	return observableFunc[T](func(o Observer[T]) Subscription {
 		sc := scopeOf(o)
-		if next := pushOf(o); next != nil {
+		if next := fuseOf(o); next != nil {
+			// The stages below run inside this loop (see fuse.go).
 			for _, v := range vs {
-				if sc.cancelled() {
+				if sc.cancelled() || !next(v) {
 					return noSubscription{}
 				}
-				next(v)
 			}
 		} else {
 			for _, v := range vs {
@@ -77,26 +83,21 @@ func Range(start, count int) Observable[int] {
 	return observableFunc[int](func(o Observer[int]) Subscription {
 		sc := scopeOf(o)
 		end := start + count
-		if l, ok := o.(rangeLooper); ok {
-			if l.rxRange(start, end, sc) && !sc.cancelled() {
-				o.OnCompleted()
-			}
-			return noSubscription{}
-		}
 		// The loops are spelled out per case: each value costs one call, to
-		// a push function or through the interface, and one load of the
-		// scope only when something below can unsubscribe.
-		switch next := pushOf(o); {
+		// the fused stages below (see fuse.go) or through the interface, and
+		// one load of the scope only when something below can unsubscribe.
+		switch next := fuseOf(o); {
 		case next != nil && sc == nil:
 			for v := start; v < end; v++ {
-				next(v)
+				if !next(v) {
+					return noSubscription{}
+				}
 			}
 		case next != nil:
 			for v := start; v < end; v++ {
-				if sc.done.Load() {
+				if sc.done.Load() || !next(v) {
 					return noSubscription{}
 				}
-				next(v)
 			}
 		case sc == nil:
 			for v := start; v < end; v++ {

@@ -264,13 +264,20 @@ func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
 		if sc.cancelled() {
 			return sc
 		}
-		seq(func(v T) bool {
-			if sc.cancelled() {
-				return false
-			}
-			o.OnNext(v)
-			return !sc.cancelled()
-		})
+		if next := fuseOf(o); next != nil {
+			// The stages below run inside seq's loop (see fuse.go).
+			// Checked again after the value, as below: seq computes no
+			// value past an unsubscription.
+			seq(func(v T) bool { return !sc.done.Load() && next(v) && !sc.done.Load() })
+		} else {
+			seq(func(v T) bool {
+				if sc.cancelled() {
+					return false
+				}
+				o.OnNext(v)
+				return !sc.cancelled()
+			})
+		}
 		if !sc.cancelled() {
 			o.OnCompleted()
 		}

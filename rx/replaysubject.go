@@ -30,7 +30,7 @@ func (s *ReplaySubject[T]) handle(e subjectEvent[T]) {
 			s.buf = s.buf[1:]
 		}
 		s.buf = append(s.buf, e.v)
-		s.forEach(func(o Observer[T]) { o.OnNext(e.v) })
+		s.emit(e.v)
 	case kindSubscribe:
 		if e.sub.sc.cancelled() {
 			return
@@ -58,7 +58,7 @@ func (s *ReplaySubject[T]) handle(e subjectEvent[T]) {
 func (s *ReplaySubject[T]) Subscribe(o Observer[T]) Subscription {
 	mustObserver(o, "ReplaySubject")
 	sc := ensureScope(o)
-	sub := &subscriber[T]{o: o, sc: sc}
+	sub := newSubscriber(o, sc)
 	sc.onCancel(func() { s.remove(sub) })
 	s.subscribeEvent(sub, s.handle)
 	return sc

@@ -24,7 +24,7 @@ func NewSubject[T any]() *Subject[T] {
 
 func (s *Subject[T]) handle(e subjectEvent[T]) {
 	if e.kind == kindNext {
-		s.forEach(func(o Observer[T]) { o.OnNext(e.v) })
+		s.emit(e.v)
 		return
 	}
 	s.terminate(e.note())
@@ -34,7 +34,7 @@ func (s *Subject[T]) handle(e subjectEvent[T]) {
 func (s *Subject[T]) Subscribe(o Observer[T]) Subscription {
 	mustObserver(o, "Subject")
 	sc := ensureScope(o)
-	sub := &subscriber[T]{o: o, sc: sc}
+	sub := newSubscriber(o, sc)
 	if t, ok := s.add(sub); ok {
 		t.replay(o)
 		return sc
@@ -78,10 +78,18 @@ func (s *subjectCore[T]) admit(sub *subscriber[T]) (note[T], bool) {
 	return note[T]{}, false
 }
 
-// subscriber is one observer of a subject, with its subscription's scope.
+// subscriber is one observer of a subject, with its subscription's scope
+// and, when the observer is a stage that fuses, its per-value function: a
+// subject delivering a value to a chain of such stages makes one direct call
+// (see fuse.go).
 type subscriber[T any] struct {
-	o  Observer[T]
-	sc *scope
+	o    Observer[T]
+	sc   *scope
+	next func(T) bool
+}
+
+func newSubscriber[T any](o Observer[T], sc *scope) *subscriber[T] {
+	return &subscriber[T]{o: o, sc: sc, next: fuseOf(o)}
 }
 
 type subjectEvent[T any] struct {
@@ -184,14 +192,19 @@ func (s *subjectCore[T]) remove(sub *subscriber[T]) {
 	}
 }
 
-func (s *subjectCore[T]) forEach(f func(Observer[T])) {
+// emit delivers v to the current observers; the mailbox handler calls it.
+func (s *subjectCore[T]) emit(v T) {
 	cur := s.list.Load()
 	if cur == nil {
 		return
 	}
 	for _, sub := range *cur {
-		if !sub.sc.cancelled() {
-			f(sub.o)
+		switch {
+		case sub.sc.cancelled():
+		case sub.next != nil:
+			sub.next(v)
+		default:
+			sub.o.OnNext(v)
 		}
 	}
 }

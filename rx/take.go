@@ -34,11 +34,16 @@ func (t *takeObserver[T]) OnNext(v T) {
 	t.left--
 	t.down.OnNext(v)
 	if t.left == 0 {
-		if !t.sc.cancelled() {
-			t.down.OnCompleted()
-		}
-		t.up.cancel()
+		t.end()
 	}
+}
+
+// end completes after the n-th value and unsubscribes the source.
+func (t *takeObserver[T]) end() {
+	if !t.sc.cancelled() {
+		t.down.OnCompleted()
+	}
+	t.up.cancel()
 }
 
 func (t *takeObserver[T]) OnError(err error) {

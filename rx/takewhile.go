@@ -34,6 +34,11 @@ func (t *takeWhileObserver[T]) OnNext(v T) {
 		t.down.OnNext(v)
 		return
 	}
+	t.end()
+}
+
+// end unsubscribes the source and completes, at the first value not kept.
+func (t *takeWhileObserver[T]) end() {
 	t.done = true
 	t.up.cancel()
 	if !t.sc.cancelled() {

@@ -1,18 +1,5 @@
 package rx
 
-// pusher is implemented by the synchronous transforms of this package: a
-// source delivers values to them through a plain function rather than the
-// Observer interface, which saves an indirect hop per value and stage.
-type pusher[T any] interface{ rxPush() func(T) }
-
-// pushOf returns o's push function, or nil when o is not a pusher.
-func pushOf[T any](o Observer[T]) func(T) {
-	if p, ok := o.(pusher[T]); ok {
-		return p.rxPush()
-	}
-	return nil
-}
-
 // Map applies f to each value. A value whose f unsubscribes (from inside f,
 // or from another goroutine while f runs) is not forwarded.
 func Map[T, U any](src Observable[T], f func(T) U) Observable[U] {
@@ -22,14 +9,13 @@ func Map[T, U any](src Observable[T], f func(T) U) Observable[U] {
 		// plain observer, so that they can see an unsubscription made
 		// while that function ran.
 		sc := ensureScope(down)
-		m := &mapObserver[T, U]{down: down, next: pushOf(down), f: f, sc: sc}
+		m := &mapObserver[T, U]{down: down, f: f, sc: sc}
 		return subscribe[T](src, m, sc)
 	})
 }
 
 type mapObserver[T, U any] struct {
 	down Observer[U]
-	next func(U) // down's push function, if it has one
 	f    func(T) U
 	sc   *scope
 }
@@ -39,27 +25,7 @@ func (m *mapObserver[T, U]) OnNext(v T) {
 	if m.sc.cancelled() {
 		return
 	}
-	if m.next != nil {
-		m.next(u)
-		return
-	}
 	m.down.OnNext(u)
-}
-
-func (m *mapObserver[T, U]) rxPush() func(T) {
-	f, next, down, sc := m.f, m.next, m.down, m.sc
-	if next != nil {
-		return func(v T) {
-			if u := f(v); !sc.cancelled() {
-				next(u)
-			}
-		}
-	}
-	return func(v T) {
-		if u := f(v); !sc.cancelled() {
-			down.OnNext(u)
-		}
-	}
 }
 
 func (m *mapObserver[T, U]) OnError(err error) { m.down.OnError(err) }
@@ -72,14 +38,13 @@ func Filter[T any](src Observable[T], keep func(T) bool) Observable[T] {
 	mustArg(keep == nil, "Filter", "function keep")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		f := &filterObserver[T]{down: down, next: pushOf(down), keep: keep, sc: sc}
+		f := &filterObserver[T]{down: down, keep: keep, sc: sc}
 		return subscribe[T](src, f, sc)
 	})
 }
 
 type filterObserver[T any] struct {
 	down Observer[T]
-	next func(T) // down's push function, if it has one
 	keep func(T) bool
 	sc   *scope
 }
@@ -88,28 +53,9 @@ func (f *filterObserver[T]) OnNext(v T) {
 	if !f.keep(v) || f.sc.cancelled() {
 		return
 	}
-	if f.next != nil {
-		f.next(v)
-		return
-	}
 	f.down.OnNext(v)
 }
 
-func (f *filterObserver[T]) rxPush() func(T) {
-	keep, next, down, sc := f.keep, f.next, f.down, f.sc
-	if next != nil {
-		return func(v T) {
-			if keep(v) && !sc.cancelled() {
-				next(v)
-			}
-		}
-	}
-	return func(v T) {
-		if keep(v) && !sc.cancelled() {
-			down.OnNext(v)
-		}
-	}
-}
 func (f *filterObserver[T]) OnError(err error) { f.down.OnError(err) }
 func (f *filterObserver[T]) OnCompleted()      { f.down.OnCompleted() }
 func (f *filterObserver[T]) rxScope() *scope   { return f.sc }
