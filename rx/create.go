@@ -20,7 +20,7 @@ func (r returnObservable[T]) Subscribe(o Observer[T]) Subscription {
 		return noSubscription{}
 	}
 	if next := fuseOf(o); next != nil {
-		if !next(r.v) {
+		if !next.push(r.v) {
 			return noSubscription{}
 		}
 	} else {
@@ -41,10 +41,8 @@ func Of[T any](vs ...T) Observable[T] {
 		sc := scopeOf(o)
 		if next := fuseOf(o); next != nil {
 			// The stages below run inside this loop (see fuse.go).
-			for _, v := range vs {
-				if sc.cancelled() || !next(v) {
-					return noSubscription{}
-				}
+			if !next.run(vs, sc) {
+				return noSubscription{}
 			}
 		} else {
 			for _, v := range vs {
@@ -87,17 +85,19 @@ func Range(start, count int) Observable[int] {
 		// the fused stages below (see fuse.go) or through the interface, and
 		// one load of the scope only when something below can unsubscribe.
 		switch next := fuseOf(o); {
-		case next != nil && sc == nil:
-			for v := start; v < end; v++ {
-				if !next(v) {
-					return noSubscription{}
-				}
-			}
 		case next != nil:
-			for v := start; v < end; v++ {
-				if sc.done.Load() || !next(v) {
+			// In chunks, so that the stages run inside run's loop; an int
+			// costs nothing to make ahead of its turn.
+			var chunk [64]int
+			for v := start; v < end; {
+				n := min(end-v, len(chunk))
+				for i := range n {
+					chunk[i] = v + i
+				}
+				if !next.run(chunk[:n], sc) {
 					return noSubscription{}
 				}
+				v += n
 			}
 		case sc == nil:
 			for v := start; v < end; v++ {

@@ -3,37 +3,245 @@ package rx
 // Operator fusion. A synchronous source (Range, Of, FromSeq, Return, Defer
 // of one, a Subject) hands its loop to the stateless stages below it (Map,
 // Filter, Do, Skip, Take, TakeWhile, SkipWhile, Scan, DistinctUntilChanged),
-// in any number and order: at subscription it asks the observer it was given
-// for its per-value function (fuseOf), which that stage composes from its own
-// work and the per-value function of the stage below it, down to the first
-// observer that is not a stage (the user's, or an operator that holds state
-// across goroutines). The source then loops calling that one function. A
-// value costs the user's functions and one direct call per stage, with no
-// interface call and no hop through OnNext, and no allocation.
+// in any number and order. At subscription the source asks the observer it
+// was given for the chain's fused form (fuseOf): each stage in turn
+// describes itself as an op (its kind, the user's function, a pointer to its
+// state and scope) and names the observer below it, until the first
+// observer that is not such a stage (the user's, or an operator that holds
+// state across goroutines). The source then calls push for each value, and
+// push runs the ops in one loop, calling the user's functions directly: a
+// value costs those calls, one call into push and one into the observer at
+// the end, whatever the number of stages, and no allocation. A stage that
+// changes the value's type (Map from T to U) ends one fused run and starts
+// the next, with one more call.
 //
 // Fusion is decided once per subscription and changes no behaviour: the
-// source checks the subscription's scope before every value, and each stage
-// checks it again after each user function, before the value goes on (a
-// function that unsubscribed stops its own value); terminal notifications
-// still go through the observers' OnCompleted and OnError. A stage behind an
-// operator that does not fuse (a foreign observable, Merge, ...) is reached
-// through OnNext as before, with the same checks; the conformance table runs
-// every stage both ways (fusion_conformance_test.go).
+// source checks the subscription's scope before every value, and each op
+// checks its stage's scope again after each user function, before the value
+// goes on (a function that unsubscribed stops its own value); the state an
+// op updates is its stage's own (an observer may be reached both ways, a
+// BehaviorSubject's replay through OnNext and later values fused), and
+// terminal notifications still go through OnCompleted and OnError. A stage
+// behind an operator that does not fuse (a foreign observable, Merge, ...)
+// is reached through OnNext as before, with the same checks; the
+// conformance table runs every stage both ways (fusion_test.go).
 
-// fuser is implemented by the observers of the stateless stages. rxFuse
-// returns the function a source calls for each value instead of OnNext. It
-// returns false when the chain below has ended or unsubscribed (the source
-// stops); true says only that the source may go on, after checking the
-// scope as it does before every value.
+// stage is implemented by the observers of the stateless stages. rxStage
+// describes the stage as an op over T and returns the observer below it; ok
+// is false when the stage changes the type (Map[T, U] with U ≠ T), which
+// then fuses through fuser.
+type stage[T any] interface {
+	rxStage() (x op[T], down Observer[T], ok bool)
+}
+
+// fuser is implemented by the stages that may change the type: rxFuse
+// returns the function that runs the stage and the fused chain below it.
 type fuser[T any] interface{ rxFuse() func(T) bool }
 
-// fuseOf returns o's per-value function, or nil when o is not a stage that
-// fuses.
-func fuseOf[T any](o Observer[T]) func(T) bool {
-	if f, ok := o.(fuser[T]); ok {
-		return f.rxFuse()
+type opKind uint8
+
+const (
+	opMap opKind = iota
+	opFilter
+	opScan
+	opSkip
+	opSkipWhile
+	opTakeWhile
+	opTake
+	opStep // a stage with a function of its own (DistinctUntilChanged)
+)
+
+// op is one stage of a fused run over T.
+type op[T any] struct {
+	kind opKind
+	sc   *scope // the stage's scope, checked after its user function
+	f    func(T) T
+	keep func(T) bool // Filter, SkipWhile, TakeWhile; opStep
+	scan func(T, T) T
+	acc  *T    // Scan's accumulator
+	n    *int  // Skip's count
+	pass *bool // SkipWhile is passing values
+	tw   *takeWhileObserver[T]
+	take *takeObserver[T]
+}
+
+// fused is a run of stages over T and what follows it: the fused run of
+// the next type (out), or the first observer that does not fuse (down).
+type fused[T any] struct {
+	ops  []op[T]
+	out  func(T) bool
+	down Observer[T]
+}
+
+// fuseOf returns the fused form of the chain that starts at o, or nil when
+// o is not a stage that fuses.
+func fuseOf[T any](o Observer[T]) *fused[T] {
+	var ops []op[T]
+	for {
+		s, ok := o.(stage[T])
+		if !ok {
+			break
+		}
+		x, down, ok := s.rxStage()
+		if !ok {
+			break
+		}
+		ops = append(ops, x)
+		o = down
 	}
-	return nil
+	var out func(T) bool
+	if f, ok := o.(fuser[T]); ok {
+		out = f.rxFuse()
+	}
+	if len(ops) == 0 && out == nil {
+		return nil
+	}
+	return &fused[T]{ops: ops, out: out, down: o}
+}
+
+// push runs v through the chain. It returns false when the chain has ended
+// or unsubscribed (the source stops); true says only that the source may go
+// on, after checking the scope as it does before every value.
+func (r *fused[T]) push(v T) bool {
+	one := [1]T{v}
+	return r.run(one[:], nil)
+}
+
+// run runs the values of vs through the chain in order, checking sc (when
+// not nil) before each, and reports as push does. The ops are interpreted
+// inside the loop over the values, so that a synchronous source that hands
+// over a slice (Of, Range in chunks) calls the user's functions from this
+// one loop, with no call per stage.
+func (r *fused[T]) run(vs []T, sc *scope) bool {
+	ops := r.ops
+	if len(ops) > 64 { // more Takes than ends can mark: one value at a time
+		for _, v := range vs {
+			if sc.cancelled() {
+				return false
+			}
+			one := [1]T{v}
+			if !r.run(one[:], nil) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, v := range vs {
+		if sc != nil && sc.done.Load() {
+			return false
+		}
+		// ends marks the Takes that reached their count with this value:
+		// they end once the rest of the chain has seen it, the lowest
+		// (furthest upstream) last.
+		var ends uint64
+		more, deliver := true, true
+	stages:
+		for i := range ops {
+			// Map and Filter, the most common, are tested first.
+			x := &ops[i]
+			if x.kind == opMap {
+				v = x.f(v)
+				if x.sc.done.Load() {
+					more, deliver = false, false
+					break
+				}
+				continue
+			}
+			if x.kind == opFilter {
+				if !x.keep(v) {
+					deliver = false
+					break
+				}
+				if x.sc.done.Load() {
+					more, deliver = false, false
+					break
+				}
+				continue
+			}
+			switch x.kind {
+			case opScan:
+				v = x.scan(*x.acc, v)
+				*x.acc = v
+				if x.sc.done.Load() {
+					more, deliver = false, false
+					break stages
+				}
+			case opSkip:
+				if *x.n > 0 {
+					*x.n--
+					deliver = false
+					break stages
+				}
+			case opSkipWhile:
+				if !*x.pass {
+					if x.keep(v) || x.sc.done.Load() {
+						deliver = false
+						break stages
+					}
+					*x.pass = true
+				}
+			case opTakeWhile:
+				t := x.tw
+				if t.done {
+					more, deliver = false, false
+					break stages
+				}
+				ok := x.keep(v)
+				if x.sc.done.Load() { // keep unsubscribed: neither the value nor the end
+					t.done = true
+					more, deliver = false, false
+					break stages
+				}
+				if !ok {
+					t.end()
+					more, deliver = false, false
+					break stages
+				}
+			case opTake:
+				t := x.take
+				if t.left <= 0 {
+					more, deliver = false, false
+					break stages
+				}
+				t.left--
+				if t.left == 0 {
+					ends |= 1 << i
+				}
+			case opStep:
+				if !x.keep(v) {
+					deliver = false
+					break stages
+				}
+			}
+		}
+		if deliver {
+			if r.out != nil {
+				more = r.out(v)
+			} else {
+				r.down.OnNext(v)
+			}
+		}
+		if ends != 0 {
+			for i := len(ops) - 1; i >= 0; i-- {
+				if ends&(1<<i) != 0 {
+					ops[i].take.end()
+				}
+			}
+			return false
+		}
+		if !more {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *mapObserver[T, U]) rxStage() (op[T], Observer[T], bool) {
+	f, ok := any(m.f).(func(T) T)
+	if !ok {
+		return op[T]{}, nil, false
+	}
+	return op[T]{kind: opMap, sc: m.sc, f: f}, any(m.down).(Observer[T]), true
 }
 
 func (m *mapObserver[T, U]) rxFuse() func(T) bool {
@@ -41,7 +249,7 @@ func (m *mapObserver[T, U]) rxFuse() func(T) bool {
 	if next := fuseOf(down); next != nil {
 		return func(v T) bool {
 			u := f(v)
-			return !sc.done.Load() && next(u)
+			return !sc.done.Load() && next.push(u)
 		}
 	}
 	return func(v T) bool {
@@ -54,22 +262,16 @@ func (m *mapObserver[T, U]) rxFuse() func(T) bool {
 	}
 }
 
-func (fo *filterObserver[T]) rxFuse() func(T) bool {
-	keep, sc, down := fo.keep, fo.sc, fo.down
-	if next := fuseOf(down); next != nil {
-		return func(v T) bool {
-			if !keep(v) {
-				return true
-			}
-			return !sc.done.Load() && next(v)
-		}
+func (fo *filterObserver[T]) rxStage() (op[T], Observer[T], bool) {
+	return op[T]{kind: opFilter, sc: fo.sc, keep: fo.keep}, fo.down, true
+}
+
+func (s *scanObserver[T, A]) rxStage() (op[T], Observer[T], bool) {
+	f, ok := any(s.f).(func(T, T) T)
+	if !ok {
+		return op[T]{}, nil, false
 	}
-	return func(v T) bool {
-		if keep(v) && !sc.done.Load() {
-			down.OnNext(v)
-		}
-		return true
-	}
+	return op[T]{kind: opScan, sc: s.sc, scan: f, acc: any(&s.acc).(*T)}, any(s.down).(Observer[T]), true
 }
 
 func (s *scanObserver[T, A]) rxFuse() func(T) bool {
@@ -77,7 +279,7 @@ func (s *scanObserver[T, A]) rxFuse() func(T) bool {
 	if next := fuseOf(down); next != nil {
 		return func(v T) bool {
 			s.acc = f(s.acc, v)
-			return !sc.done.Load() && next(s.acc)
+			return !sc.done.Load() && next.push(s.acc)
 		}
 	}
 	return func(v T) bool {
@@ -90,94 +292,22 @@ func (s *scanObserver[T, A]) rxFuse() func(T) bool {
 	}
 }
 
-func (s *skipObserver[T]) rxFuse() func(T) bool {
-	next := fuseOf(s.down)
-	if next == nil {
-		down := s.down
-		next = func(v T) bool { down.OnNext(v); return true }
-	}
-	return func(v T) bool {
-		if s.left > 0 {
-			s.left--
-			return true
-		}
-		return next(v)
-	}
+func (s *skipObserver[T]) rxStage() (op[T], Observer[T], bool) {
+	return op[T]{kind: opSkip, n: &s.left}, s.down, true
 }
 
-func (d *distinctObserver[T]) rxFuse() func(T) bool {
-	next := fuseOf(d.down)
-	if next == nil {
-		down := d.down
-		next = func(v T) bool { down.OnNext(v); return true }
-	}
-	return func(v T) bool {
-		if d.seen && v == d.last {
-			return true
-		}
-		d.seen, d.last = true, v
-		return next(v)
-	}
+func (s *skipWhileObserver[T]) rxStage() (op[T], Observer[T], bool) {
+	return op[T]{kind: opSkipWhile, sc: s.sc, keep: s.skip, pass: &s.passing}, s.down, true
 }
 
-func (s *skipWhileObserver[T]) rxFuse() func(T) bool {
-	next := fuseOf(s.down)
-	if next == nil {
-		down := s.down
-		next = func(v T) bool { down.OnNext(v); return true }
-	}
-	skip, sc := s.skip, s.sc
-	return func(v T) bool {
-		if !s.passing {
-			if skip(v) || sc.done.Load() {
-				return true
-			}
-			s.passing = true
-		}
-		return next(v)
-	}
+func (t *takeWhileObserver[T]) rxStage() (op[T], Observer[T], bool) {
+	return op[T]{kind: opTakeWhile, sc: t.sc, keep: t.keep, tw: t}, t.down, true
 }
 
-func (t *takeWhileObserver[T]) rxFuse() func(T) bool {
-	next := fuseOf(t.down)
-	if next == nil {
-		down := t.down
-		next = func(v T) bool { down.OnNext(v); return true }
-	}
-	keep, sc := t.keep, t.sc
-	return func(v T) bool {
-		if t.done {
-			return false
-		}
-		ok := keep(v)
-		if sc.done.Load() { // keep unsubscribed: neither the value nor the end
-			t.done = true
-			return false
-		}
-		if ok {
-			return next(v)
-		}
-		t.end()
-		return false
-	}
+func (t *takeObserver[T]) rxStage() (op[T], Observer[T], bool) {
+	return op[T]{kind: opTake, take: t}, t.down, true
 }
 
-func (t *takeObserver[T]) rxFuse() func(T) bool {
-	next := fuseOf(t.down)
-	if next == nil {
-		down := t.down
-		next = func(v T) bool { down.OnNext(v); return true }
-	}
-	return func(v T) bool {
-		if t.left <= 0 {
-			return false
-		}
-		t.left--
-		more := next(v)
-		if t.left == 0 {
-			t.end()
-			return false
-		}
-		return more
-	}
+func (d *distinctObserver[T]) rxStage() (op[T], Observer[T], bool) {
+	return op[T]{kind: opStep, keep: d.fresh}, d.down, true
 }

@@ -85,7 +85,7 @@ func (s *subjectCore[T]) admit(sub *subscriber[T]) (note[T], bool) {
 type subscriber[T any] struct {
 	o    Observer[T]
 	sc   *scope
-	next func(T) bool
+	next *fused[T]
 }
 
 func newSubscriber[T any](o Observer[T], sc *scope) *subscriber[T] {
@@ -202,7 +202,7 @@ func (s *subjectCore[T]) emit(v T) {
 		switch {
 		case sub.sc.cancelled():
 		case sub.next != nil:
-			sub.next(v)
+			sub.next.push(v)
 		default:
 			sub.o.OnNext(v)
 		}

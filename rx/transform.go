@@ -104,11 +104,18 @@ type distinctObserver[T comparable] struct {
 }
 
 func (d *distinctObserver[T]) OnNext(v T) {
+	if d.fresh(v) {
+		d.down.OnNext(v)
+	}
+}
+
+// fresh reports whether v differs from the value before it, and remembers it.
+func (d *distinctObserver[T]) fresh(v T) bool {
 	if d.seen && v == d.last {
-		return
+		return false
 	}
 	d.seen, d.last = true, v
-	d.down.OnNext(v)
+	return true
 }
 func (d *distinctObserver[T]) OnError(err error) { d.down.OnError(err) }
 func (d *distinctObserver[T]) OnCompleted()      { d.down.OnCompleted() }
