@@ -397,6 +397,7 @@ func rules() []rule {
 		{"a blocked consumer bounds memory", func(x entry) bool { return x.has(input) && !x.has(atEnd|holds|timed) }, ruleMemory},
 		{"ctx is honoured", func(x entry) bool { return x.has(consumer) }, ruleContext},
 		{"nil arguments panic naming the argument", func(x entry) bool { return len(x.nils) > 0 }, ruleNils},
+		{fusedRuleName, isFusable, ruleFusedAndUnfusedAlike},
 	}
 }
 

@@ -1,0 +1,37 @@
+package rx
+
+// Seams for the fusion tests (fusion_test.go): they look at what a source
+// is handed, which no observable behaviour shows.
+
+// FusedStages subscribes the chain build makes over a synchronous source and
+// returns how many stages that source could run in its own loop: 0 when the
+// observer it was handed does not fuse.
+func FusedStages(build func(Observable[int]) Observable[int]) int {
+	n := -1
+	probe := observableFunc[int](func(o Observer[int]) Subscription {
+		n = 0
+		if r := fuseOf(o); r != nil {
+			n = len(r.ops)
+			if r.out != nil {
+				n++
+			}
+		}
+		o.OnCompleted()
+		return noSubscription{}
+	})
+	build(probe).Subscribe(NewObserver[int](nil, nil, nil))
+	return n
+}
+
+// SubjectFuses reports whether s delivers to one of its current subscribers
+// through a fused chain rather than OnNext.
+func SubjectFuses[T any](s *Subject[T]) bool {
+	if cur := s.list.Load(); cur != nil {
+		for _, sub := range *cur {
+			if sub.next != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
