@@ -19,13 +19,9 @@ func (r returnObservable[T]) Subscribe(o Observer[T]) Subscription {
 	if sc.cancelled() {
 		return noSubscription{}
 	}
-	if next := fuseOf(o); next != nil {
-		if !next.push(r.v) {
-			return noSubscription{}
-		}
-	} else {
-		o.OnNext(r.v)
-	}
+	// Not fused: for one value, building the fused form of the chain below
+	// (two allocations) costs more than the OnNext calls it would save.
+	o.OnNext(r.v)
 	if !sc.cancelled() {
 		o.OnCompleted()
 	}

@@ -11,9 +11,13 @@
 // Calls into one observer never overlap, and nothing follows a terminal
 // notification. A value travels as a function call, not a channel hop:
 // Map(Filter(Range(...))) runs on the subscribing goroutine with no locks and
-// no allocation per value, and Range hands its loop to a Map or Filter below
-// it, which calls the user's functions directly (operator fusion, decided at
-// subscription). Concurrency appears only where a source has it — a
+// no allocation per value. A synchronous source (Range, Of, FromSeq, Return,
+// Defer of one, a Subject) hands its loop to the chain of stateless stages
+// below it — Map, Filter, Do, Skip, Take, TakeWhile, SkipWhile, Scan,
+// DistinctUntilChanged, any number in any order — which then runs as one loop
+// calling the user's functions directly, with the same checks as unfused
+// (operator fusion, decided at subscription; docs/performance.md gives the
+// figures). Concurrency appears only where a source has it — a
 // goroutine in Create or FromChannel, a timer, a Subject fed from several
 // goroutines.
 //

@@ -336,6 +336,12 @@ func TestEveryChainOfStagesFusesWithASynchronousSourceAndUnfusedDefeatsIt(t *tes
 			if got := rx.FusedStages(func(src rx.Observable[int]) rx.Observable[int] { return buildChain(e, src, chain, false) }); got != want {
 				t.Errorf("%v: the source runs %d stages, want %d", chain, got, want)
 			}
+			deferred := func(src rx.Observable[int]) rx.Observable[int] {
+				return buildChain(e, rx.Defer(func() rx.Observable[int] { return src }), chain, false)
+			}
+			if got := rx.FusedStages(deferred); got != want {
+				t.Errorf("%v over Defer: the source runs %d stages, want %d", chain, got, want)
+			}
 			if got := rx.FusedStages(func(src rx.Observable[int]) rx.Observable[int] { return buildChain(e, src, chain, true) }); got != 0 {
 				t.Errorf("%v behind unfused: the source runs %d stages, want 0", chain, got)
 			}

@@ -35,11 +35,11 @@ var errNilSource = errors.New("rx: nil Observable")
 //     loop step by step, and a body that feeds the subject it ranges over
 //     (a work queue) has its OnNext queued by the subject behind the
 //     current delivery, never made to wait. Cost per value: the source's
-//     loop and the fused stages above (see Map), one call into All's
+//     loop and the fused stages above (see the package doc), one call into All's
 //     observer and one into the body; no goroutine switch, no allocation,
 //     no lock; with a ctx that can end, one ctx.Err before and after the
-//     body. `break` returns from the body into the source's loop, which
-//     stops at once (the source is unsubscribed before yield returns).
+//     body. `break` ends the body; All unsubscribes before control goes
+//     back into the source's loop, which stops before its next value.
 //   - A value delivered from another goroutine is handed over to the
 //     ranging goroutine, which runs the body while the producer waits: one
 //     value in transit, no queue. The hand-over costs two goroutine
