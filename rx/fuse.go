@@ -78,6 +78,12 @@ type fused[T any] struct {
 func fuseOf[T any](o Observer[T]) *fused[T] {
 	var ops []op[T]
 	for {
+		if f, ok := o.(*forward[T]); ok {
+			// Only gives the chain a scope (Defer over stages that had
+			// none): the source checks that scope itself.
+			o = f.down
+			continue
+		}
 		s, ok := o.(stage[T])
 		if !ok {
 			break
