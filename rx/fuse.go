@@ -65,12 +65,44 @@ type op[T any] struct {
 	take *takeObserver[T]
 }
 
+// runPlain is run for a chain of Maps and Filters only (the common case),
+// without the bookkeeping the other kinds need.
+func (r *fused[T]) runPlain(vs []T, sc *scope) bool {
+	ops := r.ops
+values:
+	for _, v := range vs {
+		if sc != nil && sc.done.Load() {
+			return false
+		}
+		for i := range ops {
+			x := &ops[i]
+			if x.kind == opMap {
+				v = x.f(v)
+			} else if !x.keep(v) {
+				continue values
+			}
+			if x.sc.done.Load() {
+				return false
+			}
+		}
+		if r.out != nil {
+			if !r.out(v) {
+				return false
+			}
+			continue
+		}
+		r.down.OnNext(v)
+	}
+	return true
+}
+
 // fused is a run of stages over T and what follows it: the fused run of
 // the next type (out), or the first observer that does not fuse (down).
 type fused[T any] struct {
-	ops  []op[T]
-	out  func(T) bool
-	down Observer[T]
+	ops   []op[T]
+	out   func(T) bool
+	down  Observer[T]
+	plain bool // ops holds only Maps and Filters
 }
 
 // fuseOf returns the fused form of the chain that starts at o, or nil when
@@ -102,7 +134,11 @@ func fuseOf[T any](o Observer[T]) *fused[T] {
 	if len(ops) == 0 && out == nil {
 		return nil
 	}
-	return &fused[T]{ops: ops, out: out, down: o}
+	plain := true
+	for _, x := range ops {
+		plain = plain && (x.kind == opMap || x.kind == opFilter)
+	}
+	return &fused[T]{ops: ops, out: out, down: o, plain: plain}
 }
 
 // push runs v through the chain. It returns false when the chain has ended
@@ -110,6 +146,9 @@ func fuseOf[T any](o Observer[T]) *fused[T] {
 // on, after checking the scope as it does before every value.
 func (r *fused[T]) push(v T) bool {
 	one := [1]T{v}
+	if r.plain {
+		return r.runPlain(one[:], nil)
+	}
 	return r.run(one[:], nil)
 }
 
@@ -120,6 +159,9 @@ func (r *fused[T]) push(v T) bool {
 // one loop, with no call per stage.
 func (r *fused[T]) run(vs []T, sc *scope) bool {
 	ops := r.ops
+	if r.plain {
+		return r.runPlain(vs, sc)
+	}
 	if len(ops) > 64 { // more Takes than ends can mark: one value at a time
 		for _, v := range vs {
 			if sc.cancelled() {
