@@ -68,7 +68,7 @@ type op[T any] struct {
 // runPlain is run for a chain of Maps and Filters only (the common case),
 // without the bookkeeping the other kinds need.
 func (r *fused[T]) runPlain(vs []T, sc *scope) bool {
-	ops := r.ops
+	ops, out, down := r.ops, r.out, r.down
 values:
 	for _, v := range vs {
 		if sc != nil && sc.done.Load() {
@@ -85,13 +85,13 @@ values:
 				return false
 			}
 		}
-		if r.out != nil {
-			if !r.out(v) {
+		if out != nil {
+			if !out(v) {
 				return false
 			}
 			continue
 		}
-		r.down.OnNext(v)
+		down.OnNext(v)
 	}
 	return true
 }
@@ -158,7 +158,7 @@ func (r *fused[T]) push(v T) bool {
 // over a slice (Of, Range in chunks) calls the user's functions from this
 // one loop, with no call per stage.
 func (r *fused[T]) run(vs []T, sc *scope) bool {
-	ops := r.ops
+	ops, out, down := r.ops, r.out, r.down
 	if r.plain {
 		return r.runPlain(vs, sc)
 	}
@@ -263,10 +263,10 @@ func (r *fused[T]) run(vs []T, sc *scope) bool {
 			}
 		}
 		if deliver {
-			if r.out != nil {
-				more = r.out(v)
+			if out != nil {
+				more = out(v)
 			} else {
-				r.down.OnNext(v)
+				down.OnNext(v)
 			}
 		}
 		if ends != 0 {
