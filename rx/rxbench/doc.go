@@ -14,6 +14,8 @@
 //	B6  Subject fan-out to 1, 10, 100 observers × 1e5 values
 //	B9  Take(1) over an endless source, and the goroutines left after it
 //	B10 the rxgoadapt adapters, per value
+//	B14 every fused shape of issue 20 over Range, Of, FromSeq and a Subject, beside the loop through func values
+//	B15 range rx.All over a synchronous source and over a goroutine producer
 //	B12 the operators of issue 10 that ro also has, over 1e5 synchronous values
 //	B13 a for-range loop over rx.All against Collect then range, 1e4 values
 //
