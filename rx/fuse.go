@@ -1,19 +1,21 @@
 package rx
 
-// Operator fusion. A synchronous source (Range, Of, FromSeq, Return, Defer
-// of one, a Subject) hands its loop to the stateless stages below it (Map,
-// Filter, Do, Skip, Take, TakeWhile, SkipWhile, Scan, DistinctUntilChanged),
-// in any number and order. At subscription the source asks the observer it
-// was given for the chain's fused form (fuseOf): each stage in turn
-// describes itself as an op (its kind, the user's function, a pointer to its
-// state and scope) and names the observer below it, until the first
-// observer that is not such a stage (the user's, or an operator that holds
-// state across goroutines). The source then calls push for each value, and
-// push runs the ops in one loop, calling the user's functions directly: a
-// value costs those calls, one call into push and one into the observer at
-// the end, whatever the number of stages, and no allocation. A stage that
-// changes the value's type (Map from T to U) ends one fused run and starts
-// the next, with one more call.
+// Operator fusion. A synchronous source (Range, Of, FromSeq, Defer of one,
+// a Subject) hands its loop to the stateless stages below it (Map, Filter,
+// Do, Skip, Take, TakeWhile, SkipWhile, Scan, DistinctUntilChanged), in any
+// number and order. At subscription the source asks the observer it was
+// given for the chain's fused form (fuseOf): each stage in turn describes
+// itself as an op (its kind, the user's function, a pointer to its state
+// and scope) and names the observer below it, until the first observer that
+// is not such a stage (the user's, or an operator that holds state across
+// goroutines). Of and Range then hand their values to run in slices (Range
+// in chunks of 64), FromSeq and a Subject one at a time to push; run
+// interprets the ops inside its loop over the values, calling the user's
+// functions directly: a value costs those calls and one call into the
+// observer at the end, whatever the number of stages, and no allocation. A
+// stage that changes the value's type (Map from T to U) ends one fused run
+// and starts the next, with one more call. Return delivers its one value
+// through OnNext: fusing it would cost more than it saves.
 //
 // Fusion is decided once per subscription and changes no behaviour: the
 // source checks the subscription's scope before every value, and each op
