@@ -11,7 +11,7 @@
 // Calls into one observer never overlap, and nothing follows a terminal
 // notification. A value travels as a function call, not a channel hop:
 // Map(Filter(Range(...))) runs on the subscribing goroutine with no locks and
-// no allocation per value. A synchronous source (Range, Of, FromSeq, Return,
+// no allocation per value. A synchronous source (Range, Of, FromSeq,
 // Defer of one, a Subject) hands its loop to the chain of stateless stages
 // below it — Map, Filter, Do, Skip, Take, TakeWhile, SkipWhile, Scan,
 // DistinctUntilChanged, any number in any order — which then runs as one loop
