@@ -29,4 +29,4 @@ func (f *findObserver[T]) OnNext(v T) {
 }
 func (f *findObserver[T]) OnError(err error) { f.fail(err) }
 func (f *findObserver[T]) OnCompleted()      { f.complete() }
-func (f *findObserver[T]) rxScope() *scope { return &f.up }
+func (f *findObserver[T]) rxScope() *scope   { return &f.up }
