@@ -10,7 +10,7 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-type note = rx.Notification[int]
+type intNote = rx.Notification[int]
 
 // Rx.NET MaterializeTest (Materialize_Return, _Throw) and
 // DematerializeTest (Dematerialize_Return, _Throw): each notification
@@ -21,13 +21,13 @@ func TestMaterializeTurnsNotificationsIntoValuesAndDematerializeTurnsThemBack(t 
 	for _, end := range []rxtest.Event[int]{rxtest.Completed[int](ms(250)), rxtest.Error[int](ms(250), rxtest.ErrTest)} {
 		clk := rxtest.NewClock()
 		xs := rxtest.Hot(clk, rxtest.Next(ms(150), 1), rxtest.Next(ms(210), 2), end)
-		res := rxtest.Start(clk, ms(200), ms(1000), func() rx.Observable[note] { return rx.Materialize[int](xs) })
-		last := note{Kind: rx.OnCompletedKind}
+		res := rxtest.Start(clk, ms(200), ms(1000), func() rx.Observable[intNote] { return rx.Materialize[int](xs) })
+		last := intNote{Kind: rx.OnCompletedKind}
 		if end.Kind == rxtest.OnError {
-			last = note{Kind: rx.OnErrorKind, Err: rxtest.ErrTest}
+			last = intNote{Kind: rx.OnErrorKind, Err: rxtest.ErrTest}
 		}
-		assert.Equal(t, []rxtest.Event[note]{
-			rxtest.Next(ms(210), note{Kind: rx.OnNextKind, Value: 2}), rxtest.Next(ms(250), last), rxtest.Completed[note](ms(250)),
+		assert.Equal(t, []rxtest.Event[intNote]{
+			rxtest.Next(ms(210), intNote{Kind: rx.OnNextKind, Value: 2}), rxtest.Next(ms(250), last), rxtest.Completed[intNote](ms(250)),
 		}, res.Events())
 
 		clk = rxtest.NewClock()
@@ -43,17 +43,17 @@ func TestMaterializeTurnsNotificationsIntoValuesAndDematerializeTurnsThemBack(t 
 // stayed subscribed to 400.
 func TestDematerializeEndsAtAnEndingNotificationAndUnsubscribesItsSource(t *testing.T) {
 	clk := rxtest.NewClock()
-	xs := rxtest.Hot(clk, rxtest.Next(ms(210), note{Kind: rx.OnNextKind, Value: 1}),
-		rxtest.Next(ms(220), note{Kind: rx.OnCompletedKind}), rxtest.Next(ms(230), note{Kind: rx.OnNextKind, Value: 2}),
-		rxtest.Completed[note](ms(400)))
+	xs := rxtest.Hot(clk, rxtest.Next(ms(210), intNote{Kind: rx.OnNextKind, Value: 1}),
+		rxtest.Next(ms(220), intNote{Kind: rx.OnCompletedKind}), rxtest.Next(ms(230), intNote{Kind: rx.OnNextKind, Value: 2}),
+		rxtest.Completed[intNote](ms(400)))
 	res := rxtest.Start(clk, ms(200), ms(1000), func() rx.Observable[int] { return rx.Dematerialize[int](xs) })
 	assert.Equal(t, []rxtest.Event[int]{rxtest.Next(ms(210), 1), rxtest.Completed[int](ms(220))}, res.Events())
 	assert.Equal(t, []rxtest.Span{rxtest.Sub(ms(200), ms(220))}, xs.Subscriptions())
 
-	_, err := collect(t, rx.Dematerialize(rx.Of(note{Kind: rx.OnErrorKind})))
+	_, err := collect(t, rx.Dematerialize(rx.Of(intNote{Kind: rx.OnErrorKind})))
 	assert.ErrorIs(t, err, rx.ErrNilError)
-	_, err = collect(t, rx.Dematerialize(rx.Of(note{Kind: 9})))
+	_, err = collect(t, rx.Dematerialize(rx.Of(intNote{Kind: 9})))
 	ae := as[*rx.ArgumentError](t, err)
 	assert.Equal(t, "Dematerialize", ae.Op)
-	require.Equal(t, "OnNext(1)", note{Kind: rx.OnNextKind, Value: 1}.String())
+	require.Equal(t, "OnNext(1)", intNote{Kind: rx.OnNextKind, Value: 1}.String())
 }
