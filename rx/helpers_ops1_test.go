@@ -2,6 +2,7 @@ package rx_test
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -37,4 +38,10 @@ func as[E error](t *testing.T, err error) E {
 	var e E
 	require.True(t, errors.As(err, &e), "%v (%T) is not a %T", err, err, e)
 	return e
+}
+
+// stackDepth is the number of frames on the calling goroutine's stack.
+func stackDepth() int {
+	pcs := make([]uintptr, 4096)
+	return runtime.Callers(0, pcs)
 }
