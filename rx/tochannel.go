@@ -61,9 +61,17 @@ func (t *toChannel[T]) send(n Notification[T]) {
 	if t.closed {
 		return
 	}
+	// The reader has gone: stop src now rather than when AfterFunc's
+	// goroutine gets to it (a synchronous src would run on, its values
+	// dropped, meanwhile).
+	if t.ctx.Err() != nil {
+		t.sc.cancel()
+		return
+	}
 	select {
 	case t.ch <- n:
 	case <-t.ctx.Done():
+		t.sc.cancel()
 	}
 }
 
