@@ -43,13 +43,17 @@ func b12Ops1Cases() []b12Case {
 		{"ElementAt(last)", 0, func() rx.Observable[int] { return rx.ElementAt(rxRange(), last) },
 			func() ro.Observable[int64] { return ro.Pipe1(roRange(), ro.ElementAt[int64](last)) }},
 		{"Find(last)", 0, func() rx.Observable[int] { return rx.Find(rxRange(), func(v int) bool { return v == last }) },
-			func() ro.Observable[int64] { return ro.Pipe1(roRange(), ro.Find(func(v int64) bool { return v == int64(last) })) }},
+			func() ro.Observable[int64] {
+				return ro.Pipe1(roRange(), ro.Find(func(v int64) bool { return v == int64(last) }))
+			}},
 		{"Contains(last)", 0, func() rx.Observable[int] { return rxBool(rx.Contains(rxRange(), last)) },
 			func() ro.Observable[int64] {
 				return roBool(ro.Pipe1(roRange(), ro.Contains(func(v int64) bool { return v == int64(last) })))
 			}},
 		{"Every (ro: All)", 0, func() rx.Observable[int] { return rxBool(rx.Every(rxRange(), func(v int) bool { return v >= 0 })) },
-			func() ro.Observable[int64] { return roBool(ro.Pipe1(roRange(), ro.All(func(v int64) bool { return v >= 0 }))) }},
+			func() ro.Observable[int64] {
+				return roBool(ro.Pipe1(roRange(), ro.All(func(v int64) bool { return v >= 0 })))
+			}},
 		{"SequenceEqual", b12N / 10, func() rx.Observable[int] {
 			return rxBool(rx.SequenceEqual(rx.Range(0, b12N/10), rx.Range(0, b12N/10)))
 		}, func() ro.Observable[int64] {
@@ -73,7 +77,9 @@ func b12Ops1Cases() []b12Case {
 				return ro.Pipe2(roRange(), ro.Pairwise[int64](), ro.Map(func(p []int64) int64 { return p[1] }))
 			}},
 		{"Materialize+Dematerialize", 0, func() rx.Observable[int] { return rx.Dematerialize(rx.Materialize(rxRange())) },
-			func() ro.Observable[int64] { return ro.Pipe2(roRange(), ro.Materialize[int64](), ro.Dematerialize[int64]()) }},
+			func() ro.Observable[int64] {
+				return ro.Pipe2(roRange(), ro.Materialize[int64](), ro.Dematerialize[int64]())
+			}},
 		{"SkipLast(100)", 0, func() rx.Observable[int] { return rx.SkipLast(rxRange(), 100) },
 			func() ro.Observable[int64] { return ro.Pipe1(roRange(), ro.SkipLast[int64](100)) }},
 		{"DistinctBy (1,000 keys)", 0, func() rx.Observable[int] {
