@@ -32,8 +32,10 @@ func TestFindEmitsTheFirstMatchAndStopsAskingOrCompletesEmptyWithoutOne(t *testi
 }
 
 // A predicate that unsubscribes gets its value dropped. Negative control:
-// without the cancelled() check after match, the matching value was
-// delivered after Unsubscribe returned.
+// without the cancelled() checks after match and in verdict.answer (either
+// one suffices), the matching value was delivered after Unsubscribe
+// returned: OnNext(0s, 1) here, and the conformance rule "nothing after
+// Unsubscribe inside a user function" reported Find too.
 func TestFindDropsTheMatchWhosePredicateUnsubscribed(t *testing.T) {
 	s := rx.NewSubject[int]()
 	var sub rx.Subscription
