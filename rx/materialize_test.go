@@ -16,7 +16,7 @@ type intNote = rx.Notification[int]
 // DematerializeTest (Dematerialize_Return, _Throw): each notification
 // becomes a value, the ending last, then completion; Dematerialize
 // restores the original at the same times. Negative control: Materialize
-// passing the error on (instead of as a value) failed the first case.
+// passing the error on (instead of as a value) failed the error case.
 func TestMaterializeTurnsNotificationsIntoValuesAndDematerializeTurnsThemBack(t *testing.T) {
 	for _, end := range []rxtest.Event[int]{rxtest.Completed[int](ms(250)), rxtest.Error[int](ms(250), rxtest.ErrTest)} {
 		clk := rxtest.NewClock()
@@ -39,8 +39,8 @@ func TestMaterializeTurnsNotificationsIntoValuesAndDematerializeTurnsThemBack(t 
 
 // An ending notification ends the stream and unsubscribes the source, as
 // Rx.NET's Dematerialize; a nil Err and an unknown kind are errors, not
-// panics. Negative control: without up.cancel() in verdict.fail the source
-// stayed subscribed to 400.
+// panics. Negative control: without up.cancel() in verdict.complete the
+// source stayed subscribed to 400.
 func TestDematerializeEndsAtAnEndingNotificationAndUnsubscribesItsSource(t *testing.T) {
 	clk := rxtest.NewClock()
 	xs := rxtest.Hot(clk, rxtest.Next(ms(210), intNote{Kind: rx.OnNextKind, Value: 1}),

@@ -14,7 +14,7 @@ import (
 // Rx.NET MinTest/MaxTest (Min_Int32_Some, Max_Int32_Some, _Empty): the
 // extreme at completion; an empty source fails with InvalidOperationException
 // — here a *SequenceError wrapping ErrEmpty. Negative control: swapping the
-// comparison in extremeObserver gave Min 3 and Max 2.
+// comparison in extremeObserver gave Min 4 and Max 2.
 func TestMinAndMaxEmitTheExtremeAtCompletionAndFailOnAnEmptyStream(t *testing.T) {
 	script := func(clk *rxtest.Clock) *rxtest.TestObservable[int] {
 		return rxtest.Hot(clk, rxtest.Next(ms(150), 1), rxtest.Next(ms(210), 3), rxtest.Next(ms(220), 2),
@@ -41,7 +41,7 @@ func TestMinAndMaxEmitTheExtremeAtCompletionAndFailOnAnEmptyStream(t *testing.T)
 
 // Strings and floats order as cmp.Compare orders them: a NaN is below every
 // number. Negative control: with < instead of cmp.Less, Min over the floats
-// depended on where the NaN stood (1 here).
+// depended on where the NaN stood (-1 here).
 func TestMinAndMaxOrderAsCmpCompareDoesNaNIncluded(t *testing.T) {
 	s, err := collect(t, rx.Min(rx.Of("pear", "apple", "fig")))
 	require.NoError(t, err)

@@ -14,7 +14,7 @@ import (
 // _EmptyReturnThrowAndMore shape): each source after the previous has
 // ended, failed or completed, the errors dropped, completion after the
 // last. Negative control: ending on an error (as Concat does) gave
-// OnError(230) and failed the case.
+// OnError(220) and failed the case.
 func TestOnErrorResumeNextContinuesAfterAnErrorOrACompletion(t *testing.T) {
 	clk := rxtest.NewClock()
 	o1 := rxtest.Hot(clk, rxtest.Next(ms(150), 1), rxtest.Next(ms(210), 2), rxtest.Error[int](ms(220), rxtest.ErrTest))

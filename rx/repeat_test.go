@@ -15,8 +15,8 @@ import (
 
 // Rx.NET RepeatTest (Repeat_Observable_RepeatCount_Basic, _Error): the
 // runs one after the other, each subscribed when the previous completed,
-// an error at once. Negative control: counting a run at its completion
-// instead of its subscription made four runs (a fourth span from 260).
+// an error at once. Negative control: completing after the first run
+// (the count ignored) ended at 220 with one span.
 func TestRepeatRunsTheSourceCountTimesInTurn(t *testing.T) {
 	clk := rxtest.NewClock()
 	xs := rxtest.Cold(clk, rxtest.Next(ms(5), 1), rxtest.Next(ms(10), 2), rxtest.Next(ms(15), 3), rxtest.Completed[int](ms(20)))
