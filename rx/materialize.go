@@ -19,6 +19,9 @@ func (m *materializeObserver[T]) OnNext(v T) {
 	m.down.OnNext(Notification[T]{Kind: OnNextKind, Value: v})
 }
 func (m *materializeObserver[T]) OnError(err error) {
+	if err == nil {
+		err = ErrNilError // OnError(nil) is never success
+	}
 	m.end(Notification[T]{Kind: OnErrorKind, Err: err})
 }
 func (m *materializeObserver[T]) OnCompleted() { m.end(Notification[T]{Kind: OnCompletedKind}) }
