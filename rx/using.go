@@ -10,7 +10,10 @@ import "sync/atomic"
 // the stream at subscription (release is not called: there is nothing to
 // release). A nil observable from use fails the stream with an
 // *ArgumentError, and the resource is released. If use panics, release runs
-// before the panic goes on up.
+// before the panic goes on up. release runs on the goroutine that ends the
+// subscription — inside Unsubscribe when that is what ends it, as Finally's
+// f and Rx.NET's Dispose do — so it should not block: hand a slow close to
+// a goroutine of its own.
 func Using[T, R any](acquire func() (R, error), use func(R) Observable[T], release func(R)) Observable[T] {
 	mustArg(acquire == nil, "Using", "function acquire")
 	mustArg(use == nil, "Using", "function use")
