@@ -125,7 +125,8 @@ func subjectOver(e *env, s interface {
 }
 
 // table lists every exported function of package rx.
-func table() []entry {
+func table() []entry { return append(tableBase(), tableOps1()...) }
+func tableBase() []entry {
 	return []entry{
 		{name: "All", flags: consumer, consume: func(ctx context.Context, src rx.Observable[int]) error {
 			for _, err := range rx.All(ctx, src) {

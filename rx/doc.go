@@ -129,6 +129,22 @@
 // the other. Retry resubscribes; Catch continues with another stream; Share
 // multicasts one subscription to many subscribers.
 //
+// Answers about a stream (each ends it with one value, or an error; those
+// that can answer early unsubscribe their source at once): Last,
+// ElementAt, Single, Find, Contains, Every, IsEmpty, SequenceEqual, Min,
+// Max, Sum, Average, ToMap. Shapes of a stream: IgnoreElements, Pairwise,
+// SkipLast, SkipUntil, DistinctBy, Materialize, Dematerialize,
+// Timestamp, TimeInterval. Ending and restarting: ThrowIfEmpty,
+// OnErrorReturn, OnErrorResumeNext, Repeat, Using, DelaySubscription.
+// ToChannel hands a stream to channel code under a context. Where Rx.NET
+// and RxJS differ (Find, Min and Max on an empty stream, Repeat with a
+// count <= 0, ...), each doc comment says which it follows. A stream that
+// lacks the shape such an operator needs fails with a typed error
+// (*SequenceError wrapping ErrEmpty or ErrMoreThanOne, *IndexError,
+// *DuplicateKeyError, *ArithmeticOverflowError), never a panic; the
+// buffering ones say their bound (SkipLast holds n values, SequenceEqual at
+// most ZipLimit, ToChannel its channel's size).
+//
 // # Bounded waits
 //
 // Every time-based operator takes a clock.Clock (github.com/benbjohnson/clock):
@@ -169,4 +185,7 @@
 // ExampleAll, ExampleSwitchMap, ExampleDebounce, ExampleMap, ExampleSelectMany, ExampleTimeout, ExampleTimeoutStage and ExampleAsyncSubject (example_ops_test.go, example_test.go) are worked examples,
 // compiled by go test. go doc does not print examples: read them in the file,
 // on pkgsite, or run them with go test -run Example ./rx/.
+// ExampleSequenceEqual, ExampleSingle, ExampleToChannel, ExampleUsing and
+// ExampleMaterialize (example_ops1_test.go) show the operators of the same
+// names.
 package rx

@@ -1,0 +1,103 @@
+package rx
+
+import (
+	"context"
+	"sync"
+)
+
+// ToChannel subscribes to src on a goroutine of its own and sends its
+// notifications on the returned channel: each value as an OnNextKind
+// Notification, then its error or completion, after which the channel is
+// closed. The channel holds at most size notifications (size < 0 counts as
+// 0: unbuffered); a full channel makes src wait — its OnNext returns only
+// once the reader has room — so a slow reader slows src, and memory stays
+// bounded whatever src's rate (samber/ro's ToChannel(size) and RxGo's
+// Observe hand their values over so too).
+//
+// ctx is the reader's: when it ends, src is unsubscribed, a send in progress
+// is abandoned (its notification dropped) and the channel is closed without
+// a terminal notification, so a reader that stops reading must end ctx, and
+// the goroutine then exits whatever src does. A channel closed without an
+// OnErrorKind or OnCompletedKind notification means ctx ended.
+func ToChannel[T any](ctx context.Context, src Observable[T], size int) <-chan Notification[T] {
+	if size < 0 {
+		size = 0
+	}
+	t := &toChannel[T]{ctx: ctx, ch: make(chan Notification[T], size), sc: newScope(), ended: make(chan struct{})}
+	go t.run(src)
+	return t.ch
+}
+
+type toChannel[T any] struct {
+	ctx context.Context
+	ch  chan Notification[T]
+	sc  *scope
+	// mu is held by a send and by the close: the channel is closed only
+	// once no send can still be made on it. A send holds it only until the
+	// reader takes the value or ctx ends.
+	mu     sync.Mutex
+	closed bool
+	ended  chan struct{} // closed by a terminal notification
+}
+
+func (t *toChannel[T]) run(src Observable[T]) {
+	stop := context.AfterFunc(t.ctx, t.sc.cancel)
+	defer stop()
+	// A panic out of src's Subscribe (a user function) ends this
+	// goroutine's program as any goroutine's panic would; the channel is
+	// closed first so that a reader is not left waiting.
+	defer t.close()
+	subscribeIn[T](src, t, t.sc)
+	select {
+	case <-t.ended:
+	case <-t.sc.doneChan():
+	}
+	t.sc.cancel()
+}
+
+func (t *toChannel[T]) send(n Notification[T]) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	// The reader has gone: stop src now rather than when AfterFunc's
+	// goroutine gets to it (a synchronous src would run on, its values
+	// dropped, meanwhile).
+	if t.ctx.Err() != nil {
+		t.sc.cancel()
+		return
+	}
+	select {
+	case t.ch <- n:
+	case <-t.ctx.Done():
+		t.sc.cancel()
+	}
+}
+
+func (t *toChannel[T]) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		t.closed = true
+		close(t.ch)
+	}
+}
+
+func (t *toChannel[T]) OnNext(v T) { t.send(Notification[T]{Kind: OnNextKind, Value: v}) }
+func (t *toChannel[T]) OnError(err error) {
+	if err == nil {
+		err = ErrNilError
+	}
+	t.send(Notification[T]{Kind: OnErrorKind, Err: err})
+	t.end()
+}
+func (t *toChannel[T]) OnCompleted() {
+	t.send(Notification[T]{Kind: OnCompletedKind})
+	t.end()
+}
+func (t *toChannel[T]) end() {
+	t.close()
+	close(t.ended)
+}
+func (t *toChannel[T]) rxScope() *scope { return t.sc }

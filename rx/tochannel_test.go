@@ -1,0 +1,99 @@
+package rx_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/meshrx/meshrx/rx"
+	"github.com/meshrx/meshrx/rx/rxtest"
+)
+
+// drainNotes reads ch to its close, failing after a second of real time (the
+// goroutine behind it must end by itself).
+func drainNotes[T any](t *testing.T, ch <-chan rx.Notification[T]) []rx.Notification[T] {
+	t.Helper()
+	var got []rx.Notification[T]
+	timeout := time.After(time.Second)
+	for {
+		select {
+		case n, ok := <-ch:
+			if !ok {
+				return got
+			}
+			got = append(got, n)
+		case <-timeout:
+			t.Fatalf("the channel was not closed within 1s; read %v", got)
+			return nil
+		}
+	}
+}
+
+// Every value, then the ending, then the close — as samber/ro's
+// ToChannel and the Notification of Materialize. Negative control: closing
+// without sending the ending lost the error in the second case.
+func TestToChannelSendsTheValuesThenTheEndingAndCloses(t *testing.T) {
+	got := drainNotes(t, rx.ToChannel(context.Background(), rx.Of(1, 2, 3), 0))
+	assert.Equal(t, []rx.Notification[int]{
+		{Kind: rx.OnNextKind, Value: 1}, {Kind: rx.OnNextKind, Value: 2}, {Kind: rx.OnNextKind, Value: 3},
+		{Kind: rx.OnCompletedKind},
+	}, got)
+	got = drainNotes(t, rx.ToChannel(context.Background(), rx.Concat(rx.Return(1), rx.Throw[int](rxtest.ErrTest)), 4))
+	assert.Equal(t, []rx.Notification[int]{{Kind: rx.OnNextKind, Value: 1}, {Kind: rx.OnErrorKind, Err: rxtest.ErrTest}}, got)
+}
+
+// A reader that stops reading and ends its context leaves no goroutine, and
+// the source is unsubscribed; the source ran at most the channel's size
+// plus the value in hand ahead of the reader (back-pressure, not a queue),
+// and stops once the reader's context has ended.
+// Negative control: with send ignoring ctx (a plain ch <- n) the source
+// ran on after the reader's cancel (1,018 values) until AfterFunc's
+// goroutine cancelled it; with run waiting for the ending only (not for
+// the scope's end), the Never case left its goroutine and goleak said so.
+func TestToChannelBackPressuresTheSourceAndLeavesNoGoroutineWhenTheReaderStops(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	var emitted atomic.Int64
+	src := rx.Do(rx.Range(0, 1<<40), func(int) { emitted.Add(1) })
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := rx.ToChannel(ctx, src, 4)
+	for range 2 {
+		n := <-ch
+		require.Equal(t, rx.OnNextKind, n.Kind)
+	}
+	cancel() // the reader stops
+	rest := drainNotes(t, ch)
+	assert.LessOrEqual(t, len(rest), 4+1, "what was buffered (and the send in hand), nothing more")
+	assert.LessOrEqual(t, emitted.Load(), int64(2+4+1), "the source waited for the reader")
+	require.NoError(t, goleak.Find(ignore))
+
+	// A source that never emits: the context alone ends the goroutine.
+	ctx, cancel = context.WithCancel(context.Background())
+	ch = rx.ToChannel(ctx, rx.Never[int](), 0)
+	cancel()
+	assert.Empty(t, drainNotes(t, ch), "closed without an ending: ctx ended")
+	require.NoError(t, goleak.Find(ignore))
+}
+
+// A producer on another goroutine blocked on a full channel is released by
+// the reader's context, and its OnNext returns. Negative control: with
+// send ignoring ctx (a plain ch <- n), the producer's OnNext never returned.
+func TestToChannelReleasesAProducerBlockedOnAFullChannel(t *testing.T) {
+	returned := make(chan struct{})
+	src := rx.Create(func(_ context.Context, o rx.Observer[int]) {
+		go func() { defer close(returned); o.OnNext(1) }() // nobody reads
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := rx.ToChannel(ctx, src, 0)
+	cancel()
+	select {
+	case <-returned:
+	case <-time.After(time.Second):
+		t.Fatal("the producer's OnNext did not return after the reader's context ended")
+	}
+	drainNotes(t, ch)
+}
