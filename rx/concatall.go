@@ -1,0 +1,14 @@
+package rx
+
+// ConcatAll subscribes to the observables src emits one after the other:
+// the next when the previous has completed (Rx.NET's Concat over an
+// IObservable<IObservable<T>>, RxJS's concatAll). Observables that arrive
+// while one runs wait in order, at most QueueLimit of them (beyond that the
+// stream fails with an *OverflowError). It completes when src and the last
+// inner have completed; any error ends the stream and unsubscribes
+// everything. A nil inner fails the stream.
+func ConcatAll[T any](src Observable[Observable[T]]) Observable[T] {
+	return flatten(src, "ConcatAll", identity[Observable[T]], 1, nil)
+}
+
+func identity[T any](v T) T { return v }
