@@ -126,7 +126,7 @@ func subjectOver(e *env, s interface {
 
 // table lists every exported function of package rx.
 func table() []entry {
-	return []entry{
+	return append([]entry{
 		{name: "All", flags: consumer, consume: func(ctx context.Context, src rx.Observable[int]) error {
 			for _, err := range rx.All(ctx, src) {
 				if err != nil {
@@ -277,7 +277,7 @@ func table() []entry {
 		{name: "BufferTime", flags: input | timed | holds, build: func(e *env) rx.Observable[int] {
 			return lastOf(rx.BufferTime[int](e.in, oneMilli, e.clk))
 		}, nils: []func(){func() { rx.BufferTime(rx.Never[int](), time.Second, nil) }}},
-	}
+	}, tableOps2()...)
 }
 
 // reporter is what a rule reports to: the test, or (for the negative
