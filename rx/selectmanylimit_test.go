@@ -104,7 +104,11 @@ func TestAConsumerFailingSelectManyLimitOrMergeAllFromInsideOnNextDoesNotDeadloc
 	}
 	for name, build := range cases {
 		for _, fail := range []bool{true, false} {
-			t.Run(name, func(t *testing.T) {
+			label := name + "/without the failure (control)"
+			if fail {
+				label = name + "/failing"
+			}
+			t.Run(label, func(t *testing.T) {
 				clk := rxtest.NewClock()
 				in, failer := rx.NewSubject[int](), rx.NewSubject[int]()
 				ticks := rx.Interval(time.Millisecond, clk)
