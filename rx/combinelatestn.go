@@ -33,7 +33,7 @@ type combineN[T any] struct {
 	finished    bool
 }
 
-func (c *combineN[T]) handle(e indexed[T]) {
+func (c *combineN[T]) handle(e naryNote[T]) {
 	if c.finished || c.sc.cancelled() {
 		return
 	}

@@ -8,7 +8,7 @@ package rx
 // inner have completed; any error ends the stream and unsubscribes
 // everything. A nil inner fails the stream.
 func ConcatAll[T any](src Observable[Observable[T]]) Observable[T] {
-	return flatten(src, "ConcatAll", identity[Observable[T]], 1, nil)
+	return flattenLimited(src, "ConcatAll", sameObservable[Observable[T]], 1, nil)
 }
 
-func identity[T any](v T) T { return v }
+func sameObservable[T any](v T) T { return v }

@@ -7,12 +7,12 @@ import (
 // Conformance entries of the higher-order and multi-source operators of
 // issue 20 (batch 2); table() appends them.
 
-// returns maps each value of e.in to Return(v) through a user function.
-func returns(e *env) rx.Observable[rx.Observable[int]] {
+// ops2Returns maps each value of e.in to Return(v) through a user function.
+func ops2Returns(e *env) rx.Observable[rx.Observable[int]] {
 	return rx.Map(e.in, func(v int) rx.Observable[int] { e.fn(v); return rx.Return(v) })
 }
 
-func headOf(src rx.Observable[[]int]) rx.Observable[int] {
+func ops2Head(src rx.Observable[[]int]) rx.Observable[int] {
 	return rx.Map(src, func(vs []int) int { return vs[0] })
 }
 
@@ -35,18 +35,18 @@ func tableOps2() []entry {
 			return rx.WithLatestFrom(e.in, rx.StartWith[int](e.in2, 0), func(v, _ int) int { e.fn(v); return v })
 		}, nils: []func(){func() { rx.WithLatestFrom[int, int, int](rx.Never[int](), rx.Never[int](), nil) }}},
 		{name: "CombineLatest", flags: input, build: func(e *env) rx.Observable[int] {
-			return headOf(rx.CombineLatest(e.in, rx.StartWith[int](e.in2, 0)))
+			return ops2Head(rx.CombineLatest(e.in, rx.StartWith[int](e.in2, 0)))
 		}},
 		{name: "Zip", flags: input | holds, build: func(e *env) rx.Observable[int] {
-			return headOf(rx.Zip(e.in, rx.Range(0, 10_000)))
+			return ops2Head(rx.Zip(e.in, rx.Range(0, 10_000)))
 		}},
 		{name: "ForkJoin", flags: input | atEnd, build: func(e *env) rx.Observable[int] {
-			return headOf(rx.ForkJoin(e.in, e.in2))
+			return ops2Head(rx.ForkJoin(e.in, e.in2))
 		}},
 		{name: "Race", flags: input, build: func(e *env) rx.Observable[int] { return rx.Race[int](e.in, e.in2) }},
-		{name: "MergeAll", flags: input | userFn, build: func(e *env) rx.Observable[int] { return rx.MergeAll(returns(e)) }},
-		{name: "ConcatAll", flags: input | userFn, build: func(e *env) rx.Observable[int] { return rx.ConcatAll(returns(e)) }},
-		{name: "Switch", flags: input | userFn, build: func(e *env) rx.Observable[int] { return rx.Switch(returns(e)) }},
+		{name: "MergeAll", flags: input | userFn, build: func(e *env) rx.Observable[int] { return rx.MergeAll(ops2Returns(e)) }},
+		{name: "ConcatAll", flags: input | userFn, build: func(e *env) rx.Observable[int] { return rx.ConcatAll(ops2Returns(e)) }},
+		{name: "Switch", flags: input | userFn, build: func(e *env) rx.Observable[int] { return rx.Switch(ops2Returns(e)) }},
 		{name: "SelectManyLimit", flags: input | userFn, build: func(e *env) rx.Observable[int] {
 			return rx.SelectManyLimit(e.in, func(v int) rx.Observable[int] { e.fn(v); return rx.Return(v) }, 2)
 		}, nils: []func(){func() { rx.SelectManyLimit[int, int](rx.Never[int](), nil, 1) }}},

@@ -11,7 +11,7 @@ package rx
 // not recursively: a deep expansion does not grow the stack.
 func Expand[T any](src Observable[T], f func(T) Observable[T]) Observable[T] {
 	mustArg(f == nil, "Expand", "function f")
-	return flatten(src, "Expand", f, 0, func(m *flattener[T, T]) {
+	return flattenLimited(src, "Expand", f, 0, func(m *flattener[T, T]) {
 		m.echo = m.out.OnNext
 		m.feed = m.enqueue
 	})

@@ -38,7 +38,7 @@ type flattener[T, U any] struct {
 	done      bool
 }
 
-func flatten[T, U any](src Observable[T], op string, f func(T) Observable[U], limit int, setup func(*flattener[T, U])) Observable[U] {
+func flattenLimited[T, U any](src Observable[T], op string, f func(T) Observable[U], limit int, setup func(*flattener[T, U])) Observable[U] {
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
 		m := &flattener[T, U]{op: op, f: f, limit: limit}

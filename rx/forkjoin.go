@@ -32,7 +32,7 @@ type forkJoiner[T any] struct {
 	finished bool
 }
 
-func (f *forkJoiner[T]) handle(e indexed[T]) {
+func (f *forkJoiner[T]) handle(e naryNote[T]) {
 	if f.finished || f.sc.cancelled() {
 		return
 	}

@@ -32,7 +32,7 @@ func GroupBy[T any, K comparable](src Observable[T], key func(T) K) Observable[G
 	return observableFunc[Group[K, T]](func(down Observer[Group[K, T]]) Subscription {
 		sc := ensureScope(down)
 		g := &grouper[T, K]{down: down, sc: sc, key: key, up: newScope(), groups: map[K]*pinnedSubject[T]{}}
-		g.pin = newPin(g.up)
+		g.pin = newSourcePin(g.up)
 		sc.onCancel(g.pin.release)
 		subscribeIn[T](src, g, g.up)
 		return sc
@@ -46,7 +46,7 @@ type grouper[T any, K comparable] struct {
 	sc       *scope
 	key      func(T) K
 	up       *scope
-	pin      *pin
+	pin      *sourcePin
 	groups   map[K]*pinnedSubject[T]
 	order    []*pinnedSubject[T] // the groups in the order they opened
 	finished bool

@@ -8,18 +8,18 @@ package rx
 type nary[T any] struct {
 	sc   *scope
 	work scope
-	mb   mailbox[indexed[T]]
+	mb   mailbox[naryNote[T]]
 	ins  []naryIn[T]
 }
 
-type indexed[T any] struct {
+type naryNote[T any] struct {
 	note[T]
 	i int
 }
 
 // start subscribes the sources in order, stopping when the operator has
 // already ended (a synchronous source may end it inside Subscribe).
-func (n *nary[T]) start(srcs []Observable[T], h mailboxHandler[indexed[T]]) {
+func (n *nary[T]) start(srcs []Observable[T], h mailboxHandler[naryNote[T]]) {
 	n.mb.h = h
 	n.sc.initChild(&n.work)
 	n.ins = make([]naryIn[T], len(srcs))
@@ -48,13 +48,13 @@ type naryIn[T any] struct {
 }
 
 func (in *naryIn[T]) OnNext(v T) {
-	in.n.mb.post(indexed[T]{note: note[T]{kind: kindNext, v: v}, i: in.i}, &in.sc)
+	in.n.mb.post(naryNote[T]{note: note[T]{kind: kindNext, v: v}, i: in.i}, &in.sc)
 }
 func (in *naryIn[T]) OnError(err error) {
-	in.n.mb.postEnd(indexed[T]{note: note[T]{kind: kindError, err: err}, i: in.i})
+	in.n.mb.postEnd(naryNote[T]{note: note[T]{kind: kindError, err: err}, i: in.i})
 }
 func (in *naryIn[T]) OnCompleted() {
 	in.sc.cancel()
-	in.n.mb.postEnd(indexed[T]{note: note[T]{kind: kindCompleted}, i: in.i})
+	in.n.mb.postEnd(naryNote[T]{note: note[T]{kind: kindCompleted}, i: in.i})
 }
 func (in *naryIn[T]) rxScope() *scope { return &in.sc }

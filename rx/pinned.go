@@ -5,21 +5,21 @@ import (
 	"sync/atomic"
 )
 
-// pin keeps the source of GroupBy and the Window operators subscribed while
+// sourcePin keeps the source of GroupBy and the Window operators subscribed while
 // anyone still listens: the outer subscription holds one reference, and
 // every live subscription to one of its groups or windows one more (Rx.NET's
 // RefCountDisposable). When the last is released, up — the source's scope —
 // is cancelled.
-type pin struct {
+type sourcePin struct {
 	mu sync.Mutex
 	n  int
 	up *scope
 }
 
-func newPin(up *scope) *pin { return &pin{n: 1, up: up} }
+func newSourcePin(up *scope) *sourcePin { return &sourcePin{n: 1, up: up} }
 
 // acquire takes a reference, unless the source is already released.
-func (p *pin) acquire() bool {
+func (p *sourcePin) acquire() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.n == 0 {
@@ -29,7 +29,7 @@ func (p *pin) acquire() bool {
 	return true
 }
 
-func (p *pin) release() {
+func (p *sourcePin) release() {
 	p.mu.Lock()
 	p.n--
 	last := p.n == 0
@@ -43,11 +43,11 @@ func (p *pin) release() {
 // the operator's source subscribed until they end or it terminates.
 type pinnedSubject[T any] struct {
 	s   *Subject[T]
-	pin *pin
+	pin *sourcePin
 	op  string
 }
 
-func newPinnedSubject[T any](p *pin, op string) *pinnedSubject[T] {
+func newPinnedSubject[T any](p *sourcePin, op string) *pinnedSubject[T] {
 	return &pinnedSubject[T]{s: NewSubject[T](), pin: p, op: op}
 }
 
@@ -71,7 +71,7 @@ func (g *pinnedSubject[T]) rxNative() {}
 type pinRef[T any] struct {
 	down Observer[T]
 	sc   *scope
-	pin  *pin
+	pin  *sourcePin
 	done atomic.Bool
 }
 

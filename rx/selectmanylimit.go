@@ -14,5 +14,5 @@ func SelectManyLimit[T, U any](src Observable[T], f func(T) Observable[U], n int
 	if n < 1 {
 		return fail[U](&ArgumentError{Op: "SelectManyLimit", Arg: "n", Value: n, Reason: "must be positive"})
 	}
-	return flatten(src, "SelectManyLimit", f, n, nil)
+	return flattenLimited(src, "SelectManyLimit", f, n, nil)
 }

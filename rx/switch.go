@@ -6,5 +6,5 @@ package rx
 // inner have completed, and any error ends the stream. It is SwitchMap with
 // the identity selector and holds no values.
 func Switch[T any](src Observable[Observable[T]]) Observable[T] {
-	return SwitchMap(src, identity[Observable[T]])
+	return SwitchMap(src, sameObservable[Observable[T]])
 }

@@ -21,7 +21,7 @@ func WindowCount[T any](src Observable[T], n int) Observable[Observable[T]] {
 	return observableFunc[Observable[T]](func(down Observer[Observable[T]]) Subscription {
 		sc := ensureScope(down)
 		w := &windowCounter[T]{down: down, sc: sc, n: n, up: newScope()}
-		w.pin = newPin(w.up)
+		w.pin = newSourcePin(w.up)
 		sc.onCancel(w.pin.release)
 		w.open()
 		if !w.up.cancelled() {
@@ -38,7 +38,7 @@ type windowCounter[T any] struct {
 	sc       *scope
 	n, count int
 	up       *scope
-	pin      *pin
+	pin      *sourcePin
 	w        *pinnedSubject[T]
 	finished bool
 }

@@ -35,7 +35,7 @@ type zipN[T any] struct {
 	finished bool
 }
 
-func (z *zipN[T]) handle(e indexed[T]) {
+func (z *zipN[T]) handle(e naryNote[T]) {
 	if z.finished || z.sc.cancelled() {
 		return
 	}

@@ -16,7 +16,7 @@ import (
 // ForkJoin, WithLatestFrom, RetryWhen, WindowCount/WindowTime or a
 // concurrency limit on MergeMap: those are not compared.
 
-func sumOf(vs []int) int {
+func b20SumOf(vs []int) int {
 	s := 0
 	for _, v := range vs {
 		s += v
@@ -24,7 +24,7 @@ func sumOf(vs []int) int {
 	return s
 }
 
-func sumOf64(vs []int64) int64 {
+func b20SumOf64(vs []int64) int64 {
 	var s int64
 	for _, v := range vs {
 		s += v
@@ -57,15 +57,15 @@ func b20Cases() []b12Case {
 		// The one-value source first, so that every value of the other
 		// makes a combination.
 		{"CombineLatest", 0, func() rx.Observable[int] {
-			return rx.Map(rx.CombineLatest(rx.Return(0), rx.Range(0, b12N)), sumOf)
+			return rx.Map(rx.CombineLatest(rx.Return(0), rx.Range(0, b12N)), b20SumOf)
 		}, func() ro.Observable[int64] {
-			return ro.Pipe2(ro.Just(ro.Just[int64](0), ro.Range(0, b12N)), ro.CombineLatestAll[int64](), ro.Map(sumOf64))
+			return ro.Pipe2(ro.Just(ro.Just[int64](0), ro.Range(0, b12N)), ro.CombineLatestAll[int64](), ro.Map(b20SumOf64))
 		}},
 		// As Zip2: the first source is read in full first, 1e4 per side.
 		{"Zip", b12N / 10, func() rx.Observable[int] {
-			return rx.Map(rx.Zip(rx.Range(0, b12N/10), rx.Range(0, b12N/10)), sumOf)
+			return rx.Map(rx.Zip(rx.Range(0, b12N/10), rx.Range(0, b12N/10)), b20SumOf)
 		}, func() ro.Observable[int64] {
-			return ro.Pipe1(ro.Zip(ro.Range(0, b12N/10), ro.Range(0, b12N/10)), ro.Map(sumOf64))
+			return ro.Pipe1(ro.Zip(ro.Range(0, b12N/10), ro.Range(0, b12N/10)), ro.Map(b20SumOf64))
 		}},
 		// One subscription per operation: connect, replay nothing, pass 1e5.
 		{"ShareReplay", 0, func() rx.Observable[int] { return rx.ShareReplay(rx.Range(0, b12N), 1) },
