@@ -6,7 +6,8 @@ package rx
 // while one runs wait in order, at most QueueLimit of them (beyond that the
 // stream fails with an *OverflowError). It completes when src and the last
 // inner have completed; any error ends the stream and unsubscribes
-// everything. A nil inner fails the stream.
+// everything. A nil inner fails the stream. The output is serialised as in
+// Merge: one OnNext delivers its own value plus at most 64 others'.
 func ConcatAll[T any](src Observable[Observable[T]]) Observable[T] {
 	return flattenLimited(src, "ConcatAll", sameObservable[Observable[T]], 1, nil)
 }

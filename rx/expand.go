@@ -8,7 +8,9 @@ package rx
 // are queued, at most QueueLimit of them (beyond that the stream fails with
 // an *OverflowError), so an expansion that never ends must be cut by Take
 // or by f returning Empty. Synchronous inners are subscribed from a loop,
-// not recursively: a deep expansion does not grow the stack.
+// not recursively: a deep expansion does not grow the stack. The output is
+// serialised as in Merge: one OnNext delivers its own value plus at most 64
+// others'.
 func Expand[T any](src Observable[T], f func(T) Observable[T]) Observable[T] {
 	mustArg(f == nil, "Expand", "function f")
 	return flattenLimited(src, "Expand", f, 0, func(m *flattener[T, T]) {

@@ -6,7 +6,8 @@ package rx
 // without a value: the stream completes at once, with no value, and the
 // other sources are unsubscribed. It fails with the first error; with no
 // sources it completes at once with no value (RxJS's forkJoin([])). It
-// holds one value per source.
+// holds one value per source; the sources' notifications are serialised
+// through one stage (a producer waits for room, as in Merge).
 func ForkJoin[T any](srcs ...Observable[T]) Observable[[]T] {
 	return observableFunc[[]T](func(down Observer[[]T]) Subscription {
 		if len(srcs) == 0 {

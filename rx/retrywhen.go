@@ -14,7 +14,9 @@ import (
 // the stream and its error fails it. src's completion completes the stream.
 // An error nobody listens for (a notifier that ignores the errors stream)
 // leaves the stream waiting for the notifier. Resubscribing a synchronous
-// failure does not grow the stack. It holds nothing.
+// failure does not grow the stack. It holds nothing; the attempts' and the
+// notifier's notifications are serialised through one stage (one OnNext
+// delivers its own value plus at most 64 others').
 func RetryWhen[T, S any](src Observable[T], handler func(errs Observable[error]) Observable[S]) Observable[T] {
 	mustArg(handler == nil, "RetryWhen", "function handler")
 	return observableFunc[T](func(down Observer[T]) Subscription {

@@ -13,7 +13,9 @@ import (
 // It follows Rx.NET's Sample(TimeSpan), not RxJS's sampleTime, at the end:
 // when src completes, the value not yet sampled is emitted at the end of the
 // current period, followed there by the completion (RxJS completes at once
-// and drops it). An error is passed on at once. d <= 0 fails with an
+// and drops it). An error is passed on at once. Values and ticks are
+// serialised through one stage (one OnNext hands over its own value plus at
+// most 64 others'). d <= 0 fails with an
 // *ArgumentError. Nothing is delivered after Unsubscribe has returned.
 func Sample[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
 	mustArg(clk == nil, "Sample", "clock")

@@ -5,7 +5,9 @@ package rx
 // dropped. It completes when src completes (other's completion only stops
 // the updates) and fails with the first error of either. other is
 // subscribed first, so a synchronous other is ready for src's first value.
-// It holds one value, other's latest. Rx.NET and RxJS agree on all of this.
+// It holds one value, other's latest. Both streams' notifications are
+// serialised through one stage: one OnNext delivers its own value plus at
+// most 64 others'. Rx.NET and RxJS agree on all of this.
 func WithLatestFrom[T, O, R any](src Observable[T], other Observable[O], f func(T, O) R) Observable[R] {
 	mustArg(f == nil, "WithLatestFrom", "function f")
 	return observableFunc[R](func(down Observer[R]) Subscription {

@@ -10,7 +10,9 @@ package rx
 // ZipLimit per source (beyond that the stream fails with an
 // *OverflowError), as in Zip2: a source that emits synchronously inside
 // Subscribe is read in full before the next is subscribed, so zip such
-// sources only when they are shorter than that.
+// sources only when they are shorter than that. The sources' values are
+// serialised through one stage: one OnNext delivers its own row plus at
+// most 64 others'.
 func Zip[T any](srcs ...Observable[T]) Observable[[]T] {
 	return observableFunc[[]T](func(down Observer[[]T]) Subscription {
 		if len(srcs) == 0 {
