@@ -1,9 +1,11 @@
 package rx_test
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,4 +146,49 @@ func TestAConsumerFailingSelectManyLimitOrMergeAllFromInsideOnNextDoesNotDeadloc
 			})
 		}
 	}
+}
+
+// Goroutine inners at scale: every value arrives exactly once, and never
+// more than n inners run at once. Negative control: SelectMany over the
+// same inners runs more than n at once (its peak is counted the same way).
+func TestSelectManyLimitNeverRunsMoreThanNGoroutineInnersAtOnce(t *testing.T) {
+	const outer, perInner, n = 200, 500, 4
+	run := func(limited bool) (values int, peak int64) {
+		var running, top atomic.Int64
+		// An inner counts as running from its subscription until just
+		// before it signals its completion.
+		f := func(k int) rx.Observable[int] {
+			return rx.Create(func(ctx context.Context, o rx.Observer[int]) {
+				now := running.Add(1)
+				for p := top.Load(); now > p && !top.CompareAndSwap(p, now); p = top.Load() {
+				}
+				go func() {
+					for i := 0; i < perInner && ctx.Err() == nil; i++ {
+						o.OnNext(k*perInner + i)
+					}
+					running.Add(-1)
+					o.OnCompleted()
+				}()
+			})
+		}
+		src := rx.SelectMany(rx.Range(0, outer), f)
+		if limited {
+			src = rx.SelectManyLimit(rx.Range(0, outer), f, n)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		vs, err := rx.Collect(ctx, src)
+		require.NoError(t, err)
+		seen := map[int]bool{}
+		for _, v := range vs {
+			require.False(t, seen[v], "value %d twice", v)
+			seen[v] = true
+		}
+		return len(vs), top.Load()
+	}
+	values, peak := run(true)
+	assert.Equal(t, outer*perInner, values)
+	assert.LessOrEqual(t, peak, int64(n))
+	_, peak = run(false)
+	assert.Greater(t, peak, int64(n), "control: unlimited")
 }

@@ -135,3 +135,42 @@ func TestB20LibrariesAgree(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkB20Ops2RxOnly: the batch-2 operators ro v0.3.0 lacks (or has on
+// the real clock only), per source value, for the record; SelectMany and
+// Zip2 run beside them as rx's own baselines.
+func BenchmarkB20Ops2RxOnly(b *testing.B) {
+	const outer, inner = 1000, b12N / 1000
+	inners := func(int) rx.Observable[int] { return rx.Range(0, inner) }
+	cases := []struct {
+		name string
+		n    int
+		src  rx.Observable[int]
+	}{
+		{"SelectMany", b12N, rx.SelectMany(rx.Range(0, outer), inners)},
+		{"SelectManyLimit(4)", b12N, rx.SelectManyLimit(rx.Range(0, outer), inners, 4)},
+		{"Switch", b12N, rx.Switch(rx.Map(rx.Range(0, outer), inners))},
+		{"Expand", b12N, rx.Expand(rx.Return(1), func(v int) rx.Observable[int] {
+			if v >= b12N {
+				return rx.Empty[int]()
+			}
+			return rx.Return(v + 1)
+		})},
+		{"WithLatestFrom", b12N, rx.WithLatestFrom(rx.Range(0, b12N), rx.Return(1), add)},
+		{"ForkJoin", b12N, rx.Map(rx.ForkJoin(rx.Range(0, b12N), rx.Return(1)), b20SumOf)},
+		{"WindowCount(100)", b12N, rx.MergeAll(rx.WindowCount(rx.Range(0, b12N), 100))},
+	}
+	for _, c := range cases {
+		b.Run(c.name+"/lib=rx", func(b *testing.B) {
+			var err error
+			perItem(b, c.n, func() {
+				o := &sumObserver{}
+				c.src.Subscribe(o)
+				sink, err = o.result()
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
