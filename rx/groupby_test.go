@@ -97,3 +97,49 @@ func TestGroupByFailsBeyondGroupLimitGroups(t *testing.T) {
 	_, err = count(rx.GroupLimit)
 	assert.NoError(t, err, "control")
 }
+
+// A panicking key function reaches the caller of the source's OnNext and
+// loses that value only: the next values are grouped as before. Negative
+// control: without the panic the value arrives in its group.
+func TestAPanickingKeyFunctionLosesOnlyItsValue(t *testing.T) {
+	run := func(panicOn int) []string {
+		s := rx.NewSubject[int]()
+		var l groupLog
+		rx.GroupBy[int](s, func(v int) int {
+			if v == panicOn {
+				panic("key bug")
+			}
+			return v % 2
+		}).Subscribe(l.observer())
+		s.OnNext(1)
+		p := recovered(func() { s.OnNext(3) })
+		if panicOn == 3 {
+			assert.Equal(t, "key bug", p)
+		}
+		s.OnNext(2)
+		s.OnNext(5)
+		s.OnCompleted()
+		return l.log
+	}
+	assert.Equal(t, []string{"open 1", "1:1", "open 0", "0:2", "1:5", "end 1", "end 0", "end"}, run(3))
+	assert.Equal(t, []string{"open 1", "1:1", "1:3", "open 0", "0:2", "1:5", "end 1", "end 0", "end"}, run(-1), "control")
+}
+
+// A group subscribed after the source ended gets its end at once (the
+// group is a Subject). Negative control: subscribed before, it got the
+// values too.
+func TestAGroupSubscribedAfterTheEndGetsTheEnd(t *testing.T) {
+	var groups []rx.Group[int, int]
+	var early []int
+	rx.GroupBy(rx.Of(1, 2, 3), func(v int) int { return v % 2 }).Subscribe(rx.NewObserver(func(g rx.Group[int, int]) {
+		groups = append(groups, g)
+		if g.Key == 1 {
+			g.Subscribe(rx.NewObserver(func(v int) { early = append(early, v) }, nil, nil))
+		}
+	}, nil, nil))
+	require.Len(t, groups, 2)
+	late := rxtest.Record(nil, rx.Observable[int](groups[0]))
+	assert.True(t, late.Completed())
+	assert.Empty(t, late.Values())
+	assert.Equal(t, []int{1, 3}, early, "control")
+}
