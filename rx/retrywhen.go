@@ -9,9 +9,10 @@ import (
 // errors stream and resubscribes when the notifier emits. handler is called
 // once per subscription with that errors stream and returns the notifier;
 // the notifier is subscribed before src. This is Rx.NET's RetryWhen (RxJS's
-// retryWhen agrees): a value of the notifier resubscribes src (a value that
-// arrives while an attempt is running is ignored), its completion completes
-// the stream and its error fails it. src's completion completes the stream.
+// retryWhen agrees): a value of the notifier resubscribes src, its
+// completion completes the stream and its error fails it. A value of the
+// notifier that arrives while an attempt is running is ignored (this
+// package's choice: an attempt is never cut short by the notifier). src's completion completes the stream.
 // An error nobody listens for (a notifier that ignores the errors stream)
 // leaves the stream waiting for the notifier. Resubscribing a synchronous
 // failure does not grow the stack. It holds nothing; the attempts' and the

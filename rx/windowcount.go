@@ -5,10 +5,10 @@ package rx
 // soon as the previous has received its n-th value and completed — so a src
 // whose length is a multiple of n ends with an empty window. When src
 // completes or fails, the open window and then the outer stream do too.
-// Rx.NET's Window(count) and RxJS's windowCount(n) agree on all of this,
-// and on src staying subscribed while the outer subscription or a
-// subscription to an open window is live. n < 1 fails with an
-// *ArgumentError.
+// Rx.NET's Window(count) and RxJS's windowCount(n) agree on the windows.
+// As in Rx.NET (its RefCountDisposable), src stays subscribed while the
+// outer subscription or a subscription to an open window is live. n < 1
+// fails with an *ArgumentError.
 //
 // A window holds no values: it is a hot stream, and a value reaches the
 // observers subscribed to it at that moment, so subscribe inside OnNext of

@@ -11,9 +11,10 @@ import (
 // it opens: the first at subscription, the next when the previous
 // completes at the end of its d. When src completes or fails, the open
 // window and then the outer stream do too. Rx.NET's Window(timeSpan) and
-// RxJS's windowTime(d) agree on this. src stays subscribed while the outer
-// subscription or a subscription to an open window is live; the timer
-// runs as long as src is subscribed. d <= 0 fails with an *ArgumentError.
+// RxJS's windowTime(d) agree on the windows. As in Rx.NET (its
+// RefCountDisposable), src stays subscribed while the outer subscription
+// or a subscription to an open window is live; the timer runs as long as
+// src is subscribed. d <= 0 fails with an *ArgumentError.
 //
 // A window holds no values: it is a hot stream, and a value reaches the
 // observers subscribed to it at that moment, so subscribe inside OnNext of
