@@ -78,3 +78,22 @@ func TestRetryWhenFailsWhenTheHandlerReturnsNil(t *testing.T) {
 	_, err := collect(t, rx.RetryWhen(rx.Of(1), func(rx.Observable[error]) rx.Observable[int] { return nil }))
 	assert.Error(t, err)
 }
+
+// A notifier value that arrives while an attempt runs does not cut it
+// short. Negative control: when the attempts fail, each tick resubscribes.
+func TestRetryWhenIgnoresTheNotifierWhileAnAttemptRuns(t *testing.T) {
+	run := func(src func(clk *rxtest.Clock) *rxtest.TestObservable[int]) int {
+		clk := rxtest.NewClock()
+		xs := src(clk)
+		rxtest.Start(clk, ms(200), ms(1000), func() rx.Observable[int] {
+			return rx.RetryWhen(xs, func(rx.Observable[error]) rx.Observable[int] { return rx.Interval(ms(100), clk) })
+		})
+		return len(xs.Subscriptions())
+	}
+	assert.Equal(t, 1, run(func(clk *rxtest.Clock) *rxtest.TestObservable[int] {
+		return rxtest.Cold(clk, rxtest.Next(ms(10), 1))
+	}))
+	assert.Equal(t, 8, run(func(clk *rxtest.Clock) *rxtest.TestObservable[int] {
+		return rxtest.Cold(clk, rxtest.Error[int](ms(10), rxtest.ErrTest))
+	}), "control: one attempt at 200, one per tick from 300 to 900 (the unsubscription at 1000 runs before that tick)")
+}
