@@ -19,6 +19,10 @@ type Group[K comparable, T any] struct {
 // a group is live (unsubscribing the outer alone stops new groups, not the
 // running ones).
 //
+// A group subscribed after src was unsubscribed (the outer subscription and
+// every group subscription having ended first) never notifies, as in
+// Rx.NET; one subscribed after src ended gets that end at once.
+//
 // Bounds: at most GroupLimit groups (then an *OverflowError). A group holds
 // no values: it is a hot stream, and a value reaches the observers
 // subscribed to its group at that moment, so subscribe inside OnNext of the
