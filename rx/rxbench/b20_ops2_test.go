@@ -67,9 +67,14 @@ func b20Cases() []b12Case {
 		}, func() ro.Observable[int64] {
 			return ro.Pipe1(ro.Zip(ro.Range(0, b12N/10), ro.Range(0, b12N/10)), ro.Map(b20SumOf64))
 		}},
-		// One subscription per operation: connect, replay nothing, pass 1e5.
-		{"ShareReplay", 0, func() rx.Observable[int] { return rx.ShareReplay(rx.Range(0, b12N), 1) },
-			func() ro.Observable[int64] { return ro.Pipe1(ro.Range(0, b12N), ro.ShareReplay[int64](1)) }},
+		// A fresh ShareReplay per operation (Defer): connect and pass 1e5
+		// values through the replay buffer. (One built once would, after
+		// its first run, only replay its last value and the completion.)
+		{"ShareReplay", 0, func() rx.Observable[int] {
+			return rx.Defer(func() rx.Observable[int] { return rx.ShareReplay(rx.Range(0, b12N), 1) })
+		}, func() ro.Observable[int64] {
+			return ro.Defer(func() ro.Observable[int64] { return ro.Pipe1(ro.Range(0, b12N), ro.ShareReplay[int64](1)) })
+		}},
 	}
 }
 
