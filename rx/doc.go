@@ -24,8 +24,10 @@
 // # Concurrency and back-pressure
 //
 // The operators that funnel concurrent producers into one observer (Merge,
-// SelectMany, CombineLatest2, TakeUntil, Create's observer, the subjects, and
-// ConcatMap's output) serialise what they deliver without holding a lock while
+// SelectMany, CombineLatest2, TakeUntil, Create's observer, the subjects,
+// ConcatMap's output, and MergeAll, SelectManyLimit, ConcatAll, Expand,
+// CombineLatest, Zip, ForkJoin, WithLatestFrom, Sample, WindowTime and
+// RetryWhen) serialise what they deliver without holding a lock while
 // delivering, and in bounded memory:
 //
 //   - A producer that finds the consumer idle delivers its value itself, on
@@ -145,6 +147,23 @@
 // buffering ones say their bound (SkipLast holds n values, SequenceEqual at
 // most ZipLimit, ToChannel its channel's size).
 //
+// Higher-order and multi-source operators: GroupBy splits a stream into
+// keyed groups; WindowCount and WindowTime into windows (both as
+// observables, the counterparts of BufferCount and BufferTime); MergeAll,
+// ConcatAll and Switch flatten a stream of streams; SelectManyLimit bounds
+// how many inners SelectMany runs at once; Expand applies a selector
+// recursively; CombineLatest, Zip and ForkJoin combine N sources of one
+// type into slices; WithLatestFrom pairs each value with another stream's
+// latest; Race mirrors the first source to notify; Sample emits the latest
+// value per period; RetryWhen resubscribes when a notifier says so;
+// ShareReplay multicasts with a replay of the last n values. Those that
+// hold values say how many: GroupBy at most GroupLimit groups (a group
+// holds none), ConcatAll, SelectManyLimit and Expand at most QueueLimit
+// waiting sources, Zip at most ZipLimit values per source ahead,
+// ShareReplay n values, WithLatestFrom and Sample one; beyond a bound the
+// stream fails with an *OverflowError. Each doc comment names the
+// reference (Rx.NET or RxJS) it follows where the two differ.
+//
 // # Bounded waits
 //
 // Every time-based operator takes a clock.Clock (github.com/benbjohnson/clock):
@@ -183,7 +202,8 @@
 // # Examples
 //
 // ExampleAll, ExampleSwitchMap, ExampleDebounce, ExampleMap, ExampleSelectMany, ExampleTimeout, ExampleTimeoutStage and ExampleAsyncSubject (example_ops_test.go, example_test.go) are worked examples,
-// compiled by go test. go doc does not print examples: read them in the file,
+// compiled by go test; so are ExampleGroupBy, ExampleSelectManyLimit and
+// ExampleZip (example_ops2_test.go). go doc does not print examples: read them in the file,
 // on pkgsite, or run them with go test -run Example ./rx/.
 // ExampleSequenceEqual, ExampleSingle, ExampleToChannel, ExampleUsing and
 // ExampleMaterialize (example_ops1_test.go) show the operators of the same

@@ -9,13 +9,17 @@ import "fmt"
 const ZipLimit = 1 << 16
 
 // OverflowError ends a stream whose operator would have had to hold more
-// than Limit values.
+// than Limit values (or, as What says, groups or waiting inner sources).
 type OverflowError struct {
 	Op    string
 	Limit int
+	What  string // what was held; "" for values waiting for their partners
 }
 
 func (e *OverflowError) Error() string {
+	if e.What != "" {
+		return fmt.Sprintf("rx.%s: more than %d %s", e.Op, e.Limit, e.What)
+	}
 	return fmt.Sprintf("rx.%s: more than %d values waiting for their partners", e.Op, e.Limit)
 }
 

@@ -1,0 +1,116 @@
+package rx
+
+import (
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// Sample emits, at the end of each period d (counted from subscription, so
+// the periods do not drift), the latest value src emitted in that period,
+// and nothing for a period without a value. It holds one value.
+//
+// It follows Rx.NET's Sample(TimeSpan), not RxJS's sampleTime, at the end:
+// when src completes, the value not yet sampled is emitted at the end of the
+// current period, followed there by the completion (RxJS completes at once
+// and drops it). An error is passed on at once. Values and ticks are
+// serialised through one stage (one OnNext hands over its own value plus at
+// most 64 others'). d <= 0 fails with an
+// *ArgumentError. Nothing is delivered after Unsubscribe has returned.
+func Sample[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
+	mustArg(clk == nil, "Sample", "clock")
+	if d <= 0 {
+		return fail[T](&ArgumentError{Op: "Sample", Arg: "d", Value: d, Reason: "must be positive"})
+	}
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		sc := ensureScope(down)
+		s := &sampler[T]{down: down, sc: sc, clk: clk, d: d, sw: newStopwatch(clk)}
+		sc.initChild(&s.up)
+		s.mb.h = s
+		s.tick = func() {
+			if sc.cancelled() {
+				return
+			}
+			s.mb.postEnd(timed[T]{tick: true})
+		}
+		sc.onCancel(s.timer.close)
+		s.timer.arm(clk, d, s.tick)
+		subscribeIn[T](src, s, &s.up)
+		return sc
+	})
+}
+
+type sampler[T any] struct {
+	down  Observer[T]
+	sc    *scope
+	up    scope
+	clk   clock.Clock
+	d     time.Duration
+	sw    stopwatch
+	mb    mailbox[timed[T]]
+	timer timerSlot
+	tick  func()
+
+	// read and written by the mailbox handler only
+	v      T
+	has    bool
+	atEnd  bool
+	period int64 // periods ended
+	done   bool
+}
+
+func (s *sampler[T]) handle(e timed[T]) {
+	if s.done || s.sc.cancelled() {
+		return
+	}
+	if e.tick {
+		end := time.Duration(s.period+1) * s.d
+		if rest := end - s.sw.elapsed(); rest > 0 { // a clock that fired early
+			s.timer.arm(s.clk, rest, s.tick)
+			return
+		}
+		s.period++
+		if !s.atEnd {
+			s.timer.arm(s.clk, time.Duration(s.period+1)*s.d-s.sw.elapsed(), s.tick)
+		}
+		if s.has {
+			v := s.v
+			var zero T
+			s.v, s.has = zero, false
+			s.down.OnNext(v)
+		}
+		if s.atEnd && !s.sc.cancelled() {
+			s.finish()
+			s.down.OnCompleted()
+		}
+		return
+	}
+	switch e.kind {
+	case kindNext:
+		s.v, s.has = e.v, true
+	case kindError:
+		s.finish()
+		s.down.OnError(e.err)
+	default:
+		s.atEnd = true
+		s.up.cancel()
+	}
+}
+
+func (s *sampler[T]) finish() {
+	s.done = true
+	var zero T
+	s.v = zero
+	s.mb.close()
+	s.timer.close()
+	s.up.cancel()
+}
+
+func (s *sampler[T]) OnNext(v T) {
+	s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}, &s.up)
+}
+func (s *sampler[T]) OnError(err error) {
+	s.mb.postEnd(timed[T]{note: note[T]{kind: kindError, err: err}})
+}
+func (s *sampler[T]) OnCompleted()    { s.mb.postEnd(timed[T]{note: note[T]{kind: kindCompleted}}) }
+func (s *sampler[T]) rxScope() *scope { return &s.up }

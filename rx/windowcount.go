@@ -1,0 +1,89 @@
+package rx
+
+// WindowCount splits src into consecutive windows of n values, each emitted
+// as an Observable when it opens: the first at subscription, the next as
+// soon as the previous has received its n-th value and completed — so a src
+// whose length is a multiple of n ends with an empty window. When src
+// completes or fails, the open window and then the outer stream do too.
+// Rx.NET's Window(count) and RxJS's windowCount(n) agree on the windows.
+// As in Rx.NET (its RefCountDisposable), src stays subscribed while the
+// outer subscription or a subscription to an open window is live. n < 1
+// fails with an *ArgumentError.
+//
+// A window holds no values: it is a hot stream, and a value reaches the
+// observers subscribed to it at that moment, so subscribe inside OnNext of
+// the window to see all of it. Deliveries into a window are serialised as
+// a Subject's (one OnNext delivers its own value plus at most 64 others').
+func WindowCount[T any](src Observable[T], n int) Observable[Observable[T]] {
+	if n < 1 {
+		return fail[Observable[T]](&ArgumentError{Op: "WindowCount", Arg: "n", Value: n, Reason: "must be positive"})
+	}
+	return observableFunc[Observable[T]](func(down Observer[Observable[T]]) Subscription {
+		sc := ensureScope(down)
+		w := &windowCounter[T]{down: down, sc: sc, n: n, up: newScope()}
+		w.pin = newSourcePin(w.up)
+		sc.onCancel(w.pin.release)
+		w.open()
+		if !w.up.cancelled() {
+			subscribeIn[T](src, w, w.up)
+		}
+		return sc
+	})
+}
+
+// windowCounter observes the source; its calls are serialised by the
+// source's grammar.
+type windowCounter[T any] struct {
+	down     Observer[Observable[T]]
+	sc       *scope
+	n, count int
+	up       *scope
+	pin      *sourcePin
+	w        *pinnedSubject[T]
+	finished bool
+}
+
+func (w *windowCounter[T]) open() {
+	w.w, w.count = newPinnedSubject[T](w.pin, "WindowCount"), 0
+	if !w.sc.cancelled() {
+		w.down.OnNext(w.w)
+	}
+}
+
+func (w *windowCounter[T]) OnNext(v T) {
+	if w.finished {
+		return
+	}
+	w.w.s.OnNext(v)
+	w.count++
+	if w.count == w.n && !w.up.cancelled() {
+		w.w.s.OnCompleted()
+		w.open()
+	}
+}
+
+func (w *windowCounter[T]) OnError(err error) {
+	if w.finished {
+		return
+	}
+	w.finished = true
+	w.w.s.OnError(err)
+	if !w.sc.cancelled() {
+		w.down.OnError(err)
+	}
+	w.up.cancel()
+}
+
+func (w *windowCounter[T]) OnCompleted() {
+	if w.finished {
+		return
+	}
+	w.finished = true
+	w.w.s.OnCompleted()
+	if !w.sc.cancelled() {
+		w.down.OnCompleted()
+	}
+	w.up.cancel()
+}
+
+func (w *windowCounter[T]) rxScope() *scope { return w.up }
