@@ -74,12 +74,15 @@ func (m *flattener[T, U]) pump() {
 	if m.wip.Add(1) != 1 {
 		return
 	}
-	// A selector that panics leaves no pump running: the next event
-	// pumps again (the panic goes on up to the caller).
+	// A selector that panics loses its value and the panic goes on up to
+	// the caller; what it leaves (queued values, or the ending once the
+	// outer stream and every inner are done) is pumped on the way out, not
+	// left to an event that may never come.
 	finished := false
 	defer func() {
 		if !finished {
 			m.wip.Store(0)
+			m.pump()
 		}
 	}()
 	for {

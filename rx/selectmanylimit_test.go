@@ -192,3 +192,30 @@ func TestSelectManyLimitNeverRunsMoreThanNGoroutineInnersAtOnce(t *testing.T) {
 	_, peak = run(false)
 	assert.Greater(t, peak, int64(n), "control: unlimited")
 }
+
+// A selector that panics when the last inner completes, after the outer
+// stream has ended, loses only its value: the values still queued run and
+// the stream completes. Negative control: without the pump in flattener's
+// deferred recovery path nothing pumps again, value 3 never runs and the
+// stream never completes (seen failing so).
+func TestAPanickingSelectorAfterTheOuterEndedLeavesTheRestToRunAndComplete(t *testing.T) {
+	outer := rx.NewSubject[int]()
+	first := rx.NewSubject[int]()
+	f := func(v int) rx.Observable[int] {
+		switch v {
+		case 1:
+			return first
+		case 2:
+			panic("boom")
+		}
+		return rx.Return(10 * v)
+	}
+	rec := rxtest.Record(nil, rx.SelectManyLimit[int, int](outer, f, 1))
+	outer.OnNext(1)
+	outer.OnNext(2)
+	outer.OnNext(3)
+	outer.OnCompleted()
+	assert.Equal(t, "boom", recovered(first.OnCompleted), "the selector's panic reaches the caller")
+	assert.Equal(t, []int{30}, rec.Values())
+	assert.True(t, rec.Completed(), "the stream completes")
+}
