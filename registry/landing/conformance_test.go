@@ -3,10 +3,10 @@ package landing
 import (
 	"context"
 	"errors"
-	"io"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"io/fs"
 	"path"
 	"slices"
