@@ -424,7 +424,7 @@ func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, erro
 // the commit took place; if neither can be told, *CommitUnknownError.
 func (l *ModuleLanding) commit(ctx context.Context, final string, place func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
-		return volumeErr(ctx, "rename record into place (not started)", err)
+		return volumeErr(ctx, "commit record "+final+" (not started)", err)
 	}
 	cctx, cancel := l.clk.WithTimeout(context.WithoutCancel(ctx), CommitBudget)
 	defer cancel()
@@ -435,11 +435,11 @@ func (l *ModuleLanding) commit(ctx context.Context, final string, place func(con
 	_, statErr := l.v.Stat(cctx, final)
 	switch {
 	case statErr == nil:
-		l.log.Warn("renaming a record into place reported a failure but the record is in place; the write is done",
+		l.log.Warn("placing a record (its commit) reported a failure but the record is in place; the write is done",
 			"record", final, "err", renameErr)
 		return nil
 	case errors.Is(statErr, fs.ErrNotExist):
-		return volumeErr(cctx, "rename record into place (commit budget "+CommitBudget.String()+")", renameErr)
+		return volumeErr(cctx, "commit record "+final+" (commit budget "+CommitBudget.String()+")", renameErr)
 	default:
 		return &CommitUnknownError{Record: final, RenameErr: renameErr, CheckErr: statErr}
 	}

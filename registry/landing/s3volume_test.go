@@ -214,3 +214,50 @@ func TestAnS3VolumeURLIsCheckedBeforeAnyRequest(t *testing.T) {
 	_, err = s3Volume(t, srv, S3Options{Prefix: "reg"}).Stat(t.Context(), "x")
 	require.ErrorIs(t, err, fs.ErrNotExist)
 }
+
+// lostAnswer creates what its inner volume creates but, for a record,
+// reports a failure as a PUT whose answer was lost would (or as the SDK's
+// retry of it would: 412, the key exists). With drop set it creates
+// nothing and fails.
+type lostAnswer struct {
+	ExclusiveVolume
+	drop bool
+}
+
+func (v lostAnswer) CreateExclusive(ctx context.Context, name string, data []byte) error {
+	if !strings.Contains(name, "/records/") {
+		return v.ExclusiveVolume.CreateExclusive(ctx, name, data)
+	}
+	if !v.drop {
+		if err := v.ExclusiveVolume.CreateExclusive(ctx, name, data); err != nil {
+			return err
+		}
+	}
+	return &ObjectStoreError{Op: "PutObject", Key: name, Err: errors.New("connection reset by peer"), Unavailable: true}
+}
+
+// On object storage the commit is the record's conditional create. One
+// that reports a failure but took place is a landing (the commit checks
+// for the record, as it does after a failed rename). Negative control: a
+// create that did not take place is a failed landing, and nothing is
+// served.
+func TestARecordCreateThatReportsAFailureButTookPlaceIsALanding(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := t.Context()
+	l := newLanding(t, lostAnswer{ExclusiveVolume: s3Volume(t, srv, S3Options{Prefix: "took"})}, Options{})
+	_, err := l.Land(ctx, "Lost", "1.0.0", testkit.ModuleArchive(t, "Lost", "1.0.0", 1))
+	require.NoError(t, err)
+	act, err := l.Activation(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"Lost": "1.0.0"}, servedVersions(act))
+
+	dropped := newLanding(t, lostAnswer{ExclusiveVolume: s3Volume(t, srv, S3Options{Prefix: "dropped"}), drop: true}, Options{})
+	_, err = dropped.Land(ctx, "Lost", "1.0.0", testkit.ModuleArchive(t, "Lost", "1.0.0", 1))
+	require.ErrorIs(t, err, ErrUnavailable)
+	act, err = dropped.Activation(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, act.Modules, "control: a commit that did not take place serves nothing")
+	again := newLanding(t, s3Volume(t, srv, S3Options{Prefix: "dropped"}), Options{})
+	_, err = again.Land(ctx, "Lost", "1.0.0", testkit.ModuleArchive(t, "Lost", "1.0.0", 2))
+	require.NoError(t, err, "and its claim was given back: other bytes may land")
+}
