@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"github.com/meshrx/meshrx/registry/landing/s3volume"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -28,7 +29,7 @@ func TestAStalledObjectStoreIsA503NamingTheBundleReadAtTheVolumesCallBudget(t *t
 	srv := s3test.Start(t)
 	s3clk := clock.NewMock()
 	f := newFixture(t, fixtureOptions{volume: func(landing.Volume) landing.Volume {
-		v, err := landing.NewS3Volume(landing.S3Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "reg", CallBudget: budget, Clock: s3clk})
+		v, err := s3volume.New(s3volume.Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "reg", CallBudget: budget, Clock: s3clk})
 		require.NoError(t, err)
 		return v
 	}})

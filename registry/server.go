@@ -50,7 +50,7 @@ const (
 // closed catalog, a volume that could not be reached (an object store down). They are answered 503 with Retry-After.
 func couldNotFindOut(err error) bool {
 	return answer.CouldNotFindOut(err) || errors.Is(err, landing.ErrClosed) || errors.Is(err, errCatalogClosed) ||
-		errors.Is(err, landing.ErrUnavailable)
+		landing.IsUnavailable(err)
 }
 
 // ConfigError reports a ServerOptions field that cannot be used.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/meshrx/meshrx/registry/landing/s3volume"
 	"io"
 	"log/slog"
 	"net/http"
@@ -77,7 +78,7 @@ func runChild(config string, stdout, stderr io.Writer) error {
 	defer store.Close()
 	var inner landing.Volume = landing.DirVolume(cc.Data)
 	if cc.Volume != "" {
-		s3v, err := landing.OpenS3Volume(startCtx, cc.Volume, landing.S3Options{})
+		s3v, err := s3volume.Open(startCtx, cc.Volume, s3volume.Options{})
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/meshrx/meshrx/registry/landing/s3volume"
 	"io"
 	"io/fs"
 	"os"
@@ -48,14 +49,14 @@ func openTargets(ctx context.Context, list, dir string, modules int) (_ []target
 			if err != nil {
 				return nil, err
 			}
-			v, err := landing.NewS3Volume(landing.S3Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "loadtest"})
+			v, err := s3volume.New(s3volume.Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "loadtest"})
 			if err != nil {
 				srv.Close()
 				return nil, err
 			}
 			out = append(out, target{name: "s3", v: v, stop: srv.Close})
 		case strings.HasPrefix(name, "s3://"):
-			v, err := landing.OpenS3Volume(ctx, name, landing.S3Options{})
+			v, err := s3volume.Open(ctx, name, s3volume.Options{})
 			if err != nil {
 				return nil, err
 			}

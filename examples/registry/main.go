@@ -46,6 +46,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/meshrx/meshrx/registry/landing/s3volume"
 	"io"
 	"log/slog"
 	"net"
@@ -198,7 +199,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	var volume landing.Volume
 	var keeper keyKeeper
 	if cfg.volume != "" {
-		s3v, err := landing.OpenS3Volume(startCtx, cfg.volume, landing.S3Options{})
+		s3v, err := s3volume.Open(startCtx, cfg.volume, s3volume.Options{})
 		if err != nil {
 			return fmt.Errorf("-volume: %w", err)
 		}

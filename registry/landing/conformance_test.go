@@ -3,6 +3,7 @@ package landing
 import (
 	"context"
 	"errors"
+	"github.com/meshrx/meshrx/registry/landing/s3volume"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -44,10 +45,10 @@ func volumeKinds() []volumeKind {
 			}
 			return open(), open
 		}},
-		{name: "s3", constructors: []string{"NewS3Volume", "OpenS3Volume"}, open: func(t *testing.T) (Volume, func() Volume) {
+		{name: "s3", constructors: []string{"s3volume.New", "s3volume.Open"}, open: func(t *testing.T) (Volume, func() Volume) {
 			srv := s3test.Start(t)
 			open := func() Volume {
-				v, err := NewS3Volume(S3Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "registry"})
+				v, err := s3volume.New(s3volume.Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "registry"})
 				require.NoError(t, err)
 				return v
 			}
@@ -84,14 +85,24 @@ func TestEveryVolumeIsInTheConformanceTable(t *testing.T) {
 	}
 	// Negative control: a table without the S3 volume misses a constructor.
 	missing := slices.DeleteFunc(slices.Clone(constructors), func(c string) bool { return c == "DirVolume" })
-	require.Contains(t, missing, "NewS3Volume", "the scan finds the S3 volume's constructors")
+	require.Contains(t, missing, "s3volume.New", "the scan finds the S3 volume's constructors")
 }
 
-// volumeConstructors lists the package's exported functions whose first
-// result is Volume or a type named *Volume.
+// volumeConstructors lists the exported functions of this package and of
+// its volume packages (s3volume) whose first result is Volume or a type
+// named …Volume (or Volume): every volume the landing ships.
 func volumeConstructors(t *testing.T) []string {
+	var out []string
+	for dir, prefix := range map[string]string{".": "", "s3volume": "s3volume."} {
+		out = append(out, constructorsIn(t, dir, prefix)...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func constructorsIn(t *testing.T, dir, prefix string) []string {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
 	require.NoError(t, err)
 	var out []string
 	for _, p := range pkgs {
@@ -106,12 +117,11 @@ func volumeConstructors(t *testing.T) []string {
 					typ = star.X
 				}
 				if id, ok := typ.(*ast.Ident); ok && strings.HasSuffix(id.Name, "Volume") {
-					out = append(out, fn.Name.Name)
+					out = append(out, prefix+fn.Name.Name)
 				}
 			}
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 

@@ -10,6 +10,7 @@ package volumetest
 
 import (
 	"context"
+	"github.com/meshrx/meshrx/registry/landing/s3volume"
 	"io"
 	"testing"
 
@@ -39,10 +40,10 @@ func Kinds() []Kind {
 			}
 			return open(), open
 		}},
-		{Name: "s3", Constructors: []string{"NewS3Volume", "OpenS3Volume"}, Open: func(t *testing.T) (landing.Volume, func() landing.Volume) {
+		{Name: "s3", Constructors: []string{"s3volume.New", "s3volume.Open"}, Open: func(t *testing.T) (landing.Volume, func() landing.Volume) {
 			srv := s3test.Start(t)
 			open := func() landing.Volume {
-				v, err := landing.NewS3Volume(landing.S3Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "registry"})
+				v, err := s3volume.New(s3volume.Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "registry"})
 				if err != nil {
 					t.Fatalf("volumetest: %v", err)
 				}

@@ -26,8 +26,19 @@ func TestEveryVolumeConstructorIsAKind(t *testing.T) {
 			listed[c] = true
 		}
 	}
+	var found []string
+	for dir, prefix := range map[string]string{"..": "", "../s3volume": "s3volume."} {
+		found = append(found, constructorsIn(t, dir, prefix)...)
+	}
+	require.Contains(t, found, "s3volume.New", "control: the scan finds the S3 volume")
+	for _, c := range found {
+		require.True(t, listed[c], "%s returns a Volume but no kind lists it", c)
+	}
+}
+
+func constructorsIn(t *testing.T, dir, prefix string) []string {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, "..", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
 	require.NoError(t, err)
 	var found []string
 	for _, p := range pkgs {
@@ -42,15 +53,12 @@ func TestEveryVolumeConstructorIsAKind(t *testing.T) {
 					typ = star.X
 				}
 				if id, ok := typ.(*ast.Ident); ok && strings.HasSuffix(id.Name, "Volume") {
-					found = append(found, fn.Name.Name)
+					found = append(found, prefix+fn.Name.Name)
 				}
 			}
 		}
 	}
-	require.Contains(t, found, "NewS3Volume", "control: the scan finds the S3 volume")
-	for _, c := range found {
-		require.True(t, listed[c], "landing.%s returns a Volume but no kind lists it", c)
-	}
+	return found
 }
 
 // Every kind opens an empty volume whose replica handles see one storage,

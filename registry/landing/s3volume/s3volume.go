@@ -1,4 +1,26 @@
-package landing
+// Package s3volume is a module volume (a landing.Volume) on S3-compatible
+// object storage: AWS S3, MinIO, SeaweedFS, Ceph RGW, R2 — any store that
+// speaks the S3 protocol, through the AWS SDK for Go v2.
+//
+// Object storage has no rename. The volume is a landing.ExclusiveVolume:
+// a ModuleLanding on it writes every file under its final name and makes
+// its claims and commits (a version's claim, a journal entry, a record)
+// with CreateExclusive, a PUT carrying If-None-Match: * that the store
+// refuses (412) when the key exists, so of concurrent claims from any
+// number of replicas exactly one succeeds. Rename is refused (ErrNoRename).
+//
+// Every request is bounded by Options.CallBudget on an injected clock; one
+// that trips it, or finds the store unreachable or answering 5xx, is an
+// *Error whose Unavailable method reports true (landing.IsUnavailable), which
+// the registry answers 503 with Retry-After, naming its stage. Uploads
+// stream (a seekable source as it is, a stream of unknown length through a
+// temporary file past 1 MiB); downloads stream the object's body.
+//
+// The package does not import registry/landing: it implements its
+// interfaces (Go's are structural), so that the landing's own tests can run
+// on it and a registry consumer (registry/client imports landing) does not
+// pull in the AWS SDK.
+package s3volume
 
 import (
 	"bytes"
@@ -24,42 +46,21 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// ExclusiveVolume is a Volume that has no rename but whose files appear
-// whole: object storage. A ModuleLanding on one never calls Rename; it
-// writes every file under its final name and makes its claims and commits
-// (a version's claim, a journal entry, a record) with CreateExclusive. A
-// Volume that is not one (DirVolume) is written through staging directories
-// renamed into place, as before. A wrapper around an ExclusiveVolume must
-// be one too, or the landing falls back to Rename, which the S3 volume
-// refuses ([ErrNoRename]): it fails loudly, it never claims twice.
-type ExclusiveVolume interface {
-	Volume
-	// CreateExclusive creates name holding data, atomically: a reader sees
-	// all of data or no file. When name exists it fails with an error
-	// wrapping fs.ErrExist, also when another process creates it at the
-	// same moment: of concurrent creations of one name, exactly one
-	// succeeds.
-	CreateExclusive(ctx context.Context, name string, data []byte) error
-}
-
-// ErrUnavailable is wrapped by a volume error that says the volume could
-// not be reached or did not answer (an object store down, stalled, or
-// answering 5xx): the registry answers it 503 with Retry-After.
-var ErrUnavailable = errors.New("the volume is unavailable")
-
-// ErrNoRename is the S3 volume's answer to Rename: object storage has none.
+// ErrNoRename is the volume's answer to Rename: object storage has none.
+// A landing writes a Volume through CreateExclusive (landing.ExclusiveVolume);
+// a wrapper that hides that method makes its landings fail with this error.
 var ErrNoRename = errors.New("object storage has no rename; a ModuleLanding writes an ExclusiveVolume through CreateExclusive (a wrapper must pass that method on)")
 
-// DefaultS3CallBudget bounds one request to the object store when
-// S3Options.CallBudget is zero.
-const DefaultS3CallBudget = 30 * time.Second
+// DefaultCallBudget bounds one request to the object store when
+// Options.CallBudget is zero.
+const DefaultCallBudget = 30 * time.Second
 
 // smallWrite is the most WriteFrom holds in memory: a longer stream of
 // unknown length is spooled to a temporary file and uploaded from there.
 const smallWrite = 1 << 20
 
-// S3Options configures an S3 volume.
-type S3Options struct {
+// Options configures an S3 volume.
+type Options struct {
 	// Client is the S3 client (required by NewS3Volume; OpenS3Volume builds it).
 	Client *s3.Client
 	// Bucket holds the volume (required).
@@ -69,20 +70,20 @@ type S3Options struct {
 	Prefix string
 	// CallBudget bounds each request to the object store (for a download,
 	// until its answer starts; the stream is then bounded by the caller's
-	// context). A request that trips it fails with an *ObjectStoreError
-	// naming the operation and the key, wrapping context.DeadlineExceeded
-	// and ErrUnavailable. Default DefaultS3CallBudget.
+	// context). A request that trips it fails with an *Error
+	// naming the operation and the key, wrapping context.DeadlineExceeded,
+	// and Unavailable. Default DefaultCallBudget.
 	CallBudget time.Duration
 	// Clock times CallBudget; nil is the real clock.
 	Clock clock.Clock
 }
 
-// S3Volume is a Volume on an S3 bucket (AWS S3, or any store speaking its
+// Volume is a module volume on an S3 bucket (AWS S3, or any store speaking its
 // protocol: MinIO, SeaweedFS, Ceph RGW, R2). Directories are key prefixes:
 // MkdirAll costs nothing and a directory exists while an object is beneath
 // it. It is an ExclusiveVolume (PUT with If-None-Match: *) and a
 // StreamingVolume. Safe for concurrent use.
-type S3Volume struct {
+type Volume struct {
 	c      *s3.Client
 	bucket string
 	prefix string // "" or ending in "/"
@@ -92,32 +93,27 @@ type S3Volume struct {
 	closeIdle func() // set by OpenS3Volume
 }
 
-var (
-	_ ExclusiveVolume = (*S3Volume)(nil)
-	_ StreamingVolume = (*S3Volume)(nil)
-)
-
 // NewS3Volume returns a volume on opts.Bucket under opts.Prefix. It does no I/O.
-func NewS3Volume(opts S3Options) (*S3Volume, error) {
+func New(opts Options) (*Volume, error) {
 	if opts.Client == nil {
-		return nil, errors.New("registry: NewS3Volume needs S3Options.Client")
+		return nil, errors.New("s3volume: New needs Options.Client")
 	}
 	if opts.Bucket == "" {
-		return nil, errors.New("registry: NewS3Volume needs S3Options.Bucket")
+		return nil, errors.New("s3volume: New needs Options.Bucket")
 	}
 	if opts.CallBudget < 0 {
-		return nil, fmt.Errorf("registry: S3Options.CallBudget is %s; it must not be negative (zero takes the default)", opts.CallBudget)
+		return nil, fmt.Errorf("s3volume: Options.CallBudget is %s; it must not be negative (zero takes the default)", opts.CallBudget)
 	}
 	prefix := strings.Trim(opts.Prefix, "/")
 	if prefix != "" {
 		if !fs.ValidPath(prefix) {
-			return nil, fmt.Errorf("registry: S3Options.Prefix %q is not a slash-separated relative path", opts.Prefix)
+			return nil, fmt.Errorf("s3volume: Options.Prefix %q is not a slash-separated relative path", opts.Prefix)
 		}
 		prefix += "/"
 	}
-	v := &S3Volume{c: opts.Client, bucket: opts.Bucket, prefix: prefix, budget: opts.CallBudget, clk: opts.Clock}
+	v := &Volume{c: opts.Client, bucket: opts.Bucket, prefix: prefix, budget: opts.CallBudget, clk: opts.Clock}
 	if v.budget == 0 {
-		v.budget = DefaultS3CallBudget
+		v.budget = DefaultCallBudget
 	}
 	if v.clk == nil {
 		v.clk = clock.New()
@@ -132,18 +128,18 @@ func NewS3Volume(opts S3Options) (*S3Volume, error) {
 // AWS configuration's, else us-east-1. Credentials come from the standard
 // AWS environment variables and files. opts.Client, Bucket and Prefix are
 // taken from the URL.
-func OpenS3Volume(ctx context.Context, rawURL string, opts S3Options) (*S3Volume, error) {
+func Open(ctx context.Context, rawURL string, opts Options) (*Volume, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("registry: S3 volume URL: %w", err)
+		return nil, fmt.Errorf("s3volume: URL: %w", err)
 	}
 	if u.Scheme != "s3" || u.Host == "" {
-		return nil, fmt.Errorf("registry: S3 volume URL %q: want s3://bucket/prefix?endpoint=…&region=…", rawURL)
+		return nil, fmt.Errorf("s3volume: URL %q: want s3://bucket/prefix?endpoint=…&region=…", rawURL)
 	}
 	q := u.Query()
 	for k := range q {
 		if k != "endpoint" && k != "region" {
-			return nil, fmt.Errorf("registry: S3 volume URL %q: unknown parameter %q (known: endpoint, region)", rawURL, k)
+			return nil, fmt.Errorf("s3volume: URL %q: unknown parameter %q (known: endpoint, region)", rawURL, k)
 		}
 	}
 	var loadOpts []func(*config.LoadOptions) error
@@ -152,7 +148,7 @@ func OpenS3Volume(ctx context.Context, rawURL string, opts S3Options) (*S3Volume
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("registry: loading the AWS configuration: %w", err)
+		return nil, fmt.Errorf("s3volume: loading the AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
@@ -164,7 +160,7 @@ func OpenS3Volume(ctx context.Context, rawURL string, opts S3Options) (*S3Volume
 	endpoint := q.Get("endpoint")
 	if endpoint != "" {
 		if eu, err := url.Parse(endpoint); err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
-			return nil, fmt.Errorf("registry: S3 volume URL %q: endpoint %q is not an http(s) URL", rawURL, endpoint)
+			return nil, fmt.Errorf("s3volume: URL %q: endpoint %q is not an http(s) URL", rawURL, endpoint)
 		}
 	}
 	// A transport of its own, so that Close can end its idle connections.
@@ -178,7 +174,7 @@ func OpenS3Volume(ctx context.Context, rawURL string, opts S3Options) (*S3Volume
 		}
 	})
 	opts.Bucket, opts.Prefix = u.Host, u.Path
-	v, err := NewS3Volume(opts)
+	v, err := New(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -187,9 +183,9 @@ func OpenS3Volume(ctx context.Context, rawURL string, opts S3Options) (*S3Volume
 }
 
 // Close ends the idle connections of a client OpenS3Volume built; a
-// client passed in S3Options is its owner's to close. The volume still
+// client passed in Options is its owner's to close. The volume still
 // works after Close (a request opens a new connection).
-func (v *S3Volume) Close() error {
+func (v *Volume) Close() error {
 	if v.closeIdle != nil {
 		v.closeIdle()
 	}
@@ -197,20 +193,20 @@ func (v *S3Volume) Close() error {
 }
 
 // String names the volume as s3://bucket/prefix.
-func (v *S3Volume) String() string { return "s3://" + v.bucket + "/" + v.prefix }
+func (v *Volume) String() string { return "s3://" + v.bucket + "/" + v.prefix }
 
-// ObjectStoreError reports a request to the object store that failed.
-type ObjectStoreError struct {
+// Error reports a request to the object store that failed.
+type Error struct {
 	Op     string // the S3 operation, e.g. "PutObject"
 	Key    string // the object's key (a prefix for a listing)
 	Status int    // the HTTP status answered, 0 when none arrived
 	Err    error
 	// Unavailable is true when the store was not reached, did not answer
-	// within the call budget, or answered 5xx: the error wraps ErrUnavailable.
-	Unavailable bool
+	// within the call budget, or answered 5xx (see the Unavailable method).
+	IsUnavailable bool
 }
 
-func (e *ObjectStoreError) Error() string {
+func (e *Error) Error() string {
 	status := ""
 	if e.Status != 0 {
 		status = fmt.Sprintf(" (HTTP %d)", e.Status)
@@ -218,15 +214,14 @@ func (e *ObjectStoreError) Error() string {
 	return fmt.Sprintf("object store: %s %s%s: %v", e.Op, e.Key, status, e.Err)
 }
 
-func (e *ObjectStoreError) Unwrap() []error {
-	if e.Unavailable {
-		return []error{e.Err, ErrUnavailable}
-	}
-	return []error{e.Err}
-}
+func (e *Error) Unwrap() error { return e.Err }
+
+// Unavailable reports whether the store could not be reached or did not
+// answer: landing.IsUnavailable, and the registry's 503.
+func (e *Error) Unavailable() bool { return e.IsUnavailable }
 
 // key maps a volume name to its object key.
-func (v *S3Volume) key(name string) string {
+func (v *Volume) key(name string) string {
 	if name == "." {
 		return strings.TrimSuffix(v.prefix, "/")
 	}
@@ -234,7 +229,7 @@ func (v *S3Volume) key(name string) string {
 }
 
 // dirPrefix is the key prefix of the directory name.
-func (v *S3Volume) dirPrefix(name string) string {
+func (v *Volume) dirPrefix(name string) string {
 	if name == "." {
 		return v.prefix
 	}
@@ -242,8 +237,8 @@ func (v *S3Volume) dirPrefix(name string) string {
 }
 
 // call runs one request on the call budget and maps its error: a missing
-// object is fs.ErrNotExist, everything else an *ObjectStoreError.
-func (v *S3Volume) call(ctx context.Context, op, name, key string, do func(ctx context.Context) error) error {
+// object is fs.ErrNotExist, everything else an *Error.
+func (v *Volume) call(ctx context.Context, op, name, key string, do func(ctx context.Context) error) error {
 	if !fs.ValidPath(name) {
 		return &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
@@ -259,12 +254,12 @@ func (v *S3Volume) call(ctx context.Context, op, name, key string, do func(ctx c
 	return v.mapErr(ctx, cctx, op, name, key, err)
 }
 
-func (v *S3Volume) mapErr(ctx, cctx context.Context, op, name, key string, err error) error {
+func (v *Volume) mapErr(ctx, cctx context.Context, op, name, key string, err error) error {
 	if ctx.Err() != nil { // the caller's end: the landing names the wait
-		return &ObjectStoreError{Op: op, Key: key, Err: err}
+		return &Error{Op: op, Key: key, Err: err}
 	}
 	if cctx.Err() != nil {
-		return &ObjectStoreError{Op: op, Key: key, Unavailable: true,
+		return &Error{Op: op, Key: key, IsUnavailable: true,
 			Err: fmt.Errorf("no answer within the call budget (%s): %w", v.budget, context.DeadlineExceeded)}
 	}
 	status := 0
@@ -281,11 +276,11 @@ func (v *S3Volume) mapErr(ctx, cctx context.Context, op, name, key string, err e
 	if errors.As(err, &api) && api.ErrorCode() == "PreconditionFailed" || status == 412 {
 		return &fs.PathError{Op: op, Path: name, Err: fs.ErrExist}
 	}
-	return &ObjectStoreError{Op: op, Key: key, Status: status, Err: err, Unavailable: status == 0 || status >= 500}
+	return &Error{Op: op, Key: key, Status: status, Err: err, IsUnavailable: status == 0 || status >= 500}
 }
 
 // MkdirAll checks name; an object store has no directories to create.
-func (v *S3Volume) MkdirAll(ctx context.Context, name string) error {
+func (v *Volume) MkdirAll(ctx context.Context, name string) error {
 	if !fs.ValidPath(name) {
 		return &fs.PathError{Op: "mkdirall", Path: name, Err: fs.ErrInvalid}
 	}
@@ -295,7 +290,7 @@ func (v *S3Volume) MkdirAll(ctx context.Context, name string) error {
 	return nil
 }
 
-func (v *S3Volume) put(ctx context.Context, name string, body io.ReadSeeker, size int64, ifNoneMatch bool) error {
+func (v *Volume) put(ctx context.Context, name string, body io.ReadSeeker, size int64, ifNoneMatch bool) error {
 	key := v.key(name)
 	return v.call(ctx, "PutObject", name, key, func(ctx context.Context) error {
 		if _, err := body.Seek(0, io.SeekStart); err != nil {
@@ -311,7 +306,7 @@ func (v *S3Volume) put(ctx context.Context, name string, body io.ReadSeeker, siz
 }
 
 // WriteFile writes name whole (a PUT: readers see it whole or not at all).
-func (v *S3Volume) WriteFile(ctx context.Context, name string, data []byte) error {
+func (v *Volume) WriteFile(ctx context.Context, name string, data []byte) error {
 	return v.put(ctx, name, bytes.NewReader(data), int64(len(data)), false)
 }
 
@@ -319,10 +314,10 @@ func (v *S3Volume) WriteFile(ctx context.Context, name string, data []byte) erro
 // store refuses it (412 Precondition Failed) when the key exists, also
 // against a concurrent PUT of the same key. A 409 (a concurrent conditional
 // write in progress, which AWS S3 answers) is tried again on the same budget.
-func (v *S3Volume) CreateExclusive(ctx context.Context, name string, data []byte) error {
+func (v *Volume) CreateExclusive(ctx context.Context, name string, data []byte) error {
 	for range 3 {
 		err := v.put(ctx, name, bytes.NewReader(data), int64(len(data)), true)
-		var ose *ObjectStoreError
+		var ose *Error
 		if errors.As(err, &ose) && ose.Status == 409 && ctx.Err() == nil {
 			continue
 		}
@@ -335,7 +330,7 @@ func (v *S3Volume) CreateExclusive(ctx context.Context, name string, data []byte
 // file) is uploaded as it is; otherwise up to 1 MiB is held in memory and a
 // longer stream is spooled to a temporary file first: never a whole bundle
 // in memory.
-func (v *S3Volume) WriteFrom(ctx context.Context, name string, r io.Reader) error {
+func (v *Volume) WriteFrom(ctx context.Context, name string, r io.Reader) error {
 	if rs, ok := r.(io.ReadSeeker); ok {
 		size, err := rs.Seek(0, io.SeekEnd)
 		if err != nil {
@@ -364,13 +359,13 @@ func (v *S3Volume) WriteFrom(ctx context.Context, name string, r io.Reader) erro
 }
 
 // Rename is refused: object storage has none (see ExclusiveVolume).
-func (v *S3Volume) Rename(ctx context.Context, oldname, newname string) error {
+func (v *Volume) Rename(ctx context.Context, oldname, newname string) error {
 	return &fs.PathError{Op: "rename", Path: oldname, Err: ErrNoRename}
 }
 
 // list lists the keys beneath prefix, a page (one request on the call
 // budget) at a time; delimited lists one level.
-func (v *S3Volume) list(ctx context.Context, name, prefix string, delimited bool, limit int32, page func(*s3.ListObjectsV2Output) bool) error {
+func (v *Volume) list(ctx context.Context, name, prefix string, delimited bool, limit int32, page func(*s3.ListObjectsV2Output) bool) error {
 	in := &s3.ListObjectsV2Input{Bucket: &v.bucket, Prefix: aws.String(prefix)}
 	if delimited {
 		in.Delimiter = aws.String("/")
@@ -397,7 +392,7 @@ func (v *S3Volume) list(ctx context.Context, name, prefix string, delimited bool
 
 // ReadDir lists one level beneath name: sub-prefixes are directories. A
 // directory with nothing beneath it does not exist (fs.ErrNotExist).
-func (v *S3Volume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+func (v *Volume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
 	prefix := v.dirPrefix(name)
 	var entries []fs.DirEntry
 	err := v.list(ctx, name, prefix, true, 0, func(out *s3.ListObjectsV2Output) bool {
@@ -426,7 +421,7 @@ func (v *S3Volume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, err
 }
 
 // ReadFile reads name whole (records, claims and journal entries: small).
-func (v *S3Volume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+func (v *Volume) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	key := v.key(name)
 	var data []byte
 	err := v.call(ctx, "GetObject", name, key, func(ctx context.Context) error {
@@ -443,7 +438,7 @@ func (v *S3Volume) ReadFile(ctx context.Context, name string) ([]byte, error) {
 
 // Stat describes the object name or, when there is none, the directory
 // name: its modification time is that of the first object beneath it.
-func (v *S3Volume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+func (v *Volume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
 	if name != "." {
 		key := v.key(name)
 		var info fs.FileInfo
@@ -479,7 +474,7 @@ func (v *S3Volume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
 }
 
 // RemoveAll deletes the object name and every object beneath it.
-func (v *S3Volume) RemoveAll(ctx context.Context, name string) error {
+func (v *Volume) RemoveAll(ctx context.Context, name string) error {
 	if name == "." {
 		return &fs.PathError{Op: "removeall", Path: name, Err: fmt.Errorf("refusing to remove the volume root: %w", fs.ErrInvalid)}
 	}
@@ -516,7 +511,7 @@ func (v *S3Volume) RemoveAll(ctx context.Context, name string) error {
 		}
 		if len(out.Errors) > 0 {
 			e := out.Errors[0]
-			return &ObjectStoreError{Op: "DeleteObjects", Key: aws.ToString(e.Key),
+			return &Error{Op: "DeleteObjects", Key: aws.ToString(e.Key),
 				Err: fmt.Errorf("%s: %s (and %d more)", aws.ToString(e.Code), aws.ToString(e.Message), len(out.Errors)-1)}
 		}
 	}
@@ -525,7 +520,7 @@ func (v *S3Volume) RemoveAll(ctx context.Context, name string) error {
 
 // Open streams the object name. The call budget bounds the request until
 // its answer starts; the stream is then bounded by ctx, and Close ends it.
-func (v *S3Volume) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+func (v *Volume) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	key := v.key(name)
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "GetObject", Path: name, Err: fs.ErrInvalid}
@@ -581,3 +576,18 @@ func (i s3Info) Mode() fs.FileMode {
 }
 func (i s3Info) Type() fs.FileMode          { return i.Mode().Type() }
 func (i s3Info) Info() (fs.FileInfo, error) { return i, nil }
+
+// ctxReader stops a copy between reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func compareEntries(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }
