@@ -61,7 +61,7 @@ const smallWrite = 1 << 20
 
 // Options configures an S3 volume.
 type Options struct {
-	// Client is the S3 client (required by NewS3Volume; OpenS3Volume builds it).
+	// Client is the S3 client (required by New; Open builds it).
 	Client *s3.Client
 	// Bucket holds the volume (required).
 	Bucket string
@@ -90,10 +90,10 @@ type Volume struct {
 	budget time.Duration
 	clk    clock.Clock
 
-	closeIdle func() // set by OpenS3Volume
+	closeIdle func() // set by Open
 }
 
-// NewS3Volume returns a volume on opts.Bucket under opts.Prefix. It does no I/O.
+// New returns a volume on opts.Bucket under opts.Prefix. It does no I/O.
 func New(opts Options) (*Volume, error) {
 	if opts.Client == nil {
 		return nil, errors.New("s3volume: New needs Options.Client")
@@ -121,7 +121,7 @@ func New(opts Options) (*Volume, error) {
 	return v, nil
 }
 
-// OpenS3Volume returns a volume for a URL of the form
+// Open returns a volume for a URL of the form
 // s3://bucket/prefix?endpoint=URL&region=REGION. endpoint is the store's
 // URL (default AWS S3; with one given, requests use path-style addressing,
 // as MinIO, SeaweedFS and most other stores expect); region defaults to the
@@ -182,7 +182,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Volume, error) {
 	return v, nil
 }
 
-// Close ends the idle connections of a client OpenS3Volume built; a
+// Close ends the idle connections of a client Open built; a
 // client passed in Options is its owner's to close. The volume still
 // works after Close (a request opens a new connection).
 func (v *Volume) Close() error {

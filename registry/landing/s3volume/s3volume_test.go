@@ -16,9 +16,16 @@ import (
 
 	"github.com/meshrx/meshrx/internal/s3test"
 	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/meshrx/meshrx/registry/landing"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The volume is what the landing needs on object storage.
+var (
+	_ landing.ExclusiveVolume = (*Volume)(nil)
+	_ landing.StreamingVolume = (*Volume)(nil)
+)
 
 func testVolume(t *testing.T, srv *s3test.Server, opts Options) *Volume {
 	t.Helper()
