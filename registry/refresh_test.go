@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"github.com/meshrx/meshrx/registry/landing/volumetest"
 	"testing"
 	"time"
 
@@ -31,41 +32,45 @@ func deriveTaking(t *testing.T, s *ServedActivation, held *heldVolume, clk *rxte
 // nothing and this fails with 1 derivation; a record another replica wrote
 // right after a scan then waits Freshness plus a derivation.
 func TestARederivationStartsItsLastDurationAheadSoThatItsSuccessorIsPublishedBeforeTheSnapshotIsDue(t *testing.T) {
-	a, _, _, held := replicas(t)
-	clk := rxtest.NewClock()
-	s := newServed(t, a, clk)
-	require.Equal(t, 30*time.Second, s.Freshness())
-	land(t, a, "Alpha", "1.0.0")
-	began := clk.Now()
-	deriveTaking(t, s, held, clk, 8*time.Second)
-	snap := read(t, s)
-	require.Equal(t, began, snap.DerivedAt, "a snapshot is as old as its scan's start")
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		a, _, _, held := replicasOn(t, k)
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		require.Equal(t, 30*time.Second, s.Freshness())
+		land(t, a, "Alpha", "1.0.0")
+		began := clk.Now()
+		deriveTaking(t, s, held, clk, 8*time.Second)
+		snap := read(t, s)
+		require.Equal(t, began, snap.DerivedAt, "a snapshot is as old as its scan's start")
 
-	// 8 s and a quarter more ahead of the 30 s cadence: at age 20 s.
-	clk.Advance(began.Add(20*time.Second).Sub(clk.Now()) - time.Millisecond)
-	read(t, s)
-	assert.EqualValues(t, 1, s.Derivations(), "not yet")
-	clk.Advance(time.Millisecond)
-	deriveTaking(t, s, held, clk, 8*time.Second) // the due read answers at once and starts it
-	assert.EqualValues(t, 2, s.Derivations())
-	next := read(t, s)
-	assert.Equal(t, began.Add(20*time.Second), next.DerivedAt)
-	assert.Less(t, clk.Since(began), s.Freshness(), "the successor is served before the snapshot it replaced was due")
-	assert.Equal(t, servedVersions(snap.Activation), servedVersions(next.Activation))
+		// 8 s and a quarter more ahead of the 30 s cadence: at age 20 s.
+		clk.Advance(began.Add(20*time.Second).Sub(clk.Now()) - time.Millisecond)
+		read(t, s)
+		assert.EqualValues(t, 1, s.Derivations(), "not yet")
+		clk.Advance(time.Millisecond)
+		deriveTaking(t, s, held, clk, 8*time.Second) // the due read answers at once and starts it
+		assert.EqualValues(t, 2, s.Derivations())
+		next := read(t, s)
+		assert.Equal(t, began.Add(20*time.Second), next.DerivedAt)
+		assert.Less(t, clk.Since(began), s.Freshness(), "the successor is served before the snapshot it replaced was due")
+		assert.Equal(t, servedVersions(snap.Activation), servedVersions(next.Activation))
+	})
 }
 
 // A derivation whose lead reaches back past its own end (here 25 s ahead
 // of 30) is followed at once by the next, and never overlaps it.
 func TestADerivationLongerThanItsLeadAllowsIsFollowedAtOnceByTheNextNeverOverlappingIt(t *testing.T) {
-	a, _, _, held := replicas(t)
-	clk := rxtest.NewClock()
-	s := newServed(t, a, clk)
-	land(t, a, "Alpha", "1.0.0")
-	deriveTaking(t, s, held, clk, 20*time.Second)
-	require.EqualValues(t, 1, s.Derivations())
-	// Published at age 20 s, past its refresh age of 5 s: the next read
-	// starts the successor.
-	deriveTaking(t, s, held, clk, 20*time.Second)
-	assert.EqualValues(t, 2, s.Derivations())
-	assert.Nil(t, s.inflight.Current(), "one derivation at a time: none is left running")
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		a, _, _, held := replicasOn(t, k)
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		land(t, a, "Alpha", "1.0.0")
+		deriveTaking(t, s, held, clk, 20*time.Second)
+		require.EqualValues(t, 1, s.Derivations())
+		// Published at age 20 s, past its refresh age of 5 s: the next read
+		// starts the successor.
+		deriveTaking(t, s, held, clk, 20*time.Second)
+		assert.EqualValues(t, 2, s.Derivations())
+		assert.Nil(t, s.inflight.Current(), "one derivation at a time: none is left running")
+	})
 }

@@ -17,19 +17,20 @@ import (
 	"github.com/meshrx/meshrx/internal/flight"
 	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/registry/landing"
+	"github.com/meshrx/meshrx/registry/landing/volumetest"
 	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-// replicas returns two ModuleLandings on one root, standing for two
-// replicas of the registry, each seen through a counting volume.
-func replicas(t *testing.T) (a, b *landing.ModuleLanding, av *testkit.CountedVolume, gate *heldVolume) {
+// replicasOn returns two ModuleLandings on one volume of kind k, standing
+// for two replicas of the registry, a seen through a counting volume.
+func replicasOn(t *testing.T, k volumetest.Kind) (a, b *landing.ModuleLanding, av *testkit.CountedVolume, gate *heldVolume) {
 	t.Helper()
-	root := t.TempDir()
-	gate = &heldVolume{Volume: landing.DirVolume(root)}
-	av = testkit.CountingVolume(gate)
-	a = newLanding(t, av, landing.Options{Replica: "a"})
-	b = newLanding(t, landing.DirVolume(root), landing.Options{Replica: "b"})
+	inner, replica := k.Open(t)
+	gate = &heldVolume{Volume: inner}
+	av = testkit.CountingVolume(volumetest.KeepExclusive(gate, inner))
+	a = newLanding(t, volumetest.KeepExclusive(av, inner), landing.Options{Replica: "a"})
+	b = newLanding(t, replica(), landing.Options{Replica: "b"})
 	return a, b, av, gate
 }
 
@@ -74,128 +75,138 @@ func land(t *testing.T, l interface {
 }
 
 func TestAServedReadDoesNotRescanTheVolume(t *testing.T) {
-	a, b, av, _ := replicas(t)
-	clk := rxtest.NewClock()
-	s := newServed(t, a, clk)
-	land(t, s, "Alpha", "1.0.0")
-	assert.Equal(t, map[string]string{"Alpha": "1.0.0"}, servedVersions(read(t, s).Activation))
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		a, b, av, _ := replicasOn(t, k)
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		land(t, s, "Alpha", "1.0.0")
+		assert.Equal(t, map[string]string{"Alpha": "1.0.0"}, servedVersions(read(t, s).Activation))
 
-	land(t, b, "Beta", "1.0.0") // another replica's record is on the volume
-	act, err := a.Activation(context.Background())
-	require.NoError(t, err)
-	require.Contains(t, servedVersions(act), "Beta", "the authoritative read sees it")
-
-	before := av.Ops()
-	clk.Advance(s.Freshness() - 1)
-	for range 2 {
-		assert.NotContains(t, servedVersions(read(t, s).Activation), "Beta", "fresh: served from the snapshot")
-	}
-	assert.Zero(t, av.Ops().Sub(before).Total(), "served reads touched the volume")
-
-	// Negative control: answering each request with the authoritative read,
-	// as the incident's index did, costs a scan per request.
-	before = av.Ops()
-	for range 2 {
-		_, err := a.Activation(context.Background())
+		land(t, b, "Beta", "1.0.0") // another replica's record is on the volume
+		act, err := a.Activation(context.Background())
 		require.NoError(t, err)
-	}
-	assert.Positive(t, av.Ops().Sub(before).Total())
-	assert.EqualValues(t, 1, s.Derivations(), "one derivation, at the first read")
+		require.Contains(t, servedVersions(act), "Beta", "the authoritative read sees it")
+
+		before := av.Ops()
+		clk.Advance(s.Freshness() - 1)
+		for range 2 {
+			assert.NotContains(t, servedVersions(read(t, s).Activation), "Beta", "fresh: served from the snapshot")
+		}
+		assert.Zero(t, av.Ops().Sub(before).Total(), "served reads touched the volume")
+
+		// Negative control: answering each request with the authoritative read,
+		// as the incident's index did, costs a scan per request.
+		before = av.Ops()
+		for range 2 {
+			_, err := a.Activation(context.Background())
+			require.NoError(t, err)
+		}
+		assert.Positive(t, av.Ops().Sub(before).Total())
+		assert.EqualValues(t, 1, s.Derivations(), "one derivation, at the first read")
+	})
 }
 
 func TestThisReplicasOwnLandingIsServedAtOnce(t *testing.T) {
-	a, _, _, _ := replicas(t)
-	clk := rxtest.NewClock()
-	s := newServed(t, a, clk)
-	land(t, s, "Alpha", "1.0.0")
-	read(t, s)
-	land(t, s, "Alpha", "2.0.0")
-	assert.Equal(t, "2.0.0", servedVersions(read(t, s).Activation)["Alpha"], "no freshness wait for our own write")
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		a, _, _, _ := replicasOn(t, k)
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		land(t, s, "Alpha", "1.0.0")
+		read(t, s)
+		land(t, s, "Alpha", "2.0.0")
+		assert.Equal(t, "2.0.0", servedVersions(read(t, s).Activation)["Alpha"], "no freshness wait for our own write")
 
-	// Negative control: a landing that bypasses the service does not
-	// invalidate the snapshot, and is not served while it is fresh.
-	land(t, a, "Alpha", "3.0.0")
-	assert.Equal(t, "2.0.0", servedVersions(read(t, s).Activation)["Alpha"])
+		// Negative control: a landing that bypasses the service does not
+		// invalidate the snapshot, and is not served while it is fresh.
+		land(t, a, "Alpha", "3.0.0")
+		assert.Equal(t, "2.0.0", servedVersions(read(t, s).Activation)["Alpha"])
+	})
 }
 
 func TestAnotherReplicasLandingIsServedOnceTheSnapshotIsDue(t *testing.T) {
-	a, b, _, _ := replicas(t)
-	clk := rxtest.NewClock()
-	s := newServed(t, a, clk)
-	land(t, s, "Alpha", "1.0.0")
-	first := read(t, s)
-	land(t, b, "Beta", "1.0.0")
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		a, b, _, _ := replicasOn(t, k)
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		land(t, s, "Alpha", "1.0.0")
+		first := read(t, s)
+		land(t, b, "Beta", "1.0.0")
 
-	clk.Advance(s.Freshness() - 1)
-	assert.NotContains(t, servedVersions(read(t, s).Activation), "Beta")
-	assert.EqualValues(t, 1, s.Derivations(), "not due yet: nothing started")
+		clk.Advance(s.Freshness() - 1)
+		assert.NotContains(t, servedVersions(read(t, s).Activation), "Beta")
+		assert.EqualValues(t, 1, s.Derivations(), "not due yet: nothing started")
 
-	clk.Advance(1)
-	due := read(t, s)
-	assert.Equal(t, first.Seq, due.Seq, "the due read answers at once from the snapshot")
-	assert.EqualValues(t, 2, s.Derivations(), "and starts one re-derivation")
-	settle(t, s)
-	assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Beta"])
+		clk.Advance(1)
+		due := read(t, s)
+		assert.Equal(t, first.Seq, due.Seq, "the due read answers at once from the snapshot")
+		assert.EqualValues(t, 2, s.Derivations(), "and starts one re-derivation")
+		settle(t, s)
+		assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Beta"])
+	})
 }
 
 func TestConcurrentDueReadersShareOneDerivation(t *testing.T) {
-	a, _, av, held := replicas(t)
-	clk := rxtest.NewClock()
-	s := newServed(t, a, clk)
-	land(t, s, "Alpha", "1.0.0")
-	read(t, s)
-	clk.Advance(s.Freshness())
-	gate := testkit.NewReleaser(t)
-	entered := held.hold(gate)
-	before := av.Ops()
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		a, _, av, held := replicasOn(t, k)
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		land(t, s, "Alpha", "1.0.0")
+		read(t, s)
+		clk.Advance(s.Freshness())
+		gate := testkit.NewReleaser(t)
+		entered := held.hold(gate)
+		before := av.Ops()
 
-	var wg sync.WaitGroup
-	for range 100 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			read(t, s) // each answers at once from the snapshot
-		}()
-	}
-	wg.Wait()
-	testkit.Receive(t, entered, "the re-derivation reaching the volume")
-	assert.EqualValues(t, 2, s.Derivations(), "100 due readers, one derivation (after the first read's)")
-	gate.Release()
-	settle(t, s)
-	oneScan := av.Ops().Sub(before).Total()
+		var wg sync.WaitGroup
+		for range 100 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				read(t, s) // each answers at once from the snapshot
+			}()
+		}
+		wg.Wait()
+		testkit.Receive(t, entered, "the re-derivation reaching the volume")
+		assert.EqualValues(t, 2, s.Derivations(), "100 due readers, one derivation (after the first read's)")
+		gate.Release()
+		settle(t, s)
+		oneScan := av.Ops().Sub(before).Total()
 
-	// Negative control: 100 readers each scanning, as the incident's pollers
-	// did: at least a hundred times the shared derivation's operations (a
-	// full scan reads every record file; the re-derivation only lists).
-	before = av.Ops()
-	var wg2 sync.WaitGroup
-	for range 100 {
-		wg2.Add(1)
-		go func() {
-			defer wg2.Done()
-			_, err := a.Activation(context.Background())
-			assert.NoError(t, err)
-		}()
-	}
-	wg2.Wait()
-	assert.GreaterOrEqual(t, av.Ops().Sub(before).Total(), 100*oneScan)
+		// Negative control: 100 readers each scanning, as the incident's pollers
+		// did: at least a hundred times the shared derivation's operations (a
+		// full scan reads every record file; the re-derivation only lists).
+		before = av.Ops()
+		var wg2 sync.WaitGroup
+		for range 100 {
+			wg2.Add(1)
+			go func() {
+				defer wg2.Done()
+				_, err := a.Activation(context.Background())
+				assert.NoError(t, err)
+			}()
+		}
+		wg2.Wait()
+		assert.GreaterOrEqual(t, av.Ops().Sub(before).Total(), 100*oneScan)
+	})
 }
 
 func TestConcurrentColdReadersShareOneDerivation(t *testing.T) {
-	a, _, _, _ := replicas(t)
-	clk := rxtest.NewClock()
-	s := newServed(t, a, clk)
-	land(t, a, "Alpha", "1.0.0")
-	var wg sync.WaitGroup
-	for range 100 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Alpha"])
-		}()
-	}
-	wg.Wait()
-	assert.EqualValues(t, 1, s.Derivations())
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		a, _, _, _ := replicasOn(t, k)
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		land(t, a, "Alpha", "1.0.0")
+		var wg sync.WaitGroup
+		for range 100 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Alpha"])
+			}()
+		}
+		wg.Wait()
+		assert.EqualValues(t, 1, s.Derivations())
+	})
 }
 
 // The interleaving TestConcurrentColdReadersShareOneDerivation once lost
@@ -208,131 +219,137 @@ func TestConcurrentColdReadersShareOneDerivation(t *testing.T) {
 // generation before the derivation publishes, and makes the reader's next
 // step (claimCold) once the slot is empty.
 func TestAColdReaderThatFindsTheSlotEmptyAfterItsDerivationPublishedAnswersFromThatSnapshot(t *testing.T) {
-	run := func(t *testing.T, next func(s *ServedActivation, gen uint64) (answered bool)) *ServedActivation {
-		a, _, _, held := replicas(t)
-		clk := rxtest.NewClock()
-		s := newServed(t, a, clk)
-		land(t, a, "Alpha", "1.0.0")
-		gate := testkit.NewReleaser(t)
-		entered := held.hold(gate)
-		first := rxtest.Record(clk, s.Read()) // cold: starts the derivation
-		testkit.Receive(t, entered, "the derivation reaching the volume")
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		run := func(t *testing.T, next func(s *ServedActivation, gen uint64) (answered bool)) *ServedActivation {
+			a, _, _, held := replicasOn(t, k)
+			clk := rxtest.NewClock()
+			s := newServed(t, a, clk)
+			land(t, a, "Alpha", "1.0.0")
+			gate := testkit.NewReleaser(t)
+			entered := held.hold(gate)
+			first := rxtest.Record(clk, s.Read()) // cold: starts the derivation
+			testkit.Receive(t, entered, "the derivation reaching the volume")
 
-		s.mu.Lock()
-		has, gen := s.has, s.gen // what a second cold reader sees now
-		s.mu.Unlock()
-		require.False(t, has)
+			s.mu.Lock()
+			has, gen := s.has, s.gen // what a second cold reader sees now
+			s.mu.Unlock()
+			require.False(t, has)
 
-		gate.Release() // the derivation publishes, then leaves the slot
-		require.True(t, first.WaitTerminated(testkit.Bound))
-		require.NoError(t, first.Err())
-		require.Nil(t, s.inflight.Current(), "the slot is empty")
-		require.EqualValues(t, 1, s.Derivations())
+			gate.Release() // the derivation publishes, then leaves the slot
+			require.True(t, first.WaitTerminated(testkit.Bound))
+			require.NoError(t, first.Err())
+			require.Nil(t, s.inflight.Current(), "the slot is empty")
+			require.EqualValues(t, 1, s.Derivations())
 
-		assert.True(t, next(s, gen), "the reader is answered")
-		settle(t, s)
-		return s
-	}
-	s := run(t, func(s *ServedActivation, gen uint64) bool {
-		f, snap, ok := s.claimCold(gen)
-		assert.Nil(t, f, "no derivation is started")
-		assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Alpha"])
-		return ok
-	})
-	assert.EqualValues(t, 1, s.Derivations(), "the snapshot published is the answer")
-
-	t.Run("negative control: a claim that cannot decline starts a second derivation", func(t *testing.T) {
-		// What a cold reader did before claimCold: claim(gen), which
-		// installs a new flight whenever the slot holds none.
+			assert.True(t, next(s, gen), "the reader is answered")
+			settle(t, s)
+			return s
+		}
 		s := run(t, func(s *ServedActivation, gen uint64) bool {
-			f := s.claim(gen)
-			ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
-			defer cancel()
-			_, err := rx.First(ctx, f.Result())
-			return err == nil
+			f, snap, ok := s.claimCold(gen)
+			assert.Nil(t, f, "no derivation is started")
+			assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Alpha"])
+			return ok
 		})
-		assert.EqualValues(t, 2, s.Derivations())
+		assert.EqualValues(t, 1, s.Derivations(), "the snapshot published is the answer")
+
+		t.Run("negative control: a claim that cannot decline starts a second derivation", func(t *testing.T) {
+			// What a cold reader did before claimCold: claim(gen), which
+			// installs a new flight whenever the slot holds none.
+			s := run(t, func(s *ServedActivation, gen uint64) bool {
+				f := s.claim(gen)
+				ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
+				defer cancel()
+				_, err := rx.First(ctx, f.Result())
+				return err == nil
+			})
+			assert.EqualValues(t, 2, s.Derivations())
+		})
 	})
 }
 
 func TestADerivationStartedBeforeALocalWriteIsNotPublished(t *testing.T) {
-	// countWrite makes the write through the service (true) or, for the
-	// negative control, past it on the landing: a write the service's
-	// generation does not count.
-	run := func(t *testing.T, countWrite bool) Snapshot {
-		a, _, _, held := replicas(t)
-		clk := rxtest.NewClock()
-		s := newServed(t, a, clk)
-		land(t, s, "Alpha", "1.0.0")
-		read(t, s)
-		clk.Advance(s.Freshness())
-		gate := testkit.NewReleaser(t)
-		entered := held.holdAfterListing(gate)
-		read(t, s) // due: starts a derivation, which lists the modules and waits
-		testkit.Receive(t, entered, "the stale derivation listing the modules")
-		stale := s.inflight.Current()
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		// countWrite makes the write through the service (true) or, for the
+		// negative control, past it on the landing: a write the service's
+		// generation does not count.
+		run := func(t *testing.T, countWrite bool) Snapshot {
+			a, _, _, held := replicasOn(t, k)
+			clk := rxtest.NewClock()
+			s := newServed(t, a, clk)
+			land(t, s, "Alpha", "1.0.0")
+			read(t, s)
+			clk.Advance(s.Freshness())
+			gate := testkit.NewReleaser(t)
+			entered := held.holdAfterListing(gate)
+			read(t, s) // due: starts a derivation, which lists the modules and waits
+			testkit.Receive(t, entered, "the stale derivation listing the modules")
+			stale := s.inflight.Current()
 
-		if countWrite {
-			land(t, s, "Beta", "1.0.0") // a local write while it runs
-			fresh := read(t, s)         // derives anew: the write must be served
-			require.Contains(t, servedVersions(fresh.Activation), "Beta")
-		} else {
-			land(t, a, "Beta", "1.0.0")
+			if countWrite {
+				land(t, s, "Beta", "1.0.0") // a local write while it runs
+				fresh := read(t, s)         // derives anew: the write must be served
+				require.Contains(t, servedVersions(fresh.Activation), "Beta")
+			} else {
+				land(t, a, "Beta", "1.0.0")
+			}
+			gate.Release()
+			_, _ = rx.Collect[Snapshot](context.Background(), stale.Result())
+
+			snap, ok := s.Snapshot()
+			require.True(t, ok)
+			return snap
 		}
-		gate.Release()
-		_, _ = rx.Collect[Snapshot](context.Background(), stale.Result())
+		assert.Contains(t, servedVersions(run(t, true).Activation), "Beta")
 
-		snap, ok := s.Snapshot()
-		require.True(t, ok)
-		return snap
-	}
-	assert.Contains(t, servedVersions(run(t, true).Activation), "Beta")
-
-	t.Run("negative control: a write the generation does not count is published over", func(t *testing.T) {
-		// Publishing whatever finishes puts the pre-write listing back
-		// over the write, as the service did before the generation guard.
-		assert.NotContains(t, servedVersions(run(t, false).Activation), "Beta")
+		t.Run("negative control: a write the generation does not count is published over", func(t *testing.T) {
+			// Publishing whatever finishes puts the pre-write listing back
+			// over the write, as the service did before the generation guard.
+			assert.NotContains(t, servedVersions(run(t, false).Activation), "Beta")
+		})
 	})
 }
 
 func TestAnAbortedRequestDoesNotCacheAFault(t *testing.T) {
-	a, _, _, held := replicas(t)
-	land(t, a, "Alpha", "1.0.0")
-	clk := rxtest.NewClock()
-	s := newServed(t, a, clk)
-	gate := testkit.NewReleaser(t)
-	entered := held.hold(gate)
-
-	aborted := rxtest.Record(clk, s.Read()) // the first request starts the derivation...
-	testkit.Receive(t, entered, "the derivation reaching the volume")
-	aborted.Unsubscribe() // ...and gives up
-	gate.Release()
-	settle(t, s)
-
-	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
-	snap, err := rx.First(ctx, s.Read())
-	cancel()
-	require.NoError(t, err)
-	assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Alpha"])
-	assert.EqualValues(t, 1, s.Derivations(), "the next reader got the derivation the aborted one started")
-
-	t.Run("negative control: a derivation the first request owns dies with it, and its fault is kept", func(t *testing.T) {
-		a, _, _, held := replicas(t)
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		a, _, _, held := replicasOn(t, k)
 		land(t, a, "Alpha", "1.0.0")
-		c := &firstReaderCache{l: a}
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
 		gate := testkit.NewReleaser(t)
 		entered := held.hold(gate)
-		first, cancelFirst := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			_, err := c.read(first)
-			done <- err
-		}()
+
+		aborted := rxtest.Record(clk, s.Read()) // the first request starts the derivation...
 		testkit.Receive(t, entered, "the derivation reaching the volume")
-		cancelFirst() // the first request gives up
-		assert.ErrorIs(t, testkit.Receive(t, done, "the aborted read"), context.Canceled)
-		_, err := c.read(context.Background())
-		assert.ErrorIs(t, err, context.Canceled, "every later reader gets the aborted request's fault")
+		aborted.Unsubscribe() // ...and gives up
+		gate.Release()
+		settle(t, s)
+
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
+		snap, err := rx.First(ctx, s.Read())
+		cancel()
+		require.NoError(t, err)
+		assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Alpha"])
+		assert.EqualValues(t, 1, s.Derivations(), "the next reader got the derivation the aborted one started")
+
+		t.Run("negative control: a derivation the first request owns dies with it, and its fault is kept", func(t *testing.T) {
+			a, _, _, held := replicasOn(t, k)
+			land(t, a, "Alpha", "1.0.0")
+			c := &firstReaderCache{l: a}
+			gate := testkit.NewReleaser(t)
+			entered := held.hold(gate)
+			first, cancelFirst := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.read(first)
+				done <- err
+			}()
+			testkit.Receive(t, entered, "the derivation reaching the volume")
+			cancelFirst() // the first request gives up
+			assert.ErrorIs(t, testkit.Receive(t, done, "the aborted read"), context.Canceled)
+			_, err := c.read(context.Background())
+			assert.ErrorIs(t, err, context.Canceled, "every later reader gets the aborted request's fault")
+		})
 	})
 }
 
@@ -369,7 +386,7 @@ type servedReader interface {
 // and a late reader arrives. It returns the derivations started, and the
 // recorders of the reader that started D2 and of the late one.
 func lateDerivation(t *testing.T, serve func(l *landing.ModuleLanding, clk *rxtest.Clock) servedReader) (int64, []*rxtest.Recorder[Snapshot]) {
-	a, _, _, held := replicas(t)
+	a, _, _, held := replicasOn(t, volumetest.Kinds()[0])
 	clk := rxtest.NewClock()
 	s := serve(a, clk)
 	land(t, s, "Alpha", "1.0.0")
@@ -528,35 +545,39 @@ func settleFrom(t *testing.T, r servedReader) {
 }
 
 func TestAFailedDerivationIsNotServedAndTheNextReadDerivesAgain(t *testing.T) {
-	a, _, _, held := replicas(t)
-	land(t, a, "Alpha", "1.0.0")
-	clk := rxtest.NewClock()
-	s := newServed(t, a, clk)
-	held.failNext(&fs.PathError{Op: "readdir", Path: modulesDir, Err: os.ErrPermission})
-	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
-	defer cancel()
-	_, err := rx.First(ctx, s.Read())
-	require.ErrorIs(t, err, os.ErrPermission)
-	_, has := s.Snapshot()
-	assert.False(t, has, "a fault is not a snapshot")
-	assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Alpha"])
-	assert.EqualValues(t, 2, s.Derivations())
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		a, _, _, held := replicasOn(t, k)
+		land(t, a, "Alpha", "1.0.0")
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		held.failNext(&fs.PathError{Op: "readdir", Path: modulesDir, Err: os.ErrPermission})
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
+		defer cancel()
+		_, err := rx.First(ctx, s.Read())
+		require.ErrorIs(t, err, os.ErrPermission)
+		_, has := s.Snapshot()
+		assert.False(t, has, "a fault is not a snapshot")
+		assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Alpha"])
+		assert.EqualValues(t, 2, s.Derivations())
+	})
 }
 
 func TestAStuckDerivationEndsAtItsBudgetNamingTheStage(t *testing.T) {
-	a, _, _, held := replicas(t)
-	clk := rxtest.NewClock()
-	s := newServed(t, a, clk)
-	gate := testkit.NewReleaser(t)
-	entered := held.hold(gate)
-	rec := rxtest.Record(clk, s.Read())
-	testkit.Receive(t, entered, "the derivation reaching the volume")
-	clk.Advance(DefaultDerivationBudget)
-	var te *rx.TimeoutError
-	require.ErrorAs(t, rec.Err(), &te)
-	assert.Equal(t, "activation derivation", te.Stage)
-	gate.Release()
-	settle(t, s)
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		a, _, _, held := replicasOn(t, k)
+		clk := rxtest.NewClock()
+		s := newServed(t, a, clk)
+		gate := testkit.NewReleaser(t)
+		entered := held.hold(gate)
+		rec := rxtest.Record(clk, s.Read())
+		testkit.Receive(t, entered, "the derivation reaching the volume")
+		clk.Advance(DefaultDerivationBudget)
+		var te *rx.TimeoutError
+		require.ErrorAs(t, rec.Err(), &te)
+		assert.Equal(t, "activation derivation", te.Stage)
+		gate.Release()
+		settle(t, s)
+	})
 }
 
 // heldVolume can hold the next scans of the modules directory (in order),

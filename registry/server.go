@@ -47,9 +47,10 @@ const (
 
 // couldNotFindOut names the registry's own errors that mean it could not
 // find out, beside those answer.CouldNotFindOut knows: a closed landing, a
-// closed catalog. They are answered 503 with Retry-After.
+// closed catalog, a volume that could not be reached (an object store down). They are answered 503 with Retry-After.
 func couldNotFindOut(err error) bool {
-	return answer.CouldNotFindOut(err) || errors.Is(err, landing.ErrClosed) || errors.Is(err, errCatalogClosed)
+	return answer.CouldNotFindOut(err) || errors.Is(err, landing.ErrClosed) || errors.Is(err, errCatalogClosed) ||
+		landing.IsUnavailable(err)
 }
 
 // ConfigError reports a ServerOptions field that cannot be used.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/meshrx/meshrx/registry/landing/s3volume"
 	"io"
 	"log/slog"
 	"net/http"
@@ -37,7 +38,8 @@ type childConfig struct {
 	Freshness                      time.Duration // ServedOptions.Freshness
 	ClockSkew                      time.Duration // added to the landing's clock
 	Verbose                        bool
-	NoJournal                      bool // ServedOptions.JournalPeriod = registry.NoJournal
+	NoJournal                      bool   // ServedOptions.JournalPeriod = registry.NoJournal
+	Volume                         string // the module volume on object storage (s3://…); "": Data
 }
 
 // Control files a replica polls (every controlPoll), set by the schedule:
@@ -74,14 +76,23 @@ func runChild(config string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	volume := &slowableVolume{v: landing.DirVolume(cc.Data)}
+	var inner landing.Volume = landing.DirVolume(cc.Data)
+	if cc.Volume != "" {
+		s3v, err := s3volume.Open(startCtx, cc.Volume, s3volume.Options{})
+		if err != nil {
+			return err
+		}
+		defer s3v.Close()
+		inner = s3v
+	}
+	volume := &slowableVolume{v: inner}
 	ctl := &controls{dir: cc.Control, volume: volume, logger: logger}
 	go ctl.watch(ctx)
 	var clk clock.Clock = clock.New()
 	if cc.ClockSkew != 0 {
 		clk = skewedClock{Clock: clk, by: cc.ClockSkew}
 	}
-	lane, err := landing.NewModuleLanding(volume, landing.Options{Logger: logger, Replica: cc.Name, Clock: clk})
+	lane, err := landing.NewModuleLanding(volume.exclusiveAsInner(), landing.Options{Logger: logger, Replica: cc.Name, Clock: clk})
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@
 // one module volume under open-loop load, injects faults on a schedule and
 // counts what a user would have seen.
 //
-//	go run ./examples/faults [-schedule full|short] [-quiet 30s] [-pg URL [-pg-ctl DATADIR]]
+//	go run ./examples/faults [-schedule full|short] [-quiet 30s] [-pg URL [-pg-ctl DATADIR]] [-volume dir|s3]
 //
 // Without -pg it starts a throwaway PostgreSQL the way the tests do
 // (mesh/pgstore/pgtest) and can stop, restart and pause it. With -pg it uses
@@ -30,6 +30,10 @@
 //  9. replica b restarted with its clock an hour behind (for the rest of
 //     the run), publishing a module's newer version after a published the
 //     older;
+//  10. with -volume s3 (the module volume a bucket on an S3-protocol server
+//     this program starts, internal/s3test: the replicas then share nothing
+//     but the database and the bucket): the object store stopped for 20 s,
+//     then started with its objects;
 //
 // each followed by a quiet period. Then it verifies: every publication
 // that answered 201 is listed by both replicas within the freshness bound
@@ -63,6 +67,7 @@ import (
 	"time"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/internal/s3test"
 	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
 	"github.com/meshrx/meshrx/registry"
 	"github.com/meshrx/meshrx/registry/client"
@@ -98,6 +103,7 @@ type config struct {
 	verbose             bool
 	only                string
 	journal             bool
+	volume              string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -115,12 +121,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.notifyEvery, "notify-every", 2*time.Second, "interval between notifications")
 	fs.BoolVar(&c.verbose, "v", false, "log the replicas' warnings to stderr")
 	fs.StringVar(&c.only, "only", "", "run only these faults of the schedule, by number (e.g. 3,4)")
+	fs.StringVar(&c.volume, "volume", "dir", "the module volume: dir (a directory both replicas share) or s3 (a bucket on an S3-protocol server started here: the replicas share nothing but the database and the bucket; adds the object store's outage to the schedule)")
 	fs.BoolVar(&c.journal, "journal", true, "the replicas tail the volume's journal (false: they hold the freshness bound by re-deriving every -freshness instead, O(modules))")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.volume != "dir" && c.volume != "s3" {
+		return config{}, fmt.Errorf("-volume %q: want dir or s3", c.volume)
 	}
 	if c.pgCtl != "" && c.pg == "" {
 		return config{}, errors.New("-pg-ctl needs -pg")
@@ -168,7 +178,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	if err != nil {
 		return sum, err
 	}
-	faults, err := schedule(cfg.schedule, cfg.quiet)
+	faults, err := schedule(cfg.schedule, cfg.quiet, cfg.volume == "s3")
 	if err != nil {
 		return sum, err
 	}
@@ -216,6 +226,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	_, _ = rand.Read(tok[:])
 	rcfg := replicaConfig{pgURL: e.pgURL, data: data, freshness: cfg.freshness, token: hex.EncodeToString(tok[:]), logger: logger,
 		stderr: stderr, verbose: cfg.verbose, noJournal: !cfg.journal}
+	volumeName := data
+	if cfg.volume == "s3" {
+		srv, err := s3test.New("meshrx-faults")
+		if err != nil {
+			return sum, err
+		}
+		defer srv.Close()
+		e.s3 = srv
+		rcfg.volume, rcfg.env = srv.VolumeURL("faults"), s3test.Env()
+		volumeName = rcfg.volume
+	}
 	e.replicas = []*replica{
 		{name: "a", cfg: rcfg, control: filepath.Join(dir, "control-a")},
 		{name: "b", cfg: rcfg, control: filepath.Join(dir, "control-b")},
@@ -231,7 +252,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 		return sum, fmt.Errorf("registering the consumer: %w", err)
 	}
 	out("replicas: a %s, b %s (processes; one database, one volume %s, freshness %s)\n",
-		e.replicas[0].baseURL(), e.replicas[1].baseURL(), dir, cfg.freshness)
+		e.replicas[0].baseURL(), e.replicas[1].baseURL(), volumeName, cfg.freshness)
 
 	transport := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
 	defer transport.CloseIdleConnections()

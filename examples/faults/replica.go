@@ -35,7 +35,9 @@ type replicaConfig struct {
 	logger    *slog.Logger
 	stderr    io.Writer // where the replica processes' logs go
 	verbose   bool
-	noJournal bool // the replicas do not tail the volume's journal
+	noJournal bool     // the replicas do not tail the volume's journal
+	volume    string   // the module volume on object storage (an s3:// URL); "": data
+	env       []string // added to the replicas' environment (the object store's credentials)
 }
 
 // replica is one registry process: this program run again as a replica
@@ -116,7 +118,8 @@ func (r *replica) start(ctx context.Context) (err error) {
 		addr = "127.0.0.1:0"
 	}
 	cc, err := json.Marshal(childConfig{Name: r.name, PGURL: r.cfg.pgURL, Data: r.cfg.data, Addr: addr, Token: r.cfg.token,
-		Control: r.control, Freshness: r.cfg.freshness, ClockSkew: r.skew, Verbose: r.cfg.verbose, NoJournal: r.cfg.noJournal})
+		Control: r.control, Freshness: r.cfg.freshness, ClockSkew: r.skew, Verbose: r.cfg.verbose, NoJournal: r.cfg.noJournal,
+		Volume: r.cfg.volume})
 	if err != nil {
 		return err
 	}
@@ -125,7 +128,7 @@ func (r *replica) start(ctx context.Context) (err error) {
 		return fmt.Errorf("replica %s: finding this program to run it again: %w", r.name, err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), childEnv+"="+string(cc))
+	cmd.Env = append(append(os.Environ(), r.cfg.env...), childEnv+"="+string(cc))
 	cmd.Stderr = r.cfg.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

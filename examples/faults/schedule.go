@@ -9,13 +9,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meshrx/meshrx/internal/s3test"
 	"github.com/meshrx/meshrx/registry/client"
 	"github.com/meshrx/meshrx/rx"
 )
 
 // env is what a fault acts on.
 type env struct {
-	db       database // nil: no control of the server (-pg without -pg-ctl)
+	db       database       // nil: no control of the server (-pg without -pg-ctl)
+	s3       *s3test.Server // the object store holding the module volume (-volume s3), or nil
 	pgURL    string
 	replicas []*replica
 	out      func(format string, args ...any)
@@ -115,8 +117,19 @@ func slowVolume(d, perOp time.Duration) fault {
 	}}
 }
 
-// schedules by name.
-func schedule(name string, quiet time.Duration) ([]fault, error) {
+// objectStoreStopped stops the S3-protocol server holding the module
+// volume for d (its listener closed: connections refused), then starts it
+// again on the same address with its objects.
+func objectStoreStopped(d time.Duration) fault {
+	return fault{name: fmt.Sprintf("object store stopped %s, then started", d), inject: func(ctx context.Context, e *env) error {
+		e.s3.Stop()
+		wait(ctx, d)
+		return e.s3.Restart()
+	}}
+}
+
+// schedules by name; objectStore adds the object store's outage.
+func schedule(name string, quiet time.Duration, objectStore bool) ([]fault, error) {
 	var fs []fault
 	switch name {
 	case "full":
@@ -134,6 +147,9 @@ func schedule(name string, quiet time.Duration) ([]fault, error) {
 		}
 	default:
 		return nil, fmt.Errorf("-schedule %q: want full or short", name)
+	}
+	if objectStore {
+		fs = append(fs, objectStoreStopped(map[bool]time.Duration{true: 4 * time.Second, false: 20 * time.Second}[name == "short"]))
 	}
 	for i := range fs {
 		fs[i].quiet = quiet

@@ -14,6 +14,7 @@ type counts struct {
 	requests          int64
 	wrong401          int64 // a valid key answered 401
 	retryAfterMissing int64 // a 503 without Retry-After or without waitingOn
+	unavailable       int64 // a 503 (with or without Retry-After): "could not find out"
 	other5xx          int64 // a 5xx that is not 503
 	unreachable       int64 // no HTTP answer (a killed replica's refused connection)
 	badDownloads      int64 // a download whose bytes do not hash to the index's sha256
@@ -94,6 +95,7 @@ func (t *tally) classify(what string, resp *http.Response, body []byte, err erro
 		t.add(func(c *counts) { c.wrong401++ })
 		t.violation("wrong_401", "%s: 401 %s", what, clip(body))
 	case code == http.StatusServiceUnavailable:
+		t.add(func(c *counts) { c.unavailable++ })
 		if resp.Header.Get("Retry-After") == "" || !hasWaitingOn(body) {
 			t.add(func(c *counts) { c.retryAfterMissing++ })
 			t.violation("retry_after_missing", "%s: 503 Retry-After=%q %s", what, resp.Header.Get("Retry-After"), clip(body))

@@ -142,7 +142,7 @@ func (l *load) verifyLiveQueries(ctx context.Context, budget time.Duration) int6
 
 // report prints the per-phase table, then the summary line last.
 func report(w io.Writer, t *tally, l *load, s summary, gBefore, gAfter int, rssBefore, rssAfter float64) {
-	fmt.Fprintf(w, "\n%-78s %10s %8s %8s %4s %4s %4s %6s %8s\n", "phase", "recovery", "feed", "requests", "401", "ra", "5xx", "unreach", "max_down")
+	fmt.Fprintf(w, "\n%-78s %10s %8s %8s %5s %4s %4s %4s %6s %8s\n", "phase", "recovery", "feed", "requests", "503", "401", "ra", "5xx", "unreach", "max_down")
 	t.mu.Lock()
 	for _, p := range t.phases {
 		rec, feed := "", ""
@@ -153,7 +153,7 @@ func report(w io.Writer, t *tally, l *load, s summary, gBefore, gAfter int, rssB
 			rec = "skipped"
 		}
 		c := p.counts
-		fmt.Fprintf(w, "%-78s %10s %8s %8d %4d %4d %4d %6d %7.1fs\n", p.name, rec, feed, c.requests, c.wrong401, c.retryAfterMissing, c.other5xx, c.unreachable, c.maxUnavailable.Seconds())
+		fmt.Fprintf(w, "%-78s %10s %8s %8d %5d %4d %4d %4d %6d %7.1fs\n", p.name, rec, feed, c.requests, c.unavailable, c.wrong401, c.retryAfterMissing, c.other5xx, c.unreachable, c.maxUnavailable.Seconds())
 	}
 	t.mu.Unlock()
 	fmt.Fprintf(w, "readyz: 200 while the database was held down %.1fs; answered 404 (no /readyz) %d times\n", s.readyzOKWhileDown.Seconds(), s.readyzMissing)

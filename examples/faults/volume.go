@@ -93,3 +93,25 @@ func (s *slowableVolume) Open(ctx context.Context, name string) (io.ReadCloser, 
 }
 
 var _ landing.Volume = (*slowableVolume)(nil)
+
+// exclusiveAsInner is s, with the CreateExclusive of the volume it wraps
+// when that is object storage (slowed like every other operation): the
+// landing claims and commits with it there, and has no rename.
+func (s *slowableVolume) exclusiveAsInner() landing.Volume {
+	if x, ok := s.v.(landing.ExclusiveVolume); ok {
+		return slowExclusive{slowableVolume: s, x: x}
+	}
+	return s
+}
+
+type slowExclusive struct {
+	*slowableVolume
+	x landing.ExclusiveVolume
+}
+
+func (s slowExclusive) CreateExclusive(ctx context.Context, name string, data []byte) error {
+	if err := s.wait(ctx, "createexclusive", name); err != nil {
+		return err
+	}
+	return s.x.CreateExclusive(ctx, name, data)
+}

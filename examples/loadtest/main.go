@@ -90,6 +90,7 @@ type config struct {
 	dir                     string // where the modules are landed; kept (and reused) when set
 	publishEvery            time.Duration
 	deltas                  bool
+	volumes                 string // the served mode's volumes, in order
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -115,6 +116,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.dir, "dir", "", "land the modules here and keep them; a directory a previous run landed -modules into is reused (the landing takes minutes at 100,000)")
 	fs.DurationVar(&c.publishEvery, "publish-every", 0, "while the pollers run, publish a new version (every fifth time a new module) through the registry's publish route this often (0: never)")
 	fs.BoolVar(&c.deltas, "deltas", true, "pollers ask for the delta since the document they hold (false: If-None-Match, and the whole document after every change)")
+	fs.StringVar(&c.volumes, "volumes", "dir", "the volumes the served mode runs on, one after the other: dir (the directory behind -latency), s3 (a copy of it on an S3-protocol server started in process), or an s3://bucket/prefix?endpoint=…&region=… URL")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL the two -absorb replicas share (empty: one in-process memstore, shared)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -137,6 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // result is one mode's outcome.
 type result struct {
 	mode        string
+	volume      string
 	stats       stats
 	derivations int64
 
@@ -190,16 +193,41 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runAbsorb(ctx, setupCtx, cfg, dir, logger, stdout, stderr)
 	}
 
-	modes := []string{"served", "scan"}
-	if !cfg.baseline {
-		modes = modes[:1]
+	began = time.Now()
+	targets, err := openTargets(setupCtx, cfg.volumes, dir, cfg.modules)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, t := range targets {
+			t.stop()
+		}
+	}()
+	if len(targets) > 1 || targets[0].v != nil {
+		fmt.Fprintf(stderr, "volumes %s ready in %s\n", cfg.volumes, time.Since(began).Round(time.Millisecond))
+	}
+	// The served mode on each volume, then the baseline on the first.
+	type step struct {
+		mode string
+		t    target
+	}
+	var steps []step
+	for _, t := range targets {
+		steps = append(steps, step{"served", t})
+	}
+	if cfg.baseline {
+		steps = append(steps, step{"scan", targets[0]})
 	}
 	var results []result
-	for _, mode := range modes {
-		r, err := runMode(ctx, setupCtx, cfg, dir, mode, logger, stderr)
+	for _, st := range steps {
+		r, err := runMode(ctx, setupCtx, cfg, dir, st.mode, st.t, logger, stderr)
 		if err != nil {
-			return fmt.Errorf("%s: %w", mode, err)
+			return fmt.Errorf("%s on %s: %w", st.mode, st.t.name, err)
 		}
+		if len(targets) > 1 {
+			r.mode += "/" + st.t.name
+		}
+		r.volume = st.t.name
 		results = append(results, r)
 	}
 
@@ -219,13 +247,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	served := results[0]
+	var scan result
+	for _, r := range results {
+		if strings.HasPrefix(r.mode, "scan") {
+			scan = r
+			continue
+		}
+		fmt.Fprintf(stdout, "volume: %s ready_s=%.2f served_p50_ms=%.3f served_p99_ms=%.3f derivations=%d publications=%d publish_failed=%d publish_p50_ms=%.1f publish_max_ms=%.1f\n",
+			r.volume, r.readyIn.Seconds(), msf(r.stats.p50), msf(r.stats.p99), r.derivations, r.published.published, r.published.failed,
+			msf(r.published.median()), msf(r.published.slowest))
+	}
 	fmt.Fprintf(stdout, "served: ready_s=%.1f derivations_per_30s=%.2f snapshot_bytes_per_module=%d catalog_bytes_per_module=%d index_bytes=%d index_first_ms=%.1f index_304_ms=%.3f\n",
 		served.readyIn.Seconds(), float64(served.derivations-1)/(cfg.duration.Seconds()/30),
 		served.snapshotBytes/int64(cfg.modules), served.catalogBytes/int64(cfg.modules), served.indexBytes, msf(served.indexFirst), msf(served.index304))
-	scan := result{}
-	if len(results) > 1 {
-		scan = results[1]
-	}
 	fmt.Fprintf(stdout, "served: gc_cycles=%d gc_pause_max_ms=%.3f alloc_mb_per_s=%.1f (the whole process, pollers included)\n",
 		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/cfg.duration.Seconds())
 	if cfg.publishEvery > 0 {
@@ -243,7 +277,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // runMode starts a replica in mode, polls it and stops it.
-func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger *slog.Logger, stderr io.Writer) (_ result, err error) {
+func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, t target, logger *slog.Logger, stderr io.Writer) (_ result, err error) {
 	began := time.Now()
 	before := heapInUse()
 	publish := cfg.publishEvery > 0 && mode == "served"
@@ -252,7 +286,7 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger
 		token = rand.Text()
 	}
 	rep, err := startReplica(setupCtx, replicaOptions{
-		dir: dir, modules: cfg.modules, latency: cfg.latency, scan: mode == "scan", readPool: cfg.readPool,
+		dir: dir, volume: t.v, modules: cfg.modules, latency: cfg.latency, scan: mode == "scan", readPool: cfg.readPool,
 		register: true, feed: cfg.feed, journal: cfg.journal, freshness: cfg.freshness, derivationBudget: cfg.derivationBudget, name: mode, token: token,
 	}, logger)
 	if err != nil {
@@ -263,8 +297,12 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, logger
 		defer cancel()
 		err = errors.Join(err, rep.close(sctx))
 	}()
-	fmt.Fprintf(stderr, "%s: replica ready in %s (first derivation %s); %d pollers every %s for %s, %s per volume operation\n",
-		mode, time.Since(began).Round(time.Millisecond), rep.readyIn.Round(time.Millisecond), cfg.pollers, cfg.interval, cfg.duration, cfg.latency)
+	perOp := cfg.latency.String() + " per volume operation"
+	if t.v != nil {
+		perOp = "an S3 request per volume operation"
+	}
+	fmt.Fprintf(stderr, "%s on %s: replica ready in %s (first derivation %s); %d pollers every %s for %s, %s\n",
+		mode, t.name, time.Since(began).Round(time.Millisecond), rep.readyIn.Round(time.Millisecond), cfg.pollers, cfg.interval, cfg.duration, perOp)
 	res := result{mode: mode, readyIn: rep.readyIn, snapshotBytes: rep.snapshotBytes}
 	// Both modes' pollers start holding the document, as consumers at
 	// steady state do.

@@ -211,3 +211,45 @@ func TestPublishingWhilePollingSendsDeltasNotTheDocument(t *testing.T) {
 	control := run1("false")
 	assert.GreaterOrEqual(t, control["bytes_per_poll_after_change"], control["index_bytes"], "control: the whole document after each change")
 }
+
+// -volumes dir,s3 runs the served mode on the directory and then on a copy
+// of it in a bucket of an S3-protocol server the program starts, publishing
+// through the registry on each: both answer every poll and every
+// publication, and each derives once. Control: an unknown volume is refused
+// before anything runs.
+func TestTheServedModeRunsOnAnS3VolumeBesideTheDirectory(t *testing.T) {
+	var out, errs bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	err := run(ctx, []string{"-modules", "30", "-pollers", "3", "-duration", "600ms", "-latency", "0s", "-interval", "50ms",
+		"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-volumes", "dir,s3"}, &out, &errs)
+	require.NoError(t, err, "stderr: %s", errs.String())
+	t.Log(out.String())
+	lines := map[string]map[string]float64{}
+	for _, l := range strings.Split(out.String(), "\n") {
+		rest, ok := strings.CutPrefix(l, "volume: ")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		m := map[string]float64{}
+		for _, f := range fields[1:] {
+			k, v, _ := strings.Cut(f, "=")
+			n, err := strconv.ParseFloat(v, 64)
+			require.NoError(t, err, f)
+			m[k] = n
+		}
+		lines[fields[0]] = m
+	}
+	require.Len(t, lines, 2, out.String())
+	for name, m := range lines {
+		assert.Equal(t, 1.0, m["derivations"], name)
+		assert.GreaterOrEqual(t, m["publications"], 3.0, name)
+		assert.Zero(t, m["publish_failed"], name)
+		assert.Positive(t, m["publish_p50_ms"], name)
+	}
+	assert.Regexp(t, `(?m)^served/s3\s+\d+\s.*\s0\s+1$`, out.String(), "no poll of the S3 run failed")
+
+	err = run(ctx, []string{"-modules", "1", "-volumes", "dir,nfs"}, &out, &errs)
+	require.ErrorContains(t, err, `"nfs"`)
+}

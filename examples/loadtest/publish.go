@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,17 @@ type publishOutcome struct {
 	published, failed int
 	lastError         string
 	slowest           time.Duration
+	took              []time.Duration // each answered publication's latency
+}
+
+// median is the middle publication's latency (nearest rank).
+func (o publishOutcome) median() time.Duration {
+	if len(o.took) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(o.took)
+	slices.Sort(sorted)
+	return percentile(sorted, 500)
 }
 
 // publishAll publishes every interval from start until end, one at a time (a
@@ -57,13 +69,15 @@ func (p publisher) publishAll(ctx context.Context, start, end time.Time) publish
 		}
 		began := p.clk.Now()
 		err := p.publish(ctx, hc, k)
-		out.slowest = max(out.slowest, p.clk.Since(began))
+		took := p.clk.Since(began)
+		out.slowest = max(out.slowest, took)
 		if err != nil {
 			out.failed++
 			out.lastError = err.Error()
 			continue
 		}
 		out.published++
+		out.took = append(out.took, took)
 	}
 }
 

@@ -124,6 +124,7 @@ func (r *replica) derivations() int64 { return r.scans.scans.Load() }
 // replicaOptions configures startReplica.
 type replicaOptions struct {
 	dir              string
+	volume           landing.Volume // an S3 copy of dir; nil: dir behind the simulated latency
 	modules          int
 	latency          time.Duration
 	scan             bool       // the scan-per-request baseline
@@ -183,11 +184,15 @@ func startReplica(ctx context.Context, o replicaOptions, logger *slog.Logger) (_
 		}
 	}
 
-	counter, err := newScanCounter(newSlowVolume(landing.DirVolume(o.dir), o.latency), o.dir)
+	inner := o.volume
+	if inner == nil {
+		inner = newSlowVolume(landing.DirVolume(o.dir), o.latency)
+	}
+	counter, err := newScanCounter(inner, o.dir)
 	if err != nil {
 		return nil, err
 	}
-	lander, err := landing.NewModuleLanding(counter, landing.Options{Logger: logger, ReadPool: o.readPool, Replica: o.name})
+	lander, err := landing.NewModuleLanding(keepExclusive(counter, inner), landing.Options{Logger: logger, ReadPool: o.readPool, Replica: o.name})
 	if err != nil {
 		return nil, err
 	}

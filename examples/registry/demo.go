@@ -45,7 +45,7 @@ func demoPackages() []demoPackage {
 // same database and data directory, prints the key clients already use.
 // A key is issued (replacing the instance's others) only when there is
 // none that works, or when rotate is set (-rotate-demo-key).
-func setUpDemo(ctx context.Context, store mesh.Store, landing *landing.ModuleLanding, served *registry.ServedActivation, keyFile string, rotate bool) (string, error) {
+func setUpDemo(ctx context.Context, store mesh.Store, landing *landing.ModuleLanding, served *registry.ServedActivation, keyFile keyKeeper, rotate bool) (string, error) {
 	reg := &auth.Instances{Mesh: store}
 	for _, t := range []auth.PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 1}} {
 		if err := reg.SetPlanTier(ctx, t); err != nil {
@@ -95,7 +95,7 @@ const demoKeyAttempts = 3
 // instance's others, and keeps it in keyFile (mode 0600, written whole and
 // renamed into place). It then reads the file back: when another start
 // issued a key meanwhile, the one that works is the one printed.
-func demoKey(ctx context.Context, reg *auth.Instances, keyFile string, rotate bool) (string, error) {
+func demoKey(ctx context.Context, reg *auth.Instances, keyFile keyKeeper, rotate bool) (string, error) {
 	for range demoKeyAttempts {
 		if !rotate {
 			key, ok, err := keptKey(ctx, reg, keyFile)
@@ -108,7 +108,7 @@ func demoKey(ctx context.Context, reg *auth.Instances, keyFile string, rotate bo
 		if err != nil {
 			return "", err
 		}
-		if err := writeKeyFile(keyFile, key); err != nil {
+		if err := keyFile.write(ctx, key); err != nil {
 			return "", fmt.Errorf("keeping the demo key in %s: %w", keyFile, err)
 		}
 	}
@@ -120,8 +120,8 @@ func demoKey(ctx context.Context, reg *auth.Instances, keyFile string, rotate bo
 }
 
 // keptKey reads the key in keyFile; ok when the demo instance holds it.
-func keptKey(ctx context.Context, reg *auth.Instances, keyFile string) (key string, ok bool, err error) {
-	data, err := os.ReadFile(keyFile)
+func keptKey(ctx context.Context, reg *auth.Instances, keyFile keyKeeper) (key string, ok bool, err error) {
+	data, err := keyFile.read(ctx)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}
@@ -135,6 +135,34 @@ func keptKey(ctx context.Context, reg *auth.Instances, keyFile string) (key stri
 	}
 	return key, slices.Contains(inst.KeyHashes, auth.HashKey(key)), nil
 }
+
+// keyKeeper keeps the demo key: a file in the data directory, or an
+// object on the module volume when that is shared object storage (replicas
+// on other machines have no data directory in common).
+type keyKeeper interface {
+	read(ctx context.Context) ([]byte, error) // an error wrapping fs.ErrNotExist when none is kept
+	write(ctx context.Context, key string) error
+}
+
+// keyFile keeps the key in a file (mode 0600).
+type keyFile string
+
+func (f keyFile) read(context.Context) ([]byte, error)      { return os.ReadFile(string(f)) }
+func (f keyFile) write(_ context.Context, key string) error { return writeKeyFile(string(f), key) }
+func (f keyFile) String() string                            { return string(f) }
+
+// volumeKey keeps the key in the object name on a module volume: written
+// whole by one PUT, read back like the file.
+type volumeKey struct {
+	v    landing.Volume
+	name string
+}
+
+func (k volumeKey) read(ctx context.Context) ([]byte, error) { return k.v.ReadFile(ctx, k.name) }
+func (k volumeKey) write(ctx context.Context, key string) error {
+	return k.v.WriteFile(ctx, k.name, []byte(key+"\n"))
+}
+func (k volumeKey) String() string { return fmt.Sprintf("%v/%s", k.v, k.name) }
 
 // writeKeyFile writes key to name with mode 0600, whole: through a
 // temporary file renamed into place.

@@ -30,7 +30,7 @@ func startDemo(t *testing.T, store mesh.Store, dir string, rotate bool) string {
 		assert.NoError(t, served.Close(ctx))
 		assert.NoError(t, landing.Shutdown(ctx))
 	}()
-	key, err := setUpDemo(ctx, store, landing, served, filepath.Join(dir, demoKeyFile), rotate)
+	key, err := setUpDemo(ctx, store, landing, served, keyFile(filepath.Join(dir, demoKeyFile)), rotate)
 	require.NoError(t, err)
 	return key
 }

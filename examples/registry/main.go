@@ -1,6 +1,6 @@
 // Command registry runs the meshrx plugin registry with demo packages.
 //
-//	go run ./examples/registry [-addr 127.0.0.1:8080] [-metrics-addr 127.0.0.1:9090] [-data DIR] [-pg URL] [-publish-token TOKEN]
+//	go run ./examples/registry [-addr 127.0.0.1:8080] [-metrics-addr 127.0.0.1:9090] [-data DIR | -volume s3://BUCKET/PREFIX?endpoint=URL&region=R] [-pg URL] [-publish-token TOKEN]
 //	                           [-public-url https://registry.example.com] [-max-conns 1024] [-rotate-demo-key]
 //
 // It keeps the mesh in process (memstore) unless -pg names a PostgreSQL
@@ -13,6 +13,12 @@
 // (demo-instance-key, mode 0600): a restart, or another replica on the same
 // database and directory, prints the same key; -rotate-demo-key issues a
 // new one and revokes the old.
+//
+// -volume s3://bucket/prefix?endpoint=…&region=… puts the module volume on
+// S3-compatible object storage instead (landing.OpenS3Volume; credentials
+// from the standard AWS environment variables and files): replicas on
+// separate machines then share nothing but the database and the bucket,
+// and the demo key is kept on the volume (demo/instance-key).
 //
 //	publish token: …
 //	demo instance key: mwi_…
@@ -40,6 +46,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/meshrx/meshrx/registry/landing/s3volume"
 	"io"
 	"log/slog"
 	"net"
@@ -47,6 +54,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -66,6 +74,9 @@ import (
 // instance's key (mode 0600), so that every start on the same database
 // prints the key that works.
 const demoKeyFile = "demo-instance-key"
+
+// demoKeyObject keeps the demo key on an S3 module volume (-volume).
+const demoKeyObject = "demo/instance-key"
 
 // Bounds of the process's own waits.
 const (
@@ -108,6 +119,7 @@ type config struct {
 	addr         string
 	metricsAddr  string
 	data         string
+	volume       string
 	pg           string
 	publishToken string
 	publicURL    string
@@ -123,6 +135,7 @@ func parseFlags(args []string, stderr io.Writer, h hooks) (config, error) {
 	metricsDefault := cmp.Or(h.metricsDefault, defaultMetricsAddr)
 	fs.StringVar(&c.metricsAddr, "metrics-addr", metricsDefault, "address to serve /metrics on, kept off the public listener (\"\" turns it off; each process on a machine needs its own)")
 	fs.StringVar(&c.data, "data", "", "module volume directory (default: a temporary directory removed on exit)")
+	fs.StringVar(&c.volume, "volume", "", "module volume on S3-compatible object storage: s3://bucket/prefix?endpoint=URL&region=REGION (default: the -data directory)")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL for the mesh (default: in-process memstore)")
 	fs.StringVar(&c.publishToken, "publish-token", "", "bearer token that authorises publishing (default: a random token, printed)")
 	fs.StringVar(&c.publicURL, "public-url", "", "absolute URL the registry is reached at; bundle URLs in the index start with it (default: relative URLs)")
@@ -133,6 +146,12 @@ func parseFlags(args []string, stderr io.Writer, h hooks) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.volume != "" && c.data != "" {
+		return config{}, errors.New("-data and -volume both name the module volume: give one")
+	}
+	if c.volume != "" && !strings.HasPrefix(c.volume, "s3://") {
+		return config{}, fmt.Errorf("-volume %q: want s3://bucket/prefix?endpoint=…&region=…", c.volume)
 	}
 	if c.maxConns <= 0 {
 		return config{}, fmt.Errorf("-max-conns %d: must be positive", c.maxConns)
@@ -150,7 +169,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
 	dataDir := cfg.data
-	if dataDir == "" {
+	if cfg.volume != "" {
+		// Nothing of the module volume is local.
+	} else if dataDir == "" {
 		if dataDir, err = os.MkdirTemp("", "meshrx-registry-"); err != nil {
 			return fmt.Errorf("creating the data directory: %w", err)
 		}
@@ -175,8 +196,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
 
-	volume := landing.DirVolume(dataDir)
-	if c, ok := volume.(io.Closer); ok { // it keeps the root open
+	var volume landing.Volume
+	var keeper keyKeeper
+	if cfg.volume != "" {
+		s3v, err := s3volume.Open(startCtx, cfg.volume, s3volume.Options{})
+		if err != nil {
+			return fmt.Errorf("-volume: %w", err)
+		}
+		volume, keeper = s3v, volumeKey{v: s3v, name: demoKeyObject}
+	} else {
+		volume, keeper = landing.DirVolume(dataDir), keyFile(filepath.Join(dataDir, demoKeyFile))
+	}
+	if c, ok := volume.(io.Closer); ok { // it keeps the root open, or connections
 		defer func() { err = errors.Join(err, c.Close()) }()
 	}
 	landing, err := landing.NewModuleLanding(volume, landing.Options{Logger: logger})
@@ -190,7 +221,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		err = errors.Join(err, served.Close(sctx), landing.Shutdown(sctx))
 	}()
 
-	key, err := setUpDemo(startCtx, store, landing, served, filepath.Join(dataDir, demoKeyFile), cfg.rotateKey)
+	key, err := setUpDemo(startCtx, store, landing, served, keeper, cfg.rotateKey)
 	if err != nil {
 		return fmt.Errorf("setting up the demo: %w", err)
 	}
@@ -239,7 +270,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		_ = ln.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "data directory: %s\n", dataDir)
+	if cfg.volume != "" {
+		fmt.Fprintf(stdout, "module volume: %s\n", volume)
+	} else {
+		fmt.Fprintf(stdout, "data directory: %s\n", dataDir)
+	}
 	fmt.Fprintf(stdout, "publish token: %s\n", token)
 	fmt.Fprintf(stdout, "demo instance key: %s\n", key)
 	if metricsLn != nil {

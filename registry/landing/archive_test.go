@@ -28,6 +28,16 @@ func file(name string, body string) testkit.Entry {
 	return testkit.Entry{Name: name, Body: []byte(body)}
 }
 
+// archiveCase is an archive refused, and its acceptable twin.
+type archiveCase struct {
+	name    string
+	opts    Options
+	bad     []byte
+	good    []byte
+	problem ArchiveProblem
+	entry   string
+}
+
 func TestUnsafeArchivesAreRefusedAndLeaveNothingBehind(t *testing.T) {
 	zeros := func(n int) []byte { return make([]byte, n) }
 	bomb := zeros(2 * ratioFloor)
@@ -52,14 +62,7 @@ func TestUnsafeArchivesAreRefusedAndLeaveNothingBehind(t *testing.T) {
 	// Each case pairs a refused archive with its nearest acceptable twin: the
 	// twin landing under the same options is the control that the refusal
 	// is caused by what differs, not by the setup.
-	cases := []struct {
-		name    string
-		opts    Options
-		bad     []byte
-		good    []byte
-		problem ArchiveProblem
-		entry   string
-	}{
+	cases := []archiveCase{
 		{name: "parent segment", bad: testkit.Zip(t, file("../evil.txt", "x")), good: testkit.Zip(t, file("evil.txt", "x")),
 			problem: ArchiveUnsafePath, entry: "../evil.txt"},
 		{name: "parent segment after a directory", bad: testkit.Zip(t, file("lib/ok.txt", "x"), file("lib/../../evil.txt", "x")),
@@ -125,15 +128,21 @@ func TestUnsafeArchivesAreRefusedAndLeaveNothingBehind(t *testing.T) {
 		{name: "no files", bad: testkit.Zip(t, testkit.Entry{Name: "lib/", Mode: fs.ModeDir | 0o755}),
 			good: testkit.Zip(t, testkit.Entry{Name: "lib/", Mode: fs.ModeDir | 0o755}, file("lib/a.txt", "1")), problem: ArchiveEmpty},
 	}
+	forEachVolume(t, func(t *testing.T, k volumeKind) {
+		testRefusedArchives(t, k, cases)
+	})
+}
+
+func testRefusedArchives(t *testing.T, k volumeKind, cases []archiveCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			root := t.TempDir()
-			l := newLanding(t, DirVolume(root), tc.opts)
+			v := k.openVolume(t)
+			l := newLanding(t, v, tc.opts)
 			_, err := l.Land(ctx, "Target", "1.0.0", testkit.Zip(t, file("lib/a.txt", "previous")))
 			require.NoError(t, err)
-			before := testkit.Tree(t, root)
+			before := volumeTree(t, v)
 			actBefore, err := l.Activation(ctx)
 			require.NoError(t, err)
 
@@ -142,14 +151,14 @@ func TestUnsafeArchivesAreRefusedAndLeaveNothingBehind(t *testing.T) {
 			require.ErrorAs(t, err, &ae)
 			assert.Equal(t, tc.problem, ae.Problem, "%v", err)
 			assert.Equal(t, tc.entry, ae.Entry)
-			assert.Equal(t, before, testkit.Tree(t, root), "a refused archive leaves nothing behind")
+			assert.Equal(t, before, volumeTree(t, v), "a refused archive leaves nothing behind")
 			actAfter, err := l.Activation(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, actBefore, actAfter, "a refused archive leaves the activation as it was")
 
 			_, err = l.Land(ctx, "Target", "2.0.0", tc.good)
 			require.NoError(t, err, "control: the acceptable twin lands under the same options")
-			assert.NotEqual(t, before, testkit.Tree(t, root))
+			assert.NotEqual(t, before, volumeTree(t, v))
 		})
 	}
 }

@@ -21,6 +21,12 @@
 // volume's journal ([ModuleLanding.ReadJournal]), which replicas tail to
 // learn of each other's writes in O(changes).
 //
+// On an [ExclusiveVolume] (object storage, which has no rename:
+// registry/landing/s3volume) nothing is staged or renamed: files are
+// written under their final names, and each claim and commit (a version's
+// claim, a journal entry, a record) is a conditional create that fails when
+// the name exists, so the guarantees above hold there too.
+//
 // Landings and other record writes run one at a time on a landing lane.
 // Authoritative reads ([ModuleLanding.Activation], [ModuleLanding.OpenBundle])
 // run on a separate read pool, never behind a landing, and never see a

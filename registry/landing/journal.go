@@ -24,8 +24,9 @@ import (
 // digits), so that no directory holds more than JournalSegment entries. An
 // entry is staged whole and its directory renamed into place, which fails
 // when the sequence number is taken (a rename onto an existing, non-empty
-// directory: the claim the version claims rely on too); the writer then
-// tries the next. Sequence numbers start at 1 and have no holes: a writer
+// directory: the claim the version claims rely on too; on an
+// ExclusiveVolume the entry's file is created with CreateExclusive, which
+// fails the same way); the writer then tries the next. Sequence numbers start at 1 and have no holes: a writer
 // moves past a number only once it exists.
 //
 // An entry names a record that may not be in place yet (its commit follows
@@ -70,12 +71,15 @@ func (l *ModuleLanding) journal(ctx context.Context, e JournalEntry) error {
 	if err != nil {
 		return fmt.Errorf("registry: encode journal entry: %w", err)
 	}
+	xv, exclusive := l.v.(ExclusiveVolume)
 	stage := path.Join(stagingDir, e.Record+"-journal")
-	if err := l.v.MkdirAll(ctx, stage); err != nil {
-		return l.abandon(ctx, stage, volumeErr(ctx, "create staging directory "+stage, err))
-	}
-	if err := l.v.WriteFile(ctx, path.Join(stage, journalEntry), data); err != nil {
-		return l.abandon(ctx, stage, volumeErr(ctx, "write journal entry", err))
+	if !exclusive {
+		if err := l.v.MkdirAll(ctx, stage); err != nil {
+			return l.abandon(ctx, stage, volumeErr(ctx, "create staging directory "+stage, err))
+		}
+		if err := l.v.WriteFile(ctx, path.Join(stage, journalEntry), data); err != nil {
+			return l.abandon(ctx, stage, volumeErr(ctx, "write journal entry", err))
+		}
 	}
 	l.mu.Lock()
 	next := l.journalNext
@@ -88,6 +92,21 @@ func (l *ModuleLanding) journal(ctx context.Context, e JournalEntry) error {
 				return l.abandon(ctx, stage, err)
 			}
 			next, probes = max(next, head), 0
+		}
+		if exclusive {
+			// Object storage: the entry's file is created if and only if
+			// the sequence number is free.
+			err := xv.CreateExclusive(ctx, path.Join(journalEntryDir(next), journalEntry), data)
+			switch {
+			case err == nil:
+				l.advanceJournal(next + 1)
+				return nil
+			case !errors.Is(err, fs.ErrExist):
+				return volumeErr(ctx, "claim journal entry "+journalEntryDir(next), err)
+			}
+			next++ // taken by another write
+			probes++
+			continue
 		}
 		if err := l.v.MkdirAll(ctx, journalSegmentDir(next)); err != nil {
 			return l.abandon(ctx, stage, volumeErr(ctx, "create "+journalSegmentDir(next), err))

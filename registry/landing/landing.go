@@ -310,6 +310,12 @@ func (l *ModuleLanding) land(ctx context.Context, module, version string, archiv
 // placeBytes extracts into a staging directory and renames it into place, so
 // that a generation directory only ever exists complete.
 func (l *ModuleLanding) placeBytes(ctx context.Context, key, gen string, archive io.ReaderAt, size int64, plan *archivePlan) error {
+	if _, ok := l.v.(ExclusiveVolume); ok {
+		// Object storage has no rename: the generation is written where it
+		// stays. Nothing reads a generation before a record names it, and
+		// one a failed landing leaves is collected after GenerationGrace.
+		return l.writeGeneration(ctx, generationDir(key, gen), archive, size, plan)
+	}
 	stage := path.Join(stagingDir, gen)
 	files := path.Join(stage, filesName)
 	if err := l.v.MkdirAll(ctx, files); err != nil {
@@ -326,6 +332,18 @@ func (l *ModuleLanding) placeBytes(ctx context.Context, key, gen string, archive
 	}
 	if err := l.v.Rename(ctx, stage, generationDir(key, gen)); err != nil {
 		return l.abandon(ctx, stage, volumeErr(ctx, "move generation into place", err))
+	}
+	return nil
+}
+
+// writeGeneration writes a generation's files and bundle beneath dir,
+// removing what it wrote when it fails.
+func (l *ModuleLanding) writeGeneration(ctx context.Context, dir string, archive io.ReaderAt, size int64, plan *archivePlan) error {
+	if err := extractArchive(ctx, l.v, path.Join(dir, filesName), plan, l.limits); err != nil {
+		return l.abandon(ctx, dir, err)
+	}
+	if err := writeStream(ctx, l.v, path.Join(dir, bundleName), io.NewSectionReader(archive, 0, size)); err != nil {
+		return l.abandon(ctx, dir, volumeErr(ctx, "write bundle", err))
 	}
 	return nil
 }
@@ -361,6 +379,17 @@ func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, erro
 		return Record{}, fmt.Errorf("registry: encode record: %w", err)
 	}
 	dir := recordsDir(key)
+	final := path.Join(dir, r.ID+recordSuffix)
+	if xv, ok := l.v.(ExclusiveVolume); ok {
+		// Object storage: the record's conditional create is its commit.
+		if err := l.journal(ctx, JournalEntry{Module: r.Module, Record: r.ID, Replica: r.Replica}); err != nil {
+			return Record{}, err
+		}
+		if err := l.commit(ctx, final, func(cctx context.Context) error { return xv.CreateExclusive(cctx, final, data) }); err != nil {
+			return Record{}, err
+		}
+		return r, nil
+	}
 	tmp := path.Join(dir, ".tmp-"+r.ID+recordSuffix)
 	if err := l.v.MkdirAll(ctx, dir); err != nil {
 		return Record{}, volumeErr(ctx, "create "+dir, err)
@@ -376,7 +405,7 @@ func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, erro
 		l.removeQuietly(ctx, tmp)
 		return Record{}, err
 	}
-	if err := l.commit(ctx, tmp, path.Join(dir, r.ID+recordSuffix)); err != nil {
+	if err := l.commit(ctx, final, func(cctx context.Context) error { return l.v.Rename(cctx, tmp, final) }); err != nil {
 		var unknown *CommitUnknownError
 		if !errors.As(err, &unknown) {
 			l.removeQuietly(ctx, tmp)
@@ -386,30 +415,31 @@ func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, erro
 	return r, nil
 }
 
-// commit renames the record written at tmp to final: the commit point. It
+// commit places the record at final (place renames it there, or on an
+// ExclusiveVolume creates it): the commit point. It
 // does not start once ctx has ended (nothing is visible then). Once started
 // it runs on its own context, detached from ctx and bounded by CommitBudget,
 // so that a caller's end (a request's budget) never leaves a record in place
 // behind a reported failure. A rename that fails is checked: if final exists
 // the commit took place; if neither can be told, *CommitUnknownError.
-func (l *ModuleLanding) commit(ctx context.Context, tmp, final string) error {
+func (l *ModuleLanding) commit(ctx context.Context, final string, place func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
-		return volumeErr(ctx, "rename record into place (not started)", err)
+		return volumeErr(ctx, "commit record "+final+" (not started)", err)
 	}
 	cctx, cancel := l.clk.WithTimeout(context.WithoutCancel(ctx), CommitBudget)
 	defer cancel()
-	renameErr := l.v.Rename(cctx, tmp, final)
+	renameErr := place(cctx)
 	if renameErr == nil {
 		return nil
 	}
 	_, statErr := l.v.Stat(cctx, final)
 	switch {
 	case statErr == nil:
-		l.log.Warn("renaming a record into place reported a failure but the record is in place; the write is done",
+		l.log.Warn("placing a record (its commit) reported a failure but the record is in place; the write is done",
 			"record", final, "err", renameErr)
 		return nil
 	case errors.Is(statErr, fs.ErrNotExist):
-		return volumeErr(cctx, "rename record into place (commit budget "+CommitBudget.String()+")", renameErr)
+		return volumeErr(cctx, "commit record "+final+" (commit budget "+CommitBudget.String()+")", renameErr)
 	default:
 		return &CommitUnknownError{Record: final, RenameErr: renameErr, CheckErr: statErr}
 	}

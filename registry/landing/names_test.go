@@ -62,29 +62,31 @@ func TestModuleNamesAndVersionsThatCouldEscapeOrConfuseAVolumeAreRefused(t *test
 }
 
 func TestARequestWithABadNameWritesNothing(t *testing.T) {
-	ctx := t.Context()
-	root := t.TempDir()
-	l := newLanding(t, DirVolume(root), Options{})
-	archive := testkit.ModuleArchive(t, "m", "1.0.0", 1)
-	before := testkit.Tree(t, root)
+	forEachVolume(t, func(t *testing.T, k volumeKind) {
+		ctx := t.Context()
+		v := k.openVolume(t)
+		l := newLanding(t, v, Options{})
+		archive := testkit.ModuleArchive(t, "m", "1.0.0", 1)
+		before := volumeTree(t, v)
 
-	calls := map[string]func() error{
-		"land with a bad module":  func() error { _, err := l.Land(ctx, "../m", "1.0.0", archive); return err },
-		"land with a bad version": func() error { _, err := l.Land(ctx, "m", "1.0/../x", archive); return err },
-		"shelve":                  func() error { _, err := l.Shelve(ctx, "m/x", "1.0.0"); return err },
-		"uninstall":               func() error { _, err := l.Uninstall(ctx, "/abs"); return err },
-		"remove":                  func() error { _, err := l.Remove(ctx, "a\x00"); return err },
-		"open bundle":             func() error { _, _, err := l.OpenBundle(ctx, "m", ".."); return err },
-	}
-	for name, call := range calls {
-		var ne *NameError
-		require.ErrorAs(t, call(), &ne, name)
-	}
-	assert.Equal(t, before, testkit.Tree(t, root), "nothing was written")
+		calls := map[string]func() error{
+			"land with a bad module":  func() error { _, err := l.Land(ctx, "../m", "1.0.0", archive); return err },
+			"land with a bad version": func() error { _, err := l.Land(ctx, "m", "1.0/../x", archive); return err },
+			"shelve":                  func() error { _, err := l.Shelve(ctx, "m/x", "1.0.0"); return err },
+			"uninstall":               func() error { _, err := l.Uninstall(ctx, "/abs"); return err },
+			"remove":                  func() error { _, err := l.Remove(ctx, "a\x00"); return err },
+			"open bundle":             func() error { _, _, err := l.OpenBundle(ctx, "m", ".."); return err },
+		}
+		for name, call := range calls {
+			var ne *NameError
+			require.ErrorAs(t, call(), &ne, name)
+		}
+		assert.Equal(t, before, volumeTree(t, v), "nothing was written")
 
-	_, err := l.Land(ctx, "m", "1.0.0", archive)
-	require.NoError(t, err, "control: the same landing with good names writes")
-	assert.NotEqual(t, before, testkit.Tree(t, root))
+		_, err := l.Land(ctx, "m", "1.0.0", archive)
+		require.NoError(t, err, "control: the same landing with good names writes")
+		assert.NotEqual(t, before, volumeTree(t, v))
+	})
 }
 
 // CompareNames orders names as their keys do (the order of

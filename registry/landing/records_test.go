@@ -3,8 +3,7 @@ package landing
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -43,50 +42,52 @@ func TestRecordNamesSortInEventOrder(t *testing.T) {
 }
 
 func TestAnUnreadableRecordIsReportedAndTheOlderOneServes(t *testing.T) {
-	ctx := t.Context()
-	root := t.TempDir()
-	l := newLanding(t, DirVolume(root), Options{})
-	_, err := l.Land(ctx, "Rec", "1.0.0", testkit.ModuleArchive(t, "Rec", "1.0.0", 1))
-	require.NoError(t, err)
-	latest, err := l.Land(ctx, "Rec", "2.0.0", testkit.ModuleArchive(t, "Rec", "2.0.0", 1))
-	require.NoError(t, err)
-	act, err := l.Activation(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "2.0.0", servedVersions(act)["Rec"], "control: the intact latest record serves")
-	require.Empty(t, act.Unreadable)
-
-	recordFile := filepath.Join(root, "modules", "rec", "records", latest.ID+".json")
-	for name, content := range map[string]string{
-		"garbage":             "{not json",
-		"another module":      `{"format":1,"module":"Other","state":"landed","version":"9.9.9"}`,
-		"unknown state":       `{"format":1,"module":"Rec","state":"exploded"}`,
-		"future format":       `{"format":2,"module":"Rec","state":"uninstalled"}`,
-		"served without hash": `{"format":1,"module":"Rec","state":"landed","version":"3.0.0","generation":"00000000000000000001-0123456789abcdef"}`,
-	} {
-		require.NoError(t, os.WriteFile(recordFile, []byte(content), 0o644))
+	forEachVolume(t, func(t *testing.T, k volumeKind) {
+		ctx := t.Context()
+		v := k.openVolume(t)
+		l := newLanding(t, v, Options{})
+		_, err := l.Land(ctx, "Rec", "1.0.0", testkit.ModuleArchive(t, "Rec", "1.0.0", 1))
+		require.NoError(t, err)
+		latest, err := l.Land(ctx, "Rec", "2.0.0", testkit.ModuleArchive(t, "Rec", "2.0.0", 1))
+		require.NoError(t, err)
 		act, err := l.Activation(ctx)
-		require.NoError(t, err, name)
-		assert.Equal(t, "1.0.0", servedVersions(act)["Rec"], "%s: served from the older record", name)
-		if assert.Len(t, act.Unreadable, 1, name) {
-			assert.Equal(t, "modules/rec/records/"+latest.ID+".json", act.Unreadable[0].Path)
+		require.NoError(t, err)
+		require.Equal(t, "2.0.0", servedVersions(act)["Rec"], "control: the intact latest record serves")
+		require.Empty(t, act.Unreadable)
+
+		recordFile := path.Join("modules", "rec", "records", latest.ID+".json")
+		for name, content := range map[string]string{
+			"garbage":             "{not json",
+			"another module":      `{"format":1,"module":"Other","state":"landed","version":"9.9.9"}`,
+			"unknown state":       `{"format":1,"module":"Rec","state":"exploded"}`,
+			"future format":       `{"format":2,"module":"Rec","state":"uninstalled"}`,
+			"served without hash": `{"format":1,"module":"Rec","state":"landed","version":"3.0.0","generation":"00000000000000000001-0123456789abcdef"}`,
+		} {
+			require.NoError(t, v.WriteFile(ctx, recordFile, []byte(content)))
+			act, err := l.Activation(ctx)
+			require.NoError(t, err, name)
+			assert.Equal(t, "1.0.0", servedVersions(act)["Rec"], "%s: served from the older record", name)
+			if assert.Len(t, act.Unreadable, 1, name) {
+				assert.Equal(t, "modules/rec/records/"+latest.ID+".json", act.Unreadable[0].Path)
+			}
 		}
-	}
 
-	t.Run("a partial temporary file is not a record", func(t *testing.T) {
-		require.NoError(t, os.Remove(recordFile))
-		future := newRecordIDFromStamp(99, newStamp(time.Now().Add(time.Hour)))
-		partial := []byte(`{"format":1,"module":"Rec","sta`)
-		require.NoError(t, os.WriteFile(filepath.Join(root, "modules", "rec", "records", ".tmp-"+future+".json"), partial, 0o644))
-		act, err := l.Activation(ctx)
-		require.NoError(t, err)
-		assert.Equal(t, "1.0.0", servedVersions(act)["Rec"])
-		assert.Empty(t, act.Unreadable, "a writer's temporary file is ignored, not read")
+		t.Run("a partial temporary file is not a record", func(t *testing.T) {
+			require.NoError(t, v.RemoveAll(ctx, recordFile))
+			future := newRecordIDFromStamp(99, newStamp(time.Now().Add(time.Hour)))
+			partial := []byte(`{"format":1,"module":"Rec","sta`)
+			require.NoError(t, v.WriteFile(ctx, path.Join("modules", "rec", "records", ".tmp-"+future+".json"), partial))
+			act, err := l.Activation(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, "1.0.0", servedVersions(act)["Rec"])
+			assert.Empty(t, act.Unreadable, "a writer's temporary file is ignored, not read")
 
-		// Negative control: the same bytes under a record's name are read, and refused.
-		require.NoError(t, os.WriteFile(filepath.Join(root, "modules", "rec", "records", future+".json"), partial, 0o644))
-		act, err = l.Activation(ctx)
-		require.NoError(t, err)
-		assert.Len(t, act.Unreadable, 1)
+			// Negative control: the same bytes under a record's name are read, and refused.
+			require.NoError(t, v.WriteFile(ctx, path.Join("modules", "rec", "records", future+".json"), partial))
+			act, err = l.Activation(ctx)
+			require.NoError(t, err)
+			assert.Len(t, act.Unreadable, 1)
+		})
 	})
 }
 

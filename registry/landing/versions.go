@@ -56,7 +56,8 @@ func (e *VersionConflictError) Error() string {
 // *VersionConflictError. spelled is the version as its claim spells it
 // (the spelling it was first claimed under): versions differing only in
 // ASCII case are one version. The claim is a directory renamed into place, which
-// fails when one exists, so of concurrent claims on one volume, from any
+// fails when one exists (on an ExclusiveVolume, its file created with
+// CreateExclusive), so of concurrent claims on one volume, from any
 // replica, exactly one succeeds.
 func (l *ModuleLanding) claimVersion(ctx context.Context, key, module, version, gen, sum string) (claimed bool, spelled string, err error) {
 	dir := versionClaimDir(key, version)
@@ -91,6 +92,27 @@ func (l *ModuleLanding) claimVersion(ctx context.Context, key, module, version, 
 	data, err := json.MarshalIndent(claim, "", "  ")
 	if err != nil {
 		return false, "", fmt.Errorf("registry: encode version claim: %w", err)
+	}
+	if xv, ok := l.v.(ExclusiveVolume); ok {
+		// Object storage: the claim is a conditional create of its file.
+		if err := xv.CreateExclusive(ctx, path.Join(dir, claimName), data); err != nil {
+			if !errors.Is(err, fs.ErrExist) {
+				return false, "", volumeErr(ctx, "claim "+dir, err)
+			}
+			// Another landing claimed it first: its claim decides.
+			existing, ok, err := l.readClaim(ctx, dir)
+			if err != nil {
+				return false, "", err
+			}
+			if !ok {
+				return false, "", fmt.Errorf("registry: claim %s: the store refused it as existing but it cannot be read", dir)
+			}
+			return check(existing)
+		}
+		if found {
+			return check(claim)
+		}
+		return true, version, nil
 	}
 	stage := path.Join(stagingDir, gen+"-claim")
 	if err := l.v.MkdirAll(ctx, stage); err != nil {
@@ -166,6 +188,11 @@ func (l *ModuleLanding) collectGenerations(ctx context.Context, key, landed stri
 			continue
 		}
 		info, err := e.Info()
+		if err == nil && info.ModTime().IsZero() {
+			// An object store lists a directory without a time: ask for
+			// that of the objects beneath it.
+			info, err = l.v.Stat(ctx, generationDir(key, gen))
+		}
 		if err != nil || volumeNow.Sub(info.ModTime()) < GenerationGrace {
 			continue // recent by the volume's clock (or not known): another replica may record it
 		}

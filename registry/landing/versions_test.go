@@ -39,7 +39,7 @@ type claimRace struct {
 	replaced *int
 }
 
-// arrival is a bounded barrier for two parties.
+// arrival is a bounded barrier for n parties.
 type arrival struct {
 	mu      sync.Mutex
 	n       int
@@ -86,17 +86,63 @@ func (v claimRace) Rename(ctx context.Context, oldname, newname string) error {
 	return v.Volume.Rename(ctx, oldname, newname)
 }
 
-func TestOfConcurrentLandingsOnTwoReplicasExactlyOneClaimsTheVersion(t *testing.T) {
+// CreateExclusive is claimRace's hold on an ExclusiveVolume: every claim's
+// conditional create waits at the barrier; with replace set it is a plain
+// write that overwrites an existing claim (a store without conditional
+// creates, or a PUT without If-None-Match: the negative control).
+func (v claimRaceX) CreateExclusive(ctx context.Context, name string, data []byte) error {
+	if path.Base(path.Dir(path.Dir(name))) == "versions" {
+		if err := v.barrier.arriveAndWait(ctx); err != nil {
+			return err
+		}
+		if v.replace {
+			v.one.Lock()
+			defer v.one.Unlock()
+			if _, err := v.Volume.Stat(ctx, name); err == nil {
+				*v.replaced++
+			}
+			return v.Volume.WriteFile(ctx, name, data)
+		}
+	}
+	return v.x.CreateExclusive(ctx, name, data)
+}
+
+// claimRaceX is a claimRace on an ExclusiveVolume.
+type claimRaceX struct {
+	claimRace
+	x ExclusiveVolume
+}
+
+// raceOn returns a claimRace on v, an ExclusiveVolume when v is one.
+func raceOn(v Volume, r claimRace) Volume {
+	r.Volume = v
+	if x, ok := v.(ExclusiveVolume); ok {
+		return claimRaceX{claimRace: r, x: x}
+	}
+	return r
+}
+
+func TestOfConcurrentLandingsOnSeveralReplicasExactlyOneClaimsTheVersion(t *testing.T) {
+	forEachVolume(t, func(t *testing.T, k volumeKind) {
+		testExactlyOneClaim(t, k)
+	})
+}
+
+func testExactlyOneClaim(t *testing.T, k volumeKind) {
 	type outcome struct{ created, conflicts, replaced int }
+	const parties = 3
 	run := func(t *testing.T, replace bool) outcome {
-		root := t.TempDir()
-		barrier := newArrival(2)
+		_, handle := k.open(t)
+		barrier := newArrival(parties)
 		var one sync.Mutex
 		var out outcome
 		race := func(replica string) *ModuleLanding {
-			return newLanding(t, claimRace{Volume: DirVolume(root), barrier: barrier, replace: replace, one: &one, replaced: &out.replaced}, Options{Replica: replica})
+			return newLanding(t, raceOn(handle(), claimRace{barrier: barrier, replace: replace, one: &one, replaced: &out.replaced}), Options{Replica: replica})
 		}
-		replicas := []*ModuleLanding{race("a"), race("b")}
+		var replicas []*ModuleLanding
+		for i := range parties {
+			replicas = append(replicas, race(fmt.Sprintf("r%d", i)))
+		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for i, l := range replicas {
@@ -121,12 +167,12 @@ func TestOfConcurrentLandingsOnTwoReplicasExactlyOneClaimsTheVersion(t *testing.
 	}
 	got := run(t, false)
 	assert.Equal(t, 1, got.created, "exactly one landing claims the version")
-	assert.Equal(t, 1, got.conflicts, "the other is told the version is taken")
+	assert.Equal(t, parties-1, got.conflicts, "the others are told the version is taken")
 
-	t.Run("negative control: a claim that can be replaced lets both land", func(t *testing.T) {
+	t.Run("negative control: a claim that can be replaced lets every one land", func(t *testing.T) {
 		got := run(t, true)
-		assert.Equal(t, 1, got.replaced, "the second claim replaced the first")
-		assert.Equal(t, 2, got.created)
+		assert.Equal(t, parties-1, got.replaced, "each later claim replaced the one before")
+		assert.Equal(t, parties, got.created)
 		assert.Zero(t, got.conflicts)
 	})
 }

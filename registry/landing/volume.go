@@ -48,6 +48,39 @@ type StreamingVolume interface {
 	WriteFrom(ctx context.Context, name string, r io.Reader) error
 }
 
+// ExclusiveVolume is a Volume that has no rename but whose files appear
+// whole: object storage. A ModuleLanding on one never calls Rename; it
+// writes every file under its final name and makes its claims and commits
+// (a version's claim, a journal entry, a record) with CreateExclusive. A
+// Volume that is not one (DirVolume) is written through staging directories
+// renamed into place, as before. A wrapper around an ExclusiveVolume must
+// be one too, or the landing falls back to Rename, which an object store's
+// volume refuses (registry/landing/s3volume): it fails loudly, it never
+// claims twice.
+type ExclusiveVolume interface {
+	Volume
+	// CreateExclusive creates name holding data, atomically: a reader sees
+	// all of data or no file. When name exists it fails with an error
+	// wrapping fs.ErrExist, also when another process creates it at the
+	// same moment: of concurrent creations of one name, exactly one
+	// succeeds.
+	CreateExclusive(ctx context.Context, name string, data []byte) error
+}
+
+// ErrUnavailable may be wrapped by a volume error that says the volume
+// could not be reached or did not answer; see IsUnavailable.
+var ErrUnavailable = errors.New("the volume is unavailable")
+
+// IsUnavailable reports whether err says the volume could not be reached
+// or did not answer (an object store down, stalled, or answering 5xx): it
+// wraps ErrUnavailable, or an error whose Unavailable method reports true
+// (as registry/landing/s3volume's do). The registry answers it 503 with
+// Retry-After.
+func IsUnavailable(err error) bool {
+	var u interface{ Unavailable() bool }
+	return errors.Is(err, ErrUnavailable) || errors.As(err, &u) && u.Unavailable()
+}
+
 // writeStream writes r to name on v, streaming when v can.
 func writeStream(ctx context.Context, v Volume, name string, r io.Reader) error {
 	if sv, ok := v.(StreamingVolume); ok {

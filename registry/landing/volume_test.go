@@ -71,19 +71,18 @@ func TestADirVolumeRefusesNamesThatEscapeItsRoot(t *testing.T) {
 }
 
 func TestAVolumeOperationDoesNotStartOnceItsContextIsDone(t *testing.T) {
-	root := t.TempDir()
-	done, cancel := context.WithCancel(t.Context())
-	cancel()
-	for name, v := range map[string]Volume{
-		"dir volume": DirVolume(root),
-	} {
+	forEachVolume(t, func(t *testing.T, k volumeKind) {
+		v := k.openVolume(t)
+		done, cancel := context.WithCancel(t.Context())
+		cancel()
 		err := v.WriteFile(done, "x", []byte("x"))
-		assert.ErrorIs(t, err, context.Canceled, name)
-		_, err = os.Stat(filepath.Join(root, "x"))
-		assert.ErrorIs(t, err, fs.ErrNotExist, "%s wrote nothing", name)
-	}
-	require.NoError(t, DirVolume(root).WriteFile(t.Context(), "x", []byte("x")),
-		"control: with a live context the write happens")
+		assert.ErrorIs(t, err, context.Canceled)
+		_, err = v.Stat(t.Context(), "x")
+		assert.ErrorIs(t, err, fs.ErrNotExist, "nothing was written")
+		require.NoError(t, v.WriteFile(t.Context(), "x", []byte("x")), "control: with a live context the write happens")
+		_, err = v.Stat(t.Context(), "x")
+		require.NoError(t, err)
+	})
 }
 
 // perOperationVolume opens a fresh DirVolume for every operation: the way

@@ -1,0 +1,184 @@
+package landing
+
+import (
+	"context"
+	"errors"
+	"github.com/meshrx/meshrx/registry/landing/s3volume"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meshrx/meshrx/internal/s3test"
+	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/stretchr/testify/require"
+)
+
+// volumeKind is a member of the conformance table: a Volume this package
+// provides, and how a test gets a fresh, empty one. Every test that runs
+// forEachVolume holds on every member; TestEveryVolumeIsInTheConformanceTable
+// fails when a constructor of a Volume is missing here.
+type volumeKind struct {
+	name string
+	// constructors are the package's functions that return this kind.
+	constructors []string
+	// open returns a fresh, empty volume and a function giving further
+	// handles on the same storage, as another replica (another process,
+	// another client) would open it.
+	open func(t *testing.T) (v Volume, replica func() Volume)
+}
+
+// volumeKinds is the conformance table.
+func volumeKinds() []volumeKind {
+	return []volumeKind{
+		{name: "dir", constructors: []string{"DirVolume"}, open: func(t *testing.T) (Volume, func() Volume) {
+			root := t.TempDir()
+			open := func() Volume {
+				v := DirVolume(root)
+				t.Cleanup(func() { _ = v.(interface{ Close() error }).Close() })
+				return v
+			}
+			return open(), open
+		}},
+		{name: "s3", constructors: []string{"s3volume.New", "s3volume.Open"}, open: func(t *testing.T) (Volume, func() Volume) {
+			srv := s3test.Start(t)
+			open := func() Volume {
+				v, err := s3volume.New(s3volume.Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "registry"})
+				require.NoError(t, err)
+				return v
+			}
+			return open(), open
+		}},
+	}
+}
+
+// forEachVolume runs test once per member of the conformance table.
+func forEachVolume(t *testing.T, test func(t *testing.T, k volumeKind)) {
+	t.Helper()
+	for _, k := range volumeKinds() {
+		t.Run(k.name, func(t *testing.T) { test(t, k) })
+	}
+}
+
+// openVolume is k.open without the replica handles.
+func (k volumeKind) openVolume(t *testing.T) Volume {
+	v, _ := k.open(t)
+	return v
+}
+
+func TestEveryVolumeIsInTheConformanceTable(t *testing.T) {
+	listed := map[string]bool{}
+	for _, k := range volumeKinds() {
+		for _, c := range k.constructors {
+			listed[c] = true
+		}
+	}
+	constructors := volumeConstructors(t)
+	require.NotEmpty(t, constructors)
+	for _, c := range constructors {
+		require.True(t, listed[c], "%s returns a Volume but no member of volumeKinds() lists it: add it to the conformance table", c)
+	}
+	// Negative control: a table without the S3 volume misses a constructor.
+	missing := slices.DeleteFunc(slices.Clone(constructors), func(c string) bool { return c == "DirVolume" })
+	require.Contains(t, missing, "s3volume.New", "the scan finds the S3 volume's constructors")
+}
+
+// volumeConstructors lists the exported functions of this package and of
+// its volume packages (s3volume) whose first result is Volume or a type
+// named …Volume (or Volume): every volume the landing ships.
+func volumeConstructors(t *testing.T) []string {
+	var out []string
+	for dir, prefix := range map[string]string{".": "", "s3volume": "s3volume."} {
+		out = append(out, constructorsIn(t, dir, prefix)...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func constructorsIn(t *testing.T, dir, prefix string) []string {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	require.NoError(t, err)
+	var out []string
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			for _, d := range f.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || fn.Recv != nil || !fn.Name.IsExported() || fn.Type.Results == nil || len(fn.Type.Results.List) == 0 {
+					continue
+				}
+				typ := fn.Type.Results.List[0].Type
+				if star, ok := typ.(*ast.StarExpr); ok {
+					typ = star.X
+				}
+				if id, ok := typ.(*ast.Ident); ok && strings.HasSuffix(id.Name, "Volume") {
+					out = append(out, prefix+fn.Name.Name)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// exclusiveWrapper gives a test's wrapper the CreateExclusive of the
+// volume it wraps, when that volume has one: a wrapper hiding it would
+// turn an object store into a volume the landing renames on.
+type exclusiveWrapper struct {
+	Volume
+	x ExclusiveVolume
+}
+
+func (w exclusiveWrapper) CreateExclusive(ctx context.Context, name string, data []byte) error {
+	return w.x.CreateExclusive(ctx, name, data)
+}
+
+func (w exclusiveWrapper) WriteFrom(ctx context.Context, name string, r io.Reader) error {
+	return writeStream(ctx, w.Volume, name, r)
+}
+
+// keepExclusive returns wrapper, with inner's CreateExclusive when inner has one.
+func keepExclusive(wrapper, inner Volume) Volume {
+	if x, ok := inner.(ExclusiveVolume); ok {
+		if _, ok := wrapper.(ExclusiveVolume); !ok {
+			return exclusiveWrapper{Volume: wrapper, x: x}
+		}
+	}
+	return wrapper
+}
+
+// counting wraps v in a testkit.CountedVolume, keeping CreateExclusive.
+func counting(v Volume) (Volume, *testkit.CountedVolume) {
+	cv := testkit.CountingVolume(v)
+	return keepExclusive(cv, v), cv
+}
+
+// volumeTree lists every file and directory on v, read through the
+// volume itself: what a landing left behind, on any kind.
+func volumeTree(t *testing.T, v Volume) []string {
+	t.Helper()
+	var out []string
+	var walk func(dir string)
+	walk = func(dir string) {
+		entries, err := v.ReadDir(t.Context(), dir)
+		if dir == "." && err != nil && errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		require.NoError(t, err)
+		for _, e := range entries {
+			p := path.Join(dir, e.Name())
+			if e.IsDir() {
+				out = append(out, p+"/")
+				walk(p)
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	walk(".")
+	return out
+}

@@ -1,0 +1,593 @@
+// Package s3volume is a module volume (a landing.Volume) on S3-compatible
+// object storage: AWS S3, MinIO, SeaweedFS, Ceph RGW, R2 — any store that
+// speaks the S3 protocol, through the AWS SDK for Go v2.
+//
+// Object storage has no rename. The volume is a landing.ExclusiveVolume:
+// a ModuleLanding on it writes every file under its final name and makes
+// its claims and commits (a version's claim, a journal entry, a record)
+// with CreateExclusive, a PUT carrying If-None-Match: * that the store
+// refuses (412) when the key exists, so of concurrent claims from any
+// number of replicas exactly one succeeds. Rename is refused (ErrNoRename).
+//
+// Every request is bounded by Options.CallBudget on an injected clock; one
+// that trips it, or finds the store unreachable or answering 5xx, is an
+// *Error whose Unavailable method reports true (landing.IsUnavailable), which
+// the registry answers 503 with Retry-After, naming its stage. Uploads
+// stream (a seekable source as it is, a stream of unknown length through a
+// temporary file past 1 MiB); downloads stream the object's body.
+//
+// The package does not import registry/landing: it implements its
+// interfaces (Go's are structural), so that the landing's own tests can run
+// on it and a registry consumer (registry/client imports landing) does not
+// pull in the AWS SDK.
+package s3volume
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/benbjohnson/clock"
+)
+
+// ErrNoRename is the volume's answer to Rename: object storage has none.
+// A landing writes a Volume through CreateExclusive (landing.ExclusiveVolume);
+// a wrapper that hides that method makes its landings fail with this error.
+var ErrNoRename = errors.New("object storage has no rename; a ModuleLanding writes an ExclusiveVolume through CreateExclusive (a wrapper must pass that method on)")
+
+// DefaultCallBudget bounds one request to the object store when
+// Options.CallBudget is zero.
+const DefaultCallBudget = 30 * time.Second
+
+// smallWrite is the most WriteFrom holds in memory: a longer stream of
+// unknown length is spooled to a temporary file and uploaded from there.
+const smallWrite = 1 << 20
+
+// Options configures an S3 volume.
+type Options struct {
+	// Client is the S3 client (required by New; Open builds it).
+	Client *s3.Client
+	// Bucket holds the volume (required).
+	Bucket string
+	// Prefix is where the volume's root is in the bucket: "" is the
+	// bucket's root; otherwise every key starts with Prefix + "/".
+	Prefix string
+	// CallBudget bounds each request to the object store (for a download,
+	// until its answer starts; the stream is then bounded by the caller's
+	// context). A request that trips it fails with an *Error
+	// naming the operation and the key, wrapping context.DeadlineExceeded,
+	// and Unavailable. Default DefaultCallBudget.
+	CallBudget time.Duration
+	// Clock times CallBudget; nil is the real clock.
+	Clock clock.Clock
+}
+
+// Volume is a module volume on an S3 bucket (AWS S3, or any store speaking its
+// protocol: MinIO, SeaweedFS, Ceph RGW, R2). Directories are key prefixes:
+// MkdirAll costs nothing and a directory exists while an object is beneath
+// it. It is an ExclusiveVolume (PUT with If-None-Match: *) and a
+// StreamingVolume. Safe for concurrent use.
+type Volume struct {
+	c      *s3.Client
+	bucket string
+	prefix string // "" or ending in "/"
+	budget time.Duration
+	clk    clock.Clock
+
+	closeIdle func() // set by Open
+}
+
+// New returns a volume on opts.Bucket under opts.Prefix. It does no I/O.
+func New(opts Options) (*Volume, error) {
+	if opts.Client == nil {
+		return nil, errors.New("s3volume: New needs Options.Client")
+	}
+	if opts.Bucket == "" {
+		return nil, errors.New("s3volume: New needs Options.Bucket")
+	}
+	if opts.CallBudget < 0 {
+		return nil, fmt.Errorf("s3volume: Options.CallBudget is %s; it must not be negative (zero takes the default)", opts.CallBudget)
+	}
+	prefix := strings.Trim(opts.Prefix, "/")
+	if prefix != "" {
+		if !fs.ValidPath(prefix) {
+			return nil, fmt.Errorf("s3volume: Options.Prefix %q is not a slash-separated relative path", opts.Prefix)
+		}
+		prefix += "/"
+	}
+	v := &Volume{c: opts.Client, bucket: opts.Bucket, prefix: prefix, budget: opts.CallBudget, clk: opts.Clock}
+	if v.budget == 0 {
+		v.budget = DefaultCallBudget
+	}
+	if v.clk == nil {
+		v.clk = clock.New()
+	}
+	return v, nil
+}
+
+// Open returns a volume for a URL of the form
+// s3://bucket/prefix?endpoint=URL&region=REGION. endpoint is the store's
+// URL (default AWS S3; with one given, requests use path-style addressing,
+// as MinIO, SeaweedFS and most other stores expect); region defaults to the
+// AWS configuration's, else us-east-1. Credentials come from the standard
+// AWS environment variables and files. opts.Client, Bucket and Prefix are
+// taken from the URL.
+func Open(ctx context.Context, rawURL string, opts Options) (*Volume, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("s3volume: URL: %w", err)
+	}
+	if u.Scheme != "s3" || u.Host == "" {
+		return nil, fmt.Errorf("s3volume: URL %q: want s3://bucket/prefix?endpoint=…&region=…", rawURL)
+	}
+	q := u.Query()
+	for k := range q {
+		if k != "endpoint" && k != "region" {
+			return nil, fmt.Errorf("s3volume: URL %q: unknown parameter %q (known: endpoint, region)", rawURL, k)
+		}
+	}
+	var loadOpts []func(*config.LoadOptions) error
+	if r := q.Get("region"); r != "" {
+		loadOpts = append(loadOpts, config.WithRegion(r))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3volume: loading the AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	// Checksums only where the protocol requires them: stores that speak
+	// S3 do not all know the newer checksum headers.
+	cfg.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+	cfg.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	endpoint := q.Get("endpoint")
+	if endpoint != "" {
+		if eu, err := url.Parse(endpoint); err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
+			return nil, fmt.Errorf("s3volume: URL %q: endpoint %q is not an http(s) URL", rawURL, endpoint)
+		}
+	}
+	// A transport of its own, so that Close can end its idle connections.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64 // the read pool's requests reuse connections
+	cfg.HTTPClient = &http.Client{Transport: tr}
+	opts.Client = s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+			o.UsePathStyle = true
+		}
+	})
+	opts.Bucket, opts.Prefix = u.Host, u.Path
+	v, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	v.closeIdle = tr.CloseIdleConnections
+	return v, nil
+}
+
+// Close ends the idle connections of a client Open built; a
+// client passed in Options is its owner's to close. The volume still
+// works after Close (a request opens a new connection).
+func (v *Volume) Close() error {
+	if v.closeIdle != nil {
+		v.closeIdle()
+	}
+	return nil
+}
+
+// String names the volume as s3://bucket/prefix.
+func (v *Volume) String() string { return "s3://" + v.bucket + "/" + v.prefix }
+
+// Error reports a request to the object store that failed.
+type Error struct {
+	Op     string // the S3 operation, e.g. "PutObject"
+	Key    string // the object's key (a prefix for a listing)
+	Status int    // the HTTP status answered, 0 when none arrived
+	Err    error
+	// Unavailable is true when the store was not reached, did not answer
+	// within the call budget, or answered 5xx (see the Unavailable method).
+	IsUnavailable bool
+}
+
+func (e *Error) Error() string {
+	status := ""
+	if e.Status != 0 {
+		status = fmt.Sprintf(" (HTTP %d)", e.Status)
+	}
+	return fmt.Sprintf("object store: %s %s%s: %v", e.Op, e.Key, status, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Unavailable reports whether the store could not be reached or did not
+// answer: landing.IsUnavailable, and the registry's 503.
+func (e *Error) Unavailable() bool { return e.IsUnavailable }
+
+// key maps a volume name to its object key.
+func (v *Volume) key(name string) string {
+	if name == "." {
+		return strings.TrimSuffix(v.prefix, "/")
+	}
+	return v.prefix + name
+}
+
+// dirPrefix is the key prefix of the directory name.
+func (v *Volume) dirPrefix(name string) string {
+	if name == "." {
+		return v.prefix
+	}
+	return v.prefix + name + "/"
+}
+
+// call runs one request on the call budget and maps its error: a missing
+// object is fs.ErrNotExist, everything else an *Error.
+func (v *Volume) call(ctx context.Context, op, name, key string, do func(ctx context.Context) error) error {
+	if !fs.ValidPath(name) {
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	if err := ctx.Err(); err != nil {
+		return &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	cctx, cancel := v.clk.WithTimeout(ctx, v.budget)
+	defer cancel()
+	err := do(cctx)
+	if err == nil {
+		return nil
+	}
+	return v.mapErr(ctx, cctx, op, name, key, err)
+}
+
+func (v *Volume) mapErr(ctx, cctx context.Context, op, name, key string, err error) error {
+	if ctx.Err() != nil { // the caller's end: the landing names the wait
+		return &Error{Op: op, Key: key, Err: err}
+	}
+	if cctx.Err() != nil {
+		return &Error{Op: op, Key: key, IsUnavailable: true,
+			Err: fmt.Errorf("no answer within the call budget (%s): %w", v.budget, context.DeadlineExceeded)}
+	}
+	status := 0
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	if errors.As(err, &nsk) || errors.As(err, &nf) || status == 404 && op != "ListObjectsV2" {
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "PreconditionFailed" || status == 412 {
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrExist}
+	}
+	return &Error{Op: op, Key: key, Status: status, Err: err, IsUnavailable: status == 0 || status >= 500}
+}
+
+// MkdirAll checks name; an object store has no directories to create.
+func (v *Volume) MkdirAll(ctx context.Context, name string) error {
+	if !fs.ValidPath(name) {
+		return &fs.PathError{Op: "mkdirall", Path: name, Err: fs.ErrInvalid}
+	}
+	if err := ctx.Err(); err != nil {
+		return &fs.PathError{Op: "mkdirall", Path: name, Err: err}
+	}
+	return nil
+}
+
+func (v *Volume) put(ctx context.Context, name string, body io.ReadSeeker, size int64, ifNoneMatch bool) error {
+	key := v.key(name)
+	return v.call(ctx, "PutObject", name, key, func(ctx context.Context) error {
+		if _, err := body.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		in := &s3.PutObjectInput{Bucket: &v.bucket, Key: &key, Body: body, ContentLength: aws.Int64(size)}
+		if ifNoneMatch {
+			in.IfNoneMatch = aws.String("*")
+		}
+		_, err := v.c.PutObject(ctx, in)
+		return err
+	})
+}
+
+// WriteFile writes name whole (a PUT: readers see it whole or not at all).
+func (v *Volume) WriteFile(ctx context.Context, name string, data []byte) error {
+	return v.put(ctx, name, bytes.NewReader(data), int64(len(data)), false)
+}
+
+// CreateExclusive creates name with a PUT carrying If-None-Match: *: the
+// store refuses it (412 Precondition Failed) when the key exists, also
+// against a concurrent PUT of the same key. A 409 (a concurrent conditional
+// write in progress, which AWS S3 answers) is tried again on the same budget.
+func (v *Volume) CreateExclusive(ctx context.Context, name string, data []byte) error {
+	for range 3 {
+		err := v.put(ctx, name, bytes.NewReader(data), int64(len(data)), true)
+		var ose *Error
+		if errors.As(err, &ose) && ose.Status == 409 && ctx.Err() == nil {
+			continue
+		}
+		return err
+	}
+	return v.put(ctx, name, bytes.NewReader(data), int64(len(data)), true)
+}
+
+// WriteFrom streams r to name. A seekable r (a bundle read from its spool
+// file) is uploaded as it is; otherwise up to 1 MiB is held in memory and a
+// longer stream is spooled to a temporary file first: never a whole bundle
+// in memory.
+func (v *Volume) WriteFrom(ctx context.Context, name string, r io.Reader) error {
+	if rs, ok := r.(io.ReadSeeker); ok {
+		size, err := rs.Seek(0, io.SeekEnd)
+		if err != nil {
+			return &fs.PathError{Op: "writefrom", Path: name, Err: err}
+		}
+		return v.put(ctx, name, rs, size, false)
+	}
+	head := make([]byte, smallWrite+1)
+	n, err := io.ReadFull(ctxReader{ctx: ctx, r: r}, head)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return v.put(ctx, name, bytes.NewReader(head[:n]), int64(n), false)
+	case err != nil:
+		return &fs.PathError{Op: "writefrom", Path: name, Err: err}
+	}
+	f, err := os.CreateTemp("", "meshrx-s3-upload-*")
+	if err != nil {
+		return &fs.PathError{Op: "writefrom", Path: name, Err: fmt.Errorf("spool file: %w", err)}
+	}
+	defer func() { _ = f.Close(); _ = os.Remove(f.Name()) }()
+	size, err := io.Copy(f, io.MultiReader(bytes.NewReader(head), ctxReader{ctx: ctx, r: r}))
+	if err != nil {
+		return &fs.PathError{Op: "writefrom", Path: name, Err: err}
+	}
+	return v.put(ctx, name, f, size, false)
+}
+
+// Rename is refused: object storage has none (see ExclusiveVolume).
+func (v *Volume) Rename(ctx context.Context, oldname, newname string) error {
+	return &fs.PathError{Op: "rename", Path: oldname, Err: ErrNoRename}
+}
+
+// list lists the keys beneath prefix, a page (one request on the call
+// budget) at a time; delimited lists one level.
+func (v *Volume) list(ctx context.Context, name, prefix string, delimited bool, limit int32, page func(*s3.ListObjectsV2Output) bool) error {
+	in := &s3.ListObjectsV2Input{Bucket: &v.bucket, Prefix: aws.String(prefix)}
+	if delimited {
+		in.Delimiter = aws.String("/")
+	}
+	if limit > 0 {
+		in.MaxKeys = aws.Int32(limit)
+	}
+	for {
+		var out *s3.ListObjectsV2Output
+		err := v.call(ctx, "ListObjectsV2", name, prefix, func(ctx context.Context) error {
+			var err error
+			out, err = v.c.ListObjectsV2(ctx, in)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if !page(out) || !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
+			return nil
+		}
+		in.ContinuationToken = out.NextContinuationToken
+	}
+}
+
+// ReadDir lists one level beneath name: sub-prefixes are directories. A
+// directory with nothing beneath it does not exist (fs.ErrNotExist).
+func (v *Volume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	prefix := v.dirPrefix(name)
+	var entries []fs.DirEntry
+	err := v.list(ctx, name, prefix, true, 0, func(out *s3.ListObjectsV2Output) bool {
+		for _, p := range out.CommonPrefixes {
+			n := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(p.Prefix), prefix), "/")
+			if n != "" {
+				entries = append(entries, s3Info{name: n, dir: true})
+			}
+		}
+		for _, o := range out.Contents {
+			n := strings.TrimPrefix(aws.ToString(o.Key), prefix)
+			if n != "" {
+				entries = append(entries, s3Info{name: n, size: aws.ToInt64(o.Size), mod: aws.ToTime(o.LastModified)})
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 && name != "." {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrNotExist}
+	}
+	slices.SortFunc(entries, compareEntries)
+	return entries, nil
+}
+
+// ReadFile reads name whole (records, claims and journal entries: small).
+func (v *Volume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	key := v.key(name)
+	var data []byte
+	err := v.call(ctx, "GetObject", name, key, func(ctx context.Context) error {
+		out, err := v.c.GetObject(ctx, &s3.GetObjectInput{Bucket: &v.bucket, Key: &key})
+		if err != nil {
+			return err
+		}
+		defer out.Body.Close()
+		data, err = io.ReadAll(out.Body)
+		return err
+	})
+	return data, err
+}
+
+// Stat describes the object name or, when there is none, the directory
+// name: its modification time is that of the first object beneath it.
+func (v *Volume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+	if name != "." {
+		key := v.key(name)
+		var info fs.FileInfo
+		err := v.call(ctx, "HeadObject", name, key, func(ctx context.Context) error {
+			out, err := v.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &v.bucket, Key: &key})
+			if err != nil {
+				return err
+			}
+			info = s3Info{name: path.Base(name), size: aws.ToInt64(out.ContentLength), mod: aws.ToTime(out.LastModified)}
+			return nil
+		})
+		if !errors.Is(err, fs.ErrNotExist) {
+			return info, err
+		}
+	}
+	var info fs.FileInfo
+	err := v.list(ctx, name, v.dirPrefix(name), false, 1, func(out *s3.ListObjectsV2Output) bool {
+		if len(out.Contents) > 0 {
+			info = s3Info{name: path.Base(name), dir: true, mod: aws.ToTime(out.Contents[0].LastModified)}
+		}
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	if info == nil {
+		if name == "." {
+			return s3Info{name: ".", dir: true}, nil
+		}
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	return info, nil
+}
+
+// RemoveAll deletes the object name and every object beneath it.
+func (v *Volume) RemoveAll(ctx context.Context, name string) error {
+	if name == "." {
+		return &fs.PathError{Op: "removeall", Path: name, Err: fmt.Errorf("refusing to remove the volume root: %w", fs.ErrInvalid)}
+	}
+	key := v.key(name)
+	err := v.call(ctx, "DeleteObject", name, key, func(ctx context.Context) error {
+		_, err := v.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &v.bucket, Key: &key})
+		return err
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	var keys []string
+	if err := v.list(ctx, name, v.dirPrefix(name), false, 0, func(out *s3.ListObjectsV2Output) bool {
+		for _, o := range out.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	for batch := range slices.Chunk(keys, 1000) {
+		ids := make([]types.ObjectIdentifier, len(batch))
+		for i := range batch {
+			ids[i] = types.ObjectIdentifier{Key: &batch[i]}
+		}
+		var out *s3.DeleteObjectsOutput
+		err := v.call(ctx, "DeleteObjects", name, v.dirPrefix(name), func(ctx context.Context) error {
+			var err error
+			out, err = v.c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &v.bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if len(out.Errors) > 0 {
+			e := out.Errors[0]
+			return &Error{Op: "DeleteObjects", Key: aws.ToString(e.Key),
+				Err: fmt.Errorf("%s: %s (and %d more)", aws.ToString(e.Code), aws.ToString(e.Message), len(out.Errors)-1)}
+		}
+	}
+	return nil
+}
+
+// Open streams the object name. The call budget bounds the request until
+// its answer starts; the stream is then bounded by ctx, and Close ends it.
+func (v *Volume) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	key := v.key(name)
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "GetObject", Path: name, Err: fs.ErrInvalid}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &fs.PathError{Op: "GetObject", Path: name, Err: err}
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	tripped := v.clk.AfterFunc(v.budget, func() { cancel(context.DeadlineExceeded) })
+	out, err := v.c.GetObject(sctx, &s3.GetObjectInput{Bucket: &v.bucket, Key: &key})
+	if !tripped.Stop() && err == nil {
+		// The budget ran out as the answer arrived: the stream is cut.
+		err = context.DeadlineExceeded
+		_ = out.Body.Close()
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, v.mapErr(ctx, sctx, "GetObject", name, key, err)
+	}
+	return &s3Body{ReadCloser: out.Body, cancel: cancel}, nil
+}
+
+// s3Body ends its request's context when closed.
+type s3Body struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *s3Body) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}
+
+// s3Info is a listed object or prefix, as an fs.DirEntry and fs.FileInfo.
+type s3Info struct {
+	name string
+	dir  bool
+	size int64
+	mod  time.Time
+}
+
+func (i s3Info) Name() string       { return i.name }
+func (i s3Info) Size() int64        { return i.size }
+func (i s3Info) ModTime() time.Time { return i.mod }
+func (i s3Info) IsDir() bool        { return i.dir }
+func (i s3Info) Sys() any           { return nil }
+func (i s3Info) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o755
+	}
+	return 0o644
+}
+func (i s3Info) Type() fs.FileMode          { return i.Mode().Type() }
+func (i s3Info) Info() (fs.FileInfo, error) { return i, nil }
+
+// ctxReader stops a copy between reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func compareEntries(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }

@@ -1,0 +1,123 @@
+package s3volume
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/meshrx/meshrx/internal/s3test"
+	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/meshrx/meshrx/registry/landing"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The volume is what the landing needs on object storage.
+var (
+	_ landing.ExclusiveVolume = (*Volume)(nil)
+	_ landing.StreamingVolume = (*Volume)(nil)
+)
+
+func testVolume(t *testing.T, srv *s3test.Server, opts Options) *Volume {
+	t.Helper()
+	opts.Client, opts.Bucket = srv.Client(), srv.Bucket
+	v, err := New(opts)
+	require.NoError(t, err)
+	return v
+}
+
+// WriteFrom holds at most 1 MiB of a stream of unknown length in memory:
+// a longer one goes through a temporary file, removed afterwards, and
+// reads back whole through Open. Control: a short one is uploaded from
+// memory and leaves no temporary file either.
+func TestALongStreamIsSpooledToDiskNotMemoryAndReadsBackWhole(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	srv := s3test.Start(t)
+	v := testVolume(t, srv, Options{})
+	ctx := t.Context()
+	for _, size := range []int{smallWrite / 2, 3 * smallWrite} {
+		data := testkit.RandomBytes(size)
+		spooled := make(chan []string, 1)
+		r := &watchTemp{r: bytes.NewReader(data), dir: tmp, seen: spooled}
+		require.NoError(t, v.WriteFrom(ctx, "big/blob", struct{ io.Reader }{r}))
+		rc, err := v.Open(ctx, "big/blob")
+		require.NoError(t, err)
+		got, err := io.ReadAll(rc)
+		require.NoError(t, err)
+		require.NoError(t, rc.Close())
+		assert.True(t, bytes.Equal(data, got), "size %d reads back whole", size)
+		left, _ := os.ReadDir(tmp)
+		assert.Empty(t, left, "no temporary file left")
+		var during []string
+		select {
+		case during = <-spooled:
+		default:
+		}
+		if size > smallWrite {
+			assert.NotEmpty(t, during, "a long stream is spooled to a temporary file")
+		} else {
+			assert.Empty(t, during, "control: a short stream is not")
+		}
+	}
+}
+
+// watchTemp reports, at its end, the files in dir: a spool file exists while
+// the stream is read into it.
+type watchTemp struct {
+	r    io.Reader
+	dir  string
+	seen chan []string
+}
+
+func (w *watchTemp) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		entries, _ := os.ReadDir(w.dir)
+		var names []string
+		for _, e := range entries {
+			names = append(names, filepath.Join(w.dir, e.Name()))
+		}
+		select {
+		case w.seen <- names:
+		default:
+		}
+	}
+	return n, err
+}
+
+func TestAnS3VolumeURLIsCheckedBeforeAnyRequest(t *testing.T) {
+	for _, bad := range []string{
+		"http://bucket/prefix",
+		"s3:///prefix",
+		"s3://bucket/prefix?endpoint=ftp://x",
+		"s3://bucket/prefix?endpont=http://x",
+		"s3://bucket/../x?endpoint=http://127.0.0.1:1",
+	} {
+		_, err := Open(t.Context(), bad, Options{})
+		require.Error(t, err, bad)
+		assert.True(t, strings.HasPrefix(err.Error(), "s3volume: "), "%s: %v", bad, err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	srv := s3test.Start(t)
+	v, err := Open(t.Context(), srv.VolumeURL("reg/one"), Options{})
+	require.NoError(t, err, "control: a good URL opens")
+	t.Cleanup(func() { _ = v.Close() })
+	require.NoError(t, v.WriteFile(t.Context(), "x", []byte("1")))
+	_, err = testVolume(t, srv, Options{Prefix: "reg/one"}).Stat(t.Context(), "x")
+	require.NoError(t, err, "the URL's path is the prefix")
+	_, err = testVolume(t, srv, Options{Prefix: "reg"}).Stat(t.Context(), "x")
+	require.ErrorIs(t, err, fs.ErrNotExist)
+}
