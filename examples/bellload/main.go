@@ -196,6 +196,9 @@ func readTokens(path string) (map[string]string, error) {
 	return out, nil
 }
 
+// buildBudget bounds building the bell when no -bin is given.
+const buildBudget = 10 * time.Minute
+
 // startBell builds (unless -bin) and starts the bell on a free loopback
 // port, and waits, within the bound, for it to say where it listens.
 func startBell(ctx context.Context, c config) (*bell, error) {
@@ -206,7 +209,9 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 	bin := c.bin
 	if bin == "" {
 		bin = filepath.Join(dir, "bell")
-		bctx, cancel := context.WithTimeout(ctx, c.bound)
+		// Compiling has a budget of its own, not the bound of one wait on
+		// the bell: a busy machine with a cold build cache takes minutes.
+		bctx, cancel := context.WithTimeout(ctx, max(c.bound, buildBudget))
 		defer cancel()
 		build := exec.CommandContext(bctx, "go", "build", "-o", bin, c.pkg)
 		build.Stderr = os.Stderr
