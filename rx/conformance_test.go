@@ -361,20 +361,33 @@ func (p *cprobe) violations() []string {
 	return slices.Clone(p.bad)
 }
 
-// bounded runs f and reports if it has not returned within a second of real
-// time (the rules' failure mode is often a deadlock). It reports whether f
-// returned.
+// bounded runs f and reports if it has not returned within hangBound(r) of
+// real time (the rules' failure mode is often a deadlock). It reports
+// whether f returned.
 func bounded(r reporter, what string, f func()) bool {
 	r.Helper()
 	done := make(chan struct{})
 	go func() { defer close(done); f() }()
+	bound := hangBound(r)
 	select {
 	case <-done:
 		return true
-	case <-time.After(time.Second):
-		r.Errorf("%s: still blocked after 1s", what)
+	case <-time.After(bound):
+		r.Errorf("%s: still blocked after %s", what, bound)
 		return false
 	}
+}
+
+// hangBound is how long a rule waits for what must happen before it calls
+// it a deadlock. Over the real operators it is a ceiling a passing run
+// never comes near (at 1s, a loaded machine could reach it). The negative
+// controls, run into a collector, deadlock on purpose and would spend it
+// whole each time: for them a second shows the deadlock as well.
+func hangBound(r reporter) time.Duration {
+	if _, control := r.(*collector); control {
+		return time.Second
+	}
+	return 10 * time.Second
 }
 
 // rule is one line of the adversarial schedule.
@@ -649,7 +662,7 @@ func ruleMemory(r reporter, x entry) {
 	}
 	select {
 	case <-p.entered:
-	case <-time.After(time.Second):
+	case <-time.After(hangBound(r)):
 		r.Errorf("%s: the consumer was never reached", x.name)
 		close(release)
 		sub.Unsubscribe()
