@@ -27,8 +27,10 @@ var pg pgtest.Harness
 func TestMain(m *testing.M) { goleak.VerifyTestMain(pg.Wrap(m)) }
 
 // bound is the longest a test waits for something that must happen; a
-// passing run never comes near it.
-const bound = 10 * time.Second
+// passing run never comes near it. It is a ceiling for a hang: the
+// registry's start (a store, a volume, the demo's publications) beside a
+// loaded machine's other work takes seconds, not tens of them.
+const bound = 30 * time.Second
 
 // started is a registry running in process, as `go run ./examples/registry -addr 127.0.0.1:0` would.
 type started struct {
