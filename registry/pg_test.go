@@ -23,9 +23,18 @@ import (
 )
 
 // pgBound is how long a test on PostgreSQL waits for the store to notice
-// the server has stopped: its budgets are cut to a second below, so this is
-// a ceiling, not a delay.
-const pgBound = 15 * time.Second
+// the server has stopped, or for a publication to be answered while it is:
+// the stopping store's budgets are cut to stoppingOperation below, so this
+// is a ceiling, not a delay.
+const pgBound = 3 * stoppingOperation
+
+// stoppingOperation is the operation budget of a store whose server a test
+// stops: short, so that the stop is answered in seconds, but its reads'
+// bound (QueryInitial, 1.75s at 12s) not so short that a loaded machine
+// trips it while the server is up (at 4s it was 500ms: a re-read of the
+// catalog's live query over that failed the catalog, whose retry the
+// virtual clock never reaches).
+const stoppingOperation = 12 * time.Second
 
 // stoppablePG starts a PostgreSQL server of the test's own, which the test
 // may stop: a shared one cannot be. It skips (or fails, with
@@ -62,18 +71,19 @@ func openPG(t *testing.T, dbURL string) *pgstore.Store {
 }
 
 // openStoppingPG opens a pgstore replica on dbURL whose waits are cut to
-// seconds, so that a stopped server is noticed quickly.
+// seconds (stoppingOperation), so that a stopped server is noticed quickly.
 func openStoppingPG(t *testing.T, dbURL string) *pgstore.Store {
 	t.Helper()
-	return openPGWithin(t, dbURL, mesh.BudgetsFrom(4*time.Second))
+	return openPGWithin(t, dbURL, mesh.BudgetsFrom(stoppingOperation))
 }
 
 // openPGWithin opens a pgstore replica on dbURL with budgets.
 //
 // Opening is retried while it is unavailable, as a service's start-up would
-// be: short budgets bound connecting the listener to 500ms, which a loaded
-// machine can exceed (a failure seen with the suite run beside two
-// CPU-burning loops), and that is not what these tests are about.
+// be: short budgets bound connecting the listener to a fraction of a
+// second, which a loaded machine can exceed (a failure seen with the suite
+// run beside two CPU-burning loops), and that is not what these tests are
+// about.
 func openPGWithin(t *testing.T, dbURL string, budgets mesh.Budgets) *pgstore.Store {
 	t.Helper()
 	var s *pgstore.Store
