@@ -12,6 +12,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/rx"
@@ -20,8 +21,10 @@ import (
 
 // bound is the real-time budget of a blocking wait in these tests: for a
 // goroutine (an HTTP request, a mock clock's timer) to get somewhere. A
-// healthy run never comes near it; virtual time does the timing.
-const bound = 5 * time.Second
+// healthy run never comes near it; virtual time does the timing. It is a
+// ceiling for a hang, as generous as testkit.Bound (a loaded machine can
+// pause a goroutine for seconds).
+const bound = testkit.Bound
 
 // faultStore is the real embedded store with the reads of chosen paths made
 // to stall (never answer) or fail, and every read counted.

@@ -97,7 +97,7 @@ func TestIdleConnectionsCannotHoldMoreThanTheCapOfDescriptors(t *testing.T) {
 
 			// A real request gets through once the idle ones are cut at the
 			// server's ReadHeaderTimeout; bounded, never a sleep.
-			client := &http.Client{Timeout: 10 * time.Second}
+			client := &http.Client{Timeout: testkit.Bound}
 			resp, err := client.Get(url)
 			require.NoError(t, err)
 			_ = resp.Body.Close()
@@ -152,7 +152,10 @@ func keepAliveServer(t *testing.T, srv *http.Server, ln net.Listener) string {
 // IdleTimeout.
 func TestIdleKeepAliveConnectionsDoNotHoldTheConnectionCapFromANewClient(t *testing.T) {
 	const limit = 4
-	run := func(t *testing.T, limited func(*http.Server, net.Listener) net.Listener) (newClientErr error, peak int) {
+	// wait is the new client's deadline: a ceiling for a hang where it must
+	// be answered (at 2s, a loaded machine could pass it), the seconds the
+	// negative control waits out where it must not be.
+	run := func(t *testing.T, wait time.Duration, limited func(*http.Server, net.Listener) net.Listener) (newClientErr error, peak int) {
 		raw, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		counter := &countingListener{Listener: raw}
@@ -174,18 +177,18 @@ func TestIdleKeepAliveConnectionsDoNotHoldTheConnectionCapFromANewClient(t *test
 		// asserted.
 		tr := &http.Transport{}
 		defer tr.CloseIdleConnections()
-		resp, err := (&http.Client{Transport: tr, Timeout: 2 * time.Second}).Get(url)
+		resp, err := (&http.Client{Transport: tr, Timeout: wait}).Get(url)
 		if err == nil {
 			_ = resp.Body.Close()
 		}
 		return err, counter.peak()
 	}
-	err, peak := run(t, func(srv *http.Server, ln net.Listener) net.Listener { return LimitConnections(srv, ln, limit) })
+	err, peak := run(t, testkit.Bound, func(srv *http.Server, ln net.Listener) net.Listener { return LimitConnections(srv, ln, limit) })
 	assert.NoError(t, err, "a new client is answered while idle keep-alive connections fill the cap")
 	assert.LessOrEqual(t, peak, limit, "the cap holds")
 
 	t.Run("negative control: a limit that cannot tell idle connections", func(t *testing.T) {
-		err, _ := run(t, func(_ *http.Server, ln net.Listener) net.Listener { return LimitListener(ln, limit) })
+		err, _ := run(t, 2*time.Second, func(_ *http.Server, ln net.Listener) net.Listener { return LimitListener(ln, limit) })
 		assert.Error(t, err, "the new client waits out its deadline behind idle connections")
 	})
 }
@@ -197,7 +200,10 @@ func TestIdleKeepAliveConnectionsDoNotHoldTheConnectionCapFromANewClient(t *test
 // LimitListener leaves it waiting out its deadline.
 func TestSilentConnectionsDoNotHoldTheConnectionCapPastTheirGrace(t *testing.T) {
 	const limit = 3
-	run := func(t *testing.T, limited func(*http.Server, net.Listener) net.Listener) error {
+	// wait is the new client's deadline: a ceiling for a hang where it must
+	// be answered (the grace and 3s, which a loaded machine could pass), a
+	// wait well past the grace where it must not be.
+	run := func(t *testing.T, wait time.Duration, limited func(*http.Server, net.Listener) net.Listener) error {
 		raw, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		srv := &http.Server{
@@ -208,14 +214,14 @@ func TestSilentConnectionsDoNotHoldTheConnectionCapPastTheirGrace(t *testing.T) 
 		dialIdle(t, raw.Addr().String(), limit)
 		tr := &http.Transport{}
 		defer tr.CloseIdleConnections()
-		resp, err := (&http.Client{Transport: tr, Timeout: SilentConnectionGrace + 3*time.Second}).Get(url)
+		resp, err := (&http.Client{Transport: tr, Timeout: wait}).Get(url)
 		if err == nil {
 			_ = resp.Body.Close()
 		}
 		return err
 	}
-	assert.NoError(t, run(t, func(srv *http.Server, ln net.Listener) net.Listener { return LimitConnections(srv, ln, limit) }))
+	assert.NoError(t, run(t, testkit.Bound, func(srv *http.Server, ln net.Listener) net.Listener { return LimitConnections(srv, ln, limit) }))
 	t.Run("negative control: a limit that cannot tell silent connections", func(t *testing.T) {
-		assert.Error(t, run(t, func(_ *http.Server, ln net.Listener) net.Listener { return LimitListener(ln, limit) }))
+		assert.Error(t, run(t, SilentConnectionGrace+3*time.Second, func(_ *http.Server, ln net.Listener) net.Listener { return LimitListener(ln, limit) }))
 	})
 }

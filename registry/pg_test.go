@@ -23,9 +23,18 @@ import (
 )
 
 // pgBound is how long a test on PostgreSQL waits for the store to notice
-// the server has stopped: its budgets are cut to a second below, so this is
-// a ceiling, not a delay.
-const pgBound = 15 * time.Second
+// the server has stopped, or for a publication to be answered while it is:
+// the stopping store's budgets are cut to stoppingOperation below, so this
+// is a ceiling, not a delay.
+const pgBound = 3 * stoppingOperation
+
+// stoppingOperation is the operation budget of a store whose server a test
+// stops: short, so that the stop is answered in seconds, but its reads'
+// bound (QueryInitial, 1.75s at 12s) not so short that a loaded machine
+// trips it while the server is up (at 4s it was 500ms: a re-read of the
+// catalog's live query over that failed the catalog, whose retry the
+// virtual clock never reaches).
+const stoppingOperation = 12 * time.Second
 
 // stoppablePG starts a PostgreSQL server of the test's own, which the test
 // may stop: a shared one cannot be. It skips (or fails, with
@@ -50,19 +59,37 @@ func stoppablePG(t *testing.T) *pgtest.Server {
 	return srv
 }
 
-// openPG opens a pgstore replica on dbURL whose waits are cut to a second,
-// so that a stopped server is noticed quickly.
+// openPG opens a pgstore replica on dbURL with the default budgets (what a
+// user gets): for the tests whose database stays up, where no budget is
+// the subject. With budgets cut to seconds, a re-read of the feed's live
+// query on a loaded machine (its Initial bound was 500ms) could trip,
+// fail the feed and leave it down until its retry, which the virtual
+// clock never reaches: a failure seen once under -race.
+func openPG(t *testing.T, dbURL string) *pgstore.Store {
+	t.Helper()
+	return openPGWithin(t, dbURL, mesh.DefaultBudgets())
+}
+
+// openStoppingPG opens a pgstore replica on dbURL whose waits are cut to
+// seconds (stoppingOperation), so that a stopped server is noticed quickly.
+func openStoppingPG(t *testing.T, dbURL string) *pgstore.Store {
+	t.Helper()
+	return openPGWithin(t, dbURL, mesh.BudgetsFrom(stoppingOperation))
+}
+
+// openPGWithin opens a pgstore replica on dbURL with budgets.
 //
 // Opening is retried while it is unavailable, as a service's start-up would
-// be: the short budgets bound connecting the listener to 500ms, which a
-// loaded machine can exceed (a failure seen with the suite run beside two
-// CPU-burning loops), and that is not what these tests are about.
-func openPG(t *testing.T, dbURL string) *pgstore.Store {
+// be: short budgets bound connecting the listener to a fraction of a
+// second, which a loaded machine can exceed (a failure seen with the suite
+// run beside two CPU-burning loops), and that is not what these tests are
+// about.
+func openPGWithin(t *testing.T, dbURL string, budgets mesh.Budgets) *pgstore.Store {
 	t.Helper()
 	var s *pgstore.Store
 	var err error
 	for attempt := 1; ; attempt++ {
-		s, err = pgstore.Open(t.Context(), dbURL, pgstore.Options{Budgets: mesh.BudgetsFrom(4 * time.Second), Logger: quietLogger()})
+		s, err = pgstore.Open(t.Context(), dbURL, pgstore.Options{Budgets: budgets, Logger: quietLogger()})
 		if err == nil || !mesh.IsUnavailable(err) || attempt == 5 {
 			break
 		}
@@ -72,9 +99,19 @@ func openPG(t *testing.T, dbURL string) *pgstore.Store {
 	return s
 }
 
-// pgReplica is a registry replica on dbURL and the volume at root.
+// pgReplica is a registry replica on dbURL and the volume at root, its
+// store's budgets the defaults.
 func pgReplica(t *testing.T, dbURL, root string) *fixture {
-	store := openPG(t, dbURL)
+	return pgReplicaOn(t, openPG(t, dbURL), root)
+}
+
+// stoppingPGReplica is a registry replica on dbURL, whose server the test
+// stops, and the volume at root.
+func stoppingPGReplica(t *testing.T, dbURL, root string) *fixture {
+	return pgReplicaOn(t, openStoppingPG(t, dbURL), root)
+}
+
+func pgReplicaOn(t *testing.T, store *pgstore.Store, root string) *fixture {
 	return newFixture(t, fixtureOptions{store: store, root: root, server: func(o *ServerOptions) { o.Feed = store.FeedDown() }})
 }
 
@@ -84,8 +121,8 @@ func TestOnPostgreSQLAPublishWithTheDatabaseStoppedMidPublishLeavesNothingServed
 	require.NoError(t, err)
 	root := t.TempDir()
 	// Two replicas on one database and one volume.
-	a := pgReplica(t, dbURL, root)
-	b := pgReplica(t, dbURL, root)
+	a := stoppingPGReplica(t, dbURL, root)
+	b := stoppingPGReplica(t, dbURL, root)
 	freeB := b.instance("free-b", "free", "Plugins/*")
 
 	// Control first: with the database up, a publication on one replica is

@@ -175,8 +175,14 @@ func TestOneOnNextDeliversItsOwnValueAndABoundedNumberOfOthers(t *testing.T) {
 	go func() {
 		// Let the other producer fill what it may, then release the
 		// consumer: the remaining values must not all run on this call.
+		// It has filled what it may when it waits for room (every other
+		// goroutine is parked). A 50ms sleep here raced its start: on a
+		// loaded machine it had queued nothing yet, and the control below
+		// failed. The spin is bounded for a hang and asserts nothing.
 		<-blocked
-		time.Sleep(50 * time.Millisecond) // the window in which it fills the queue; not a wait for an outcome
+		for deadline := time.Now().Add(10 * time.Second); !othersParked() && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
 		close(release)
 	}()
 	s.OnNext(-1) // blocks in delivery until released, then drains

@@ -116,36 +116,34 @@ func TestFirstOnAReplayingSubjectFromInsideItsOwnNotificationReturnsTheCurrentVa
 	firstInside := func(s interface {
 		rx.Observable[int]
 		OnNext(int)
-	}, of rx.Observable[int]) (int, error, time.Duration) {
+	}, of rx.Observable[int]) (int, error) {
+		// Bounded: a First that waited for a value still to come would
+		// end with ctx's error, which the checks below fail on.
 		var got int
 		var err error
-		var took time.Duration
 		rx.Take[int](s, 2).Subscribe(rx.NewObserver(func(v int) {
 			if v != 7 {
 				return
 			}
 			ctx, cancel := bounded()
 			defer cancel()
-			start := time.Now()
 			got, err = rx.First(ctx, of)
-			took = time.Since(start)
 		}, nil, nil))
 		s.OnNext(7)
-		return got, err, took
+		return got, err
 	}
 	b := rx.NewBehaviorSubject(0)
-	v, err, took := firstInside(b, b)
+	v, err := firstInside(b, b)
 	require.NoError(t, err)
 	assert.Equal(t, 7, v)
-	assert.Less(t, took, time.Second)
 
 	r := rx.NewReplaySubject[int](1)
-	v, err, _ = firstInside(r, r)
+	v, err = firstInside(r, r)
 	require.NoError(t, err)
 	assert.Equal(t, 7, v)
 
 	b2 := rx.NewBehaviorSubject(0)
-	v, err, _ = firstInside(b2, rx.Share[int](b2))
+	v, err = firstInside(b2, rx.Share[int](b2))
 	require.NoError(t, err)
 	assert.Equal(t, 7, v, "Share connects inside the subject's notification and gets its replay")
 

@@ -362,20 +362,33 @@ func (p *cprobe) violations() []string {
 	return slices.Clone(p.bad)
 }
 
-// bounded runs f and reports if it has not returned within a second of real
-// time (the rules' failure mode is often a deadlock). It reports whether f
-// returned.
+// bounded runs f and reports if it has not returned within hangBound(r) of
+// real time (the rules' failure mode is often a deadlock). It reports
+// whether f returned.
 func bounded(r reporter, what string, f func()) bool {
 	r.Helper()
 	done := make(chan struct{})
 	go func() { defer close(done); f() }()
+	bound := hangBound(r)
 	select {
 	case <-done:
 		return true
-	case <-time.After(time.Second):
-		r.Errorf("%s: still blocked after 1s", what)
+	case <-time.After(bound):
+		r.Errorf("%s: still blocked after %s", what, bound)
 		return false
 	}
+}
+
+// hangBound is how long a rule waits for what must happen before it calls
+// it a deadlock. Over the real operators it is a ceiling a passing run
+// never comes near (at 1s, a loaded machine could reach it). The negative
+// controls, run into a collector, deadlock on purpose and would spend it
+// whole each time: for them a second shows the deadlock as well.
+func hangBound(r reporter) time.Duration {
+	if _, control := r.(*collector); control {
+		return time.Second
+	}
+	return 10 * time.Second
 }
 
 // rule is one line of the adversarial schedule.
@@ -651,7 +664,7 @@ func ruleMemory(r reporter, x entry) {
 	}
 	select {
 	case <-p.entered:
-	case <-time.After(time.Second):
+	case <-time.After(hangBound(r)):
 		r.Errorf("%s: the consumer was never reached", x.name)
 		close(release)
 		sub.Unsubscribe()
@@ -659,15 +672,16 @@ func ruleMemory(r reporter, x entry) {
 		return
 	}
 	// Let the producers run on as far as they can: until they have handed
-	// over more than the bound, or their count has stood still for 20ms of
-	// real time (they wait for room; a loaded machine may pause a thread
-	// for less than that). The wait observes progress; it asserts nothing.
-	last, since := accepted.Load(), time.Now()
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && last <= transitBound; {
+	// over more than the bound, or every goroutine but this one is parked
+	// (they wait for room, and nothing can give them any: the operator
+	// holds no more), or a generous bound for a hang passes. The wait
+	// observes progress; it asserts nothing. It does not stop at a pause in
+	// the count: a loaded machine can pause the producers of an operator
+	// without a bound (the negative control) for any length of real time
+	// (it was 20ms), and the rule would then not see them exceed it.
+	for deadline := time.Now().Add(memoryBound); time.Now().Before(deadline) && accepted.Load() <= transitBound; {
 		runtime.Gosched()
-		if n := accepted.Load(); n != last {
-			last, since = n, time.Now()
-		} else if time.Since(since) > 20*time.Millisecond {
+		if othersParked() && accepted.Load() <= transitBound {
 			break
 		}
 	}
@@ -678,6 +692,45 @@ func ruleMemory(r reporter, x entry) {
 	sub.Unsubscribe()
 	bounded(r, x.name+": producers after the consumer is released", producers.Wait)
 	finish(e)
+}
+
+// memoryBound bounds the memory rule's wait for its producers to stop: a
+// ceiling for a hang, never reached in a passing run (they stop at once or
+// exceed the bound).
+const memoryBound = 10 * time.Second
+
+// othersParked reports whether every goroutine but the caller waits on
+// something (a channel, a lock, a condition, the network or a system
+// call) rather than being able to run: then no producer can make progress
+// until the caller acts. A goroutine that is runnable, running or
+// preempted, however long the machine has paused it, is not parked.
+func othersParked() bool {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for i, g := range strings.Split(string(buf), "\n\n") {
+		if i == 0 {
+			continue // the caller's own, which the dump lists first
+		}
+		header, _, _ := strings.Cut(g, "\n")
+		_, state, ok := strings.Cut(header, " [")
+		if !ok {
+			return false
+		}
+		state, _, _ = strings.Cut(state, "]")
+		state, _, _ = strings.Cut(state, ",") // "select, 2 minutes", "chan receive, locked to thread"
+		switch state {
+		case "running", "runnable", "preempted", "sleep":
+			return false
+		}
+	}
+	return true
 }
 
 func ruleContext(r reporter, x entry) {

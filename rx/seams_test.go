@@ -16,28 +16,33 @@ import (
 
 // The tests of issue 19 §2, §4, §5 and §6: where rx meets the code around it.
 
-// within fails the test if f has not returned after a second of real time
-// (the bound of a test whose failure mode is a deadlock).
+// deadlockBound is the real-time bound of a wait whose failure mode is a
+// deadlock: a ceiling a passing run never comes near (at 1s, a loaded
+// machine could reach it; the negative controls below, run on old commits,
+// deadlocked and met any bound).
+const deadlockBound = 10 * time.Second
+
+// within fails the test if f has not returned after deadlockBound.
 func within(t *testing.T, what string, f func()) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() { defer close(done); f() }()
 	select {
 	case <-done:
-	case <-time.After(time.Second):
-		t.Fatalf("%s: still blocked after 1s", what)
+	case <-time.After(deadlockBound):
+		t.Fatalf("%s: still blocked after %s", what, deadlockBound)
 	}
 }
 
-// spinUntil waits (yielding, for at most a second of real time) until cond
-// holds: it observes another goroutine's progress, it does not wait for an
+// spinUntil waits (yielding, for at most deadlockBound) until cond holds:
+// it observes another goroutine's progress, it does not wait for an
 // outcome the test asserts.
 func spinUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(deadlockBound)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached after 1s", what)
+			t.Fatalf("%s: not reached after %s", what, deadlockBound)
 		}
 		runtime.Gosched()
 	}
@@ -76,7 +81,7 @@ func TestAConsumerFailingAFanInFromInsideOnNextDoesNotDeadlockWithAProducerWaiti
 				}
 				close(entered)
 				// 32 ticks are queued behind this delivery; the 33rd waits for room.
-				deadline := time.Now().Add(time.Second)
+				deadline := time.Now().Add(deadlockBound)
 				for clk.Elapsed() < 33*time.Millisecond {
 					if time.Now().After(deadline) {
 						reached = false

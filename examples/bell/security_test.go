@@ -281,22 +281,21 @@ func TestEventStreamsAreCappedInAllAndPerViewer(t *testing.T) {
 // a connection that sends nothing is closed at the header timeout, and
 // with every connection slot held by idle keep-alive connections a new
 // client is still answered. Negative control: the connection is open
-// before the timeout (a read within it times out on the client side).
+// until the timeout (closed no sooner than it after the dial; a read with
+// a 50ms deadline, as this control was, failed when a loaded machine
+// paused the test past the timeout before that read).
 func TestAConnectionThatSendsNoHeadersIsClosedAndIdleOnesGiveWayToANewClient(t *testing.T) {
 	lim := defaultLimits()
 	lim.readHeader, lim.conns = 300*time.Millisecond, 2
 	base, _, _ := serveWith(t, lim)
+	dialed := time.Now()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	require.NoError(t, err)
 	defer conn.Close()
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
-	_, err = conn.Read(make([]byte, 1))
-	var ne net.Error
-	require.ErrorAs(t, err, &ne, "control: still open before the header timeout")
-	require.True(t, ne.Timeout())
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(bound)))
 	_, err = conn.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, io.EOF, "closed by the server at the header timeout")
+	assert.GreaterOrEqual(t, time.Since(dialed), lim.readHeader, "control: open until the header timeout")
 
 	for range lim.conns {
 		c := client(t)
@@ -304,7 +303,7 @@ func TestAConnectionThatSendsNoHeadersIsClosedAndIdleOnesGiveWayToANewClient(t *
 		require.Equal(t, http.StatusOK, res.StatusCode)
 	}
 	c := client(t)
-	c.Timeout = 2 * time.Second
+	c.Timeout = bound // a ceiling for a hang: a client left in the backlog waits for ever
 	res, _ := do(t, c, http.MethodGet, base+"/", nil, nil)
 	assert.Equal(t, http.StatusOK, res.StatusCode, "a new client is answered while idle connections hold every slot")
 }

@@ -113,6 +113,12 @@ func (l load) waitUntil(ctx context.Context, at time.Time) bool {
 	}
 	t := l.clk.Timer(d)
 	defer t.Stop()
+	if !l.clk.Now().Before(at) {
+		// The clock passed at between Until and Timer (another goroutine
+		// advanced it): the timer is due later than at, perhaps past the
+		// end of a virtual run.
+		return ctx.Err() == nil
+	}
 	select {
 	case <-t.C:
 		return true

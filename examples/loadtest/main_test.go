@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -252,4 +254,40 @@ func TestTheServedModeRunsOnAnS3VolumeBesideTheDirectory(t *testing.T) {
 
 	err = run(ctx, []string{"-modules", "1", "-volumes", "dir,nfs"}, &out, &errs)
 	require.ErrorContains(t, err, `"nfs"`)
+}
+
+// advancedBeforeTimer is a clock that another goroutine moves on, once, by
+// `by`, just before a timer is made: between a waiter's Until and its
+// Timer, as a run's Advance may on a loaded machine.
+type advancedBeforeTimer struct {
+	*rxtest.Clock
+	by   time.Duration
+	once sync.Once
+}
+
+func (c *advancedBeforeTimer) Timer(d time.Duration) *clock.Timer {
+	c.once.Do(func() { c.Advance(c.by) })
+	return c.Clock.Timer(d)
+}
+
+// TestAWaitWhoseInstantPassesWhileItsTimerIsMadeEndsAtOnce: the poller's
+// wait for a scheduled instant ends when the clock has passed it, though
+// the timer it made counts from the later time. Negative control: without
+// the check after Timer, the wait is due 100ms after the clock stopped and
+// waits for an Advance that never comes (a poll left out of a virtual run:
+// TestAPollStillRunningAtTheEndCountsWithItsElapsedTime then waited for its
+// 20th poll).
+func TestAWaitWhoseInstantPassesWhileItsTimerIsMadeEndsAtOnce(t *testing.T) {
+	clk := &advancedBeforeTimer{Clock: rxtest.NewClock(), by: 200 * time.Millisecond}
+	l := load{clk: clk}
+	at := clk.Now().Add(100 * time.Millisecond)
+	done := make(chan bool, 1)
+	go func() { done <- l.waitUntil(t.Context(), at) }()
+	select {
+	case ok := <-done:
+		assert.True(t, ok)
+	case <-time.After(bound):
+		require.FailNow(t, "the wait did not end though the clock had passed its instant")
+	}
+	assert.Equal(t, 200*time.Millisecond, clk.Elapsed())
 }

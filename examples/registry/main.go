@@ -104,8 +104,6 @@ func main() {
 
 // hooks let a test reach into a run without changing what it does.
 type hooks struct {
-	// wrap, if set, wraps the registry's handler (e.g. to time it).
-	wrap func(http.Handler) http.Handler
 	// metricsDefault, if set, stands for -metrics-addr's default (a test
 	// cannot count on 127.0.0.1:9090 being free on a shared machine).
 	metricsDefault string
@@ -248,12 +246,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		err = errors.Join(err, srv.Close(sctx))
 	}()
 
-	handler := srv.Handler()
-	if h.wrap != nil {
-		handler = h.wrap(handler)
-	}
 	httpSrv := &http.Server{
-		Handler:           handler,
+		Handler:           srv.Handler(),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

@@ -8,9 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,33 +27,10 @@ var pg pgtest.Harness
 func TestMain(m *testing.M) { goleak.VerifyTestMain(pg.Wrap(m)) }
 
 // bound is the longest a test waits for something that must happen; a
-// passing run never comes near it.
-const bound = 10 * time.Second
-
-// timings records how long the registry's handler chain took per request,
-// keyed by "METHOD path".
-type timings struct {
-	mu   sync.Mutex
-	took map[string][]time.Duration
-}
-
-func (t *timings) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		next.ServeHTTP(w, r)
-		took := time.Since(start)
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		key := r.Method + " " + r.URL.Path + " " + r.Header.Get("Authorization")
-		t.took[key] = append(t.took[key], took)
-	})
-}
-
-func (t *timings) of(key string) []time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]time.Duration(nil), t.took[key]...)
-}
+// passing run never comes near it. It is a ceiling for a hang: the
+// registry's start (a store, a volume, the demo's publications) beside a
+// loaded machine's other work takes seconds, not tens of them.
+const bound = 30 * time.Second
 
 // started is a registry running in process, as `go run ./examples/registry -addr 127.0.0.1:0` would.
 type started struct {
@@ -145,27 +120,21 @@ func (s *started) do(t *testing.T, method, path, auth string, header http.Header
 	return resp, data
 }
 
-func median(ds []time.Duration) time.Duration {
-	sorted := append([]time.Duration(nil), ds...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	return sorted[len(sorted)/2]
-}
-
 func TestTheExampleRegistryServesItsDemoToItsDemoKey(t *testing.T) {
-	tm := &timings{took: map[string][]time.Duration{}}
-	s := start(t, hooks{wrap: tm.wrap})
+	s := start(t, hooks{})
 	bearer := "Bearer " + s.key
 
-	// Without a key: 401, decided without any read, in well under a
-	// millisecond inside the server. Several requests, so that one
-	// scheduling hiccup does not decide the figure.
+	// Without a key: 401, each one counted by /metrics (checked at the
+	// end). That the 401 is decided without reading the mesh is a property
+	// of the registry, asserted deterministically by registry's
+	// TestAnIndexRequestWithoutAKeyIs401AndReadsNothing; its speed is a
+	// figure, measured by auth's BenchmarkFast401. A wall-clock assertion
+	// here (it was "median < 1 ms") failed on a loaded machine.
 	for range 9 {
 		resp, _ := s.do(t, http.MethodGet, client.IndexPath, "", nil, nil)
 		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		assert.Equal(t, "Bearer", resp.Header.Get("WWW-Authenticate"))
 	}
-	unauth := tm.of("GET " + client.IndexPath + " ")
-	require.Len(t, unauth, 9)
-	assert.Less(t, median(unauth), time.Millisecond, "the 401 path took %v", unauth)
 
 	resp, body := s.do(t, http.MethodGet, client.IndexPath, bearer, nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)

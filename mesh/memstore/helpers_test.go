@@ -4,18 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/rx"
 )
 
 // bound is the real-time budget of a blocking wait in these tests. The store
-// delivers within microseconds, so a healthy run never comes near it.
-const bound = 5 * time.Second
+// delivers within microseconds, so a healthy run never comes near it; it is
+// a ceiling for a hang, as generous as testkit.Bound (a loaded machine can
+// pause a goroutine for seconds).
+const bound = testkit.Bound
 
 func newStore(t testing.TB, opts memstore.Options) *memstore.Store {
 	t.Helper()

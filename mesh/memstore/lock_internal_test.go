@@ -25,8 +25,13 @@ func TestAWriteWhoseContextEndsWhileAReadHoldsTheStoreReturnsAndWritesNothing(t 
 	defer s.Close()
 
 	s.mu.RLock() // the long read
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// The context ends once both writers wait for the lock: each asks for
+	// its Done channel there. (A 50ms timeout raced the writers' start: on
+	// a loaded machine it could end before they reached the lock, and the
+	// error came from their first check instead.)
+	parent, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	ctx := &doneWatched{Context: parent, asked: make(chan struct{}, 2)}
 	done := make(chan error, 2)
 	go func() {
 		_, err := s.Put(ctx, mesh.Node{Path: "acme/item", NodeType: "Item"})
@@ -35,8 +40,16 @@ func TestAWriteWhoseContextEndsWhileAReadHoldsTheStoreReturnsAndWritesNothing(t 
 	go func() { done <- s.Delete(ctx, "acme/other") }()
 	for range 2 {
 		select {
+		case <-ctx.asked:
+		case <-time.After(bound):
+			t.Fatal("the writers did not reach the store's lock")
+		}
+	}
+	cancel()
+	for range 2 {
+		select {
 		case err := <-done:
-			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.ErrorIs(t, err, context.Canceled)
 			assert.ErrorContains(t, err, "waiting for the store's lock")
 		case <-time.After(bound):
 			t.Fatal("a write did not return when its context ended")
@@ -61,9 +74,24 @@ func TestAWriteWhoseContextEndsWhileAReadHoldsTheStoreReturnsAndWritesNothing(t 
 		select {
 		case <-locked:
 			t.Fatal("the writer did not wait for the read")
-		case <-time.After(100 * time.Millisecond): // twice the context above
+		case <-time.After(100 * time.Millisecond): // the writer is given time to pass the read; it never does
 		}
 		mu.RUnlock()
 		<-locked
 	})
+}
+
+// doneWatched is a context that says each time its Done channel is asked
+// for: a writer asks when it waits for the store's lock.
+type doneWatched struct {
+	context.Context
+	asked chan struct{}
+}
+
+func (c *doneWatched) Done() <-chan struct{} {
+	select {
+	case c.asked <- struct{}{}:
+	default:
+	}
+	return c.Context.Done()
 }

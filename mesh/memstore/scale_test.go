@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -109,29 +110,43 @@ func TestAWriteAmongTenThousandPinnedQueriesIsMatchedOnlyAgainstTheQueriesItCanC
 func TestSubscribingAndUnsubscribingManyLiveQueriesLeavesNothingBehind(t *testing.T) {
 	s := newStore(t, memstore.Options{Clock: rxtest.NewClock()})
 	fillViewers(t, s, 100)
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	held := int64(0)
-	for range 2 {
+	round := func(measure func()) {
 		subs := make([]rx.Subscription, 0, 5_000)
 		for v := range 5_000 {
 			subs = append(subs, s.Query(viewerQuery(v)).Subscribe(rx.NewObserver[mesh.Change](nil, nil, nil)))
 		}
 		require.Equal(t, 5_000, s.Stats().LiveQueries)
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		held = max(held, int64(ms.HeapAlloc)-int64(base))
+		measure()
 		for _, sub := range subs {
 			sub.Unsubscribe()
 		}
 		require.Zero(t, s.Stats().LiveQueries)
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
+	// heap is the live heap once what sync.Pools and the runtime keep for a
+	// cycle has gone: the least of a few collections.
+	heap := func() int64 {
+		var ms runtime.MemStats
+		least := int64(math.MaxInt64)
+		for range 3 {
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			least = min(least, int64(ms.HeapAlloc))
+		}
+		return least
+	}
+	// A first round grows what the process keeps whatever the store does
+	// (pools, caches, per-P structures, more of them the more the scheduler
+	// spread the work): the base includes it. Measured from before it, the
+	// test failed on a loaded machine (1.56MB left of 15.4MB held).
+	round(func() {})
+	base := heap()
+	held := int64(0)
+	for range 2 {
+		round(func() { held = max(held, heap()-base) })
+	}
 	// Control: while subscribed, the queries held ten times as much.
-	assert.Less(t, 10*(int64(ms.HeapAlloc)-int64(base)), held, "at most noise is left of 5,000 queries (held %d bytes)", held)
+	left := heap() - base
+	assert.Less(t, 10*left, held, "at most noise is left of 5,000 queries (held %d bytes, left %d)", held, left)
 }
 
 // BenchmarkPutAcrossLiveQueries measures a Put, and the time from calling

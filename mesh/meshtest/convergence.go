@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,14 +53,26 @@ func (s *suite) convergence(t testing.TB, svc mesh.Store) {
 		subs = append(subs, subscribeLive(svc, q), subscribeLive(svc, q))
 	}
 
-	// The writers' bound is the suite's own, not the (possibly shortened)
-	// bound on frames: writing is not what this check waits for.
-	ctx, cancel := context.WithTimeout(context.Background(), Convergence)
+	// The writers are watched for progress, not timed: the check fails when
+	// Convergence passes without any write returning (a hang, e.g. a writer
+	// waiting for a reader), never because 720 writes took long on a
+	// loaded machine. A deadline over the whole run (it was Convergence,
+	// before that 10s) measured the machine, and tripped beside two
+	// CPU-burning loops.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	results := make(chan error, writers)
+	progress := make(chan struct{}, 1)
 	late := make(chan []*liveResult, 1)
 	for w := range writers {
-		go func() { results <- write(ctx, svc, paths, w, opsPerWriter) }()
+		go func() {
+			results <- write(ctx, svc, paths, w, opsPerWriter, func() {
+				select {
+				case progress <- struct{}{}:
+				default:
+				}
+			})
+		}()
 	}
 	go func() {
 		// Subscriptions that race the writers: registration and Initial must
@@ -70,22 +83,28 @@ func (s *suite) convergence(t testing.TB, svc mesh.Store) {
 		}
 		late <- ls
 	}()
+	stall := time.NewTimer(Convergence)
+	defer stall.Stop()
 	var writeErrs []error
-	for range writers {
+	for finished := 0; finished < writers; {
 		select {
 		case err := <-results:
+			finished++
 			if err != nil {
 				writeErrs = append(writeErrs, err)
 			}
-		case <-ctx.Done():
-			require.FailNow(t, "writers did not finish", "waited %s for %d writers of %d operations each", Convergence, writers, opsPerWriter)
+		case <-progress:
+		case <-stall.C:
+			cancel()
+			require.FailNow(t, "writers stopped making progress", "no write of %d writers (%d operations each) returned for %s", writers, opsPerWriter, Convergence)
 		}
+		stall.Reset(Convergence)
 	}
 	select {
 	case ls := <-late:
 		subs = append(subs, ls...)
-	case <-ctx.Done():
-		require.FailNow(t, "late subscriptions did not return", "waited %s", s.bound)
+	case <-time.After(Convergence):
+		require.FailNow(t, "late subscriptions did not return", "waited %s", Convergence)
 	}
 	require.Empty(t, writeErrs, "every write succeeds")
 
@@ -118,7 +137,7 @@ func convergencePaths() []string {
 
 // write runs one writer's operations: puts that move nodes between types
 // and across the content threshold, and deletes.
-func write(ctx context.Context, svc mesh.Store, paths []string, w, ops int) error {
+func write(ctx context.Context, svc mesh.Store, paths []string, w, ops int, progressed func()) error {
 	rng := rand.New(rand.NewPCG(uint64(w), 42))
 	for i := range ops {
 		p := paths[rng.IntN(len(paths))]
@@ -126,6 +145,7 @@ func write(ctx context.Context, svc mesh.Store, paths []string, w, ops int) erro
 			if err := svc.Delete(ctx, p); err != nil {
 				return fmt.Errorf("writer %d op %d: delete %s: %w", w, i, p, err)
 			}
+			progressed()
 			continue
 		}
 		n := mesh.Node{Path: p, NodeType: cardTypes()[rng.IntN(3)],
@@ -133,6 +153,7 @@ func write(ctx context.Context, svc mesh.Store, paths []string, w, ops int) erro
 		if _, err := svc.Put(ctx, n); err != nil {
 			return fmt.Errorf("writer %d op %d: put %s: %w", w, i, p, err)
 		}
+		progressed()
 	}
 	return nil
 }
