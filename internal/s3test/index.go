@@ -214,7 +214,7 @@ func (b *indexed) plan(name string, prefix *gofakes3.Prefix, page gofakes3.ListB
 // seeking to just before it. Nil when the key is gone.
 func (b *indexed) entry(bucket, key string) (*gofakes3.Content, error) {
 	pre := gofakes3.Prefix{HasPrefix: true, Prefix: key}
-	l, err := b.Backend.ListBucket(bucket, &pre, gofakes3.ListBucketPage{Marker: key[:len(key)-1], HasMarker: true, MaxKeys: 1})
+	l, err := b.Backend.ListBucket(bucket, &pre, gofakes3.ListBucketPage{Marker: justBefore(key), HasMarker: true, MaxKeys: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -222,4 +222,16 @@ func (b *indexed) entry(bucket, key string) (*gofakes3.Content, error) {
 		return l.Contents[0], nil
 	}
 	return nil, nil
+}
+
+// justBefore is a marker less than key with no UTF-8 key between it and
+// key (its last byte one less, then 0xff, which UTF-8 never holds), so
+// that a listing after it starts at key. A key with another byte between
+// is skipped by the one-key listing's prefix, at the cost of a step.
+func justBefore(key string) string {
+	n := len(key) - 1
+	if key[n] == 0 {
+		return key[:n]
+	}
+	return key[:n] + string([]byte{key[n] - 1, 0xff})
 }

@@ -36,6 +36,7 @@ var layoutKeys = []string{
 	"modules/b/versions/1/claim.json", "modules", "modules/", "modules//odd", "modules/c",
 	"journal/0001/1/entry.json", "journal/0001/2/entry.json", "journal/0002/1/entry.json",
 	"x", "xy/z", "zzz/1", "gone/1", "gone/2", "gone/3",
+	"p/0a/1", "p/0b", "p/1", "p/1\x00", "p/\x00", "p/é", "p/é/1",
 }
 
 // The indexed backend's listings are s3mem's, page by page, for every
@@ -55,7 +56,7 @@ func TestTheIndexedListingAgreesWithS3memOnPrefixesDelimitersAndPages(t *testing
 	}
 	slash := "/"
 	prefixes := []string{"modules/", "modules", "modules/a", "modules/a/", "modules/a/records/",
-		"modules/b/", "journal/", "journal/0001/", "x", "gone/", "m", "nothing/", "zzz/1"}
+		"modules/b/", "journal/", "journal/0001/", "x", "gone/", "m", "nothing/", "zzz/1", "p/", "p"}
 	compared := 0
 	for _, pre := range prefixes {
 		for _, delim := range []*string{nil, &slash} {
