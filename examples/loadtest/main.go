@@ -91,6 +91,7 @@ type config struct {
 	publishEvery            time.Duration
 	deltas                  bool
 	volumes                 string // the served mode's volumes, in order
+	s3Server                bool   // serve the test S3 server only, for another process's -volumes s3://…
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -117,6 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.publishEvery, "publish-every", 0, "while the pollers run, publish a new version (every fifth time a new module) through the registry's publish route this often (0: never)")
 	fs.BoolVar(&c.deltas, "deltas", true, "pollers ask for the delta since the document they hold (false: If-None-Match, and the whole document after every change)")
 	fs.StringVar(&c.volumes, "volumes", "dir", "the volumes the served mode runs on, one after the other: dir (the directory behind -latency), s3 (a copy of it on an S3-protocol server started in process), or an s3://bucket/prefix?endpoint=…&region=… URL")
+	fs.BoolVar(&c.s3Server, "s3-server", false, "only serve the S3-protocol test server (-volumes s3 starts it in process) until interrupted, printing the -volumes URL and environment another loadtest process reaches it with")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL the two -absorb replicas share (empty: one in-process memstore, shared)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -158,6 +160,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.s3Server {
+		return serveS3(ctx, stdout)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	dir := cfg.dir

@@ -73,6 +73,21 @@ func openTargets(ctx context.Context, list, dir string, modules int) (_ []target
 	return out, nil
 }
 
+// serveS3 serves the test S3 server (-s3-server) until ctx ends, so that
+// a load run can reach it in another process (-volumes dir,s3://…) and the
+// server's CPU is not counted in the registry's process. It prints the
+// -volumes URL and the environment the other process needs.
+func serveS3(ctx context.Context, stdout io.Writer) error {
+	srv, err := s3test.New("meshrx-loadtest")
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	fmt.Fprintf(stdout, "s3 server: -volumes 'dir,%s' with %s\n", srv.VolumeURL("loadtest"), strings.Join(s3test.Env(), " "))
+	<-ctx.Done() // until interrupted: the program's lifetime
+	return nil
+}
+
 // copyMarker names the object that says a bucket holds the copy of -modules.
 const copyMarker = "loadtest-modules"
 

@@ -10,6 +10,10 @@
 // middleware adds it; TestTheServerRefusesAConditionalCreateOfAnExistingKey
 // checks it stays so.
 //
+// Listings: the server's backend is s3mem behind an index of its keys
+// (index.go), so that a prefix listing costs what it returns rather than a
+// walk of the bucket; its answers are s3mem's.
+//
 // A Server can be stalled (every request hangs until its client gives
 // up, or until Resume) and stopped and started again on the same address
 // with its objects kept (an outage).
@@ -70,7 +74,7 @@ func Start(tb testing.TB) *Server {
 
 // New starts a server with the named bucket; Close stops it.
 func New(bucket string) (*Server, error) {
-	backend := s3mem.New()
+	backend := newIndexed(s3mem.New())
 	if err := backend.CreateBucket(bucket); err != nil {
 		return nil, err
 	}
