@@ -16,12 +16,15 @@ func Concat[T any](srcs ...Observable[T]) Observable[T] {
 	})
 }
 
+// concatSink runs srcs one after the other: Concat's, and with resume set
+// OnErrorResumeNext's (an error, or a nil source, moves on to the next).
 type concatSink[T any] struct {
-	down Observer[T]
-	sc   *scope
-	srcs []Observable[T]
-	i    int
-	wip  atomic.Int32
+	down   Observer[T]
+	sc     *scope
+	srcs   []Observable[T]
+	resume bool
+	i      int
+	wip    atomic.Int32
 }
 
 func (c *concatSink[T]) next() {
@@ -40,7 +43,11 @@ func (c *concatSink[T]) next() {
 		c.i++
 		in := &concatInner[T]{c: c}
 		c.sc.initChild(&in.sc)
-		subscribeIn[T](src, in, &in.sc)
+		if src == nil && c.resume {
+			in.OnCompleted()
+		} else {
+			subscribeIn[T](src, in, &in.sc)
+		}
 		if c.wip.Add(-1) == 0 {
 			return
 		}
@@ -55,6 +62,10 @@ type concatInner[T any] struct {
 func (i *concatInner[T]) OnNext(v T) { i.c.down.OnNext(v) }
 func (i *concatInner[T]) OnError(err error) {
 	i.sc.cancel()
+	if i.c.resume {
+		i.c.next()
+		return
+	}
 	i.c.down.OnError(err)
 }
 func (i *concatInner[T]) OnCompleted() {

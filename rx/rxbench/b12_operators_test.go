@@ -74,42 +74,7 @@ func b12Cases() []b12Case {
 
 // BenchmarkB12Operators: each operator of issue 10 that ro also has, over
 // 1e5 synchronous values, per source value.
-func BenchmarkB12Operators(b *testing.B) {
-	for _, c := range b12Cases() {
-		n := c.n
-		if n == 0 {
-			n = b12N
-		}
-		b.Run(c.name, func(b *testing.B) {
-			want := -1
-			b.Run("lib=rx", func(b *testing.B) {
-				src := c.rx()
-				var err error
-				perItem(b, n, func() {
-					o := &sumObserver{}
-					src.Subscribe(o)
-					sink, err = o.result()
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				want = sink
-			})
-			b.Run("lib=ro", func(b *testing.B) {
-				src := c.ro()
-				var s int64
-				perItem(b, n, func() {
-					s = 0
-					src.Subscribe(ro.NewObserver(func(v int64) { s += v }, func(error) { s = -1 }, nil))
-					sink = int(s)
-				})
-				if want >= 0 {
-					check(b, "sum (as rx's)", sink, want)
-				}
-			})
-		})
-	}
-}
+func BenchmarkB12Operators(b *testing.B) { runB12(b, b12Cases()) }
 
 // BenchmarkB13RangeOverAll: a for-range loop over rx.All (the source on a
 // goroutine of its own, one hand-over per value) against Collect then range,
@@ -168,5 +133,44 @@ func TestB12LibrariesAgree(t *testing.T) {
 		if a != b {
 			t.Errorf("%s: rx sums %d, ro %d", c.name, a, b)
 		}
+	}
+}
+
+// runB12 runs each case in rx and in ro, side by side, per source value,
+// and checks that ro's sum is rx's.
+func runB12(b *testing.B, cases []b12Case) {
+	for _, c := range cases {
+		n := c.n
+		if n == 0 {
+			n = b12N
+		}
+		b.Run(c.name, func(b *testing.B) {
+			want := -1
+			b.Run("lib=rx", func(b *testing.B) {
+				src := c.rx()
+				var err error
+				perItem(b, n, func() {
+					o := &sumObserver{}
+					src.Subscribe(o)
+					sink, err = o.result()
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				want = sink
+			})
+			b.Run("lib=ro", func(b *testing.B) {
+				src := c.ro()
+				var s int64
+				perItem(b, n, func() {
+					s = 0
+					src.Subscribe(ro.NewObserver(func(v int64) { s += v }, func(error) { s = -1 }, nil))
+					sink = int(s)
+				})
+				if want >= 0 {
+					check(b, "sum (as rx's)", sink, want)
+				}
+			})
+		})
 	}
 }

@@ -120,42 +120,7 @@ func b12Ops1Cases() []b12Case {
 
 // BenchmarkB12OperatorsBatch1: each operator of issue 20's first batch that
 // ro also has, per source value, side by side in one run.
-func BenchmarkB12OperatorsBatch1(b *testing.B) {
-	for _, c := range b12Ops1Cases() {
-		n := c.n
-		if n == 0 {
-			n = b12N
-		}
-		b.Run(c.name, func(b *testing.B) {
-			want := -1
-			b.Run("lib=rx", func(b *testing.B) {
-				src := c.rx()
-				var err error
-				perItem(b, n, func() {
-					o := &sumObserver{}
-					src.Subscribe(o)
-					sink, err = o.result()
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				want = sink
-			})
-			b.Run("lib=ro", func(b *testing.B) {
-				src := c.ro()
-				var s int64
-				perItem(b, n, func() {
-					s = 0
-					src.Subscribe(ro.NewObserver(func(v int64) { s += v }, func(error) { s = -1 }, nil))
-					sink = int(s)
-				})
-				if want >= 0 {
-					check(b, "sum (as rx's)", sink, want)
-				}
-			})
-		})
-	}
-}
+func BenchmarkB12OperatorsBatch1(b *testing.B) { runB12(b, b12Ops1Cases()) }
 
 // TestB12Batch1LibrariesAgree runs every batch-1 case once in each library
 // and compares the sums, so a benchmark never measures a wrong answer.
