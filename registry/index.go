@@ -53,7 +53,7 @@ type indexKey struct {
 // next generation's document for this entitlement is patched from.
 type indexSlot struct {
 	once    sync.Once
-	claimed atomic.Bool                // a request is assembling it, or has
+	claimed atomic.Bool               // a request is assembling it, or has
 	ready   atomic.Pointer[indexBase] // nil until assembled
 	prev    *indexBase                // the entitlement's last document, to patch from
 }
