@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,12 +28,6 @@ import (
 // keeps for one snapshot and catalog version: one per distinct entitlement
 // seen since they changed.
 const DefaultIndexCacheSize = 1024
-
-// indexDoc is one assembled index, serialised, with its strong ETag.
-type indexDoc struct {
-	body []byte
-	etag string
-}
 
 // indexGeneration is what an assembled index was built from, apart from
 // the caller: the served snapshot's content generation and the catalog
@@ -56,9 +52,10 @@ type indexKey struct {
 // for it at the same moment, and what it was assembled from: the base the
 // next generation's document for this entitlement is patched from.
 type indexSlot struct {
-	once sync.Once
-	base *indexBase // nil for a slot not yet assembled
-	prev *indexBase // the entitlement's last document, to patch from
+	once    sync.Once
+	claimed atomic.Bool               // a request is assembling it, or has
+	ready   atomic.Pointer[indexBase] // nil until assembled
+	prev    *indexBase                // the entitlement's last document, to patch from
 }
 
 // indexCache keeps the documents of the newest generation seen, at most max
@@ -93,7 +90,12 @@ func newIndexCache(max int) *indexCache {
 // assembled for the same entitlement, when there is one (of any earlier
 // generation). A request still holding an older generation gets a fresh
 // assembly that is not kept.
-func (c *indexCache) get(key indexKey, build func(base *indexBase) *indexBase) indexDoc {
+//
+// With wait false, a request that finds another one assembling the
+// document does not wait for it: it returns nil, and answers from what is
+// already assembled (a delta from the entitlement's history). The request
+// that claims the assembly always does it.
+func (c *indexCache) get(key indexKey, build func(base *indexBase) *indexBase, wait bool) *indexBase {
 	c.mu.Lock()
 	switch {
 	case key.gen == c.current:
@@ -103,7 +105,7 @@ func (c *indexCache) get(key indexKey, build func(base *indexBase) *indexBase) i
 		c.order = c.order[:0]
 	default:
 		c.mu.Unlock()
-		return c.assemble(nil, build).doc
+		return c.assemble(nil, build)
 	}
 	slot, ok := c.slots[key.entitlement]
 	if !ok {
@@ -120,22 +122,23 @@ func (c *indexCache) get(key indexKey, build func(base *indexBase) *indexBase) i
 		c.order = append(c.order, key.entitlement)
 	}
 	c.mu.Unlock()
+	if b := slot.ready.Load(); b != nil {
+		return b
+	}
+	if !slot.claimed.CompareAndSwap(false, true) && !wait {
+		return nil
+	}
 	slot.once.Do(func() {
 		prev := slot.prev
 		b := c.assemble(prev, build)
 		b.gen = key.gen
 		c.mu.Lock()
-		slot.base, slot.prev = b, nil
+		slot.prev = nil
 		c.advance(key.entitlement, prev, b)
 		c.mu.Unlock()
+		slot.ready.Store(b)
 	})
-	return slot.assembled().doc
-}
-
-// assembled returns the slot's document, nil while it is being assembled.
-// Called with or without the cache's lock: base is set under it.
-func (s *indexSlot) assembled() *indexBase {
-	return s.base
+	return slot.ready.Load()
 }
 
 func (c *indexCache) assemble(prev *indexBase, build func(*indexBase) *indexBase) *indexBase {
@@ -144,49 +147,34 @@ func (c *indexCache) assemble(prev *indexBase, build func(*indexBase) *indexBase
 }
 
 // indexBase is one assembled document and what it was assembled from: the
-// activation's modules, the catalog, and per module the encoded entry (nil
-// when the caller may not install it) and its leaf in the digest tree. The
-// next document for the same entitlement re-encodes and re-hashes only the
-// modules whose record or package changed and reuses every other entry:
-// O(changes) encoding and hashing, one copy of the bytes.
+// activation's modules, the catalog, and the listed entries as segments
+// (see indexsegments.go). The next document for the same entitlement
+// re-encodes only the modules whose record or package changed and rebuilds
+// only the segments they fall in: O(changes) encoding, hashing and copying.
 type indexBase struct {
 	gen    indexGeneration // what it was assembled from (zero when not kept)
 	mods   []landing.Record
 	cat    *catalogState
-	spans  []span     // per module of mods: where its entry is in doc.body, and its leaf
-	leaves [][32]byte // per listed entry, in order: its leaf (indexdigest.Leaf)
-	tree   *indexdigest.Tree
+	segs   []*segment
 	root   [32]byte // the digest of the listed entries: the ETag
+	etag   string
 	listed int
-	size   int // bytes of the listed entries
+	size   int // bytes of the body
 	// changed names the modules whose entry this document added, changed
 	// or removed since the one it was patched from; nil when it was
 	// assembled from nothing.
 	changed []string
-	doc     indexDoc
 }
 
-// span locates one module's entry in an indexBase's body, and its leaf in
-// leaves; n is 0 for a module the caller may not install. Offsets, not
-// slices: a document of 100,000 entries is one object for the garbage
-// collector, not 100,001.
-type span struct{ off, n, leaf uint32 }
+// lookup returns module name's entry and its leaf, nil when not listed.
+func (b *indexBase) lookup(name string) ([]byte, [32]byte) { return lookup(b.segs, name) }
 
-// entry returns the encoded entry of the i-th module, nil when not listed.
-func (b *indexBase) entry(i int) []byte {
-	sp := b.spans[i]
-	if sp.n == 0 {
-		return nil
-	}
-	return b.doc.body[sp.off : sp.off+sp.n]
-}
-
-// leaf returns the leaf of the i-th module's entry, zero when not listed.
-func (b *indexBase) leaf(i int) [32]byte {
-	if sp := b.spans[i]; sp.n != 0 {
-		return b.leaves[sp.leaf]
-	}
-	return [32]byte{}
+// bytes returns the whole body in one slice (a copy).
+func (b *indexBase) bytes() []byte {
+	var buf bytes.Buffer
+	buf.Grow(b.size)
+	_ = writeBody(&buf, b.segs) // a bytes.Buffer does not fail
+	return buf.Bytes()
 }
 
 // assembleIndex builds the index document for one caller: every served
@@ -194,7 +182,7 @@ func (b *indexBase) leaf(i int) [32]byte {
 // it downloads from. allows decides entitlement from the plugin's name and
 // tier; a package whose catalog node cannot be read is served to nobody.
 func assembleIndex(act landing.Activation, cat *catalogState, baseURL string, allows func(plugin, tier string) bool) []byte {
-	return patchIndex(nil, act, cat, baseURL, allows).doc.body
+	return patchIndex(nil, act, cat, baseURL, allows).bytes()
 }
 
 // patchIndex assembles the document for act and cat, patching prev (the
@@ -203,6 +191,10 @@ func assembleIndex(act landing.Activation, cat *catalogState, baseURL string, al
 // not change since prev is reused as it is, and an entry re-encoded to the
 // same bytes counts as unchanged. It records which modules' entries
 // changed, for the entitlement's delta history.
+//
+// The walk over the two module lists compares records in place (no
+// allocation per module); what it allocates is the changed entries, the
+// segments they fall in, and one pointer and one hash per segment.
 func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, baseURL string, allows func(plugin, tier string) bool) *indexBase {
 	base := strings.TrimRight(baseURL, "/")
 	encode := func(r landing.Record) ([]byte, [32]byte) {
@@ -215,11 +207,38 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 		e, _ := json.Marshal(client.IndexEntry{Plugin: r.Module, Version: r.Version, URL: u, SHA256: r.SHA256})
 		return e, indexdigest.Leaf(r.Module, r.Version, u, r.SHA256)
 	}
+	b := &indexBase{mods: act.Modules, cat: cat}
+	if prev == nil {
+		g := &segmenter{}
+		for _, r := range act.Modules {
+			if e, leaf := encode(r); e != nil {
+				g.add(r.Module, e, leaf)
+			}
+		}
+		g.close()
+		b.segs = g.out
+	} else {
+		b.segs, b.changed = patchSegments(prev, act, cat, encode)
+	}
+	for _, sg := range b.segs {
+		b.listed += len(sg.ents)
+	}
+	b.size = bodySize(b.segs)
+	// The ETag is the root of the digest tree over the entries listed:
+	// its level 1 is the segments' hashes.
+	b.root = indexdigest.RootOfChunks(b.listed, level1(b.segs, b.listed))
+	b.etag = `"` + hex.EncodeToString(b.root[:]) + `"`
+	return b
+}
+
+// patchSegments returns prev's segments with the entries of act and cat
+// that differ from prev's applied, and the modules whose entries differ.
+func patchSegments(prev *indexBase, act landing.Activation, cat *catalogState, encode func(landing.Record) ([]byte, [32]byte)) ([]*segment, []string) {
 	// A catalog version after prev's: which packages it changed, or every
 	// one (recheck) when that is not known.
 	var catChanged map[string]bool
-	recheck := prev == nil
-	if prev != nil && prev.cat != cat {
+	recheck := false
+	if prev.cat != cat {
 		if cat.changed == nil || cat.version != prev.cat.version+1 {
 			recheck = true
 		} else {
@@ -229,94 +248,48 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 			}
 		}
 	}
-	b := &indexBase{mods: act.Modules, cat: cat, spans: make([]span, len(act.Modules))}
-	// The document is the entries in order: the bytes json.Marshal of a
-	// client.Index writes, without re-encoding them. Written as the walk
-	// finds them: no list of entries (100,000 pointers) in between.
-	const head, tail = `{"bundles":[`, "]}\n"
-	est := len(act.Modules) * 200
-	if prev != nil {
-		est = prev.size + prev.listed + 4096
-		b.leaves = make([][32]byte, 0, prev.listed+64)
-	}
-	body := make([]byte, 0, len(head)+est+len(tail))
-	body = append(body, head...)
-	var clean []bool // per listed entry: the digest tree may reuse what prev hashed around it
-	if prev != nil {
-		b.changed = []string{}
-		clean = make([]bool, 0, cap(b.leaves))
-	}
-	removed := false // an entry prev listed is gone since the last entry listed here
-	i := 0           // into prev.mods
-	for j, r := range act.Modules {
-		var (
-			e    []byte
-			leaf [32]byte
-			kept bool // prev's entry, unchanged
-		)
-		if prev != nil {
-			for i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) < 0 {
-				if prev.entry(i) != nil { // a module no longer served
-					b.changed = append(b.changed, prev.mods[i].Module)
-					removed = true
-				}
-				i++
-			}
+	var edits []edit
+	changed := []string{}
+	gone := func(name string) { // prev's module is no longer served
+		if e, _ := prev.lookup(name); e != nil {
+			edits = append(edits, edit{name: name})
+			changed = append(changed, name)
 		}
-		if prev != nil && i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) == 0 {
-			old, oldEntry := prev.mods[i], prev.entry(i)
+	}
+	i := 0 // into prev.mods
+	for _, r := range act.Modules {
+		for ; i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) < 0; i++ {
+			gone(prev.mods[i].Module)
+		}
+		if i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) == 0 {
+			old := prev.mods[i]
+			i++
 			// moduleKey allocates for a name with capitals: looked up only
 			// when the catalog changed packages (one allocation per module
 			// per assembly was the patch's largest cost at 100,000).
 			if !recheck && old.Module == r.Module && old.Version == r.Version && old.SHA256 == r.SHA256 && (catChanged == nil || !catChanged[moduleKey(r.Module)]) {
-				e, leaf, kept = oldEntry, prev.leaf(i), true
-			} else if e, leaf = encode(r); bytes.Equal(e, oldEntry) {
-				e, leaf, kept = oldEntry, prev.leaf(i), true
-			} else {
-				b.changed = append(b.changed, r.Module)
-				removed = removed || (oldEntry != nil && e == nil) // hidden: a tier change, say
+				continue
 			}
-			i++
-		} else {
-			e, leaf = encode(r) // a module newly served
-			if e != nil && prev != nil {
-				b.changed = append(b.changed, r.Module)
+			e, leaf := encode(r)
+			if oldEntry, _ := prev.lookup(old.Module); bytes.Equal(e, oldEntry) {
+				continue
 			}
-		}
-		if e == nil {
+			edits = append(edits, edit{name: r.Module, e: e, leaf: leaf})
+			changed = append(changed, r.Module)
 			continue
 		}
-		if b.listed > 0 {
-			body = append(body, ',')
-		}
-		b.spans[j] = span{off: uint32(len(body)), n: uint32(len(e)), leaf: uint32(len(b.leaves))}
-		body = append(body, e...)
-		b.leaves = append(b.leaves, leaf)
-		if clean != nil {
-			clean = append(clean, kept && !removed)
-		}
-		removed = false
-		b.listed++
-		b.size += len(e)
-	}
-	if prev != nil {
-		for ; i < len(prev.mods); i++ {
-			if prev.entry(i) != nil {
-				b.changed = append(b.changed, prev.mods[i].Module)
-			}
+		if e, leaf := encode(r); e != nil { // a module newly served
+			edits = append(edits, edit{name: r.Module, e: e, leaf: leaf})
+			changed = append(changed, r.Module)
 		}
 	}
-	body = append(body, tail...)
-	// The ETag is the root of the digest tree over the entries listed,
-	// re-hashed along the changed entries' paths only.
-	var prevTree *indexdigest.Tree
-	if prev != nil {
-		prevTree = prev.tree
+	for ; i < len(prev.mods); i++ {
+		gone(prev.mods[i].Module)
 	}
-	b.tree = indexdigest.Build(prevTree, b.leaves, func(k int) bool { return clean[k] })
-	b.root = b.tree.Root()
-	b.doc = indexDoc{body: body, etag: `"` + hex.EncodeToString(b.root[:]) + `"`}
-	return b
+	if len(edits) == 0 {
+		return prev.segs, changed
+	}
+	return applyEdits(prev.segs, edits), changed
 }
 
 func xorInto(d *[32]byte, s [32]byte) {
@@ -325,8 +298,9 @@ func xorInto(d *[32]byte, s [32]byte) {
 	}
 }
 
-// indexAnswer serves doc, or 304 when the caller already holds it.
-func indexAnswer(doc indexDoc, ifNoneMatch string) answer.Answer {
+// indexAnswer serves doc, or 304 when the caller already holds it. The
+// body is written segment by segment, with its length declared.
+func indexAnswer(doc *indexBase, ifNoneMatch string) answer.Answer {
 	h := http.Header{}
 	h.Set("ETag", doc.etag)
 	// The document is per caller: no shared cache may keep it, and a
@@ -337,7 +311,9 @@ func indexAnswer(doc indexDoc, ifNoneMatch string) answer.Answer {
 		return answer.Answer{Status: http.StatusNotModified, Header: h}
 	}
 	h.Set("Content-Type", "application/json")
-	return answer.Answer{Header: h, Body: doc.body}
+	h.Set("Content-Length", strconv.Itoa(doc.size))
+	segs := doc.segs
+	return answer.Answer{Header: h, Stream: func(w io.Writer) error { return writeBody(w, segs) }}
 }
 
 // etagMatches applies If-None-Match's weak comparison: "*", or any listed
@@ -489,15 +465,25 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 				}
 				gen, current := s.contents.of(v.seq, v.content)
 				if !current {
-					return indexAnswer(s.index.assemble(nil, build).doc, q.ifNoneMatch)
+					return indexAnswer(s.index.assemble(nil, build), q.ifNoneMatch)
 				}
 				entitlement := entitlementKey(res)
 				key := indexKey{gen: indexGeneration{content: gen, catalog: c.version}, entitlement: entitlement}
-				doc := s.index.get(key, build)
 				if q.delta {
-					return s.deltaAnswer(entitlement, q.since)
+					// A delta does not wait for another request's patch of
+					// the document when the history already answers it (a
+					// poll racing a publication gets the document before
+					// it, and the publication on its next poll).
+					if s.index.get(key, build, false) == nil {
+						if a, ok := s.deltaAnswer(entitlement, q.since); ok {
+							return a
+						}
+						s.index.get(key, build, true)
+					}
+					a, _ := s.deltaAnswer(entitlement, q.since)
+					return a
 				}
-				return indexAnswer(doc, q.ifNoneMatch)
+				return indexAnswer(s.index.get(key, build, true), q.ifNoneMatch)
 			})
 		})
 	})

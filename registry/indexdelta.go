@@ -150,24 +150,26 @@ func (c *indexCache) since(entitlement string, root [32]byte) (*indexBase, []his
 }
 
 // deltaAnswer answers a consumer holding the document whose digest is
-// since: 304 when it is the newest, the delta to the newest, or 410 Gone.
-func (s *Server) deltaAnswer(entitlement string, since [32]byte) answer.Answer {
+// since from entitlement's history: 304 when it is the newest assembled,
+// else the delta to the newest; false, with the 410 Gone to send, when the
+// history does not reach back to since.
+func (s *Server) deltaAnswer(entitlement string, since [32]byte) (answer.Answer, bool) {
 	last, points, ok := s.index.since(entitlement, since)
 	if !ok {
 		a := errorAnswer(http.StatusGone, "registry: the index this consumer holds ("+hex.EncodeToString(since[:])+
 			") is not in this server's history for its entitlement; fetch the whole index (without "+client.SinceParam+")")
-		return a
+		return a, false
 	}
 	h := http.Header{}
-	h.Set("ETag", last.doc.etag)
+	h.Set("ETag", last.etag)
 	h.Set("Cache-Control", "private, no-cache")
 	h.Set("Vary", "Authorization")
 	if len(points) == 0 {
-		return answer.Answer{Status: http.StatusNotModified, Header: h}
+		return answer.Answer{Status: http.StatusNotModified, Header: h}, true
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set(client.IndexSinceHeader, hex.EncodeToString(since[:]))
-	return answer.Answer{Header: h, Body: deltaBody(last, since, points)}
+	return answer.Answer{Header: h, Body: deltaBody(last, since, points)}, true
 }
 
 // deltaBody writes the client.IndexDelta from the document after since to
@@ -195,13 +197,7 @@ func deltaBody(last *indexBase, since [32]byte, points []historyPoint) []byte {
 	body = append(body, `,"bundles":[`...)
 	first := true
 	for _, name := range names {
-		i, found := slices.BinarySearchFunc(last.mods, name, func(r landing.Record, k string) int {
-			return landing.CompareNames(r.Module, k)
-		})
-		var e []byte
-		if found {
-			e = last.entry(i)
-		}
+		e, _ := last.lookup(name)
 		if e == nil {
 			removed = append(removed, name)
 			continue

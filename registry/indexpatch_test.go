@@ -75,9 +75,9 @@ func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(
 		}
 		next := patchIndex(prev, act, cat, "", allows)
 		full := patchIndex(nil, act, cat, "", allows)
-		require.True(t, string(full.doc.body) == string(next.doc.body), "step %d: the patched document is the full one", step)
-		require.Equal(t, full.doc.etag, next.doc.etag, "step %d: and so is its ETag", step)
-		require.True(t, string(referenceIndex(act, cat, allows)) == string(next.doc.body), "step %d: the document json.Marshal writes", step)
+		require.True(t, string(full.bytes()) == string(next.bytes()), "step %d: the patched document is the full one", step)
+		require.Equal(t, full.etag, next.etag, "step %d: and so is its ETag", step)
+		require.True(t, string(referenceIndex(act, cat, allows)) == string(next.bytes()), "step %d: the document json.Marshal writes", step)
 		prev = next
 	}
 
@@ -87,7 +87,7 @@ func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(
 	// digest tree), a full assembly one entry per module.
 	var listed []string
 	for i := range prev.mods {
-		if prev.entry(i) != nil {
+		if e, _ := prev.lookup(prev.mods[i].Module); e != nil {
 			listed = append(listed, prev.mods[i].Module)
 		}
 	}
@@ -102,7 +102,7 @@ func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(
 	assert.Less(t, patchAllocs*10, fullAllocs, "a patch encodes a small fraction of what an assembly does")
 	assert.Greater(t, fullAllocs, float64(len(listed)), "negative control: a full assembly encodes every listed entry")
 	next := patchIndex(prev, changed, cat, "", allows)
-	require.True(t, string(referenceIndex(changed, cat, allows)) == string(next.doc.body))
+	require.True(t, string(referenceIndex(changed, cat, allows)) == string(next.bytes()))
 	prev = next
 
 	// Negative control: a catalog version that skips one cannot be patched
@@ -112,13 +112,13 @@ func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(
 	w.catalog([]string{moduleKey(listed[1])}) // a version this entitlement never asked for
 	w.tiers[moduleKey(listed[2])] = "pro"
 	after := w.catalog([]string{moduleKey(listed[2])})
-	want := patchIndex(nil, w.activation(), after, "", allows).doc.body
+	want := patchIndex(nil, w.activation(), after, "", allows).bytes()
 	got := patchIndex(prev, w.activation(), after, "", allows)
-	assert.True(t, string(want) == string(got.doc.body), "a gap in catalog versions re-checks every package")
+	assert.True(t, string(want) == string(got.bytes()), "a gap in catalog versions re-checks every package")
 	after.version = prev.cat.version + 1 // remove the check: pretend no version was skipped
 	wrong := patchIndex(prev, w.activation(), after, "", allows)
-	assert.False(t, string(want) == string(wrong.doc.body), "without the check the skipped change is missed")
-	assert.Contains(t, string(wrong.doc.body), `"`+listed[1]+`"`)
+	assert.False(t, string(want) == string(wrong.bytes()), "without the check the skipped change is missed")
+	assert.Contains(t, string(wrong.bytes()), `"`+listed[1]+`"`)
 }
 
 // referenceIndex is the document as the seed assembled it: json.Marshal of

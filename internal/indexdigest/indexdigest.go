@@ -93,16 +93,68 @@ func Build(prev *Tree, leaves [][32]byte, clean func(i int) bool) *Tree {
 			cleanAt = func(i int) bool { return nextClean[i] }
 		}
 	}
+	t.root = rootOf(len(leaves), level)
+	return t
+}
+
+// rootOf is the root of count entries whose tree's top level is level (one
+// element, or none for an empty index).
+func rootOf(count int, level [][32]byte) [32]byte {
 	var top [32]byte
 	if len(level) == 1 {
 		top = level[0]
 	}
 	var head [41]byte
 	head[0] = 0x02
-	binary.BigEndian.PutUint64(head[1:], uint64(len(leaves)))
+	binary.BigEndian.PutUint64(head[1:], uint64(count))
 	copy(head[9:], top[:])
-	t.root = sha256.Sum256(head[:])
-	return t
+	return sha256.Sum256(head[:])
+}
+
+// EndsChunk reports whether a chunk that holds n elements, the last of
+// them last, ends there (a level's last element ends its chunk as well).
+// Whoever keeps the leaves cut into level-0 chunks (the server keeps the
+// index's body so) cuts them with it, and gives RootOfChunks their hashes.
+func EndsChunk(last [32]byte, n int) bool { return n >= 2 && last[0]%Fanout == 0 }
+
+// ChunkHash is the hash of one chunk of elements, in order.
+func ChunkHash(elems [][32]byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte{0x01})
+	for i := range elems {
+		h.Write(elems[i][:])
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// RootOfChunks is the root of count leaves given level 1 of their tree:
+// the ChunkHash of each level-0 chunk, cut as EndsChunk says, in order.
+// For a single leaf (which no chunk hashes) level 1 is that leaf; for no
+// leaves it is empty. The levels above are O(count/Fanout) elements:
+// they are hashed again, none is kept.
+func RootOfChunks(count int, level1 [][32]byte) [32]byte {
+	level := level1
+	var buf []byte
+	for len(level) > 1 {
+		next := make([][32]byte, 0, len(level)/Fanout+2)
+		start := 0
+		for i := range level {
+			if i != len(level)-1 && !EndsChunk(level[i], i-start+1) {
+				continue
+			}
+			b := append(buf[:0], 0x01)
+			for k := start; k <= i; k++ {
+				b = append(b, level[k][:]...)
+			}
+			buf = b
+			next = append(next, sha256.Sum256(b))
+			start = i + 1
+		}
+		level = next
+	}
+	return rootOf(count, level)
 }
 
 // cut cuts one level into chunks and returns the next level, which of its

@@ -91,3 +91,37 @@ func TestTheRootNamesTheEntriesAndTheirCount(t *testing.T) {
 	// is another leaf.
 	require.NotEqual(t, Leaf("ab", "c", "u", "s"), Leaf("a", "bc", "u", "s"))
 }
+
+// TestTheRootFromChunkHashesIsTheRootOfTheLeaves: whoever keeps the leaves
+// cut into level-0 chunks (the server keeps the index body so) gets the
+// root of the whole tree from the chunks' hashes, for every size from an
+// empty index up. Control: chunks cut without EndsChunk's two-element
+// minimum give another root at some size.
+func TestTheRootFromChunkHashesIsTheRootOfTheLeaves(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	cutHashes := func(ls [][32]byte, ends func([32]byte, int) bool) [][32]byte {
+		if len(ls) == 1 {
+			return [][32]byte{ls[0]}
+		}
+		var out [][32]byte
+		start := 0
+		for i := range ls {
+			if i == len(ls)-1 || ends(ls[i], i-start+1) {
+				out = append(out, ChunkHash(ls[start:i+1]))
+				start = i + 1
+			}
+		}
+		return out
+	}
+	careless := func(last [32]byte, _ int) bool { return last[0]%Fanout == 0 }
+	diverged := false
+	for _, n := range []int{0, 1, 2, 3, 63, 64, 65, 200, 1000, 4097, 9000} {
+		ls := make([][32]byte, n)
+		for i := range ls {
+			ls[i] = Leaf(fmt.Sprintf("m%06d", rng.IntN(1_000_000)), "1", "u", "s")
+		}
+		require.Equal(t, Root(ls), RootOfChunks(n, cutHashes(ls, EndsChunk)), "%d leaves", n)
+		diverged = diverged || Root(ls) != RootOfChunks(n, cutHashes(ls, careless))
+	}
+	require.True(t, diverged, "negative control: another cut gives another root")
+}
