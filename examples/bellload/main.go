@@ -40,12 +40,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/meshrx/meshrx/internal/quantile"
 )
 
 type config struct {
@@ -155,7 +156,7 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 		broadcast = append(broadcast, d...)
 	}
 	fmt.Fprintf(out, "summary: viewers=%d admins=%d rss_mb=%.1f deliver_p50_ms=%.2f deliver_p99_ms=%.2f broadcast_p99_ms=%.2f\n",
-		c.viewers, c.admins, float64(rss)/(1<<20), ms(quantile(deliver, 50)), ms(quantile(deliver, 99)), ms(quantile(broadcast, 99)))
+		c.viewers, c.admins, float64(rss)/(1<<20), ms(quantile.Of(deliver, 0.50)), ms(quantile.Of(deliver, 0.99)), ms(quantile.Of(broadcast, 0.99)))
 	return nil
 }
 
@@ -464,15 +465,6 @@ func rssOf(pid int) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS in /proc status")
-}
-
-func quantile(ds []time.Duration, q int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	ds = slices.Clone(ds)
-	slices.Sort(ds)
-	return ds[min(len(ds)-1, len(ds)*q/100)]
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
