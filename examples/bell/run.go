@@ -185,6 +185,7 @@ func serve(ctx context.Context, ln net.Listener, h *server, logger *slog.Logger)
 	}
 	logger.Info("bell: shutting down")
 	endStreams()
+	h.closeStreams()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
 	defer cancel()
 	err := srv.Shutdown(shutdownCtx)
