@@ -1,7 +1,6 @@
 package notifications
 
 import (
-	"slices"
 	"strings"
 	"sync"
 
@@ -26,7 +25,7 @@ type adminFeed struct {
 	// Guarded by mu; mu is taken after Service.adminMu and before a
 	// bell's own lock, never the other way round.
 	items   map[string]Notification // by lower-cased path
-	sorted  []Notification          // items newest first, replaced on each change, never changed
+	snap    *adminSnapshot          // items as bells read them, replaced on each change, never changed
 	initial bool                    // sorted holds the read's Initial or later
 	ended   bool                    // the read failed or completed: no bell joins any more
 	endErr  error
@@ -51,7 +50,7 @@ func (s *Service) joinAdmins(b *bell, i int) (leave func()) {
 	// A bell joining an open read starts from its current notifications,
 	// handed under f.mu so that no later change overtakes them.
 	if f.initial {
-		b.sharedFrame(i, f.sorted)
+		b.sharedFrame(i, f.snap)
 	}
 	f.mu.Unlock()
 	s.adminMu.Unlock()
@@ -123,15 +122,22 @@ func (f *adminFeed) frame(c mesh.Change) {
 	if !f.initial {
 		return
 	}
-	sorted := make([]Notification, 0, len(f.items))
+	all := make([]Notification, 0, len(f.items))
 	for _, n := range f.items {
-		sorted = append(sorted, n)
+		all = append(all, n)
 	}
-	slices.SortFunc(sorted, newestFirst)
-	f.sorted = sorted
+	snap := &adminSnapshot{items: all, state: stateOf(all)} // stateOf sorts all
+	f.snap = snap
 	for b, i := range f.bells {
-		b.sharedFrame(i, sorted)
+		b.sharedFrame(i, snap)
 	}
+}
+
+// adminSnapshot is the Admin notifications at one time, shared read-only
+// by every admin's bell: newest first, and grouped as a bell shows them.
+type adminSnapshot struct {
+	items []Notification
+	state BellState
 }
 
 // fail ends every bell of f with err; the next admin's bell opens a new read.

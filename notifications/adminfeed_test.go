@@ -158,3 +158,25 @@ func TestTheSharedAdminReadClosesWithTheLastAdminBellAndReopensForTheNext(t *tes
 	assert.ElementsMatch(t, []string{"alert", "later"}, titles(st))
 	assert.Equal(t, 2, store.Stats().LiveQueries)
 }
+
+// Admins with nothing of their own are shown one state of the Admin
+// notifications, built once for all of them (the same groups, not copies);
+// an admin with a notification of their own gets a state of their own that
+// shows both (the negative control: sharing that state would show one
+// admin's own notification to every admin).
+func TestAdminsWithNothingOfTheirOwnShareOneBuiltState(t *testing.T) {
+	fx := newMem(t)
+	svc := &notifications.Service{Mesh: fx.store, Clock: fx.clk, Admins: adminsByName()}
+	create(t, svc, "alert", "acme/x", notifications.Admin)
+	create(t, svc, "mine", "", "admin3")
+	a := watch(t, svc.Bell("admin1")).await(t, "admin1", has("alert"))
+	b := watch(t, svc.Bell("admin2")).await(t, "admin2", has("alert"))
+	c := watch(t, svc.Bell("admin3")).await(t, "admin3", has("mine"))
+
+	require.Len(t, a.Groups, 1)
+	assert.Same(t, &a.Groups[0], &b.Groups[0], "one state for both")
+	assert.Equal(t, []string{"alert"}, titles(a))
+	assert.ElementsMatch(t, []string{"alert", "mine"}, titles(c))
+	assert.NotSame(t, &a.Groups[0], &c.Groups[0])
+	assert.Equal(t, []string{"alert"}, titles(b), "admin3's own stays admin3's")
+}

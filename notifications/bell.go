@@ -12,7 +12,9 @@ import (
 )
 
 // BellState is what a viewer's bell shows: their notifications grouped by
-// the entity they are about, and how many are unread.
+// the entity they are about, and how many are unread. Its slices may be
+// shared with other viewers' bells (every admin with nothing of their own
+// gets the same state of the Admin notifications): treat them as read-only.
 type BellState struct {
 	// Groups hold the notifications by source, the group with the newest
 	// notification first.
@@ -135,7 +137,7 @@ type bell struct {
 type leg struct {
 	addressee string
 	items     map[string]Notification // by path; nil for the shared Admin leg
-	shared    []Notification          // the shared Admin leg's notifications, newest first; read-only
+	shared    *adminSnapshot          // the shared Admin leg's notifications; read-only
 	initial   bool
 	done      bool
 }
@@ -213,18 +215,18 @@ func (b *bell) frame(i int, c mesh.Change) {
 	b.drain()
 }
 
-// sharedFrame gives leg i, the shared Admin leg, its notifications, newest
-// first (a slice the caller never changes again). It is called by the
+// sharedFrame gives leg i, the shared Admin leg, its notifications (which
+// the caller never changes again). It is called by the
 // shared read, which must not wait on this bell's observer: a state is
 // delivered on a goroutine of the bell's own (see drainElsewhere).
-func (b *bell) sharedFrame(i int, items []Notification) {
+func (b *bell) sharedFrame(i int, snap *adminSnapshot) {
 	b.mu.Lock()
 	if b.ended {
 		b.mu.Unlock()
 		return
 	}
 	l := &b.legs[i]
-	l.shared, l.initial = items, true
+	l.shared, l.initial = snap, true
 	if !b.allInitial() {
 		b.mu.Unlock()
 		return
@@ -345,19 +347,34 @@ func (b *bell) deliver() {
 	}
 }
 
-// state builds the BellState of the legs' current items.
+// state builds the BellState of the legs' current items. An admin whose own
+// leg is empty shows exactly the shared Admin leg's state, built once for
+// every such admin: it is returned as is (its slices shared, read-only).
 func (b *bell) state() BellState {
 	size := 0
 	for _, l := range b.legs {
-		size += len(l.items) + len(l.shared)
+		size += len(l.items)
+		if l.shared != nil {
+			size += len(l.shared.items)
+		}
+	}
+	if len(b.legs) == 2 && len(b.legs[0].items) == 0 && b.legs[1].shared != nil {
+		return b.legs[1].shared.state
 	}
 	all := make([]Notification, 0, size)
 	for _, l := range b.legs {
 		for _, n := range l.items {
 			all = append(all, n)
 		}
-		all = append(all, l.shared...)
+		if l.shared != nil {
+			all = append(all, l.shared.items...)
+		}
 	}
+	return stateOf(all)
+}
+
+// stateOf groups the notifications all (which it sorts) into a BellState.
+func stateOf(all []Notification) BellState {
 	slices.SortFunc(all, newestFirst)
 	var st BellState
 	index := map[string]int{} // lower-cased source → group

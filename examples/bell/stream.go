@@ -189,14 +189,21 @@ func (es *eventStream) close() {
 // frameCache encodes bell events, sharing the work between streams: each
 // notification is encoded once (per whether it is the viewer's own) and the
 // encoding reused for every stream that shows it, so an Admin notification
-// seen by 10,000 admins is encoded once, not 10,000 times. It holds at most
-// frameCacheSize encodings and starts afresh when full.
+// seen by 10,000 admins is encoded once, not 10,000 times; and a state the
+// bells share (notifications.BellState says when) has its groups encoded
+// once for every stream with none of them its own. It holds at most
+// frameCacheSize item and stateCacheSize state encodings, starting afresh
+// when full.
 type frameCache struct {
-	mu    sync.Mutex
-	items map[itemKey][]byte
+	mu     sync.Mutex
+	items  map[itemKey][]byte
+	states map[*notifications.Group][]byte // a state's groups, by its first group
 }
 
-const frameCacheSize = 8192
+const (
+	frameCacheSize = 8192
+	stateCacheSize = 16
+)
 
 type itemKey struct {
 	n   notifications.Notification
@@ -210,8 +217,27 @@ func (c *frameCache) bellEvent(buf *bytes.Buffer, viewer string, st notification
 	writeString(buf, viewer)
 	buf.WriteString(`,"unread":`)
 	buf.WriteString(strconv.Itoa(st.Unread))
-	buf.WriteString(`,"groups":[`)
-	for gi, g := range st.Groups {
+	buf.WriteString(`,"groups":`)
+	c.groups(buf, viewer, st.Groups)
+	buf.WriteString("}\n\n")
+}
+
+// groups appends the JSON array of groups as viewer's stream shows them.
+func (c *frameCache) groups(buf *bytes.Buffer, viewer string, groups []notifications.Group) {
+	var key *notifications.Group
+	if len(groups) > 0 && !ownAny(viewer, groups) {
+		key = &groups[0]
+		c.mu.Lock()
+		b, ok := c.states[key]
+		c.mu.Unlock()
+		if ok {
+			buf.Write(b)
+			return
+		}
+	}
+	start := buf.Len()
+	buf.WriteByte('[')
+	for gi, g := range groups {
 		if gi > 0 {
 			buf.WriteByte(',')
 		}
@@ -226,7 +252,28 @@ func (c *frameCache) bellEvent(buf *bytes.Buffer, viewer string, st notification
 		}
 		buf.WriteString("]}")
 	}
-	buf.WriteString("]}\n\n")
+	buf.WriteByte(']')
+	if key != nil {
+		b := bytes.Clone(buf.Bytes()[start:])
+		c.mu.Lock()
+		if c.states == nil || len(c.states) >= stateCacheSize {
+			c.states = make(map[*notifications.Group][]byte)
+		}
+		c.states[key] = b
+		c.mu.Unlock()
+	}
+}
+
+// ownAny reports whether any of the notifications in groups is viewer's own.
+func ownAny(viewer string, groups []notifications.Group) bool {
+	for _, g := range groups {
+		for _, n := range g.Items {
+			if strings.EqualFold(n.Addressee, viewer) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // item returns the JSON of n as a stream shows it; the result is shared
