@@ -420,9 +420,19 @@ func (s *stream) run(ctx context.Context, client *http.Client, base string, open
 	r := bufio.NewReaderSize(resp.Body, 4096)
 	first := true
 	var event string
-	var data []byte
+	var data, long []byte
 	for {
 		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer (a bell of many
+			// notifications): gather it, rather than end the stream.
+			long = append(long, line...)
+			continue
+		}
+		if err == nil && len(long) > 0 {
+			long = append(long, line...)
+			line, long = long, long[:0]
+		}
 		if err != nil {
 			if first {
 				fail(err)
