@@ -170,6 +170,11 @@ func (s *server) closeStreams() {
 // answers 503 with Retry-After. The connection is taken over from net/http
 // and served by an eventStream, so that an idle stream costs little memory.
 func (s *server) events(w http.ResponseWriter, r *http.Request, viewer string) {
+	if r.Method == http.MethodHead {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-store")
+		return
+	}
 	release, ok := s.takeStream(viewer)
 	if !ok {
 		answer.SetRetryAfter(w.Header(), 0)

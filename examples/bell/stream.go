@@ -20,10 +20,12 @@ import (
 // stream holds no handler goroutine, no net/http read and write buffers and
 // no request, only this struct, its bell's subscription and one small
 // goroutine blocked reading the connection, which is how a client that goes
-// away is noticed at once. Events are written by a goroutine started when
-// there is something to write and ending when there is not, with a pooled
-// buffer; an older state not yet written is replaced by the newer, so a slow
-// client never makes the bell wait and costs its own stream only.
+// away is noticed at once. Events are written on the goroutine that
+// delivers the bell's state (the bell's own: the store's drain of this
+// bell's live read, or the bell's delivery of the shared Admin read), with
+// a pooled buffer; a state that arrives while one is being written replaces
+// any older one not yet written, so a slow client costs its own stream
+// only, within eventWriteBudget per write.
 type eventStream struct {
 	srv     *server
 	viewer  string
@@ -35,7 +37,7 @@ type eventStream struct {
 	state   *notifications.BellState // the latest state, not yet written
 	failure bool                     // the bell failed: a failure event is due, then the end
 	done    bool                     // the bell ended: the stream ends once written out
-	writing bool                     // a writer goroutine is running
+	writing bool                     // a state is being written
 	closed  bool
 }
 
@@ -111,8 +113,8 @@ func (es *eventStream) complete() {
 	es.kick()
 }
 
-// kick starts the writer unless one runs; it is called with es.mu held
-// and releases it.
+// kick writes what is due unless a write is under way, which then writes
+// it; it is called with es.mu held and releases it.
 func (es *eventStream) kick() {
 	if es.writing || es.closed {
 		es.mu.Unlock()
@@ -120,7 +122,7 @@ func (es *eventStream) kick() {
 	}
 	es.writing = true
 	es.mu.Unlock()
-	go es.writeOut()
+	es.writeOut()
 }
 
 // writeOut writes what is due until nothing is, then ends the stream if the
@@ -178,10 +180,10 @@ func (es *eventStream) close() {
 	sub := es.sub
 	es.sub = nil
 	es.mu.Unlock()
+	_ = es.conn.Close() // first: it ends a write under way
 	if sub != nil {
 		sub.Unsubscribe()
 	}
-	_ = es.conn.Close()
 	es.srv.untrack(es)
 	es.release()
 }
