@@ -12,7 +12,9 @@ import (
 )
 
 // BellState is what a viewer's bell shows: their notifications grouped by
-// the entity they are about, and how many are unread.
+// the entity they are about, and how many are unread. Its slices may be
+// shared with other viewers' bells (every admin with nothing of their own
+// gets the same state of the Admin notifications): treat them as read-only.
 type BellState struct {
 	// Groups hold the notifications by source, the group with the newest
 	// notification first.
@@ -44,6 +46,10 @@ func (s BellState) Len() int {
 // It reads the viewer's own notifications (BellQuery(viewer)) and, when
 // Admins says the viewer is a global admin, the Admin notifications
 // (BellQuery(Admin)): each a live read pinned to one partition, merged here.
+// The Admin read is one live read per Service, shared by every global
+// admin's bell open at once: a change to the Admin notifications is read and
+// decoded once, however many admins watch (see adminFeed); it is opened with
+// the first such bell and closed with the last.
 // Admins is asked once per subscription, bounded by Budgets.Permission;
 // Denied or Undetermined leave the Admin notifications out. Each read's first
 // frame is bounded by the store (Budgets.QueryInitial there).
@@ -79,12 +85,21 @@ func (b *bell) open(ctx context.Context, o rx.Observer[BellState], viewer string
 	b.o = o
 	b.legs = make([]leg, len(addressees))
 	for i, a := range addressees {
-		b.legs[i] = leg{addressee: a, items: map[string]Notification{}}
+		b.legs[i] = leg{addressee: a}
+		if a != Admin || i == 0 {
+			b.legs[i].items = map[string]Notification{}
+		}
 	}
 	b.mu.Unlock()
 	for i, a := range addressees {
 		if ctx.Err() != nil {
 			return // unsubscribed meanwhile
+		}
+		if a == Admin && i > 0 {
+			if !b.keepLeave(s.joinAdmins(b, i)) {
+				return
+			}
+			continue
 		}
 		sub := s.Mesh.Query(BellQuery(a)).Subscribe(rx.NewObserver(
 			func(c mesh.Change) { b.frame(i, c) },
@@ -105,13 +120,15 @@ type bell struct {
 	mu       sync.Mutex
 	legs     []leg
 	subs     []rx.Subscription
-	released bool // the subscription ended: legs are unsubscribed as they come
-	ended    bool // a terminal notification is queued or delivered
+	leave    func() // leaves the shared Admin read; nil when not joined
+	released bool   // the subscription ended: legs are unsubscribed as they come
+	ended    bool   // a terminal notification is queued or delivered
 
-	// The outbox: the state (and ending) waiting for delivery, delivered in
+	// The outbox: whether a new state is due (it is built when delivered,
+	// so states that pile up cost one build), and the ending, delivered in
 	// order by whichever caller found it empty, outside the lock, so an
 	// observer may write to the store from OnNext.
-	pending   *BellState
+	dirty     bool
 	endErr    error
 	endQueued bool
 	draining  bool
@@ -119,7 +136,8 @@ type bell struct {
 
 type leg struct {
 	addressee string
-	items     map[string]Notification // by path
+	items     map[string]Notification // by path; nil for the shared Admin leg
+	shared    *adminSnapshot          // the shared Admin leg's notifications; read-only
 	initial   bool
 	done      bool
 }
@@ -136,14 +154,30 @@ func (b *bell) keep(sub rx.Subscription) bool {
 	return true
 }
 
+// keepLeave is keep for the shared Admin read's leave.
+func (b *bell) keepLeave(leave func()) bool {
+	b.mu.Lock()
+	if b.released {
+		b.mu.Unlock()
+		leave()
+		return false
+	}
+	b.leave = leave
+	b.mu.Unlock()
+	return true
+}
+
 func (b *bell) unsubscribe() {
 	b.mu.Lock()
 	b.released = true
-	subs := b.subs
-	b.subs = nil
+	subs, leave := b.subs, b.leave
+	b.subs, b.leave = nil, nil
 	b.mu.Unlock()
 	for _, sub := range subs {
 		sub.Unsubscribe()
+	}
+	if leave != nil {
+		leave()
 	}
 }
 
@@ -177,9 +211,52 @@ func (b *bell) frame(i int, c mesh.Change) {
 		b.mu.Unlock()
 		return
 	}
-	st := b.state()
-	b.pending = &st
+	b.dirty = true
 	b.drain()
+}
+
+// sharedFrame gives leg i, the shared Admin leg, its notifications (which
+// the caller never changes again). It is called by the
+// shared read, which must not wait on this bell's observer: a state is
+// delivered on a goroutine of the bell's own (see drainElsewhere).
+func (b *bell) sharedFrame(i int, snap *adminSnapshot) {
+	b.mu.Lock()
+	if b.ended {
+		b.mu.Unlock()
+		return
+	}
+	l := &b.legs[i]
+	l.shared, l.initial = snap, true
+	if !b.allInitial() {
+		b.mu.Unlock()
+		return
+	}
+	b.dirty = true
+	b.drainElsewhere()
+}
+
+// sharedEnd ends leg i, the shared Admin leg: with err when it failed,
+// completed otherwise, delivered as sharedFrame delivers.
+func (b *bell) sharedEnd(i int, err error) {
+	b.mu.Lock()
+	if b.ended {
+		b.mu.Unlock()
+		return
+	}
+	if err != nil {
+		b.ended, b.endQueued, b.endErr = true, true, err
+		b.drainElsewhere()
+		return
+	}
+	b.legs[i].done = true
+	for _, l := range b.legs {
+		if !l.done {
+			b.mu.Unlock()
+			return
+		}
+	}
+	b.ended, b.endQueued = true, true
+	b.drainElsewhere()
 }
 
 func (b *bell) allInitial() bool {
@@ -222,17 +299,42 @@ func (b *bell) drain() {
 		return
 	}
 	b.draining = true
+	b.deliver()
+}
+
+// drainElsewhere is drain on a goroutine of its own, started only when no
+// delivery is under way: a bell holds no goroutine while idle.
+func (b *bell) drainElsewhere() {
+	if b.draining {
+		b.mu.Unlock()
+		return
+	}
+	b.draining = true
+	b.mu.Unlock()
+	go func() {
+		b.mu.Lock()
+		b.deliver()
+	}()
+}
+
+// deliver delivers what is queued until nothing is; it is called with b.mu
+// held and b.draining set, and releases both.
+func (b *bell) deliver() {
 	for {
-		st, endNow, err := b.pending, b.endQueued, b.endErr
-		b.pending, b.endQueued = nil, false
-		if st == nil && !endNow {
+		dirty, endNow, err := b.dirty, b.endQueued, b.endErr
+		b.dirty, b.endQueued = false, false
+		if !dirty && !endNow {
 			b.draining = false
 			b.mu.Unlock()
 			return
 		}
+		var st BellState
+		if dirty {
+			st = b.state()
+		}
 		b.mu.Unlock()
-		if st != nil {
-			b.o.OnNext(*st)
+		if dirty {
+			b.o.OnNext(st)
 		}
 		if endNow {
 			if err != nil {
@@ -245,14 +347,34 @@ func (b *bell) drain() {
 	}
 }
 
-// state builds the BellState of the legs' current items.
+// state builds the BellState of the legs' current items. An admin whose own
+// leg is empty shows exactly the shared Admin leg's state, built once for
+// every such admin: it is returned as is (its slices shared, read-only).
 func (b *bell) state() BellState {
-	var all []Notification
+	size := 0
+	for _, l := range b.legs {
+		size += len(l.items)
+		if l.shared != nil {
+			size += len(l.shared.items)
+		}
+	}
+	if len(b.legs) == 2 && len(b.legs[0].items) == 0 && b.legs[1].shared != nil {
+		return b.legs[1].shared.state
+	}
+	all := make([]Notification, 0, size)
 	for _, l := range b.legs {
 		for _, n := range l.items {
 			all = append(all, n)
 		}
+		if l.shared != nil {
+			all = append(all, l.shared.items...)
+		}
 	}
+	return stateOf(all)
+}
+
+// stateOf groups the notifications all (which it sorts) into a BellState.
+func stateOf(all []Notification) BellState {
 	slices.SortFunc(all, newestFirst)
 	var st BellState
 	index := map[string]int{} // lower-cased source → group

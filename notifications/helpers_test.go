@@ -224,6 +224,7 @@ type recordingMesh struct {
 
 	mu          sync.Mutex
 	queries     []string
+	frames      map[string]int // frames the store delivered, by query
 	puts        int
 	deletes     int
 	afterPut    func(n int) // called after the n-th successful Put
@@ -234,7 +235,35 @@ func (r *recordingMesh) Query(q string) rx.Observable[mesh.Change] {
 	r.mu.Lock()
 	r.queries = append(r.queries, q)
 	r.mu.Unlock()
-	return r.Store.Query(q)
+	return rx.Do(r.Store.Query(q), func(mesh.Change) {
+		r.mu.Lock()
+		if r.frames == nil {
+			r.frames = map[string]int{}
+		}
+		r.frames[q]++
+		r.mu.Unlock()
+	})
+}
+
+// framesOf returns how many frames the store delivered for q, to every
+// subscriber of it.
+func (r *recordingMesh) framesOf(q string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.frames[q]
+}
+
+// count returns how many times q was asked.
+func (r *recordingMesh) count(q string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, asked := range r.queries {
+		if asked == q {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *recordingMesh) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/benbjohnson/clock"
 
@@ -60,6 +61,9 @@ type Service struct {
 	Budgets mesh.Budgets
 	// Logger receives the service's warnings; nil means slog.Default().
 	Logger *slog.Logger
+
+	adminMu sync.Mutex
+	admins  *adminFeed // the shared read of the Admin notifications, while a bell reads it
 }
 
 func (s *Service) clock() clock.Clock {

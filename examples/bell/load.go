@@ -2,9 +2,15 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Opt-in settings for load runs (examples/bellload). Each one is less safe
@@ -29,6 +35,7 @@ type loadConfig struct {
 	streams          int    // -max-streams
 	streamsPerViewer int    // -max-streams-per-viewer
 	conns            int    // -max-conns
+	pprof            string // -pprof: a loopback address to serve net/http/pprof on
 }
 
 // validate checks the flag values, naming the flag at fault.
@@ -46,8 +53,41 @@ func (c loadConfig) validate() error {
 		return fmt.Errorf("-max-conns must be between 1 and %d (got %d)", maxCap, c.conns)
 	case c.tokensFile != "" && strings.TrimSpace(c.tokensFile) != c.tokensFile:
 		return fmt.Errorf("-tokens %q: the file name has leading or trailing spaces", c.tokensFile)
+	case c.pprof != "" && !loopback(c.pprof):
+		return fmt.Errorf("-pprof %q: profiles show the server's memory; serve them on a loopback address (127.0.0.1:port)", c.pprof)
 	}
 	return nil
+}
+
+// loopback reports whether addr is host:port with a loopback IP host.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// servePprof serves net/http/pprof on c.pprof, printing where, until
+// stop is called; without -pprof it does nothing.
+func (c loadConfig) servePprof(stdout io.Writer, logger *slog.Logger) (stop func(), err error) {
+	if c.pprof == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", c.pprof)
+	if err != nil {
+		return nil, fmt.Errorf("-pprof: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "pprof on http://%s/debug/pprof/\n", ln.Addr())
+	return func() { _ = srv.Close(); <-done }, nil
 }
 
 // limits returns lim with the caps the flags set; a zero (a config not

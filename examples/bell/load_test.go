@@ -78,12 +78,15 @@ func TestTheLoadRunFlagsRefuseBadValuesNamingTheFlag(t *testing.T) {
 		{[]string{"-max-conns", "99999999"}, "-max-conns must be between 1 and"},
 		{[]string{"-tokens", " t"}, "leading or trailing spaces"},
 		{[]string{"-max-conns", "many"}, "invalid value"},
+		{[]string{"-pprof", ":6060"}, "-pprof \":6060\": profiles show the server's memory; serve them on a loopback address"},
+		{[]string{"-pprof", "0.0.0.0:6060"}, "serve them on a loopback address"},
+		{[]string{"-pprof", "localhost"}, "serve them on a loopback address"},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)
 		assert.ErrorContains(t, err, tc.want, "%q", tc.args)
 	}
 	// Control: values in range are accepted.
-	cfg, err := parseFlags([]string{"-users", "3", "-admins", "2", "-max-streams", "1000", "-max-streams-per-viewer", "1", "-max-conns", "2000"}, io.Discard)
+	cfg, err := parseFlags([]string{"-users", "3", "-admins", "2", "-max-streams", "1000", "-max-streams-per-viewer", "1", "-max-conns", "2000", "-pprof", "127.0.0.1:0"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, limits{streams: 1000, streamsPerViewer: 1, recipients: 8, conns: 2000,
 		readHeader: defaultLimits().readHeader, idle: defaultLimits().idle}, cfg.load.limits(defaultLimits()))

@@ -22,6 +22,8 @@
 //	-max-streams N            raise the cap on event streams (default 256)
 //	-max-streams-per-viewer N raise the per-viewer cap (default 8)
 //	-max-conns N              raise the cap on connections (default 512)
+//	-pprof ADDR               serve net/http/pprof on ADDR, a loopback
+//	                          address, to profile a load run
 //
 // With -measure (and -pg) it instead fills the database with partitions and
 // notifications and compares opening the pinned bell with the old
@@ -65,6 +67,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.load.streams, "max-streams", def.streams, "RAISES A SAFETY CAP: event streams open at once, in all")
 	fs.IntVar(&c.load.streamsPerViewer, "max-streams-per-viewer", def.streamsPerViewer, "RAISES A SAFETY CAP: event streams one viewer may hold open")
 	fs.IntVar(&c.load.conns, "max-conns", def.conns, "RAISES A SAFETY CAP: connections open at once")
+	fs.StringVar(&c.load.pprof, "pprof", "", "for load runs: serve net/http/pprof on this loopback address (:0 picks a port; printed)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

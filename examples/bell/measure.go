@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/meshrx/meshrx/auth/access"
+	"github.com/meshrx/meshrx/internal/quantile"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/pgstore"
 	"github.com/meshrx/meshrx/notifications"
@@ -130,9 +129,9 @@ func runMeasurement(ctx context.Context, url string, m measureConfig, logger *sl
 	if err != nil {
 		return f, err
 	}
-	f.PinnedP50, f.PinnedP99 = percentile(times[0], 50), percentile(times[0], 99)
-	f.LegP50, f.LegP99 = percentile(times[1], 50), percentile(times[1], 99)
-	f.OldP50, f.OldP99 = percentile(times[2], 50), percentile(times[2], 99)
+	f.PinnedP50, f.PinnedP99 = quantile.Of(times[0], 0.50), quantile.Of(times[0], 0.99)
+	f.LegP50, f.LegP99 = quantile.Of(times[1], 0.50), quantile.Of(times[1], 0.99)
+	f.OldP50, f.OldP99 = quantile.Of(times[2], 0.50), quantile.Of(times[2], 0.99)
 
 	if err := countLocks(ctx, url, viewers[0], &f); err != nil {
 		return f, err
@@ -208,14 +207,6 @@ func timeReads(ctx context.Context, n int, reads []func(ctx context.Context, i i
 		}
 	}
 	return out, nil
-}
-
-// percentile returns the p-th percentile of ds (nearest rank).
-func percentile(ds []time.Duration, p float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	return s[max(rank-1, 0)]
 }
 
 // countLocks reads, in one transaction each, what the store reads for a bell

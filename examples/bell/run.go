@@ -96,6 +96,12 @@ func run(ctx context.Context, cfg config, stdout io.Writer, logger *slog.Logger)
 	for _, u := range printed {
 		fmt.Fprintf(stdout, "sign in as %s: %s/login?token=%s\n", u, base, accts.tokens[u])
 	}
+	stopPprof, err := cfg.load.servePprof(stdout, logger)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer stopPprof()
 	fmt.Fprintf(stdout, "listening on %s\n", base)
 	h := newServer(svc, accts, logger)
 	h.lim = cfg.load.limits(h.lim)
@@ -185,6 +191,7 @@ func serve(ctx context.Context, ln net.Listener, h *server, logger *slog.Logger)
 	}
 	logger.Info("bell: shutting down")
 	endStreams()
+	h.closeStreams()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
 	defer cancel()
 	err := srv.Shutdown(shutdownCtx)

@@ -20,7 +20,6 @@ import (
 	"github.com/meshrx/meshrx/internal/answer"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/notifications"
-	"github.com/meshrx/meshrx/rx"
 )
 
 //go:embed static/index.html
@@ -57,13 +56,18 @@ type server struct {
 
 	pageLoads atomic.Int64 // GET / served: lets a test tell a live update from a reload
 
+	frames frameCache // the bell events' encodings, shared by the streams
+
 	mu      sync.Mutex
 	open    int            // event streams open
 	viewers map[string]int // event streams open per viewer
+	streams map[*eventStream]struct{}
+	closing bool // closeStreams was called: no stream starts any more
 }
 
 func newServer(svc *notifications.Service, accts *accounts, logger *slog.Logger) *server {
-	s := &server{svc: svc, accounts: accts, lim: defaultLimits(), log: logger, mux: http.NewServeMux(), viewers: map[string]int{}}
+	s := &server{svc: svc, accounts: accts, lim: defaultLimits(), log: logger, mux: http.NewServeMux(),
+		viewers: map[string]int{}, streams: map[*eventStream]struct{}{}}
 	s.mux.HandleFunc("GET /{$}", s.index)
 	s.mux.HandleFunc("GET /login", s.login)
 	s.mux.HandleFunc("GET /whoami", s.whoami)
@@ -104,7 +108,7 @@ func (s *server) index(w http.ResponseWriter, _ *http.Request) {
 func (s *server) takeStream(viewer string) (release func(), ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.open >= s.lim.streams || s.viewers[viewer] >= s.lim.streamsPerViewer {
+	if s.closing || s.open >= s.lim.streams || s.viewers[viewer] >= s.lim.streamsPerViewer {
 		return nil, false
 	}
 	s.open++
@@ -122,6 +126,40 @@ func (s *server) takeStream(viewer string) (release func(), ok bool) {
 	}, true
 }
 
+// track records es among the open streams, unless the server is closing
+// them.
+func (s *server) track(es *eventStream) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.streams[es] = struct{}{}
+	return true
+}
+
+func (s *server) untrack(es *eventStream) {
+	s.mu.Lock()
+	delete(s.streams, es)
+	s.mu.Unlock()
+}
+
+// closeStreams ends every open event stream and refuses new ones: they
+// would never end by themselves, and net/http's Shutdown does not see
+// connections taken over from it.
+func (s *server) closeStreams() {
+	s.mu.Lock()
+	s.closing = true
+	open := make([]*eventStream, 0, len(s.streams))
+	for es := range s.streams {
+		open = append(open, es)
+	}
+	s.mu.Unlock()
+	for _, es := range open {
+		es.close()
+	}
+}
+
 // events streams the viewer's bell as Server-Sent Events: a "bell" event with
 // the whole state after every change, a "failure" event if the bell fails (not "error", which EventSource uses
 // for its own connection errors). The
@@ -129,8 +167,14 @@ func (s *server) takeStream(viewer string) (release func(), ok bool) {
 //
 // It streams the signed-in viewer's own bell only, within the stream caps
 // (limits.streams in all, limits.streamsPerViewer each): beyond them it
-// answers 503 with Retry-After.
+// answers 503 with Retry-After. The connection is taken over from net/http
+// and served by an eventStream, so that an idle stream costs little memory.
 func (s *server) events(w http.ResponseWriter, r *http.Request, viewer string) {
+	if r.Method == http.MethodHead {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-store")
+		return
+	}
 	release, ok := s.takeStream(viewer)
 	if !ok {
 		answer.SetRetryAfter(w.Header(), 0)
@@ -138,102 +182,19 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, viewer string) {
 			s.lim.streams, s.lim.streamsPerViewer))
 		return
 	}
-	defer release()
-	box := newMailbox()
-	sub := s.svc.Bell(viewer).Subscribe(rx.NewObserver(box.put, box.fail, box.complete))
-	defer sub.Unsubscribe()
-
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	send := func(event string, v any) bool {
-		data, err := json.Marshal(v)
-		if err != nil {
-			s.log.Error("bell: encoding an event", "err", err)
-			return false
-		}
-		// A client that stops reading must not hold the handler forever.
-		_ = rc.SetWriteDeadline(time.Now().Add(eventWriteBudget))
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	if !send("hello", map[string]string{"viewer": viewer}) {
+	if r.ProtoMajor != 1 {
+		release()
+		writeError(w, http.StatusHTTPVersionNotSupported, "event streams are served over HTTP/1.1")
 		return
 	}
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-box.ready:
-		}
-		st, err, done := box.take()
-		if st != nil && !send("bell", viewOf(viewer, *st)) {
-			return
-		}
-		if err != nil {
-			s.log.Warn("bell: stream failed", "viewer", viewer, "err", err)
-			send("failure", map[string]string{"error": "the bell's live read ended; reload to resubscribe"})
-			return
-		}
-		if done {
-			return
-		}
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		release()
+		s.log.Error("bell: taking over an event stream's connection", "err", err)
+		writeError(w, http.StatusInternalServerError, "events: failed")
+		return
 	}
-}
-
-// mailbox hands the latest bell state from the bell's goroutine to the
-// handler's: every state is complete, so an older one not yet sent is
-// replaced rather than queued, and a slow client never makes the bell wait.
-type mailbox struct {
-	ready chan struct{} // has a value when something is waiting
-
-	mu    sync.Mutex
-	state *notifications.BellState
-	err   error
-	done  bool
-}
-
-func newMailbox() *mailbox { return &mailbox{ready: make(chan struct{}, 1)} }
-
-func (m *mailbox) poke() {
-	select {
-	case m.ready <- struct{}{}:
-	default:
-	}
-}
-
-func (m *mailbox) put(st notifications.BellState) {
-	m.mu.Lock()
-	m.state = &st
-	m.mu.Unlock()
-	m.poke()
-}
-
-func (m *mailbox) fail(err error) {
-	m.mu.Lock()
-	m.err, m.done = err, true
-	m.mu.Unlock()
-	m.poke()
-}
-
-func (m *mailbox) complete() {
-	m.mu.Lock()
-	m.done = true
-	m.mu.Unlock()
-	m.poke()
-}
-
-func (m *mailbox) take() (*notifications.BellState, error, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	st := m.state
-	m.state = nil
-	return st, m.err, m.done
+	s.startStream(conn, w.Header(), viewer, release)
 }
 
 // bellView is the JSON the page renders.

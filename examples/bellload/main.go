@@ -40,12 +40,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/meshrx/meshrx/internal/quantile"
 )
 
 type config struct {
@@ -55,6 +56,7 @@ type config struct {
 	bound             time.Duration
 	bin               string // a built bell binary; empty builds pkg
 	pkg               string // the bell's package, as go build names it
+	profile           string // a directory for the server's profiles with every stream idle; empty: none
 }
 
 func main() {
@@ -67,6 +69,7 @@ func main() {
 	fs.IntVar(&c.dial, "dial", 64, "streams opened concurrently")
 	fs.DurationVar(&c.bound, "bound", 2*time.Minute, "bound of each wait: the server starting, streams opening, one delivery")
 	fs.StringVar(&c.bin, "bin", "", "bell binary to run; empty builds -pkg")
+	fs.StringVar(&c.profile, "profile", "", "write the server's heap and goroutine profiles, with every stream open and idle, to this directory (starts the bell with -pprof)")
 	fs.StringVar(&c.pkg, "pkg", "./examples/bell", "the bell's package, built when -bin is empty (the default is relative to the module root)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -97,6 +100,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 // measure runs the measurements against the bell srv.
 func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 	fmt.Fprintf(out, "bell pid %d on %s\n", srv.cmd.Process.Pid, srv.base)
+	if srv.pprof != "" {
+		fmt.Fprintf(out, "bell pprof on %s\n", srv.pprof)
+	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	streams := make([]*stream, 0, c.viewers+c.admins)
@@ -131,6 +137,11 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "server RSS %.1f MB, %.1f KB per stream\n", float64(rss)/(1<<20), float64(rss)/1024/float64(len(streams)))
+	if c.profile != "" {
+		if err := profile(ctx, client, srv.pprof, c.profile, len(streams), out); err != nil {
+			return err
+		}
+	}
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 25))
 	deliver := make([]time.Duration, 0, c.sends)
@@ -144,6 +155,14 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 	}
 	admins := streams[c.viewers:]
 	var broadcast []time.Duration
+	cpuBefore, err := cpuOf(srv.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	ownBefore, err := cpuOf(os.Getpid())
+	if err != nil {
+		return err
+	}
 	for i := range c.broadcasts {
 		if len(admins) == 0 {
 			break
@@ -154,8 +173,20 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 		}
 		broadcast = append(broadcast, d...)
 	}
+	if c.broadcasts > 0 && len(admins) > 0 {
+		cpuAfter, err := cpuOf(srv.cmd.Process.Pid)
+		if err != nil {
+			return err
+		}
+		ownAfter, err := cpuOf(os.Getpid())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "server CPU %.1f ms, bellload's own %.1f ms, per broadcast to %d admin streams\n",
+			ms(cpuAfter-cpuBefore)/float64(c.broadcasts), ms(ownAfter-ownBefore)/float64(c.broadcasts), len(admins))
+	}
 	fmt.Fprintf(out, "summary: viewers=%d admins=%d rss_mb=%.1f deliver_p50_ms=%.2f deliver_p99_ms=%.2f broadcast_p99_ms=%.2f\n",
-		c.viewers, c.admins, float64(rss)/(1<<20), ms(quantile(deliver, 50)), ms(quantile(deliver, 99)), ms(quantile(broadcast, 99)))
+		c.viewers, c.admins, float64(rss)/(1<<20), ms(quantile.Of(deliver, 0.50)), ms(quantile.Of(deliver, 0.99)), ms(quantile.Of(broadcast, 0.99)))
 	return nil
 }
 
@@ -172,6 +203,7 @@ type bell struct {
 	base   string
 	dir    string
 	tokens map[string]string // user → token, from the bell's -tokens file
+	pprof  string            // the bell's net/http/pprof, with -profile
 }
 
 // stream returns an unopened stream of viewer, signed in with its token.
@@ -228,6 +260,9 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0",
 		"-users", strconv.Itoa(c.viewers), "-admins", strconv.Itoa(c.admins), "-tokens", tokens,
 		"-max-streams", strconv.Itoa(n), "-max-conns", strconv.Itoa(n+64))
+	if c.profile != "" {
+		cmd.Args = append(cmd.Args, "-pprof", "127.0.0.1:0")
+	}
 	cmd.Stderr = io.Discard // the server logs each stream; not what is measured
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -239,9 +274,13 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 	}
 	b := &bell{cmd: cmd, dir: dir}
 	found := make(chan string, 1)
+	pprofAt := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), "pprof on "); ok {
+				pprofAt <- addr
+			}
 			if addr, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
 				select {
 				case found <- addr:
@@ -254,6 +293,14 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 	defer timer.Stop()
 	select {
 	case b.base = <-found:
+		if c.profile != "" {
+			select {
+			case b.pprof = <-pprofAt: // printed before "listening on"
+			default:
+				b.stop()
+				return nil, errors.New("-profile: the bell did not say where it serves pprof (a bell without -pprof?)")
+			}
+		}
 		// The bell writes the tokens before it listens.
 		if b.tokens, err = readTokens(tokens); err != nil {
 			b.stop()
@@ -381,9 +428,19 @@ func (s *stream) run(ctx context.Context, client *http.Client, base string, open
 	r := bufio.NewReaderSize(resp.Body, 4096)
 	first := true
 	var event string
-	var data []byte
+	var data, long []byte
 	for {
 		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer (a bell of many
+			// notifications): gather it, rather than end the stream.
+			long = append(long, line...)
+			continue
+		}
+		if err == nil && len(long) > 0 {
+			long = append(long, line...)
+			line, long = long, long[:0]
+		}
 		if err != nil {
 			if first {
 				fail(err)
@@ -451,6 +508,75 @@ func timeDelivery(ctx context.Context, client *http.Client, base, sender, title,
 	return out, nil
 }
 
+// profile fetches the server's heap profile (after a GC) and goroutine
+// profile into dir, and prints the runtime's memory figures per stream.
+func profile(ctx context.Context, client *http.Client, base, dir string, streams int, out io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	get := func(path, file string) ([]byte, error) {
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/"+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("-profile: %s: %w", path, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("-profile: %s: %w", path, err)
+		}
+		return b, os.WriteFile(filepath.Join(dir, file), b, 0o644)
+	}
+	if _, err := get("heap?gc=1", "heap.pb.gz"); err != nil {
+		return err
+	}
+	if _, err := get("goroutine?debug=1", "goroutine.txt"); err != nil {
+		return err
+	}
+	text, err := get("heap?debug=1", "heap.txt")
+	if err != nil {
+		return err
+	}
+	// The runtime.MemStats lines at the end of the text heap profile.
+	for line := range strings.SplitSeq(string(text), "\n") {
+		for _, name := range []string{"HeapAlloc", "HeapInuse", "StackInuse", "Sys", "NextGC"} {
+			if v, ok := strings.CutPrefix(line, "# "+name+" = "); ok {
+				n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+				fmt.Fprintf(out, "server %s %.1f MB, %.1f KB per stream\n", name, float64(n)/(1<<20), float64(n)/1024/float64(streams))
+			}
+		}
+	}
+	fmt.Fprintf(out, "profiles in %s (go tool pprof -top -sample_index=inuse_space %s)\n", dir, filepath.Join(dir, "heap.pb.gz"))
+	return nil
+}
+
+// cpuOf returns the CPU time (user and system) process pid has used, from
+// /proc: the server's cost of a phase whatever else the machine runs.
+func cpuOf(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("reading the server's CPU time (Linux /proc): %w", err)
+	}
+	// The fields after the command name, which is in parentheses.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, errors.New("no CPU times in /proc stat")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	const ticks = 100 // USER_HZ: clock ticks per second on Linux
+	return time.Duration(utime+stime) * time.Second / ticks, nil
+}
+
 // rssOf returns the resident memory of process pid, from /proc.
 func rssOf(pid int) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
@@ -464,15 +590,6 @@ func rssOf(pid int) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS in /proc status")
-}
-
-func quantile(ds []time.Duration, q int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	ds = slices.Clone(ds)
-	slices.Sort(ds)
-	return ds[min(len(ds)-1, len(ds)*q/100)]
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,4 +64,54 @@ func TestALoadRunAgainstTheRealBellPrintsItsSummary(t *testing.T) {
 	_, err = timeDelivery(ctx, client, srv.base, srv.tokens["user00001"], "not an admin", adminAddressee, nil, c.bound)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "403", "only a global admin sends to Admin")
+}
+
+// A bell event whose data line is longer than the stream's read buffer (a
+// bell of many notifications) is read as one event: the awaited title in
+// it is seen, and the stream goes on to the next event. Negative control:
+// before, the stream ended at the long line (bufio.ErrBufferFull) and every
+// broadcast after the state outgrew 4 KB timed out (seen at the 15th).
+func TestAnEventLongerThanTheReadBufferIsReadWhole(t *testing.T) {
+	long := `{"items":"` + strings.Repeat("x", 3*4096) + `","title":"late"}`
+	next := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: bell\ndata: {}\n\n")
+		w.(http.Flusher).Flush()
+		fmt.Fprintf(w, "event: bell\ndata: %s\n\n", long)
+		w.(http.Flusher).Flush()
+		select {
+		case <-next:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprint(w, "event: bell\ndata: {\"title\":\"after\"}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	client := srv.Client()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &stream{viewer: "v"}
+	arrived := make(chan result, 2)
+	s.expect("late", time.Now(), arrived)
+	opened := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.run(ctx, client, srv.URL, func(err error) { opened <- err })
+	}()
+	defer func() { cancel(); <-done }()
+	require.NoError(t, <-opened)
+	for _, title := range []string{"late", "after"} {
+		select {
+		case <-arrived:
+		case <-time.After(time.Minute):
+			t.Fatalf("the event with %q was not seen within a minute", title)
+		}
+		if title == "late" {
+			s.expect("after", time.Now(), arrived)
+			close(next)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/meshrx/meshrx/internal/quantile"
 	registryclient "github.com/meshrx/meshrx/registry/client"
 )
 
@@ -248,22 +249,9 @@ func summarize(samples []sample) stats {
 		}
 	}
 	slices.Sort(lat)
-	st.p50, st.p90, st.p99, st.p999 = percentile(lat, 500), percentile(lat, 900), percentile(lat, 990), percentile(lat, 999)
+	st.p50, st.p90, st.p99, st.p999 = quantile.Sorted(lat, 0.500), quantile.Sorted(lat, 0.900), quantile.Sorted(lat, 0.990), quantile.Sorted(lat, 0.999)
 	if len(lat) > 0 {
 		st.max = lat[len(lat)-1]
 	}
 	return st
-}
-
-// percentile is the nearest-rank percentile of sorted, p in thousandths:
-// the smallest value with at least p‰ of the values at or below it.
-func percentile(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := (p*len(sorted) + 999) / 1000 // ceil(p/1000 × n)
-	if rank < 1 {
-		rank = 1
-	}
-	return sorted[rank-1]
 }

@@ -139,21 +139,6 @@ func TestAPollerSendsTheETagItWasGiven(t *testing.T) {
 	assert.False(t, second.failed(), "a 304 is an answer, not an error")
 }
 
-func TestPercentilesAreNearestRank(t *testing.T) {
-	var d []time.Duration
-	for i := 1; i <= 100; i++ {
-		d = append(d, time.Duration(i))
-	}
-	assert.Equal(t, time.Duration(50), percentile(d, 500))
-	assert.Equal(t, time.Duration(99), percentile(d, 990))
-	assert.Equal(t, time.Duration(100), percentile(d, 999))
-	assert.Equal(t, time.Duration(1), percentile(d[:1], 990))
-	assert.Equal(t, time.Duration(0), percentile(nil, 500))
-	// With fewer samples than 1/(1-p), p99 is the maximum: the slowest poll
-	// is never rounded away.
-	assert.Equal(t, time.Duration(10), percentile(d[:10], 990))
-}
-
 func TestTheLoadtestPrintsItsTableAndTheSummaryLast(t *testing.T) {
 	var out, errs bytes.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/meshrx/meshrx/internal/quantile"
 	"github.com/meshrx/meshrx/registry/client"
 )
 
@@ -43,7 +44,7 @@ func (o publishOutcome) median() time.Duration {
 	}
 	sorted := slices.Clone(o.took)
 	slices.Sort(sorted)
-	return percentile(sorted, 500)
+	return quantile.Sorted(sorted, 0.500)
 }
 
 // publishAll publishes every interval from start until end, one at a time (a

@@ -6,13 +6,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/quantile"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/rx"
@@ -201,21 +201,12 @@ func benchPutAcross(b *testing.B, live int) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(quantile(puts, 50).Nanoseconds()), "put-p50-ns")
-	b.ReportMetric(float64(quantile(puts, 99).Nanoseconds()), "put-p99-ns")
-	b.ReportMetric(float64(quantile(frames, 99).Nanoseconds()), "frame-p99-ns")
+	b.ReportMetric(float64(quantile.Of(puts, 0.50).Nanoseconds()), "put-p50-ns")
+	b.ReportMetric(float64(quantile.Of(puts, 0.99).Nanoseconds()), "put-p99-ns")
+	b.ReportMetric(float64(quantile.Of(frames, 0.99).Nanoseconds()), "frame-p99-ns")
 	b.ReportMetric(perQuery, "heapB/query")
 	st := s.Stats()
 	b.ReportMetric(float64(st.Evaluations)/float64(i), "evals/put")
-}
-
-func quantile(ds []time.Duration, q int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	ds = slices.Clone(ds)
-	slices.Sort(ds)
-	return ds[min(len(ds)-1, len(ds)*q/100)]
 }
 
 // BenchmarkSubscribeBeside measures subscribing one more viewer's live

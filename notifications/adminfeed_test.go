@@ -1,0 +1,182 @@
+package notifications_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/auth/access"
+	"github.com/meshrx/meshrx/mesh/memstore"
+	"github.com/meshrx/meshrx/notifications"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// adminsByName makes every user whose name starts with "admin" a global
+// admin and denies everyone else.
+func adminsByName() notifications.GlobalAdmins {
+	return notifications.GlobalAdminsFunc(func(_ context.Context, user string) access.Decision {
+		if strings.HasPrefix(user, "admin") {
+			return access.Allowed
+		}
+		return access.Denied
+	})
+}
+
+func has(title string) func(notifications.BellState) bool {
+	return func(s notifications.BellState) bool { return slices.Contains(titles(s), title) }
+}
+
+// An Admin notification reaches each of 1,000 admins' bells in exactly one
+// state, and no other viewer's, while the store is asked for the Admin
+// notifications once and delivers each change of them once: the broadcast
+// is read and decoded once, not once per admin.
+//
+// Negative control: the bell before the shared read (638e9c3) opened one
+// Admin read per admin bell; there this test counts 1,000 reads and 1,001
+// frames for the broadcast (an Added per admin, and Prune's read) and fails
+// on both counts. The
+// counts come through a wrapper of mesh.Store, a seam every user has.
+func TestAnAdminNotificationReachesEveryAdminBellOnceThroughOneSharedRead(t *testing.T) {
+	const nAdmins, nViewers = 1000, 20
+	fx := newMem(t)
+	rec := &recordingMesh{Store: fx.store}
+	svc := &notifications.Service{Mesh: rec, Clock: fx.clk, Admins: adminsByName()}
+	create(t, svc, "already there", "", notifications.Admin)
+	q := notifications.BellQuery(notifications.Admin)
+	asked := rec.count(q)
+
+	admins := make([]*watcher, nAdmins)
+	for i := range admins {
+		admins[i] = watch(t, svc.Bell(fmt.Sprintf("admin%04d", i)))
+	}
+	viewers := make([]*watcher, nViewers)
+	for i := range viewers {
+		viewers[i] = watch(t, svc.Bell(fmt.Sprintf("user%04d", i)))
+	}
+	for _, w := range admins {
+		w.await(t, "an admin's first state", has("already there"))
+	}
+	for _, w := range viewers {
+		w.await(t, "a viewer's first state", func(notifications.BellState) bool { return true })
+	}
+
+	assert.Equal(t, 1, rec.count(q)-asked, "1,000 admins' bells ask for the Admin notifications once")
+	// Create also reads the addressee's notifications once (Prune counts
+	// them): one Initial frame of q; the shared read gets one more.
+	frames := rec.framesOf(q)
+	create(t, svc, "broadcast", "", notifications.Admin)
+	for i, w := range admins {
+		w.await(t, "the broadcast on an admin's bell", has("broadcast"))
+		_, n := w.latest()
+		assert.Equal(t, 2, n, "admin %d: the first state and one with the broadcast", i)
+	}
+	// Each viewer then gets a notification of its own, written after the
+	// broadcast: its state with it must not hold the broadcast.
+	for i, w := range viewers {
+		create(t, svc, "own", "", fmt.Sprintf("user%04d", i))
+		st := w.await(t, "a viewer's own notification", has("own"))
+		assert.Equal(t, []string{"own"}, titles(st), "viewer %d must not see the Admin notifications", i)
+	}
+
+	assert.Equal(t, 2, rec.framesOf(q)-frames, "the broadcast reached the service once (and Prune's read once)")
+	// Positive control of the counter: a second Service on the same store
+	// keeps its own shared read, and the counter sees it.
+	asked = rec.count(q)
+	other := &notifications.Service{Mesh: rec, Clock: fx.clk, Admins: adminsByName()}
+	watch(t, other.Bell("admin9999")).await(t, "an admin of another service", has("broadcast"))
+	assert.Equal(t, 1, rec.count(q)-asked)
+}
+
+// A bell whose observer does not return must not hold back another admin's
+// bell: the shared read hands each bell its notifications and the bell
+// delivers them on its own goroutine.
+//
+// Negative control: with the shared read delivering on its own goroutine
+// (sharedFrame calling drain instead of drainElsewhere), the stuck observer
+// holds the read and the second admin misses the second broadcast (the
+// first as well when the stuck bell comes first): the await fails at its
+// bound, as it did when run so.
+func TestAStuckAdminObserverDoesNotHoldBackAnotherAdminsBell(t *testing.T) {
+	fx := newMem(t)
+	svc := &notifications.Service{Mesh: fx.store, Clock: fx.clk, Admins: adminsByName()}
+	release := make(chan struct{})
+	stuck := make(chan struct{})
+	var once sync.Once
+	sub := svc.Bell("admin1").Subscribe(rx.NewObserver(func(s notifications.BellState) {
+		if slices.Contains(titles(s), "broadcast") {
+			once.Do(func() { close(stuck) })
+			<-release // stuck until the test ends
+		}
+	}, nil, nil))
+	defer sub.Unsubscribe()
+	defer close(release)
+	other := watch(t, svc.Bell("admin2"))
+	other.await(t, "the second admin's first state", func(notifications.BellState) bool { return true })
+
+	create(t, svc, "broadcast", "", notifications.Admin)
+	select {
+	case <-stuck:
+	case <-time.After(convergence):
+		t.Fatal("the first admin's observer never got the broadcast")
+	}
+	other.await(t, "the broadcast, while the first admin's observer is stuck", has("broadcast"))
+	create(t, svc, "second", "", notifications.Admin)
+	other.await(t, "a second broadcast, while the first admin's observer is still stuck", has("second"))
+}
+
+// The shared read lives as long as some admin's bell is open: two admins'
+// bells hold three live queries (their own two and one of the Admin
+// notifications; four before it was shared), the last to go closes it, and
+// the next admin opens it again and sees the Admin notifications.
+func TestTheSharedAdminReadClosesWithTheLastAdminBellAndReopensForTheNext(t *testing.T) {
+	fx := newMem(t)
+	store := fx.store.(*memstore.Store)
+	svc := &notifications.Service{Mesh: fx.store, Clock: fx.clk, Admins: adminsByName()}
+	create(t, svc, "alert", "", notifications.Admin)
+	a := watch(t, svc.Bell("admin1"))
+	b := watch(t, svc.Bell("admin2"))
+	a.await(t, "admin1's state", has("alert"))
+	b.await(t, "admin2's state", has("alert"))
+	require.Equal(t, 3, store.Stats().LiveQueries, "two own reads and one shared")
+
+	a.sub.Unsubscribe()
+	assert.Equal(t, 2, store.Stats().LiveQueries, "the shared read stays for admin2")
+	create(t, svc, "later", "", notifications.Admin)
+	b.await(t, "admin2 still follows the Admin notifications", has("later"))
+	b.sub.Unsubscribe()
+	assert.Zero(t, store.Stats().LiveQueries, "the last admin closed the shared read")
+
+	c := watch(t, svc.Bell("admin3"))
+	st := c.await(t, "a new admin's state", has("later"))
+	assert.ElementsMatch(t, []string{"alert", "later"}, titles(st))
+	assert.Equal(t, 2, store.Stats().LiveQueries)
+}
+
+// Admins with nothing of their own are shown one state of the Admin
+// notifications, built once for all of them (the same groups, not copies);
+// an admin with a notification of their own gets a state of their own that
+// shows both (the negative control: sharing that state would show one
+// admin's own notification to every admin).
+func TestAdminsWithNothingOfTheirOwnShareOneBuiltState(t *testing.T) {
+	fx := newMem(t)
+	svc := &notifications.Service{Mesh: fx.store, Clock: fx.clk, Admins: adminsByName()}
+	create(t, svc, "alert", "acme/x", notifications.Admin)
+	create(t, svc, "mine", "", "admin3")
+	a := watch(t, svc.Bell("admin1")).await(t, "admin1", has("alert"))
+	b := watch(t, svc.Bell("admin2")).await(t, "admin2", has("alert"))
+	c := watch(t, svc.Bell("admin3")).await(t, "admin3", has("mine"))
+
+	require.Len(t, a.Groups, 1)
+	assert.Same(t, &a.Groups[0], &b.Groups[0], "one state for both")
+	assert.Equal(t, []string{"alert"}, titles(a))
+	assert.ElementsMatch(t, []string{"alert", "mine"}, titles(c))
+	assert.NotSame(t, &a.Groups[0], &c.Groups[0])
+	assert.Equal(t, []string{"alert"}, titles(b), "admin3's own stays admin3's")
+}
