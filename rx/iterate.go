@@ -293,7 +293,8 @@ func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
 			// The stages below run inside seq's loop (see fuse.go).
 			// Checked again after the value, as below: seq computes no
 			// value past an unsubscription.
-			seq(func(v T) bool { return !sc.done.Load() && next.push(v) && !sc.done.Load() })
+			step := next.step
+			seq(func(v T) bool { return !sc.done.Load() && step(v) && !sc.done.Load() })
 		} else {
 			seq(func(v T) bool {
 				if sc.cancelled() {
