@@ -52,7 +52,7 @@ const (
 	opSkipWhile
 	opTakeWhile
 	opTake
-	opStep // a stage with a function of its own (DistinctUntilChanged)
+	opStep // a stage that builds its own closure (DistinctUntilChanged)
 )
 
 // op is one stage of a fused run over T.
@@ -67,6 +67,9 @@ type op[T any] struct {
 	pass *bool // SkipWhile is passing values
 	tw   *takeWhileObserver[T]
 	take *takeObserver[T]
+	// build makes an opStep stage's closure, calling next (or down.OnNext
+	// when next is nil) itself.
+	build func(next func(T) bool, down Observer[T]) func(T) bool
 }
 
 // fused is the fused form of a chain: step runs one value through every
@@ -294,6 +297,9 @@ func single[T any](x *op[T], next func(T) bool, down Observer[T]) func(T) bool {
 			return !sc.done.Load() && next(v)
 		}
 	}
+	if x.kind == opStep {
+		return x.build(next, down)
+	}
 	if next == nil {
 		next = func(v T) bool { down.OnNext(v); return true }
 	}
@@ -342,7 +348,7 @@ func single[T any](x *op[T], next func(T) bool, down Observer[T]) func(T) bool {
 			}
 			return next(v)
 		}
-	case opTake:
+	default: // opTake
 		t := x.take
 		return func(v T) bool {
 			if t.left <= 0 {
@@ -357,14 +363,6 @@ func single[T any](x *op[T], next func(T) bool, down Observer[T]) func(T) bool {
 			next(v)
 			t.end()
 			return false
-		}
-	default: // opStep
-		keep := x.keep
-		return func(v T) bool {
-			if !keep(v) {
-				return true
-			}
-			return next(v)
 		}
 	}
 }
@@ -444,5 +442,27 @@ func (t *takeObserver[T]) rxStage() (op[T], Observer[T], bool) {
 }
 
 func (d *distinctObserver[T]) rxStage() (op[T], Observer[T], bool) {
-	return op[T]{kind: opStep, keep: d.fresh}, d.down, true
+	return op[T]{kind: opStep, build: d.step}, d.down, true
+}
+
+// step compares with == in the closure itself (T is comparable here, not
+// in the fused run).
+func (d *distinctObserver[T]) step(next func(T) bool, down Observer[T]) func(T) bool {
+	if next == nil {
+		return func(v T) bool {
+			if d.seen && v == d.last {
+				return true
+			}
+			d.seen, d.last = true, v
+			down.OnNext(v)
+			return true
+		}
+	}
+	return func(v T) bool {
+		if d.seen && v == d.last {
+			return true
+		}
+		d.seen, d.last = true, v
+		return next(v)
+	}
 }
