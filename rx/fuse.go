@@ -14,7 +14,10 @@ package rx
 // user's functions and the next closure directly, the last calling the
 // observer below. The source's loop calls step for each value (FromSeq from
 // inside seq's yield, a Subject from its delivery): a value costs those
-// calls and no allocation, with no dispatch over the stages per value. A
+// calls and no allocation, with no dispatch over the stages per value; Of
+// and Range (in chunks of 64) hand slices to the first closure's loop form
+// when the chain starts with Maps and Filters, and make no call per value
+// into the chain. A
 // stage that changes the value's type (Map from T to U) ends one fused run;
 // its closure calls the next run's step. Return delivers its one value
 // through OnNext: fusing it would cost more than it saves.
@@ -80,6 +83,13 @@ type fused[T any] struct {
 	// source stops); true says only that the source may go on, after
 	// checking its scope as it does before every value.
 	step func(T) bool
+	// loop, when not nil, runs the values of a slice through the chain,
+	// checking the source's scope (when not nil) before each, and reports
+	// as step does: the first closure's work spelled out as a loop, for a
+	// chain that starts with Maps and Filters, so that a source holding its
+	// values in a slice (Of, Range in chunks) makes no call per value into
+	// the chain.
+	loop func(vs []T, sc *scope) bool
 	// stages is how many stages step runs in this type (a type change
 	// counts as one): what the fusion tests look at.
 	stages int
@@ -118,12 +128,16 @@ func fuseOf[T any](o Observer[T]) *fused[T] {
 	if out != nil {
 		n++
 	}
-	return &fused[T]{step: compose(ops, out, o), stages: n}
+	step, loop := compose(ops, out, o)
+	return &fused[T]{step: step, loop: loop, stages: n}
 }
 
 // run runs the values of vs through the chain in order, checking sc (when
 // not nil) before each, and reports as step does.
 func (r *fused[T]) run(vs []T, sc *scope) bool {
+	if r.loop != nil {
+		return r.loop(vs, sc)
+	}
 	step := r.step
 	if sc == nil {
 		for _, v := range vs {
@@ -147,9 +161,14 @@ func (r *fused[T]) run(vs []T, sc *scope) bool {
 // kind and calling the next directly, the last calling down.OnNext (or the
 // next type's step, out) itself. A value thus costs the user's functions, a
 // call per closure and the scope loads, with no dispatch over the stages.
-func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) func(T) bool {
+// loop is the first closure's loop form (see fused), or nil.
+func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(T) bool, loop func([]T, *scope) bool) {
 	next := out // nil: the last closure calls down.OnNext
 	for i := len(ops) - 1; i >= 0; {
+		if i == 0 || i == 1 {
+			// The first closure: its loop form too.
+			loop = headLoop(ops[:i+1], next, down)
+		}
 		if i >= 1 {
 			a, b := &ops[i-1], &ops[i]
 			switch {
@@ -170,7 +189,130 @@ func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) func(T) boo
 		next = single(&ops[i], next, down)
 		i--
 	}
-	return next
+	return next, loop
+}
+
+// headLoop returns the loop form of the first closure when it is made of
+// the stages in g (a Map and a Filter in either order, two Maps, or one of
+// them), which calls next (or down.OnNext when next is nil); nil for the
+// other kinds. It does per value what the closure does.
+func headLoop[T any](g []op[T], next func(T) bool, down Observer[T]) func([]T, *scope) bool {
+	switch {
+	case len(g) == 2 && g[0].kind == opMap && g[1].kind == opFilter:
+		f, fsc, keep, ksc := g[0].f, g[0].sc, g[1].keep, g[1].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				v = f(v)
+				if fsc.done.Load() {
+					return false
+				}
+				if !keep(v) {
+					continue
+				}
+				if ksc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	case len(g) == 2 && g[0].kind == opFilter && g[1].kind == opMap:
+		keep, ksc, f, fsc := g[0].keep, g[0].sc, g[1].f, g[1].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				if !keep(v) {
+					continue
+				}
+				if ksc.done.Load() {
+					return false
+				}
+				v = f(v)
+				if fsc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	case len(g) == 2 && g[0].kind == opMap && g[1].kind == opMap:
+		f, fsc, h, hsc := g[0].f, g[0].sc, g[1].f, g[1].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				v = f(v)
+				if fsc.done.Load() {
+					return false
+				}
+				v = h(v)
+				if hsc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	case len(g) == 1 && g[0].kind == opMap:
+		f, fsc := g[0].f, g[0].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				v = f(v)
+				if fsc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	case len(g) == 1 && g[0].kind == opFilter:
+		keep, ksc := g[0].keep, g[0].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				if !keep(v) {
+					continue
+				}
+				if ksc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return nil
 }
 
 func mapFilter[T any](f func(T) T, fsc *scope, keep func(T) bool, ksc *scope, next func(T) bool, down Observer[T]) func(T) bool {

@@ -35,7 +35,8 @@ import (
 // Negative controls, run by hand on fuse.go (each fails the rule for the
 // stages named, with the fused and unfused logs side by side):
 //   - without the scope check after Map's function in single's opMap
-//     closure (or in mapFilter's, for Maps followed by a Filter): Map, Filter,
+//     closure (or in mapFilter's, for Maps followed by a Filter, or in
+//     headLoop's loops, which Range and Of run): Map, Filter,
 //     Scan, Do, TakeWhile ("[Map Do] over Range, unsub@fn1: fused [fn 0
 //     unsubscribe completed fn 1], unfused [fn 0 unsubscribe completed]"),
 //     and the table's own unsubscribe-inside rule for Map and Do;
