@@ -81,19 +81,34 @@ func Range(start, count int) Observable[int] {
 		// the fused stages below (see fuse.go) or through the interface, and
 		// one load of the scope only when something below can unsubscribe.
 		switch next := fuseOf(o); {
-		case next != nil:
-			// In chunks, so that the stages run inside run's loop; an int
-			// costs nothing to make ahead of its turn.
+		case next != nil && next.loop != nil:
+			// In chunks, so that the first stages run inside the chain's
+			// own loop; an int costs nothing to make ahead of its turn.
 			var chunk [64]int
 			for v := start; v < end; {
 				n := min(end-v, len(chunk))
 				for i := range n {
 					chunk[i] = v + i
 				}
-				if !next.run(chunk[:n], sc) {
+				if !next.loop(chunk[:n], sc) {
 					return noSubscription{}
 				}
 				v += n
+			}
+		case next != nil && sc == nil:
+			step := next.step
+			for v := start; v < end; v++ {
+				if !step(v) {
+					return noSubscription{}
+				}
+			}
+		case next != nil:
+			// The stages below run inside this loop (see fuse.go).
+			step := next.step
+			for v := start; v < end; v++ {
+				if sc.done.Load() || !step(v) {
+					return noSubscription{}
+				}
 			}
 		case sc == nil:
 			for v := start; v < end; v++ {

@@ -111,17 +111,18 @@
 //		apply(c) // the Initial frame, then Added/Updated/Removed
 //	}
 //
-// The loop body always runs on the ranging goroutine, and the source waits
-// while it runs: its OnNext returns only once the body has handled the value,
-// so a slow loop slows its source and at most one value is in transit.
-// Breaking out of the loop (or returning, or panicking) unsubscribes the
-// source; an error ends the loop after yielding (zero, err) once; completion
-// ends it. All subscribes on the ranging goroutine and starts no goroutine: a
-// value delivered there (inside Subscribe, or by a subject the loop body
-// feeds) runs the body inside the source's own loop, with no goroutine hop,
-// and a value delivered from another goroutine is handed over, which costs
-// two goroutine switches. A loop body that pushes follow-up work into the
-// subject it ranges over is a work queue of any size.
+// The loop body always runs on the ranging goroutine, and a slow loop slows
+// its source. Breaking out of the loop (or returning, or panicking)
+// unsubscribes the source; an error ends the loop after yielding (zero, err)
+// once; completion ends it. All subscribes on the ranging goroutine and
+// starts no goroutine: a value delivered there (inside Subscribe, or by a
+// subject the loop body feeds) runs the body inside the source's own loop,
+// with no goroutine hop, its OnNext returning once the body has handled it;
+// values delivered from another goroutine are handed over through a queue of
+// 64, which the ranging goroutine takes in one batch (a goroutine switch per
+// batch, at most 128 values between producer and body). A loop body that
+// pushes follow-up work into the subject it ranges over is a work queue of
+// any size.
 //
 // # Operators
 //

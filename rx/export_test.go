@@ -11,10 +11,7 @@ func FusedStages(build func(Observable[int]) Observable[int]) int {
 	probe := observableFunc[int](func(o Observer[int]) Subscription {
 		n = 0
 		if r := fuseOf(o); r != nil {
-			n = len(r.ops)
-			if r.out != nil {
-				n++
-			}
+			n = r.stages
 		}
 		o.OnCompleted()
 		return noSubscription{}

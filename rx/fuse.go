@@ -8,13 +8,18 @@ package rx
 // itself as an op (its kind, the user's function, a pointer to its state
 // and scope) and names the observer below it, until the first observer that
 // is not such a stage (the user's, or an operator that holds state across
-// goroutines). Of and Range then hand their values to run in slices (Range
-// in chunks of 64), FromSeq and a Subject one at a time to push; run
-// interprets the ops inside its loop over the values, calling the user's
-// functions directly: a value costs those calls and one call into the
-// observer at the end, whatever the number of stages, and no allocation. A
-// stage that changes the value's type (Map from T to U) ends one fused run
-// and starts the next, with one more call. Return delivers its one value
+// goroutines). compose then builds one step function from the ops, from the
+// last up: a closure per stage specialised by its kind (a Map and a Filter
+// next to each other, or two Maps, make one closure), each calling the
+// user's functions and the next closure directly, the last calling the
+// observer below. The source's loop calls step for each value (FromSeq from
+// inside seq's yield, a Subject from its delivery): a value costs those
+// calls and no allocation, with no dispatch over the stages per value; Of
+// and Range (in chunks of 64) hand slices to the first closure's loop form
+// when the chain starts with Maps and Filters, and make no call per value
+// into the chain. A
+// stage that changes the value's type (Map from T to U) ends one fused run;
+// its closure calls the next run's step. Return delivers its one value
 // through OnNext: fusing it would cost more than it saves.
 //
 // Fusion is decided once per subscription and changes no behaviour: the
@@ -50,7 +55,7 @@ const (
 	opSkipWhile
 	opTakeWhile
 	opTake
-	opStep // a stage with a function of its own (DistinctUntilChanged)
+	opStep // a stage that builds its own closure (DistinctUntilChanged)
 )
 
 // op is one stage of a fused run over T.
@@ -65,46 +70,29 @@ type op[T any] struct {
 	pass *bool // SkipWhile is passing values
 	tw   *takeWhileObserver[T]
 	take *takeObserver[T]
+	// build makes an opStep stage's closure, calling next (or down.OnNext
+	// when next is nil) itself.
+	build func(next func(T) bool, down Observer[T]) func(T) bool
 }
 
-// runPlain is run for a chain of Maps and Filters only (the common case),
-// without the bookkeeping the other kinds need.
-func (r *fused[T]) runPlain(vs []T, sc *scope) bool {
-	ops, out, down := r.ops, r.out, r.down
-values:
-	for _, v := range vs {
-		if sc != nil && sc.done.Load() {
-			return false
-		}
-		for i := range ops {
-			x := &ops[i]
-			if x.kind == opMap {
-				v = x.f(v)
-			} else if !x.keep(v) {
-				continue values
-			}
-			if x.sc.done.Load() {
-				return false
-			}
-		}
-		if out != nil {
-			if !out(v) {
-				return false
-			}
-			continue
-		}
-		down.OnNext(v)
-	}
-	return true
-}
-
-// fused is a run of stages over T and what follows it: the fused run of
-// the next type (out), or the first observer that does not fuse (down).
+// fused is the fused form of a chain: step runs one value through every
+// stage of the run and the runs of other types that follow it, down to the
+// first observer that does not fuse.
 type fused[T any] struct {
-	ops   []op[T]
-	out   func(T) bool
-	down  Observer[T]
-	plain bool // ops holds only Maps and Filters
+	// step reports false when the chain has ended or unsubscribed (the
+	// source stops); true says only that the source may go on, after
+	// checking its scope as it does before every value.
+	step func(T) bool
+	// loop, when not nil, runs the values of a slice through the chain,
+	// checking the source's scope (when not nil) before each, and reports
+	// as step does: the first closure's work spelled out as a loop, for a
+	// chain that starts with Maps and Filters, so that a source holding its
+	// values in a slice (Of, Range in chunks) makes no call per value into
+	// the chain.
+	loop func(vs []T, sc *scope) bool
+	// stages is how many stages step runs in this type (a type change
+	// counts as one): what the fusion tests look at.
+	stages int
 }
 
 // fuseOf returns the fused form of the chain that starts at o, or nil when
@@ -136,154 +124,389 @@ func fuseOf[T any](o Observer[T]) *fused[T] {
 	if len(ops) == 0 && out == nil {
 		return nil
 	}
-	plain := true
-	for _, x := range ops {
-		plain = plain && (x.kind == opMap || x.kind == opFilter)
+	n := len(ops)
+	if out != nil {
+		n++
 	}
-	return &fused[T]{ops: ops, out: out, down: o, plain: plain}
-}
-
-// push runs v through the chain. It returns false when the chain has ended
-// or unsubscribed (the source stops); true says only that the source may go
-// on, after checking the scope as it does before every value.
-func (r *fused[T]) push(v T) bool {
-	one := [1]T{v}
-	if r.plain {
-		return r.runPlain(one[:], nil)
-	}
-	return r.run(one[:], nil)
+	step, loop := compose(ops, out, o)
+	return &fused[T]{step: step, loop: loop, stages: n}
 }
 
 // run runs the values of vs through the chain in order, checking sc (when
-// not nil) before each, and reports as push does. The ops are interpreted
-// inside the loop over the values, so that a synchronous source that hands
-// over a slice (Of, Range in chunks) calls the user's functions from this
-// one loop, with no call per stage.
+// not nil) before each, and reports as step does.
 func (r *fused[T]) run(vs []T, sc *scope) bool {
-	ops, out, down := r.ops, r.out, r.down
-	if r.plain {
-		return r.runPlain(vs, sc)
+	if r.loop != nil {
+		return r.loop(vs, sc)
 	}
-	if len(ops) > 64 { // more Takes than ends can mark: one value at a time
+	step := r.step
+	if sc == nil {
 		for _, v := range vs {
-			if sc.cancelled() {
-				return false
-			}
-			one := [1]T{v}
-			if !r.run(one[:], nil) {
+			if !step(v) {
 				return false
 			}
 		}
 		return true
 	}
 	for _, v := range vs {
-		if sc != nil && sc.done.Load() {
-			return false
-		}
-		// ends marks the Takes that reached their count with this value:
-		// they end once the rest of the chain has seen it, the lowest
-		// (furthest upstream) last.
-		var ends uint64
-		more, deliver := true, true
-	stages:
-		for i := range ops {
-			// Map and Filter, the most common, are tested first.
-			x := &ops[i]
-			if x.kind == opMap {
-				v = x.f(v)
-				if x.sc.done.Load() {
-					more, deliver = false, false
-					break
-				}
-				continue
-			}
-			if x.kind == opFilter {
-				if !x.keep(v) {
-					deliver = false
-					break
-				}
-				if x.sc.done.Load() {
-					more, deliver = false, false
-					break
-				}
-				continue
-			}
-			switch x.kind {
-			case opScan:
-				v = x.scan(*x.acc, v)
-				*x.acc = v
-				if x.sc.done.Load() {
-					more, deliver = false, false
-					break stages
-				}
-			case opSkip:
-				if *x.n > 0 {
-					*x.n--
-					deliver = false
-					break stages
-				}
-			case opSkipWhile:
-				if !*x.pass {
-					if x.keep(v) || x.sc.done.Load() {
-						deliver = false
-						break stages
-					}
-					*x.pass = true
-				}
-			case opTakeWhile:
-				t := x.tw
-				if t.done {
-					more, deliver = false, false
-					break stages
-				}
-				ok := x.keep(v)
-				if x.sc.done.Load() { // keep unsubscribed: neither the value nor the end
-					t.done = true
-					more, deliver = false, false
-					break stages
-				}
-				if !ok {
-					t.end()
-					more, deliver = false, false
-					break stages
-				}
-			case opTake:
-				t := x.take
-				if t.left <= 0 {
-					more, deliver = false, false
-					break stages
-				}
-				t.left--
-				if t.left == 0 {
-					ends |= 1 << i
-				}
-			case opStep:
-				if !x.keep(v) {
-					deliver = false
-					break stages
-				}
-			}
-		}
-		if deliver {
-			if out != nil {
-				more = out(v)
-			} else {
-				down.OnNext(v)
-			}
-		}
-		if ends != 0 {
-			for i := len(ops) - 1; i >= 0; i-- {
-				if ends&(1<<i) != 0 {
-					ops[i].take.end()
-				}
-			}
-			return false
-		}
-		if !more {
+		if sc.done.Load() || !step(v) {
 			return false
 		}
 	}
 	return true
+}
+
+// compose builds the chain's step at subscription, from the last stage up:
+// one closure per stage (a Map followed by a Filter, a Filter followed by a
+// Map and two Maps make one closure between them), each specialised by its
+// kind and calling the next directly, the last calling down.OnNext (or the
+// next type's step, out) itself. A value thus costs the user's functions, a
+// call per closure and the scope loads, with no dispatch over the stages.
+// loop is the first closure's loop form (see fused), or nil.
+func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(T) bool, loop func([]T, *scope) bool) {
+	next := out // nil: the last closure calls down.OnNext
+	for i := len(ops) - 1; i >= 0; {
+		if i == 0 || i == 1 {
+			// The first closure: its loop form too.
+			loop = headLoop(ops[:i+1], next, down)
+		}
+		if i >= 1 {
+			a, b := &ops[i-1], &ops[i]
+			switch {
+			case a.kind == opMap && b.kind == opFilter:
+				next = mapFilter(a.f, a.sc, b.keep, b.sc, next, down)
+				i -= 2
+				continue
+			case a.kind == opFilter && b.kind == opMap:
+				next = filterMap(a.keep, a.sc, b.f, b.sc, next, down)
+				i -= 2
+				continue
+			case a.kind == opMap && b.kind == opMap:
+				next = mapMap(a.f, a.sc, b.f, b.sc, next, down)
+				i -= 2
+				continue
+			}
+		}
+		next = single(&ops[i], next, down)
+		i--
+	}
+	return next, loop
+}
+
+// headLoop returns the loop form of the first closure when it is made of
+// the stages in g (a Map and a Filter in either order, two Maps, or one of
+// them), which calls next (or down.OnNext when next is nil); nil for the
+// other kinds. It does per value what the closure does.
+func headLoop[T any](g []op[T], next func(T) bool, down Observer[T]) func([]T, *scope) bool {
+	switch {
+	case len(g) == 2 && g[0].kind == opMap && g[1].kind == opFilter:
+		f, fsc, keep, ksc := g[0].f, g[0].sc, g[1].keep, g[1].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				v = f(v)
+				if fsc.done.Load() {
+					return false
+				}
+				if !keep(v) {
+					continue
+				}
+				if ksc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	case len(g) == 2 && g[0].kind == opFilter && g[1].kind == opMap:
+		keep, ksc, f, fsc := g[0].keep, g[0].sc, g[1].f, g[1].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				if !keep(v) {
+					continue
+				}
+				if ksc.done.Load() {
+					return false
+				}
+				v = f(v)
+				if fsc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	case len(g) == 2 && g[0].kind == opMap && g[1].kind == opMap:
+		f, fsc, h, hsc := g[0].f, g[0].sc, g[1].f, g[1].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				v = f(v)
+				if fsc.done.Load() {
+					return false
+				}
+				v = h(v)
+				if hsc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	case len(g) == 1 && g[0].kind == opMap:
+		f, fsc := g[0].f, g[0].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				v = f(v)
+				if fsc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	case len(g) == 1 && g[0].kind == opFilter:
+		keep, ksc := g[0].keep, g[0].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				if !keep(v) {
+					continue
+				}
+				if ksc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return nil
+}
+
+func mapFilter[T any](f func(T) T, fsc *scope, keep func(T) bool, ksc *scope, next func(T) bool, down Observer[T]) func(T) bool {
+	if next == nil {
+		return func(v T) bool {
+			v = f(v)
+			if fsc.done.Load() {
+				return false
+			}
+			if !keep(v) {
+				return true
+			}
+			if ksc.done.Load() {
+				return false
+			}
+			down.OnNext(v)
+			return true
+		}
+	}
+	return func(v T) bool {
+		v = f(v)
+		if fsc.done.Load() {
+			return false
+		}
+		if !keep(v) {
+			return true
+		}
+		return !ksc.done.Load() && next(v)
+	}
+}
+
+func filterMap[T any](keep func(T) bool, ksc *scope, f func(T) T, fsc *scope, next func(T) bool, down Observer[T]) func(T) bool {
+	if next == nil {
+		return func(v T) bool {
+			if !keep(v) {
+				return true
+			}
+			if ksc.done.Load() {
+				return false
+			}
+			v = f(v)
+			if fsc.done.Load() {
+				return false
+			}
+			down.OnNext(v)
+			return true
+		}
+	}
+	return func(v T) bool {
+		if !keep(v) {
+			return true
+		}
+		if ksc.done.Load() {
+			return false
+		}
+		v = f(v)
+		return !fsc.done.Load() && next(v)
+	}
+}
+
+func mapMap[T any](f func(T) T, fsc *scope, g func(T) T, gsc *scope, next func(T) bool, down Observer[T]) func(T) bool {
+	if next == nil {
+		return func(v T) bool {
+			v = f(v)
+			if fsc.done.Load() {
+				return false
+			}
+			v = g(v)
+			if gsc.done.Load() {
+				return false
+			}
+			down.OnNext(v)
+			return true
+		}
+	}
+	return func(v T) bool {
+		v = f(v)
+		if fsc.done.Load() {
+			return false
+		}
+		v = g(v)
+		return !gsc.done.Load() && next(v)
+	}
+}
+
+// single is the closure of one stage x followed by next (or down).
+func single[T any](x *op[T], next func(T) bool, down Observer[T]) func(T) bool {
+	sc := x.sc
+	switch x.kind {
+	case opMap:
+		f := x.f
+		if next == nil {
+			return func(v T) bool {
+				v = f(v)
+				if sc.done.Load() {
+					return false
+				}
+				down.OnNext(v)
+				return true
+			}
+		}
+		return func(v T) bool {
+			v = f(v)
+			return !sc.done.Load() && next(v)
+		}
+	case opFilter:
+		keep := x.keep
+		if next == nil {
+			return func(v T) bool {
+				if !keep(v) {
+					return true
+				}
+				if sc.done.Load() {
+					return false
+				}
+				down.OnNext(v)
+				return true
+			}
+		}
+		return func(v T) bool {
+			if !keep(v) {
+				return true
+			}
+			return !sc.done.Load() && next(v)
+		}
+	}
+	if x.kind == opStep {
+		return x.build(next, down)
+	}
+	if next == nil {
+		next = func(v T) bool { down.OnNext(v); return true }
+	}
+	switch x.kind {
+	case opScan:
+		scan, acc := x.scan, x.acc
+		return func(v T) bool {
+			v = scan(*acc, v)
+			*acc = v
+			return !sc.done.Load() && next(v)
+		}
+	case opSkip:
+		n := x.n
+		return func(v T) bool {
+			if *n > 0 {
+				*n--
+				return true
+			}
+			return next(v)
+		}
+	case opSkipWhile:
+		skip, pass := x.keep, x.pass
+		return func(v T) bool {
+			if !*pass {
+				if skip(v) || sc.done.Load() {
+					return true
+				}
+				*pass = true
+			}
+			return next(v)
+		}
+	case opTakeWhile:
+		t, keep := x.tw, x.keep
+		return func(v T) bool {
+			if t.done {
+				return false
+			}
+			ok := keep(v)
+			if sc.done.Load() { // keep unsubscribed: neither the value nor the end
+				t.done = true
+				return false
+			}
+			if !ok {
+				t.end()
+				return false
+			}
+			return next(v)
+		}
+	default: // opTake
+		t := x.take
+		return func(v T) bool {
+			if t.left <= 0 {
+				return false
+			}
+			t.left--
+			if t.left > 0 {
+				return next(v)
+			}
+			// The last value: the rest of the chain sees it, then this
+			// Take ends (after any Take below it that ended on it too).
+			next(v)
+			t.end()
+			return false
+		}
+	}
 }
 
 func (m *mapObserver[T, U]) rxStage() (op[T], Observer[T], bool) {
@@ -297,9 +520,10 @@ func (m *mapObserver[T, U]) rxStage() (op[T], Observer[T], bool) {
 func (m *mapObserver[T, U]) rxFuse() func(T) bool {
 	f, sc, down := m.f, m.sc, m.down
 	if next := fuseOf(down); next != nil {
+		step := next.step
 		return func(v T) bool {
 			u := f(v)
-			return !sc.done.Load() && next.push(u)
+			return !sc.done.Load() && step(u)
 		}
 	}
 	return func(v T) bool {
@@ -327,9 +551,10 @@ func (s *scanObserver[T, A]) rxStage() (op[T], Observer[T], bool) {
 func (s *scanObserver[T, A]) rxFuse() func(T) bool {
 	f, sc, down := s.f, s.sc, s.down
 	if next := fuseOf(down); next != nil {
+		step := next.step
 		return func(v T) bool {
 			s.acc = f(s.acc, v)
-			return !sc.done.Load() && next.push(s.acc)
+			return !sc.done.Load() && step(s.acc)
 		}
 	}
 	return func(v T) bool {
@@ -359,5 +584,27 @@ func (t *takeObserver[T]) rxStage() (op[T], Observer[T], bool) {
 }
 
 func (d *distinctObserver[T]) rxStage() (op[T], Observer[T], bool) {
-	return op[T]{kind: opStep, keep: d.fresh}, d.down, true
+	return op[T]{kind: opStep, build: d.step}, d.down, true
+}
+
+// step compares with == in the closure itself (T is comparable here, not
+// in the fused run).
+func (d *distinctObserver[T]) step(next func(T) bool, down Observer[T]) func(T) bool {
+	if next == nil {
+		return func(v T) bool {
+			if d.seen && v == d.last {
+				return true
+			}
+			d.seen, d.last = true, v
+			down.OnNext(v)
+			return true
+		}
+	}
+	return func(v T) bool {
+		if d.seen && v == d.last {
+			return true
+		}
+		d.seen, d.last = true, v
+		return next(v)
+	}
 }

@@ -34,12 +34,14 @@ import (
 //
 // Negative controls, run by hand on fuse.go (each fails the rule for the
 // stages named, with the fused and unfused logs side by side):
-//   - without the scope check after Map's function in run (or in runPlain,
-//     for chains of Maps and Filters only): Map, Filter,
+//   - without the scope check after Map's function in single's opMap
+//     closure (or in mapFilter's, for Maps followed by a Filter, or in
+//     headLoop's loops, which Range and Of run): Map, Filter,
 //     Scan, Do, TakeWhile ("[Map Do] over Range, unsub@fn1: fused [fn 0
 //     unsubscribe completed fn 1], unfused [fn 0 unsubscribe completed]"),
 //     and the table's own unsubscribe-inside rule for Map and Do;
-//   - without the check of the source's scope before each value in run:
+//   - without the check of the source's scope before each value in
+//     fused.run (Of) or Range's fused loop:
 //     Map, Filter, ... ("[Map] over Range, unsub@value1: fused [... completed
 //     fn 1]");
 //   - without SkipWhile's check after its function: "[SkipWhile Map] over

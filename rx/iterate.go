@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"sync"
+	"sync/atomic"
 )
 
 var errNilSource = errors.New("rx: nil Observable")
@@ -22,36 +24,40 @@ var errNilSource = errors.New("rx: nil Observable")
 // completion ends the loop. Breaking out of the loop (or returning, or
 // panicking) unsubscribes src.
 //
-// The source waits while the loop body runs: src's OnNext returns only after
-// the body has handled the value, so at most one value is in transit and a
-// slow loop slows its source rather than filling memory. The body always runs
-// on the ranging goroutine, which is also the goroutine that subscribes to
-// src:
+// A slow loop slows its source rather than filling memory. The body always
+// runs on the ranging goroutine, which is also the goroutine that
+// subscribes to src:
 //
 //   - A value delivered on the ranging goroutine (by Of, Range, a store's
 //     initial result inside Subscribe, a subject fed from the loop, a virtual
 //     clock advanced there) runs the body right there, inside the source's
-//     own loop, with no goroutine hop: a deterministic test can drive such a
-//     loop step by step, and a body that feeds the subject it ranges over
-//     (a work queue) has its OnNext queued by the subject behind the
+//     own loop, with no goroutine hop: the source's OnNext returns only
+//     after the body has handled the value. A deterministic test can drive
+//     such a loop step by step, and a body that feeds the subject it ranges
+//     over (a work queue) has its OnNext queued by the subject behind the
 //     current delivery, never made to wait. Cost per value: the source's
-//     loop and the fused stages above (see the package doc), one call into All's
-//     observer and one into the body; no goroutine switch, no allocation,
-//     no lock; with a ctx that can end, one ctx.Err before and after the
+//     loop and the fused stages above (see the package doc), one call into
+//     All's observer and one into the body; no goroutine switch, no
+//     allocation, no lock; with a ctx that can end, one ctx.Err before the
 //     body. `break` ends the body; All unsubscribes before control goes
 //     back into the source's loop, which stops before its next value.
 //   - A value delivered from another goroutine is handed over to the
-//     ranging goroutine, which runs the body while the producer waits: one
-//     value in transit, no queue. The hand-over costs two goroutine
-//     switches per value (an unbuffered send, then the body's
-//     acknowledgement), that is, the scheduler's wake-up latency twice;
-//     a producer that needs more throughput batches its values (BufferCount)
-//     or is consumed with Subscribe.
+//     ranging goroutine through a bounded queue: the producer's OnNext
+//     returns once the value is queued and waits for room while 64
+//     values are queued; the ranging goroutine takes all that
+//     is queued at once and runs the body for each. A producer faster than
+//     the body thus costs a goroutine switch per batch rather than two per
+//     value, and runs at most 128 values ahead of the body (the queue, and
+//     the batch the body is working through). Values keep the
+//     order of the source's calls, whichever goroutine made them; a
+//     terminal notification follows the values queued before it; `break`
+//     or the end of ctx drops what is queued, unsubscribes, and releases a
+//     producer waiting for room.
 //   - A value the loop body itself causes on the ranging goroutine while it
 //     runs (it advances a virtual clock that drives the source, say) cannot
 //     run the body again from inside it: it is queued and yielded as soon
 //     as the body returns, before anything else. That queue holds only what
-//     the body itself caused.
+//     the body itself caused, beside one batch of the hand-off.
 //
 // A body that feeds a subject which delivers from another goroutine is
 // bounded by that subject's mailbox: its OnNext waits for room once 32
@@ -77,18 +83,17 @@ func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 		a := &allObserver[T]{
 			sc:    newScope(),
 			yield: yield,
-			next:  make(chan T),
-			ack:   make(chan struct{}),
-			end:   make(chan error, 1),
+			wake:  make(chan struct{}, 1),
+			space: make(chan struct{}, 1),
 			ctx:   ctx,
 			m:     curg(),
 		}
 		a.lasting = ctx.Done() == nil
 		// Closed as the cancellation starts, before its cleanups run: a
-		// producer waiting on the hand-over is released first.
+		// producer waiting for room in the hand-off is released first.
 		a.stop = a.sc.doneChan()
 		// However the loop ends (break, return, panic, ctx), the source is
-		// unsubscribed and a producer waiting on the hand-over released.
+		// unsubscribed and a producer waiting for room released.
 		defer a.sc.cancel()
 		if ctx.Done() != nil {
 			// A source still inside Subscribe (a Create producer looping on
@@ -96,27 +101,16 @@ func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 			defer context.AfterFunc(ctx, a.sc.cancel)()
 		}
 		subscribeIn[T](src, a, a.sc)
-		if !a.flush() {
-			return
-		}
 		done := ctx.Done()
 		for {
-			select {
-			case v := <-a.next:
-				// A value and the end of ctx may be ready together: the
-				// context wins, so a loop never runs past its deadline.
-				ok := a.run(v)
-				select {
-				case a.ack <- struct{}{}:
-				case <-a.stop:
-				case <-done: // the producer stopped waiting for the ack
-				}
-				if !ok {
-					return
-				}
-			case err := <-a.end:
-				a.finish(err)
+			// What other goroutines handed over, in one batch: the body
+			// runs for each value with no goroutine switch between them.
+			a.take()
+			if !a.flush() {
 				return
+			}
+			select {
+			case <-a.wake:
 			case <-done:
 				a.finish(ctx.Err())
 				return
@@ -125,14 +119,19 @@ func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 	}
 }
 
+// allHandOff (64 in All's doc) bounds the values a producer on another
+// goroutine may hand over to All's loop ahead of its body: its OnNext returns once its value is
+// queued, and waits for room while allHandOff values are queued. The
+// ranging goroutine takes them all at once and runs the body for each, so
+// at most 2×allHandOff values are between a producer and the body.
+const allHandOff = 64
+
 // allObserver runs All's loop body for each value. Its fields are touched
-// by the ranging goroutine only, except the channels.
+// by the ranging goroutine only, except the hand-off (in, inEnd, inErr
+// under mu; pending; the channels) and termed.
 type allObserver[T any] struct {
 	sc    *scope
 	yield func(T, error) bool
-	next  chan T
-	ack   chan struct{}
-	end   chan error
 	stop  <-chan struct{} // closed when sc is cancelled
 	ctx   context.Context
 
@@ -140,15 +139,48 @@ type allObserver[T any] struct {
 	lasting bool    // ctx can never end (its Done is nil)
 	inBody  bool    // the loop body is running
 	stopped bool    // the loop has ended: yield must not be called again
-	queued  []T     // values the body caused while it ran
-	ended   bool    // a terminal notification arrived while the body ran
+	queued  []T     // values taken from the hand-off, and those the body caused while it ran
+	head    int     // queued[head:] are still to be yielded
+	ended   bool    // a terminal notification is to follow what is queued
 	endErr  error   // that notification's error (nil: completion)
 	termed  bool    // a terminal notification was handed over (any goroutine)
+
+	// The hand-off from producers on other goroutines: a queue of at most
+	// allHandOff values and the terminal notification, taken in one batch
+	// by the ranging goroutine. The source's calls are serialised, so at
+	// most one producer waits for room at a time.
+	mu      sync.Mutex
+	in      []T
+	inEnd   bool
+	inErr   error
+	pending atomic.Bool   // in or inEnd holds something: read without mu
+	wake    chan struct{} // a token: something was handed over
+	space   chan struct{} // a token: the ranging goroutine made room
 }
 
-// run yields v and what the body caused meanwhile; it reports whether the
-// loop goes on.
-func (a *allObserver[T]) run(v T) bool {
+// take moves what was handed over into queued, behind what is there.
+func (a *allObserver[T]) take() {
+	if !a.pending.Load() {
+		return
+	}
+	a.mu.Lock()
+	a.queued = append(a.queued, a.in...)
+	clear(a.in)
+	a.in = a.in[:0]
+	if a.inEnd {
+		a.inEnd = false
+		a.ended, a.endErr = true, a.inErr
+	}
+	a.pending.Store(false)
+	a.mu.Unlock()
+	select {
+	case a.space <- struct{}{}:
+	default:
+	}
+}
+
+// yieldOne runs the body for v and reports whether the loop goes on.
+func (a *allObserver[T]) yieldOne(v T) bool {
 	if a.stopped {
 		return false
 	}
@@ -164,21 +196,27 @@ func (a *allObserver[T]) run(v T) bool {
 		a.sc.cancel()
 		return false
 	}
-	return a.flush()
+	return true
 }
 
-// flush yields the values (and the ending) the body caused itself, and
-// reports whether the loop goes on.
+// run yields v and what the body caused meanwhile; it reports whether the
+// loop goes on.
+func (a *allObserver[T]) run(v T) bool { return a.yieldOne(v) && a.flush() }
+
+// flush yields the values queued (taken from the hand-off, or caused by the
+// body itself) in order, then the ending if one came, and reports whether
+// the loop goes on.
 func (a *allObserver[T]) flush() bool {
-	for len(a.queued) > 0 && !a.stopped {
-		v := a.queued[0]
-		a.queued[0] = *new(T)
-		a.queued = a.queued[1:]
-		if !a.run(v) {
-			return false
+	for a.head < len(a.queued) && !a.stopped {
+		v := a.queued[a.head]
+		a.queued[a.head] = *new(T)
+		a.head++
+		if !a.yieldOne(v) {
+			break
 		}
 	}
-	a.queued = nil
+	clear(a.queued[a.head:])
+	a.queued, a.head = a.queued[:0], 0
 	if a.stopped {
 		return false
 	}
@@ -210,6 +248,15 @@ func (a *allObserver[T]) OnNext(v T) {
 		if a.stopped || a.termed {
 			return
 		}
+		if a.pending.Load() {
+			// Values handed over earlier go first.
+			a.take()
+			a.queued = append(a.queued, v)
+			if !a.inBody {
+				a.flush()
+			}
+			return
+		}
 		if a.inBody {
 			a.queued = append(a.queued, v)
 			return
@@ -234,19 +281,33 @@ func (a *allObserver[T]) OnNext(v T) {
 	if a.termed {
 		return
 	}
-	// Waiting on ctx too bounds a loop body that makes its own source emit
-	// on its own goroutine, which no hand-over could serve.
-	select {
-	case a.next <- v:
-	case <-a.stop:
-		return
-	case <-a.ctx.Done():
+	a.mu.Lock()
+	for len(a.in) >= allHandOff {
+		a.mu.Unlock()
+		// Waiting on ctx too bounds a loop body that makes its own source
+		// emit on another goroutine, which the hand-off cannot serve.
+		select {
+		case <-a.space:
+		case <-a.stop:
+			return
+		case <-a.ctx.Done():
+			return
+		}
+		a.mu.Lock()
+	}
+	if a.sc.cancelled() {
+		a.mu.Unlock()
 		return
 	}
-	select {
-	case <-a.ack:
-	case <-a.stop:
-	case <-a.ctx.Done():
+	a.in = append(a.in, v)
+	first := !a.pending.Load()
+	a.pending.Store(true)
+	a.mu.Unlock()
+	if first {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -265,11 +326,24 @@ func (a *allObserver[T]) terminal(err error) {
 	}
 	a.termed = true
 	if curg() != a.m {
-		a.end <- err
+		a.mu.Lock()
+		a.inEnd, a.inErr = true, err
+		a.pending.Store(true)
+		a.mu.Unlock()
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
 		return
 	}
-	if a.inBody || len(a.queued) > 0 {
-		a.ended, a.endErr = true, err // after what the body caused
+	if a.pending.Load() {
+		a.take() // what was handed over goes first
+	}
+	if a.inBody || len(a.queued) > a.head || a.ended {
+		a.ended, a.endErr = true, err // after what is queued
+		if !a.inBody {
+			a.flush()
+		}
 		return
 	}
 	a.finish(err)
@@ -293,7 +367,8 @@ func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
 			// The stages below run inside seq's loop (see fuse.go).
 			// Checked again after the value, as below: seq computes no
 			// value past an unsubscription.
-			seq(func(v T) bool { return !sc.done.Load() && next.push(v) && !sc.done.Load() })
+			step := next.step
+			seq(func(v T) bool { return !sc.done.Load() && step(v) && !sc.done.Load() })
 		} else {
 			seq(func(v T) bool {
 				if sc.cancelled() {

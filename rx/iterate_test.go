@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -377,9 +378,15 @@ func TestAllAndFromSeqRefuseNilWithAnError(t *testing.T) {
 	assert.True(t, errors.As(err, &ae))
 }
 
+// allAhead is the bound All's doc gives a producer on another goroutine:
+// 64 values queued in the hand-off and 64 in the batch the body works
+// through.
+const allAhead = 2 * 64
+
 func TestAChannelProducerFeedingAllWaitsForTheLoopBody(t *testing.T) {
-	// The unbuffered channel carries the back-pressure: while the body
-	// handles value i, the producer has sent at most i+1 values.
+	// The hand-off is bounded: while the body handles value i, the producer
+	// has sent at most i+1+allAhead values (the +1 is the value
+	// FromChannel's goroutine holds while it waits for room).
 	const n = 20_000
 	ahead := func(ranger func(context.Context, rx.Observable[int]) iter.Seq2[int, error]) (worst int64) {
 		ch := make(chan int)
@@ -397,10 +404,89 @@ func TestAChannelProducerFeedingAllWaitsForTheLoopBody(t *testing.T) {
 		}
 		return worst
 	}
-	assert.LessOrEqual(t, ahead(rx.All[int]), int64(1))
+	assert.LessOrEqual(t, ahead(rx.All[int]), int64(allAhead+1))
 	t.Run("negative control: a bridge that buffers drains the producer first", func(t *testing.T) {
 		assert.EqualValues(t, n, ahead(collectThenRange[int]))
 	})
+}
+
+// orderedAcrossGoroutines emits 0..9 from a goroutine while produce, on the
+// subscribing goroutine, waits for it (the hand-off queues them without
+// making the producer wait), then emits 10 on the subscribing goroutine and
+// completes.
+func orderedAcrossGoroutines(t *testing.T) rx.Observable[int] {
+	return rx.Create(func(_ context.Context, o rx.Observer[int]) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range 10 {
+				o.OnNext(i)
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("the producer goroutine was made to wait for the loop body, which had not started")
+		}
+		o.OnNext(10)
+		o.OnCompleted()
+	})
+}
+
+// A value delivered on the ranging goroutine after values handed over from
+// another goroutine runs after them. Negative control: without the
+// a.pending check in allObserver.OnNext's ranging-goroutine path (the value
+// then runs the body at once) the loop yields [10 0 1 ... 9].
+func TestAllYieldsValuesHandedOverFromAnotherGoroutineBeforeALaterValueOnItsOwn(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	vs, errs := drain(rx.All(context.Background(), orderedAcrossGoroutines(t)))
+	assert.Empty(t, errs)
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, vs)
+}
+
+// A producer faster than the body runs ahead of it by a bounded batch: its
+// OnNext returns once the value is queued, so while the body is busy the
+// producer hands over up to 64 more values (a goroutine switch per batch
+// rather than two per value), and never more than allAhead. The body waits
+// (bounded) at each of its first values until the producer has handed the
+// next 64 over. Negative controls, run by hand on iterate.go: with
+// allHandOff = 1 (one value in transit, as All did before) the producer
+// stalls and the first assertion fails; without the wait for room in
+// allObserver.OnNext (an unbounded queue) the last one fails (worst ≈ n).
+func TestAGoroutineProducerRunsAheadOfAllsBodyByABoundedBatch(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const n = 10_000
+	var sent atomic.Int64
+	src := rx.Create(func(ctx context.Context, o rx.Observer[int]) {
+		go func() {
+			for i := 0; i < n && ctx.Err() == nil; i++ {
+				o.OnNext(i)
+				sent.Add(1)
+			}
+			o.OnCompleted()
+		}()
+	})
+	var worst int64
+	got, stalled := 0, false
+	for v, err := range rx.All(context.Background(), src) {
+		require.NoError(t, err)
+		got++
+		if v < 200 && !stalled {
+			want := min(int64(v)+65, n)
+			deadline := time.Now().Add(5 * time.Second)
+			for sent.Load() < want {
+				if time.Now().After(deadline) {
+					stalled = true
+					break
+				}
+				runtime.Gosched()
+			}
+		}
+		worst = max(worst, sent.Load()-int64(v))
+	}
+	assert.Equal(t, n, got)
+	assert.False(t, stalled, "the producer waited for the body: nothing was handed over ahead of it")
+	assert.LessOrEqual(t, worst, int64(allAhead+1), "the producer ran further ahead than the bound")
 }
 
 // Issue 19 §3: a work queue — the loop body pushes follow-up items into the

@@ -202,7 +202,7 @@ func (s *subjectCore[T]) emit(v T) {
 		switch {
 		case sub.sc.cancelled():
 		case sub.next != nil:
-			sub.next.push(v)
+			sub.next.step(v)
 		default:
 			sub.o.OnNext(v)
 		}

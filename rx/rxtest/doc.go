@@ -39,8 +39,8 @@
 //
 // Drive subscribes the pipeline on the ranging goroutine (rx.All runs the
 // loop body right inside deliveries made there), then advances the clock
-// from one due timer to the next on a goroutine of its own, a step at a time:
-// each step returns only once the loop body has handled what it delivered,
+// there too, from one due timer to the next, a step at a time: each step
+// returns only once the loop body has handled what it delivered,
 // so every run yields the same values at the same virtual times, with no
 // sleep and no real waiting. A pipeline that waits while no timer is pending
 // fails with ErrStalled rather than hanging the test. Rules: build every

@@ -19,11 +19,13 @@ var ErrStalled = errors.New("rxtest: the consumer waits for the stream, but no t
 //	for v, err := range rx.All(ctx, rxtest.Drive(clk, pipeline)) { ... }
 //
 // Subscribing subscribes src on the calling goroutine (values it delivers
-// there reach the consumer at once), then starts one goroutine that moves
-// clk from one due timer to the next: each step runs every timer due at
-// that instant, in order, and returns once their deliveries have returned
-// (through rx.All, once the loop body has handled each value), and only then
-// is the next timer looked for. Values thus arrive one at a time, at their
+// there reach the consumer at once), then, still inside Subscribe on that
+// goroutine, moves clk from one due timer to the next: each step runs every
+// timer due at that instant, in order, and returns once their deliveries
+// have returned (through rx.All, which runs the loop body inside the
+// delivery on the ranging goroutine, once the body has handled each value),
+// and only then is the next timer looked for. Subscribe thus returns when
+// the stream has ended or the subscription was cancelled. Values thus arrive one at a time, at their
 // virtual times, in the same order on every run, and the body can read
 // clk.Elapsed() to see when each came. The driver stops when the
 // subscription ends (the stream terminates, or the consumer unsubscribes,
@@ -41,27 +43,26 @@ func Drive[T any](clk *Clock, src rx.Observable[T]) rx.Observable[T] {
 		mark := func() { ended.Store(true) }
 		tracked := rx.Finally(src, mark)
 		driver := rx.Create(func(ctx context.Context, o rx.Observer[T]) {
-			go func() {
-				for ctx.Err() == nil {
-					if ended.Load() {
-						o.OnCompleted()
-						return
-					}
-					at, ok := clk.nextDue()
-					if !ok {
-						if !ended.Load() {
-							o.OnError(ErrStalled)
-						}
-						return
-					}
-					clk.AdvanceTo(at)
+			for ctx.Err() == nil {
+				if ended.Load() {
+					o.OnCompleted()
+					return
 				}
-			}()
+				at, ok := clk.nextDue()
+				if !ok {
+					if !ended.Load() {
+						o.OnError(ErrStalled)
+					}
+					return
+				}
+				clk.AdvanceTo(at)
+			}
 		})
 		// Merge subscribes src first, on the subscribing goroutine, and
-		// starts the driver once src's Subscribe has returned (it has then
-		// armed its first timers). The driver completes once src has
-		// ended, so the merge ends with src; an error of either ends both.
+		// then the driver, which moves the clock there, once src's
+		// Subscribe has returned (it has then armed its first timers). The
+		// driver completes once src has ended, so the merge ends with src;
+		// an error of either ends both.
 		return rx.Merge(tracked, driver)
 	})
 }
