@@ -60,6 +60,7 @@ type config struct {
 	partitions int
 	writers    int
 	budget     time.Duration
+	cpuProfile string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -73,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.partitions, "partitions", 10, "partitions the viewers are spread over")
 	fs.IntVar(&c.writers, "writers", 8, "the writer's concurrent Puts at most (a Put may take longer than -interval)")
 	fs.DurationVar(&c.budget, "budget", 10*time.Minute, "bound on the whole run")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write each replica's CPU profile of the writes to this path plus .replicaN")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -43,6 +45,7 @@ type roleConfig struct {
 	Partitions int
 	Writers    int
 	Seed       uint64
+	CPUProfile string // replica: write a CPU profile of the writes to this path plus its name
 }
 
 // expectation is the coordinator's line to a replica once the writer is
@@ -203,6 +206,17 @@ func runReplica(ctx context.Context, store *pgstore.Store, rc roleConfig, stdin 
 		}
 	}
 	cpu0, st0 := cpuTime(), store.Stats()
+	if rc.CPUProfile != "" {
+		f, err := os.Create(rc.CPUProfile + "." + rc.Name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	fmt.Fprintln(stdout, "ready")
 
 	line, err := readLine(ctx, stdin, orderBudget, "the coordinator's expectation")

@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 		return summary{}, err
 	}
 	base := roleConfig{PGURL: url, Live: cfg.live, Writes: cfg.writes, Interval: cfg.interval,
-		Partitions: cfg.partitions, Writers: cfg.writers}
+		Partitions: cfg.partitions, Writers: cfg.writers, CPUProfile: cfg.cpuProfile}
 
 	var reps []*child
 	defer func() {

@@ -20,9 +20,11 @@ func (s *Store) connectListener(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting the change listener: %w", explain(err))
 	}
-	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{NotifyChannel}.Sanitize()); err != nil {
-		s.closeConn(conn)
-		return nil, fmt.Errorf("listening on %s: %w", NotifyChannel, explain(err))
+	for _, channel := range []string{NotifyChannel, s.fences.channel} {
+		if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{channel}.Sanitize()); err != nil {
+			s.closeConn(conn)
+			return nil, fmt.Errorf("listening on %s: %w", channel, explain(err))
+		}
 	}
 	return conn, nil
 }
@@ -63,6 +65,10 @@ func (s *Store) receive(conn *pgx.Conn) error {
 		n, err := conn.WaitForNotification(s.ctx)
 		if err != nil {
 			return err
+		}
+		if n.Channel == s.fences.channel {
+			s.fences.received(n.Payload)
+			continue
 		}
 		s.handle(n.Payload)
 	}
@@ -105,9 +111,10 @@ func (s *Store) reconnect(cause error) *pgx.Conn {
 
 // notice is the payload the notify triggers send.
 type notice struct {
-	Path     *string `json:"path"`
-	Op       string  `json:"op"`
-	NodeType *string `json:"node_type"`
+	Path     *string    `json:"path"`
+	Op       string     `json:"op"`
+	NodeType *string    `json:"node_type"`
+	Row      *noticeRow `json:"row"` // migration 0005: the written row, when it fits
 }
 
 // handle settles one notification: it updates the known schemas, makes the
@@ -140,9 +147,22 @@ func (s *Store) handle(payload string) {
 		} else {
 			s.schemas.addPartition(schema)
 		}
-		s.dispatch(schema, !global, path, nodeType, typed)
+		s.dispatch(schema, !global, path, nodeType, typed, n.carried(op, path))
 	}
 	s.announce(mesh.ChangeNotice{Path: path, Op: op, NodeType: nodeType})
+}
+
+// carried returns what the notice says of path without a read: that it
+// was deleted, or the row it carried; nil when it says neither.
+func (n *notice) carried(op mesh.WriteOp, path string) *written {
+	if op == mesh.WriteDelete {
+		return &written{carried: true, gone: true}
+	}
+	node, ok := n.Row.node()
+	if !ok || node.Path != path {
+		return nil
+	}
+	return &written{carried: true, node: node}
 }
 
 // dispatchAll makes every live query re-read.
@@ -151,7 +171,7 @@ func (s *Store) dispatchAll() {
 	defer s.mu.Unlock()
 	s.live.All(func(lq *liveQuery) {
 		s.requeries.Add(1)
-		lq.owe(pendingDiff, "")
+		lq.owe(pendingDiff, "", nil)
 	})
 }
 

@@ -1,0 +1,153 @@
+package pgstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh"
+)
+
+// trusting writes a marker node from writer and waits for its frame on w's
+// query on reader, made without a point read: the query's fence, sent
+// after its Initial and before the Initial was delivered, precedes the
+// marker. (More than one attempt is allowed for a fence whose NOTIFY
+// failed; each is bounded by testBudget.)
+func trusting(t *testing.T, reader, writer *Store, w *watch[mesh.Change], ns string) {
+	t.Helper()
+	for i := range 3 {
+		before := reader.Stats().PointReads
+		path := fmt.Sprintf("%s/marker%d", ns, i)
+		put(t, writer, mesh.Node{Path: path, NodeType: "Article"})
+		w.await(t, "Added "+path, kindOn(mesh.Added, path))
+		if reader.Stats().PointReads == before {
+			return
+		}
+	}
+	t.Fatalf("3 writes each needed a point read: rows were never trusted")
+}
+
+// inUTC returns n with its time in time.UTC's representation: reads of
+// a query and of a path scan times into equal instants in different
+// *time.Location values.
+func inUTC(n mesh.Node) mesh.Node {
+	n.LastModified = n.LastModified.UTC()
+	return n
+}
+
+// The frame a live query builds from a notice's row is the frame a read
+// would have given: the same node, field for field (content as PostgreSQL
+// returns jsonb, the time in UTC, absent content nil), for an insert, an
+// update and a delete, and no point read is made for any of them.
+// Negative control: before notices carried rows (and with the fence never
+// arriving) every one of these writes costs a point read, so the
+// PointReads assertions fail.
+func TestAFrameFromANoticesRowEqualsTheFrameFromARead(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	reader, writer := openStore(t, url, Options{}), openStore(t, url, Options{})
+	const ns = "acme/Rows"
+	put(t, writer, mesh.Node{Path: ns + "/seed", NodeType: "Article"})
+	w := watchQuery(t, reader, "namespace:"+ns+" nodeType:Article")
+	w.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial })
+	trusting(t, reader, writer, w, ns)
+
+	before := reader.Stats()
+	full := mesh.Node{Path: ns + "/full", NodeType: "Article", Name: "Ünïcode \"name\"", MainNode: "acme/Rows/seed",
+		State: 3, Content: json.RawMessage(`{"b":[1,2.50,"x\u00e9"],"a":{"nested":true},"n":null}`)}
+	bare := mesh.Node{Path: ns + "/bare", NodeType: "Article"} // no content: SQL NULL
+	for _, n := range []mesh.Node{full, bare} {
+		stored := put(t, writer, n)
+		added := w.await(t, "Added "+n.Path, kindOn(mesh.Added, n.Path))
+		read := initialOf(t, reader, "path:"+n.Path)
+		require.Len(t, read.Items, 1)
+		assert.Equal(t, inUTC(read.Items[0]), inUTC(added.Items[0]), "the row from the notice is the node a read returns")
+		assert.Equal(t, stored.Version, added.Items[0].Version)
+	}
+	assert.Nil(t, w.await(t, "Added bare", kindOn(mesh.Added, bare.Path)).Items[0].Content)
+
+	full.Content = json.RawMessage(`{"b":2}`)
+	put(t, writer, full)
+	updated := w.await(t, "Updated full", kindOn(mesh.Updated, full.Path))
+	read := initialOf(t, reader, "path:"+full.Path)
+	assert.Equal(t, inUTC(read.Items[0]), inUTC(updated.Items[0]))
+
+	del(t, writer, full.Path)
+	w.await(t, "Removed full", kindOn(mesh.Removed, full.Path))
+
+	after := reader.Stats()
+	assert.Equal(t, before.PointReads, after.PointReads, "no written path was read back")
+	assert.EqualValues(t, 4, after.NoticeRows-before.NoticeRows, "two inserts, an update and a delete settled from their notices")
+}
+
+// A row too large for NOTIFY's payload is left out of the notice; the live
+// query reads the path instead and sends the same frame. (The control is
+// the test above: the same setup with a small row makes no point read.)
+func TestANoticeWithoutItsRowIsSettledByAReadWithTheSameFrame(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	reader, writer := openStore(t, url, Options{}), openStore(t, url, Options{})
+	const ns = "acme/Big"
+	put(t, writer, mesh.Node{Path: ns + "/seed", NodeType: "Article"})
+	w := watchQuery(t, reader, "namespace:"+ns+" nodeType:Article")
+	w.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial })
+	trusting(t, reader, writer, w, ns)
+
+	before := reader.Stats()
+	big := mesh.Node{Path: ns + "/big", NodeType: "Article", Content: json.RawMessage(`{"text":"` + strings.Repeat("x", 9000) + `"}`)}
+	put(t, writer, big)
+	added := w.await(t, "Added big", kindOn(mesh.Added, big.Path))
+	read := initialOf(t, reader, "path:"+big.Path)
+	assert.Equal(t, inUTC(read.Items[0]), inUTC(added.Items[0]))
+	after := reader.Stats()
+	assert.Greater(t, after.PointReads, before.PointReads, "the path was read back")
+	assert.Equal(t, before.NoticeRows, after.NoticeRows, "no row came with the notice")
+}
+
+// A notice's row is applied only after the fence the live query sent once
+// its last read ended: a read may have seen a commit later than the
+// notice's, and applying the older row would take the result back. While
+// a read is due and until its fence arrives, the path is read instead.
+func TestANoticesRowIsTrustedOnlyAfterTheQuerysFence(t *testing.T) {
+	q, err := mesh.Parse("namespace:a/b")
+	require.NoError(t, err)
+	lq := newLiveQuery(q, planFor(q, mesh.Reach{Schemas: []string{"p_a"}}))
+	f := newFences()
+	row := &written{carried: true, node: mesh.Node{Path: "a/b/c", Namespace: "a/b", ID: "c"}}
+	carried := func() bool {
+		_, paths := lq.take()
+		require.Len(t, paths, 1)
+		return paths[0].carried
+	}
+
+	lq.take() // the Initial: a read
+	lq.owe(pendingDiff, "a/b/c", row)
+	assert.False(t, carried(), "no fence sent yet: read the path")
+	first := f.add(lq) // after that point read
+	lq.owe(pendingDiff, "a/b/c", row)
+	assert.False(t, carried(), "the fence has not arrived: read the path")
+
+	second := f.add(lq) // after that read
+	f.received(strconv.FormatInt(first, 10))
+	lq.owe(pendingDiff, "a/b/c", row)
+	assert.False(t, carried(), "an older fence of the query's does not vouch for its latest read")
+
+	third := f.add(lq)
+	f.received(strconv.FormatInt(second, 10)) // replaced: ignored
+	f.received(strconv.FormatInt(third, 10))
+	f.received("not a fence")
+	lq.owe(pendingDiff, "a/b/c", row)
+	assert.True(t, carried(), "after its fence the row stands (control: the same row as above)")
+
+	lq.owe(pendingDiff, "a/b/c", row)
+	lq.owe(pendingDiff, "a/b/c", nil) // a later notice without a row
+	assert.False(t, carried(), "the latest notice of a path decides: this one must be read")
+	lq.owe(pendingDiff, "a/b/c", row)
+	assert.False(t, carried(), "that read needs a new fence before rows are trusted again")
+	assert.Empty(t, f.waiting, "no fence is left registered")
+}
