@@ -1,12 +1,16 @@
 package pgstore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -150,4 +154,64 @@ func TestANoticesRowIsTrustedOnlyAfterTheQuerysFence(t *testing.T) {
 	lq.owe(pendingDiff, "a/b/c", row)
 	assert.False(t, carried(), "that read needs a new fence before rows are trusted again")
 	assert.Empty(t, f.waiting, "no fence is left registered")
+}
+
+// Any role that can connect to the database can NOTIFY, so a row in a
+// notice is believed only from a backend running as the store's own role:
+// a forged row from another role makes the query read the path (where
+// nothing is), and no frame carries it. Control: the same forged notice
+// sent as the store's own role is applied, so it is the sender's role
+// that keeps the first one out.
+func TestARowInANoticeFromAnotherRoleIsNotBelieved(t *testing.T) {
+	t.Parallel()
+	dbURL := pg.Database(t)
+	reader, writer := openStore(t, dbURL, Options{}), openStore(t, dbURL, Options{})
+	const ns = "acme/Forged"
+	put(t, writer, mesh.Node{Path: ns + "/seed", NodeType: "Article"})
+	w := watchQuery(t, reader, "namespace:"+ns+" nodeType:Article")
+	w.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial })
+	trusting(t, reader, writer, w, ns)
+
+	ctx, cancel := context.WithTimeout(t.Context(), testBudget)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	role := fmt.Sprintf("forger_%d", time.Now().UnixNano())
+	_, err = admin.Exec(ctx, "CREATE ROLE "+role+" LOGIN")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testBudget)
+		defer cancel()
+		_, err := admin.Exec(ctx, "DROP ROLE "+role)
+		assert.NoError(t, err)
+	})
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	u.User = url.User(role)
+
+	// The forger's connection stays open until the test ends, so that
+	// the listener finds its backend and its role.
+	forge := func(connURL, id string) {
+		conn, err := pgx.Connect(ctx, connURL)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = conn.Close(context.Background()) })
+		path := ns + "/" + id
+		payload := fmt.Sprintf(`{"path":%q,"op":"INSERT","node_type":"Article","n":1,"row":{"namespace":%q,"id":%q,"path":%q,`+
+			`"name":null,"node_type":"Article","main_node":null,"content":{"forged":true},"content_null":false,"version":1,`+
+			`"state":0,"last_modified":"2026-01-01T00:00:00+00:00"}}`, path, ns, id, path)
+		_, err = conn.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, payload)
+		require.NoError(t, err)
+	}
+
+	forge(u.String(), "other")
+	put(t, writer, mesh.Node{Path: ns + "/after", NodeType: "Article"})
+	w.await(t, "Added after", kindOn(mesh.Added, ns+"/after"))
+	for _, c := range w.values(t) {
+		assert.NotContains(t, pathsOf(c.Items), ns+"/other", "a frame carried another role's forged row")
+	}
+
+	forge(dbURL, "same")
+	added := w.await(t, "the row sent as the store's own role", kindOn(mesh.Added, ns+"/same"))
+	assert.JSONEq(t, `{"forged":true}`, string(added.Items[0].Content))
 }
