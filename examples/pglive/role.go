@@ -329,6 +329,27 @@ func runWriter(ctx context.Context, store *pgstore.Store, rc roleConfig, stdout 
 			}
 		}()
 	}
+	// Warm up: every Put slot opens its pool connection before the
+	// schedule starts (the paths concern no live query).
+	var warm sync.WaitGroup
+	warmErrs := make(chan error, rc.Writers)
+	for i := range rc.Writers {
+		warm.Add(1)
+		go func() {
+			defer warm.Done()
+			_, err := store.Put(ctx, mesh.Node{Path: fmt.Sprintf("vp00/warmup/w%d", i), NodeType: "Warmup"})
+			warmErrs <- err
+		}()
+	}
+	warm.Wait() // each Put is bounded by the store's Operation budget
+	close(warmErrs)
+	for err := range warmErrs {
+		if err != nil {
+			close(jobs)
+			wg.Wait()
+			return fmt.Errorf("warming up the writer: %w", err)
+		}
+	}
 	rng := rand.New(rand.NewPCG(rc.Seed, 25))
 	ticker := time.NewTicker(rc.Interval)
 	start := time.Now()

@@ -98,7 +98,7 @@ func (s *Store) sendFence(ctx context.Context, lq *liveQuery) {
 	n := s.fences.add(lq)
 	ctx, cancel, explain := bounded(ctx, s.budgets.Operation, "sending a live-query fence")
 	defer cancel()
-	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, s.fences.channel, strconv.FormatInt(n, 10)); err != nil {
+	if _, err := s.pool.Exec(ctx, "-- fence\nSELECT pg_notify($1, $2)", s.fences.channel, strconv.FormatInt(n, 10)); err != nil {
 		s.fences.drop(lq)
 		if ctx.Err() == nil {
 			s.log.Warn("pgstore: sending a live-query fence failed; the query re-reads written paths meanwhile", "query", lq.q.String(), "err", explain(err))
