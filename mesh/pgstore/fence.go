@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meshrx/meshrx/mesh"
@@ -17,93 +18,124 @@ import (
 // read of the query's own may have seen a later commit of that path: a
 // notice for a commit the read already saw, arriving after the read, would
 // otherwise take the result back to the older row. Notices arrive in commit
-// order, so a fence settles it: after each read, before sending what it
-// read, a live query sends a fence, a NOTIFY on the store's own channel
-// naming a number registered to the query. Every notice the listener
-// receives after that fence is of a commit the read did not see, and its
-// row is applied as it stands. Until the fence arrives, and from the
-// moment another read is due, notices make the query read the path, as
-// before. Because the fence commits before the query's frames are sent, a
-// write made after seeing them is always applied from its row.
+// order, so a fence settles it: a NOTIFY with a number, on a channel only
+// this store listens to, sent after the read ended. Every notice the
+// listener receives after that fence is of a commit the read did not see,
+// and its row is applied as it stands. Until the fence arrives, and from
+// the moment another read is due, notices make the query read the path, as
+// before. One goroutine sends the fences in increasing order, one for any
+// number of reads that ended before it started (10,000 Initials need not
+// send 10,000 NOTIFYs), and a query waits for its fence to be sent before
+// delivering what it read: a write made after seeing those frames commits
+// after the fence, so its row is applied.
 
-// fences registers the store's fences: numbers sent on a channel only this
-// store listens to, each registered to the live query that sent it.
+// fences are the store's fences.
 type fences struct {
 	channel string
+	want    chan struct{} // capacity 1: a fence is owed
+	seen    atomic.Int64  // the highest fence the listener has received
 
-	mu      sync.Mutex
-	next    int64
-	waiting map[int64]*liveQuery // at most one per live query: its latest fence
+	mu     sync.Mutex
+	next   int64         // the number the next fence sent will have
+	sent   int64         // the highest fence whose NOTIFY has returned (or failed)
+	sentCh chan struct{} // closed when sent advances
 }
 
 func newFences() *fences {
 	var id [8]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
-	return &fences{channel: "mesh_live_fence_" + hex.EncodeToString(id[:]), next: 1, waiting: map[int64]*liveQuery{}}
+	return &fences{channel: "mesh_live_fence_" + hex.EncodeToString(id[:]), want: make(chan struct{}, 1),
+		next: 1, sentCh: make(chan struct{})}
 }
 
-// add registers a new fence for lq, replacing its previous one.
-func (f *fences) add(lq *liveQuery) int64 {
+// request returns the number of a fence whose NOTIFY starts after this
+// call, and makes sure one is sent.
+func (f *fences) request() int64 {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	n := f.next
-	f.next++
-	lq.mu.Lock()
-	if lq.fence != 0 && f.waiting[lq.fence] == lq {
-		delete(f.waiting, lq.fence)
+	f.mu.Unlock()
+	select {
+	case f.want <- struct{}{}:
+	default: // one is owed already; it takes a number no lower than n
 	}
-	lq.fence, lq.trusted = n, false
-	lq.mu.Unlock()
-	f.waiting[n] = lq
 	return n
 }
 
-// drop forgets lq's fence (the query ended, or its fence failed to go out).
-func (f *fences) drop(lq *liveQuery) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	lq.mu.Lock()
-	n := lq.fence
-	lq.mu.Unlock()
-	if f.waiting[n] == lq {
-		delete(f.waiting, n)
-	}
-}
-
-// received settles a fence from the listener's connection: its query
-// trusts the rows of the notices after it, unless a read has become due
-// since (take cleared its fence).
+// received records a fence from the listener's connection.
 func (f *fences) received(payload string) {
 	n, err := strconv.ParseInt(payload, 10, 64)
 	if err != nil {
-		return // not ours: nothing is trusted on its account
+		return // not one of ours: nothing is trusted on its account
 	}
-	f.mu.Lock()
-	lq := f.waiting[n]
-	delete(f.waiting, n)
-	f.mu.Unlock()
-	if lq == nil {
-		return
-	}
-	lq.mu.Lock()
-	if lq.fence == n {
-		lq.trusted = true
-	}
-	lq.mu.Unlock()
-}
-
-// sendFence sends a fence for lq after its read, within Budgets.Operation.
-// If it cannot, lq keeps reading written paths; its next read tries again.
-func (s *Store) sendFence(ctx context.Context, lq *liveQuery) {
-	n := s.fences.add(lq)
-	ctx, cancel, explain := bounded(ctx, s.budgets.Operation, "sending a live-query fence")
-	defer cancel()
-	if _, err := s.pool.Exec(ctx, "-- fence\nSELECT pg_notify($1, $2)", s.fences.channel, strconv.FormatInt(n, 10)); err != nil {
-		s.fences.drop(lq)
-		if ctx.Err() == nil {
-			s.log.Warn("pgstore: sending a live-query fence failed; the query re-reads written paths meanwhile", "query", lq.q.String(), "err", explain(err))
+	for {
+		old := f.seen.Load()
+		if n <= old || f.seen.CompareAndSwap(old, n) {
+			return
 		}
 	}
+}
+
+// awaitSent waits until fence n has been sent, at most budget or until ctx
+// ends; past that the query delivers its frames anyway (its rows are
+// trusted whenever the fence arrives).
+func (f *fences) awaitSent(ctx context.Context, n int64, budget time.Duration) {
+	timer := time.NewTimer(budget)
+	defer timer.Stop()
+	for {
+		f.mu.Lock()
+		sent, ch := f.sent, f.sentCh
+		f.mu.Unlock()
+		if sent >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// sendFences is the fence goroutine: one NOTIFY per request, coalesced,
+// each within Budgets.Operation. A fence that fails to go out leaves the
+// queries waiting for it reading written paths until a later one arrives.
+func (s *Store) sendFences() {
+	defer s.wg.Done()
+	f := s.fences
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-f.want:
+		}
+		f.mu.Lock()
+		n := f.next
+		f.next++
+		f.mu.Unlock()
+		ctx, cancel, explain := bounded(s.ctx, s.budgets.Operation, "sending a live-query fence")
+		_, err := s.pool.Exec(ctx, "-- fence\nSELECT pg_notify($1, $2)", f.channel, strconv.FormatInt(n, 10))
+		cancel()
+		if err != nil && s.ctx.Err() == nil {
+			s.log.Warn("pgstore: sending a live-query fence failed; live queries re-read written paths meanwhile", "err", explain(err))
+		}
+		f.mu.Lock()
+		f.sent = n
+		close(f.sentCh)
+		f.sentCh = make(chan struct{})
+		f.mu.Unlock()
+	}
+}
+
+// fenceAfterRead gives lq a fence after its read and waits (bounded by
+// Budgets.Operation) for it to be sent.
+func (s *Store) fenceAfterRead(ctx context.Context, lq *liveQuery) {
+	n := s.fences.request()
+	lq.mu.Lock()
+	lq.fence = n
+	lq.mu.Unlock()
+	s.fences.awaitSent(ctx, n, s.budgets.Operation)
 }
 
 // noticeRow is the row a change notice carries (migration 0005).

@@ -213,7 +213,7 @@ func (s *Store) dispatchAll() {
 	defer s.mu.Unlock()
 	s.live.All(func(lq *liveQuery) {
 		s.requeries.Add(1)
-		lq.owe(pendingDiff, "", nil)
+		lq.owe(pendingDiff, "", nil, 0)
 	})
 }
 

@@ -45,8 +45,7 @@ type liveQuery struct {
 	owed    pending
 	dirty   map[string]written // written paths to re-check, for pendingDiff
 	readAll bool               // a pendingDiff that needs a full re-read
-	fence   int64              // the fence sent after its last read (see fence.go); 0: none
-	trusted bool               // that fence has arrived and no read is due: notices' rows stand
+	fence   int64              // the fence after its last read (see fence.go); 0 while a read is due
 }
 
 // written is what a live query knows of a written path: the row its notice
@@ -90,9 +89,10 @@ func newLiveQuery(q *mesh.Query, p plan) *liveQuery {
 
 // owe schedules a read of at least strength p. For pendingDiff, path is the
 // written path to re-check, or "" for a full re-read; row is what its
-// notice carried (nil: nothing), used if the query trusts notices' rows
-// (no read of its own can have seen a later commit).
-func (lq *liveQuery) owe(p pending, path string, row *written) {
+// notice carried (nil: nothing), used if the listener has received the
+// query's fence (fenceSeen): no read of its own can have seen a later
+// commit.
+func (lq *liveQuery) owe(p pending, path string, row *written, fenceSeen int64) {
 	lq.mu.Lock()
 	lq.owed = max(lq.owed, p)
 	if p == pendingDiff {
@@ -100,7 +100,7 @@ func (lq *liveQuery) owe(p pending, path string, row *written) {
 			lq.readAll = true
 		} else {
 			w := written{}
-			if row != nil && lq.trusted {
+			if row != nil && lq.fence != 0 && fenceSeen >= lq.fence {
 				w = *row
 			}
 			lq.dirty[path] = w // the latest notice of the path stands for the earlier ones
@@ -133,7 +133,7 @@ func (lq *liveQuery) take() (pending, []dirtyPath) {
 		slices.SortFunc(paths, func(a, b dirtyPath) int { return strings.Compare(a.path, b.path) })
 	}
 	if reads {
-		lq.fence, lq.trusted = 0, false
+		lq.fence = 0
 	}
 	lq.owed, lq.readAll = pendingNone, false
 	clear(lq.dirty)
@@ -210,7 +210,7 @@ func (s *Store) runLive(subCtx context.Context, lq *liveQuery, o rx.Observer[mes
 			if paths != nil {
 				frames, read, err := s.recheck(ctx, lq, paths, last)
 				if read && err == nil {
-					s.sendFence(ctx, lq)
+					s.fenceAfterRead(ctx, lq)
 				}
 				if err == nil {
 					for _, c := range frames {
@@ -226,7 +226,7 @@ func (s *Store) runLive(subCtx context.Context, lq *liveQuery, o rx.Observer[mes
 			}
 			items, parts, err := s.readRetrying(ctx, lq.q, lq.plan)
 			if err == nil {
-				s.sendFence(ctx, lq)
+				s.fenceAfterRead(ctx, lq)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -274,7 +274,6 @@ func (s *Store) unregister(lq *liveQuery) {
 	s.mu.Lock()
 	s.live.Remove(lq.entry)
 	s.mu.Unlock()
-	s.fences.drop(lq)
 }
 
 // diff returns the frames that turn the result before into the result
@@ -397,12 +396,13 @@ func (s *Store) dispatch(schema string, partition bool, path, nodeType string, t
 	typ := strings.ToLower(nodeType)
 	w := liveindex.Write{Schema: schema, Partition: partition, Typed: typed, TypeA: typ, TypeB: typ, Path: strings.ToLower(path)}
 	requeried := 0
+	seen := s.fences.seen.Load()
 	s.mu.Lock()
 	total := s.live.Len()
 	s.live.Visit(w, func(lq *liveQuery) {
 		if lq.concerns(schema, partition, path, nodeType, typed) {
 			requeried++
-			lq.owe(pendingDiff, path, row)
+			lq.owe(pendingDiff, path, row, seen)
 		}
 	})
 	s.mu.Unlock()
@@ -415,5 +415,5 @@ func (s *Store) dispatch(schema string, partition bool, path, nodeType string, t
 func (s *Store) resetAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.live.All(func(lq *liveQuery) { lq.owe(pendingReset, "", nil) })
+	s.live.All(func(lq *liveQuery) { lq.owe(pendingReset, "", nil, 0) })
 }

@@ -113,10 +113,11 @@ func TestANoticeWithoutItsRowIsSettledByAReadWithTheSameFrame(t *testing.T) {
 	assert.Equal(t, before.NoticeRows, after.NoticeRows, "no row came with the notice")
 }
 
-// A notice's row is applied only after the fence the live query sent once
-// its last read ended: a read may have seen a commit later than the
-// notice's, and applying the older row would take the result back. While
-// a read is due and until its fence arrives, the path is read instead.
+// A notice's row is applied only once the listener has received the fence
+// the live query was given after its last read ended: a read may have seen
+// a commit later than the notice's, and applying the older row would take
+// the result back. While a read is due and until its fence arrives, the
+// path is read instead.
 func TestANoticesRowIsTrustedOnlyAfterTheQuerysFence(t *testing.T) {
 	q, err := mesh.Parse("namespace:a/b")
 	require.NoError(t, err)
@@ -128,32 +129,39 @@ func TestANoticesRowIsTrustedOnlyAfterTheQuerysFence(t *testing.T) {
 		require.Len(t, paths, 1)
 		return paths[0].carried
 	}
+	fenceAfterRead := func() int64 { // what Store.fenceAfterRead does, without sending
+		n := f.request()
+		lq.fence = n
+		f.mu.Lock()
+		f.next++ // the fence goroutine took n
+		f.mu.Unlock()
+		return n
+	}
 
 	lq.take() // the Initial: a read
-	lq.owe(pendingDiff, "a/b/c", row)
-	assert.False(t, carried(), "no fence sent yet: read the path")
-	first := f.add(lq) // after that point read
-	lq.owe(pendingDiff, "a/b/c", row)
+	lq.owe(pendingDiff, "a/b/c", row, f.seen.Load())
+	assert.False(t, carried(), "no fence after the read yet: read the path")
+	first := fenceAfterRead() // after that point read
+	lq.owe(pendingDiff, "a/b/c", row, f.seen.Load())
 	assert.False(t, carried(), "the fence has not arrived: read the path")
 
-	second := f.add(lq) // after that read
+	second := fenceAfterRead() // after that read
 	f.received(strconv.FormatInt(first, 10))
-	lq.owe(pendingDiff, "a/b/c", row)
-	assert.False(t, carried(), "an older fence of the query's does not vouch for its latest read")
+	lq.owe(pendingDiff, "a/b/c", row, f.seen.Load())
+	assert.False(t, carried(), "a fence sent before the latest read ended does not vouch for it")
 
-	third := f.add(lq)
-	f.received(strconv.FormatInt(second, 10)) // replaced: ignored
-	f.received(strconv.FormatInt(third, 10))
+	third := fenceAfterRead()
 	f.received("not a fence")
-	lq.owe(pendingDiff, "a/b/c", row)
+	f.received(strconv.FormatInt(third, 10))
+	f.received(strconv.FormatInt(second, 10)) // late and lower: the highest stands
+	lq.owe(pendingDiff, "a/b/c", row, f.seen.Load())
 	assert.True(t, carried(), "after its fence the row stands (control: the same row as above)")
 
-	lq.owe(pendingDiff, "a/b/c", row)
-	lq.owe(pendingDiff, "a/b/c", nil) // a later notice without a row
+	lq.owe(pendingDiff, "a/b/c", row, f.seen.Load())
+	lq.owe(pendingDiff, "a/b/c", nil, f.seen.Load()) // a later notice without a row
 	assert.False(t, carried(), "the latest notice of a path decides: this one must be read")
-	lq.owe(pendingDiff, "a/b/c", row)
+	lq.owe(pendingDiff, "a/b/c", row, f.seen.Load())
 	assert.False(t, carried(), "that read needs a new fence before rows are trusted again")
-	assert.Empty(t, f.waiting, "no fence is left registered")
 }
 
 // Any role that can connect to the database can NOTIFY, so a row in a

@@ -231,8 +231,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.feed.OnNext(FeedState{Connected: true})
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.listen(conn)
+	go s.sendFences()
 	if !opts.SkipMigrate {
 		s.backfillInBackground()
 	}
