@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 }
 
 // summaryLine is the last line's exact shape.
-var summaryLine = regexp.MustCompile(`^summary: replicas=2 live_queries=\d+ writes=\d+ notice_to_frame_p50_ms=[\d.]+ notice_to_frame_p99_ms=[\d.]+ listener_cpu_us_per_notice=[\d.]+ lost=\d+ duplicates=\d+ misrouted=\d+ write_errors=\d+ observer_errors=\d+$`)
+var summaryLine = regexp.MustCompile(`^summary: replicas=2 live_queries=\d+ writes=\d+ notice_to_frame_p50_ms=[\d.]+ notice_to_frame_p99_ms=[\d.]+ listener_cpu_us_per_notice=[\d.]+ put_return_to_frame_p50_ms=-?[\d.]+ put_return_to_frame_p99_ms=-?[\d.]+ lost=\d+ duplicates=\d+ misrouted=\d+ write_errors=\d+ observer_errors=\d+$`)
 
 // pgArgs adds -pg when the tests are told to use an external server;
 // otherwise the run starts its own, as it does for users. Without
@@ -98,6 +98,7 @@ func TestTheRecorderCountsMissingDuplicateAndMisroutedFrames(t *testing.T) {
 	assert.Equal(t, 3, rec.misrouted)
 	assert.Equal(t, []uint8{1, 0, 0}, rec.seen, "writes 1 and 2 are missing")
 	assert.Equal(t, []int64{1000}, rec.latency)
+	assert.Equal(t, []int64{now.UnixNano(), 0, 0}, rec.frameAt)
 }
 
 func TestBadFlagsAreRefused(t *testing.T) {

@@ -59,6 +59,7 @@ type expectation struct {
 type replicaResult struct {
 	Name       string
 	LatencyUS  []int64 // per frame item: from the writer's Put start to the frame
+	FrameNS    []int64 // per sequence number: when its frame came (Unix ns), 0 if never
 	Missing    []int   // expected writes whose frame never came
 	Duplicates int     // frame items for a write already seen
 	Misrouted  int     // items outside the viewer's namespace, or not a write of this run
@@ -72,12 +73,13 @@ type replicaResult struct {
 
 // writerResult is the writer's last line.
 type writerResult struct {
-	Writes  int
-	Failed  []int
-	Elapsed time.Duration
-	PutP50  time.Duration
-	PutP99  time.Duration
-	Behind  int // writes that waited for a free Put slot past their tick
+	PutEndNS []int64 // per sequence number: when its Put returned (Unix ns)
+	Writes   int
+	Failed   []int
+	Elapsed  time.Duration
+	PutP50   time.Duration
+	PutP99   time.Duration
+	Behind   int // writes that waited for a free Put slot past their tick
 }
 
 func viewerPath(v, partitions int) string {
@@ -121,6 +123,7 @@ func runRole(role string, stdin io.Reader, stdout, stderr io.Writer) error {
 type recorder struct {
 	mu         sync.Mutex
 	seen       []uint8 // per sequence number: times seen (saturating)
+	frameAt    []int64 // per sequence number: when it was first seen (Unix ns)
 	distinct   int
 	latency    []int64
 	duplicates int
@@ -130,7 +133,7 @@ type recorder struct {
 }
 
 func newRecorder(writes int) *recorder {
-	return &recorder{seen: make([]uint8, writes), latency: make([]int64, 0, writes), progress: make(chan struct{}, 1)}
+	return &recorder{seen: make([]uint8, writes), frameAt: make([]int64, writes), latency: make([]int64, 0, writes), progress: make(chan struct{}, 1)}
 }
 
 func (r *recorder) frame(now time.Time, n mesh.Node, prefix string) {
@@ -147,6 +150,7 @@ func (r *recorder) frame(now time.Time, n mesh.Node, prefix string) {
 		return
 	}
 	r.seen[p.Seq] = 1
+	r.frameAt[p.Seq] = now.UnixNano()
 	r.distinct++
 	r.latency = append(r.latency, now.Sub(time.Unix(0, p.T)).Microseconds())
 	select {
@@ -250,7 +254,7 @@ func runReplica(ctx context.Context, store *pgstore.Store, rc roleConfig, stdin 
 		failed[f] = true
 	}
 	rec.mu.Lock()
-	res := replicaResult{Name: rc.Name, LatencyUS: slices.Clone(rec.latency), Duplicates: rec.duplicates,
+	res := replicaResult{Name: rc.Name, LatencyUS: slices.Clone(rec.latency), FrameNS: slices.Clone(rec.frameAt), Duplicates: rec.duplicates,
 		Misrouted: rec.misrouted, Errors: slices.Clone(rec.errs), CPU: cpu1 - cpu0,
 		Notices: st1.Notices - st0.Notices, Requeries: st1.Requeries - st0.Requeries,
 		PointReads: st1.PointReads - st0.PointReads, Reads: st1.Reads - st0.Reads}
@@ -303,6 +307,7 @@ func runWriter(ctx context.Context, store *pgstore.Store, rc roleConfig, stdout 
 	var (
 		mu     sync.Mutex
 		puts   = make([]time.Duration, 0, rc.Writes)
+		putEnd = make([]int64, rc.Writes)
 		failed []int
 		firstE error
 		wg     sync.WaitGroup
@@ -316,8 +321,10 @@ func runWriter(ctx context.Context, store *pgstore.Store, rc roleConfig, stdout 
 				content, _ := json.Marshal(payload{Seq: j.seq, T: start.UnixNano()})
 				n := mesh.Node{Path: fmt.Sprintf("%s/n%d", viewerPath(j.viewer, rc.Partitions), j.seq), NodeType: "Notification", Content: content}
 				_, err := store.Put(ctx, n) // bounded by the store's Operation budget
-				took := time.Since(start)
+				end := time.Now()
+				took := end.Sub(start)
 				mu.Lock()
+				putEnd[j.seq] = end.UnixNano()
 				puts = append(puts, took)
 				if err != nil {
 					failed = append(failed, j.seq)
@@ -372,7 +379,7 @@ func runWriter(ctx context.Context, store *pgstore.Store, rc roleConfig, stdout 
 		slog.Warn("pglive writer: some writes failed", "failed", len(failed), "first", firstE)
 	}
 	slices.Sort(puts)
-	res := writerResult{Writes: rc.Writes, Failed: failed, Elapsed: elapsed, Behind: behind,
+	res := writerResult{PutEndNS: putEnd, Writes: rc.Writes, Failed: failed, Elapsed: elapsed, Behind: behind,
 		PutP50: quantile(puts, 0.50), PutP99: quantile(puts, 0.99)}
 	out, err := json.Marshal(res)
 	if err != nil {

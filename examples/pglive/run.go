@@ -29,6 +29,7 @@ const (
 type summary struct {
 	replicas, live, writes int
 	p50, p99               time.Duration // notice to frame, over both replicas
+	ackP50, ackP99         time.Duration // from the Put's return to the frame (negative: the frame came first)
 	cpuPerNotice           time.Duration
 	lost                   int // (replica, write) pairs whose frame never came
 	duplicates, misrouted  int
@@ -37,8 +38,8 @@ type summary struct {
 }
 
 func (s summary) String() string {
-	return fmt.Sprintf("summary: replicas=%d live_queries=%d writes=%d notice_to_frame_p50_ms=%.2f notice_to_frame_p99_ms=%.2f listener_cpu_us_per_notice=%.1f lost=%d duplicates=%d misrouted=%d write_errors=%d observer_errors=%d",
-		s.replicas, s.live, s.writes, ms(s.p50), ms(s.p99), float64(s.cpuPerNotice.Nanoseconds())/1e3,
+	return fmt.Sprintf("summary: replicas=%d live_queries=%d writes=%d notice_to_frame_p50_ms=%.2f notice_to_frame_p99_ms=%.2f listener_cpu_us_per_notice=%.1f put_return_to_frame_p50_ms=%.2f put_return_to_frame_p99_ms=%.2f lost=%d duplicates=%d misrouted=%d write_errors=%d observer_errors=%d",
+		s.replicas, s.live, s.writes, ms(s.p50), ms(s.p99), float64(s.cpuPerNotice.Nanoseconds())/1e3, ms(s.ackP50), ms(s.ackP99),
 		s.lost, s.duplicates, s.misrouted, s.writeErrors, s.observerErrors)
 }
 
@@ -123,6 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	}
 	sum = summary{replicas: replicas, live: cfg.live, writes: wr.Writes, writeErrors: len(wr.Failed)}
 	var all []int64
+	var afterAck []time.Duration
 	var cpu time.Duration
 	var notices int64
 	for _, c := range reps {
@@ -153,6 +155,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 			fmt.Fprintf(stdout, "%s: observer error: %s\n", rr.Name, e)
 		}
 		all = append(all, rr.LatencyUS...)
+		for seq, at := range rr.FrameNS {
+			if at != 0 && seq < len(wr.PutEndNS) && wr.PutEndNS[seq] != 0 {
+				afterAck = append(afterAck, time.Duration(at-wr.PutEndNS[seq]))
+			}
+		}
 		cpu += rr.CPU
 		notices += rr.Notices
 		sum.lost += len(rr.Missing)
@@ -163,6 +170,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	lat := toDurations(all)
 	slices.Sort(lat)
 	sum.p50, sum.p99 = quantile(lat, 0.50), quantile(lat, 0.99)
+	slices.Sort(afterAck)
+	sum.ackP50, sum.ackP99 = quantile(afterAck, 0.50), quantile(afterAck, 0.99)
 	if notices > 0 {
 		sum.cpuPerNotice = cpu / time.Duration(notices)
 	}
