@@ -43,9 +43,9 @@ type liveQuery struct {
 
 	mu      sync.Mutex
 	owed    pending
-	dirty   map[string]written // written paths to re-check, for pendingDiff
-	readAll bool               // a pendingDiff that needs a full re-read
-	fence   int64              // the fence after its last read (see fence.go); 0 while a read is due
+	dirty   map[string]*written // written paths to re-check, for pendingDiff; nil until one is
+	readAll bool                // a pendingDiff that needs a full re-read
+	fence   int64               // the fence after its last read (see fence.go); 0 while a read is due
 }
 
 // written is what a live query knows of a written path: the row its notice
@@ -67,7 +67,7 @@ func newLiveQuery(q *mesh.Query, p plan) *liveQuery {
 	anchor := *q
 	anchor.Filter, anchor.Text = nil, nil
 	lq := &liveQuery{q: q, anchor: &anchor, plan: p, wake: make(chan struct{}, 1), owed: pendingInitial,
-		dirty: map[string]written{}, tables: map[string]bool{}}
+		tables: map[string]bool{}}
 	if types, ok := q.NodeTypes(); ok {
 		lq.types = make(map[string]bool, len(types))
 		for _, t := range types {
@@ -99,9 +99,12 @@ func (lq *liveQuery) owe(p pending, path string, row *written, fenceSeen int64) 
 		if _, known := lq.dirty[path]; path == "" || (!known && len(lq.dirty) >= maxPointPaths) {
 			lq.readAll = true
 		} else {
-			w := written{}
+			w := &written{}
 			if row != nil && lq.fence != 0 && fenceSeen >= lq.fence {
-				w = *row
+				w = row
+			}
+			if lq.dirty == nil {
+				lq.dirty = map[string]*written{} // an idle query holds none
 			}
 			lq.dirty[path] = w // the latest notice of the path stands for the earlier ones
 		}
@@ -127,7 +130,7 @@ func (lq *liveQuery) take() (pending, []dirtyPath) {
 		reads = false
 		paths = make([]dirtyPath, 0, len(lq.dirty))
 		for path, w := range lq.dirty {
-			paths = append(paths, dirtyPath{path, w})
+			paths = append(paths, dirtyPath{path, *w})
 			reads = reads || !w.carried
 		}
 		slices.SortFunc(paths, func(a, b dirtyPath) int { return strings.Compare(a.path, b.path) })
@@ -136,7 +139,7 @@ func (lq *liveQuery) take() (pending, []dirtyPath) {
 		lq.fence = 0
 	}
 	lq.owed, lq.readAll = pendingNone, false
-	clear(lq.dirty)
+	lq.dirty = nil // an idle query holds no map
 	return p, paths
 }
 
