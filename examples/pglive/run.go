@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/meshrx/meshrx/mesh"
@@ -56,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.budget)
 	defer cancel()
+	stderr = &lockedWriter{w: stderr} // the three children write their logs to it at once
 	url := cfg.pg
 	if url == "" {
 		srv, err := pgtest.Config{}.Start(ctx)
@@ -314,4 +316,16 @@ func (c *child) stop() {
 	for range c.lines { // drain, so the reader reaches Wait
 	}
 	<-c.exited
+}
+
+// lockedWriter serialises writes from the children's log copiers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
