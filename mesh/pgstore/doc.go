@@ -44,8 +44,10 @@
 // # The change feed
 //
 // Every node table has a trigger that announces each row change on the
-// mesh_node_changes channel as {"path", "op", "node_type"} (node_type null
-// when a write changes it), so that a listener in another process can
+// mesh_node_changes channel as {"path", "op", "node_type", "n"} (node_type
+// null when a write changes it; n a number of the notice's own, so that
+// PostgreSQL folds no two notices together), with the written row as "row"
+// when the payload stays under 7,900 bytes, so that a listener in another process can
 // classify a change by node type instead of re-running every query; updates
 // that change nothing visible are not announced. Each Store listens on one
 // connection of its own: its own writes and those of every other process on
@@ -54,8 +56,13 @@
 // path and whose node types include its type (without a type, any type
 // does); the listener finds them through an index of the live queries by
 // schema, node type and anchor, so a notice costs the same among 100 live
-// queries or 100,000. Each of those re-reads the written path (or, for a
-// query with a limit, its whole result) and sends what changed. After the listener
+// queries or 100,000. Each of those patches its result with the notice's
+// row, or re-reads the written path (or, for a query with a limit, its
+// whole result), and sends what changed. A row is believed only from a
+// backend of the store's own role (any role can NOTIFY) and only after the
+// query's fence: a NOTIFY the query sends on the store's own channel after
+// each of its reads, before sending what it read, so that no notice older
+// than the read's snapshot can take its result back. After the listener
 // reconnects every live query gets a Reset, never a silent gap.
 //
 // # The security fold

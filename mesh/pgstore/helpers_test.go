@@ -146,7 +146,7 @@ type statements struct {
 }
 
 func (r *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if !strings.HasPrefix(d.SQL, "-- ping") && !strings.HasPrefix(d.SQL, "-- routing") {
+	if !strings.HasPrefix(d.SQL, "-- ping") && !strings.HasPrefix(d.SQL, "-- routing") && !strings.HasPrefix(d.SQL, "-- fence") {
 		r.mu.Lock()
 		r.sql = append(r.sql, d.SQL)
 		r.mu.Unlock()

@@ -20,9 +20,11 @@ func (s *Store) connectListener(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting the change listener: %w", explain(err))
 	}
-	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{NotifyChannel}.Sanitize()); err != nil {
-		s.closeConn(conn)
-		return nil, fmt.Errorf("listening on %s: %w", NotifyChannel, explain(err))
+	for _, channel := range []string{NotifyChannel, s.fences.channel} {
+		if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{channel}.Sanitize()); err != nil {
+			s.closeConn(conn)
+			return nil, fmt.Errorf("listening on %s: %w", channel, explain(err))
+		}
 	}
 	return conn, nil
 }
@@ -59,13 +61,53 @@ func (s *Store) listen(conn *pgx.Conn) {
 // receive handles notifications until the connection fails or the store
 // closes.
 func (s *Store) receive(conn *pgx.Conn) error {
+	senders := senders{conn: conn, known: map[uint32]bool{}}
 	for {
 		n, err := conn.WaitForNotification(s.ctx)
 		if err != nil {
 			return err
 		}
-		s.handle(n.Payload)
+		if n.Channel == s.fences.channel {
+			if senders.trusted(s, n.PID) {
+				s.fences.received(n.Payload)
+			}
+			continue
+		}
+		s.handle(n.Payload, func() bool { return senders.trusted(s, n.PID) })
 	}
+}
+
+// maxSenders bounds the listener's cache of sending backends.
+const maxSenders = 4096
+
+// senders are the backends whose notices may stand for a read: any role
+// that can connect to the database can NOTIFY, so a row or a delete a
+// notice carries is applied only if its backend runs as the listener's own
+// role (looked up once per backend process id); any other notice makes the
+// live queries read, as a notice always did. Used by the listener's
+// goroutine alone.
+type senders struct {
+	conn  *pgx.Conn
+	known map[uint32]bool
+}
+
+func (c *senders) trusted(s *Store, pid uint32) bool {
+	if ok, found := c.known[pid]; found {
+		return ok
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.budgets.QueryInitial)
+	defer cancel()
+	var ok, found bool
+	err := c.conn.QueryRow(ctx, `SELECT coalesce(bool_and(usename = session_user), false), count(*) > 0
+		FROM pg_stat_activity WHERE pid = $1`, int32(pid)).Scan(&ok, &found)
+	if err != nil || !found {
+		return false // gone already, or unknown: not cached, so a later backend with its id is looked up
+	}
+	if len(c.known) >= maxSenders {
+		clear(c.known)
+	}
+	c.known[pid] = ok
+	return ok
 }
 
 // reconnect waits and retries until a connection listens again (with the
@@ -105,15 +147,18 @@ func (s *Store) reconnect(cause error) *pgx.Conn {
 
 // notice is the payload the notify triggers send.
 type notice struct {
-	Path     *string `json:"path"`
-	Op       string  `json:"op"`
-	NodeType *string `json:"node_type"`
+	Path     *string    `json:"path"`
+	Op       string     `json:"op"`
+	NodeType *string    `json:"node_type"`
+	Row      *noticeRow `json:"row"` // migration 0005: the written row, when it fits
 }
 
 // handle settles one notification: it updates the known schemas, makes the
-// live queries it can concern re-read, and announces it on Changes. A
-// payload it cannot read re-reads every live query (fail-safe).
-func (s *Store) handle(payload string) {
+// live queries it can concern re-read (or patch their results with the
+// row it carries, if trusted says its sender may be believed), and
+// announces it on Changes. A payload it cannot read re-reads every live
+// query (fail-safe).
+func (s *Store) handle(payload string, trusted func() bool) {
 	s.notices.Add(1)
 	var n notice
 	op, opOK := mesh.WriteOp(0), false
@@ -140,9 +185,26 @@ func (s *Store) handle(payload string) {
 		} else {
 			s.schemas.addPartition(schema)
 		}
-		s.dispatch(schema, !global, path, nodeType, typed)
+		var row *written
+		if row = n.carried(op, path); row != nil && !trusted() {
+			row = nil
+		}
+		s.dispatch(schema, !global, path, nodeType, typed, row)
 	}
 	s.announce(mesh.ChangeNotice{Path: path, Op: op, NodeType: nodeType})
+}
+
+// carried returns what the notice says of path without a read: that it
+// was deleted, or the row it carried; nil when it says neither.
+func (n *notice) carried(op mesh.WriteOp, path string) *written {
+	if op == mesh.WriteDelete {
+		return &written{carried: true, gone: true}
+	}
+	node, ok := n.Row.node()
+	if !ok || node.Path != path {
+		return nil
+	}
+	return &written{carried: true, node: node}
 }
 
 // dispatchAll makes every live query re-read.
@@ -151,7 +213,7 @@ func (s *Store) dispatchAll() {
 	defer s.mu.Unlock()
 	s.live.All(func(lq *liveQuery) {
 		s.requeries.Add(1)
-		lq.owe(pendingDiff, "")
+		lq.owe(pendingDiff, "", nil, 0)
 	})
 }
 

@@ -43,15 +43,31 @@ type liveQuery struct {
 
 	mu      sync.Mutex
 	owed    pending
-	dirty   map[string]bool // written paths to re-check, for pendingDiff
-	readAll bool            // a pendingDiff that needs a full re-read
+	dirty   map[string]*written // written paths to re-check, for pendingDiff; nil until one is
+	readAll bool                // a pendingDiff that needs a full re-read
+	fence   int64               // the fence after its last read (see fence.go); 0 while a read is due
+}
+
+// written is what a live query knows of a written path: the row its notice
+// carried (or that the notice deleted it), or nothing, and then it reads
+// the path.
+type written struct {
+	carried bool // node (or, if gone, the node's absence) came with the notice
+	gone    bool
+	node    mesh.Node
+}
+
+// dirtyPath is one written path a live query re-checks.
+type dirtyPath struct {
+	path string
+	written
 }
 
 func newLiveQuery(q *mesh.Query, p plan) *liveQuery {
 	anchor := *q
 	anchor.Filter, anchor.Text = nil, nil
 	lq := &liveQuery{q: q, anchor: &anchor, plan: p, wake: make(chan struct{}, 1), owed: pendingInitial,
-		dirty: map[string]bool{}, tables: map[string]bool{}}
+		tables: map[string]bool{}}
 	if types, ok := q.NodeTypes(); ok {
 		lq.types = make(map[string]bool, len(types))
 		for _, t := range types {
@@ -72,15 +88,25 @@ func newLiveQuery(q *mesh.Query, p plan) *liveQuery {
 }
 
 // owe schedules a read of at least strength p. For pendingDiff, path is the
-// written path to re-check, or "" for a full re-read.
-func (lq *liveQuery) owe(p pending, path string) {
+// written path to re-check, or "" for a full re-read; row is what its
+// notice carried (nil: nothing), used if the listener has received the
+// query's fence (fenceSeen): no read of its own can have seen a later
+// commit.
+func (lq *liveQuery) owe(p pending, path string, row *written, fenceSeen int64) {
 	lq.mu.Lock()
 	lq.owed = max(lq.owed, p)
 	if p == pendingDiff {
-		if path == "" || len(lq.dirty) >= maxPointPaths {
+		if _, known := lq.dirty[path]; path == "" || (!known && len(lq.dirty) >= maxPointPaths) {
 			lq.readAll = true
 		} else {
-			lq.dirty[path] = true
+			w := &written{}
+			if row != nil && lq.fence != 0 && fenceSeen >= lq.fence {
+				w = row
+			}
+			if lq.dirty == nil {
+				lq.dirty = map[string]*written{} // an idle query holds none
+			}
+			lq.dirty[path] = w // the latest notice of the path stands for the earlier ones
 		}
 	}
 	lq.mu.Unlock()
@@ -90,22 +116,30 @@ func (lq *liveQuery) owe(p pending, path string) {
 	}
 }
 
-// take returns the read owed, with the paths to re-check when a point read
-// will do (nil when the whole result must be read).
-func (lq *liveQuery) take() (pending, []string) {
+// take returns the read owed, with the written paths to re-check when
+// patching the result will do (nil when the whole result must be read).
+// When any of it reads the database, no notice's row is trusted until
+// the fence the query sends after the read.
+func (lq *liveQuery) take() (pending, []dirtyPath) {
 	lq.mu.Lock()
 	defer lq.mu.Unlock()
 	p := lq.owed
-	var paths []string
+	var paths []dirtyPath
+	reads := p != pendingNone
 	if p == pendingDiff && !lq.readAll && lq.q.Limit <= 0 { // a limit's top N needs the whole result
-		paths = make([]string, 0, len(lq.dirty))
-		for path := range lq.dirty {
-			paths = append(paths, path)
+		reads = false
+		paths = make([]dirtyPath, 0, len(lq.dirty))
+		for path, w := range lq.dirty {
+			paths = append(paths, dirtyPath{path, *w})
+			reads = reads || !w.carried
 		}
-		slices.Sort(paths)
+		slices.SortFunc(paths, func(a, b dirtyPath) int { return strings.Compare(a.path, b.path) })
+	}
+	if reads {
+		lq.fence = 0
 	}
 	lq.owed, lq.readAll = pendingNone, false
-	clear(lq.dirty)
+	lq.dirty = nil // an idle query holds no map
 	return p, paths
 }
 
@@ -177,7 +211,10 @@ func (s *Store) runLive(subCtx context.Context, lq *liveQuery, o rx.Observer[mes
 				continue
 			}
 			if paths != nil {
-				frames, err := s.recheck(ctx, lq, paths, last)
+				frames, read, err := s.recheck(ctx, lq, paths, last)
+				if read && err == nil {
+					s.fenceAfterRead(ctx, lq)
+				}
 				if err == nil {
 					for _, c := range frames {
 						o.OnNext(c)
@@ -191,6 +228,9 @@ func (s *Store) runLive(subCtx context.Context, lq *liveQuery, o rx.Observer[mes
 				s.log.Warn("pgstore: point read failed; reading the whole result", "query", lq.q.String(), "err", err)
 			}
 			items, parts, err := s.readRetrying(ctx, lq.q, lq.plan)
+			if err == nil {
+				s.fenceAfterRead(ctx, lq)
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					s.endLive(o, op, last != nil)
@@ -279,17 +319,33 @@ func changeFrames(added, updated, removed []mesh.Node, parts []string) []mesh.Ch
 	return out
 }
 
-// recheck point-reads the written paths and patches the live result last:
-// a path whose node now matches enters (Added) or changes in it (Updated),
-// one whose node is gone or no longer matches leaves it (Removed).
-func (s *Store) recheck(ctx context.Context, lq *liveQuery, paths []string, last map[string]mesh.Node) ([]mesh.Change, error) {
-	got, err := s.pointRead(ctx, paths)
-	if err != nil {
-		return nil, err
+// recheck patches the live result last with the written paths: with the
+// row a notice carried, or else by reading the path again (read reports
+// whether it did). A path whose node now matches enters (Added) or changes
+// in it (Updated), one whose node is gone or no longer matches leaves it
+// (Removed).
+func (s *Store) recheck(ctx context.Context, lq *liveQuery, paths []dirtyPath, last map[string]mesh.Node) (_ []mesh.Change, read bool, _ error) {
+	var toRead []string
+	for _, d := range paths {
+		if !d.carried {
+			toRead = append(toRead, d.path)
+		}
 	}
+	var got map[string]mesh.Node
+	if len(toRead) > 0 {
+		var err error
+		if got, err = s.pointRead(ctx, toRead); err != nil {
+			return nil, true, err
+		}
+	}
+	s.noticeRows.Add(int64(len(paths) - len(toRead)))
 	var added, updated, removed []mesh.Node
-	for _, p := range paths {
+	for _, d := range paths {
+		p := d.path
 		n, ok := got[p]
+		if d.carried {
+			n, ok = d.node, !d.gone
+		}
 		in := ok && lq.q.Matches(n)
 		old, had := last[p]
 		switch {
@@ -315,7 +371,7 @@ func (s *Store) recheck(ctx context.Context, lq *liveQuery, paths []string, last
 	}
 	slices.SortStableFunc(added, byQuery)
 	slices.SortStableFunc(updated, byQuery)
-	return changeFrames(added, updated, removed, s.covered(lq.plan)), nil
+	return changeFrames(added, updated, removed, s.covered(lq.plan)), len(toRead) > 0, nil
 }
 
 func sameNode(a, b mesh.Node) bool {
@@ -330,7 +386,10 @@ func sameNode(a, b mesh.Node) bool {
 // notice's schema, node type and path; Skipped counts every pair settled
 // without reading, those the index never visited included (total minus
 // requeried), so it keeps its meaning whatever the index spares.
-func (s *Store) dispatch(schema string, partition bool, path, nodeType string, typed bool) {
+//
+// row is what the notice carried (nil: nothing); a query whose fence has
+// arrived patches its result with it instead of reading.
+func (s *Store) dispatch(schema string, partition bool, path, nodeType string, typed bool, row *written) {
 	// Before any re-read it causes: the table now holds this type.
 	if typed {
 		s.schemas.addType(mesh.TableFor(path), nodeType)
@@ -340,12 +399,13 @@ func (s *Store) dispatch(schema string, partition bool, path, nodeType string, t
 	typ := strings.ToLower(nodeType)
 	w := liveindex.Write{Schema: schema, Partition: partition, Typed: typed, TypeA: typ, TypeB: typ, Path: strings.ToLower(path)}
 	requeried := 0
+	seen := s.fences.seen.Load()
 	s.mu.Lock()
 	total := s.live.Len()
 	s.live.Visit(w, func(lq *liveQuery) {
 		if lq.concerns(schema, partition, path, nodeType, typed) {
 			requeried++
-			lq.owe(pendingDiff, path)
+			lq.owe(pendingDiff, path, row, seen)
 		}
 	})
 	s.mu.Unlock()
@@ -358,5 +418,5 @@ func (s *Store) dispatch(schema string, partition bool, path, nodeType string, t
 func (s *Store) resetAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.live.All(func(lq *liveQuery) { lq.owe(pendingReset, "") })
+	s.live.All(func(lq *liveQuery) { lq.owe(pendingReset, "", nil, 0) })
 }

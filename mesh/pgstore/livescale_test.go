@@ -34,7 +34,7 @@ func scaleViewerQuery(v int) string {
 // schemas), for measuring and checking the listener's own work.
 func liveStoreOf(tb testing.TB, n int) (*Store, []*liveQuery) {
 	tb.Helper()
-	s := &Store{live: newLiveIndex(), schemas: newSchemaSet()}
+	s := &Store{live: newLiveIndex(), schemas: newSchemaSet(), fences: newFences()}
 	lqs := make([]*liveQuery, 0, n)
 	for v := range n {
 		q, err := mesh.Parse(scaleViewerQuery(v))
@@ -66,7 +66,7 @@ func TestANoticeAmongTenThousandPinnedQueriesVisitsOnlyTheQueryItConcerns(t *tes
 	require.NoError(t, err)
 	assert.Equal(t, 1, s.live.Visit(liveWrite(schema, path), func(*liveQuery) {}), "the index hands dispatch one query")
 
-	s.dispatch(schema, true, path, "Notification", true)
+	s.dispatch(schema, true, path, "Notification", true, nil)
 	woken := 0
 	for _, lq := range lqs {
 		select {
@@ -102,7 +102,7 @@ func BenchmarkDispatchPerNotice(b *testing.B) {
 				v := rng.IntN(n)
 				path := scaleViewerPath(v) + "/n0"
 				schema, _, _ := s.schemaFor(path)
-				s.dispatch(schema, true, path, "Notification", true)
+				s.dispatch(schema, true, path, "Notification", true, nil)
 				<-lqs[v].wake
 				lqs[v].take()
 			}

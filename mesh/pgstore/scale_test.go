@@ -73,8 +73,8 @@ type traced struct {
 }
 
 func (r *traced) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.HasPrefix(d.SQL, "-- routing") {
-		return ctx // reloading the type routing, not a read
+	if strings.HasPrefix(d.SQL, "-- routing") || strings.HasPrefix(d.SQL, "-- fence") {
+		return ctx // reloading the type routing, or a live query's fence: not a read
 	}
 	r.mu.Lock()
 	r.last = append(r.last, d)

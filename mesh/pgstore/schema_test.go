@@ -254,8 +254,10 @@ func TestAPartitionSchemaHasEveryTableIndexAndTrigger(t *testing.T) {
 
 // listener receives mesh_node_changes notifications on a connection of its own.
 type listener struct {
-	t    *testing.T
-	conn *pgx.Conn
+	t       *testing.T
+	conn    *pgx.Conn
+	lastN   float64        // the last notice's own number ("n")
+	lastRow map[string]any // the last notice's row, nil when it carried none
 }
 
 func listen(t *testing.T, url string) *listener {
@@ -277,6 +279,18 @@ func (l *listener) next() map[string]any {
 	require.Equal(l.t, NotifyChannel, n.Channel)
 	var payload map[string]any
 	require.NoError(l.t, json.Unmarshal([]byte(n.Payload), &payload), n.Payload)
+	// Every notice of the triggers has a number of its own, increasing
+	// (so none is folded into an equal one), and carries its row when it
+	// fits: both are checked here and taken out, so tests compare the rest.
+	if _, isSentinel := payload["sentinel"]; !isSentinel {
+		num, ok := payload["n"].(float64)
+		require.True(l.t, ok, "the notice has a number: %s", n.Payload)
+		require.Greater(l.t, num, l.lastN, "notice numbers increase")
+		l.lastN = num
+		l.lastRow, _ = payload["row"].(map[string]any)
+		delete(payload, "n")
+		delete(payload, "row")
+	}
 	return payload
 }
 
@@ -317,6 +331,10 @@ func TestEveryNodeTableAnnouncesChangesWithPathOpAndNodeType(t *testing.T) {
 
 			exec(`INSERT INTO TABLE (namespace, id, node_type, content) VALUES ('Shop', 'n1', 'Order', '{"qty": 1}')`)
 			assert.Equal(t, change("Shop/n1", "INSERT", "Order"), l.next())
+			require.NotNil(t, l.lastRow, "a small row comes with its notice")
+			assert.Equal(t, map[string]any{"qty": float64(1)}, l.lastRow["content"])
+			assert.Equal(t, false, l.lastRow["content_null"])
+			assert.Equal(t, "Shop/n1", l.lastRow["path"])
 
 			exec(`UPDATE TABLE SET content = '{"qty": 2}' WHERE id = 'n1'`)
 			assert.Equal(t, change("Shop/n1", "UPDATE", "Order"), l.next(), "control: a visible update is announced")
@@ -346,6 +364,7 @@ func TestEveryNodeTableAnnouncesChangesWithPathOpAndNodeType(t *testing.T) {
 
 			exec(`DELETE FROM TABLE WHERE id = 'n2'`)
 			assert.Equal(t, change("Shop/n2", "DELETE", "Invoice"), l.next(), "a delete carries the deleted row's node type")
+			assert.Nil(t, l.lastRow, "a delete carries no row")
 
 			exec(`INSERT INTO TABLE (namespace, id) VALUES ('', 'Shop')`)
 			assert.Equal(t, map[string]any{"path": "Shop", "op": "INSERT", "node_type": nil}, l.next(),
@@ -370,6 +389,7 @@ func TestTheLargestRowTheConstraintsAllowStillFitsANotification(t *testing.T) {
 	_, err = writer.Exec(ctx, `INSERT INTO big.mesh_nodes (namespace, id, node_type) VALUES ('Big', $1, $2)`, id, nodeType)
 	require.NoError(t, err, "the payload must stay under NOTIFY's 8000-byte limit")
 	assert.Equal(t, change("Big/"+id, "INSERT", nodeType), l.next())
+	assert.Nil(t, l.lastRow, "a row too large for the payload is left out of it")
 
 	// Negative control: one byte more is refused by the constraints, so no
 	// row can produce a payload that does not fit.

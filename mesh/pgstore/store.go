@@ -117,7 +117,9 @@ type Store struct {
 	feed        *rx.BehaviorSubject[FeedState]
 	gated       []string // mesh.SecurityTypes and Options.GatedTypes: what the fold declares
 
-	notices, requeries, skipped, reads, pointReads, resets, reconnects, lostReads atomic.Int64
+	fences *fences // see fence.go
+
+	notices, requeries, skipped, reads, pointReads, noticeRows, resets, reconnects, lostReads atomic.Int64
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value
@@ -134,6 +136,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		schemas:     newSchemaSet(),
 		queueFrames: opts.QueueFrames,
 		feed:        rx.NewBehaviorSubject(FeedState{}),
+		fences:      newFences(),
 	}
 	if s.clk == nil {
 		s.clk = clock.New()
@@ -228,8 +231,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.feed.OnNext(FeedState{Connected: true})
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.listen(conn)
+	go s.sendFences()
 	if !opts.SkipMigrate {
 		s.backfillInBackground()
 	}
@@ -270,6 +274,9 @@ type Stats struct {
 	Skipped    int64
 	Reads      int64 // whole-result read statements: Initials, Resets, re-reads of a limit or many writes
 	PointReads int64 // statements re-reading written paths for live queries
+	// NoticeRows counts written paths live queries settled with the row
+	// their change notice carried, without re-reading them.
+	NoticeRows int64
 	Resets     int64 // Reset frames sent after listener reconnects
 	Reconnects int64 // listener connections made after the first
 	// RetriedReads counts reads run a second time because the server closed
@@ -289,6 +296,7 @@ func (s *Store) Stats() Stats {
 		Skipped:     s.skipped.Load(),
 		Reads:       s.reads.Load(),
 		PointReads:  s.pointReads.Load(),
+		NoticeRows:  s.noticeRows.Load(),
 		Resets:      s.resets.Load(),
 		Reconnects:  s.reconnects.Load(),
 

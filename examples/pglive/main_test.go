@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	// The run starts its replicas and writer as this binary again.
+	if role := os.Getenv(roleEnv); role != "" {
+		if err := runRole(role, os.Stdin, os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "pglive:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// summaryLine is the last line's exact shape.
+var summaryLine = regexp.MustCompile(`^summary: replicas=2 live_queries=\d+ writes=\d+ notice_to_frame_p50_ms=[\d.]+ notice_to_frame_p99_ms=[\d.]+ listener_cpu_us_per_notice=[\d.]+ put_return_to_frame_p50_ms=-?[\d.]+ put_return_to_frame_p99_ms=-?[\d.]+ lost=\d+ duplicates=\d+ misrouted=\d+ write_errors=\d+ observer_errors=\d+$`)
+
+// pgArgs adds -pg when the tests are told to use an external server;
+// otherwise the run starts its own, as it does for users. Without
+// PostgreSQL the test skips (or fails under MESHRX_REQUIRE_PG=1).
+func pgArgs(t *testing.T, args ...string) []string {
+	bins, findErr := pgtest.FindBinaries(os.Getenv("PATH"), pgtest.DebianRoot)
+	switch p := pgtest.Decide(os.Getenv, bins, findErr); p.Mode {
+	case pgtest.ModeSkip:
+		t.Skip(p.Reason)
+	case pgtest.ModeFail:
+		t.Fatal(p.Reason)
+	case pgtest.ModeExternal:
+		srv, err := pgtest.Config{URL: p.URL}.Start(t.Context())
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, srv.Stop()) })
+		db, err := srv.CreateDatabase(t.Context(), "pglive")
+		require.NoError(t, err)
+		args = append(args, "-pg", db)
+	}
+	return args
+}
+
+// A short schedule across three processes: every write's frame reaches
+// both replicas exactly once, in the written viewer's live query, and
+// nothing fails. (The checks can fail: see
+// TestTheRecorderCountsMissingDuplicateAndMisroutedFrames.)
+func TestEveryWriteReachesBothReplicasLiveQueriesOnce(t *testing.T) {
+	const live, writes = 300, 400
+	args := pgArgs(t, "-live", fmt.Sprint(live), "-writes", fmt.Sprint(writes), "-interval", "2ms", "-budget", "3m")
+	var out, logs bytes.Buffer
+	sum, err := run(t.Context(), args, &out, &logs)
+	require.NoError(t, err, "logs:\n%s\noutput:\n%s", logs.String(), out.String())
+	t.Log("\n" + out.String())
+
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	assert.Regexp(t, summaryLine, lines[len(lines)-1], "the last line is the summary")
+	assert.Equal(t, live, sum.live)
+	assert.Equal(t, writes, sum.writes)
+	assert.Zero(t, sum.writeErrors)
+	assert.Zero(t, sum.lost, "every write's frame reached both replicas")
+	assert.Zero(t, sum.duplicates)
+	assert.Zero(t, sum.misrouted)
+	assert.Zero(t, sum.observerErrors)
+	assert.Positive(t, sum.p50)
+	assert.GreaterOrEqual(t, sum.p99, sum.p50)
+	assert.Positive(t, sum.cpuPerNotice, "the replicas' CPU was counted")
+}
+
+// The recorder behind the invariants counts what they forbid: a frame
+// outside its viewer's namespace, a second frame for one write, content
+// that is not a write of this run; and a write never seen stays unseen.
+func TestTheRecorderCountsMissingDuplicateAndMisroutedFrames(t *testing.T) {
+	rec := newRecorder(3)
+	now := time.Now()
+	node := func(path string, seq int) mesh.Node {
+		return mesh.Node{Path: path, Content: fmt.Appendf(nil, `{"seq":%d,"t":%d}`, seq, now.Add(-time.Millisecond).UnixNano())}
+	}
+	rec.frame(now, node("vp00/v000000/n0", 0), "vp00/v000000/")
+	rec.frame(now, node("vp00/v000000/n0", 0), "vp00/v000000/")        // again
+	rec.frame(now, node("vp01/v000001/n1", 1), "vp00/v000000/")        // another viewer's
+	rec.frame(now, node("vp00/v000000/n9", 9), "vp00/v000000/")        // not of this run
+	rec.frame(now, mesh.Node{Path: "vp00/v000000/x"}, "vp00/v000000/") // no payload
+	assert.Equal(t, 1, rec.distinct)
+	assert.Equal(t, 1, rec.duplicates)
+	assert.Equal(t, 3, rec.misrouted)
+	assert.Equal(t, []uint8{1, 0, 0}, rec.seen, "writes 1 and 2 are missing")
+	assert.Equal(t, []int64{1000}, rec.latency)
+	assert.Equal(t, []int64{now.UnixNano(), 0, 0}, rec.frameAt)
+}
+
+func TestBadFlagsAreRefused(t *testing.T) {
+	for _, args := range [][]string{{"-live", "0"}, {"-interval", "0s"}, {"extra"}} {
+		_, err := parseFlags(args, &bytes.Buffer{})
+		assert.Error(t, err, "%q", args)
+	}
+}
