@@ -17,6 +17,7 @@ import (
 	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/registry/landing"
+	"github.com/meshrx/meshrx/registry/landing/volumetest"
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
@@ -259,4 +260,67 @@ func TestReadyzWithTheFeedLiveFailsOnceTheReplicaMayHaveMissedRecordsForLongerTh
 	f.clk.Advance(ReadinessReuse)
 	got = f.do(request{path: ReadyPath})
 	assert.Equal(t, http.StatusOK, got.status, "ready again once a tail succeeds: %s", got.body)
+}
+
+// refusingFirstJournalRead fails the first read of a journal entry, as a
+// volume that hiccups once at start does.
+type refusingFirstJournalRead struct {
+	landing.Volume
+	refused atomic.Bool
+}
+
+func (v *refusingFirstJournalRead) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	if strings.HasPrefix(name, "journal/") && v.refused.CompareAndSwap(false, true) {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("input/output error")}
+	}
+	return v.Volume.ReadFile(ctx, name)
+}
+
+// A replica whose journal tail is healthy re-derives its first snapshot on
+// the Reconcile cadence (5 min), not within Freshness, even when the
+// tail's first round began after the first derivation had started or
+// failed (here its first journal read fails once): the first snapshot
+// places the tail at the snapshot's own place on the journal. Before it
+// did, the tail began from its own reading of the journal's head at its
+// own start, after the derivation's (its goroutine runs after the first
+// read has claimed the derivation, or its first round failed), so the
+// first snapshot was never covered and was re-derived at Freshness less
+// 1.25 × its derivation's duration: on S3 at 10,000 modules (a 13 s or 39
+// s first derivation) within the load program's 20 s run; run against
+// that code this test derived 2. Negative control: without the tail, the
+// same run derives twice.
+func TestAHealthyJournalTailKeepsTheFirstSnapshotOnTheReconcileCadence(t *testing.T) {
+	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
+		for _, c := range []struct {
+			name        string
+			period      time.Duration
+			derivations int64
+		}{{"tail", 0, 1}, {"control: no tail", NoJournal, 2}} {
+			t.Run(c.name, func(t *testing.T) {
+				inner, replica := k.Open(t)
+				b := newLanding(t, volumetest.KeepExclusive(&refusingFirstJournalRead{Volume: inner}, inner), landing.Options{Replica: "b"})
+				a := newLanding(t, replica(), landing.Options{Replica: "a"})
+				land(t, a, "Alpha", "1.0.0")
+				land(t, a, "Beta", "1.0.0")
+				clk := rxtest.NewClock()
+				s := NewServedActivation(b, ServedOptions{Clock: clk, Logger: quietLogger(), JournalPeriod: c.period})
+				t.Cleanup(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
+					defer cancel()
+					require.NoError(t, s.Close(ctx))
+				})
+				read(t, s)
+				settle(t, s)
+				for elapsed := time.Duration(0); elapsed <= s.Freshness()+s.maintPeriod; elapsed += s.maintPeriod {
+					clk.Advance(s.maintPeriod)
+					if c.period >= 0 {
+						tailedNow(t, s, clk)
+					}
+					read(t, s)
+					settle(t, s)
+				}
+				assert.Equal(t, c.derivations, s.Derivations(), "derivations in %s", clk.Elapsed())
+			})
+		}
+	})
 }
