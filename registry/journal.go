@@ -45,17 +45,11 @@ func (s *ServedActivation) tailer() {
 	}
 }
 
-// stopped returns a context bounded by budget and ended by Close.
+// stopped returns a context bounded by budget and ended by Close: a child
+// of the service's own context, which Close cancels, so that no goroutine
+// per call waits for either.
 func (s *ServedActivation) stopped(budget time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := s.clk.WithTimeout(context.Background(), budget)
-	go func() {
-		select {
-		case <-s.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	return s.clk.WithTimeout(s.stopCtx, budget)
 }
 
 // tail reads the journal from where the last tail stopped and absorbs the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -323,4 +324,32 @@ func TestAHealthyJournalTailKeepsTheFirstSnapshotOnTheReconcileCadence(t *testin
 			})
 		}
 	})
+}
+
+// The bounded contexts the service's own calls run on (a journal read, a
+// change's re-read) start no goroutine each, and Close still ends them.
+// Against the previous stopped (a goroutine per call waiting for Close or
+// the budget) the count grew by 200.
+func TestTheServicesBoundedCallsStartNoGoroutineEachAndCloseEndsThem(t *testing.T) {
+	l := newLanding(t, landing.DirVolume(t.TempDir()), landing.Options{})
+	s := NewServedActivation(l, ServedOptions{Logger: quietLogger(), JournalPeriod: NoJournal}) // the real clock
+	const calls = 200
+	before := runtime.NumGoroutine()
+	var ctxs []context.Context
+	for range calls {
+		ctx, cancel := s.stopped(time.Hour)
+		defer cancel()
+		ctxs = append(ctxs, ctx)
+	}
+	grew := runtime.NumGoroutine() - before
+	assert.Less(t, grew, calls/10, "goroutines started by %d calls", calls)
+	for _, ctx := range ctxs {
+		require.NoError(t, ctx.Err(), "control: not ended before Close")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
+	defer cancel()
+	require.NoError(t, s.Close(ctx))
+	for _, ctx := range ctxs {
+		require.ErrorIs(t, ctx.Err(), context.Canceled, "ended by Close")
+	}
 }

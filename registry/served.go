@@ -205,6 +205,8 @@ type ServedActivation struct {
 	pending      map[string]struct{} // modules to re-read: bounded by the modules there are
 	wake         chan struct{}       // one token: pending has modules
 	stop         chan struct{}       // closed by Close
+	stopCtx      context.Context     // cancelled by Close: the parent of the service's own calls (stopped)
+	cancelStop   context.CancelFunc
 	absorberDone chan struct{}
 	patchSeq     uint64
 	patches      []patch // made while a derivation runs: re-applied over its result
@@ -309,6 +311,7 @@ func NewServedActivation(l *landing.ModuleLanding, opts ServedOptions) *ServedAc
 	s.changeBudget = orDuration(opts.ChangeBudget, DefaultChangeBudget)
 	s.changesRetry = orDuration(opts.ChangesRetry, DefaultChangesRetry)
 	s.stop = make(chan struct{})
+	s.stopCtx, s.cancelStop = context.WithCancel(context.Background())
 	switch {
 	case opts.JournalPeriod < 0:
 		s.maintPeriod = s.freshness / 6
@@ -799,6 +802,7 @@ func (s *ServedActivation) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	if !wasClosed {
 		close(s.stop)
+		s.cancelStop()
 	}
 	if feed != nil {
 		feed.Unsubscribe()
