@@ -61,11 +61,16 @@ type ServedOptions struct {
 	Changes mesh.Store
 	// ChangesNamespace holds the change nodes. Default DefaultChangesNamespace.
 	ChangesNamespace string
-	// Reconcile is how often the snapshot is re-derived in full while the
-	// journal's tail covers it (it catches records written by code that
-	// keeps no journal). While the tail fails, or without one, Freshness
-	// applies; a feed Reset re-derives at once. Default DefaultReconcile
-	// (5m).
+	// Reconcile is how often the snapshot is re-derived while the
+	// journal's tail covers it. With the tail, a re-derivation reads the
+	// journal's entries since the snapshot's own place on it and re-reads
+	// only the modules they name (landing.ModuleLanding.ReconcileChanges:
+	// O(changed)); the first derivation, and one that meets a gap in the
+	// journal, walk every module. Without the tail (NoJournal) every
+	// derivation walks every module (ModuleLanding.Reconcile), which also
+	// sees records written by code that keeps no journal. While the tail
+	// fails, or without one, Freshness applies; a feed Reset re-derives at
+	// once. Default DefaultReconcile (5m).
 	Reconcile time.Duration
 	// ChangeBudget bounds writing a change node and re-reading one changed
 	// module. Default DefaultChangeBudget (10s).
@@ -134,9 +139,11 @@ type Snapshot struct {
 //     the modules written since the last tail, whatever became of their
 //     announcement. With the change feed, a write another replica announced
 //     is absorbed sooner, by re-reading that module alone (see changes.go).
-//     The full derivation is the reconciliation behind both, on the
-//     Reconcile cadence while the tail covers the snapshot, and at once
-//     after a feed Reset.
+//     The derivation is the reconciliation behind both, on the Reconcile
+//     cadence while the tail covers the snapshot, and at once after a feed
+//     Reset; with the tail it reads the journal since the snapshot's place
+//     on it and the modules written since (ModuleLanding.ReconcileChanges),
+//     walking every module only at the first derivation or on a gap.
 //   - Without a tail (or while it fails), records another replica wrote are
 //     absorbed within Freshness by re-derivation: the first read once the
 //     snapshot is within its last derivation's duration (and a quarter) of
