@@ -376,5 +376,6 @@ func patchedSnap(a landing.Activation, content [32]byte, ps []patch) (landing.Ac
 		}
 		changed++
 	}
-	return landing.Activation{Modules: mods, Ended: ended, Unreadable: a.Unreadable}, content, changed
+	a.Modules, a.Ended = mods, ended // a keeps its place on the journal
+	return a, content, changed
 }

@@ -39,21 +39,17 @@ func (s *ServedActivation) tailer() {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-s.tailKick:
+			t.Stop()
 		}
 	}
 }
 
-// stopped returns a context bounded by budget and ended by Close.
+// stopped returns a context bounded by budget and ended by Close: a child
+// of the service's own context, which Close cancels, so that no goroutine
+// per call waits for either.
 func (s *ServedActivation) stopped(budget time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := s.clk.WithTimeout(context.Background(), budget)
-	go func() {
-		select {
-		case <-s.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	return s.clk.WithTimeout(s.stopCtx, budget)
 }
 
 // tail reads the journal from where the last tail stopped and absorbs the
@@ -64,6 +60,8 @@ func (s *ServedActivation) tail() {
 	next := s.journalNext
 	s.mu.Unlock()
 	if next == 0 {
+		// No snapshot yet: the tail reads from a little before the head;
+		// the first snapshot moves it to its own place (startTail).
 		ctx, cancel := s.stopped(s.changeBudget)
 		head, err := s.landing.JournalHead(ctx)
 		cancel()
@@ -72,6 +70,12 @@ func (s *ServedActivation) tail() {
 			return
 		}
 		next = max(head, journalBacklog+1) - journalBacklog
+		s.mu.Lock()
+		if s.journalNext != 0 { // a snapshot placed the tail meanwhile
+			next = s.journalNext
+		}
+		s.journalNext = next
+		s.mu.Unlock()
 	}
 	for {
 		ctx, cancel := s.stopped(s.changeBudget)
@@ -82,10 +86,16 @@ func (s *ServedActivation) tail() {
 			return
 		}
 		s.absorbJournal(entries)
-		next = n
 		s.mu.Lock()
-		s.journalNext = n
+		moved := s.journalNext != next // a snapshot placed the tail meanwhile: it goes on from there next round
+		if !moved {
+			s.journalNext = n
+		}
 		s.mu.Unlock()
+		next = n
+		if moved {
+			return // the round the snapshot started reports
+		}
 		if len(entries) < journalBatch {
 			break
 		}
@@ -260,7 +270,7 @@ func (s *ServedActivation) tailState() string {
 		return "no journal tail"
 	case s.tailFailing:
 		return "journal tail failing: " + s.tailFailure
-	case s.tailBegan.IsZero():
+	case s.lastTail.IsZero():
 		return "journal tail not started"
 	}
 	return "journal tail last began " + s.clk.Since(s.lastTail).String() + " ago"

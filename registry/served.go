@@ -18,6 +18,11 @@ import (
 	"github.com/meshrx/meshrx/rx"
 )
 
+// journalBacklog is how many entries before the journal's head a tail
+// started before any snapshot reads: writes whose entry was claimed just
+// before the head was read may commit after they were looked for.
+const journalBacklog = 64
+
 // Defaults for ServedOptions fields left zero.
 const (
 	DefaultFreshness        = 30 * time.Second
@@ -56,11 +61,16 @@ type ServedOptions struct {
 	Changes mesh.Store
 	// ChangesNamespace holds the change nodes. Default DefaultChangesNamespace.
 	ChangesNamespace string
-	// Reconcile is how often the snapshot is re-derived in full while the
-	// journal's tail covers it (it catches records written by code that
-	// keeps no journal). While the tail fails, or without one, Freshness
-	// applies; a feed Reset re-derives at once. Default DefaultReconcile
-	// (5m).
+	// Reconcile is how often the snapshot is re-derived while the
+	// journal's tail covers it. With the tail, a re-derivation reads the
+	// journal's entries since the snapshot's own place on it and re-reads
+	// only the modules they name (landing.ModuleLanding.ReconcileChanges:
+	// O(changed)); the first derivation, and one that meets a gap in the
+	// journal, walk every module. Without the tail (NoJournal) every
+	// derivation walks every module (ModuleLanding.Reconcile), which also
+	// sees records written by code that keeps no journal. While the tail
+	// fails, or without one, Freshness applies; a feed Reset re-derives at
+	// once. Default DefaultReconcile (5m).
 	Reconcile time.Duration
 	// ChangeBudget bounds writing a change node and re-reading one changed
 	// module. Default DefaultChangeBudget (10s).
@@ -82,11 +92,6 @@ type ServedOptions struct {
 // other replicas' records are then served within Freshness by re-deriving
 // the whole activation (O(modules)) on that cadence, feed or no feed.
 const NoJournal time.Duration = -1
-
-// journalBacklog is how many entries before the journal's head a replica's
-// first tail reads: writes whose entry was claimed just before the head was
-// read may commit after the first derivation read their module.
-const journalBacklog = 64
 
 // journalBatch bounds the entries one tail reads at once.
 const journalBatch = 1024
@@ -134,9 +139,11 @@ type Snapshot struct {
 //     the modules written since the last tail, whatever became of their
 //     announcement. With the change feed, a write another replica announced
 //     is absorbed sooner, by re-reading that module alone (see changes.go).
-//     The full derivation is the reconciliation behind both, on the
-//     Reconcile cadence while the tail covers the snapshot, and at once
-//     after a feed Reset.
+//     The derivation is the reconciliation behind both, on the Reconcile
+//     cadence while the tail covers the snapshot, and at once after a feed
+//     Reset; with the tail it reads the journal since the snapshot's place
+//     on it and the modules written since (ModuleLanding.ReconcileChanges),
+//     walking every module only at the first derivation or on a gap.
 //   - Without a tail (or while it fails), records another replica wrote are
 //     absorbed within Freshness by re-derivation: the first read once the
 //     snapshot is within its last derivation's duration (and a quarter) of
@@ -205,6 +212,8 @@ type ServedActivation struct {
 	pending      map[string]struct{} // modules to re-read: bounded by the modules there are
 	wake         chan struct{}       // one token: pending has modules
 	stop         chan struct{}       // closed by Close
+	stopCtx      context.Context     // cancelled by Close: the parent of the service's own calls (stopped)
+	cancelStop   context.CancelFunc
 	absorberDone chan struct{}
 	patchSeq     uint64
 	patches      []patch // made while a derivation runs: re-applied over its result
@@ -213,8 +222,10 @@ type ServedActivation struct {
 	journalPeriod  time.Duration // <= 0: no tail
 	maintPeriod    time.Duration // how often the tailer runs
 	journalNext    uint64        // the next journal entry to read (0: the head is not known yet)
-	tailBegan      time.Time     // when the first successful tail began (zero: none yet)
+	tailBegan      time.Time     // the moment the tail reads the journal from (zero: none yet)
+	tailArmed      time.Time     // when the tail was started from a snapshot: its first round is due
 	lastTail       time.Time     // when the last successful tail began
+	tailKick       chan struct{} // one token: start a round now (the tail has just been started)
 	tailFailing    bool
 	tailFailure    string
 	pendingJournal map[string]pendingEntry   // by module key: records named on the journal, not yet seen committed
@@ -307,6 +318,7 @@ func NewServedActivation(l *landing.ModuleLanding, opts ServedOptions) *ServedAc
 	s.changeBudget = orDuration(opts.ChangeBudget, DefaultChangeBudget)
 	s.changesRetry = orDuration(opts.ChangesRetry, DefaultChangesRetry)
 	s.stop = make(chan struct{})
+	s.stopCtx, s.cancelStop = context.WithCancel(context.Background())
 	switch {
 	case opts.JournalPeriod < 0:
 		s.maintPeriod = s.freshness / 6
@@ -318,6 +330,7 @@ func NewServedActivation(l *landing.ModuleLanding, opts ServedOptions) *ServedAc
 	s.pendingJournal = map[string]pendingEntry{}
 	s.unannounced = map[string]landing.Record{}
 	s.tailerDone = make(chan struct{})
+	s.tailKick = make(chan struct{}, 1)
 	if opts.Changes != nil {
 		s.changes = opts.Changes
 		s.changesNS = opts.ChangesNamespace
@@ -355,14 +368,21 @@ func (s *ServedActivation) Absorbed() int64 { return s.absorbed.Load() }
 
 // dueAfter is the age at which snap is re-derived: Reconcile while the
 // journal's tail covers it (tailing since before snap's derivation started,
-// and a tail succeeded within half of Freshness), Freshness otherwise: the
-// change feed is the fast path, and no bound rests on it. Called with s.mu
-// held.
+// and a tail succeeded, or was started, within half of Freshness),
+// Freshness otherwise: the change feed is the fast path, and no bound rests
+// on it. Called with s.mu held.
 func (s *ServedActivation) dueAfter(snap Snapshot) time.Duration {
-	if s.journalCovers(snap) && s.clk.Since(s.lastTail) <= s.freshness/2 {
+	if s.journalCovers(snap) && s.clk.Since(latest(s.lastTail, s.tailArmed)) <= s.freshness/2 {
 		return s.reconcile
 	}
 	return s.freshness
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // journalCovers reports whether the journal has been tailed since before
@@ -550,7 +570,13 @@ func (s *ServedActivation) start(f *derivationFlight) bool {
 					}
 				}
 			}
-			act, err := s.landing.Reconcile(ctx, base)
+			reconcile := s.landing.Reconcile
+			if s.journalPeriod > 0 {
+				// The journal's entries since base was derived name every
+				// module written since: O(changed), not O(modules).
+				reconcile = s.landing.ReconcileChanges
+			}
+			act, err := reconcile(ctx, base)
 			if err != nil {
 				o.OnError(err)
 				return
@@ -654,8 +680,39 @@ func (s *ServedActivation) publish(d *derivation, a landing.Activation, content 
 	if s.gen == d.gen {
 		s.snap, s.has = snap, true
 		s.patches = s.patches[:0]
+		s.startTail(snap)
 	}
 	return snap
+}
+
+// startTail places the journal's tail at the place on the journal snap was
+// derived at (ReconcileChanges) when the tail does not cover snap yet, and
+// runs its round at once: the tail then covers snap from its derivation's
+// start, however long that took. A tail that began from its own reading of
+// the journal's head, on its own goroutine, began after the first
+// derivation had started (or failed first), so it never covered the first
+// snapshot, which was then re-derived within Freshness less its
+// derivation's duration instead of on the Reconcile cadence: on a volume
+// where the first derivation is slow (object storage), during a short
+// load run. A later snapshot whose place is further on (a full walk past
+// a gap in the journal) moves the tail forward. Called with s.mu held.
+func (s *ServedActivation) startTail(snap Snapshot) {
+	from := snap.JournalFrom()
+	if s.journalPeriod <= 0 || from == 0 {
+		return
+	}
+	if s.journalCovers(snap) {
+		s.journalNext = max(s.journalNext, from)
+		return
+	}
+	// Re-reading entries the tail read already is harmless: a module's
+	// newer record wins.
+	s.journalNext = from
+	s.tailBegan, s.tailArmed, s.lastTail = snap.DerivedAt, s.clk.Now(), time.Time{}
+	select {
+	case s.tailKick <- struct{}{}:
+	default:
+	}
 }
 
 // release frees f's slot, only if the slot still holds f.
@@ -752,6 +809,7 @@ func (s *ServedActivation) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	if !wasClosed {
 		close(s.stop)
+		s.cancelStop()
 	}
 	if feed != nil {
 		feed.Unsubscribe()

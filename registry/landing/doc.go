@@ -19,7 +19,9 @@
 // their names, the same way on every replica): every replica derives the
 // same list. Before its commit, every record write claims an entry on the
 // volume's journal ([ModuleLanding.ReadJournal]), which replicas tail to
-// learn of each other's writes in O(changes).
+// learn of each other's writes in O(changes), and by which
+// [ModuleLanding.ReconcileChanges] re-derives the activation list from an
+// earlier one reading only the modules written since.
 //
 // On an [ExclusiveVolume] (object storage, which has no rename:
 // registry/landing/s3volume) nothing is staged or renamed: files are

@@ -610,13 +610,42 @@ func (l *ModuleLanding) Reconcile(ctx context.Context, prev Activation) (Activat
 	if err != nil || len(keys) == 0 {
 		return Activation{}, err
 	}
-	type found struct {
-		rec   Record
-		ok    bool
-		bad   []RecordError
-		valid bool
+	results, err := l.readModules(ctx, keys, prev)
+	if err != nil {
+		return Activation{}, err
 	}
-	results := make([]found, len(keys))
+	var act Activation
+	for _, f := range results {
+		act.Unreadable = append(act.Unreadable, f.bad...)
+		switch {
+		case f.ok && f.rec.State.Served():
+			act.Modules = append(act.Modules, f.rec)
+		case f.ok:
+			act.Ended = append(act.Ended, f.rec)
+		}
+	}
+	l.reportUnreadable(act.Unreadable)
+	return act, nil
+}
+
+// moduleRead is what readModules found for one module.
+type moduleRead struct {
+	rec  Record
+	ok   bool
+	bad  []RecordError
+	last string // the newest record ID listed, readable or not
+}
+
+// readModules reads the newest record of each of keys in parallel, each
+// module on a read slot of its own, with at most ReadPool-1 modules at once
+// (one when ReadPool is 1), reading a record file only when the newest
+// listed is not the one prev holds. The goroutines it starts have returned
+// when it returns; the first error (or ctx's end) stops the rest.
+func (l *ModuleLanding) readModules(ctx context.Context, keys []string, prev Activation) ([]moduleRead, error) {
+	results := make([]moduleRead, len(keys))
+	if len(keys) == 0 {
+		return results, nil
+	}
 	workers := min(max(cap(l.reads.ch)-1, 1), len(keys))
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -637,8 +666,8 @@ func (l *ModuleLanding) Reconcile(ctx context.Context, prev Activation) (Activat
 					return
 				}
 				err := l.onReadPool(ctx, "activation read", func() error {
-					r, ok, bad, err := l.scan.newest(ctx, keys[i], prev.latest(keys[i]))
-					results[i] = found{rec: r, ok: ok, bad: bad, valid: true}
+					r, ok, bad, last, err := l.scan.newest(ctx, keys[i], prev.latest(keys[i]))
+					results[i] = moduleRead{rec: r, ok: ok, bad: bad, last: last}
 					return err
 				})
 				if err != nil {
@@ -650,23 +679,12 @@ func (l *ModuleLanding) Reconcile(ctx context.Context, prev Activation) (Activat
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return Activation{}, firstErr
+		return nil, firstErr
 	}
 	if parent.Err() != nil { // a worker saw the end before reading: nothing may be missing silently
-		return Activation{}, volumeErr(parent, "read the modules' records", parent.Err())
+		return nil, volumeErr(parent, "read the modules' records", parent.Err())
 	}
-	var act Activation
-	for _, f := range results {
-		act.Unreadable = append(act.Unreadable, f.bad...)
-		switch {
-		case f.ok && f.rec.State.Served():
-			act.Modules = append(act.Modules, f.rec)
-		case f.ok:
-			act.Ended = append(act.Ended, f.rec)
-		}
-	}
-	l.reportUnreadable(act.Unreadable)
-	return act, nil
+	return results, nil
 }
 
 // Latest returns module's latest readable record, whatever its state (a

@@ -98,6 +98,10 @@ type Activation struct {
 	// Unreadable lists records that were skipped because they could not be
 	// read or decoded; the module is served from its next older record.
 	Unreadable []RecordError
+
+	// journal is where the activation stands on the volume's journal
+	// (ReconcileChanges); the zero value when it was not derived by one.
+	journal journalMark
 }
 
 // Lookup returns the served record of module, compared without case.
@@ -368,15 +372,21 @@ func (s scanner) latest(ctx context.Context, key string, want func(Record) bool)
 // newest is latest(ctx, key, nil) for a caller that already holds known,
 // a record of key read earlier (or nil): when the listing's newest record is
 // known, it is the answer without reading it again.
-func (s scanner) newest(ctx context.Context, key string, known *Record) (r Record, found bool, bad []RecordError, err error) {
+// last is the newest record ID the listing showed, readable or not ("" for
+// none): a record whose ID sorts at or before it had been committed.
+func (s scanner) newest(ctx context.Context, key string, known *Record) (r Record, found bool, bad []RecordError, last string, err error) {
 	ids, err := s.recordIDs(ctx, key)
 	if err != nil {
-		return Record{}, false, nil, err
+		return Record{}, false, nil, "", err
 	}
-	if known != nil && len(ids) > 0 && ids[len(ids)-1] == known.ID {
-		return *known, true, nil, nil
+	if len(ids) > 0 {
+		last = ids[len(ids)-1]
 	}
-	return s.latestOf(ctx, key, ids, nil)
+	if known != nil && last != "" && last == known.ID {
+		return *known, true, nil, last, nil
+	}
+	r, found, bad, err = s.latestOf(ctx, key, ids, nil)
+	return r, found, bad, last, err
 }
 
 // recordIDs lists key's record IDs, oldest first; none for a module whose

@@ -3,6 +3,7 @@ package s3volume
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -120,4 +121,35 @@ func TestAnS3VolumeURLIsCheckedBeforeAnyRequest(t *testing.T) {
 	require.NoError(t, err, "the URL's path is the prefix")
 	_, err = testVolume(t, srv, Options{Prefix: "reg"}).Stat(t.Context(), "x")
 	require.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+// A directory listing longer than a page (1,000 keys) names each
+// directory once: a module listed twice was read twice and served twice by
+// a derivation at 10,000 modules (10,010 served): the test server repeats
+// the common prefix a page ended with at the start of the next. Control:
+// the listing spans pages.
+func TestADirectoryListingLongerThanAPageNamesEachDirectoryOnce(t *testing.T) {
+	const dirs = 2100
+	srv := s3test.Start(t)
+	v := testVolume(t, srv, Options{Prefix: "p"})
+	for i := range dirs {
+		for _, f := range []string{"generations/g/bundle.zip", "records/r.json", "versions/1/claim.json"} {
+			require.NoError(t, v.WriteFile(t.Context(), fmt.Sprintf("d/k%05d/%s", i, f), []byte("1")))
+		}
+	}
+	before := srv.Requests()
+	entries, err := v.ReadDir(t.Context(), "d")
+	require.NoError(t, err)
+	assert.Greater(t, srv.Requests()-before, 2, "control: more than two pages")
+	names := map[string]int{}
+	for _, e := range entries {
+		names[e.Name()]++
+	}
+	assert.Equal(t, dirs, len(names))
+	for n, c := range names {
+		if c != 1 {
+			t.Errorf("%s listed %d times", n, c)
+		}
+	}
+	assert.Equal(t, dirs, len(entries))
 }
