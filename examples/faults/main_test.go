@@ -98,19 +98,7 @@ func TestAnObjectStoreOutageIsAnsweredWith503sAndLosesNothing(t *testing.T) {
 // pgArgs returns args with the database the run should use: none (the run
 // starts its own), or an external one (-pg), or it skips the test.
 func pgArgs(t *testing.T, args ...string) []string {
-	bins, findErr := pgtest.FindBinaries(os.Getenv("PATH"), pgtest.DebianRoot)
-	switch p := pgtest.Decide(os.Getenv, bins, findErr); p.Mode {
-	case pgtest.ModeSkip:
-		t.Skip(p.Reason)
-	case pgtest.ModeFail:
-		t.Fatal(p.Reason)
-	case pgtest.ModeExternal:
-		// No control of that server: the schedule skips restarting it.
-		srv, err := pgtest.Config{URL: p.URL}.Start(t.Context())
-		require.NoError(t, err)
-		t.Cleanup(func() { assert.NoError(t, srv.Stop()) })
-		db, err := srv.CreateDatabase(t.Context(), "faults")
-		require.NoError(t, err)
+	if db := pgtest.ProgramDatabase(t, "faults"); db != "" {
 		args = append(args, "-pg", db)
 	}
 	return args

@@ -36,18 +36,7 @@ var summaryLine = regexp.MustCompile(`^summary: replicas=2 live_queries=\d+ writ
 // otherwise the run starts its own, as it does for users. Without
 // PostgreSQL the test skips (or fails under MESHRX_REQUIRE_PG=1).
 func pgArgs(t *testing.T, args ...string) []string {
-	bins, findErr := pgtest.FindBinaries(os.Getenv("PATH"), pgtest.DebianRoot)
-	switch p := pgtest.Decide(os.Getenv, bins, findErr); p.Mode {
-	case pgtest.ModeSkip:
-		t.Skip(p.Reason)
-	case pgtest.ModeFail:
-		t.Fatal(p.Reason)
-	case pgtest.ModeExternal:
-		srv, err := pgtest.Config{URL: p.URL}.Start(t.Context())
-		require.NoError(t, err)
-		t.Cleanup(func() { assert.NoError(t, srv.Stop()) })
-		db, err := srv.CreateDatabase(t.Context(), "pglive")
-		require.NoError(t, err)
+	if db := pgtest.ProgramDatabase(t, "pglive"); db != "" {
 		args = append(args, "-pg", db)
 	}
 	return args
