@@ -67,6 +67,12 @@ func (f *fences) received(payload string) {
 	if err != nil {
 		return // not one of ours: nothing is trusted on its account
 	}
+	f.mu.Lock()
+	taken := f.next // every fence sent so far has a lower number
+	f.mu.Unlock()
+	if n >= taken {
+		return // no fence was sent with it: believing it would trust rows early
+	}
 	for {
 		old := f.seen.Load()
 		if n <= old || f.seen.CompareAndSwap(old, n) {

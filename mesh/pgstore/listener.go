@@ -1,6 +1,8 @@
 package pgstore
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -61,7 +63,7 @@ func (s *Store) listen(conn *pgx.Conn) {
 // receive handles notifications until the connection fails or the store
 // closes.
 func (s *Store) receive(conn *pgx.Conn) error {
-	senders := senders{conn: conn, known: map[uint32]bool{}}
+	senders := senders{conn: conn, known: map[uint32]bool{}, since: s.clk.Now()}
 	for {
 		n, err := conn.WaitForNotification(s.ctx)
 		if err != nil {
@@ -89,9 +91,19 @@ const maxSenders = 4096
 type senders struct {
 	conn  *pgx.Conn
 	known map[uint32]bool
+	since time.Time // when known was last cleared
 }
 
+// sendersLifetime bounds how long an answer is believed: the operating
+// system reuses a process id, so a backend of another role may come to
+// have one the cache holds.
+const sendersLifetime = 10 * time.Second
+
 func (c *senders) trusted(s *Store, pid uint32) bool {
+	if now := s.clk.Now(); now.Sub(c.since) > sendersLifetime {
+		clear(c.known)
+		c.since = now
+	}
 	if ok, found := c.known[pid]; found {
 		return ok
 	}
@@ -147,10 +159,10 @@ func (s *Store) reconnect(cause error) *pgx.Conn {
 
 // notice is the payload the notify triggers send.
 type notice struct {
-	Path     *string    `json:"path"`
-	Op       string     `json:"op"`
-	NodeType *string    `json:"node_type"`
-	Row      *noticeRow `json:"row"` // migration 0005: the written row, when it fits
+	Path     *string         `json:"path"`
+	Op       string          `json:"op"`
+	NodeType *string         `json:"node_type"`
+	Row      json.RawMessage `json:"row"` // migration 0005: the written row, when it fits; decoded in carried, so a row this build cannot read costs a read of its path, not of every live query
 }
 
 // handle settles one notification: it updates the known schemas, makes the
@@ -200,7 +212,14 @@ func (n *notice) carried(op mesh.WriteOp, path string) *written {
 	if op == mesh.WriteDelete {
 		return &written{carried: true, gone: true}
 	}
-	node, ok := n.Row.node()
+	if len(n.Row) == 0 {
+		return nil
+	}
+	var r *noticeRow
+	if err := json.Unmarshal(n.Row, &r); err != nil {
+		return nil
+	}
+	node, ok := r.node()
 	if !ok || node.Path != path {
 		return nil
 	}
