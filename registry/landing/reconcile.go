@@ -33,7 +33,14 @@ type journalMark struct {
 	// since is when the entry at from was first found not yet committed
 	// (its record not listed); zero when from is the journal's end.
 	since time.Time
+	// walked is when the last full walk was made.
+	walked time.Time
 }
+
+// fullWalkEvery bounds how long a record written without a journal entry
+// (by an older build, or by hand) can go unseen while passes read the
+// journal: past it, a pass walks every module.
+const fullWalkEvery = time.Hour
 
 // JournalFrom is the first journal sequence number whose write a may not
 // include: a tail of the journal that reads from here on misses nothing a
@@ -71,6 +78,10 @@ func (l *ModuleLanding) ReconcileChanges(ctx context.Context, prev Activation) (
 	}
 	from := prev.journal.from
 	if from == 0 {
+		return l.walk(ctx, prev, head)
+	}
+	if from > head || l.clk.Now().Sub(prev.journal.walked) > fullWalkEvery {
+		// A mark past the head: the journal was re-made under us.
 		return l.walk(ctx, prev, head)
 	}
 	entries, next, err := l.ReadJournal(ctx, from, maxJournalPass)
@@ -136,7 +147,7 @@ func (l *ModuleLanding) walk(ctx context.Context, prev Activation, head uint64) 
 	if err != nil {
 		return Activation{}, err
 	}
-	act.journal = journalMark{from: max(head, walkBacklog+1) - walkBacklog}
+	act.journal = journalMark{from: max(head, walkBacklog+1) - walkBacklog, walked: l.clk.Now()}
 	return act, nil
 }
 
@@ -160,9 +171,9 @@ func (l *ModuleLanding) markAfter(prev journalMark, entries []JournalEntry, next
 				"module", e.Module, "record", e.Record, "seq", e.Seq)
 			continue
 		}
-		return journalMark{from: e.Seq, since: since}
+		return journalMark{from: e.Seq, since: since, walked: prev.walked}
 	}
-	return journalMark{from: next}
+	return journalMark{from: next, walked: prev.walked}
 }
 
 // keepRecords returns the records of recs that keep holds, with room for extra more.

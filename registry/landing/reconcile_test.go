@@ -343,3 +343,38 @@ func TestAJournalEntryWhoseRecordIsNotYetCommittedIsReadAgainByTheNextPass(t *te
 		assert.Contains(t, servedVersions(act), "Beta", "a record committed after its entry was given up is not read by the journal")
 	})
 }
+
+// A record written without a journal entry (by an older build, or by
+// hand) is seen within fullWalkEvery: passes that read the journal do not
+// see it (the control, first), and the first pass after fullWalkEvery
+// walks every module.
+func TestARecordWithoutAJournalEntryIsServedAfterTheNextFullWalk(t *testing.T) {
+	forEachVolume(t, func(t *testing.T, k volumeKind) {
+		ctx := t.Context()
+		_, handle := k.open(t)
+		clk := clock.NewMock()
+		clk.Set(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+		a := newLanding(t, handle(), Options{Replica: "a", Clock: clk})
+		b := newLanding(t, handle(), Options{Replica: "b", Clock: clk})
+		_, err := a.Land(ctx, "Alpha", "1.0.0", testkit.ModuleArchive(t, "Alpha", "1.0.0", 1))
+		require.NoError(t, err)
+		act, err := b.ReconcileChanges(ctx, Activation{})
+		require.NoError(t, err)
+		act, err = b.ReconcileChanges(ctx, act)
+		require.NoError(t, err)
+
+		// The newest entry removed: the journal's head moves back with it,
+		// so no pass meets a gap.
+		_, err = a.Land(ctx, "Alpha", "2.0.0", testkit.ModuleArchive(t, "Alpha", "2.0.0", 1))
+		require.NoError(t, err)
+		require.NoError(t, handle().RemoveAll(ctx, journalEntryDir(act.JournalFrom())))
+		act, err = b.ReconcileChanges(ctx, act)
+		require.NoError(t, err)
+		assert.Equal(t, "1.0.0", servedVersions(act)["Alpha"], "control: a pass that reads the journal does not see it")
+
+		clk.Add(fullWalkEvery + time.Minute)
+		act, err = b.ReconcileChanges(ctx, act)
+		require.NoError(t, err)
+		assert.Equal(t, "2.0.0", servedVersions(act)["Alpha"], "the full walk serves it")
+	})
+}
