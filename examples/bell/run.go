@@ -186,6 +186,7 @@ func serve(ctx context.Context, ln net.Listener, h *server, logger *slog.Logger)
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
+		h.closeStreams() // taken over from net/http: its Serve no longer knows them
 		return err
 	case <-ctx.Done():
 	}
