@@ -200,10 +200,9 @@ func (s *subjectCore[T]) emit(v T) {
 	}
 	for _, sub := range *cur {
 		switch {
-		case sub.sc.cancelled():
 		case sub.next != nil:
-			sub.next.step(v)
-		default:
+			sub.next.each(v, sub.sc) // checks sub.sc first
+		case !sub.sc.cancelled():
 			sub.o.OnNext(v)
 		}
 	}

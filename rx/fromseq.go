@@ -1,0 +1,36 @@
+package rx
+
+import "iter"
+
+// FromSeq emits the values of seq in order and completes, synchronously
+// inside Subscribe. Unsubscribing stops the iteration: seq's yield returns
+// false at its next value.
+func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
+	if seq == nil {
+		return fail[T](&ArgumentError{Op: "FromSeq", Arg: "seq", Value: "nil", Reason: "must be an iterator"})
+	}
+	return observableFunc[T](func(o Observer[T]) Subscription {
+		sc := ensureScope(o)
+		if sc.cancelled() {
+			return sc
+		}
+		if next := fuseOf(o); next != nil {
+			// seq's yield is the chain's loop for one value (see fuse.go),
+			// which checks sc before the value; checked again after it, as
+			// below: seq computes no value past an unsubscription.
+			seq(func(v T) bool { return next.each(v, sc) && !sc.done.Load() })
+		} else {
+			seq(func(v T) bool {
+				if sc.cancelled() {
+					return false
+				}
+				o.OnNext(v)
+				return !sc.cancelled()
+			})
+		}
+		if !sc.cancelled() {
+			o.OnCompleted()
+		}
+		return sc
+	})
+}
