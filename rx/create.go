@@ -77,26 +77,44 @@ func Range(start, count int) Observable[int] {
 	return observableFunc[int](func(o Observer[int]) Subscription {
 		sc := scopeOf(o)
 		end := start + count
-		if next := fuseOf(o); next != nil {
-			// In chunks, so that the stages below run inside the chain's
-			// own loop (see fuse.go); an int costs nothing to make ahead of
-			// its turn.
+		// The loops are spelled out per case: each value costs one call, to
+		// the fused stages below (see fuse.go) or through the interface, and
+		// one load of the scope only when something below can unsubscribe.
+		switch next := fuseOf(o); {
+		case next != nil && next.loop != nil:
+			// In chunks, so that the first stages run inside the chain's
+			// own loop; an int costs nothing to make ahead of its turn.
 			var chunk [64]int
 			for v := start; v < end; {
 				n := min(end-v, len(chunk))
 				for i := range n {
 					chunk[i] = v + i
 				}
-				if !next.run(chunk[:n], sc) {
+				if !next.loop(chunk[:n], sc) {
 					return noSubscription{}
 				}
 				v += n
 			}
-		} else if sc == nil {
+		case next != nil && sc == nil:
+			step := next.step
+			for v := start; v < end; v++ {
+				if !step(v) {
+					return noSubscription{}
+				}
+			}
+		case next != nil:
+			// The stages below run inside this loop (see fuse.go).
+			step := next.step
+			for v := start; v < end; v++ {
+				if sc.done.Load() || !step(v) {
+					return noSubscription{}
+				}
+			}
+		case sc == nil:
 			for v := start; v < end; v++ {
 				o.OnNext(v)
 			}
-		} else {
+		default:
 			for v := start; v < end; v++ {
 				if sc.done.Load() {
 					return noSubscription{}

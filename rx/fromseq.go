@@ -15,10 +15,11 @@ func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
 			return sc
 		}
 		if next := fuseOf(o); next != nil {
-			// seq's yield is the chain's loop for one value (see fuse.go),
-			// which checks sc before the value; checked again after it, as
-			// below: seq computes no value past an unsubscription.
-			seq(func(v T) bool { return next.each(v, sc) && !sc.done.Load() })
+			// The stages below run inside seq's loop (see fuse.go).
+			// Checked again after the value, as below: seq computes no
+			// value past an unsubscription.
+			step := next.step
+			seq(func(v T) bool { return !sc.done.Load() && step(v) && !sc.done.Load() })
 		} else {
 			seq(func(v T) bool {
 				if sc.cancelled() {

@@ -56,17 +56,15 @@ const (
 	opSkipWhile
 	opTakeWhile
 	opTake
-	opDistinct
+	opStep // a stage that builds its own closure (DistinctUntilChanged)
 )
 
-// op is one stage of a fused run over T: its kind, the user's function,
-// and pointers to the state the stage's observer holds (the observer may
-// be reached through OnNext too, and its OnCompleted reads that state).
+// op is one stage of a fused run over T.
 type op[T any] struct {
 	kind opKind
 	sc   *scope // the stage's scope, checked after its user function
 	f    func(T) T
-	keep func(T) bool // Filter, SkipWhile, TakeWhile
+	keep func(T) bool // Filter, SkipWhile, TakeWhile; opStep
 	do   func(T)
 	scan func(T, T) T
 	acc  *T    // Scan's accumulator
@@ -74,30 +72,28 @@ type op[T any] struct {
 	pass *bool // SkipWhile is passing values
 	tw   *takeWhileObserver[T]
 	take *takeObserver[T]
-	// DistinctUntilChanged: the last value, whether there is one, and ==
-	// (T is comparable there, not here).
-	last *T
-	seen *bool
-	eq   func(a, b T) bool
+	// build makes an opStep stage's closure, calling next (or down.OnNext
+	// when next is nil) itself.
+	build func(next func(T) bool, down Observer[T]) func(T) bool
 }
 
-// fused is the fused form of a chain: one run of ops over T, then the run
-// of another type that follows a type change (out), or the first observer
-// that does not fuse (down).
+// fused is the fused form of a chain: step runs one value through every
+// stage of the run and the runs of other types that follow it, down to the
+// first observer that does not fuse.
 type fused[T any] struct {
-	ops  []op[T]
-	out  func(T) bool // nil: down.OnNext
-	down Observer[T]
-	// step runs one value through the chain. It reports false when the
-	// chain has ended or unsubscribed (the source stops); true says only
-	// that the source may go on, after checking its scope as it does
-	// before every value.
+	// step reports false when the chain has ended or unsubscribed (the
+	// source stops); true says only that the source may go on, after
+	// checking its scope as it does before every value.
 	step func(T) bool
-	// loop is run as a function value: the values of a slice through the
-	// chain, checking the source's scope (when not nil) before each.
+	// loop, when not nil, runs the values of a slice through the chain,
+	// checking the source's scope (when not nil) before each, and reports
+	// as step does: the first closure's work spelled out as a loop, for a
+	// chain that starts with Maps and Filters, so that a source holding its
+	// values in a slice (Of, Range in chunks) makes no call per value into
+	// the chain.
 	loop func(vs []T, sc *scope) bool
-	// stages is how many stages the chain runs in this type (a type
-	// change counts as one): what the fusion tests look at.
+	// stages is how many stages step runs in this type (a type change
+	// counts as one): what the fusion tests look at.
 	stages int
 }
 
@@ -130,132 +126,395 @@ func fuseOf[T any](o Observer[T]) *fused[T] {
 	if len(ops) == 0 && out == nil {
 		return nil
 	}
-	r := &fused[T]{ops: ops, out: out, down: o, stages: len(ops)}
+	n := len(ops)
 	if out != nil {
-		r.stages++
+		n++
 	}
-	r.step, r.loop = r.one, r.run
-	return r
-}
-
-// compose returns the step and loop (see fused) of ops followed by out, or
-// by down.OnNext when out is nil.
-func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(T) bool, loop func([]T, *scope) bool) {
-	r := &fused[T]{ops: ops, out: out, down: down}
-	return r.one, r.run
-}
-
-// one runs v through the chain: step.
-func (r *fused[T]) one(v T) bool { return r.each(v, nil) }
-
-// each runs v through the chain after checking sc (when not nil), and
-// reports as step does.
-func (r *fused[T]) each(v T, sc *scope) bool {
-	one := [1]T{v}
-	return r.exec(r.ops, one[:], sc)
+	step, loop := compose(ops, out, o)
+	return &fused[T]{step: step, loop: loop, stages: n}
 }
 
 // run runs the values of vs through the chain in order, checking sc (when
 // not nil) before each, and reports as step does.
-func (r *fused[T]) run(vs []T, sc *scope) bool { return r.exec(r.ops, vs, sc) }
-
-// exec is the fused loop: for each value of vs, every op in turn, then out
-// or down. One loop serves every chain of any length and order: a stage
-// costs its user function, a predictable branch on its kind and the loads
-// of its state and scope, and no call of its own. The checks are those the
-// stages make unfused: the source's scope before each value, each stage's
-// after its user function (a function that unsubscribed stops its own
-// value).
-func (r *fused[T]) exec(ops []op[T], vs []T, sc *scope) bool {
-	out, down := r.out, r.down
-values:
-	for _, v := range vs {
-		if sc != nil && sc.done.Load() {
-			return false
-		}
-		for i := range ops {
-			x := &ops[i]
-			switch x.kind {
-			case opMap:
-				v = x.f(v)
-				if x.sc.done.Load() {
-					return false
-				}
-			case opFilter:
-				if !x.keep(v) {
-					continue values
-				}
-				if x.sc.done.Load() {
-					return false
-				}
-			case opDo:
-				x.do(v)
-				if x.sc.done.Load() {
-					return false
-				}
-			case opScan:
-				v = x.scan(*x.acc, v)
-				*x.acc = v
-				if x.sc.done.Load() {
-					return false
-				}
-			case opSkip:
-				if *x.n > 0 {
-					*x.n--
-					continue values
-				}
-			case opSkipWhile:
-				if !*x.pass {
-					// Unsubscribed inside skip: dropped, and the source
-					// sees the end before the next value.
-					if x.keep(v) || x.sc.done.Load() {
-						continue values
-					}
-					*x.pass = true
-				}
-			case opTakeWhile:
-				t := x.tw
-				if t.done {
-					return false
-				}
-				ok := x.keep(v)
-				if x.sc.done.Load() { // keep unsubscribed: neither the value nor the end
-					t.done = true
-					return false
-				}
-				if !ok {
-					t.end()
-					return false
-				}
-			case opTake:
-				t := x.take
-				if t.left <= 0 {
-					return false
-				}
-				t.left--
-				if t.left == 0 {
-					// The last value: the rest of the chain sees it,
-					// then this Take ends (after any Take below it that
-					// ended on it too).
-					one := [1]T{v}
-					r.exec(ops[i+1:], one[:], nil)
-					t.end()
-					return false
-				}
-			default: // opDistinct
-				if *x.seen && x.eq(v, *x.last) {
-					continue values
-				}
-				*x.seen, *x.last = true, v
+func (r *fused[T]) run(vs []T, sc *scope) bool {
+	if r.loop != nil {
+		return r.loop(vs, sc)
+	}
+	step := r.step
+	if sc == nil {
+		for _, v := range vs {
+			if !step(v) {
+				return false
 			}
 		}
-		if out == nil {
-			down.OnNext(v)
-		} else if !out(v) {
+		return true
+	}
+	for _, v := range vs {
+		if sc.done.Load() || !step(v) {
 			return false
 		}
 	}
 	return true
+}
+
+// compose builds the chain's step at subscription, from the last stage up:
+// one closure per stage (a Map followed by a Filter, a Filter followed by a
+// Map and two Maps make one closure between them), each specialised by its
+// kind and calling the next directly, the last calling down.OnNext (or the
+// next type's step, out) itself. A value thus costs the user's functions, a
+// call per closure and the scope loads, with no dispatch over the stages.
+// loop is the first closure's loop form (see fused), or nil.
+func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(T) bool, loop func([]T, *scope) bool) {
+	next := out // nil: the last closure calls down.OnNext
+	for i := len(ops) - 1; i >= 0; {
+		if i == 0 || i == 1 {
+			// The first closure: its loop form too.
+			loop = headLoop(ops[:i+1], next, down)
+		}
+		if i >= 1 {
+			a, b := &ops[i-1], &ops[i]
+			switch {
+			case a.kind == opMap && b.kind == opFilter:
+				next = mapFilter(a.f, a.sc, b.keep, b.sc, next, down)
+				i -= 2
+				continue
+			case a.kind == opFilter && b.kind == opMap:
+				next = filterMap(a.keep, a.sc, b.f, b.sc, next, down)
+				i -= 2
+				continue
+			case a.kind == opMap && b.kind == opMap:
+				next = mapMap(a.f, a.sc, b.f, b.sc, next, down)
+				i -= 2
+				continue
+			}
+		}
+		next = single(&ops[i], next, down)
+		i--
+	}
+	return next, loop
+}
+
+// headLoop returns the loop form of the first closure when it is made of
+// the stages in g (a Map and a Filter in either order, two Maps, or one of
+// them), which calls next (or down.OnNext when next is nil); nil for the
+// other kinds. It does per value what the closure does.
+func headLoop[T any](g []op[T], next func(T) bool, down Observer[T]) func([]T, *scope) bool {
+	switch {
+	case len(g) == 2 && g[0].kind == opMap && g[1].kind == opFilter:
+		f, fsc, keep, ksc := g[0].f, g[0].sc, g[1].keep, g[1].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				v = f(v)
+				if fsc.done.Load() {
+					return false
+				}
+				if !keep(v) {
+					continue
+				}
+				if ksc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	case len(g) == 2 && g[0].kind == opFilter && g[1].kind == opMap:
+		keep, ksc, f, fsc := g[0].keep, g[0].sc, g[1].f, g[1].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				if !keep(v) {
+					continue
+				}
+				if ksc.done.Load() {
+					return false
+				}
+				v = f(v)
+				if fsc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	case len(g) == 2 && g[0].kind == opMap && g[1].kind == opMap:
+		f, fsc, h, hsc := g[0].f, g[0].sc, g[1].f, g[1].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				v = f(v)
+				if fsc.done.Load() {
+					return false
+				}
+				v = h(v)
+				if hsc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	case len(g) == 1 && g[0].kind == opMap:
+		f, fsc := g[0].f, g[0].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				v = f(v)
+				if fsc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	case len(g) == 1 && g[0].kind == opFilter:
+		keep, ksc := g[0].keep, g[0].sc
+		return func(vs []T, sc *scope) bool {
+			for _, v := range vs {
+				if sc != nil && sc.done.Load() {
+					return false
+				}
+				if !keep(v) {
+					continue
+				}
+				if ksc.done.Load() {
+					return false
+				}
+				if next == nil {
+					down.OnNext(v)
+				} else if !next(v) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return nil
+}
+
+func mapFilter[T any](f func(T) T, fsc *scope, keep func(T) bool, ksc *scope, next func(T) bool, down Observer[T]) func(T) bool {
+	if next == nil {
+		return func(v T) bool {
+			v = f(v)
+			if fsc.done.Load() {
+				return false
+			}
+			if !keep(v) {
+				return true
+			}
+			if ksc.done.Load() {
+				return false
+			}
+			down.OnNext(v)
+			return true
+		}
+	}
+	return func(v T) bool {
+		v = f(v)
+		if fsc.done.Load() {
+			return false
+		}
+		if !keep(v) {
+			return true
+		}
+		return !ksc.done.Load() && next(v)
+	}
+}
+
+func filterMap[T any](keep func(T) bool, ksc *scope, f func(T) T, fsc *scope, next func(T) bool, down Observer[T]) func(T) bool {
+	if next == nil {
+		return func(v T) bool {
+			if !keep(v) {
+				return true
+			}
+			if ksc.done.Load() {
+				return false
+			}
+			v = f(v)
+			if fsc.done.Load() {
+				return false
+			}
+			down.OnNext(v)
+			return true
+		}
+	}
+	return func(v T) bool {
+		if !keep(v) {
+			return true
+		}
+		if ksc.done.Load() {
+			return false
+		}
+		v = f(v)
+		return !fsc.done.Load() && next(v)
+	}
+}
+
+func mapMap[T any](f func(T) T, fsc *scope, g func(T) T, gsc *scope, next func(T) bool, down Observer[T]) func(T) bool {
+	if next == nil {
+		return func(v T) bool {
+			v = f(v)
+			if fsc.done.Load() {
+				return false
+			}
+			v = g(v)
+			if gsc.done.Load() {
+				return false
+			}
+			down.OnNext(v)
+			return true
+		}
+	}
+	return func(v T) bool {
+		v = f(v)
+		if fsc.done.Load() {
+			return false
+		}
+		v = g(v)
+		return !gsc.done.Load() && next(v)
+	}
+}
+
+// single is the closure of one stage x followed by next (or down).
+func single[T any](x *op[T], next func(T) bool, down Observer[T]) func(T) bool {
+	sc := x.sc
+	switch x.kind {
+	case opMap:
+		f := x.f
+		if next == nil {
+			return func(v T) bool {
+				v = f(v)
+				if sc.done.Load() {
+					return false
+				}
+				down.OnNext(v)
+				return true
+			}
+		}
+		return func(v T) bool {
+			v = f(v)
+			return !sc.done.Load() && next(v)
+		}
+	case opFilter:
+		keep := x.keep
+		if next == nil {
+			return func(v T) bool {
+				if !keep(v) {
+					return true
+				}
+				if sc.done.Load() {
+					return false
+				}
+				down.OnNext(v)
+				return true
+			}
+		}
+		return func(v T) bool {
+			if !keep(v) {
+				return true
+			}
+			return !sc.done.Load() && next(v)
+		}
+	}
+	if x.kind == opStep {
+		return x.build(next, down)
+	}
+	if next == nil {
+		next = func(v T) bool { down.OnNext(v); return true }
+	}
+	switch x.kind {
+	case opDo:
+		do := x.do
+		return func(v T) bool {
+			do(v)
+			return !sc.done.Load() && next(v)
+		}
+	case opScan:
+		scan, acc := x.scan, x.acc
+		return func(v T) bool {
+			v = scan(*acc, v)
+			*acc = v
+			return !sc.done.Load() && next(v)
+		}
+	case opSkip:
+		n := x.n
+		return func(v T) bool {
+			if *n > 0 {
+				*n--
+				return true
+			}
+			return next(v)
+		}
+	case opSkipWhile:
+		skip, pass := x.keep, x.pass
+		return func(v T) bool {
+			if !*pass {
+				if skip(v) || sc.done.Load() {
+					return true
+				}
+				*pass = true
+			}
+			return next(v)
+		}
+	case opTakeWhile:
+		t, keep := x.tw, x.keep
+		return func(v T) bool {
+			if t.done {
+				return false
+			}
+			ok := keep(v)
+			if sc.done.Load() { // keep unsubscribed: neither the value nor the end
+				t.done = true
+				return false
+			}
+			if !ok {
+				t.end()
+				return false
+			}
+			return next(v)
+		}
+	default: // opTake
+		t := x.take
+		return func(v T) bool {
+			if t.left <= 0 {
+				return false
+			}
+			t.left--
+			if t.left > 0 {
+				return next(v)
+			}
+			// The last value: the rest of the chain sees it, then this
+			// Take ends (after any Take below it that ended on it too).
+			next(v)
+			t.end()
+			return false
+		}
+	}
 }
 
 func (m *mapObserver[T, U]) rxStage() (op[T], Observer[T], bool) {
@@ -333,10 +592,30 @@ func (t *takeObserver[T]) rxStage() (op[T], Observer[T], bool) {
 }
 
 func (d *distinctObserver[T]) rxStage() (op[T], Observer[T], bool) {
-	return op[T]{kind: opDistinct, last: &d.last, seen: &d.seen, eq: equal[T]}, d.down, true
+	return op[T]{kind: opStep, build: d.step}, d.down, true
 }
 
-func equal[T comparable](a, b T) bool { return a == b }
+// step compares with == in the closure itself (T is comparable here, not
+// in the fused run).
+func (d *distinctObserver[T]) step(next func(T) bool, down Observer[T]) func(T) bool {
+	if next == nil {
+		return func(v T) bool {
+			if d.seen && v == d.last {
+				return true
+			}
+			d.seen, d.last = true, v
+			down.OnNext(v)
+			return true
+		}
+	}
+	return func(v T) bool {
+		if d.seen && v == d.last {
+			return true
+		}
+		d.seen, d.last = true, v
+		return next(v)
+	}
+}
 
 func (d *doObserver[T]) rxStage() (op[T], Observer[T], bool) {
 	return op[T]{kind: opDo, sc: d.sc, do: d.next}, d.down, true
