@@ -15,11 +15,7 @@ func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
 			return sc
 		}
 		if next := fuseOf(o); next != nil {
-			// The stages below run inside seq's loop (see fuse.go).
-			// Checked again after the value, as below: seq computes no
-			// value past an unsubscription.
-			step := next.step
-			seq(func(v T) bool { return !sc.done.Load() && step(v) && !sc.done.Load() })
+			seq(fusedYield(next.step, sc))
 		} else {
 			seq(func(v T) bool {
 				if sc.cancelled() {
@@ -34,4 +30,14 @@ func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
 		}
 		return sc
 	})
+}
+
+// fusedYield is FromSeq's yield into a fused chain (see fuse.go): the stages
+// below run inside seq's loop. sc is checked before the value and again
+// after it, as unfused: seq computes no value past an unsubscription. Out of
+// line for the reason given on compose.
+//
+//go:noinline
+func fusedYield[T any](step func(T) bool, sc *scope) func(T) bool {
+	return func(v T) bool { return !sc.done.Load() && step(v) && !sc.done.Load() }
 }
