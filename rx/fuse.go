@@ -50,6 +50,7 @@ type opKind uint8
 const (
 	opMap opKind = iota
 	opFilter
+	opDo
 	opScan
 	opSkip
 	opSkipWhile
@@ -64,6 +65,7 @@ type op[T any] struct {
 	sc   *scope // the stage's scope, checked after its user function
 	f    func(T) T
 	keep func(T) bool // Filter, SkipWhile, TakeWhile; opStep
+	do   func(T)
 	scan func(T, T) T
 	acc  *T    // Scan's accumulator
 	n    *int  // Skip's count
@@ -155,6 +157,11 @@ func (r *fused[T]) run(vs []T, sc *scope) bool {
 	return true
 }
 
+// The functions that build the fused closures are kept out of line
+// (go:noinline): inlined into a caller in another package, which compiles
+// the generic code again, their closures call atomic.Bool.Load instead of
+// inlining it, a call per scope check.
+//
 // compose builds the chain's step at subscription, from the last stage up:
 // one closure per stage (a Map followed by a Filter, a Filter followed by a
 // Map and two Maps make one closure between them), each specialised by its
@@ -196,6 +203,8 @@ func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(
 // the stages in g (a Map and a Filter in either order, two Maps, or one of
 // them), which calls next (or down.OnNext when next is nil); nil for the
 // other kinds. It does per value what the closure does.
+//
+//go:noinline // see compose
 func headLoop[T any](g []op[T], next func(T) bool, down Observer[T]) func([]T, *scope) bool {
 	switch {
 	case len(g) == 2 && g[0].kind == opMap && g[1].kind == opFilter:
@@ -315,6 +324,7 @@ func headLoop[T any](g []op[T], next func(T) bool, down Observer[T]) func([]T, *
 	return nil
 }
 
+//go:noinline // see compose
 func mapFilter[T any](f func(T) T, fsc *scope, keep func(T) bool, ksc *scope, next func(T) bool, down Observer[T]) func(T) bool {
 	if next == nil {
 		return func(v T) bool {
@@ -344,6 +354,7 @@ func mapFilter[T any](f func(T) T, fsc *scope, keep func(T) bool, ksc *scope, ne
 	}
 }
 
+//go:noinline // see compose
 func filterMap[T any](keep func(T) bool, ksc *scope, f func(T) T, fsc *scope, next func(T) bool, down Observer[T]) func(T) bool {
 	if next == nil {
 		return func(v T) bool {
@@ -373,6 +384,7 @@ func filterMap[T any](keep func(T) bool, ksc *scope, f func(T) T, fsc *scope, ne
 	}
 }
 
+//go:noinline // see compose
 func mapMap[T any](f func(T) T, fsc *scope, g func(T) T, gsc *scope, next func(T) bool, down Observer[T]) func(T) bool {
 	if next == nil {
 		return func(v T) bool {
@@ -399,6 +411,8 @@ func mapMap[T any](f func(T) T, fsc *scope, g func(T) T, gsc *scope, next func(T
 }
 
 // single is the closure of one stage x followed by next (or down).
+//
+//go:noinline // see compose
 func single[T any](x *op[T], next func(T) bool, down Observer[T]) func(T) bool {
 	sc := x.sc
 	switch x.kind {
@@ -446,6 +460,12 @@ func single[T any](x *op[T], next func(T) bool, down Observer[T]) func(T) bool {
 		next = func(v T) bool { down.OnNext(v); return true }
 	}
 	switch x.kind {
+	case opDo:
+		do := x.do
+		return func(v T) bool {
+			do(v)
+			return !sc.done.Load() && next(v)
+		}
 	case opScan:
 		scan, acc := x.scan, x.acc
 		return func(v T) bool {
@@ -517,6 +537,7 @@ func (m *mapObserver[T, U]) rxStage() (op[T], Observer[T], bool) {
 	return op[T]{kind: opMap, sc: m.sc, f: f}, any(m.down).(Observer[T]), true
 }
 
+//go:noinline // see compose
 func (m *mapObserver[T, U]) rxFuse() func(T) bool {
 	f, sc, down := m.f, m.sc, m.down
 	if next := fuseOf(down); next != nil {
@@ -548,6 +569,7 @@ func (s *scanObserver[T, A]) rxStage() (op[T], Observer[T], bool) {
 	return op[T]{kind: opScan, sc: s.sc, scan: f, acc: any(&s.acc).(*T)}, any(s.down).(Observer[T]), true
 }
 
+//go:noinline // see compose
 func (s *scanObserver[T, A]) rxFuse() func(T) bool {
 	f, sc, down := s.f, s.sc, s.down
 	if next := fuseOf(down); next != nil {
@@ -589,6 +611,8 @@ func (d *distinctObserver[T]) rxStage() (op[T], Observer[T], bool) {
 
 // step compares with == in the closure itself (T is comparable here, not
 // in the fused run).
+//
+//go:noinline // see compose
 func (d *distinctObserver[T]) step(next func(T) bool, down Observer[T]) func(T) bool {
 	if next == nil {
 		return func(v T) bool {
@@ -607,4 +631,8 @@ func (d *distinctObserver[T]) step(next func(T) bool, down Observer[T]) func(T) 
 		d.seen, d.last = true, v
 		return next(v)
 	}
+}
+
+func (d *doObserver[T]) rxStage() (op[T], Observer[T], bool) {
+	return op[T]{kind: opDo, sc: d.sc, do: d.next}, d.down, true
 }

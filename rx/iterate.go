@@ -350,37 +350,3 @@ func (a *allObserver[T]) terminal(err error) {
 }
 
 func (a *allObserver[T]) rxScope() *scope { return a.sc }
-
-// FromSeq emits the values of seq in order and completes, synchronously
-// inside Subscribe. Unsubscribing stops the iteration: seq's yield returns
-// false at its next value.
-func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
-	if seq == nil {
-		return fail[T](&ArgumentError{Op: "FromSeq", Arg: "seq", Value: "nil", Reason: "must be an iterator"})
-	}
-	return observableFunc[T](func(o Observer[T]) Subscription {
-		sc := ensureScope(o)
-		if sc.cancelled() {
-			return sc
-		}
-		if next := fuseOf(o); next != nil {
-			// The stages below run inside seq's loop (see fuse.go).
-			// Checked again after the value, as below: seq computes no
-			// value past an unsubscription.
-			step := next.step
-			seq(func(v T) bool { return !sc.done.Load() && step(v) && !sc.done.Load() })
-		} else {
-			seq(func(v T) bool {
-				if sc.cancelled() {
-					return false
-				}
-				o.OnNext(v)
-				return !sc.cancelled()
-			})
-		}
-		if !sc.cancelled() {
-			o.OnCompleted()
-		}
-		return sc
-	})
-}

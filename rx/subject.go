@@ -22,6 +22,34 @@ func NewSubject[T any]() *Subject[T] {
 	return s
 }
 
+// OnNext passes v to the current observers. With the mailbox idle (one
+// producer, not from inside a delivery) it delivers at once: one
+// compare-and-swap to take the mailbox, emit, one to give it back, with no
+// event made and no call through the handler interface; otherwise the value
+// is posted as the subjects' other notifications are.
+func (s *Subject[T]) OnNext(v T) {
+	if s.stopped.Load() {
+		return
+	}
+	g := curg()
+	if !s.mb.owner.CompareAndSwap(0, g) {
+		s.mb.postSlow(subjectEvent[T]{kind: kindNext, v: v}, g, nil, false)
+		return
+	}
+	// As in mailbox.postAs: a panic below releases the mailbox.
+	delivered := false
+	defer func() {
+		if !delivered {
+			s.mb.abandon(g)
+		}
+	}()
+	s.emit(v)
+	delivered = true
+	if !s.mb.owner.CompareAndSwap(g, 0) {
+		s.mb.run(g)
+	}
+}
+
 func (s *Subject[T]) handle(e subjectEvent[T]) {
 	if e.kind == kindNext {
 		s.emit(e.v)

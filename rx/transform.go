@@ -125,5 +125,26 @@ func (d *distinctObserver[T]) rxScope() *scope   { return d.sc }
 // unsubscribed).
 func Do[T any](src Observable[T], next func(T)) Observable[T] {
 	mustArg(next == nil, "Do", "function next")
-	return Map(src, func(v T) T { next(v); return v })
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		sc := ensureScope(down) // see Map
+		return subscribe[T](src, &doObserver[T]{down: down, next: next, sc: sc}, sc)
+	})
 }
+
+type doObserver[T any] struct {
+	down Observer[T]
+	next func(T)
+	sc   *scope
+}
+
+func (d *doObserver[T]) OnNext(v T) {
+	d.next(v)
+	if d.sc.cancelled() {
+		return
+	}
+	d.down.OnNext(v)
+}
+
+func (d *doObserver[T]) OnError(err error) { d.down.OnError(err) }
+func (d *doObserver[T]) OnCompleted()      { d.down.OnCompleted() }
+func (d *doObserver[T]) rxScope() *scope   { return d.sc }

@@ -2,6 +2,7 @@ package rxbench
 
 import (
 	"fmt"
+	"iter"
 	"testing"
 
 	"github.com/meshrx/meshrx/rx"
@@ -34,6 +35,9 @@ func newFns() *fns {
 type b14Shape struct {
 	name string
 	loop func(st *fns, xs []int) int
+	// seqLoop is loop over an iterator: `for x := range seq`, the loop a
+	// user of FromSeq would otherwise write.
+	seqLoop func(st *fns, seq iter.Seq[int]) int
 	// chain builds the stages over src.
 	chain func(st *fns, src rx.Observable[int]) rx.Observable[int]
 }
@@ -66,10 +70,26 @@ func b14Shapes() []b14Shape {
 		return s
 	}
 	return []b14Shape{
-		{"map-filter", mapFilterLoop, mapFilter},
+		{"map-filter", mapFilterLoop, func(st *fns, seq iter.Seq[int]) int {
+			s := 0
+			for x := range seq {
+				if y := st.f(x); st.keep(y) {
+					s += y
+				}
+			}
+			return s
+		}, mapFilter},
 		{"filter-map", func(st *fns, xs []int) int {
 			s := 0
 			for _, x := range xs {
+				if st.keep(x) {
+					s += st.f(x)
+				}
+			}
+			return s
+		}, func(st *fns, seq iter.Seq[int]) int {
+			s := 0
+			for x := range seq {
 				if st.keep(x) {
 					s += st.f(x)
 				}
@@ -86,15 +106,51 @@ func b14Shapes() []b14Shape {
 				}
 			}
 			return s
+		}, func(st *fns, seq iter.Seq[int]) int {
+			s := 0
+			for x := range seq {
+				if y := st.g(st.f(x)); st.keep2(y) {
+					s += y
+				}
+			}
+			return s
 		}, func(st *fns, src rx.Observable[int]) rx.Observable[int] {
 			return rx.Filter(rx.Map(rx.Map(src, st.f), st.g), st.keep2)
 		}},
-		{"map-filter-map-filter", mapFilterMapFilterLoop, mapFilterMapFilter},
+		{"map-filter-map-filter", mapFilterMapFilterLoop, func(st *fns, seq iter.Seq[int]) int {
+			s := 0
+			for x := range seq {
+				if y := st.f(x); st.keep(y) {
+					if z := st.g(y); st.keep2(z) {
+						s += z
+					}
+				}
+			}
+			return s
+		}, mapFilterMapFilter},
 		// Four stages of other kinds: Skip(1) → TakeWhile → Scan → DistinctUntilChanged.
 		{"skip-takewhile-scan-distinct", func(st *fns, xs []int) int {
 			s, acc, last, seen := 0, 0, 0, false
 			for i, x := range xs {
 				if i < 1 {
+					continue
+				}
+				if !st.below(x) {
+					break
+				}
+				acc = st.acc(acc, x)
+				if seen && acc == last {
+					continue
+				}
+				seen, last = true, acc
+				s += acc
+			}
+			return s
+		}, func(st *fns, seq iter.Seq[int]) int {
+			s, acc, last, seen, i := 0, 0, 0, false, 0
+			for x := range seq {
+				if i < 1 {
+					i++
 					continue
 				}
 				if !st.below(x) {
@@ -147,7 +203,10 @@ func b14Sources() []b14Source {
 // synchronous source (Range, Of, FromSeq, a Subject fed by a loop), 1e5
 // values, side by side with the loop through function values doing the same
 // work (lib=loop). The loop reads the values from a slice for every source:
-// the cost of producing them is part of what rx is measured for.
+// the cost of producing them is part of what rx is measured for. For
+// FromSeq there is also lib=seqloop, the loop the user would otherwise
+// write, `for x := range seq` over the same iterator: it pays the
+// iterator's call per value too.
 func BenchmarkB14FusedShapes(b *testing.B) {
 	xs := make([]int, b14N)
 	for i := range xs {
@@ -162,6 +221,13 @@ func BenchmarkB14FusedShapes(b *testing.B) {
 					perItem(b, b14N, func() { sink = sh.loop(st, xs) })
 					check(b, "sum", sink, want)
 				})
+				if so.name == "FromSeq" {
+					seq := rangeSeq(len(xs))
+					b.Run("lib=seqloop", func(b *testing.B) {
+						perItem(b, b14N, func() { sink = sh.seqLoop(st, seq) })
+						check(b, "sum", sink, want)
+					})
+				}
 				b.Run("lib=rx", func(b *testing.B) {
 					chain := func(src rx.Observable[int]) rx.Observable[int] { return sh.chain(st, src) }
 					var err error

@@ -1,0 +1,43 @@
+package rx
+
+import "iter"
+
+// FromSeq emits the values of seq in order and completes, synchronously
+// inside Subscribe. Unsubscribing stops the iteration: seq's yield returns
+// false at its next value.
+func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
+	if seq == nil {
+		return fail[T](&ArgumentError{Op: "FromSeq", Arg: "seq", Value: "nil", Reason: "must be an iterator"})
+	}
+	return observableFunc[T](func(o Observer[T]) Subscription {
+		sc := ensureScope(o)
+		if sc.cancelled() {
+			return sc
+		}
+		if next := fuseOf(o); next != nil {
+			seq(fusedYield(next.step, sc))
+		} else {
+			seq(func(v T) bool {
+				if sc.cancelled() {
+					return false
+				}
+				o.OnNext(v)
+				return !sc.cancelled()
+			})
+		}
+		if !sc.cancelled() {
+			o.OnCompleted()
+		}
+		return sc
+	})
+}
+
+// fusedYield is FromSeq's yield into a fused chain (see fuse.go): the stages
+// below run inside seq's loop. sc is checked before the value and again
+// after it, as unfused: seq computes no value past an unsubscription. Out of
+// line for the reason given on compose.
+//
+//go:noinline
+func fusedYield[T any](step func(T) bool, sc *scope) func(T) bool {
+	return func(v T) bool { return !sc.done.Load() && step(v) && !sc.done.Load() }
+}
