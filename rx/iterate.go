@@ -55,9 +55,11 @@ var errNilSource = errors.New("rx: nil Observable")
 //     producer waiting for room.
 //   - A value the loop body itself causes on the ranging goroutine while it
 //     runs (it advances a virtual clock that drives the source, say) cannot
-//     run the body again from inside it: it is queued and yielded as soon
-//     as the body returns, before anything else. That queue holds only what
-//     the body itself caused, beside one batch of the hand-off.
+//     run the body again from inside it: it is queued behind what was
+//     handed over before it and yielded once the body returns. Nothing is
+//     taken from the hand-off while the body runs, so such a value never
+//     makes room for a producer: the queues hold what the body itself
+//     caused beyond the 128 values above.
 //
 // A body that feeds a subject which delivers from another goroutine is
 // bounded by that subject's mailbox: its OnNext waits for room once 32
@@ -204,25 +206,32 @@ func (a *allObserver[T]) yieldOne(v T) bool {
 func (a *allObserver[T]) run(v T) bool { return a.yieldOne(v) && a.flush() }
 
 // flush yields the values queued (taken from the hand-off, or caused by the
-// body itself) in order, then the ending if one came, and reports whether
-// the loop goes on.
+// body itself) in order, then what was handed over meanwhile, then the
+// ending if one came, and reports whether the loop goes on. It runs when no
+// body is running: the hand-off is taken only between batches.
 func (a *allObserver[T]) flush() bool {
-	for a.head < len(a.queued) && !a.stopped {
-		v := a.queued[a.head]
-		a.queued[a.head] = *new(T)
-		a.head++
-		if !a.yieldOne(v) {
+	for {
+		for a.head < len(a.queued) && !a.stopped {
+			v := a.queued[a.head]
+			a.queued[a.head] = *new(T)
+			a.head++
+			if !a.yieldOne(v) {
+				break
+			}
+		}
+		clear(a.queued[a.head:])
+		a.queued, a.head = a.queued[:0], 0
+		if a.stopped {
+			return false
+		}
+		if a.ended {
+			a.finish(a.endErr)
+			return false
+		}
+		if !a.pending.Load() {
 			break
 		}
-	}
-	clear(a.queued[a.head:])
-	a.queued, a.head = a.queued[:0], 0
-	if a.stopped {
-		return false
-	}
-	if a.ended {
-		a.finish(a.endErr)
-		return false
+		a.take()
 	}
 	if err := a.ctx.Err(); err != nil {
 		a.finish(err)
@@ -248,17 +257,26 @@ func (a *allObserver[T]) OnNext(v T) {
 		if a.stopped || a.termed {
 			return
 		}
+		if a.inBody {
+			// The body caused v: it is yielded once the body returns,
+			// behind what was handed over before it. What was handed over
+			// stays in the hand-off meanwhile, where it holds the producer
+			// to its bound: taken into the batch now, it would make room
+			// for the producer while the body is still running.
+			if a.pending.Load() {
+				a.mu.Lock()
+				a.in = append(a.in, v)
+				a.mu.Unlock()
+			} else {
+				a.queued = append(a.queued, v)
+			}
+			return
+		}
 		if a.pending.Load() {
 			// Values handed over earlier go first.
 			a.take()
 			a.queued = append(a.queued, v)
-			if !a.inBody {
-				a.flush()
-			}
-			return
-		}
-		if a.inBody {
-			a.queued = append(a.queued, v)
+			a.flush()
 			return
 		}
 		if a.lasting {
@@ -270,7 +288,7 @@ func (a *allObserver[T]) OnNext(v T) {
 			if !ok {
 				a.stopped = true
 				a.sc.cancel()
-			} else if len(a.queued) > 0 || a.ended {
+			} else if len(a.queued) > 0 || a.ended || a.pending.Load() {
 				a.flush()
 			}
 			return
@@ -336,14 +354,24 @@ func (a *allObserver[T]) terminal(err error) {
 		}
 		return
 	}
+	if a.inBody {
+		// After what is queued, or handed over (as for a value, nothing is
+		// taken from the hand-off while the body runs).
+		if a.pending.Load() {
+			a.mu.Lock()
+			a.inEnd, a.inErr = true, err
+			a.mu.Unlock()
+		} else {
+			a.ended, a.endErr = true, err
+		}
+		return
+	}
 	if a.pending.Load() {
 		a.take() // what was handed over goes first
 	}
-	if a.inBody || len(a.queued) > a.head || a.ended {
+	if len(a.queued) > a.head || a.ended {
 		a.ended, a.endErr = true, err // after what is queued
-		if !a.inBody {
-			a.flush()
-		}
+		a.flush()
 		return
 	}
 	a.finish(err)
