@@ -126,13 +126,10 @@ func rangeLog(src func(log *[]string) rx.Observable[int], how string, k int, las
 // a ctx that can end and one that cannot, a break, a panic and a
 // cancellation of ctx in the body at its first and third value. The logs
 // hold the user functions' calls too: a source that went on past a break
-// would show. Negative controls, run by hand on fuse_all.go: without the
-// cancel after a body that returned false the break rows fail (the source
-// is not told: "value 0 break" then "map 1 ..." fused only); without the
-// stopped check there is no failure (a defence only; the range-over-func
-// runtime panics on a call after false); with run replaced by the lasting
-// step for a ctx that can end, the cancel rows fail ("value 2" fused after
-// the cancel).
+// would show. Negative control, run by hand on fuse_all.go: with the
+// lasting step (no ctx check) used for a ctx that can end, the cancel rows
+// fail ("none over FromSeq, cancel@1": values 1…8 yielded after the
+// cancel, fused only).
 func TestRangingOverASynchronousSourceBehavesAlikeWithAllFusedAndReachedThroughOnNext(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for name, source := range allSources() {
@@ -159,9 +156,11 @@ func TestRangingOverASynchronousSourceBehavesAlikeWithAllFusedAndReachedThroughO
 // Subscribe on the ranging goroutine (what Of, Range and FromSeq ask for
 // with fuseSync): one stage more than the chain alone fuses, for every
 // chain of stages that keep the type; behind a foreign observable the
-// chain fuses its own stages only. Negative control: with Range, Of and FromSeq
-// asking fuseOf (as at e57b358), or rxFuse returning nil, every count
-// equals the chain's own and the first assertion fails.
+// chain fuses its own stages only. Negative controls, run by hand on
+// fuse_all.go: with fuseSync doing what fuseOf does, or rxFuse returning
+// nil, every count is the chain's own and the first assertion fails
+// ("none": 0, not 1). Which sources ask fuseSync (Of, Range, FromSeq) shows
+// in no behaviour (the table above holds either way); B15 measures it.
 func TestAllsStepIsTheLastStageOfTheFusedChainOfASynchronousSource(t *testing.T) {
 	var log []string
 	for _, c := range allChains() {
@@ -181,8 +180,9 @@ func TestAllsStepIsTheLastStageOfTheFusedChainOfASynchronousSource(t *testing.T)
 // advances the virtual clock: Timeout fails, Catch subscribes Range inside
 // the body, on the ranging goroutine) does not run the body from inside it:
 // its values are queued and yielded once the body returns, in order.
-// Negative control: without !a.inBody in syncReady the body runs nested
-// (depth 2) and the range-over-func runtime panics.
+// Negative control: without !a.inBody in syncReady, Range's values ran the
+// body from inside itself, the range-over-func runtime panicked and the loop
+// yielded [0] only.
 func TestASynchronousSourceSubscribedWhileTheBodyRunsIsYieldedAfterTheBody(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	clk := rxtest.NewClock()
@@ -221,8 +221,8 @@ func TestASynchronousSourceSubscribedWhileTheBodyRunsIsYieldedAfterTheBody(t *te
 // A synchronous source subscribed on the ranging goroutine behind values
 // another goroutine handed over (Catch subscribes Range when the producer,
 // having waited for its goroutine, fails) yields after them. Negative
-// control: without the pending check in syncReady the loop yields
-// [10 11 12 13 14 0 1 ... 9].
+// control: without the pending check in syncReady the loop yielded
+// [10 0 1 ... 9 11 12 13 14] (Range's first value ran the body at once).
 func TestASynchronousSourceSubscribedBehindValuesHandedOverYieldsAfterThem(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	src := rx.Catch(rx.Create(func(_ context.Context, o rx.Observer[int]) {
@@ -248,8 +248,8 @@ func TestASynchronousSourceSubscribedBehindValuesHandedOverYieldsAfterThem(t *te
 // A synchronous source subscribed on another goroutine (Catch subscribes
 // Range from the goroutine on which the producer failed) hands its values
 // over: the body runs on the ranging goroutine only. Negative control:
-// without the goroutine check in syncReady the body ran on the producer's
-// goroutine and the assertion failed.
+// without the goroutine checks in syncReady and rxFuse the body ran on the
+// producer's goroutine for all 1000 values.
 func TestASynchronousSourceSubscribedOnAnotherGoroutineHandsItsValuesToTheRangingGoroutine(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	src := rx.Catch(rx.Create(func(_ context.Context, o rx.Observer[int]) {
