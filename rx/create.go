@@ -35,7 +35,7 @@ func (returnObservable[T]) rxNative() {}
 func Of[T any](vs ...T) Observable[T] {
 	return observableFunc[T](func(o Observer[T]) Subscription {
 		sc := scopeOf(o)
-		if next := fuseOf(o); next != nil {
+		if next := fuseSync(o); next != nil {
 			// The stages below run inside this loop (see fuse.go).
 			if !next.run(vs, sc) {
 				return noSubscription{}
@@ -80,7 +80,7 @@ func Range(start, count int) Observable[int] {
 		// The loops are spelled out per case: each value costs one call, to
 		// the fused stages below (see fuse.go) or through the interface, and
 		// one load of the scope only when something below can unsubscribe.
-		switch next := fuseOf(o); {
+		switch next := fuseSync(o); {
 		case next != nil && next.loop != nil:
 			// In chunks, so that the first stages run inside the chain's
 			// own loop; an int costs nothing to make ahead of its turn.

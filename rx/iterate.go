@@ -35,12 +35,9 @@ var errNilSource = errors.New("rx: nil Observable")
 //     after the body has handled the value. A deterministic test can drive
 //     such a loop step by step, and a body that feeds the subject it ranges
 //     over (a work queue) has its OnNext queued by the subject behind the
-//     current delivery, never made to wait. Cost per value: the source's
-//     loop and the fused stages above (see the package doc), one call into
-//     All's observer and one into the body; no goroutine switch, no
-//     allocation, no lock; with a ctx that can end, one ctx.Err before the
-//     body. `break` ends the body; All unsubscribes before control goes
-//     back into the source's loop, which stops before its next value.
+//     current delivery, never made to wait (its cost is below). `break`
+//     ends the body; All unsubscribes before control goes back into the
+//     source's loop, which stops before its next value.
 //   - A value delivered from another goroutine is handed over to the
 //     ranging goroutine through a bounded queue: the producer's OnNext
 //     returns once the value is queued and waits for room while 64
@@ -55,9 +52,26 @@ var errNilSource = errors.New("rx: nil Observable")
 //     producer waiting for room.
 //   - A value the loop body itself causes on the ranging goroutine while it
 //     runs (it advances a virtual clock that drives the source, say) cannot
-//     run the body again from inside it: it is queued and yielded as soon
-//     as the body returns, before anything else. That queue holds only what
-//     the body itself caused, beside one batch of the hand-off.
+//     run the body again from inside it: it is queued behind what was
+//     handed over before it and yielded once the body returns. Nothing is
+//     taken from the hand-off while the body runs, so such a value never
+//     makes room for a producer: the queues hold what the body itself
+//     caused beyond the 128 values above.
+//
+// The cost per value delivered on the ranging goroutine, with no goroutine
+// switch, allocation or lock either way (and, with a ctx that can end, one
+// ctx.Err before the body):
+//
+//   - Of, Range and FromSeq (alone, through Defer, or under stateless
+//     stages that keep the type; see the package doc), subscribed by All
+//     itself on the ranging goroutine, make All's observer the last step of
+//     their fused loop: the stages' functions, one direct call into that
+//     step (a flag set around the body) and one into the body. No
+//     goroutine-identity read, no interface call.
+//   - Any other delivery there (a Subject, a store's initial result, a
+//     type-changing Map, a virtual clock): one call into All's OnNext,
+//     which reads the goroutine's identity (about a nanosecond on amd64 and
+//     arm64, a stack trace elsewhere), and one into the body.
 //
 // A body that feeds a subject which delivers from another goroutine is
 // bounded by that subject's mailbox: its OnNext waits for room once 32
@@ -138,12 +152,16 @@ type allObserver[T any] struct {
 	m       uintptr // curg() of the ranging goroutine
 	lasting bool    // ctx can never end (its Done is nil)
 	inBody  bool    // the loop body is running
-	stopped bool    // the loop has ended: yield must not be called again
-	queued  []T     // values taken from the hand-off, and those the body caused while it ran
-	head    int     // queued[head:] are still to be yielded
-	ended   bool    // a terminal notification is to follow what is queued
-	endErr  error   // that notification's error (nil: completion)
-	termed  bool    // a terminal notification was handed over (any goroutine)
+	// syncFuse is set while fuseSync builds the fused chain of a source
+	// looping on the ranging goroutine: rxFuse then makes this observer
+	// the chain's last step (fuse_all.go).
+	syncFuse bool
+	stopped  bool  // the loop has ended: yield must not be called again
+	queued   []T   // values taken from the hand-off, and those the body caused while it ran
+	head     int   // queued[head:] are still to be yielded
+	ended    bool  // a terminal notification is to follow what is queued
+	endErr   error // that notification's error (nil: completion)
+	termed   bool  // a terminal notification was handed over (any goroutine)
 
 	// The hand-off from producers on other goroutines: a queue of at most
 	// allHandOff values and the terminal notification, taken in one batch
@@ -204,25 +222,32 @@ func (a *allObserver[T]) yieldOne(v T) bool {
 func (a *allObserver[T]) run(v T) bool { return a.yieldOne(v) && a.flush() }
 
 // flush yields the values queued (taken from the hand-off, or caused by the
-// body itself) in order, then the ending if one came, and reports whether
-// the loop goes on.
+// body itself) in order, then what was handed over meanwhile, then the
+// ending if one came, and reports whether the loop goes on. It runs when no
+// body is running: the hand-off is taken only between batches.
 func (a *allObserver[T]) flush() bool {
-	for a.head < len(a.queued) && !a.stopped {
-		v := a.queued[a.head]
-		a.queued[a.head] = *new(T)
-		a.head++
-		if !a.yieldOne(v) {
+	for {
+		for a.head < len(a.queued) && !a.stopped {
+			v := a.queued[a.head]
+			a.queued[a.head] = *new(T)
+			a.head++
+			if !a.yieldOne(v) {
+				break
+			}
+		}
+		clear(a.queued[a.head:])
+		a.queued, a.head = a.queued[:0], 0
+		if a.stopped {
+			return false
+		}
+		if a.ended {
+			a.finish(a.endErr)
+			return false
+		}
+		if !a.pending.Load() {
 			break
 		}
-	}
-	clear(a.queued[a.head:])
-	a.queued, a.head = a.queued[:0], 0
-	if a.stopped {
-		return false
-	}
-	if a.ended {
-		a.finish(a.endErr)
-		return false
+		a.take()
 	}
 	if err := a.ctx.Err(); err != nil {
 		a.finish(err)
@@ -248,17 +273,26 @@ func (a *allObserver[T]) OnNext(v T) {
 		if a.stopped || a.termed {
 			return
 		}
+		if a.inBody {
+			// The body caused v: it is yielded once the body returns,
+			// behind what was handed over before it. What was handed over
+			// stays in the hand-off meanwhile, where it holds the producer
+			// to its bound: taken into the batch now, it would make room
+			// for the producer while the body is still running.
+			if a.pending.Load() {
+				a.mu.Lock()
+				a.in = append(a.in, v)
+				a.mu.Unlock()
+			} else {
+				a.queued = append(a.queued, v)
+			}
+			return
+		}
 		if a.pending.Load() {
 			// Values handed over earlier go first.
 			a.take()
 			a.queued = append(a.queued, v)
-			if !a.inBody {
-				a.flush()
-			}
-			return
-		}
-		if a.inBody {
-			a.queued = append(a.queued, v)
+			a.flush()
 			return
 		}
 		if a.lasting {
@@ -270,7 +304,7 @@ func (a *allObserver[T]) OnNext(v T) {
 			if !ok {
 				a.stopped = true
 				a.sc.cancel()
-			} else if len(a.queued) > 0 || a.ended {
+			} else if len(a.queued) > 0 || a.ended || a.pending.Load() {
 				a.flush()
 			}
 			return
@@ -336,14 +370,24 @@ func (a *allObserver[T]) terminal(err error) {
 		}
 		return
 	}
+	if a.inBody {
+		// After what is queued, or handed over (as for a value, nothing is
+		// taken from the hand-off while the body runs).
+		if a.pending.Load() {
+			a.mu.Lock()
+			a.inEnd, a.inErr = true, err
+			a.mu.Unlock()
+		} else {
+			a.ended, a.endErr = true, err
+		}
+		return
+	}
 	if a.pending.Load() {
 		a.take() // what was handed over goes first
 	}
-	if a.inBody || len(a.queued) > a.head || a.ended {
+	if len(a.queued) > a.head || a.ended {
 		a.ended, a.endErr = true, err // after what is queued
-		if !a.inBody {
-			a.flush()
-		}
+		a.flush()
 		return
 	}
 	a.finish(err)

@@ -1,0 +1,23 @@
+package rx
+
+import "context"
+
+// AllFusedStages ranges with All over the chain build makes over a
+// synchronous source that asks for the chain's fused form as Of, Range and
+// FromSeq do (fuseSync), and returns how many stages that source could run
+// in its own loop, All's step counting as one when it is the chain's last:
+// a seam for the test that All fuses, which no observable behaviour shows.
+func AllFusedStages(build func(Observable[int]) Observable[int]) int {
+	n := -1
+	probe := observableFunc[int](func(o Observer[int]) Subscription {
+		n = 0
+		if r := fuseSync(o); r != nil {
+			n = r.stages
+		}
+		o.OnCompleted()
+		return noSubscription{}
+	})
+	for range All(context.Background(), build(probe)) {
+	}
+	return n
+}
