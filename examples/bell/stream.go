@@ -365,8 +365,8 @@ func (c *frameCache) bellEvent(buf *bytes.Buffer, viewerJSON, viewer string, st 
 	}
 	start := buf.Len()
 	c.rest(buf, viewer, st)
-	if e != nil || ownAny(viewer, st.Groups) {
-		return // a state of the viewer's own: not shared
+	if e != nil || ownAny(viewer, st.Groups) || buf.Len()-start > frameCacheBytes {
+		return // a state of the viewer's own, not shared; or too large to keep
 	}
 	e = &sharedState{key: key, addressees: addresseesOf(st.Groups), rest: bytes.Clone(buf.Bytes()[start:])}
 	c.mu.Lock()
@@ -442,12 +442,16 @@ func (c *frameCache) item(n notifications.Notification, own bool) []byte {
 		// Every field is a string, a bool or a time; kept for safety.
 		b = []byte(fmt.Sprintf(`{"id":%q,"title":"(not encodable)"}`, n.ID))
 	}
+	size := len(b) + itemKeySize(n)
+	if size > frameCacheBytes {
+		return b // too large to keep
+	}
 	c.mu.Lock()
-	if c.items == nil || c.itemBytes+len(b) > frameCacheBytes {
+	if c.items == nil || c.itemBytes+size > frameCacheBytes {
 		c.items, c.itemBytes = make(map[itemKey][]byte), 0
 	}
 	c.items[k] = b
-	c.itemBytes += len(b) + itemKeySize(n)
+	c.itemBytes += size
 	c.mu.Unlock()
 	return b
 }
