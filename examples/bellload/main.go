@@ -13,16 +13,24 @@
 //	go run ./examples/bellload -viewers 10000 -admins 1000
 //
 // It measures three things: the server's resident memory with every stream
-// open and idle; one notification sent to one viewer (POST /send), from the
-// request to the "bell" event carrying it; and an Admin notification (to
-// Admin, which only a global admin may send), from the request to the
-// event on every admin stream. It ends with
+// open and idle; one notification sent to one viewer (POST /send), from its
+// commit to the "bell" event carrying it; and an Admin notification (to
+// Admin, which only a global admin may send), from its commit to the event
+// on the last of the admin streams. The commit's time is the
+// notification's createdAt, which the bell stamps just before it writes
+// it (same machine, same clock); the times from the start of the request
+// are printed too. Once open, the streams are read by a few goroutines
+// waiting on epoll (-readers), each socket read into one large buffer, so
+// the load client costs a read system call per stream and event and no
+// goroutine per stream; an arrival is timed when epoll reports its socket.
+// It ends with
 //
-//	summary: viewers=N admins=M rss_mb=X deliver_p50_ms=X deliver_p99_ms=X broadcast_p99_ms=X
+//	summary: viewers=N admins=M rss_mb=X deliver_p50_ms=X deliver_p99_ms=X broadcast_p50_ms=X broadcast_p99_ms=X
 //
-// Every wait is bounded (-bound); the run stops the server when it ends.
-// Each stream holds a file descriptor on both sides: raise ulimit -n above
-// viewers+admins first.
+// where the broadcast quantiles are over the broadcasts, each the time to
+// its last stream. Every wait is bounded (-bound); the run stops the server
+// when it ends. Each stream holds a file descriptor on both sides: raise
+// ulimit -n above viewers+admins first. Linux only (epoll, /proc).
 package main
 
 import (
