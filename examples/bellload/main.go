@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bellload measures examples/bell at scale: it builds and starts the
 // bell server (embedded store, loopback), opens many Server-Sent Event
 // streams to it as distinct viewers plus some as global admins, and times
