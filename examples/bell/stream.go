@@ -158,6 +158,10 @@ func (es *eventStream) writeOut(buf *bytes.Buffer) {
 	if failure {
 		buf.WriteString("event: failure\ndata: {\"error\":\"the bell's live read ended; reload to resubscribe\"}\n\n")
 	}
+	if buf.Len() == 0 { // the bell completed: nothing more to write
+		es.wrote(done)
+		return
+	}
 	_ = es.conn.SetWriteDeadline(time.Now().Add(writeAtOnce))
 	n, err := es.conn.Write(buf.Bytes())
 	switch {
