@@ -526,7 +526,7 @@ func (s *stream) open(ctx context.Context, base string, bound time.Duration) err
 
 // firstBell reads body until the end of its first "bell" event.
 func firstBell(body io.Reader) error {
-	r := bufio.NewReaderSize(body, 64<<10)
+	r := bufio.NewReader(body) // ReadString gathers a line of any length
 	var event string
 	for {
 		line, err := r.ReadString('\n')
