@@ -211,7 +211,9 @@ func (es *eventStream) wrote(done bool) {
 }
 
 // reset makes the stream's close discard what its socket still holds
-// (a TCP reset) rather than keep sending it to a client that reads none.
+// (a TCP reset) rather than keep sending it to a client that reads none,
+// when the connection offers that (a *net.TCPConn does; the connection
+// limiter's wrapper does not, and its connection is closed plainly).
 func (es *eventStream) reset() {
 	if l, ok := es.conn.(interface{ SetLinger(int) error }); ok {
 		_ = l.SetLinger(0)
