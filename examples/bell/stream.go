@@ -36,7 +36,7 @@ import (
 // take at once. That rest is written by a goroutine of the stream's own
 // (blocked while the socket is full, so a slow client holds no writer),
 // within eventWriteBudget; a stream whose socket stays full that long is
-// closed (reset), and its client's EventSource reconnects.
+// closed, and its client's EventSource reconnects.
 type eventStream struct {
 	srv        *server
 	viewer     string
