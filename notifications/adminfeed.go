@@ -16,8 +16,8 @@ import (
 //
 // Only bells whose viewer Admins allowed join it (Bell decides, per
 // subscription, as before). It hands a bell its notifications without
-// waiting on the bell's observer (sharedFrame), so a slow admin never
-// delays another.
+// waiting on the bell's observer (sharedFrame, and for a change a fan-out
+// of a few goroutines, see fanOut), so a slow admin never delays another.
 type adminFeed struct {
 	svc *Service
 
@@ -128,9 +128,15 @@ func (f *adminFeed) frame(c mesh.Change) {
 	}
 	snap := &adminSnapshot{items: all, state: stateOf(all)} // stateOf sorts all
 	f.snap = snap
+	// Each bell gets snap now, in order with the changes before and after
+	// it; their states are delivered by a fan-out of a few goroutines.
+	due := make([]*bell, 0, len(f.bells))
 	for b, i := range f.bells {
-		b.sharedFrame(i, snap)
+		if b.sharedSet(i, snap) {
+			due = append(due, b)
+		}
 	}
+	startFanOut(due, f.svc.clock())
 }
 
 // adminSnapshot is the Admin notifications at one time, shared read-only

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,6 +130,59 @@ func TestAStuckAdminObserverDoesNotHoldBackAnotherAdminsBell(t *testing.T) {
 	other.await(t, "the broadcast, while the first admin's observer is stuck", has("broadcast"))
 	create(t, svc, "second", "", notifications.Admin)
 	other.await(t, "a second broadcast, while the first admin's observer is still stuck", has("second"))
+}
+
+// A change of the Admin notifications is delivered to the admins' bells by
+// a few goroutines, not one per bell; observers stuck on every one of them
+// (more stuck admins than the fan-out starts with) do not hold back the
+// other admins: once every goroutine has been held for FanOutStall
+// (virtual time here), another takes the rest, each stuck observer
+// costing one. The other admins are many (50), so some are nearly always
+// taken after the stuck ones have held every goroutine. Negative control:
+// with fanOut.supervise not started, this test fails (3 runs: 21, 20 and 6
+// of the 50 other admins got the broadcast within the bound, the fan-out's
+// 4 goroutines each held by a stuck observer).
+func TestAdminObserversStuckOnEveryFanOutGoroutineDoNotHoldBackTheOtherAdmins(t *testing.T) {
+	fx := newMem(t)
+	svc := &notifications.Service{Mesh: fx.store, Clock: fx.clk, Admins: adminsByName()}
+	nStuck, nOther := notifications.FanOutWorkers()+2, 50
+	release := make(chan struct{})
+	var stuck atomic.Int64
+	for i := range nStuck {
+		sub := svc.Bell(fmt.Sprintf("adminstuck%d", i)).Subscribe(rx.NewObserver(func(s notifications.BellState) {
+			if has("broadcast")(s) {
+				stuck.Add(1)
+				<-release // stuck until the test ends
+			}
+		}, nil, nil))
+		defer sub.Unsubscribe()
+	}
+	defer close(release) // runs first: the stuck observers return before their bells are unsubscribed
+	others := make([]*watcher, nOther)
+	for i := range others {
+		others[i] = watch(t, svc.Bell(fmt.Sprintf("adminother%d", i)))
+		others[i].await(t, "an admin's first state", func(notifications.BellState) bool { return true })
+	}
+
+	create(t, svc, "broadcast", "", notifications.Admin)
+	got := func() int {
+		n := 0
+		for _, w := range others {
+			if st, _ := w.latest(); has("broadcast")(st) {
+				n++
+			}
+		}
+		return n
+	}
+	ok := assert.Eventually(t, func() bool {
+		if got() == nOther {
+			return true
+		}
+		fx.clk.Advance(notifications.FanOutStall)
+		return false
+	}, convergence, 2*time.Millisecond)
+	assert.True(t, ok, "%d of %d other admins got the broadcast; %d stuck observers were reached", got(), nOther, stuck.Load())
+	assert.Equal(t, int64(nStuck), stuck.Load(), "every stuck admin was reached too")
 }
 
 // The shared read lives as long as some admin's bell is open: two admins'

@@ -235,6 +235,29 @@ func (b *bell) sharedFrame(i int, snap *adminSnapshot) {
 	b.drainElsewhere()
 }
 
+// sharedSet gives leg i, the shared Admin leg, its notifications as
+// sharedFrame does, and reports whether the caller is to deliver the
+// bell's state (b.mu locked, then deliver): the bell was not delivering
+// already, and is now marked as delivering.
+func (b *bell) sharedSet(i int, snap *adminSnapshot) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return false
+	}
+	l := &b.legs[i]
+	l.shared, l.initial = snap, true
+	if !b.allInitial() {
+		return false
+	}
+	b.dirty = true
+	if b.draining {
+		return false
+	}
+	b.draining = true
+	return true
+}
+
 // sharedEnd ends leg i, the shared Admin leg: with err when it failed,
 // completed otherwise, delivered as sharedFrame delivers.
 func (b *bell) sharedEnd(i int, err error) {

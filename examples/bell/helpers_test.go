@@ -182,6 +182,7 @@ func openStream(t *testing.T, c *http.Client, u string) *stream {
 		defer close(s.events)
 		defer res.Body.Close()
 		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 0, 64<<10), 4<<20) // events of many notifications
 		var ev event
 		for sc.Scan() {
 			line := sc.Text()

@@ -22,12 +22,16 @@ import (
 	"github.com/meshrx/meshrx/notifications"
 )
 
+// maxWriterBuffer bounds the buffer a writer keeps between events.
+const maxWriterBuffer = 256 << 10
+
 //go:embed static/index.html
 var indexHTML string
 
 // Bounds of the HTTP handlers' own waits.
 const (
-	eventWriteBudget = 10 * time.Second // one event reaching a slow client
+	eventWriteBudget = 10 * time.Second // one event reaching a slow client (then its stream is reset)
+	writeAtOnce      = time.Millisecond // a writer's wait on one stream's socket before it hands the rest to the stream
 	actionBudget     = 20 * time.Second // one send or mark-read
 )
 
@@ -62,7 +66,8 @@ type server struct {
 	open    int            // event streams open
 	viewers map[string]int // event streams open per viewer
 	streams map[*eventStream]struct{}
-	closing bool // closeStreams was called: no stream starts any more
+	writers *writers // started with the first stream, stopped by closeStreams
+	closing bool     // closeStreams was called: no stream starts any more
 }
 
 func newServer(svc *notifications.Service, accts *accounts, logger *slog.Logger) *server {
@@ -126,14 +131,18 @@ func (s *server) takeStream(viewer string) (release func(), ok bool) {
 	}, true
 }
 
-// track records es among the open streams, unless the server is closing
-// them.
+// track records es among the open streams and gives it the writers,
+// unless the server is closing them.
 func (s *server) track(es *eventStream) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
 		return false
 	}
+	if s.writers == nil {
+		s.writers = startWriters(s.lim.streams, s.log)
+	}
+	es.w = s.writers
 	s.streams[es] = struct{}{}
 	return true
 }
@@ -154,9 +163,14 @@ func (s *server) closeStreams() {
 	for es := range s.streams {
 		open = append(open, es)
 	}
+	w := s.writers
+	s.writers = nil
 	s.mu.Unlock()
 	for _, es := range open {
 		es.close()
+	}
+	if w != nil {
+		w.close() // no stream is left to write
 	}
 }
 

@@ -3,12 +3,18 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meshrx/meshrx/notifications"
@@ -20,53 +26,61 @@ import (
 // stream holds no handler goroutine, no net/http read and write buffers and
 // no request, only this struct, its bell's subscription and one small
 // goroutine blocked reading the connection, which is how a client that goes
-// away is noticed at once. Events are written on the goroutine that
-// delivers the bell's state (the bell's own: the store's drain of this
-// bell's live read, or the bell's delivery of the shared Admin read), with
-// a pooled buffer; a state that arrives while one is being written replaces
-// any older one not yet written, so a slow client costs its own stream
-// only, within eventWriteBudget per write.
+// away is noticed at once.
+//
+// Events are written by the server's writers, a small fixed pool (see
+// writers): the bell's delivery only records the stream's latest state and
+// queues the stream, once, if it is not queued already. A state arriving
+// before the last is written replaces it, so what a stream holds pending is
+// bounded: its latest state, and the rest of one event its socket did not
+// take at once. That rest is written by a goroutine of the stream's own
+// (blocked while the socket is full, so a slow client holds no writer),
+// within eventWriteBudget; a stream whose socket stays full that long is
+// closed, and its client's EventSource reconnects.
 type eventStream struct {
-	srv     *server
-	viewer  string
-	conn    net.Conn
-	release func() // gives the stream's slot back
+	srv        *server
+	viewer     string
+	viewerJSON string // viewer as a JSON string, for each event's head
+	conn       net.Conn
+	release    func()   // gives the stream's slot back
+	w          *writers // the server's, set by track
 
 	mu      sync.Mutex
 	sub     rx.Subscription
-	state   *notifications.BellState // the latest state, not yet written
-	failure bool                     // the bell failed: a failure event is due, then the end
-	done    bool                     // the bell ended: the stream ends once written out
-	writing bool                     // a state is being written
+	state   notifications.BellState // the latest state, not yet written (when due)
+	due     bool                    // state is to be written
+	failure bool                    // the bell failed: a failure event is due, then the end
+	done    bool                    // the bell ended: the stream ends once written out
+	busy    bool                    // queued for a writer, or being written
 	closed  bool
 }
-
-// framePool holds the buffers events are encoded into while written.
-var framePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // startStream answers the event-stream request on conn, taken over from
 // net/http, with the headers h (the ones the handlers set) and the hello
 // event, then subscribes the viewer's bell. It owns release and conn from
-// here on.
+// here on. The stream is tracked before anything is written to it, so a
+// shutdown closes it even while its first bytes wait on a slow client.
 func (s *server) startStream(conn net.Conn, h http.Header, viewer string, release func()) {
-	es := &eventStream{srv: s, viewer: viewer, conn: conn, release: release}
-	buf := framePool.Get().(*bytes.Buffer)
-	buf.Reset()
+	vj, _ := json.Marshal(viewer)
+	es := &eventStream{srv: s, viewer: viewer, viewerJSON: string(vj), conn: conn, release: release}
+	if !s.track(es) {
+		es.close()
+		return
+	}
+	var buf bytes.Buffer
 	buf.WriteString("HTTP/1.1 200 OK\r\n")
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	// The body ends when the connection does: no length, no chunking.
 	h.Set("Connection", "close")
-	_ = h.Write(buf)
+	_ = h.Write(&buf)
 	buf.WriteString("\r\n")
-	hello, _ := json.Marshal(map[string]string{"viewer": viewer})
-	buf.WriteString("event: hello\ndata: ")
-	buf.Write(hello)
-	buf.WriteString("\n\n")
-	err := es.write(buf)
-	framePool.Put(buf)
-	if err != nil || !s.track(es) {
+	buf.WriteString("event: hello\ndata: {\"viewer\":")
+	buf.WriteString(es.viewerJSON)
+	buf.WriteString("}\n\n")
+	_ = conn.SetWriteDeadline(time.Now().Add(eventWriteBudget))
+	if _, err := conn.Write(buf.Bytes()); err != nil {
 		es.close()
 		return
 	}
@@ -94,7 +108,7 @@ func (es *eventStream) watch() {
 
 func (es *eventStream) put(st notifications.BellState) {
 	es.mu.Lock()
-	es.state = &st
+	es.state, es.due = st, true
 	es.kick()
 }
 
@@ -111,63 +125,103 @@ func (es *eventStream) complete() {
 	es.kick()
 }
 
-// kick writes what is due unless a write is under way, which then writes
-// it; it is called with es.mu held and releases it.
+// kick queues the stream for a writer unless it is queued or being written
+// already (that writer then writes what is due); it is called with es.mu
+// held and releases it.
 func (es *eventStream) kick() {
-	if es.writing || es.closed {
+	if es.busy || es.closed {
 		es.mu.Unlock()
 		return
 	}
-	es.writing = true
+	es.busy = true
 	es.mu.Unlock()
-	es.writeOut()
+	es.w.queue(es)
 }
 
-// writeOut writes what is due until nothing is, then ends the stream if the
-// bell has ended or a write failed.
-func (es *eventStream) writeOut() {
-	buf := framePool.Get().(*bytes.Buffer)
-	defer framePool.Put(buf)
-	for {
-		es.mu.Lock()
-		st, failure, done := es.state, es.failure, es.done
-		es.state, es.failure = nil, false
-		if st == nil && !failure && !done || es.closed {
-			es.writing = false
-			es.mu.Unlock()
-			return
-		}
+// writeOut writes what is due, once, with buf (a writer's own): at once if
+// the socket takes it, or else handing the rest to a goroutine of the
+// stream's own. It requeues the stream when more came meanwhile.
+func (es *eventStream) writeOut(buf *bytes.Buffer) {
+	es.mu.Lock()
+	st, due, failure, done := es.state, es.due, es.failure, es.done
+	es.state, es.due, es.failure = notifications.BellState{}, false, false
+	if es.closed || !due && !failure && !done {
+		es.busy = false
 		es.mu.Unlock()
-		buf.Reset()
-		if st != nil {
-			es.srv.frames.bellEvent(buf, es.viewer, *st)
-		}
-		if failure {
-			buf.WriteString("event: failure\ndata: {\"error\":\"the bell's live read ended; reload to resubscribe\"}\n\n")
-		}
-		if err := es.write(buf); err != nil || done {
-			es.mu.Lock()
-			es.writing = false
-			es.mu.Unlock()
-			es.close()
-			return
-		}
+		return
+	}
+	es.mu.Unlock()
+	buf.Reset()
+	if due {
+		es.srv.frames.bellEvent(buf, es.viewerJSON, es.viewer, st)
+	}
+	if failure {
+		buf.WriteString("event: failure\ndata: {\"error\":\"the bell's live read ended; reload to resubscribe\"}\n\n")
+	}
+	if buf.Len() == 0 { // the bell completed: nothing more to write
+		es.wrote(done)
+		return
+	}
+	_ = es.conn.SetWriteDeadline(time.Now().Add(writeAtOnce))
+	n, err := es.conn.Write(buf.Bytes())
+	switch {
+	case err == nil:
+		es.wrote(done)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The socket is full: the rest waits on a goroutine of its own,
+		// not on a writer the other streams need.
+		rest := bytes.Clone(buf.Bytes()[n:])
+		go es.writeRest(rest, done)
+	default:
+		es.close()
 	}
 }
 
-// write writes buf within eventWriteBudget: a client that stops reading
-// does not hold the writer.
-func (es *eventStream) write(buf *bytes.Buffer) error {
-	if buf.Len() == 0 {
-		return nil
-	}
+// writeRest writes rest, the end of an event the socket did not take at
+// once, within eventWriteBudget; a stream whose client takes none of it
+// for that long is reset.
+func (es *eventStream) writeRest(rest []byte, done bool) {
 	_ = es.conn.SetWriteDeadline(time.Now().Add(eventWriteBudget))
-	_, err := es.conn.Write(buf.Bytes())
-	return err
+	if _, err := es.conn.Write(rest); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			es.srv.log.Warn("bell: a stream's client took no event for too long; closing the stream", "viewer", es.viewer, "budget", eventWriteBudget)
+			es.reset()
+		}
+		es.close()
+		return
+	}
+	es.wrote(done)
+}
+
+// wrote follows a complete write: the stream ends if its bell has, is
+// queued again if another state came meanwhile, and is idle otherwise.
+func (es *eventStream) wrote(done bool) {
+	if done {
+		es.close()
+		return
+	}
+	es.mu.Lock()
+	if es.closed || !es.due && !es.failure && !es.done {
+		es.busy = false
+		es.mu.Unlock()
+		return
+	}
+	es.mu.Unlock()
+	es.w.queue(es) // still busy: to the back of the queue, after the others due
+}
+
+// reset makes the stream's close discard what its socket still holds
+// (a TCP reset) rather than keep sending it to a client that reads none,
+// when the connection offers that (a *net.TCPConn does; the connection
+// limiter's wrapper does not, and its connection is closed plainly).
+func (es *eventStream) reset() {
+	if l, ok := es.conn.(interface{ SetLinger(int) error }); ok {
+		_ = l.SetLinger(0)
+	}
 }
 
 // close ends the stream once: the bell is unsubscribed, the connection
-// closed (ending watch) and the slot given back.
+// closed (ending watch and any write under way) and the slot given back.
 func (es *eventStream) close() {
 	es.mu.Lock()
 	if es.closed {
@@ -186,58 +240,156 @@ func (es *eventStream) close() {
 	es.release()
 }
 
-// frameCache encodes bell events, sharing the work between streams: each
-// notification is encoded once (per whether it is the viewer's own) and the
-// encoding reused for every stream that shows it, so an Admin notification
-// seen by 10,000 admins is encoded once, not 10,000 times; and a state the
-// bells share (notifications.BellState says when) has its groups encoded
-// once for every stream with none of them its own. It holds at most
-// frameCacheSize item and stateCacheSize state encodings, starting afresh
-// when full.
-type frameCache struct {
-	mu     sync.Mutex
-	items  map[itemKey][]byte
-	states map[*notifications.Group][]byte // a state's groups, by its first group
+// writers is the server's fixed pool of event writers. A stream with an
+// event due is queued once (eventStream.busy), so the queue never holds
+// more than the open streams, whose number is capped (limits.streams);
+// each writer writes one stream's event at a time, at once or not at all
+// (writeAtOnce), so a full socket never holds a writer, and a broadcast's
+// writes to many streams run on several cores at once.
+type writers struct {
+	due  chan *eventStream // capacity: the streams cap
+	stop chan struct{}
+	wg   sync.WaitGroup
+	log  *slog.Logger
 }
 
-const (
-	frameCacheSize = 8192
-	stateCacheSize = 16
-)
+// eventWriters is the number of writers: enough to keep every core
+// writing while a few wait on the scheduler.
+func eventWriters() int { return min(max(2*runtime.GOMAXPROCS(0), 2), 16) }
+
+func startWriters(streams int, log *slog.Logger) *writers {
+	w := &writers{due: make(chan *eventStream, streams), stop: make(chan struct{}), log: log}
+	for range eventWriters() {
+		w.wg.Add(1)
+		go w.run()
+	}
+	return w
+}
+
+func (w *writers) run() {
+	defer w.wg.Done()
+	var buf bytes.Buffer
+	for {
+		select {
+		case es := <-w.due:
+			es.writeOut(&buf)
+			if buf.Cap() > maxWriterBuffer {
+				buf = bytes.Buffer{} // one huge event does not stay held
+			}
+		case <-w.stop:
+			return
+		}
+	}
+}
+
+// queue hands es to a writer. It never waits: the queue has room for
+// every open stream and holds each at most once.
+func (w *writers) queue(es *eventStream) {
+	select {
+	case w.due <- es:
+	default: // cannot happen (see writers); a stream is never dropped silently
+		w.log.Error("bell: the writers' queue is full; closing the stream", "viewer", es.viewer)
+		go es.close()
+	}
+}
+
+// close stops the writers once every stream is closed (closeStreams).
+func (w *writers) close() {
+	close(w.stop)
+	w.wg.Wait()
+}
+
+// frameCache encodes bell events, sharing the work between streams: each
+// notification is encoded once (per whether it is the viewer's own) and the
+// encoding reused for every stream that shows it; and a state the bells
+// share (notifications.BellState says when: every admin with nothing of
+// their own gets the same state of the Admin notifications) is encoded
+// once, from its unread count on, for every stream that owns none of it:
+// an Admin notification seen by 10,000 admins is one encoding, each
+// stream's event its head (the viewer) and that shared rest, copied.
+//
+// It holds at most frameCacheBytes of item encodings and as much of state
+// encodings, starting afresh when either is full; the latest shared state
+// is read without a lock, so a broadcast's writers do not queue on one.
+type frameCache struct {
+	latest atomic.Pointer[sharedState] // the state encoded last
+
+	mu         sync.Mutex
+	items      map[itemKey][]byte
+	itemBytes  int
+	states     map[*notifications.Group]*sharedState // by the state's first group
+	stateBytes int
+}
+
+// frameCacheBytes bounds each of the cache's two parts.
+const frameCacheBytes = 4 << 20
 
 type itemKey struct {
 	n   notifications.Notification
 	own bool
 }
 
-// bellEvent appends the "bell" event of viewer's state st to buf: the
-// JSON of viewOf(viewer, st).
-func (c *frameCache) bellEvent(buf *bytes.Buffer, viewer string, st notifications.BellState) {
-	buf.WriteString("event: bell\ndata: {\"viewer\":")
-	writeString(buf, viewer)
-	buf.WriteString(`,"unread":`)
-	buf.WriteString(strconv.Itoa(st.Unread))
-	buf.WriteString(`,"groups":`)
-	c.groups(buf, viewer, st.Groups)
-	buf.WriteString("}\n\n")
+// sharedState is a state's encoding from its unread count to the end of
+// its event, as every stream that owns none of its notifications shows
+// it.
+type sharedState struct {
+	key        *notifications.Group
+	addressees []string // the distinct addressees of its notifications: a viewer among them owns some
+	rest       []byte
 }
 
-// groups appends the JSON array of groups as viewer's stream shows them.
-func (c *frameCache) groups(buf *bytes.Buffer, viewer string, groups []notifications.Group) {
-	var key *notifications.Group
-	if len(groups) > 0 && !ownAny(viewer, groups) {
-		key = &groups[0]
-		c.mu.Lock()
-		b, ok := c.states[key]
-		c.mu.Unlock()
-		if ok {
-			buf.Write(b)
-			return
+// ownedBy reports whether viewer owns any of the state's notifications.
+func (e *sharedState) ownedBy(viewer string) bool {
+	for _, a := range e.addressees {
+		if strings.EqualFold(a, viewer) {
+			return true
 		}
 	}
+	return false
+}
+
+// bellEvent appends the "bell" event of viewer's state st to buf: the
+// JSON of viewOf(viewer, st). viewerJSON is viewer as a JSON string.
+func (c *frameCache) bellEvent(buf *bytes.Buffer, viewerJSON, viewer string, st notifications.BellState) {
+	buf.WriteString("event: bell\ndata: {\"viewer\":")
+	buf.WriteString(viewerJSON)
+	buf.WriteString(`,"unread":`)
+	if len(st.Groups) == 0 {
+		c.rest(buf, viewer, st)
+		return
+	}
+	key := &st.Groups[0]
+	e := c.latest.Load()
+	if e == nil || e.key != key {
+		c.mu.Lock()
+		e = c.states[key]
+		c.mu.Unlock()
+	}
+	if e != nil && !e.ownedBy(viewer) {
+		buf.Write(e.rest)
+		return
+	}
 	start := buf.Len()
-	buf.WriteByte('[')
-	for gi, g := range groups {
+	c.rest(buf, viewer, st)
+	if e != nil || ownAny(viewer, st.Groups) || buf.Len()-start > frameCacheBytes {
+		return // a state of the viewer's own, not shared; or too large to keep
+	}
+	e = &sharedState{key: key, addressees: addresseesOf(st.Groups), rest: bytes.Clone(buf.Bytes()[start:])}
+	c.mu.Lock()
+	if c.states == nil || c.stateBytes+len(e.rest) > frameCacheBytes {
+		c.states, c.stateBytes = make(map[*notifications.Group]*sharedState), 0
+	}
+	c.states[key] = e
+	c.stateBytes += len(e.rest)
+	c.mu.Unlock()
+	c.latest.Store(e)
+}
+
+// rest appends the event of viewer's state st from its unread count on.
+func (c *frameCache) rest(buf *bytes.Buffer, viewer string, st notifications.BellState) {
+	buf.WriteString(strconv.Itoa(st.Unread))
+	buf.WriteString(`,"groups":[`)
+	for gi, g := range st.Groups {
 		if gi > 0 {
 			buf.WriteByte(',')
 		}
@@ -252,16 +404,7 @@ func (c *frameCache) groups(buf *bytes.Buffer, viewer string, groups []notificat
 		}
 		buf.WriteString("]}")
 	}
-	buf.WriteByte(']')
-	if key != nil {
-		b := bytes.Clone(buf.Bytes()[start:])
-		c.mu.Lock()
-		if c.states == nil || len(c.states) >= stateCacheSize {
-			c.states = make(map[*notifications.Group][]byte)
-		}
-		c.states[key] = b
-		c.mu.Unlock()
-	}
+	buf.WriteString("]}\n\n")
 }
 
 // ownAny reports whether any of the notifications in groups is viewer's own.
@@ -274,6 +417,20 @@ func ownAny(viewer string, groups []notifications.Group) bool {
 		}
 	}
 	return false
+}
+
+// addresseesOf returns the distinct addressees of the notifications in
+// groups (a shared state's: usually one, Admin).
+func addresseesOf(groups []notifications.Group) []string {
+	var out []string
+	for _, g := range groups {
+		for _, n := range g.Items {
+			if !slices.ContainsFunc(out, func(a string) bool { return strings.EqualFold(a, n.Addressee) }) {
+				out = append(out, n.Addressee)
+			}
+		}
+	}
+	return out
 }
 
 // item returns the JSON of n as a stream shows it; the result is shared
@@ -291,13 +448,25 @@ func (c *frameCache) item(n notifications.Notification, own bool) []byte {
 		// Every field is a string, a bool or a time; kept for safety.
 		b = []byte(fmt.Sprintf(`{"id":%q,"title":"(not encodable)"}`, n.ID))
 	}
+	size := len(b) + itemKeySize(n)
+	if size > frameCacheBytes {
+		return b // too large to keep
+	}
 	c.mu.Lock()
-	if c.items == nil || len(c.items) >= frameCacheSize {
-		c.items = make(map[itemKey][]byte)
+	if c.items == nil || c.itemBytes+size > frameCacheBytes {
+		c.items, c.itemBytes = make(map[itemKey][]byte), 0
 	}
 	c.items[k] = b
+	c.itemBytes += size
 	c.mu.Unlock()
 	return b
+}
+
+// itemKeySize is what an item's key holds beyond its encoding: the
+// notification's strings.
+func itemKeySize(n notifications.Notification) int {
+	return len(n.ID) + len(n.Title) + len(n.Message) + len(n.Icon) + len(n.TargetPath) + len(n.Recipient) +
+		len(n.Type) + len(n.CreatedBy) + len(n.MovedFrom) + len(n.Identity) + len(n.Addressee)
 }
 
 // writeString appends s as a JSON string, as encoding/json writes it.

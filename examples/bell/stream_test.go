@@ -64,6 +64,11 @@ func (s *stream) nextBell(t *testing.T) bellView {
 	return decodeBell(t, s.next(t, "bell", func(string) bool { return true }).data)
 }
 
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
 func signedIn(srv *server, tr http.RoundTripper, user string) *http.Client {
 	return &http.Client{Transport: bearer{token: srv.accounts.tokens[user], next: tr}, Timeout: bound}
 }
@@ -184,7 +189,7 @@ func TestABellEventIsTheJSONOfItsViewFreshOrShared(t *testing.T) {
 		for _, viewer := range []string{"alice", "bob", "ops"} {
 			for _, st := range []notifications.BellState{mixed, shared} {
 				var buf bytes.Buffer
-				c.bellEvent(&buf, viewer, st)
+				c.bellEvent(&buf, jsonString(viewer), viewer, st)
 				want, err := json.Marshal(viewOf(viewer, st))
 				require.NoError(t, err)
 				assert.Equal(t, "event: bell\ndata: "+string(want)+"\n\n", buf.String(), "round %d, viewer %s", round, viewer)
@@ -192,8 +197,8 @@ func TestABellEventIsTheJSONOfItsViewFreshOrShared(t *testing.T) {
 		}
 	}
 	var a, b bytes.Buffer
-	c.bellEvent(&a, "alice", mixed)
-	c.bellEvent(&b, "bob", mixed)
+	c.bellEvent(&a, `"alice"`, "alice", mixed)
+	c.bellEvent(&b, `"bob"`, "bob", mixed)
 	assert.Contains(t, a.String(), `"own":true`)
 	assert.NotContains(t, b.String(), `"own":true`)
 	assert.NotEqual(t, fmt.Sprint(a.String()), b.String())

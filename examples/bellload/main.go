@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bellload measures examples/bell at scale: it builds and starts the
 // bell server (embedded store, loopback), opens many Server-Sent Event
 // streams to it as distinct viewers plus some as global admins, and times
@@ -13,38 +15,49 @@
 //	go run ./examples/bellload -viewers 10000 -admins 1000
 //
 // It measures three things: the server's resident memory with every stream
-// open and idle; one notification sent to one viewer (POST /send), from the
-// request to the "bell" event carrying it; and an Admin notification (to
-// Admin, which only a global admin may send), from the request to the
-// event on every admin stream. It ends with
+// open and idle; one notification sent to one viewer (POST /send), from its
+// commit to the "bell" event carrying it; and an Admin notification (to
+// Admin, which only a global admin may send), from its commit to the event
+// on the last of the admin streams. The commit's time is the
+// notification's createdAt, which the bell stamps just before it writes
+// it (same machine, same clock); the times from the start of the request
+// are printed too. Once open, the streams are read by a few goroutines
+// waiting on epoll (-readers), each socket read into one large buffer, so
+// the load client costs a read system call per stream and event and no
+// goroutine per stream; an arrival is timed when epoll reports its socket.
+// It ends with
 //
-//	summary: viewers=N admins=M rss_mb=X deliver_p50_ms=X deliver_p99_ms=X broadcast_p99_ms=X
+//	summary: viewers=N admins=M rss_mb=X deliver_p50_ms=X deliver_p99_ms=X broadcast_p50_ms=X broadcast_p99_ms=X
 //
-// Every wait is bounded (-bound); the run stops the server when it ends.
-// Each stream holds a file descriptor on both sides: raise ulimit -n above
-// viewers+admins first.
+// where the broadcast quantiles are over the broadcasts, each the time to
+// its last stream. Every wait is bounded (-bound); the run stops the server
+// when it ends. Each stream holds a file descriptor on both sides: raise
+// ulimit -n above viewers+admins first. Linux only (epoll, /proc).
 package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/meshrx/meshrx/internal/quantile"
 )
@@ -57,6 +70,9 @@ type config struct {
 	bin               string // a built bell binary; empty builds pkg
 	pkg               string // the bell's package, as go build names it
 	profile           string // a directory for the server's profiles with every stream idle; empty: none
+	profileFor        time.Duration
+	readers           int    // goroutines reading the streams (epoll)
+	bellCPUs          string // run the bell on these CPUs (taskset -c); empty: anywhere
 }
 
 func main() {
@@ -70,6 +86,9 @@ func main() {
 	fs.DurationVar(&c.bound, "bound", 2*time.Minute, "bound of each wait: the server starting, streams opening, one delivery")
 	fs.StringVar(&c.bin, "bin", "", "bell binary to run; empty builds -pkg")
 	fs.StringVar(&c.profile, "profile", "", "write the server's heap and goroutine profiles, with every stream open and idle, to this directory (starts the bell with -pprof)")
+	fs.DurationVar(&c.profileFor, "profile-for", 10*time.Second, "with -profile: how long the bell's CPU profile of the broadcasts runs")
+	fs.IntVar(&c.readers, "readers", 1, "goroutines reading the streams (each waits on epoll for its share)")
+	fs.StringVar(&c.bellCPUs, "bell-cpus", "", "run the bell on these CPUs only (taskset -c LIST); run bellload itself under taskset -c on others")
 	fs.StringVar(&c.pkg, "pkg", "./examples/bell", "the bell's package, built when -bin is empty (the default is relative to the module root)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -86,8 +105,11 @@ func main() {
 }
 
 func run(ctx context.Context, c config, out io.Writer) error {
-	if c.viewers < 1 || c.sends < 1 || c.admins < 0 || c.broadcasts < 0 || c.dial < 1 || c.bound <= 0 {
-		return errors.New("-viewers, -sends, -dial and -bound must be positive; -admins and -broadcasts not negative")
+	if c.viewers < 1 || c.sends < 1 || c.admins < 0 || c.broadcasts < 0 || c.dial < 1 || c.bound <= 0 || c.readers < 1 {
+		return errors.New("-viewers, -sends, -dial, -readers and -bound must be positive; -admins and -broadcasts not negative")
+	}
+	if c.profile != "" && c.profileFor < time.Second {
+		return errors.New("-profile-for must be at least 1s")
 	}
 	srv, err := startBell(ctx, c)
 	if err != nil {
@@ -112,23 +134,23 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 	for a := range c.admins {
 		streams = append(streams, srv.stream(fmt.Sprintf("admin%05d", a+1)))
 	}
-	for _, s := range streams {
+	for i, s := range streams {
 		if s.token == "" {
 			return fmt.Errorf("the bell's tokens file has no token for %s", s.viewer)
 		}
+		s.idx = i
 	}
 	sender := srv.tokens[senderName]
 	if sender == "" {
 		return fmt.Errorf("the bell's tokens file has no token for the sender %s", senderName)
 	}
-	streamCtx, endStreams := context.WithCancel(ctx)
-	var reading sync.WaitGroup
-	defer func() {
-		endStreams()
-		reading.Wait() // each ends as its request's context does
-	}()
+	rs, err := newReaders(streams, c.readers)
+	if err != nil {
+		return err
+	}
+	defer rs.close()
 	began := time.Now()
-	if err := openAll(streamCtx, &reading, client, srv.base, streams, c); err != nil {
+	if err := openAll(ctx, rs, srv.base, streams, c); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%d streams open in %s\n", len(streams), time.Since(began).Round(time.Millisecond))
@@ -144,50 +166,113 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 	}
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 25))
-	deliver := make([]time.Duration, 0, c.sends)
+	var deliver, deliverReq []time.Duration
 	for i := range c.sends {
-		s := streams[rng.IntN(c.viewers)]
-		d, err := timeDelivery(ctx, client, srv.base, sender, fmt.Sprintf("load-%d", i), s.viewer, []*stream{s}, c.bound)
+		v := rng.IntN(c.viewers)
+		d, err := timeDelivery(ctx, client, srv.base, sender, fmt.Sprintf("load-%d", i), streams[v].viewer, rs, v, v+1, c.bound)
 		if err != nil {
-			return fmt.Errorf("send %d to %s: %w", i, s.viewer, err)
+			return fmt.Errorf("send %d to %s: %w", i, streams[v].viewer, err)
 		}
-		deliver = append(deliver, d...)
+		deliver, deliverReq = append(deliver, d.fromCommit...), append(deliverReq, d.fromRequest...)
 	}
-	admins := streams[c.viewers:]
-	var broadcast []time.Duration
-	cpuBefore, err := cpuOf(srv.cmd.Process.Pid)
-	if err != nil {
-		return err
-	}
-	ownBefore, err := cpuOf(os.Getpid())
-	if err != nil {
-		return err
-	}
-	for i := range c.broadcasts {
-		if len(admins) == 0 {
-			break
-		}
-		d, err := timeDelivery(ctx, client, srv.base, sender, fmt.Sprintf("broadcast-%d", i), adminAddressee, admins, c.bound)
-		if err != nil {
-			return fmt.Errorf("broadcast %d: %w", i, err)
-		}
-		broadcast = append(broadcast, d...)
-	}
-	if c.broadcasts > 0 && len(admins) > 0 {
-		cpuAfter, err := cpuOf(srv.cmd.Process.Pid)
+	fmt.Fprintf(out, "one notification to one viewer, %d sends: from the commit p50 %.2f ms p99 %.2f ms max %.2f ms; from the request p50 %.2f ms p99 %.2f ms\n",
+		len(deliver), ms(quantile.Of(deliver, 0.50)), ms(quantile.Of(deliver, 0.99)), ms(quantile.Of(deliver, 1)),
+		ms(quantile.Of(deliverReq, 0.50)), ms(quantile.Of(deliverReq, 0.99)))
+
+	var broadcast, broadcastReq []time.Duration // per broadcast: its last stream
+	if c.broadcasts > 0 && c.admins > 0 {
+		stopProfiles, err := cpuProfiles(ctx, client, srv.pprof, c, out)
 		if err != nil {
 			return err
 		}
-		ownAfter, err := cpuOf(os.Getpid())
-		if err != nil {
+		cpuBefore, err1 := cpuOf(srv.cmd.Process.Pid)
+		ownBefore, err2 := cpuOf(os.Getpid())
+		if err := errors.Join(err1, err2); err != nil {
+			stopProfiles()
+			return err
+		}
+		for i := range c.broadcasts {
+			d, err := timeDelivery(ctx, client, srv.base, sender, fmt.Sprintf("broadcast-%d", i), adminAddressee, rs, c.viewers, len(streams), c.bound)
+			if err != nil {
+				stopProfiles()
+				return fmt.Errorf("broadcast %d: %w", i, err)
+			}
+			broadcast, broadcastReq = append(broadcast, d.last()), append(broadcastReq, slices.Max(d.fromRequest))
+		}
+		cpuAfter, err1 := cpuOf(srv.cmd.Process.Pid)
+		ownAfter, err2 := cpuOf(os.Getpid())
+		stopProfiles()
+		if err := errors.Join(err1, err2); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "server CPU %.1f ms, bellload's own %.1f ms, per broadcast to %d admin streams\n",
-			ms(cpuAfter-cpuBefore)/float64(c.broadcasts), ms(ownAfter-ownBefore)/float64(c.broadcasts), len(admins))
+			ms(cpuAfter-cpuBefore)/float64(c.broadcasts), ms(ownAfter-ownBefore)/float64(c.broadcasts), c.admins)
+		fmt.Fprintf(out, "Admin broadcast to %d streams, %d broadcasts, commit to the last stream: p50 %.2f ms p99 %.2f ms max %.2f ms; from the request p50 %.2f ms p99 %.2f ms\n",
+			c.admins, len(broadcast), ms(quantile.Of(broadcast, 0.50)), ms(quantile.Of(broadcast, 0.99)), ms(quantile.Of(broadcast, 1)),
+			ms(quantile.Of(broadcastReq, 0.50)), ms(quantile.Of(broadcastReq, 0.99)))
 	}
-	fmt.Fprintf(out, "summary: viewers=%d admins=%d rss_mb=%.1f deliver_p50_ms=%.2f deliver_p99_ms=%.2f broadcast_p99_ms=%.2f\n",
-		c.viewers, c.admins, float64(rss)/(1<<20), ms(quantile.Of(deliver, 0.50)), ms(quantile.Of(deliver, 0.99)), ms(quantile.Of(broadcast, 0.99)))
+	if n := rs.ended.Load(); n > 0 {
+		return fmt.Errorf("the bell ended %d of %d streams during the run", n, len(streams))
+	}
+	if err := rs.failed(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "summary: viewers=%d admins=%d rss_mb=%.1f deliver_p50_ms=%.2f deliver_p99_ms=%.2f broadcast_p50_ms=%.2f broadcast_p99_ms=%.2f\n",
+		c.viewers, c.admins, float64(rss)/(1<<20), ms(quantile.Of(deliver, 0.50)), ms(quantile.Of(deliver, 0.99)),
+		ms(quantile.Of(broadcast, 0.50)), ms(quantile.Of(broadcast, 0.99)))
 	return nil
+}
+
+// cpuProfiles starts, with -profile, a CPU profile of the bell (its
+// /debug/pprof/profile, -profile-seconds long) and of bellload itself;
+// stop ends bellload's and waits, within the profile's length and a
+// minute, for the bell's.
+func cpuProfiles(ctx context.Context, client *http.Client, pprofBase string, c config, out io.Writer) (stop func(), err error) {
+	if c.profile == "" {
+		return func() {}, nil
+	}
+	own, err := os.Create(filepath.Join(c.profile, "bellload-cpu.pb.gz"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(own); err != nil {
+		own.Close()
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.profileFor+time.Minute)
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			u := fmt.Sprintf("%sprofile?seconds=%d", pprofBase, int(c.profileFor/time.Second))
+			req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s: %s", resp.Status, b)
+			}
+			return os.WriteFile(filepath.Join(c.profile, "bell-cpu.pb.gz"), b, 0o644)
+		}()
+	}()
+	return func() {
+		pprof.StopCPUProfile()
+		own.Close()
+		defer cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(out, "-profile: the bell's CPU profile: %v\n", err)
+			return
+		}
+		fmt.Fprintf(out, "CPU profiles of the broadcasts (the bell's first %s) in %s: bell-cpu.pb.gz, bellload-cpu.pb.gz\n", c.profileFor, c.profile)
+	}, nil
 }
 
 // senderName is the bell's demo global admin, who sends every
@@ -208,7 +293,7 @@ type bell struct {
 
 // stream returns an unopened stream of viewer, signed in with its token.
 func (b *bell) stream(viewer string) *stream {
-	return &stream{viewer: viewer, token: b.tokens[viewer]}
+	return &stream{viewer: viewer, token: b.tokens[viewer], fd: -1}
 }
 
 // readTokens reads the "user token" lines the bell wrote with -tokens.
@@ -260,6 +345,10 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0",
 		"-users", strconv.Itoa(c.viewers), "-admins", strconv.Itoa(c.admins), "-tokens", tokens,
 		"-max-streams", strconv.Itoa(n), "-max-conns", strconv.Itoa(n+64))
+	if c.bellCPUs != "" {
+		// taskset execs the bell: the process (and its pid) is the bell's.
+		cmd = exec.Command("taskset", append([]string{"-c", c.bellCPUs}, cmd.Args...)...)
+	}
 	if c.profile != "" {
 		cmd.Args = append(cmd.Args, "-pprof", "127.0.0.1:0")
 	}
@@ -332,180 +421,194 @@ func (b *bell) stop() {
 	_ = os.RemoveAll(b.dir)
 }
 
-// stream is one viewer's open event stream.
+// stream is one viewer's event stream.
 type stream struct {
 	viewer string
 	token  string // the viewer's, sent as Authorization: Bearer
+	idx    int    // its place among the run's streams
+	fd     int    // its socket once open (read by one reader); -1 before and after
 
-	mu      sync.Mutex
-	want    string        // a title awaited on this stream
-	sentAt  time.Time     // when the awaited notification was sent
-	arrived chan<- result // told when it arrives
+	// The stream's reader's own.
+	tail  [maxNeedle - 1]byte // the last bytes read: an awaited title cut in two by a read is found
+	tailN int
+	seen  *round // the last round this stream reported
 }
 
-type result struct {
-	s *stream
-	d time.Duration
-}
-
-// expect arms s for title, sent at, reporting to c.
-func (s *stream) expect(title string, at time.Time, c chan<- result) {
-	s.mu.Lock()
-	s.want, s.sentAt, s.arrived = title, at, c
-	s.mu.Unlock()
-}
-
-// seen checks one event's data for the awaited title.
-func (s *stream) seen(data []byte, at time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.want == "" || !bytes.Contains(data, []byte(`"`+s.want+`"`)) {
-		return
-	}
-	s.arrived <- result{s, at.Sub(s.sentAt)}
-	s.want = ""
-}
-
-// openAll opens every stream, c.dial at a time, and returns once each has
-// received its first bell state, or fails naming the first that did not.
-// The streams are read until ctx ends.
-func openAll(ctx context.Context, reading *sync.WaitGroup, client *http.Client, base string, streams []*stream, c config) error {
-	ready := make(chan error, len(streams))
-	slots := make(chan struct{}, c.dial)
-	timer := time.NewTimer(c.bound)
-	defer timer.Stop()
+// openAll opens every stream, c.dial at a time, and hands each to rs once
+// it has received its first bell state, or fails naming the first that
+// did not.
+func openAll(ctx context.Context, rs *readers, base string, streams []*stream, c config) error {
+	ctx, cancel := context.WithTimeout(ctx, c.bound)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.dial)
 	for _, s := range streams {
-		select {
-		case slots <- struct{}{}:
-		case <-timer.C:
-			return fmt.Errorf("the streams did not all open within %s", c.bound)
-		}
-		reading.Add(1)
-		go func() {
-			defer reading.Done()
-			s.run(ctx, client, base, func(err error) {
-				<-slots
-				ready <- err
-			})
-		}()
-	}
-	for range streams {
-		select {
-		case err := <-ready:
-			if err != nil {
+		g.Go(func() error {
+			if err := s.open(gctx, base, c.bound); err != nil {
 				return err
 			}
-		case <-timer.C:
-			return fmt.Errorf("the streams did not all open within %s", c.bound)
-		}
+			return rs.add(s)
+		})
 	}
-	return nil
+	err := g.Wait()
+	if err != nil && ctx.Err() != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("the streams did not all open within %s: %w", c.bound, err)
+	}
+	return err
 }
 
-// run opens s and reads its events until ctx ends (the request's context:
-// its end closes the body). opened is called once: with nil when the first
-// bell state arrived, or with the error that came first.
-func (s *stream) run(ctx context.Context, client *http.Client, base string, opened func(error)) {
-	fail := func(err error) { opened(fmt.Errorf("stream of %s: %w", s.viewer, err)) }
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events?viewer="+url.QueryEscape(s.viewer), nil)
+// open requests s's event stream and reads it until its first bell state
+// (headers, hello, bell), within bound; it then keeps the socket (s.fd,
+// non-blocking) for a reader.
+func (s *stream) open(ctx context.Context, base string, bound time.Duration) error {
+	fail := func(err error) error { return fmt.Errorf("stream of %s: %w", s.viewer, err) }
+	u, err := url.Parse(base)
 	if err != nil {
-		fail(err)
-		return
+		return fail(err)
+	}
+	d := net.Dialer{Timeout: bound}
+	conn, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return fail(err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	_ = conn.SetDeadline(time.Now().Add(bound))
+	req, err := http.NewRequest(http.MethodGet, base+"/events?viewer="+url.QueryEscape(s.viewer), nil)
+	if err != nil {
+		return fail(err)
 	}
 	if s.token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.token)
 	}
-	resp, err := client.Do(req)
+	if err := req.Write(conn); err != nil {
+		return fail(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, req)
 	if err != nil {
-		fail(err)
-		return
+		return fail(err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		fail(fmt.Errorf("status %s", resp.Status))
-		return
+		return fail(fmt.Errorf("status %s", resp.Status))
 	}
-	r := bufio.NewReaderSize(resp.Body, 4096)
-	first := true
+	if err := firstBell(resp.Body); err != nil {
+		return fail(err)
+	}
+	// The socket is the reader's from here: a descriptor of its own,
+	// non-blocking, outside Go's poller. Whatever net/http read ahead is
+	// an older state, not awaited.
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return fail(errors.New("not a socket"))
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return fail(err)
+	}
+	fd := -1
+	var dupErr error
+	if err := raw.Control(func(f uintptr) { fd, dupErr = syscall.Dup(int(f)) }); err != nil {
+		return fail(err)
+	}
+	if dupErr != nil {
+		return fail(dupErr)
+	}
+	syscall.CloseOnExec(fd)
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		_ = syscall.Close(fd)
+		return fail(err)
+	}
+	s.fd = fd
+	return nil
+}
+
+// firstBell reads body until the end of its first "bell" event.
+func firstBell(body io.Reader) error {
+	r := bufio.NewReader(body) // ReadString gathers a line of any length
 	var event string
-	var data, long []byte
 	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer (a bell of many
-			// notifications): gather it, rather than end the stream.
-			long = append(long, line...)
-			continue
-		}
-		if err == nil && len(long) > 0 {
-			long = append(long, line...)
-			line, long = long, long[:0]
-		}
+		line, err := r.ReadString('\n')
 		if err != nil {
-			if first {
-				fail(err)
-			}
-			return // the run ended
+			return fmt.Errorf("before the first bell state: %w", err)
 		}
-		at := time.Now()
-		line = bytes.TrimRight(line, "\r\n")
+		line = strings.TrimRight(line, "\r\n")
 		switch {
-		case len(line) == 0: // the end of one event
+		case line == "":
 			if event == "bell" {
-				if first {
-					first = false
-					opened(nil)
-				} else {
-					s.seen(data, at)
-				}
+				return nil
 			}
-			event, data = "", data[:0]
-		case bytes.HasPrefix(line, []byte("event: ")):
-			event = string(line[len("event: "):])
-		case bytes.HasPrefix(line, []byte("data: ")):
-			data = append(data, line[len("data: "):]...)
+			event = ""
+		case strings.HasPrefix(line, "event: "):
+			event = line[len("event: "):]
 		}
 	}
 }
 
+// delivery is one awaited notification's arrival on each stream it
+// reached: from its commit (the createdAt the bell stamps just before it
+// writes it) and from the start of the request that sent it.
+type delivery struct {
+	fromCommit, fromRequest []time.Duration
+}
+
+// last returns the delivery's slowest stream, from the commit.
+func (d delivery) last() time.Duration { return slices.Max(d.fromCommit) }
+
 // timeDelivery sends one notification titled title to recipient (a user,
-// or Admin) as the user of the token sender, and returns, for each stream
-// in on, the time from the request to the event carrying it.
-func timeDelivery(ctx context.Context, client *http.Client, base, sender, title, recipient string, on []*stream, bound time.Duration) ([]time.Duration, error) {
-	arrived := make(chan result, len(on))
-	start := time.Now()
-	for _, s := range on {
-		s.expect(title, start, arrived)
+// or Admin) as the user of the token sender, and times its arrival on each
+// of streams[lo:hi] (read by rs).
+func timeDelivery(ctx context.Context, client *http.Client, base, sender, title, recipient string, rs *readers, lo, hi int, bound time.Duration) (delivery, error) {
+	r, err := newRound(title, lo, hi)
+	if err != nil {
+		return delivery{}, err
 	}
+	if hi > lo {
+		rs.cur.Store(r)
+		defer rs.cur.CompareAndSwap(r, nil)
+	}
+	start := time.Now()
 	form := url.Values{"title": {title}, "message": {"bellload"}, "type": {"General"}, "to": {recipient}}
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, base+"/send", strings.NewReader(form.Encode()))
 	if err != nil {
-		return nil, err
+		return delivery{}, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	// A Bearer request carries no cookie, so the bell asks no Origin of it.
 	req.Header.Set("Authorization", "Bearer "+sender)
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return delivery{}, err
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("POST /send: %s: %s", resp.Status, body)
+		return delivery{}, fmt.Errorf("POST /send: %s: %s", resp.Status, body)
 	}
-	out := make([]time.Duration, 0, len(on))
-	for range on {
-		select {
-		case r := <-arrived:
-			out = append(out, r.d)
-		case <-rctx.Done():
-			return nil, fmt.Errorf("%d of %d streams received %q within %s", len(out), len(on), title, bound)
-		}
+	if hi == lo {
+		return delivery{}, nil
 	}
-	return out, nil
+	select {
+	case <-r.done:
+	case <-rctx.Done():
+		return delivery{}, fmt.Errorf("%d of %d streams received %q within %s", int64(hi-lo)-r.left.Load(), hi-lo, title, bound)
+	}
+	if n := r.lost.Load(); n > 0 {
+		return delivery{}, fmt.Errorf("%d of %d streams ended before %q reached them", n, hi-lo, title)
+	}
+	commit := r.commit.Load()
+	if commit == 0 {
+		return delivery{}, fmt.Errorf("%q arrived without a createdAt bellload could read", title)
+	}
+	d := delivery{fromCommit: make([]time.Duration, len(r.at)), fromRequest: make([]time.Duration, len(r.at))}
+	for i, at := range r.at {
+		d.fromCommit[i] = time.Duration(at - commit)
+		d.fromRequest[i] = time.Duration(at - start.UnixNano())
+	}
+	return d, nil
 }
 
 // profile fetches the server's heap profile (after a GC) and goroutine

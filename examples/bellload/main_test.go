@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -9,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +34,7 @@ func TestALoadRunAgainstTheRealBellPrintsItsSummary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the bell")
 	}
-	c := config{viewers: 30, admins: 5, sends: 10, broadcasts: 2, dial: 8, bound: time.Minute, pkg: "../bell"}
+	c := config{viewers: 30, admins: 5, sends: 10, broadcasts: 2, dial: 8, readers: 2, bound: time.Minute, pkg: "../bell"}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	srv, err := startBell(ctx, c)
@@ -43,75 +46,136 @@ func TestALoadRunAgainstTheRealBellPrintsItsSummary(t *testing.T) {
 
 	var out bytes.Buffer
 	require.NoError(t, measure(ctx, srv, c, &out))
-	assert.Regexp(t, regexp.MustCompile(`(?m)^summary: viewers=30 admins=5 rss_mb=[1-9][0-9.]* deliver_p50_ms=[0-9.]+ deliver_p99_ms=[0-9.]+ broadcast_p99_ms=[0-9.]+$`), out.String())
+	assert.Regexp(t, regexp.MustCompile(`(?m)^summary: viewers=30 admins=5 rss_mb=[1-9][0-9.]* deliver_p50_ms=[0-9.]+ deliver_p99_ms=[0-9.]+ broadcast_p50_ms=[0-9.]+ broadcast_p99_ms=[0-9.]+$`), out.String())
 	assert.NotContains(t, out.String(), "broadcast_p99_ms=0.00", "the broadcasts were timed")
 
 	client := &http.Client{}
 	defer client.CloseIdleConnections()
-	refused := func(s *stream) error {
-		failed := make(chan error, 1)
-		s.run(ctx, client, srv.base, func(err error) { failed <- err })
-		return <-failed
-	}
+	refused := func(s *stream) error { return s.open(ctx, srv.base, c.bound) }
 	ok := srv.stream("user00001")
 	require.NotEmpty(t, ok.token)
-	err = refused(&stream{viewer: "user00001"})
+	err = refused(&stream{viewer: "user00001", fd: -1})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "stream of user00001: status 401", "negative control: no token")
-	err = refused(&stream{viewer: "user00001", token: srv.tokens["user00002"]})
+	err = refused(&stream{viewer: "user00001", token: srv.tokens["user00002"], fd: -1})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "stream of user00001: status 403", "negative control: another user's token")
-	_, err = timeDelivery(ctx, client, srv.base, srv.tokens["user00001"], "not an admin", adminAddressee, nil, c.bound)
+	_, err = timeDelivery(ctx, client, srv.base, srv.tokens["user00001"], "not an admin", adminAddressee, nil, 0, 0, c.bound)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "403", "only a global admin sends to Admin")
 }
 
-// A bell event whose data line is longer than the stream's read buffer (a
-// bell of many notifications) is read as one event: the awaited title in
-// it is seen, and the stream goes on to the next event. Negative control:
-// before, the stream ended at the long line (bufio.ErrBufferFull) and every
-// broadcast after the state outgrew 4 KB timed out (seen at the 15th).
-func TestAnEventLongerThanTheReadBufferIsReadWhole(t *testing.T) {
-	long := `{"items":"` + strings.Repeat("x", 3*4096) + `","title":"late"}`
-	next := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "event: bell\ndata: {}\n\n")
-		w.(http.Flusher).Flush()
-		fmt.Fprintf(w, "event: bell\ndata: %s\n\n", long)
-		w.(http.Flusher).Flush()
-		select {
-		case <-next:
-		case <-r.Context().Done():
-			return
+// An awaited title is found wherever the reads cut the stream, even in
+// the middle of the title: the stream keeps its last bytes. Negative
+// control: without them (a stream that forgot its tail) a title cut in
+// two is missed.
+func TestAnAwaitedTitleIsFoundWhereverAReadCutsIt(t *testing.T) {
+	event := []byte(`event: bell` + "\n" + `data: {"viewer":"admin00001","unread":3,"groups":[{"source":"","items":[{"id":"x","title":"broadcast-7","message":"bellload","createdAt":"2026-12-02T01:02:03.123456789Z","isRead":false}]}]}` + "\n\n")
+	r, err := newRound("broadcast-7", 0, 1)
+	require.NoError(t, err)
+	at := bytes.Index(event, r.needle)
+	require.Positive(t, at)
+	for cut := range len(event) + 1 {
+		s := &stream{}
+		s.keepTail([]byte("older bytes of an earlier event, long enough to fill the kept tail"))
+		_, before := s.find(event[:cut], r.needle)
+		s.keepTail(event[:cut])
+		i, after := s.find(event[cut:], r.needle)
+		require.True(t, before || after, "cut at %d: not found", cut)
+		if after {
+			assert.Equal(t, at-cut, i, "cut at %d: where it starts", cut)
 		}
-		fmt.Fprint(w, "event: bell\ndata: {\"title\":\"after\"}\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
-	client := srv.Client()
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &stream{viewer: "v"}
-	arrived := make(chan result, 2)
-	s.expect("late", time.Now(), arrived)
-	opened := make(chan error, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.run(ctx, client, srv.URL, func(err error) { opened <- err })
-	}()
-	defer func() { cancel(); <-done }()
-	require.NoError(t, <-opened)
-	for _, title := range []string{"late", "after"} {
-		select {
-		case <-arrived:
-		case <-time.After(time.Minute):
-			t.Fatalf("the event with %q was not seen within a minute", title)
-		}
-		if title == "late" {
-			s.expect("after", time.Now(), arrived)
-			close(next)
+		if cut > at && cut < at+len(r.needle) {
+			forgot := &stream{}
+			_, found := forgot.find(event[cut:], r.needle)
+			assert.False(t, found, "negative control: cut at %d without the tail", cut)
 		}
 	}
+	commit, ok := createdAt(event[at:])
+	require.True(t, ok)
+	assert.Equal(t, time.Date(2026, 12, 2, 1, 2, 3, 123456789, time.UTC).UnixNano(), commit)
+	_, ok = createdAt([]byte(`"broadcast-7"},{"title":"other","createdAt":"2026-12-02T01:02:03Z"}`))
+	assert.False(t, ok, "another notification's createdAt is not this one's")
+}
+
+// Streams read through epoll report the awaited notification on each
+// stream it must reach, timed from its createdAt, and a stream the server
+// ends before it comes fails the round instead of being waited for. The
+// server is a real net/http server speaking the bell's event stream.
+func TestTheReadersTimeEachAwaitedStreamAndReportAStreamThatEnded(t *testing.T) {
+	const n = 6
+	send := make([]chan string, n) // per stream: an event's title, or "" to end the stream
+	for i := range send {
+		send[i] = make(chan string, 1)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i, err := strconv.Atoi(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		if err != nil || i < 0 || i >= n {
+			http.Error(w, "who?", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Connection", "close") // as the bell's: the stream ends with its connection
+		fmt.Fprint(w, "event: hello\ndata: {}\n\nevent: bell\ndata: {}\n\n")
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case title := <-send[i]:
+				if title == "" {
+					return
+				}
+				fmt.Fprintf(w, "event: bell\ndata: {\"items\":[{\"title\":%q,\"createdAt\":%q}]}\n\n", title, time.Now().UTC().Format(time.RFC3339Nano))
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	streams := make([]*stream, n)
+	for i := range streams {
+		streams[i] = &stream{viewer: fmt.Sprint("v", i), token: strconv.Itoa(i), idx: i, fd: -1}
+	}
+	rs, err := newReaders(streams, 2)
+	require.NoError(t, err)
+	defer rs.close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, openAll(ctx, rs, srv.URL, streams, config{dial: 3, bound: time.Minute}))
+
+	await := func(title string, lo, hi int) *round {
+		r, err := newRound(title, lo, hi)
+		require.NoError(t, err)
+		rs.cur.Store(r)
+		for i := lo; i < hi; i++ {
+			send[i] <- title
+		}
+		select {
+		case <-r.done:
+		case <-time.After(time.Minute):
+			t.Fatalf("%q: %d streams not reached within a minute", title, r.left.Load())
+		}
+		return r
+	}
+	r := await("first", 2, 6)
+	assert.Zero(t, r.lost.Load())
+	assert.NotZero(t, r.commit.Load())
+	for i, at := range r.at {
+		assert.GreaterOrEqual(t, at, r.commit.Load(), "stream %d: arrival after the commit", i+2)
+	}
+	// Streams 4 and 5 end; 2 and 3 get the next one.
+	r, err = newRound("second", 2, 6)
+	require.NoError(t, err)
+	rs.cur.Store(r)
+	send[4] <- ""
+	send[5] <- ""
+	send[2] <- "second"
+	send[3] <- "second"
+	select {
+	case <-r.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("the round did not end within a minute: %d left", r.left.Load())
+	}
+	assert.Equal(t, int64(2), r.lost.Load(), "the two ended streams are reported, not waited for")
+	assert.Equal(t, int64(2), rs.ended.Load())
 }
