@@ -118,7 +118,7 @@
 // starts no goroutine: a value delivered there (inside Subscribe, or by a
 // subject the loop body feeds) runs the body inside the source's own loop,
 // with no goroutine hop, its OnNext returning once the body has handled it
-// (over Of, Range or FromSeq and stages that keep the type, the body is the
+// (over Of or Range and stages that keep the type, the body is the
 // last step of their fused loop: per value, the stages' functions, one call
 // into All and one into the body; All's doc gives the cost of each path);
 // values delivered from another goroutine are handed over through a queue of

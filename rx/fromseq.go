@@ -4,9 +4,12 @@ import "iter"
 
 // FromSeq emits the values of seq in order and completes, synchronously
 // inside Subscribe. Unsubscribing stops the iteration: seq's yield returns
-// false at its next value. Under `range rx.All` the loop body runs inside
-// seq's yield, as it would in a plain range over seq: a seq that calls yield
-// from a goroutine of its own runs the body there (see All).
+// false at its next value.
+//
+// FromSeq does not make All's loop body the last step of its fused chain
+// (Of and Range do): seq is the caller's code, which may call yield from a
+// goroutine of its own or again from inside the body, and All keeps its
+// body on the ranging goroutine and never inside itself.
 func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
 	if seq == nil {
 		return fail[T](&ArgumentError{Op: "FromSeq", Arg: "seq", Value: "nil", Reason: "must be an iterator"})
@@ -16,7 +19,7 @@ func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
 		if sc.cancelled() {
 			return sc
 		}
-		if next := fuseSync(o); next != nil {
+		if next := fuseOf(o); next != nil {
 			seq(fusedYield(next.step, sc))
 		} else {
 			seq(func(v T) bool {

@@ -2,7 +2,8 @@ package rx
 
 // All's part in fusion. A source whose loop runs inside its Subscribe, on
 // the goroutine that called it, and calls the fused step nowhere else (Of,
-// Range, FromSeq; Defer's inner source through it) asks for the chain's
+// Range; Defer's inner source through it; not FromSeq, whose seq may call
+// yield from anywhere) asks for the chain's
 // fused form with fuseSync instead of fuseOf. When that chain of stateless
 // stages ends at All's observer and the call is made on the ranging
 // goroutine with nothing queued and no body running, All's observer becomes
@@ -67,12 +68,22 @@ func (a *allObserver[T]) rxFuse() func(T) bool {
 	}
 	if !a.lasting {
 		// ctx can end: checked before each body, as OnNext does.
-		return a.run
+		return func(v T) bool {
+			if a.inBody {
+				a.OnNext(v) // caused by the body: queued, never run inside it
+				return !a.stopped
+			}
+			return a.run(v)
+		}
 	}
 	yield := a.yield
 	return func(v T) bool {
 		if a.stopped {
 			return false
+		}
+		if a.inBody {
+			a.OnNext(v) // caused by the body: queued, never run inside it
+			return true
 		}
 		a.inBody = true
 		ok := yield(v, nil)

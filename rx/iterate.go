@@ -60,9 +60,9 @@ var errNilSource = errors.New("rx: nil Observable")
 //
 // The cost per value delivered on the ranging goroutine, with no goroutine
 // switch, allocation or lock either way (and, with a ctx that can end, one
-// ctx.Err before the body):
+// ctx.Err check before the body and one after what it caused):
 //
-//   - Of, Range and FromSeq (alone, through Defer, or under stateless
+//   - Of and Range (alone, through Defer, or under stateless
 //     stages that keep the type; see the package doc), subscribed by All
 //     itself on the ranging goroutine, make All's observer the last step of
 //     their fused loop: the stages' functions, one direct call into that

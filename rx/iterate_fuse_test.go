@@ -153,13 +153,13 @@ func TestRangingOverASynchronousSourceBehavesAlikeWithAllFusedAndReachedThroughO
 }
 
 // All's step is the last of the fused chain of a source that loops inside
-// Subscribe on the ranging goroutine (what Of, Range and FromSeq ask for
+// Subscribe on the ranging goroutine (what Of and Range ask for
 // with fuseSync): one stage more than the chain alone fuses, for every
 // chain of stages that keep the type; behind a foreign observable the
 // chain fuses its own stages only. Negative controls, run by hand on
 // fuse_all.go: with fuseSync doing what fuseOf does, or rxFuse returning
 // nil, every count is the chain's own and the first assertion fails
-// ("none": 0, not 1). Which sources ask fuseSync (Of, Range, FromSeq) shows
+// ("none": 0, not 1). Which sources ask fuseSync (Of, Range) shows
 // in no behaviour (the table above holds either way); B15 measures it.
 func TestAllsStepIsTheLastStageOfTheFusedChainOfASynchronousSource(t *testing.T) {
 	var log []string
@@ -272,4 +272,45 @@ func TestASynchronousSourceSubscribedOnAnotherGoroutineHandsItsValuesToTheRangin
 	})
 	assert.Equal(t, 1000, n)
 	assert.Zero(t, elsewhere, "values whose body ran on another goroutine than the ranging one")
+}
+
+// A seq whose yield the loop body calls again (a push source) has that value
+// queued and yielded after the body, fused or not: the body never runs inside
+// itself. Negative control (run): with FromSeq asking fuseSync (All's step
+// the last of its chain) and rxFuse's inBody guard removed, the
+// range-over-func runtime panicked ("continued iteration after loop body
+// panic") after yielding [0]; either one alone keeps the test passing.
+func TestAValueASeqYieldsFromInsideAllsBodyIsYieldedAfterTheBody(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, fused := range []bool{true, false} {
+		var push func(int) bool
+		seq := func(yield func(int) bool) {
+			push = yield
+			for i := 0; i < 3; i++ {
+				if !yield(i * 10) {
+					return
+				}
+			}
+		}
+		src := rx.FromSeq(seq)
+		if !fused {
+			src = rx.Map(rx.Map(src, strconv.Itoa), func(s string) int { n, _ := strconv.Atoi(s); return n })
+		}
+		var got []int
+		within(t, "the loop", func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("fused=%v: the loop panicked: %v (got %v)", fused, p, got)
+				}
+			}()
+			for v, err := range rx.All(context.Background(), src) {
+				require.NoError(t, err)
+				got = append(got, v)
+				if v%10 == 0 {
+					push(v + 1)
+				}
+			}
+		})
+		assert.Equal(t, []int{0, 1, 10, 11, 20, 21}, got, "fused=%v", fused)
+	}
 }
