@@ -51,6 +51,9 @@ func allChains() []allChain {
 				func(v int) int { fn(log, "map", v); return v + 100 })
 		}, true},
 		{"Take", func(_ *[]string, src rx.Observable[int]) rx.Observable[int] { return rx.Take(src, 3) }, true},
+		{"Do-Map", func(log *[]string, src rx.Observable[int]) rx.Observable[int] {
+			return rx.Map(rx.Do(src, func(v int) { fn(log, "do", v) }), func(v int) int { fn(log, "map", v); return v - 1 })
+		}, true},
 		{"Skip-TakeWhile-Scan-Distinct", func(log *[]string, src rx.Observable[int]) rx.Observable[int] {
 			s := rx.TakeWhile(rx.Skip(src, 1), func(v int) bool { fn(log, "takewhile", v); return v < 9 })
 			s = rx.Scan(s, 0, func(a, v int) int { fn(log, "scan", v); return a + v%2 })

@@ -35,7 +35,7 @@ func boundedWait(t *testing.T, wg *sync.WaitGroup, what string) {
 }
 
 // Issue 19 §1. Negative control: without mailbox.abandon (the deferred
-// release in postAs and run), the subject keeps the panicked goroutine as its
+// release in postAs and run, and in Subject.OnNext's fast path), the subject keeps the panicked goroutine as its
 // owner: OnNext(2) was queued for nobody (neither observer saw it) and the
 // producers blocked once 32 values were queued; the test failed so.
 func TestAPanickingObserverLeavesTheSubjectUsableForEveryoneElse(t *testing.T) {
