@@ -29,8 +29,12 @@ const (
 // summary is what a run measured.
 type summary struct {
 	replicas, live, writes int
-	p50, p99               time.Duration // notice to frame, over both replicas
+	putP50, putP99         time.Duration // the writer's Puts, its queueing for a Put slot excluded
+	p50, p99               time.Duration // write to frame: from the Put's start, over both replicas
 	ackP50, ackP99         time.Duration // from the Put's return to the frame (negative: the frame came first)
+	noticeP50, noticeP99   time.Duration // notice to frame: from the notice's arrival at a replica's listener
+	dispatchP50            time.Duration // from the notice's arrival to the end of the listener's dispatch
+	dispatchP99            time.Duration
 	cpuPerNotice           time.Duration
 	lost                   int // (replica, write) pairs whose frame never came
 	duplicates, misrouted  int
@@ -39,8 +43,9 @@ type summary struct {
 }
 
 func (s summary) String() string {
-	return fmt.Sprintf("summary: replicas=%d live_queries=%d writes=%d notice_to_frame_p50_ms=%.2f notice_to_frame_p99_ms=%.2f listener_cpu_us_per_notice=%.1f put_return_to_frame_p50_ms=%.2f put_return_to_frame_p99_ms=%.2f lost=%d duplicates=%d misrouted=%d write_errors=%d observer_errors=%d",
-		s.replicas, s.live, s.writes, ms(s.p50), ms(s.p99), float64(s.cpuPerNotice.Nanoseconds())/1e3, ms(s.ackP50), ms(s.ackP99),
+	return fmt.Sprintf("summary: replicas=%d live_queries=%d writes=%d notice_to_frame_p50_ms=%.2f notice_to_frame_p99_ms=%.2f notice_dispatch_p50_ms=%.2f notice_dispatch_p99_ms=%.2f put_p50_ms=%.2f put_p99_ms=%.2f write_to_frame_p50_ms=%.2f write_to_frame_p99_ms=%.2f put_return_to_frame_p50_ms=%.2f put_return_to_frame_p99_ms=%.2f replica_cpu_us_per_notice=%.1f lost=%d duplicates=%d misrouted=%d write_errors=%d observer_errors=%d",
+		s.replicas, s.live, s.writes, ms(s.noticeP50), ms(s.noticeP99), ms(s.dispatchP50), ms(s.dispatchP99), ms(s.putP50), ms(s.putP99),
+		ms(s.p50), ms(s.p99), ms(s.ackP50), ms(s.ackP99), float64(s.cpuPerNotice.Nanoseconds())/1e3,
 		s.lost, s.duplicates, s.misrouted, s.writeErrors, s.observerErrors)
 }
 
@@ -124,8 +129,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	if err != nil {
 		return summary{}, err
 	}
-	sum = summary{replicas: replicas, live: cfg.live, writes: wr.Writes, writeErrors: len(wr.Failed)}
+	sum = summary{replicas: replicas, live: cfg.live, writes: wr.Writes, writeErrors: len(wr.Failed), putP50: wr.PutP50, putP99: wr.PutP99}
 	var all []int64
+	var noticeToFrame, dispatch pgstore.Latency
 	var afterAck []time.Duration
 	var cpu time.Duration
 	var notices int64
@@ -149,14 +155,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 		if rr.Notices > 0 {
 			perNotice = rr.CPU / time.Duration(rr.Notices)
 		}
-		fmt.Fprintf(stdout, "%s: %d frames, notice to frame p50 %.2f ms p99 %.2f ms max %.2f ms; %d notices, CPU %s (%.1f µs per notice); %d requeries, %d point reads, %d whole reads; %d missing, %d duplicates, %d misrouted\n",
-			rr.Name, len(lat), ms(quantile(lat, 0.50)), ms(quantile(lat, 0.99)), ms(quantile(lat, 1)), rr.Notices,
+		fmt.Fprintf(stdout, "%s: %d frames; notice to frame p50 %.2f ms p99 %.2f ms (dispatch p50 %.2f ms p99 %.2f ms); write to frame p50 %.2f ms p99 %.2f ms max %.2f ms; %d notices, CPU %s (%.1f µs per notice); %d requeries, %d point reads, %d whole reads; %d missing, %d duplicates, %d misrouted\n",
+			rr.Name, len(lat), ms(rr.NoticeToFrame.Quantile(0.50)), ms(rr.NoticeToFrame.Quantile(0.99)),
+			ms(rr.NoticeDispatch.Quantile(0.50)), ms(rr.NoticeDispatch.Quantile(0.99)),
+			ms(quantile(lat, 0.50)), ms(quantile(lat, 0.99)), ms(quantile(lat, 1)), rr.Notices,
 			rr.CPU.Round(time.Millisecond), float64(perNotice.Nanoseconds())/1e3, rr.Requeries, rr.PointReads, rr.Reads,
 			len(rr.Missing), rr.Duplicates, rr.Misrouted)
 		for _, e := range rr.Errors {
 			fmt.Fprintf(stdout, "%s: observer error: %s\n", rr.Name, e)
 		}
 		all = append(all, rr.LatencyUS...)
+		noticeToFrame = noticeToFrame.Add(rr.NoticeToFrame)
+		dispatch = dispatch.Add(rr.NoticeDispatch)
 		for seq, at := range rr.FrameNS {
 			if at != 0 && seq < len(wr.PutEndNS) && wr.PutEndNS[seq] != 0 {
 				afterAck = append(afterAck, time.Duration(at-wr.PutEndNS[seq]))
@@ -172,6 +182,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 	lat := toDurations(all)
 	slices.Sort(lat)
 	sum.p50, sum.p99 = quantile(lat, 0.50), quantile(lat, 0.99)
+	sum.noticeP50, sum.noticeP99 = noticeToFrame.Quantile(0.50), noticeToFrame.Quantile(0.99)
+	sum.dispatchP50, sum.dispatchP99 = dispatch.Quantile(0.50), dispatch.Quantile(0.99)
 	slices.Sort(afterAck)
 	sum.ackP50, sum.ackP99 = quantile(afterAck, 0.50), quantile(afterAck, 0.99)
 	if notices > 0 {
