@@ -230,9 +230,95 @@ type child struct {
 	name   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	lines  chan string   // its stdout, line by line; closed at EOF
+	out    *lines        // its stdout
 	exited chan struct{} // closed when the process has been waited for
 	err    error         // the process's exit, once exited is closed
+}
+
+// maxUnread bounds the lines of a child's output the coordinator has not
+// read yet. A child writes the lines the coordinator waits for ("ready",
+// then "result ...", the last) and nothing else on stdout, but the
+// coordinator reads one child's output only while it waits for it: a
+// reader that could block would leave a replica blocked on a full pipe,
+// its frames timed late, while the coordinator waits for the writer. So
+// the reader never blocks: past maxUnread unread lines it drops the
+// oldest and counts it (a line it waits for is the newest one then), and
+// the count is in the error of a wait that fails.
+const maxUnread = 16
+
+// lines is a child's output, line by line, read by a goroutine of its own
+// that never waits for the coordinator.
+type lines struct {
+	more chan struct{} // capacity 1: a line came, or the end
+
+	mu      sync.Mutex
+	unread  []string // oldest first; at most maxUnread
+	dropped int
+	ended   bool
+	err     error // why reading ended early (not EOF)
+}
+
+// readLines reads r until its end on a goroutine of its own and then
+// calls done.
+func readLines(r io.Reader, done func()) *lines {
+	l := &lines{more: make(chan struct{}, 1)}
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 64<<20) // a replica's result holds every latency
+		for sc.Scan() {
+			l.add(sc.Text())
+		}
+		l.mu.Lock()
+		l.ended, l.err = true, sc.Err()
+		l.mu.Unlock()
+		l.signal()
+		done()
+	}()
+	return l
+}
+
+func (l *lines) add(line string) {
+	l.mu.Lock()
+	if len(l.unread) == maxUnread {
+		l.unread = slices.Delete(l.unread, 0, 1)
+		l.dropped++
+	}
+	l.unread = append(l.unread, line)
+	l.mu.Unlock()
+	l.signal()
+}
+
+func (l *lines) signal() {
+	select {
+	case l.more <- struct{}{}:
+	default: // one is pending
+	}
+}
+
+// next returns the oldest unread line; ok is false when there is none now,
+// and ended then says whether none will come.
+func (l *lines) next() (line string, ok, ended bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.unread) > 0 {
+		line, l.unread = l.unread[0], l.unread[1:]
+		return line, true, false
+	}
+	return "", false, l.ended
+}
+
+// lost says what was lost of the output, for an error: "" when nothing.
+func (l *lines) lost() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var s []string
+	if l.dropped > 0 {
+		s = append(s, fmt.Sprintf("%d lines of its output were dropped unread", l.dropped))
+	}
+	if l.err != nil {
+		s = append(s, fmt.Sprintf("reading its output failed: %v", l.err))
+	}
+	return strings.Join(s, "; ")
 }
 
 func startChild(ctx context.Context, rc roleConfig, stderr io.Writer) (*child, error) {
@@ -259,17 +345,11 @@ func startChild(ctx context.Context, rc roleConfig, stderr io.Writer) (*child, e
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", rc.Name, err)
 	}
-	c := &child{name: rc.Name, cmd: cmd, stdin: stdin, lines: make(chan string, 16), exited: make(chan struct{})}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 64<<20) // a replica's result holds every latency
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-		close(c.lines)
+	c := &child{name: rc.Name, cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	c.out = readLines(stdout, func() {
 		c.err = cmd.Wait()
 		close(c.exited)
-	}()
+	})
 	return c, nil
 }
 
@@ -279,20 +359,30 @@ func (c *child) expect(ctx context.Context, prefix string, budget time.Duration)
 	what := fmt.Sprintf("%s's %q line", c.name, strings.TrimSpace(prefix))
 	timer := time.NewTimer(budget)
 	defer timer.Stop()
+	lost := func() string {
+		if l := c.out.lost(); l != "" {
+			return " (" + l + ")"
+		}
+		return ""
+	}
 	for {
-		select {
-		case line, ok := <-c.lines:
-			if !ok {
-				<-c.exited
-				return "", fmt.Errorf("waiting for %s: the process ended (%v)", what, c.err)
-			}
+		line, ok, ended := c.out.next()
+		if ok {
 			if rest, found := strings.CutPrefix(line, prefix); found {
 				return rest, nil
 			}
+			continue
+		}
+		if ended {
+			<-c.exited // the reader waits for the process right after the end of its output
+			return "", fmt.Errorf("waiting for %s: the process ended (%v)%s", what, c.err, lost())
+		}
+		select {
+		case <-c.out.more:
 		case <-timer.C:
-			return "", fmt.Errorf("waiting (at most %s) for %s", budget, what)
+			return "", fmt.Errorf("waiting (at most %s) for %s%s", budget, what, lost())
 		case <-ctx.Done():
-			return "", fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+			return "", fmt.Errorf("waiting for %s: %w%s", what, ctx.Err(), lost())
 		}
 	}
 }
@@ -325,9 +415,7 @@ func (c *child) stop() {
 	default:
 	}
 	_ = c.cmd.Process.Kill()
-	for range c.lines { // drain, so the reader reaches Wait
-	}
-	<-c.exited
+	<-c.exited // its output ends when it dies; the reader never waits for us
 }
 
 // lockedWriter serialises writes from the children's log copiers.
