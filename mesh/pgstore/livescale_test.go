@@ -115,8 +115,11 @@ func BenchmarkDispatchPerNotice(b *testing.B) {
 // write by one replica to the frame reaching a live query's observer on
 // another replica holding 100 or 10,000 viewers' live queries (the
 // writer's round trip, the notice, the listener's dispatch and the woken
-// query's point read). heapB/query is the reading replica's heap per idle
-// live query, its goroutine's stack included.
+// query's frame), frame-p50/p99; and, from the reader's
+// Stats.NoticeToFrame, the part from the notice's arrival at its listener
+// to the frame, notice-p50/p99 (rounded up to 1/8 of a power of two).
+// heapB/query is the reading replica's heap per idle live query, goroutine
+// stacks included.
 //
 //	go test -run '^$' -bench NoticeToFrame -benchtime 500x ./mesh/pgstore/
 func BenchmarkNoticeToFrame(b *testing.B) {
@@ -198,6 +201,8 @@ func benchNoticeToFrame(b *testing.B, live int) {
 	b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds()), "frame-p99-µs")
 	b.ReportMetric(perQuery, "heapB/query")
 	st := reader.Stats()
+	b.ReportMetric(float64(st.NoticeToFrame.Quantile(0.50).Microseconds()), "notice-p50-µs")
+	b.ReportMetric(float64(st.NoticeToFrame.Quantile(0.99).Microseconds()), "notice-p99-µs")
 	b.ReportMetric(float64(st.Requeries)/float64(st.Notices), "requeries/notice")
 }
 
