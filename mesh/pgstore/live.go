@@ -53,7 +53,7 @@ type liveQuery struct {
 
 	mu      sync.Mutex
 	owed    pending
-	dirty   map[string]*written // written paths to re-check, for pendingDiff; nil until one is
+	dirty   []dirtyPath         // written paths to re-check, for pendingDiff, each once; nil while idle
 	readAll bool                // a pendingDiff that needs a full re-read
 	fence   int64               // the fence after its last read (see fence.go); 0 while a read is due
 	since   int64               // the arrival (Store.stamp) of the earliest notice owed; noNotice if none
@@ -115,17 +115,25 @@ func (lq *liveQuery) owe(p pending, path string, row *written, fenceSeen, at int
 		lq.since = at
 	}
 	if p == pendingDiff {
-		if _, known := lq.dirty[path]; path == "" || (!known && len(lq.dirty) >= maxPointPaths) {
+		known := -1
+		for i := range lq.dirty { // at most maxPointPaths, mostly one
+			if lq.dirty[i].path == path {
+				known = i
+				break
+			}
+		}
+		if path == "" || (known < 0 && len(lq.dirty) >= maxPointPaths) {
 			lq.readAll = true
 		} else {
-			w := &written{}
+			var w written
 			if row != nil && lq.fence != 0 && fenceSeen >= lq.fence {
-				w = row
+				w = *row
 			}
-			if lq.dirty == nil {
-				lq.dirty = map[string]*written{} // an idle query holds none
+			if known >= 0 {
+				lq.dirty[known].written = w // the latest notice of the path stands for the earlier ones
+			} else {
+				lq.dirty = append(lq.dirty, dirtyPath{path, w})
 			}
-			lq.dirty[path] = w // the latest notice of the path stands for the earlier ones
 		}
 	}
 	start = !lq.running && !lq.ended
@@ -150,10 +158,12 @@ func (lq *liveQuery) take() (_ pending, _ []dirtyPath, since int64) {
 	reads := p != pendingNone
 	if p == pendingDiff && !lq.readAll && lq.q.Limit <= 0 { // a limit's top N needs the whole result
 		reads = false
-		paths = make([]dirtyPath, 0, len(lq.dirty))
-		for path, w := range lq.dirty {
-			paths = append(paths, dirtyPath{path, *w})
-			reads = reads || !w.carried
+		paths = lq.dirty
+		if paths == nil {
+			paths = []dirtyPath{}
+		}
+		for _, d := range paths {
+			reads = reads || !d.carried
 		}
 		slices.SortFunc(paths, func(a, b dirtyPath) int { return strings.Compare(a.path, b.path) })
 	}
@@ -161,7 +171,7 @@ func (lq *liveQuery) take() (_ pending, _ []dirtyPath, since int64) {
 		lq.fence = 0
 	}
 	lq.owed, lq.readAll = pendingNone, false
-	lq.dirty = nil // an idle query holds no map
+	lq.dirty = nil // handed over in paths; an idle query holds none
 	return p, paths, since
 }
 
