@@ -53,12 +53,12 @@ type liveQuery struct {
 
 	mu      sync.Mutex
 	owed    pending
-	dirty   []dirtyPath         // written paths to re-check, for pendingDiff, each once; nil while idle
-	readAll bool                // a pendingDiff that needs a full re-read
-	fence   int64               // the fence after its last read (see fence.go); 0 while a read is due
-	since   int64               // the arrival (Store.stamp) of the earliest notice owed; noNotice if none
-	running bool                // a goroutine serves (or finishes) it: no other may
-	ended   bool                // its subscription is over: it is finished, or its runner will finish it
+	dirty   []dirtyPath // written paths to re-check, for pendingDiff, each once; nil while idle
+	readAll bool        // a pendingDiff that needs a full re-read
+	fence   int64       // the fence after its last read (see fence.go); 0 while a read is due
+	since   int64       // the arrival (Store.stamp) of the earliest notice owed; noNotice if none
+	running bool        // a goroutine serves (or finishes) it: no other may
+	ended   bool        // its subscription is over: it is finished, or its runner will finish it
 }
 
 // noNotice is liveQuery.since when no notice is owed.
