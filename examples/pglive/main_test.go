@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -30,7 +32,7 @@ func TestMain(m *testing.M) {
 }
 
 // summaryLine is the last line's exact shape.
-var summaryLine = regexp.MustCompile(`^summary: replicas=2 live_queries=\d+ writes=\d+ notice_to_frame_p50_ms=[\d.]+ notice_to_frame_p99_ms=[\d.]+ listener_cpu_us_per_notice=[\d.]+ put_return_to_frame_p50_ms=-?[\d.]+ put_return_to_frame_p99_ms=-?[\d.]+ lost=\d+ duplicates=\d+ misrouted=\d+ write_errors=\d+ observer_errors=\d+$`)
+var summaryLine = regexp.MustCompile(`^summary: replicas=2 live_queries=\d+ writes=\d+ notice_to_frame_p50_ms=[\d.]+ notice_to_frame_p99_ms=[\d.]+ notice_dispatch_p50_ms=[\d.]+ notice_dispatch_p99_ms=[\d.]+ put_p50_ms=[\d.]+ put_p99_ms=[\d.]+ write_to_frame_p50_ms=[\d.]+ write_to_frame_p99_ms=[\d.]+ put_return_to_frame_p50_ms=-?[\d.]+ put_return_to_frame_p99_ms=-?[\d.]+ replica_cpu_us_per_notice=[\d.]+ lost=\d+ duplicates=\d+ misrouted=\d+ write_errors=\d+ observer_errors=\d+$`)
 
 // pgArgs adds -pg when the tests are told to use an external server;
 // otherwise the run starts its own, as it does for users. Without
@@ -66,6 +68,10 @@ func TestEveryWriteReachesBothReplicasLiveQueriesOnce(t *testing.T) {
 	assert.Positive(t, sum.p50)
 	assert.GreaterOrEqual(t, sum.p99, sum.p50)
 	assert.Positive(t, sum.cpuPerNotice, "the replicas' CPU was counted")
+	assert.Positive(t, sum.noticeP50, "the replicas' stores timed notice to frame")
+	assert.GreaterOrEqual(t, sum.noticeP99, sum.noticeP50)
+	assert.Positive(t, sum.dispatchP50, "and the listeners' dispatch")
+	assert.Positive(t, sum.putP50)
 }
 
 // The recorder behind the invariants counts what they forbid: a frame
@@ -95,4 +101,42 @@ func TestBadFlagsAreRefused(t *testing.T) {
 		_, err := parseFlags(args, &bytes.Buffer{})
 		assert.Error(t, err, "%q", args)
 	}
+}
+
+// A child's output the coordinator does not read never blocks the child:
+// 100 lines written while nobody reads all go through the pipe at once;
+// the reader keeps the newest maxUnread, counts the others, and the line
+// waited for (the last) is still found. Negative control: the former
+// reader (a channel of 16 lines filled by the reading goroutine) stops
+// reading at the 17th line, so the writes below never finish and the
+// bounded wait fails.
+func TestAChildsUnreadOutputNeverBlocksTheChild(t *testing.T) {
+	pr, pw := io.Pipe()
+	c := &child{name: "replica1", exited: make(chan struct{})}
+	c.out = readLines(pr, func() { close(c.exited) })
+	wrote := make(chan error, 1)
+	go func() {
+		for i := range 99 {
+			if _, err := fmt.Fprintf(pw, "log line %d\n", i); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		_, err := fmt.Fprintln(pw, "result {}")
+		wrote <- errors.Join(err, pw.Close())
+	}()
+	select {
+	case err := <-wrote:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiting (at most 10s) for the child's 100 lines to be taken from its pipe: the reader blocked it")
+	}
+	rest, err := c.expect(t.Context(), "result ", time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "{}", rest)
+	assert.Equal(t, "84 lines of its output were dropped unread", c.out.lost())
+
+	_, err = c.expect(t.Context(), "result ", time.Second)
+	assert.ErrorContains(t, err, "the process ended", "nothing after the end")
+	assert.ErrorContains(t, err, "84 lines of its output were dropped unread", "a failed wait says what was dropped")
 }

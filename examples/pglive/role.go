@@ -69,6 +69,11 @@ type replicaResult struct {
 	Requeries  int64
 	PointReads int64
 	Reads      int64
+	// NoticeToFrame and NoticeDispatch are the store's own histograms
+	// (pgstore.Stats) over the writes: from a notice's arrival at the
+	// listener to the frame, and to the end of its dispatch.
+	NoticeToFrame  pgstore.Latency
+	NoticeDispatch pgstore.Latency
 }
 
 // writerResult is the writer's last line.
@@ -257,7 +262,8 @@ func runReplica(ctx context.Context, store *pgstore.Store, rc roleConfig, stdin 
 	res := replicaResult{Name: rc.Name, LatencyUS: slices.Clone(rec.latency), FrameNS: slices.Clone(rec.frameAt), Duplicates: rec.duplicates,
 		Misrouted: rec.misrouted, Errors: slices.Clone(rec.errs), CPU: cpu1 - cpu0,
 		Notices: st1.Notices - st0.Notices, Requeries: st1.Requeries - st0.Requeries,
-		PointReads: st1.PointReads - st0.PointReads, Reads: st1.Reads - st0.Reads}
+		PointReads: st1.PointReads - st0.PointReads, Reads: st1.Reads - st0.Reads,
+		NoticeToFrame: st1.NoticeToFrame.Sub(st0.NoticeToFrame), NoticeDispatch: st1.NoticeDispatch.Sub(st0.NoticeDispatch)}
 	for seq := range min(exp.Writes, len(rec.seen)) {
 		if rec.seen[seq] == 0 && !failed[seq] {
 			res.Missing = append(res.Missing, seq)

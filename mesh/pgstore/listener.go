@@ -1,12 +1,12 @@
 package pgstore
 
 import (
-	"time"
-
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -54,73 +54,61 @@ func (s *Store) listen(conn *pgx.Conn) {
 			return // closed while reconnecting
 		}
 		n := s.reconnects.Add(1)
-		s.log.Info("pgstore: change feed reconnected; resetting live queries", "reconnects", n)
 		s.feed.OnNext(FeedState{Connected: true, Reconnects: n})
-		s.resetAll()
+		s.resetAll("the change feed was lost; notices sent while it was down are gone", err, n)
 	}
 }
 
 // receive handles notifications until the connection fails or the store
-// closes.
+// closes. The connection serves the listener alone: it waits for
+// notifications and runs nothing else, so nothing but the connection
+// itself can end it. Close ends the wait by closing it.
 func (s *Store) receive(conn *pgx.Conn) error {
-	senders := senders{conn: conn, known: map[uint32]bool{}, since: s.clk.Now()}
+	stop := context.AfterFunc(s.ctx, func() { _ = conn.PgConn().Conn().Close() })
+	defer stop()
 	for {
-		n, err := conn.WaitForNotification(s.ctx)
+		// Not bounded: notices come when others write. The wait ends
+		// with the connection (Close closes it; the dialer's TCP
+		// keepalive finds a dead peer).
+		n, err := conn.WaitForNotification(context.Background())
 		if err != nil {
+			if s.ctx.Err() != nil {
+				return s.ctx.Err()
+			}
 			return err
 		}
+		at := s.lastRead.Load()
 		if n.Channel == s.fences.channel {
-			if senders.trusted(s, n.PID) {
+			if s.senders.trusted(s.clk.Now(), n.PID) {
 				s.fences.received(n.Payload)
 			}
 			continue
 		}
-		s.handle(n.Payload, func() bool { return senders.trusted(s, n.PID) })
+		pid := n.PID
+		s.handle(n.Payload, at, func() bool { return s.senders.trusted(s.clk.Now(), pid) })
 	}
 }
 
-// maxSenders bounds the listener's cache of sending backends.
-const maxSenders = 4096
-
-// senders are the backends whose notices may stand for a read: any role
-// that can connect to the database can NOTIFY, so a row or a delete a
-// notice carries is applied only if its backend runs as the listener's own
-// role (looked up once per backend process id); any other notice makes the
-// live queries read, as a notice always did. Used by the listener's
-// goroutine alone.
-type senders struct {
-	conn  *pgx.Conn
-	known map[uint32]bool
-	since time.Time // when known was last cleared
+// stampedConn is the listener's connection to the server; it notes when
+// each read returned: when the notices in it arrived (Store.lastRead).
+type stampedConn struct {
+	net.Conn
+	s *Store
 }
 
-// sendersLifetime bounds how long an answer is believed: the operating
-// system reuses a process id, so a backend of another role may come to
-// have one the cache holds.
-const sendersLifetime = 10 * time.Second
-
-func (c *senders) trusted(s *Store, pid uint32) bool {
-	if now := s.clk.Now(); now.Sub(c.since) > sendersLifetime {
-		clear(c.known)
-		c.since = now
+func (c *stampedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.s.lastRead.Store(c.s.stamp())
 	}
-	if ok, found := c.known[pid]; found {
-		return ok
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.budgets.QueryInitial)
-	defer cancel()
-	var ok, found bool
-	err := c.conn.QueryRow(ctx, `SELECT coalesce(bool_and(usename = session_user), false), count(*) > 0
-		FROM pg_stat_activity WHERE pid = $1`, int32(pid)).Scan(&ok, &found)
-	if err != nil || !found {
-		return false // gone already, or unknown: not cached, so a later backend with its id is looked up
-	}
-	if len(c.known) >= maxSenders {
-		clear(c.known)
-	}
-	c.known[pid] = ok
-	return ok
+	return n, err
 }
+
+// stamp returns the store's clock as a number: time since Open.
+func (s *Store) stamp() int64 { return int64(s.clk.Now().Sub(s.epoch)) }
+
+// sinceStamp returns the time from stamp at to now.
+func (s *Store) sinceStamp(at int64) time.Duration { return time.Duration(s.stamp() - at) }
 
 // reconnect waits and retries until a connection listens again (with the
 // known schemas reloaded on it) or the store closes (nil).
@@ -170,8 +158,9 @@ type notice struct {
 // row it carries, if trusted says its sender may be believed), and
 // announces it on Changes. A payload it cannot read re-reads every live
 // query (fail-safe).
-func (s *Store) handle(payload string, trusted func() bool) {
+func (s *Store) handle(payload string, at int64, trusted func() bool) {
 	s.notices.Add(1)
+	defer func() { s.noticeDispatch.observe(s.sinceStamp(at)) }()
 	var n notice
 	op, opOK := mesh.WriteOp(0), false
 	if err := json.Unmarshal([]byte(payload), &n); err == nil {
@@ -179,7 +168,7 @@ func (s *Store) handle(payload string, trusted func() bool) {
 	}
 	if !opOK || n.Path == nil || *n.Path == "" {
 		s.log.Warn("pgstore: unreadable change notice; every live query re-reads", "payload", clip(payload, 200))
-		s.dispatchAll()
+		s.dispatchAll(at)
 		return
 	}
 	path := *n.Path
@@ -190,7 +179,7 @@ func (s *Store) handle(payload string, trusted func() bool) {
 	schema, global, err := s.schemaFor(path)
 	if err != nil {
 		s.log.Warn("pgstore: change notice for a path no schema holds; every live query re-reads", "path", path, "err", err)
-		s.dispatchAll()
+		s.dispatchAll(at)
 	} else {
 		if global {
 			s.schemas.addGlobal(schema)
@@ -201,7 +190,7 @@ func (s *Store) handle(payload string, trusted func() bool) {
 		if row = n.carried(op, path); row != nil && !trusted() {
 			row = nil
 		}
-		s.dispatch(schema, !global, path, nodeType, typed, row)
+		s.dispatch(schema, !global, path, nodeType, typed, row, at)
 	}
 	s.announce(mesh.ChangeNotice{Path: path, Op: op, NodeType: nodeType})
 }
@@ -226,13 +215,19 @@ func (n *notice) carried(op mesh.WriteOp, path string) *written {
 	return &written{carried: true, node: node}
 }
 
-// dispatchAll makes every live query re-read.
-func (s *Store) dispatchAll() {
+// dispatchAll makes every live query re-read, for a notice that arrived
+// at at.
+func (s *Store) dispatchAll(at int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
 	s.live.All(func(lq *liveQuery) {
 		s.requeries.Add(1)
-		lq.owe(pendingDiff, "", nil, 0)
+		if lq.owe(pendingDiff, "", nil, 0, at) {
+			s.startLocked(lq)
+		}
 	})
 }
 

@@ -27,9 +27,11 @@ const (
 	pendingInitial         // the first read, sent as the Initial
 )
 
-// liveQuery is one subscription of the store's provider. Its reads run on a
-// goroutine of its own, one at a time; notices that arrive meanwhile
-// coalesce into one more read.
+// liveQuery is one subscription of the store's provider. It holds no
+// goroutine while idle: a notice that concerns it starts one (a runner),
+// which serves the reads owed one at a time and ends when none is left;
+// notices that arrive meanwhile coalesce into one more read. An idle live
+// query is this struct, its entry in the index and its subscription.
 type liveQuery struct {
 	q      *mesh.Query
 	anchor *mesh.Query // q without filter and free text: where q can look
@@ -38,15 +40,29 @@ type liveQuery struct {
 	fixed  map[string]bool // the schemas it reads, unless plan.anySchema
 	tables map[string]bool // the node tables it reads
 
-	wake  chan struct{}                // capacity 1: a read is owed
 	entry *liveindex.Entry[*liveQuery] // its place in Store.live; guarded by Store.mu
+
+	// Set by runLive before the first runner starts, read-only after.
+	sub     context.Context // the subscription's: done when the subscriber leaves
+	o       rx.Observer[mesh.Change]
+	stopEnd func() bool // stops the context.AfterFunc that ends it with sub
+
+	// last is the result as last sent (nil until the Initial); only the
+	// goroutine holding running touches it.
+	last map[string]mesh.Node
 
 	mu      sync.Mutex
 	owed    pending
-	dirty   map[string]*written // written paths to re-check, for pendingDiff; nil until one is
-	readAll bool                // a pendingDiff that needs a full re-read
-	fence   int64               // the fence after its last read (see fence.go); 0 while a read is due
+	dirty   []dirtyPath // written paths to re-check, for pendingDiff, each once; nil while idle
+	readAll bool        // a pendingDiff that needs a full re-read
+	fence   int64       // the fence after its last read (see fence.go); 0 while a read is due
+	since   int64       // the arrival (Store.stamp) of the earliest notice owed; noNotice if none
+	running bool        // a goroutine serves (or finishes) it: no other may
+	ended   bool        // its subscription is over: it is finished, or its runner will finish it
 }
+
+// noNotice is liveQuery.since when no notice is owed.
+const noNotice = -1
 
 // written is what a live query knows of a written path: the row its notice
 // carried (or that the notice deleted it), or nothing, and then it reads
@@ -66,8 +82,7 @@ type dirtyPath struct {
 func newLiveQuery(q *mesh.Query, p plan) *liveQuery {
 	anchor := *q
 	anchor.Filter, anchor.Text = nil, nil
-	lq := &liveQuery{q: q, anchor: &anchor, plan: p, wake: make(chan struct{}, 1), owed: pendingInitial,
-		tables: map[string]bool{}}
+	lq := &liveQuery{q: q, anchor: &anchor, plan: p, owed: pendingInitial, tables: map[string]bool{}, since: noNotice}
 	if types, ok := q.NodeTypes(); ok {
 		lq.types = make(map[string]bool, len(types))
 		for _, t := range types {
@@ -83,7 +98,6 @@ func newLiveQuery(q *mesh.Query, p plan) *liveQuery {
 	for _, t := range p.tables {
 		lq.tables[t] = true
 	}
-	lq.wake <- struct{}{}
 	return lq
 }
 
@@ -91,47 +105,65 @@ func newLiveQuery(q *mesh.Query, p plan) *liveQuery {
 // written path to re-check, or "" for a full re-read; row is what its
 // notice carried (nil: nothing), used if the listener has received the
 // query's fence (fenceSeen): no read of its own can have seen a later
-// commit.
-func (lq *liveQuery) owe(p pending, path string, row *written, fenceSeen int64) {
+// commit. at is when the notice arrived (Store.stamp), or noNotice. It
+// returns true when the caller must start a runner for lq (Store.serve):
+// none runs and the query has not ended.
+func (lq *liveQuery) owe(p pending, path string, row *written, fenceSeen, at int64) (start bool) {
 	lq.mu.Lock()
 	lq.owed = max(lq.owed, p)
+	if lq.since == noNotice {
+		lq.since = at
+	}
 	if p == pendingDiff {
-		if _, known := lq.dirty[path]; path == "" || (!known && len(lq.dirty) >= maxPointPaths) {
+		known := -1
+		for i := range lq.dirty { // at most maxPointPaths, mostly one
+			if lq.dirty[i].path == path {
+				known = i
+				break
+			}
+		}
+		if path == "" || (known < 0 && len(lq.dirty) >= maxPointPaths) {
 			lq.readAll = true
 		} else {
-			w := &written{}
+			var w written
 			if row != nil && lq.fence != 0 && fenceSeen >= lq.fence {
-				w = row
+				w = *row
 			}
-			if lq.dirty == nil {
-				lq.dirty = map[string]*written{} // an idle query holds none
+			if known >= 0 {
+				lq.dirty[known].written = w // the latest notice of the path stands for the earlier ones
+			} else {
+				lq.dirty = append(lq.dirty, dirtyPath{path, w})
 			}
-			lq.dirty[path] = w // the latest notice of the path stands for the earlier ones
 		}
 	}
-	lq.mu.Unlock()
-	select {
-	case lq.wake <- struct{}{}:
-	default: // a wake-up is already due
+	start = !lq.running && !lq.ended
+	if start {
+		lq.running = true
 	}
+	lq.mu.Unlock()
+	return start
 }
 
 // take returns the read owed, with the written paths to re-check when
-// patching the result will do (nil when the whole result must be read).
+// patching the result will do (nil when the whole result must be read),
+// and when the earliest notice it answers arrived (noNotice: none).
 // When any of it reads the database, no notice's row is trusted until
 // the fence the query sends after the read.
-func (lq *liveQuery) take() (pending, []dirtyPath) {
+func (lq *liveQuery) take() (_ pending, _ []dirtyPath, since int64) {
 	lq.mu.Lock()
 	defer lq.mu.Unlock()
 	p := lq.owed
+	since, lq.since = lq.since, noNotice
 	var paths []dirtyPath
 	reads := p != pendingNone
 	if p == pendingDiff && !lq.readAll && lq.q.Limit <= 0 { // a limit's top N needs the whole result
 		reads = false
-		paths = make([]dirtyPath, 0, len(lq.dirty))
-		for path, w := range lq.dirty {
-			paths = append(paths, dirtyPath{path, *w})
-			reads = reads || !w.carried
+		paths = lq.dirty
+		if paths == nil {
+			paths = []dirtyPath{}
+		}
+		for _, d := range paths {
+			reads = reads || !d.carried
 		}
 		slices.SortFunc(paths, func(a, b dirtyPath) int { return strings.Compare(a.path, b.path) })
 	}
@@ -139,8 +171,8 @@ func (lq *liveQuery) take() (pending, []dirtyPath) {
 		lq.fence = 0
 	}
 	lq.owed, lq.readAll = pendingNone, false
-	lq.dirty = nil // an idle query holds no map
-	return p, paths
+	lq.dirty = nil // handed over in paths; an idle query holds none
+	return p, paths, since
 }
 
 // concerns reports whether a write at path of a node of nodeType, in
@@ -178,85 +210,147 @@ func keyOf(lq *liveQuery) liveindex.Key {
 	return k
 }
 
-// runLive registers lq, then serves it until the subscriber leaves (ctx
-// ends), a read fails (*mesh.UnavailableError) or the store closes (the
-// query completes). It returns at once; the work runs on a store goroutine.
-func (s *Store) runLive(subCtx context.Context, lq *liveQuery, o rx.Observer[mesh.Change]) {
-	op := "query " + lq.q.String()
+// runLive registers lq and starts its first runner (the Initial). The
+// query is served until the subscriber leaves (sub ends), a read fails
+// (*mesh.UnavailableError) or the store closes (the query completes). It
+// returns at once.
+func (s *Store) runLive(sub context.Context, lq *liveQuery, o rx.Observer[mesh.Change]) {
+	lq.sub, lq.o = sub, o
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		o.OnError(unavailable(op, ErrClosed))
+		o.OnError(unavailable(lq.op(), ErrClosed))
 		return
 	}
 	lq.entry = s.live.Add(keyOf(lq), lq)
-	s.wg.Add(1)
+	lq.running = true // the Initial is owed (newLiveQuery)
+	s.wg.Add(2)       // the query until it is finished, and its first runner
 	s.mu.Unlock()
+	// Whoever holds running when the subscriber leaves finishes the query.
+	lq.stopEnd = context.AfterFunc(sub, func() { s.end(lq) })
+	go s.serve(lq)
+}
 
-	go func() {
-		defer s.wg.Done()
-		defer s.unregister(lq)
-		ctx, stop := s.scoped(subCtx)
-		defer stop()
-		var last map[string]mesh.Node
-		for {
-			select {
-			case <-ctx.Done():
-				s.endLive(o, op, last != nil)
-				return
-			case <-lq.wake:
-			}
-			owed, paths := lq.take()
-			if owed == pendingNone {
-				continue
-			}
-			if paths != nil {
-				frames, read, err := s.recheck(ctx, lq, paths, last)
-				if read && err == nil {
-					s.fenceAfterRead(ctx, lq)
-				}
-				if err == nil {
-					for _, c := range frames {
-						o.OnNext(c)
-					}
-					continue
-				}
-				if ctx.Err() != nil {
-					s.endLive(o, op, true)
-					return
-				}
-				s.log.Warn("pgstore: point read failed; reading the whole result", "query", lq.q.String(), "err", err)
-			}
-			items, parts, err := s.readRetrying(ctx, lq.q, lq.plan)
-			if err == nil {
-				s.fenceAfterRead(ctx, lq)
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					s.endLive(o, op, last != nil)
-					return
-				}
-				s.log.Warn("pgstore: live query read failed; ending it", "query", lq.q.String(), "err", err)
-				o.OnError(unavailable(op, err))
-				return
-			}
-			switch owed {
-			case pendingInitial:
-				o.OnNext(mesh.Change{Kind: mesh.Initial, Items: items, Partitions: parts})
-			case pendingReset:
-				s.resets.Add(1)
-				o.OnNext(mesh.Change{Kind: mesh.Reset, Items: items, Partitions: parts})
-			default:
-				for _, c := range diff(last, items, parts) {
-					o.OnNext(c)
-				}
-			}
-			last = make(map[string]mesh.Node, len(items))
-			for _, n := range items {
-				last[n.Path] = n
-			}
+func (lq *liveQuery) op() string { return "query " + lq.q.String() }
+
+// startLocked starts a runner for lq, whose owe said to; s.mu is held and
+// the store is not closed.
+func (s *Store) startLocked(lq *liveQuery) {
+	s.wg.Add(1)
+	go s.serve(lq)
+}
+
+// serve is a runner: it serves lq's owed reads until none is left, or
+// finishes lq when its subscription is over.
+func (s *Store) serve(lq *liveQuery) {
+	defer s.wg.Done()
+	ctx, stop := s.scoped(lq.sub)
+	defer stop()
+	for {
+		lq.mu.Lock()
+		if lq.ended || ctx.Err() != nil {
+			lq.ended = true
+			lq.mu.Unlock()
+			s.finish(lq)
+			return
 		}
-	}()
+		if lq.owed == pendingNone {
+			lq.running = false
+			lq.mu.Unlock()
+			return
+		}
+		lq.mu.Unlock()
+		if err := s.serveOnce(ctx, lq); err != nil {
+			lq.mu.Lock()
+			lq.ended = true
+			lq.mu.Unlock()
+			s.log.Warn("pgstore: live query read failed; ending it", "query", lq.q.String(), "err", err)
+			s.unregister(lq)
+			lq.stopEnd()
+			lq.o.OnError(unavailable(lq.op(), err))
+			s.wg.Done() // the query's
+			return
+		}
+	}
+}
+
+// serveOnce takes the read owed and sends its frames. It returns the error
+// that ends the query: a read that failed while ctx was not done.
+func (s *Store) serveOnce(ctx context.Context, lq *liveQuery) error {
+	owed, paths, since := lq.take()
+	if owed == pendingNone {
+		return nil
+	}
+	if paths != nil {
+		frames, read, err := s.recheck(ctx, lq, paths, lq.last)
+		if read && err == nil {
+			s.fenceAfterRead(ctx, lq)
+		}
+		if err == nil {
+			s.deliver(lq.o, since, frames)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil // the runner finishes the query
+		}
+		s.log.Warn("pgstore: point read failed; reading the whole result", "query", lq.q.String(), "err", err)
+	}
+	items, parts, err := s.readRetrying(ctx, lq.q, lq.plan)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	s.fenceAfterRead(ctx, lq)
+	switch owed {
+	case pendingInitial:
+		lq.o.OnNext(mesh.Change{Kind: mesh.Initial, Items: items, Partitions: parts})
+	case pendingReset:
+		s.resets.Add(1)
+		lq.o.OnNext(mesh.Change{Kind: mesh.Reset, Items: items, Partitions: parts})
+	default:
+		s.deliver(lq.o, since, diff(lq.last, items, parts))
+	}
+	lq.last = make(map[string]mesh.Node, len(items))
+	for _, n := range items {
+		lq.last[n.Path] = n
+	}
+	return nil
+}
+
+// end ends lq because its subscription is over (the subscriber left, or
+// Close): at once if it is idle, else by its runner.
+func (s *Store) end(lq *liveQuery) {
+	lq.mu.Lock()
+	if lq.ended || lq.running {
+		lq.ended = true
+		lq.mu.Unlock()
+		return
+	}
+	lq.ended, lq.running = true, true
+	lq.mu.Unlock()
+	s.finish(lq)
+}
+
+// finish unregisters an ended query and tells its subscriber, if the store
+// closed (see endLive). The caller holds lq's running.
+func (s *Store) finish(lq *liveQuery) {
+	defer s.wg.Done() // the query's
+	s.unregister(lq)
+	lq.stopEnd()
+	s.endLive(lq.o, lq.op(), lq.last != nil)
+}
+
+// deliver sends frames, caused by notices the earliest of which arrived
+// at since (noNotice: none), and times them (Stats.NoticeToFrame).
+func (s *Store) deliver(o rx.Observer[mesh.Change], since int64, frames []mesh.Change) {
+	if since != noNotice && len(frames) > 0 {
+		s.noticeToFrame.observe(s.sinceStamp(since))
+	}
+	for _, c := range frames {
+		o.OnNext(c)
+	}
 }
 
 // endLive ends a live query whose context is done: on Close it completes
@@ -389,7 +483,7 @@ func sameNode(a, b mesh.Node) bool {
 //
 // row is what the notice carried (nil: nothing); a query whose fence has
 // arrived patches its result with it instead of reading.
-func (s *Store) dispatch(schema string, partition bool, path, nodeType string, typed bool, row *written) {
+func (s *Store) dispatch(schema string, partition bool, path, nodeType string, typed bool, row *written, at int64) {
 	// Before any re-read it causes: the table now holds this type.
 	if typed {
 		s.schemas.addType(mesh.TableFor(path), nodeType)
@@ -401,22 +495,38 @@ func (s *Store) dispatch(schema string, partition bool, path, nodeType string, t
 	requeried := 0
 	seen := s.fences.seen.Load()
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
 	total := s.live.Len()
 	s.live.Visit(w, func(lq *liveQuery) {
 		if lq.concerns(schema, partition, path, nodeType, typed) {
 			requeried++
-			lq.owe(pendingDiff, path, row, seen)
+			if lq.owe(pendingDiff, path, row, seen, at) {
+				s.startLocked(lq)
+			}
 		}
 	})
-	s.mu.Unlock()
 	s.requeries.Add(int64(requeried))
 	s.skipped.Add(int64(total - requeried))
 }
 
 // resetAll makes every live query re-read its whole result and send it as
-// a Reset: after a gap in the feed nothing else is trustworthy.
-func (s *Store) resetAll() {
+// a Reset: after a gap in the feed nothing else is trustworthy. It logs
+// why, with the error that caused it.
+func (s *Store) resetAll(why string, cause error, reconnects int64) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.live.All(func(lq *liveQuery) { lq.owe(pendingReset, "", nil, 0) })
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	n := s.live.Len()
+	s.live.All(func(lq *liveQuery) {
+		if lq.owe(pendingReset, "", nil, 0, noNotice) {
+			s.startLocked(lq)
+		}
+	})
+	s.mu.Unlock()
+	s.log.Warn("pgstore: resetting every live query: "+why, "cause", cause, "reconnects", reconnects, "queries", n)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -117,7 +118,13 @@ type Store struct {
 	feed        *rx.BehaviorSubject[FeedState]
 	gated       []string // mesh.SecurityTypes and Options.GatedTypes: what the fold declares
 
-	fences *fences // see fence.go
+	fences  *fences  // see fence.go
+	senders *senders // see senders.go
+
+	epoch    time.Time    // Open's time on clk: what stamp counts from
+	lastRead atomic.Int64 // when the listener's connection last read (stamp)
+
+	noticeToFrame, noticeDispatch latencyRecorder
 
 	notices, requeries, skipped, reads, pointReads, noticeRows, resets, reconnects, lostReads atomic.Int64
 }
@@ -141,6 +148,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if s.clk == nil {
 		s.clk = clock.New()
 	}
+	s.epoch = s.clk.Now()
+	s.senders = newSenders(s.epoch)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -199,12 +208,27 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
+	// The pool's backends are the store's role: their notices are believed
+	// without a lookup (see senders.go).
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		s.senders.opened(c.PgConn().PID())
+		return nil
+	}
+	cfg.BeforeClose = func(c *pgx.Conn) { s.senders.closed(c.PgConn().PID()) }
 	s.listenCfg = cfg.ConnConfig.Copy()
 	s.listenCfg.Tracer = nil
 	if s.listenCfg.RuntimeParams == nil {
 		s.listenCfg.RuntimeParams = map[string]string{}
 	}
 	s.listenCfg.RuntimeParams["application_name"] = listenerAppName
+	dial := s.listenCfg.DialFunc
+	s.listenCfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &stampedConn{Conn: c, s: s}, nil
+	}
 	if opts.QueryTracer != nil {
 		cfg.ConnConfig.Tracer = opts.QueryTracer
 	}
@@ -231,9 +255,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.feed.OnNext(FeedState{Connected: true})
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.listen(conn)
 	go s.sendFences()
+	go s.lookUpSenders()
 	if !opts.SkipMigrate {
 		s.backfillInBackground()
 	}
@@ -268,6 +293,16 @@ type Stats struct {
 	// the query re-read: its node type could matter to the query, or the
 	// notice had none. Re-reads scheduled while one runs share one read.
 	Requeries int64
+	// NoticeToFrame times each frame a live query sends because of
+	// change notices: from the arrival of the earliest of those notices at
+	// the listener (the read of its connection that brought it) to the
+	// frame being handed to the query's observer.
+	NoticeToFrame Latency
+	// NoticeDispatch times each notice from its arrival at the listener to
+	// the end of its handling there (decoding it and waking the live
+	// queries it concerns): the listener's share of NoticeToFrame, the
+	// wait behind the notices that arrived with it included.
+	NoticeDispatch Latency
 	// Skipped counts (notice, live query) pairs settled without reading:
 	// the query cannot match the node type, or does not look where the
 	// written node is (schema, table, anchor).
@@ -299,6 +334,9 @@ func (s *Store) Stats() Stats {
 		NoticeRows:  s.noticeRows.Load(),
 		Resets:      s.resets.Load(),
 		Reconnects:  s.reconnects.Load(),
+
+		NoticeToFrame:  s.noticeToFrame.snapshot(),
+		NoticeDispatch: s.noticeDispatch.snapshot(),
 
 		RetriedReads: s.lostReads.Load(),
 	}
@@ -367,8 +405,13 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	var live []*liveQuery
+	s.live.All(func(lq *liveQuery) { live = append(live, lq) })
 	s.mu.Unlock()
 	s.cancel()
+	for _, lq := range live { // an idle one ends here, a busy one by its runner
+		s.end(lq)
+	}
 
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
