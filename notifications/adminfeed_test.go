@@ -135,13 +135,15 @@ func TestAStuckAdminObserverDoesNotHoldBackAnotherAdminsBell(t *testing.T) {
 // A change of the Admin notifications is delivered to the admins' bells by
 // a few goroutines, not one per bell; observers stuck on every one of them
 // (more stuck admins than the fan-out starts with) do not hold back the
-// other admins: once every goroutine has been held for FanOutStall
-// (virtual time here), another takes the rest, each stuck observer
-// costing one. The other admins are many (50), so some are nearly always
-// taken after the stuck ones have held every goroutine. Negative control:
-// with fanOut.supervise not started, this test fails (3 runs: 21, 20 and 6
-// of the 50 other admins got the broadcast within the bound, the fan-out's
-// 4 goroutines each held by a stuck observer).
+// other admins: each delivery held for FanOutStall (virtual time here)
+// starts another goroutine to take the rest, each stuck observer costing
+// one. The other admins are many (50), so some are nearly always taken
+// after the stuck ones have held every goroutine. Negative control: with
+// fanOut.supervise not started (7289de3), this test failed (3 runs: 21, 20
+// and 6 of the 50 other admins got the broadcast within the bound, the
+// fan-out's 4 goroutines each held by a stuck observer); with the
+// per-delivery timer armed for an hour instead of FanOutStall, it fails
+// likewise (31 of 50, 4 stuck observers reached).
 func TestAdminObserversStuckOnEveryFanOutGoroutineDoNotHoldBackTheOtherAdmins(t *testing.T) {
 	fx := newMem(t)
 	svc := &notifications.Service{Mesh: fx.store, Clock: fx.clk, Admins: adminsByName()}
