@@ -55,7 +55,8 @@ type eventStream struct {
 	failure bool                    // the bell failed: a failure event is due, then the end
 	done    bool                    // the bell ended: the stream ends once written out
 	busy    bool                    // queued for a writer, or being written: whoever holds it gives the slot back once closed
-	slow    bool                    // the socket took the last event slowly: the stream's own goroutine writes the next
+	slow    bool                    // the socket took an event slowly: the stream's own goroutine writes the next
+	quick   uint8                   // whole events the socket took at once since (while slow)
 	closed  bool
 }
 
@@ -224,9 +225,11 @@ func (es *eventStream) writeOut(buf *bytes.Buffer) {
 
 // writeOwn writes rest, the end of an event the socket did not take at
 // once (if any), then the stream's next events as they come, on the
-// stream's own goroutine, for as long as its socket takes them slowly: a
-// whole event taken within writeAtOnce hands the stream back to the
-// writers, and the goroutine ends when nothing is due. A stream whose
+// stream's own goroutine, for as long as its socket takes them slowly:
+// slowQuickEvents whole events in a row taken within writeAtOnce hand the
+// stream back to the writers (so a socket that fills again at every other
+// event does not cost a writer writeAtOnce each time), and the goroutine
+// ends when nothing is due. A stream whose
 // client takes none of an event for eventWriteBudget is reset (see
 // writeWithin).
 func (es *eventStream) writeOwn(rest []byte, done bool) {
@@ -244,9 +247,13 @@ func (es *eventStream) writeOwn(rest []byte, done bool) {
 				es.end()
 				return
 			}
-			if whole && time.Since(start) < writeAtOnce {
+			if whole {
 				es.mu.Lock()
-				es.slow = false
+				if time.Since(start) >= writeAtOnce {
+					es.quick = 0
+				} else if es.quick++; es.quick >= slowQuickEvents {
+					es.slow, es.quick = false, 0
+				}
 				es.mu.Unlock()
 			}
 		}
@@ -268,6 +275,10 @@ func (es *eventStream) writeOwn(rest []byte, done bool) {
 		rest = buf.Bytes()
 	}
 }
+
+// slowQuickEvents is how many events in a row a slow stream's socket takes
+// at once before the stream's events go to the writers again.
+const slowQuickEvents = 8
 
 // writeWithin writes b to conn, giving up when the connection takes
 // nothing for budget (the deadline is re-armed whenever a write makes

@@ -339,11 +339,13 @@ func readEvent(c net.Conn) (string, error) {
 // written by a goroutine of the stream's own, not queued for a writer: a
 // client whose socket is full but still read costs a writer writeAtOnce
 // once, not on every event, so many such clients do not delay the fast
-// streams by writeAtOnce each per event.
+// streams by writeAtOnce each per event; nor does one event taken at once
+// hand it back to the writers.
 //
 // Negative control: with every event queued for the writers (kick ignoring
 // slow, as at 7289de3), the second event waits in the writers' queue (the
-// writers are not started here) and this test fails, as it did when run so.
+// writers are not started here) and this test fails, as it did when run
+// so; with slowQuickEvents 1, the third event does, likewise.
 func TestASlowlyReadStreamsNextEventIsWrittenByItsOwnGoroutine(t *testing.T) {
 	s := &server{log: discard(), streams: map[*eventStream]struct{}{}, viewers: map[string]int{}}
 	w := &writers{due: make(chan *eventStream, 1), stop: make(chan struct{}), log: s.log}
@@ -367,6 +369,20 @@ func TestASlowlyReadStreamsNextEventIsWrittenByItsOwnGoroutine(t *testing.T) {
 	assert.NoError(t, err, "the second event reached the slow client without a writer")
 	assert.Contains(t, ev, `"unread":2`)
 	assert.Empty(t, w.due, "the second event was not queued for a writer")
+
+	// The second was taken at once, but one such event does not make the
+	// stream fast again (slowQuickEvents in a row do): the third goes the
+	// same way.
+	require.Eventually(t, func() bool {
+		es.mu.Lock()
+		defer es.mu.Unlock()
+		return !es.busy
+	}, promptly, time.Millisecond)
+	es.put(notifications.BellState{Unread: 3})
+	ev, err = readEvent(client)
+	assert.NoError(t, err, "the third event reached the client without a writer")
+	assert.Contains(t, ev, `"unread":3`)
+	assert.Empty(t, w.due)
 }
 
 // writeWithin re-arms its deadline whenever the connection takes bytes: a
