@@ -229,9 +229,9 @@ func (es *eventStream) writeOut(buf *bytes.Buffer) {
 // slowQuickEvents whole events in a row taken within writeAtOnce hand the
 // stream back to the writers (so a socket that fills again at every other
 // event does not cost a writer writeAtOnce each time), and the goroutine
-// ends when nothing is due. A stream whose
-// client takes none of an event for eventWriteBudget is reset (see
-// writeWithin).
+// ends when nothing is due. A stream whose client takes none of an event
+// for eventWriteBudget, or not all of it within eventRestBudget, is reset
+// (see writeWithin).
 func (es *eventStream) writeOwn(rest []byte, done bool) {
 	var buf bytes.Buffer
 	whole := rest == nil // rest is an event's end, not a whole event
