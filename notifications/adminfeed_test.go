@@ -135,13 +135,15 @@ func TestAStuckAdminObserverDoesNotHoldBackAnotherAdminsBell(t *testing.T) {
 // A change of the Admin notifications is delivered to the admins' bells by
 // a few goroutines, not one per bell; observers stuck on every one of them
 // (more stuck admins than the fan-out starts with) do not hold back the
-// other admins: once every goroutine has been held for FanOutStall
-// (virtual time here), another takes the rest, each stuck observer
-// costing one. The other admins are many (50), so some are nearly always
-// taken after the stuck ones have held every goroutine. Negative control:
-// with fanOut.supervise not started, this test fails (3 runs: 21, 20 and 6
-// of the 50 other admins got the broadcast within the bound, the fan-out's
-// 4 goroutines each held by a stuck observer).
+// other admins: each delivery held for FanOutStall (virtual time here)
+// starts another goroutine to take the rest, each stuck observer costing
+// one. The other admins are many (50), so some are nearly always taken
+// after the stuck ones have held every goroutine. Negative control: with
+// fanOut.supervise not started (7289de3), this test failed (3 runs: 21, 20
+// and 6 of the 50 other admins got the broadcast within the bound, the
+// fan-out's 4 goroutines each held by a stuck observer); with the
+// per-delivery timer armed for an hour instead of FanOutStall, it fails
+// likewise (31 of 50, 4 stuck observers reached).
 func TestAdminObserversStuckOnEveryFanOutGoroutineDoNotHoldBackTheOtherAdmins(t *testing.T) {
 	fx := newMem(t)
 	svc := &notifications.Service{Mesh: fx.store, Clock: fx.clk, Admins: adminsByName()}
@@ -233,4 +235,85 @@ func TestAdminsWithNothingOfTheirOwnShareOneBuiltState(t *testing.T) {
 	assert.ElementsMatch(t, []string{"alert", "mine"}, titles(c))
 	assert.NotSame(t, &a.Groups[0], &c.Groups[0])
 	assert.Equal(t, []string{"alert"}, titles(b), "admin3's own stays admin3's")
+}
+
+// Admin observers that are slow but return (100 of them, each taking 50 ms
+// of virtual time for the broadcast, like a blocking write to a client)
+// do not hold back the fast admins for long: every delivery held for
+// FanOutStall starts another goroutine, whether or not other deliveries
+// return meanwhile, so the 10 fast admins have the broadcast within
+// 200 ms of virtual time (90 ms when run: 9 stalls).
+//
+// Negative control: with the whole-fan-out supervisor of 7289de3 (a
+// goroutine added only when no delivery at all returned for FanOutStall)
+// in place of the per-delivery timer, the slow observers' returns keep the
+// fan-out at 8 goroutines and this test fails: run so, the last fast admin
+// had the broadcast after 350 ms and 360 ms of virtual time (two runs).
+func TestSlowButReturningAdminObserversDoNotHoldBackTheFastAdmins(t *testing.T) {
+	const nSlow, nFast, slow, bound = 100, 10, 50 * time.Millisecond, 200 * time.Millisecond
+	fx := newMem(t)
+	svc := &notifications.Service{Mesh: fx.store, Clock: fx.clk, Admins: adminsByName()}
+	var entered, returned atomic.Int64
+	for i := range nSlow {
+		sub := svc.Bell(fmt.Sprintf("adminslow%03d", i)).Subscribe(rx.NewObserver(func(s notifications.BellState) {
+			if has("broadcast")(s) {
+				entered.Add(1)
+				fx.clk.Sleep(slow)
+				returned.Add(1)
+			}
+		}, nil, nil))
+		defer sub.Unsubscribe()
+	}
+	fast := make([]*watcher, nFast)
+	for i := range fast {
+		fast[i] = watch(t, svc.Bell(fmt.Sprintf("adminfast%02d", i)))
+		fast[i].await(t, "a fast admin's first state", func(notifications.BellState) bool { return true })
+	}
+	got := func() int {
+		n := 0
+		for _, w := range fast {
+			if st, _ := w.latest(); has("broadcast")(st) {
+				n++
+			}
+		}
+		return n
+	}
+	// settle waits (in real time, bounded) until the fan-out's goroutines
+	// have taken what they can at this virtual time, so each Advance finds
+	// the deliveries and their timers in place.
+	settle := func() {
+		seen := entered.Load() + returned.Load()
+		for range 50 {
+			time.Sleep(3 * time.Millisecond) // polling for quiescence, not waiting for a result
+			now := entered.Load() + returned.Load()
+			if now == seen {
+				return
+			}
+			seen = now
+		}
+	}
+
+	start := fx.clk.Elapsed()
+	create(t, svc, "broadcast", "", notifications.Admin)
+	deadline := time.Now().Add(convergence)
+	for got() < nFast && fx.clk.Elapsed()-start <= 2*slow*nSlow && time.Now().Before(deadline) {
+		settle()
+		if got() == nFast {
+			break
+		}
+		fx.clk.Advance(notifications.FanOutStall)
+	}
+	took := fx.clk.Elapsed() - start
+	assert.Equal(t, nFast, got(), "every fast admin got the broadcast")
+	assert.LessOrEqual(t, took, bound, "virtual time until the last fast admin had the broadcast, behind %d slow observers", nSlow)
+	t.Logf("the fast admins had the broadcast after %v of virtual time (%d slow observers entered)", took, entered.Load())
+
+	// Let every slow observer return before their bells are unsubscribed.
+	for returned.Load() < entered.Load() || entered.Load() < nSlow {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d slow observers returned", returned.Load(), entered.Load())
+		}
+		settle()
+		fx.clk.Advance(notifications.FanOutStall)
+	}
 }

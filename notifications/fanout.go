@@ -8,9 +8,8 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// fanOutStall is how long a fan-out whose deliveries all make no progress
-// (every goroutine of it held by an observer) waits before it adds a
-// goroutine to deliver the rest.
+// fanOutStall is how long one delivery of a fan-out may hold its goroutine
+// before another goroutine is started to deliver the rest.
 const fanOutStall = 10 * time.Millisecond
 
 // fanOutWorkers is how many goroutines a fan-out starts with.
@@ -19,30 +18,27 @@ func fanOutWorkers() int { return max(2*runtime.GOMAXPROCS(0), 4) }
 // fanOut delivers the due states of bells (each already marked draining
 // by its caller) on a few goroutines, not one per bell: a change of the
 // Admin notifications seen by 10,000 admins costs a handful of goroutines,
-// each taking the next bell in turn. An observer that does not return
-// holds the goroutine delivering to it, and no other: when every goroutine
-// of the fan-out is held for fanOutStall with bells still waiting, another
-// is started (on clk), so stuck observers delay the rest by at most that
-// each, as a goroutine per bell did. A bell held once is skipped by later
-// changes (it is draining): they wait for its observer, as before.
+// each taking the next bell in turn. An observer that is slow or does not
+// return holds the goroutine delivering to it, and no other: every
+// delivery arms a timer (on clk), and one held for fanOutStall starts
+// another goroutine to take the next bells, so a slow observer delays the
+// rest by at most fanOutStall (on one of the fan-out's goroutines), whether
+// or not other deliveries return meanwhile. Goroutines stay bounded by the
+// bells: each delivery starts at most one. A bell held once is skipped by
+// later changes (it is draining): they wait for its observer, as before.
 type fanOut struct {
-	bells     []*bell
-	next      atomic.Int64  // the next bell to take
-	delivered atomic.Int64  // bells whose delivery returned
-	handed    chan struct{} // closed when the last bell is taken
+	bells []*bell
+	clk   clock.Clock
+	next  atomic.Int64 // the next bell to take
 }
 
 func startFanOut(bells []*bell, clk clock.Clock) {
 	if len(bells) == 0 {
 		return
 	}
-	fo := &fanOut{bells: bells, handed: make(chan struct{})}
-	n := min(len(bells), fanOutWorkers())
-	for range n {
+	fo := &fanOut{bells: bells, clk: clk}
+	for range min(len(bells), fanOutWorkers()) {
 		go fo.work()
-	}
-	if len(bells) > n {
-		go fo.supervise(clk)
 	}
 }
 
@@ -53,31 +49,15 @@ func (fo *fanOut) work() {
 		if i > last {
 			return
 		}
-		if i == last {
-			close(fo.handed)
-		}
 		b := fo.bells[i]
+		var t *clock.Timer
+		if i < last { // the last bell leaves none for another goroutine
+			t = fo.clk.AfterFunc(fanOutStall, func() { go fo.work() })
+		}
 		b.mu.Lock()
 		b.deliver()
-		fo.delivered.Add(1)
-	}
-}
-
-// supervise adds a goroutine whenever a fanOutStall passes with no
-// delivery returning and bells still to take; it ends when the last bell
-// is taken.
-func (fo *fanOut) supervise(clk clock.Clock) {
-	seen := fo.delivered.Load()
-	for {
-		select {
-		case <-fo.handed:
-			return
-		case <-clk.After(fanOutStall):
+		if t != nil {
+			t.Stop()
 		}
-		if d := fo.delivered.Load(); d != seen {
-			seen = d
-			continue
-		}
-		go fo.work()
 	}
 }

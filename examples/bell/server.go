@@ -30,7 +30,8 @@ var indexHTML string
 
 // Bounds of the HTTP handlers' own waits.
 const (
-	eventWriteBudget = 10 * time.Second // one event reaching a slow client (then its stream is reset)
+	eventWriteBudget = 10 * time.Second // a slow client's socket taking nothing of an event (then its stream is reset)
+	eventRestBudget  = 60 * time.Second // a slow client's socket taking all of one event's rest, however it trickles
 	writeAtOnce      = time.Millisecond // a writer's wait on one stream's socket before it hands the rest to the stream
 	actionBudget     = 20 * time.Second // one send or mark-read
 )

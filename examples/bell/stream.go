@@ -35,8 +35,11 @@ import (
 // bounded: its latest state, and the rest of one event its socket did not
 // take at once. That rest is written by a goroutine of the stream's own
 // (blocked while the socket is full, so a slow client holds no writer),
-// within eventWriteBudget; a stream whose socket stays full that long is
-// closed, and its client's EventSource reconnects.
+// and so are the stream's next events for as long as its socket takes
+// them slowly (slow): a full socket costs a writer writeAtOnce once, not
+// on every event. A stream whose socket takes nothing for eventWriteBudget,
+// or not an event's rest within eventRestBudget, is closed, and its
+// client's EventSource reconnects.
 type eventStream struct {
 	srv        *server
 	viewer     string
@@ -51,7 +54,9 @@ type eventStream struct {
 	due     bool                    // state is to be written
 	failure bool                    // the bell failed: a failure event is due, then the end
 	done    bool                    // the bell ended: the stream ends once written out
-	busy    bool                    // queued for a writer, or being written
+	busy    bool                    // queued for a writer, or being written: whoever holds it gives the slot back once closed
+	slow    bool                    // the socket took an event slowly: the stream's own goroutine writes the next
+	quick   uint8                   // whole events the socket took at once since (while slow)
 	closed  bool
 }
 
@@ -79,8 +84,7 @@ func (s *server) startStream(conn net.Conn, h http.Header, viewer string, releas
 	buf.WriteString("event: hello\ndata: {\"viewer\":")
 	buf.WriteString(es.viewerJSON)
 	buf.WriteString("}\n\n")
-	_ = conn.SetWriteDeadline(time.Now().Add(eventWriteBudget))
-	if _, err := conn.Write(buf.Bytes()); err != nil {
+	if err := writeWithin(conn, buf.Bytes(), eventWriteBudget, eventRestBudget); err != nil {
 		es.close()
 		return
 	}
@@ -126,29 +130,35 @@ func (es *eventStream) complete() {
 }
 
 // kick queues the stream for a writer unless it is queued or being written
-// already (that writer then writes what is due); it is called with es.mu
-// held and releases it.
+// already (that writer then writes what is due), or hands it to a goroutine
+// of its own when its socket is slow; it is called with es.mu held and
+// releases it.
 func (es *eventStream) kick() {
 	if es.busy || es.closed {
 		es.mu.Unlock()
 		return
 	}
 	es.busy = true
+	slow := es.slow
 	es.mu.Unlock()
+	if slow {
+		go es.writeOwn(nil, false)
+		return
+	}
 	es.w.queue(es)
 }
 
-// writeOut writes what is due, once, with buf (a writer's own): at once if
-// the socket takes it, or else handing the rest to a goroutine of the
-// stream's own. It requeues the stream when more came meanwhile.
-func (es *eventStream) writeOut(buf *bytes.Buffer) {
+// take moves what is due into buf (reset first), the event to write, and
+// reports whether the bell is done; ok is false when nothing is due or the
+// stream is closed, and then the stream is no longer busy. It is called by
+// whoever holds the stream busy.
+func (es *eventStream) take(buf *bytes.Buffer) (done, ok bool) {
 	es.mu.Lock()
 	st, due, failure, done := es.state, es.due, es.failure, es.done
 	es.state, es.due, es.failure = notifications.BellState{}, false, false
 	if es.closed || !due && !failure && !done {
-		es.busy = false
-		es.mu.Unlock()
-		return
+		es.idle()
+		return false, false
 	}
 	es.mu.Unlock()
 	buf.Reset()
@@ -157,6 +167,39 @@ func (es *eventStream) writeOut(buf *bytes.Buffer) {
 	}
 	if failure {
 		buf.WriteString("event: failure\ndata: {\"error\":\"the bell's live read ended; reload to resubscribe\"}\n\n")
+	}
+	return done, true
+}
+
+// idle ends the stream's busy spell; it is called with es.mu held by the
+// one holding the stream busy, and releases it. A stream closed while busy
+// gives its slot back here, not in close: until now it held its place in
+// the writers' queue or a goroutine, so open streams and queued ones
+// together never pass the streams cap, the queue's size.
+func (es *eventStream) idle() {
+	es.busy = false
+	closed := es.closed
+	es.mu.Unlock()
+	if closed {
+		es.release()
+	}
+}
+
+// end closes the stream from the path holding it busy, and gives its slot
+// back (close leaves that to this path).
+func (es *eventStream) end() {
+	es.close()
+	es.release()
+}
+
+// writeOut writes what is due, once, with buf (a writer's own): at once if
+// the socket takes it, or else handing the rest to a goroutine of the
+// stream's own, which writes the stream's next events too while its socket
+// is slow. It requeues the stream when more came meanwhile.
+func (es *eventStream) writeOut(buf *bytes.Buffer) {
+	done, ok := es.take(buf)
+	if !ok {
+		return
 	}
 	if buf.Len() == 0 { // the bell completed: nothing more to write
 		es.wrote(done)
@@ -171,39 +214,103 @@ func (es *eventStream) writeOut(buf *bytes.Buffer) {
 		// The socket is full: the rest waits on a goroutine of its own,
 		// not on a writer the other streams need.
 		rest := bytes.Clone(buf.Bytes()[n:])
-		go es.writeRest(rest, done)
+		es.mu.Lock()
+		es.slow = true
+		es.mu.Unlock()
+		go es.writeOwn(rest, done)
 	default:
-		es.close()
+		es.end()
 	}
 }
 
-// writeRest writes rest, the end of an event the socket did not take at
-// once, within eventWriteBudget; a stream whose client takes none of it
-// for that long is reset.
-func (es *eventStream) writeRest(rest []byte, done bool) {
-	_ = es.conn.SetWriteDeadline(time.Now().Add(eventWriteBudget))
-	if _, err := es.conn.Write(rest); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			es.srv.log.Warn("bell: a stream's client took no event for too long; closing the stream", "viewer", es.viewer, "budget", eventWriteBudget)
-			es.reset()
+// writeOwn writes rest, the end of an event the socket did not take at
+// once (if any), then the stream's next events as they come, on the
+// stream's own goroutine, for as long as its socket takes them slowly:
+// slowQuickEvents whole events in a row taken within writeAtOnce hand the
+// stream back to the writers (so a socket that fills again at every other
+// event does not cost a writer writeAtOnce each time), and the goroutine
+// ends when nothing is due. A stream whose client takes none of an event
+// for eventWriteBudget, or not all of it within eventRestBudget, is reset
+// (see writeWithin).
+func (es *eventStream) writeOwn(rest []byte, done bool) {
+	var buf bytes.Buffer
+	whole := rest == nil // rest is an event's end, not a whole event
+	for ; ; whole = true {
+		if len(rest) > 0 {
+			start := time.Now()
+			if err := writeWithin(es.conn, rest, eventWriteBudget, eventRestBudget); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					es.srv.log.Warn("bell: a stream's client took no event in time; closing the stream", "viewer", es.viewer,
+						"budget", eventWriteBudget, "rest budget", eventRestBudget)
+					es.reset()
+				}
+				es.end()
+				return
+			}
+			if whole {
+				es.mu.Lock()
+				if time.Since(start) >= writeAtOnce {
+					es.quick = 0
+				} else if es.quick++; es.quick >= slowQuickEvents {
+					es.slow, es.quick = false, 0
+				}
+				es.mu.Unlock()
+			}
 		}
-		es.close()
-		return
+		if done {
+			es.end()
+			return
+		}
+		es.mu.Lock()
+		if !es.slow && !es.closed && (es.due || es.failure || es.done) {
+			es.mu.Unlock()
+			es.w.queue(es) // still busy: back to the writers
+			return
+		}
+		es.mu.Unlock()
+		var ok bool
+		if done, ok = es.take(&buf); !ok {
+			return
+		}
+		rest = buf.Bytes()
 	}
-	es.wrote(done)
 }
 
-// wrote follows a complete write: the stream ends if its bell has, is
-// queued again if another state came meanwhile, and is idle otherwise.
+// slowQuickEvents is how many events in a row a slow stream's socket takes
+// at once before the stream's events go to the writers again.
+const slowQuickEvents = 8
+
+// writeWithin writes b to conn, giving up when the connection takes
+// nothing for budget (the deadline is re-armed whenever a write makes
+// progress, so "nothing" is checked per budget: a stall between budget and
+// twice it ends the write) or has not taken all of b within overall.
+func writeWithin(conn net.Conn, b []byte, budget, overall time.Duration) error {
+	end := time.Now().Add(overall)
+	for {
+		d := time.Now().Add(budget)
+		if d.After(end) {
+			d = end
+		}
+		_ = conn.SetWriteDeadline(d)
+		n, err := conn.Write(b)
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || n == 0 || !time.Now().Before(end) {
+			return err
+		}
+		b = b[n:]
+	}
+}
+
+// wrote follows a complete write by a writer: the stream ends if its bell
+// has, is queued again if another state came meanwhile, and is idle
+// otherwise.
 func (es *eventStream) wrote(done bool) {
 	if done {
-		es.close()
+		es.end()
 		return
 	}
 	es.mu.Lock()
 	if es.closed || !es.due && !es.failure && !es.done {
-		es.busy = false
-		es.mu.Unlock()
+		es.idle()
 		return
 	}
 	es.mu.Unlock()
@@ -221,7 +328,10 @@ func (es *eventStream) reset() {
 }
 
 // close ends the stream once: the bell is unsubscribed, the connection
-// closed (ending watch and any write under way) and the slot given back.
+// closed (ending watch and any write under way) and the slot given back,
+// at once when the stream is idle; a busy one (queued for a writer, or
+// being written) gives it back when the one holding it sees it closed
+// (idle, end).
 func (es *eventStream) close() {
 	es.mu.Lock()
 	if es.closed {
@@ -229,6 +339,7 @@ func (es *eventStream) close() {
 		return
 	}
 	es.closed = true
+	busy := es.busy
 	sub := es.sub
 	es.sub = nil
 	es.mu.Unlock()
@@ -237,12 +348,15 @@ func (es *eventStream) close() {
 		sub.Unsubscribe()
 	}
 	es.srv.untrack(es)
-	es.release()
+	if !busy {
+		es.release()
+	}
 }
 
 // writers is the server's fixed pool of event writers. A stream with an
-// event due is queued once (eventStream.busy), so the queue never holds
-// more than the open streams, whose number is capped (limits.streams);
+// event due is queued once (eventStream.busy), and a stream closed while
+// queued keeps its slot until a writer takes it from the queue, so the
+// queue never holds more than the streams cap (limits.streams);
 // each writer writes one stream's event at a time, at once or not at all
 // (writeAtOnce), so a full socket never holds a writer, and a broadcast's
 // writes to many streams run on several cores at once.
@@ -283,20 +397,30 @@ func (w *writers) run() {
 }
 
 // queue hands es to a writer. It never waits: the queue has room for
-// every open stream and holds each at most once.
+// every stream holding a slot and holds each at most once.
 func (w *writers) queue(es *eventStream) {
 	select {
 	case w.due <- es:
 	default: // cannot happen (see writers); a stream is never dropped silently
 		w.log.Error("bell: the writers' queue is full; closing the stream", "viewer", es.viewer)
-		go es.close()
+		go es.end()
 	}
 }
 
-// close stops the writers once every stream is closed (closeStreams).
+// close stops the writers once every stream is closed (closeStreams), then
+// gives back the slots of the closed streams still queued.
 func (w *writers) close() {
 	close(w.stop)
 	w.wg.Wait()
+	var buf bytes.Buffer
+	for {
+		select {
+		case es := <-w.due:
+			es.writeOut(&buf) // closed: it only gives the slot back
+		default:
+			return
+		}
+	}
 }
 
 // frameCache encodes bell events, sharing the work between streams: each

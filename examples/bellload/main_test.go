@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,4 +179,38 @@ func TestTheReadersTimeEachAwaitedStreamAndReportAStreamThatEnded(t *testing.T) 
 	}
 	assert.Equal(t, int64(2), r.lost.Load(), "the two ended streams are reported, not waited for")
 	assert.Equal(t, int64(2), rs.ended.Load())
+}
+
+// A round begun while a batch of ready sockets is being read is checked
+// against what the batch's later reads return, not the round awaited at
+// the wake: the next round's event read in the same batch reaches it, and
+// is timed at its read, not at the earlier wake.
+//
+// Negative control: with the round loaded once per batch, before the
+// reads (as at 7289de3), the read checks the old round, the new one is
+// not told and this test fails, as it did when run so.
+func TestARoundBegunDuringABatchIsCheckedAgainstThatBatchsLaterReads(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer syscall.Close(fds[1])
+	s := &stream{viewer: "v0", idx: 0, fd: fds[0]}
+	rs, err := newReaders([]*stream{s}, 1)
+	require.NoError(t, err)
+	defer rs.close() // closes s.fd
+
+	old, err := newRound("old", 0, 1)
+	require.NoError(t, err)
+	next, err := newRound("next", 0, 1)
+	require.NoError(t, err)
+	wake := time.Now().UnixNano()
+	// The batch woke while old was awaited; next began, and its event
+	// came, before this stream's read.
+	rs.cur.Store(next)
+	_, err = syscall.Write(fds[1], []byte("event: bell\ndata: {\"items\":[{\"title\":\"next\"}]}\n\n"))
+	require.NoError(t, err)
+	rs.read(rs.eps[0], s, old, make([]byte, readBuffer), wake)
+
+	assert.Zero(t, next.left.Load(), "the new round was told")
+	assert.Greater(t, next.at[0], wake, "timed at the read, after the wake")
+	assert.Equal(t, int64(1), old.left.Load(), "the old round was not")
 }

@@ -140,24 +140,33 @@ func (rs *readers) loop(ep int) {
 			continue
 		}
 		// Every socket reported had its bytes by now: the time of
-		// arrival for each, however long the batch takes to read.
+		// arrival for each, however long the batch takes to read (of the
+		// round awaited at the wake: see read).
 		now := time.Now().UnixNano()
-		r := rs.cur.Load()
+		woke := rs.cur.Load()
 		for _, ev := range events[:n] {
-			rs.read(ep, rs.streams[ev.Pad], r, buf, now)
+			rs.read(ep, rs.streams[ev.Pad], woke, buf, now)
 		}
 	}
 }
 
 // read reads what s has, once (epoll reports it again if more is left),
-// and tells r when the awaited title is in it.
-func (rs *readers) read(ep int, s *stream, r *round, buf []byte, now int64) {
+// and tells the round awaited now when its title is in it. The round is
+// loaded after the read, so a round begun while the batch is read is
+// checked against what that read returned; its bytes came after the wake
+// (woke is the round awaited then, now the wake's time), so they are timed
+// at the read.
+func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64) {
 	if s.fd < 0 {
 		return
 	}
 	n, err := syscall.Read(s.fd, buf)
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
 		return
+	}
+	r := rs.cur.Load()
+	if r != woke {
+		now = time.Now().UnixNano()
 	}
 	awaited := r != nil && s.seen != r && r.lo <= s.idx && s.idx < r.hi
 	if n <= 0 { // the bell ended the stream, or it failed
