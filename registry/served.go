@@ -114,17 +114,58 @@ type ModuleChange struct {
 }
 
 // Snapshot is one derived activation list, numbered so that consumers (the
-// index) can tell a new derivation from the one they already built on.
+// index) can tell a new derivation from the one they already built on. Its
+// served modules are kept as a persistent list whose unchanged chunks the
+// snapshots share (see moduleList): a publication patches a snapshot in
+// O(changes), not O(modules).
 type Snapshot struct {
-	landing.Activation
 	Seq       uint64    // increases with every published derivation
 	DerivedAt time.Time // when the derivation that produced it started
 
+	mods moduleList
+	// rest is the activation but for its Modules (nil): Ended, Unreadable
+	// and its place on the journal.
+	rest landing.Activation
 	// content digests what an index is assembled from (see contentDigest):
 	// computed off the request path when a derivation publishes, and kept
 	// by every patch in O(1).
 	content [32]byte
 }
+
+// newSnapshot keeps a's modules as a moduleList (which keeps a.Modules:
+// they must not be modified after).
+func newSnapshot(a landing.Activation, seq uint64, derivedAt time.Time, content [32]byte) Snapshot {
+	mods := newModuleList(a.Modules)
+	a.Modules = nil
+	return Snapshot{Seq: seq, DerivedAt: derivedAt, mods: mods, rest: a, content: content}
+}
+
+// Activation returns the snapshot as a landing.Activation: its Modules are
+// a copy, O(modules).
+func (s Snapshot) Activation() landing.Activation {
+	a := s.rest
+	a.Modules = s.mods.flat()
+	return a
+}
+
+// Lookup returns the served record of module, compared without case.
+func (s Snapshot) Lookup(module string) (landing.Record, bool) {
+	if r := s.mods.lookup(module); r != nil {
+		return *r, true
+	}
+	return landing.Record{}, false
+}
+
+// Len is the number of modules served.
+func (s Snapshot) Len() int { return s.mods.Len() }
+
+// Ended holds the latest record of every module that has records but is
+// not served (see landing.Activation.Ended). The caller must not modify it.
+func (s Snapshot) Ended() []landing.Record { return s.rest.Ended }
+
+// JournalFrom is the first journal sequence number whose write the
+// snapshot may not include (see landing.Activation.JournalFrom).
+func (s Snapshot) JournalFrom() uint64 { return s.rest.JournalFrom() }
 
 // ServedActivation is the activation list the index serves: a maintained
 // snapshot, never a scan per request.
@@ -547,7 +588,7 @@ func (s *ServedActivation) start(f *derivationFlight) bool {
 	// The snapshot served now (even one a local write dropped) tells the
 	// scan which records it has read already: reconciliation re-reads
 	// only the modules whose newest record is another.
-	base := s.snap.Activation
+	base := s.snap
 	s.mu.Unlock()
 	s.derivations.Add(1)
 	scan := rx.Create(func(ctx context.Context, o rx.Observer[landing.Activation]) {
@@ -576,7 +617,9 @@ func (s *ServedActivation) start(f *derivationFlight) bool {
 				// module written since: O(changed), not O(modules).
 				reconcile = s.landing.ReconcileChanges
 			}
-			act, err := reconcile(ctx, base)
+			// The flat copy of the base's modules is O(modules), as the
+			// derivation itself is.
+			act, err := reconcile(ctx, base.Activation())
 			if err != nil {
 				o.OnError(err)
 				return
@@ -668,14 +711,14 @@ func (s *ServedActivation) publish(d *derivation, a landing.Activation, content 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
+	snap := newSnapshot(a, s.seq, d.started, content)
 	// Modules the change feed re-read while d scanned may have been read
 	// by d before they changed: the newer record wins.
 	for _, p := range s.patches {
 		if p.seq > d.mark {
-			a, content, _ = patchedSnap(a, content, []patch{p})
+			snap, _ = patchedSnap(snap, []patch{p})
 		}
 	}
-	snap := Snapshot{Activation: a, Seq: s.seq, DerivedAt: d.started, content: content}
 	s.lastTook = s.clk.Since(d.started)
 	if s.gen == d.gen {
 		s.snap, s.has = snap, true
