@@ -104,7 +104,10 @@ func (s *ServedActivation) onChange(attempt uint64, ch mesh.Change) {
 		has, gen := s.has, s.gen
 		s.mu.Unlock()
 		if regap && has {
-			s.claim(gen)
+			if _, started := s.claimFor(gen, false); started {
+				s.log.Warn("registry: the change feed answered anew (after a gap or a restart of its query); re-deriving the activation for what it may have missed",
+					slog.String("kind", ch.Kind.String()))
+			}
 		}
 		return
 	case mesh.Removed:

@@ -482,7 +482,9 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 		s.mu.Unlock()
 		if has {
 			if s.clk.Since(snap.DerivedAt) >= due {
-				s.claim(gen)
+				if _, started := s.claimFor(gen, false); started {
+					s.dueLogged(snap, due)
+				}
 			}
 			return rx.Return(snap)
 		}
@@ -526,17 +528,53 @@ type derivationFlight = flight.Flight[Snapshot, *derivation]
 // reader looked, the snapshot it published is the answer (publishing
 // happens before the slot is released), not a second derivation.
 func (s *ServedActivation) claimCold(gen uint64) (*derivationFlight, Snapshot, bool) {
-	return s.claimFor(gen, true)
+	f, snap, ok, _ := s.claimIn(gen, true)
+	return f, snap, ok
 }
 
 // claim returns the derivation for write generation gen: the one in flight
 // if it is at least that recent, else a new one it starts.
 func (s *ServedActivation) claim(gen uint64) *derivationFlight {
-	f, _, _ := s.claimFor(gen, false)
+	f, _ := s.claimFor(gen, false)
 	return f
 }
 
-func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivationFlight, Snapshot, bool) {
+// dueLogged says why a read started a re-derivation of snap: at Warn when
+// the journal's tail should cover the snapshot and has not (its last
+// success is more than half of Freshness ago, or it never covered this
+// snapshot), which makes the snapshot due at Freshness instead of on the
+// Reconcile cadence; at Info otherwise.
+func (s *ServedActivation) dueLogged(snap Snapshot, due time.Duration) {
+	s.mu.Lock()
+	covers := s.journalCovers(snap)
+	lastTail, armed, failure := s.lastTail, s.tailArmed, s.tailFailure
+	s.mu.Unlock()
+	attrs := []slog.Attr{slog.Uint64("snapshot", snap.Seq), slog.Duration("age", s.clk.Since(snap.DerivedAt)), slog.Duration("startedAfter", due),
+		slog.Bool("journalCovers", covers)}
+	if !lastTail.IsZero() {
+		attrs = append(attrs, slog.Duration("lastTailAgo", s.clk.Since(lastTail)))
+	}
+	if !armed.IsZero() {
+		attrs = append(attrs, slog.Duration("tailArmedAgo", s.clk.Since(armed)))
+	}
+	if failure != "" {
+		attrs = append(attrs, slog.String("tailFailure", failure))
+	}
+	level, msg := slog.LevelInfo, "registry: re-deriving the activation: the snapshot is due"
+	if s.journalPeriod > 0 && (!covers || s.clk.Since(latest(lastTail, armed)) > s.freshness/2) {
+		level, msg = slog.LevelWarn, "registry: re-deriving the activation at Freshness: the journal's tail has not covered the snapshot within half of Freshness"
+	}
+	s.log.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
+// claimFor claims the derivation for gen, and reports whether this call
+// started it.
+func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivationFlight, bool) {
+	f, _, _, started := s.claimIn(gen, cold)
+	return f, started
+}
+
+func (s *ServedActivation) claimIn(gen uint64, cold bool) (_ *derivationFlight, _ Snapshot, _ bool, started bool) {
 	var published Snapshot
 	meta := func() (*derivation, bool) {
 		if cold {
@@ -554,10 +592,10 @@ func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivationFlight, S
 	}
 	f, replaced, owner := s.inflight.ClaimIf(meta, func(cur *derivationFlight) bool { return cur.Meta.gen >= gen })
 	if f == nil {
-		return nil, published, true
+		return nil, published, true, false
 	}
 	if !owner {
-		return f, Snapshot{}, false
+		return f, Snapshot{}, false, false
 	}
 	if replaced != nil {
 		// A local write made the replaced derivation's listing useless:
@@ -567,9 +605,9 @@ func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivationFlight, S
 	if !s.start(f) {
 		s.inflight.Release(f)
 		f.Fail(landing.ErrClosed) // readers that joined it meanwhile
-		return nil, Snapshot{}, false
+		return nil, Snapshot{}, false, false
 	}
-	return f, Snapshot{}, false
+	return f, Snapshot{}, false, true
 }
 
 // start runs f's derivation on the service's own subscription: no request
