@@ -109,7 +109,7 @@ func (l moduleList) patched(content [32]byte, ps []patch) (_ moduleList, _ [32]b
 		// The patches that fall in chunk k.
 		k := max(l.chunkOf(ps[pi].key), 0)
 		pj := pi + 1
-		for pj < len(ps) && (k == len(l.chunks)-1 || landing.CompareNames(ps[pj].key, l.chunks[k+1].recs[0].Module) < 0) {
+		for pj < len(ps) && (k >= len(l.chunks)-1 || landing.CompareNames(ps[pj].key, l.chunks[k+1].recs[0].Module) < 0) {
 			pj++
 		}
 		var old []landing.Record

@@ -153,6 +153,31 @@ func TestAPatchedModuleListIsTheFlatListAndSharesEveryChunkNoPatchFellIn(t *test
 	}
 }
 
+// An empty list (a registry with nothing served yet) takes a batch of
+// patches as a list of its own: the first landings, in order, and the
+// removals of modules it never held change nothing. Control: the same
+// batch applied one patch at a time gives the same list.
+func TestAnEmptyModuleListTakesABatchOfFirstLandings(t *testing.T) {
+	var ps []patch
+	for i := range 700 {
+		name := fmt.Sprintf("Mod%04d", i)
+		ps = append(ps, patch{key: strings.ToLower(name), rec: landing.Record{Module: name, State: landing.Landed, ID: "1"}, found: i%7 != 3})
+	}
+	var empty moduleList
+	got, content, changed := empty.patched([32]byte{}, ps)
+	want := flatPatched(nil, ps)
+	require.Equal(t, want, got.flat())
+	assert.Equal(t, len(want), changed)
+	assert.Equal(t, contentDigest(want), content)
+	assert.Greater(t, len(got.chunks), 1, "cut into chunks")
+	one := empty
+	for _, p := range ps {
+		one, _, _ = one.patched([32]byte{}, []patch{p})
+	}
+	assert.Equal(t, got.flat(), one.flat(), "control: one at a time")
+	assert.Equal(t, 0, empty.Len())
+}
+
 // The index's walk over a list patched from the previous one skips the
 // chunks the two share, and still sees a tier change in a shared chunk: the
 // catalog's changed packages are checked against each skipped chunk.
