@@ -38,6 +38,15 @@ const (
 // hash checked again against its keyHashes, then its disabled flag), and the
 // grant (absent means the empty grant). With a Ladder, the plan tiers follow.
 //
+// A key that authenticated before skips the index read while its instance
+// still lists it, and a node read again with the content it had is not
+// decoded again (see authMemo): every request still reads the instance and
+// its grant, so a revocation, a disabled instance or a changed grant is
+// honoured by the first request that can read it, as without the memo.
+// The Result's Instance is the request's own copy; its KeyHashes and its
+// Grant's Entries may be shared with other Results and must not be
+// modified.
+//
 // A leg that is absent refuses the key. A leg that could not be read — it
 // timed out, a provider stalled, the store failed, its content is unreadable
 // — makes the Result unavailable, naming the leg: that is never a 401. With a
@@ -61,6 +70,8 @@ type Authenticator struct {
 	// refusal is the fast 401, built once: answering it allocates nothing.
 	refusalOnce sync.Once
 	refusal     rx.Observable[Result]
+
+	memo authMemo // bounded: see authMemo
 }
 
 // Authenticate returns the outcome for an Authorization header value: one
@@ -82,18 +93,29 @@ func (a *Authenticator) Authenticate(header string) rx.Observable[Result] {
 	hash := HashKey(key)
 	return rx.Defer(func() rx.Observable[Result] {
 		r := &authentication{a: a, hash: hash}
-		first := readLeg(a, StageInstanceKey, KeyIndexPath(hash), keyIndexLeg)
-		return rx.Catch(rx.SelectMany(first, r.afterKeyIndex), r.unreadable)
+		if id, ok := a.memo.instanceOf(hash); ok {
+			// A key that authenticated as id: its instance is the truth.
+			r.known = true
+			r.leg.Store(1)
+			return rx.Catch(rx.SelectMany(readLeg(a, StageInstance, InstancePath(id), instanceLeg), r.afterInstance), r.unreadable)
+		}
+		return rx.Catch(r.fromKeyIndex(), r.unreadable)
 	})
+}
+
+// fromKeyIndex runs the legs from the key index node.
+func (r *authentication) fromKeyIndex() rx.Observable[Result] {
+	return rx.SelectMany(readLeg(r.a, StageInstanceKey, KeyIndexPath(r.hash), keyIndexLeg), r.afterKeyIndex)
 }
 
 // authentication is one run of the legs for one key. A leg that cannot be
 // read fails the run's stream, which one Catch turns into the Result that
 // names the leg then being read: the legs run one after the other.
 type authentication struct {
-	a    *Authenticator
-	hash string
-	leg  atomic.Int32 // index in legStages of the leg being read
+	a     *Authenticator
+	hash  string
+	leg   atomic.Int32 // index in legStages of the leg being read
+	known bool         // the index read was skipped: the memo named the instance
 }
 
 var legStages = [...]string{StageInstanceKey, StageInstance, StageGrant}
@@ -121,18 +143,28 @@ type leg[T any] struct {
 //
 // Three operators per leg: the legs run on every authenticated request, and
 // what they allocate is what the collector works through at load.
-func readLeg[T any](a *Authenticator, stage, path string, decode func(leg[T], mesh.Node) leg[T]) rx.Observable[leg[T]] {
+func readLeg[T any](a *Authenticator, stage, path string, decode func(*authMemo, mesh.Node) leg[T]) rx.Observable[leg[T]] {
 	read := rx.TimeoutStage(rx.Take(a.Mesh.Get(path), 1), stage, a.readBudget(), a.clock())
-	return rx.Reduce(read, leg[T]{}, decode)
+	return rx.Reduce(read, leg[T]{}, func(_ leg[T], n mesh.Node) leg[T] { return decode(&a.memo, n) })
 }
 
-func keyIndexLeg(_ leg[keyIndexContent], n mesh.Node) leg[keyIndexContent] {
+func keyIndexLeg(_ *authMemo, n mesh.Node) leg[keyIndexContent] {
 	idx, err := decodeKeyIndex(n)
 	return leg[keyIndexContent]{v: idx, present: true, err: err}
 }
 
-func instanceLeg(_ leg[*Instance], n mesh.Node) leg[*Instance] {
+// instanceLeg decodes an instance node, or takes what the same content
+// decoded to last; the Result gets a copy of its own.
+func instanceLeg(m *authMemo, n mesh.Node) leg[*Instance] {
+	if v, ok := m.decodedAs(n); ok {
+		inst := *v.(*Instance)
+		return leg[*Instance]{v: &inst, present: true}
+	}
 	inst, err := decodeInstance(n)
+	if err == nil {
+		kept := *inst
+		m.keepDecoded(n, &kept)
+	}
 	return leg[*Instance]{v: inst, present: true, err: err}
 }
 
@@ -143,8 +175,16 @@ type grantRead struct {
 	bad []error
 }
 
-func grantLeg(_ leg[grantRead], n mesh.Node) leg[grantRead] {
+// grantLeg decodes a grant node, or takes what the same content decoded
+// to last.
+func grantLeg(m *authMemo, n mesh.Node) leg[grantRead] {
+	if v, ok := m.decodedAs(n); ok {
+		return leg[grantRead]{v: v.(grantRead), present: true}
+	}
 	g, bad, err := decodeGrant(n, "")
+	if err == nil {
+		m.keepDecoded(n, grantRead{g: g, bad: bad})
+	}
 	return leg[grantRead]{v: grantRead{g: g, bad: bad}, present: true, err: err}
 }
 
@@ -165,6 +205,15 @@ func (r *authentication) afterKeyIndex(l leg[keyIndexContent]) rx.Observable[Res
 
 func (r *authentication) afterInstance(l leg[*Instance]) rx.Observable[Result] {
 	a, hash, inst := r.a, r.hash, l.v
+	if r.known && (!l.present || (l.err == nil && !inst.HasKeyHash(hash))) {
+		// The instance the memo named no longer lists the key (or is
+		// gone): what the key is now is the index node's to say, as for
+		// a key never seen.
+		a.memo.forgetInstance(hash)
+		r.known = false
+		r.leg.Store(0)
+		return r.fromKeyIndex()
+	}
 	switch {
 	case !l.present:
 		return rx.Return(a.refused(RefusedUnknownInstance, hash))
@@ -175,6 +224,9 @@ func (r *authentication) afterInstance(l leg[*Instance]) rx.Observable[Result] {
 		return rx.Return(a.refused(RefusedRevokedKey, hash))
 	case inst.Disabled:
 		return rx.Return(a.refused(RefusedDisabled, hash))
+	}
+	if !r.known {
+		a.memo.keepInstance(hash, inst.ID)
 	}
 	r.leg.Store(2)
 	return rx.SelectMany(readLeg(a, StageGrant, GrantPath(inst.ID), grantLeg), func(l leg[grantRead]) rx.Observable[Result] {

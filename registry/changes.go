@@ -104,7 +104,10 @@ func (s *ServedActivation) onChange(attempt uint64, ch mesh.Change) {
 		has, gen := s.has, s.gen
 		s.mu.Unlock()
 		if regap && has {
-			s.claim(gen)
+			if _, started := s.claimFor(gen, false); started {
+				s.log.Warn("registry: the change feed answered anew (after a gap or a restart of its query); re-deriving the activation for what it may have missed",
+					slog.String("kind", ch.Kind.String()))
+			}
 		}
 		return
 	case mesh.Removed:
@@ -237,9 +240,9 @@ func (s *ServedActivation) patch(p patch) { s.patchAll([]patch{p}) }
 // patchAll applies ps (one per module, in module-key order) to the
 // snapshot as one new snapshot, and keeps them for the derivation in
 // flight, whose listing may predate them. The new module list is built
-// outside the service's lock (it copies every module): readers are not held
-// up by it; if the snapshot moved meanwhile, it is built again on the new
-// one.
+// outside the service's lock (it copies the chunks the patches fall in, see
+// moduleList): readers are not held up by it; if the snapshot moved
+// meanwhile, it is built again on the new one.
 func (s *ServedActivation) patchAll(ps []patch) {
 	if len(ps) == 0 {
 		return
@@ -262,14 +265,15 @@ func (s *ServedActivation) patchAll(ps []patch) {
 		}
 		base := s.snap
 		s.mu.Unlock()
-		act, content, changed := patchedSnap(base.Activation, base.content, ps)
+		next, changed := patchedSnap(base, ps)
 		if changed == 0 {
 			return
 		}
 		s.mu.Lock()
 		if s.has && s.snap.Seq == base.Seq {
 			s.seq++
-			s.snap = Snapshot{Activation: act, Seq: s.seq, DerivedAt: base.DerivedAt, content: content}
+			next.Seq = s.seq
+			s.snap = next
 			s.mu.Unlock()
 			break
 		}
@@ -282,68 +286,21 @@ func (s *ServedActivation) patchAll(ps []patch) {
 	}
 }
 
-// patchedAll returns mods with each patch's module set to its record:
-// replaced, inserted (in mods' order, by module key) or removed when the
-// record is not served, and content (mods' contentDigest) updated to match
-// in O(1) per module. A record older than the one held (record ids order a
-// module's records) changes nothing. ps is in module-key order with one
-// patch per module; mods is copied once whatever len(ps) is, and never
-// modified (snapshots are values). It returns mods itself, and changed 0,
-// when no patch changes anything.
-func patchedAll(mods []landing.Record, content [32]byte, ps []patch) (_ []landing.Record, _ [32]byte, changed int) {
-	var out []landing.Record
-	i := 0 // into mods: mods[:i] are copied to out (once out exists)
-	for _, p := range ps {
-		j, found := slices.BinarySearchFunc(mods[i:], p.key, func(r landing.Record, k string) int {
-			return landing.CompareNames(r.Module, k)
-		})
-		j += i
-		serve := p.found && p.rec.State.Served()
-		if (found && p.found && p.rec.ID <= mods[j].ID) || (!found && !serve) {
-			continue // what we hold is as new, or nothing to remove
-		}
-		if out == nil {
-			out = make([]landing.Record, 0, len(mods)+len(ps))
-		}
-		out = append(out, mods[i:j]...)
-		i = j
-		if found {
-			content = toggled(content, mods[j])
-			i++
-		}
-		if serve {
-			out = append(out, p.rec)
-			content = toggled(content, p.rec)
-		}
-		changed++
-	}
-	if changed == 0 {
-		return mods, content, 0
-	}
-	return append(out, mods[i:]...), content, changed
-}
-
-// patched is patchedAll for one patch: what a derivation's result gets for
-// each patch made while it ran, in the order they were made.
-func patched(mods []landing.Record, content [32]byte, p patch) ([]landing.Record, [32]byte) {
-	mods, content, _ = patchedAll(mods, content, []patch{p})
-	return mods, content
-}
-
-// patchedSnap applies ps (one per module, in module-key order) to an
-// activation: its served modules (patchedAll) and its ended markers. A
-// patch whose record is not newer than the one held for its module, served
-// or ended, changes nothing: so a re-read that started before an uninstall
-// or removal and ends after it cannot serve the module again.
-func patchedSnap(a landing.Activation, content [32]byte, ps []patch) (landing.Activation, [32]byte, int) {
+// patchedSnap applies ps (one per module, in module-key order) to a
+// snapshot: its served modules (moduleList.patched) and its ended
+// markers. A patch whose record is not newer than the one held for its
+// module, served or ended, changes nothing: so a re-read that started
+// before an uninstall or removal and ends after it cannot serve the module
+// again. The snapshot returned keeps sn's Seq and DerivedAt.
+func patchedSnap(sn Snapshot, ps []patch) (Snapshot, int) {
 	eff := ps[:0:0]
 	for _, p := range ps {
-		held, ok := a.Lookup(p.key)
+		held, ok := sn.Lookup(p.key)
 		if !ok {
-			if i, found := slices.BinarySearchFunc(a.Ended, p.key, func(r landing.Record, k string) int {
+			if i, found := slices.BinarySearchFunc(sn.rest.Ended, p.key, func(r landing.Record, k string) int {
 				return landing.CompareNames(r.Module, k)
 			}); found {
-				held, ok = a.Ended[i], true
+				held, ok = sn.rest.Ended[i], true
 			}
 		}
 		switch {
@@ -355,10 +312,10 @@ func patchedSnap(a landing.Activation, content [32]byte, ps []patch) (landing.Ac
 		eff = append(eff, p)
 	}
 	if len(eff) == 0 {
-		return a, content, 0
+		return sn, 0
 	}
-	mods, content, changed := patchedAll(a.Modules, content, eff)
-	ended := slices.Clone(a.Ended)
+	mods, content, changed := sn.mods.patched(sn.content, eff)
+	ended := slices.Clone(sn.rest.Ended)
 	for _, p := range eff {
 		i, found := slices.BinarySearchFunc(ended, p.key, func(r landing.Record, k string) int {
 			return landing.CompareNames(r.Module, k)
@@ -376,6 +333,6 @@ func patchedSnap(a landing.Activation, content [32]byte, ps []patch) (landing.Ac
 		}
 		changed++
 	}
-	a.Modules, a.Ended = mods, ended // a keeps its place on the journal
-	return a, content, changed
+	sn.mods, sn.content, sn.rest.Ended = mods, content, ended // sn keeps its place on the journal
+	return sn, changed
 }

@@ -83,8 +83,8 @@ func TestAnotherReplicasLandingIsAbsorbedThroughTheFeedByReadingOnlyThatModule(t
 	land(t, a, "Fresh", "1.0.0")
 	eventually(t, func() bool { return b.Absorbed() >= 2 }, "b absorbing a's two writes")
 	snap := read(t, b)
-	assert.Equal(t, "2.0.0", servedVersions(snap.Activation)["Mod07"])
-	assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Fresh"])
+	assert.Equal(t, "2.0.0", servedVersions(snap.Activation())["Mod07"])
+	assert.Equal(t, "1.0.0", servedVersions(snap.Activation())["Fresh"])
 	assert.Greater(t, snap.Seq, first.Seq)
 	assert.EqualValues(t, 1, b.Derivations(), "absorbed without a derivation")
 	absorb := bv.Ops().Sub(before).Total()
@@ -92,7 +92,7 @@ func TestAnotherReplicasLandingIsAbsorbedThroughTheFeedByReadingOnlyThatModule(t
 	assert.Greater(t, scan, int64(modules), "a derivation reads every module")
 
 	// The replica without the feed serves neither until its snapshot is due.
-	assert.NotContains(t, servedVersions(read(t, c).Activation), "Fresh")
+	assert.NotContains(t, servedVersions(read(t, c).Activation()), "Fresh")
 	assert.EqualValues(t, 1, c.Derivations())
 }
 
@@ -112,7 +112,7 @@ func TestAnUninstallOnAnotherReplicaIsAbsorbedThroughTheFeed(t *testing.T) {
 	_, err := a.Uninstall(context.Background(), "Alpha")
 	require.NoError(t, err)
 	eventually(t, func() bool { return b.Absorbed() >= 1 }, "b absorbing the uninstall")
-	assert.Equal(t, map[string]string{"Beta": "1.0.0"}, servedVersions(read(t, b).Activation))
+	assert.Equal(t, map[string]string{"Beta": "1.0.0"}, servedVersions(read(t, b).Activation()))
 }
 
 // feedWithResets is a mesh whose change-feed query also carries frames the
@@ -151,12 +151,12 @@ func TestAFeedResetReconcilesAtOnceAndALiveFeedAloneDoesNotSlowTheCadence(t *tes
 	// then a Reset: the gap is reconciled at once.
 	land(t, la, "Gap", "1.0.0")
 	// Negative control: without the Reset nothing re-reads it yet.
-	assert.NotContains(t, servedVersions(read(t, b).Activation), "Gap")
+	assert.NotContains(t, servedVersions(read(t, b).Activation()), "Gap")
 	assert.EqualValues(t, 2, b.Derivations())
 	m.frames.OnNext(mesh.Change{Kind: mesh.Reset})
 	eventually(t, func() bool { return b.Derivations() == 3 }, "the reconciliation after the Reset")
 	settle(t, b)
-	assert.Contains(t, servedVersions(read(t, b).Activation), "Gap")
+	assert.Contains(t, servedVersions(read(t, b).Activation()), "Gap")
 }
 
 func TestAPatchMadeDuringADerivationIsNotUndoneByIt(t *testing.T) {
@@ -184,17 +184,18 @@ func TestAPatchMadeDuringADerivationIsNotUndoneByIt(t *testing.T) {
 	// case hard: it must not matter in which order they land.
 	gate.Release()
 	_, _ = rx.Collect[Snapshot](context.Background(), d.Result())
-	assert.Equal(t, "2.0.0", servedVersions(read(t, b).Activation)["Alpha"])
+	assert.Equal(t, "2.0.0", servedVersions(read(t, b).Activation())["Alpha"])
 
 	// Negative control: the patch re-applied over a derivation is what
 	// keeps a newer record; an older listing without it loses the write.
-	old := []landing.Record{{Module: "Alpha", State: landing.Landed, Version: "1.0.0", ID: "1"}}
+	oldRecs := []landing.Record{{Module: "Alpha", State: landing.Landed, Version: "1.0.0", ID: "1"}}
+	old := newModuleList(oldRecs)
 	p := patch{key: "alpha", rec: landing.Record{Module: "Alpha", State: landing.Landed, Version: "2.0.0", ID: "2"}, found: true}
-	mods, content := patched(old, contentDigest(old), p)
-	assert.Equal(t, "2.0.0", mods[0].Version)
-	assert.Equal(t, "1.0.0", old[0].Version, "a snapshot is a value: patching copies")
-	again, _ := patched(mods, content, patch{key: "alpha", rec: old[0], found: true})
-	assert.Equal(t, "2.0.0", again[0].Version, "an older record changes nothing")
+	mods, content, _ := old.patched(contentDigest(oldRecs), []patch{p})
+	assert.Equal(t, "2.0.0", mods.flat()[0].Version)
+	assert.Equal(t, "1.0.0", old.flat()[0].Version, "a snapshot is a value: patching copies")
+	again, _, _ := mods.patched(content, []patch{{key: "alpha", rec: oldRecs[0], found: true}})
+	assert.Equal(t, "2.0.0", again.flat()[0].Version, "an older record changes nothing")
 }
 
 func TestCloseDuringARunningDerivationCancelsItAndReturnsWithoutError(t *testing.T) {
@@ -265,16 +266,16 @@ func TestWithTheFeedALocalWriteIsPatchedInAtOnceAndADerivationStartedBeforeItDoe
 	d := s.inflight.Current()
 
 	land(t, s, "Beta", "1.0.0") // a local write while it runs
-	assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Beta"], "served at once, no derivation waited for")
+	assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation())["Beta"], "served at once, no derivation waited for")
 	// Negative control: a write past the service is not patched in.
 	land(t, la, "Gamma", "1.0.0")
-	assert.NotContains(t, servedVersions(read(t, s).Activation), "Gamma")
+	assert.NotContains(t, servedVersions(read(t, s).Activation()), "Gamma")
 	assert.EqualValues(t, 2, s.Derivations(), "the first and the reconciliation: the write started none")
 
 	gate.Release()
 	_, _ = rx.Collect[Snapshot](context.Background(), d.Result())
 	snap := read(t, s)
-	assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Beta"], "the reconciliation listed before the write: the patch is re-applied over it")
+	assert.Equal(t, "1.0.0", servedVersions(snap.Activation())["Beta"], "the reconciliation listed before the write: the patch is re-applied over it")
 	assert.Equal(t, d.Meta.started, snap.DerivedAt, "and it was published")
 }
 
@@ -318,6 +319,6 @@ func TestWithTheFeedAnAbortedRequestDoesNotCacheAFault(t *testing.T) {
 	aborted.Unsubscribe()
 	gate.Release()
 	settle(t, s)
-	assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Alpha"])
+	assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation())["Alpha"])
 	assert.EqualValues(t, 1, s.Derivations(), "the next reader got the derivation the aborted one started")
 }

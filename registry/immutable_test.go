@@ -221,7 +221,7 @@ func TestAReplicaThatDoesNotKnowAPackagesTierLeavesItOutOfEveryIndexAndRefusesIt
 	f.clk.Advance(f.served.Freshness())
 	f.index(free)
 	f.settle()
-	require.Equal(t, map[string]string{"Acme.Old": "1.0.0", "Acme.Pro": "1.0.0"}, servedVersions(mustSnapshot(t, f).Activation), "this replica serves both bundles")
+	require.Equal(t, map[string]string{"Acme.Old": "1.0.0", "Acme.Pro": "1.0.0"}, servedVersions(mustSnapshot(t, f).Activation()), "this replica serves both bundles")
 
 	complete, reason := f.server.catalog.Complete()
 	assert.False(t, complete)

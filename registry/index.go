@@ -153,7 +153,7 @@ func (c *indexCache) assemble(prev *indexBase, build func(*indexBase) *indexBase
 // only the segments they fall in: O(changes) encoding, hashing and copying.
 type indexBase struct {
 	gen    indexGeneration // what it was assembled from (zero when not kept)
-	mods   []landing.Record
+	mods   moduleList
 	cat    *catalogState
 	segs   []*segment
 	root   [32]byte // the digest of the listed entries: the ETag
@@ -182,7 +182,7 @@ func (b *indexBase) bytes() []byte {
 // it downloads from. allows decides entitlement from the plugin's name and
 // tier; a package whose catalog node cannot be read is served to nobody.
 func assembleIndex(act landing.Activation, cat *catalogState, baseURL string, allows func(plugin, tier string) bool) []byte {
-	return patchIndex(nil, act, cat, baseURL, allows).bytes()
+	return patchIndex(nil, newModuleList(act.Modules), cat, baseURL, allows).bytes()
 }
 
 // patchIndex assembles the document for act and cat, patching prev (the
@@ -192,10 +192,11 @@ func assembleIndex(act landing.Activation, cat *catalogState, baseURL string, al
 // same bytes counts as unchanged. It records which modules' entries
 // changed, for the entitlement's delta history.
 //
-// The walk over the two module lists compares records in place (no
-// allocation per module); what it allocates is the changed entries, the
-// segments they fall in, and one pointer and one hash per segment.
-func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, baseURL string, allows func(plugin, tier string) bool) *indexBase {
+// The walk over the two module lists skips the chunks they share and
+// compares the other records in place (no allocation per module); what it
+// allocates is the changed entries, the segments they fall in, and one
+// pointer and one hash per segment.
+func patchIndex(prev *indexBase, mods moduleList, cat *catalogState, baseURL string, allows func(plugin, tier string) bool) *indexBase {
 	base := strings.TrimRight(baseURL, "/")
 	encode := func(r landing.Record) ([]byte, [32]byte) {
 		pkg := cat.lookup(r.Module)
@@ -207,18 +208,20 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 		e, _ := json.Marshal(client.IndexEntry{Plugin: r.Module, Version: r.Version, URL: u, SHA256: r.SHA256})
 		return e, indexdigest.Leaf(r.Module, r.Version, u, r.SHA256)
 	}
-	b := &indexBase{mods: act.Modules, cat: cat}
+	b := &indexBase{mods: mods, cat: cat}
 	if prev == nil {
 		g := &segmenter{}
-		for _, r := range act.Modules {
-			if e, leaf := encode(r); e != nil {
-				g.add(r.Module, e, leaf)
+		for _, c := range mods.chunks {
+			for _, r := range c.recs {
+				if e, leaf := encode(r); e != nil {
+					g.add(r.Module, e, leaf)
+				}
 			}
 		}
 		g.close()
 		b.segs = g.out
 	} else {
-		b.segs, b.changed = patchSegments(prev, act, cat, encode)
+		b.segs, b.changed = patchSegments(prev, mods, cat, encode)
 	}
 	for _, sg := range b.segs {
 		b.listed += len(sg.ents)
@@ -231,9 +234,12 @@ func patchIndex(prev *indexBase, act landing.Activation, cat *catalogState, base
 	return b
 }
 
-// patchSegments returns prev's segments with the entries of act and cat
+// patchSegments returns prev's segments with the entries of mods and cat
 // that differ from prev's applied, and the modules whose entries differ.
-func patchSegments(prev *indexBase, act landing.Activation, cat *catalogState, encode func(landing.Record) ([]byte, [32]byte)) ([]*segment, []string) {
+// A chunk of mods that prev's list holds too (the same chunk, shared
+// between snapshots) is skipped whole, unless the catalog changed a package
+// it may hold: a publication walks the chunks it changed, not every module.
+func patchSegments(prev *indexBase, mods moduleList, cat *catalogState, encode func(landing.Record) ([]byte, [32]byte)) ([]*segment, []string) {
 	// A catalog version after prev's: which packages it changed, or every
 	// one (recheck) when that is not known.
 	var catChanged map[string]bool
@@ -248,6 +254,20 @@ func patchSegments(prev *indexBase, act landing.Activation, cat *catalogState, e
 			}
 		}
 	}
+	// skippable reports whether a shared chunk holds no module whose
+	// package the catalog changed (cat.changed holds module keys).
+	skippable := func(c *modChunk) bool {
+		if recheck {
+			return false
+		}
+		first, last := c.recs[0].Module, c.recs[len(c.recs)-1].Module
+		for k := range catChanged {
+			if landing.CompareNames(k, first) >= 0 && landing.CompareNames(k, last) <= 0 {
+				return false
+			}
+		}
+		return true
+	}
 	var edits []edit
 	changed := []string{}
 	gone := func(name string) { // prev's module is no longer served
@@ -256,35 +276,61 @@ func patchSegments(prev *indexBase, act landing.Activation, cat *catalogState, e
 			changed = append(changed, name)
 		}
 	}
-	i := 0 // into prev.mods
-	for _, r := range act.Modules {
-		for ; i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) < 0; i++ {
-			gone(prev.mods[i].Module)
+	old := prev.mods.chunks
+	pc, pi := 0, 0 // into prev's list: chunk, record
+	// at returns the record prev's cursor is at (moving it over the end of
+	// a chunk), nil past prev's last.
+	at := func() *landing.Record {
+		for pc < len(old) {
+			if pi < len(old[pc].recs) {
+				return &old[pc].recs[pi]
+			}
+			pc, pi = pc+1, 0
 		}
-		if i < len(prev.mods) && landing.CompareNames(prev.mods[i].Module, r.Module) == 0 {
-			old := prev.mods[i]
-			i++
-			// moduleKey allocates for a name with capitals: looked up only
-			// when the catalog changed packages (one allocation per module
-			// per assembly was the patch's largest cost at 100,000).
-			if !recheck && old.Module == r.Module && old.Version == r.Version && old.SHA256 == r.SHA256 && (catChanged == nil || !catChanged[moduleKey(r.Module)]) {
-				continue
-			}
-			e, leaf := encode(r)
-			if oldEntry, _ := prev.lookup(old.Module); bytes.Equal(e, oldEntry) {
-				continue
-			}
-			edits = append(edits, edit{name: r.Module, e: e, leaf: leaf})
-			changed = append(changed, r.Module)
+		return nil
+	}
+	for _, c := range mods.chunks {
+		// Whatever prev lists before this chunk is no longer served.
+		for r := at(); r != nil && landing.CompareNames(r.Module, c.recs[0].Module) < 0; r = at() {
+			gone(r.Module)
+			pi++
+		}
+		if at() != nil && pi == 0 && old[pc] == c && skippable(c) {
+			pc++ // the same records: the same entries
 			continue
 		}
-		if e, leaf := encode(r); e != nil { // a module newly served
-			edits = append(edits, edit{name: r.Module, e: e, leaf: leaf})
-			changed = append(changed, r.Module)
+		for i := range c.recs {
+			r := &c.recs[i]
+			o := at()
+			for ; o != nil && landing.CompareNames(o.Module, r.Module) < 0; o = at() {
+				gone(o.Module)
+				pi++
+			}
+			if o != nil && landing.CompareNames(o.Module, r.Module) == 0 {
+				pi++
+				// moduleKey allocates for a name with capitals: looked up only
+				// when the catalog changed packages (one allocation per module
+				// per assembly was the patch's largest cost at 100,000).
+				if !recheck && o.Module == r.Module && o.Version == r.Version && o.SHA256 == r.SHA256 && (catChanged == nil || !catChanged[moduleKey(r.Module)]) {
+					continue
+				}
+				e, leaf := encode(*r)
+				if oldEntry, _ := prev.lookup(o.Module); bytes.Equal(e, oldEntry) {
+					continue
+				}
+				edits = append(edits, edit{name: r.Module, e: e, leaf: leaf})
+				changed = append(changed, r.Module)
+				continue
+			}
+			if e, leaf := encode(*r); e != nil { // a module newly served
+				edits = append(edits, edit{name: r.Module, e: e, leaf: leaf})
+				changed = append(changed, r.Module)
+			}
 		}
 	}
-	for ; i < len(prev.mods); i++ {
-		gone(prev.mods[i].Module)
+	for r := at(); r != nil; r = at() {
+		gone(r.Module)
+		pi++
 	}
 	if len(edits) == 0 {
 		return prev.segs, changed
@@ -338,7 +384,7 @@ func etagMatches(header, etag string) bool {
 // activationView is the activation list one index request is assembled
 // from: the served snapshot.
 type activationView struct {
-	act     landing.Activation
+	mods    moduleList
 	seq     uint64
 	content [32]byte
 }
@@ -421,7 +467,7 @@ func entryDigest(r landing.Record) [32]byte {
 // activation reads the served snapshot.
 func (s *Server) activation(ledger *answer.Ledger) rx.Observable[activationView] {
 	return rx.Map(answer.InStage(s.served.Read(), ledger, StageActivation), func(sn Snapshot) activationView {
-		return activationView{act: sn.Activation, seq: sn.Seq, content: sn.content}
+		return activationView{mods: sn.mods, seq: sn.Seq, content: sn.content}
 	})
 }
 
@@ -459,7 +505,7 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 			return rx.Map(cat, func(c *catalogState) answer.Answer {
 				s, res := q.s, q.res
 				build := func(prev *indexBase) *indexBase {
-					return patchIndex(prev, v.act, c, s.baseURL, func(plugin, tier string) bool {
+					return patchIndex(prev, v.mods, c, s.baseURL, func(plugin, tier string) bool {
 						return res.Allows(s.source, plugin, tier)
 					})
 				}

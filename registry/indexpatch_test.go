@@ -52,7 +52,7 @@ func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(
 	}
 	allows := func(_, tier string) bool { return tier == "" }
 	act, cat := w.activation(), w.catalog(nil)
-	prev := patchIndex(nil, act, cat, "", allows)
+	prev := patchIndex(nil, newModuleList(act.Modules), cat, "", allows)
 	for step := range 200 {
 		var changed []string
 		switch k := fmt.Sprintf("m%03d", rng.IntN(400)); rng.IntN(4) {
@@ -73,8 +73,8 @@ func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(
 		if changed != nil || rng.IntN(3) == 0 {
 			cat = w.catalog(changed)
 		}
-		next := patchIndex(prev, act, cat, "", allows)
-		full := patchIndex(nil, act, cat, "", allows)
+		next := patchIndex(prev, newModuleList(act.Modules), cat, "", allows)
+		full := patchIndex(nil, newModuleList(act.Modules), cat, "", allows)
 		require.True(t, string(full.bytes()) == string(next.bytes()), "step %d: the patched document is the full one", step)
 		require.Equal(t, full.etag, next.etag, "step %d: and so is its ETag", step)
 		require.True(t, string(referenceIndex(act, cat, allows)) == string(next.bytes()), "step %d: the document json.Marshal writes", step)
@@ -86,22 +86,23 @@ func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(
 	// body, its spans and leaves, one entry, three or four per level of the
 	// digest tree), a full assembly one entry per module.
 	var listed []string
-	for i := range prev.mods {
-		if e, _ := prev.lookup(prev.mods[i].Module); e != nil {
-			listed = append(listed, prev.mods[i].Module)
+	for _, r := range prev.mods.flat() {
+		if e, _ := prev.lookup(r.Module); e != nil {
+			listed = append(listed, r.Module)
 		}
 	}
 	require.GreaterOrEqual(t, len(listed), 3)
 	w.mods[listed[0]] = landing.Record{Module: listed[0], Version: "9.0.0", SHA256: fmt.Sprintf("%064d", 9), State: landing.Landed}
 	changed := w.activation()
-	patchAllocs := testing.AllocsPerRun(20, func() { patchIndex(prev, changed, cat, "", allows) })
-	fullAllocs := testing.AllocsPerRun(20, func() { patchIndex(nil, changed, cat, "", allows) })
+	changedList := newModuleList(changed.Modules)
+	patchAllocs := testing.AllocsPerRun(20, func() { patchIndex(prev, changedList, cat, "", allows) })
+	fullAllocs := testing.AllocsPerRun(20, func() { patchIndex(nil, changedList, cat, "", allows) })
 	t.Logf("%d listed: a patch %.0f allocations, a full assembly %.0f", len(listed), patchAllocs, fullAllocs)
 	// encoding/json's pools drop entries at random under -race: a margin.
 	assert.Less(t, patchAllocs, 48.0, "one module changed: one entry encoded")
 	assert.Less(t, patchAllocs*10, fullAllocs, "a patch encodes a small fraction of what an assembly does")
 	assert.Greater(t, fullAllocs, float64(len(listed)), "negative control: a full assembly encodes every listed entry")
-	next := patchIndex(prev, changed, cat, "", allows)
+	next := patchIndex(prev, newModuleList(changed.Modules), cat, "", allows)
 	require.True(t, string(referenceIndex(changed, cat, allows)) == string(next.bytes()))
 	prev = next
 
@@ -112,11 +113,11 @@ func TestAPatchedIndexIsTheDocumentAFullAssemblyWritesAndReusesUnchangedEntries(
 	w.catalog([]string{moduleKey(listed[1])}) // a version this entitlement never asked for
 	w.tiers[moduleKey(listed[2])] = "pro"
 	after := w.catalog([]string{moduleKey(listed[2])})
-	want := patchIndex(nil, w.activation(), after, "", allows).bytes()
-	got := patchIndex(prev, w.activation(), after, "", allows)
+	want := patchIndex(nil, newModuleList(w.activation().Modules), after, "", allows).bytes()
+	got := patchIndex(prev, newModuleList(w.activation().Modules), after, "", allows)
 	assert.True(t, string(want) == string(got.bytes()), "a gap in catalog versions re-checks every package")
 	after.version = prev.cat.version + 1 // remove the check: pretend no version was skipped
-	wrong := patchIndex(prev, w.activation(), after, "", allows)
+	wrong := patchIndex(prev, newModuleList(w.activation().Modules), after, "", allows)
 	assert.False(t, string(want) == string(wrong.bytes()), "without the check the skipped change is missed")
 	assert.Contains(t, string(wrong.bytes()), `"`+listed[1]+`"`)
 }
@@ -138,7 +139,7 @@ func referenceIndex(act landing.Activation, cat *catalogState, allows func(plugi
 }
 
 func indexOf(b *indexBase, module string) int {
-	for i, r := range b.mods {
+	for i, r := range b.mods.flat() {
 		if r.Module == module {
 			return i
 		}
@@ -153,8 +154,8 @@ func indexOf(b *indexBase, module string) int {
 // change that serves other bytes.
 func TestAPatchedContentDigestEqualsTheDigestOfThePatchedList(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 15))
-	var mods []landing.Record
-	content := contentDigest(mods)
+	var mods moduleList
+	content := contentDigest(nil)
 	stale := content
 	id := 0
 	for range 500 {
@@ -165,17 +166,17 @@ func TestAPatchedContentDigestEqualsTheDigestOfThePatchedList(t *testing.T) {
 		if rng.IntN(4) == 0 {
 			rec.State = landing.Removed
 		}
-		mods, content = patched(mods, content, patch{key: strings.ToLower(name), rec: rec, found: true})
-		require.Equal(t, contentDigest(mods), content)
+		mods, content, _ = mods.patched(content, []patch{{key: strings.ToLower(name), rec: rec, found: true}})
+		require.Equal(t, contentDigest(mods.flat()), content)
 	}
-	require.NotEmpty(t, mods)
+	require.NotZero(t, mods.Len())
 	assert.NotEqual(t, stale, content, "negative control: the digest before the changes no longer matches")
 }
 
 // A batch of patches (what the change feed named at once) gives the list
-// and digest that applying them one by one gives, in one copy of the list:
-// the one-by-one path, kept here as the negative control, copies it once
-// per changed module.
+// and digest that applying them one by one gives, copying each chunk it
+// touches once: the one-by-one path, kept here as the negative control,
+// copies a chunk per changed module.
 func TestABatchOfPatchesIsAppliedInOneCopyAndAgreesWithPatchingOneByOne(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	id := 1000
@@ -189,15 +190,16 @@ func TestABatchOfPatchesIsAppliedInOneCopyAndAgreesWithPatchingOneByOne(t *testi
 		return r
 	}
 	for round := range 200 {
-		var mods []landing.Record
+		var recs []landing.Record
 		for k := range 60 {
 			if rng.IntN(2) == 0 {
 				r := record(fmt.Sprintf("Mod%02d", k))
 				r.State = landing.Landed
-				mods = append(mods, r)
+				recs = append(recs, r)
 			}
 		}
-		content := contentDigest(mods)
+		mods := newModuleList(recs)
+		content := contentDigest(recs)
 		var ps []patch
 		for k := range 60 {
 			if rng.IntN(5) != 0 {
@@ -212,33 +214,36 @@ func TestABatchOfPatchesIsAppliedInOneCopyAndAgreesWithPatchingOneByOne(t *testi
 		}
 		oneByOne, oneContent := mods, content
 		for _, p := range ps {
-			oneByOne, oneContent = patched(oneByOne, oneContent, p)
+			oneByOne, oneContent, _ = oneByOne.patched(oneContent, []patch{p})
 		}
-		got, gotContent, changed := patchedAll(mods, content, ps)
-		require.Equal(t, oneByOne, got, "round %d", round)
+		got, gotContent, changed := mods.patched(content, ps)
+		require.Equal(t, oneByOne.flat(), got.flat(), "round %d", round)
 		require.Equal(t, oneContent, gotContent, "round %d", round)
-		require.Equal(t, contentDigest(got), gotContent)
+		require.Equal(t, contentDigest(got.flat()), gotContent)
 		if changed == 0 {
-			require.True(t, len(got) == 0 || &got[0] == &mods[0], "nothing changed: the same list, not a copy")
+			require.Equal(t, mods.chunks, got.chunks, "nothing changed: the same list, not a copy")
 		}
 	}
 
-	mods := make([]landing.Record, 0, 1000)
+	recs := make([]landing.Record, 0, 1000)
 	for k := range 1000 {
-		mods = append(mods, landing.Record{Module: fmt.Sprintf("Mod%04d", k), State: landing.Landed, ID: "1"})
+		recs = append(recs, landing.Record{Module: fmt.Sprintf("Mod%04d", k), State: landing.Landed, ID: "1"})
 	}
+	mods := newModuleList(recs)
+	require.Len(t, mods.chunks, 4)
 	var ps []patch
 	for k := 0; k < 1000; k += 10 {
 		ps = append(ps, patch{key: fmt.Sprintf("mod%04d", k), rec: landing.Record{Module: fmt.Sprintf("Mod%04d", k), State: landing.Landed, Version: "2.0.0", ID: "2"}, found: true})
 	}
-	content := contentDigest(mods)
-	batch := testing.AllocsPerRun(10, func() { patchedAll(mods, content, ps) })
+	content := contentDigest(recs)
+	batch := testing.AllocsPerRun(10, func() { mods.patched(content, ps) })
 	oneByOne := testing.AllocsPerRun(10, func() {
 		m, c := mods, content
 		for _, p := range ps {
-			m, c = patched(m, c, p)
+			m, c, _ = m.patched(c, []patch{p})
 		}
 	})
-	assert.Equal(t, 1.0, batch, "one copy for 100 modules")
-	assert.Equal(t, 100.0, oneByOne, "negative control: one copy per module")
+	// Per chunk touched: its records and its chunk; and the chunk list.
+	assert.Equal(t, 4*2+1.0, batch, "one copy of each of the 4 chunks for 100 modules")
+	assert.Equal(t, 100*3.0, oneByOne, "negative control: a copy of a chunk (and of the chunk list) per module")
 }

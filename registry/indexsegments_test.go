@@ -8,12 +8,16 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/internal/indexdigest"
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/registry/client"
 	"github.com/meshrx/meshrx/registry/landing"
 )
@@ -27,6 +31,10 @@ type segWorld struct {
 	mods    map[string]landing.Record
 	tiers   map[string]string
 	version uint64
+	// list is the served list kept as a snapshot keeps it: patched with
+	// each step's changes, sharing the chunks they did not touch.
+	list moduleList
+	id   int
 }
 
 func newSegWorld(seed uint64, n int) *segWorld {
@@ -36,10 +44,16 @@ func newSegWorld(seed uint64, n int) *segWorld {
 		w.names = append(w.names, name)
 		w.tiers[moduleKey(name)] = []string{"", "", "pro"}[i%3]
 		if w.rng.IntN(4) != 0 {
-			w.mods[name] = landing.Record{Module: name, Version: "1.0.0", SHA256: fmt.Sprintf("%064x", i), State: landing.Landed}
+			w.mods[name] = landing.Record{Module: name, Version: "1.0.0", SHA256: fmt.Sprintf("%064x", i), State: landing.Landed, ID: w.nextID()}
 		}
 	}
+	w.list = newModuleList(w.activation().Modules)
 	return w
+}
+
+func (w *segWorld) nextID() string {
+	w.id++
+	return fmt.Sprintf("%020d", w.id)
 }
 
 func (w *segWorld) activation() landing.Activation {
@@ -55,18 +69,28 @@ func (w *segWorld) activation() landing.Activation {
 // step changes up to 40 modules at random and returns the catalog after it.
 func (w *segWorld) step(step int) *catalogState {
 	var changed []string
+	written := map[string]patch{}
 	for range 1 + w.rng.IntN(40) {
 		name := w.names[w.rng.IntN(len(w.names))]
 		switch w.rng.IntN(4) {
 		case 0, 1: // a new version, or a first landing
-			w.mods[name] = landing.Record{Module: name, Version: fmt.Sprintf("2.%d.0", step), SHA256: fmt.Sprintf("%064x", w.rng.Uint64()), State: landing.Landed}
+			w.mods[name] = landing.Record{Module: name, Version: fmt.Sprintf("2.%d.0", step), SHA256: fmt.Sprintf("%064x", w.rng.Uint64()), State: landing.Landed, ID: w.nextID()}
+			written[name] = patch{key: moduleKey(name), rec: w.mods[name], found: true}
 		case 2: // an uninstall
 			delete(w.mods, name)
+			written[name] = patch{key: moduleKey(name), rec: landing.Record{Module: name, State: landing.Uninstalled, ID: w.nextID()}, found: true}
 		case 3: // a tier change
 			w.tiers[moduleKey(name)] = []string{"", "pro"}[w.rng.IntN(2)]
 			changed = append(changed, moduleKey(name))
 		}
 	}
+	var ps []patch
+	for _, name := range w.names {
+		if p, ok := written[name]; ok {
+			ps = append(ps, p)
+		}
+	}
+	w.list, _, _ = w.list.patched([32]byte{}, ps)
 	w.version++
 	packages := map[string]catalogPackage{}
 	for k, t := range w.tiers {
@@ -80,6 +104,10 @@ func (w *segWorld) step(step int) *catalogState {
 // byte the document built from nothing (and the one json.Marshal writes),
 // with its ETag, its declared length and its very segments (cut where the
 // digest tree cuts); and it shares every segment no change fell in. The
+// document is patched from the served list as a snapshot keeps it (each
+// step's changes patched into the previous list, the chunks they did not
+// touch shared, and skipped by the walk unless a tier change fell in one).
+// The
 // negative control patches "carelessly": each touched segment rebuilt in
 // place, its boundaries kept, the untouched ones reused as they are. Its
 // body is the same bytes, but its segments are no longer the tree's
@@ -91,12 +119,13 @@ func TestAPatchedSegmentedBodyIsByteIdenticalToOneBuiltFromScratchOverRandomPubl
 	for seed := range uint64(2) {
 		w := newSegWorld(seed, 2000)
 		cat := w.step(0)
-		prev := patchIndex(nil, w.activation(), cat, "https://r.example", allows)
+		prev := patchIndex(nil, w.list, cat, "https://r.example", allows)
 		for step := 1; step <= 40; step++ {
 			cat = w.step(step)
 			act := w.activation()
-			next := patchIndex(prev, act, cat, "https://r.example", allows)
-			full := patchIndex(nil, act, cat, "https://r.example", allows)
+			require.Equal(t, act.Modules, w.list.flat(), "seed %d step %d: the patched list is the world's", seed, step)
+			next := patchIndex(prev, w.list, cat, "https://r.example", allows)
+			full := patchIndex(nil, newModuleList(act.Modules), cat, "https://r.example", allows)
 			body := next.bytes()
 			require.True(t, bytes.Equal(full.bytes(), body), "seed %d step %d: the patched body is the one built from nothing", seed, step)
 			require.Equal(t, full.etag, next.etag, "seed %d step %d", seed, step)
@@ -174,9 +203,10 @@ func carelessSegments(prev []*segment, next *indexBase) []*segment {
 // entitlement's document is answered from the history at once (the
 // document before the publication: a 304 here), without waiting for the
 // patch and without patching again; the poll after it gets the
-// publication. Control: a request that does wait (a whole-document fetch)
-// is still held when the delta poll has its answer, and returns only once
-// the patch is done.
+// publication. Control (the fix removed: the same request made as one that
+// waits, as every request did before): it is seen held in the document's
+// assembly while the patch is held, and returns the patched document only
+// once the patch is done.
 func TestADeltaPollDoesNotWaitForAnotherRequestsPatchOfItsDocument(t *testing.T) {
 	w := newSegWorld(1, 500)
 	cat := w.step(0)
@@ -184,12 +214,12 @@ func TestADeltaPollDoesNotWaitForAnotherRequestsPatchOfItsDocument(t *testing.T)
 	c := newIndexCache(0)
 	const ent = "e"
 	first := c.get(indexKey{gen: indexGeneration{content: 1, catalog: 1}, entitlement: ent}, func(p *indexBase) *indexBase {
-		return patchIndex(p, w.activation(), cat, "", allows)
+		return patchIndex(p, w.list, cat, "", allows)
 	}, true)
 	require.NotNil(t, first)
 
 	cat2 := w.step(1)
-	act2 := w.activation()
+	list2 := w.list
 	key2 := indexKey{gen: indexGeneration{content: 2, catalog: 1}, entitlement: ent}
 	started, release := make(chan struct{}), make(chan struct{})
 	patched := make(chan *indexBase, 1)
@@ -197,37 +227,61 @@ func TestADeltaPollDoesNotWaitForAnotherRequestsPatchOfItsDocument(t *testing.T)
 		patched <- c.get(key2, func(p *indexBase) *indexBase {
 			close(started)
 			<-release
-			return patchIndex(p, act2, cat2, "", allows)
+			return patchIndex(p, list2, cat2, "", allows)
 		}, true)
 	}()
 	<-started
 
-	builds := 0
-	other := func(p *indexBase) *indexBase { builds++; return patchIndex(p, act2, cat2, "", allows) }
-	require.Nil(t, c.get(key2, other, false), "the poll does not wait for the patch in progress")
+	var builds atomic.Int32
+	other := func(p *indexBase) *indexBase { builds.Add(1); return patchIndex(p, list2, cat2, "", allows) }
+	polled := make(chan *indexBase, 1)
+	go func() { polled <- c.get(key2, other, false) }()
+	select {
+	case got := <-polled:
+		require.Nil(t, got, "the poll does not wait for the patch in progress")
+	case <-time.After(testkit.Bound):
+		close(release)
+		t.Fatalf("the delta poll waited for the patch in progress (%s)", testkit.Bound)
+	}
 	last, points, ok := c.since(ent, first.root)
 	require.True(t, ok)
 	assert.Same(t, first, last, "answered from the document before the publication")
 	assert.Empty(t, points, "a 304")
-	assert.Zero(t, builds, "and does not patch again")
+	assert.Zero(t, builds.Load(), "and does not patch again")
 
+	// The control: the same request as one that waits is held in the
+	// document's assembly (blocked on its sync.Once, behind the patch)
+	// until the patch is done.
 	waited := make(chan *indexBase, 1)
 	go func() { waited <- c.get(key2, other, true) }()
-	select {
-	case <-waited:
-		t.Fatal("control: a request that waits returned before the patch was done")
-	case <-patched:
-		t.Fatal("the patch returned before it was released")
-	default:
-	}
+	eventually(t, func() bool {
+		return len(waited) > 0 || goroutineBlocked("registry.(*indexCache).get", "[sync.Mutex.Lock")
+	}, "the waiting request blocking on the patch in progress (or returning)")
+	require.Empty(t, waited, "control: a request that waits returned before the patch was done")
+	require.Empty(t, patched, "the patch returned before it was released")
 	close(release)
 	done := <-patched
 	assert.Same(t, done, <-waited, "control: the waiting request gets the patched document")
-	assert.Zero(t, builds)
+	assert.Zero(t, builds.Load())
 	last, points, ok = c.since(ent, first.root)
 	require.True(t, ok)
 	assert.Same(t, done, last)
 	assert.Len(t, points, 1, "the next poll gets the publication")
+}
+
+// goroutineBlocked reports whether a goroutine whose stack holds fn is in
+// the state that starts with state (as runtime.Stack writes it, e.g.
+// "[sync.Mutex.Lock").
+func goroutineBlocked(fn, state string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		header, _, _ := bytes.Cut(g, []byte("\n"))
+		if bytes.Contains(header, []byte(state)) && bytes.Contains(g, []byte(fn)) {
+			return true
+		}
+	}
+	return false
 }
 
 // The whole index goes through a real server segment by segment, with the

@@ -96,12 +96,12 @@ func TestARecordWhoseAnnouncementNeverArrivesIsServedByEveryReplicaWithinFreshne
 
 	clk.Advance(b.journalPeriod)
 	tailedNow(t, b, clk)
-	got := servedVersions(read(t, b).Activation)
+	got := servedVersions(read(t, b).Activation())
 	assert.Equal(t, "1.0.0", got["Unannounced"], "served one journal period (%s) later", b.journalPeriod)
 	assert.Equal(t, "1.0.0", got["Crashed"])
 	assert.LessOrEqual(t, b.journalPeriod, b.Freshness())
 
-	gotC := servedVersions(read(t, c).Activation)
+	gotC := servedVersions(read(t, c).Activation())
 	assert.NotContains(t, gotC, "Unannounced", "control: the feed never carried it")
 	assert.NotContains(t, gotC, "Crashed")
 }
@@ -129,16 +129,16 @@ func TestARePublishAnsweredAlreadyPublishedIsServedByTheReplicaThatAnsweredIt(t 
 	archive := testkit.ModuleArchive(t, "Orphan", "1.0.0", 2)
 	_, err := dead.Land(t.Context(), "Orphan", "1.0.0", archive)
 	require.NoError(t, err)
-	assert.NotContains(t, servedVersions(read(t, b).Activation), "Orphan", "control: not served before the re-publish")
-	assert.NotContains(t, servedVersions(read(t, c).Activation), "Orphan")
+	assert.NotContains(t, servedVersions(read(t, b).Activation()), "Orphan", "control: not served before the re-publish")
+	assert.NotContains(t, servedVersions(read(t, c).Activation()), "Orphan")
 
 	rec, created, err := b.LandArchive(t.Context(), "Orphan", "1.0.0", bytes.NewReader(archive), int64(len(archive)))
 	require.NoError(t, err)
 	require.False(t, created, "already published")
-	assert.Equal(t, "1.0.0", servedVersions(read(t, b).Activation)["Orphan"], "the replica that answered serves it")
-	eventually(t, func() bool { return servedVersions(read(t, c).Activation)["Orphan"] == "1.0.0" }, "c absorbing b's announcement")
+	assert.Equal(t, "1.0.0", servedVersions(read(t, b).Activation())["Orphan"], "the replica that answered serves it")
+	eventually(t, func() bool { return servedVersions(read(t, c).Activation())["Orphan"] == "1.0.0" }, "c absorbing b's announcement")
 	assert.EqualValues(t, 1, b.Derivations(), "patched, not re-derived")
-	assert.Equal(t, rec.ID, read(t, b).Activation.Modules[0].ID)
+	assert.Equal(t, rec.ID, read(t, b).Activation().Modules[0].ID)
 }
 
 // TestAReReadThatStartedBeforeAnUninstallDoesNotServeTheModuleAgain: replica
@@ -165,14 +165,14 @@ func TestAReReadThatStartedBeforeAnUninstallDoesNotServeTheModuleAgain(t *testin
 	_, err := a.Uninstall(t.Context(), "Gone")
 	require.NoError(t, err)
 	before := read(t, a)
-	require.NotContains(t, servedVersions(before.Activation), "Gone")
-	require.Len(t, before.Ended, 1, "the snapshot keeps the uninstall's record")
+	require.NotContains(t, servedVersions(before.Activation()), "Gone")
+	require.Len(t, before.Ended(), 1, "the snapshot keeps the uninstall's record")
 
 	a.patchAll([]patch{late}) // the re-read lands after the uninstall
-	assert.NotContains(t, servedVersions(read(t, a).Activation), "Gone", "not served again")
+	assert.NotContains(t, servedVersions(read(t, a).Activation()), "Gone", "not served again")
 
-	resurrected, _, _ := patchedAll(before.Modules, before.content, []patch{late})
-	assert.Contains(t, servedVersions(landing.Activation{Modules: resurrected}), "Gone", "control: without the marker it comes back")
+	resurrected, _, _ := before.mods.patched(before.content, []patch{late})
+	assert.Contains(t, servedVersions(landing.Activation{Modules: resurrected.flat()}), "Gone", "control: without the marker it comes back")
 }
 
 // TestReadyzNamesAnUnresolvedAnnouncementAndTheRetryResolvesIt: a failed

@@ -229,25 +229,25 @@ func TestOnPostgreSQLALandingOnOneReplicaIsAbsorbedByTheOtherThroughTheFeed(t *t
 	b := newFeedServed(t, lb, clk, openPG(t, dbURL))
 	c := newServed(t, lc, clk) // the control: no feed
 	for _, s := range []*ServedActivation{a, b, c} {
-		require.Len(t, read(t, s).Modules, modules)
+		require.Equal(t, modules, read(t, s).Len())
 	}
 	feedLive(t, b)
 
 	land(t, a, "Ci.Module042", "2.0.0")
 	land(t, a, "Ci.Fresh", "1.0.0")
 	require.Eventually(t, func() bool { return b.Absorbed() >= 2 }, pgBound, 5*time.Millisecond, "b absorbing a's landings through PostgreSQL")
-	got := servedVersions(read(t, b).Activation)
+	got := servedVersions(read(t, b).Activation())
 	assert.Equal(t, "2.0.0", got["Ci.Module042"])
 	assert.Equal(t, "1.0.0", got["Ci.Fresh"])
 	assert.EqualValues(t, 1, b.Derivations(), "absorbed by reading the two modules, not by a derivation")
 
-	gotC := servedVersions(read(t, c).Activation)
+	gotC := servedVersions(read(t, c).Activation())
 	assert.Equal(t, "1.0.0", gotC["Ci.Module042"], "without the feed: not until the snapshot is due")
 	assert.NotContains(t, gotC, "Ci.Fresh")
 	clk.Advance(c.Freshness())
 	read(t, c)
 	settle(t, c)
-	assert.Equal(t, "2.0.0", servedVersions(read(t, c).Activation)["Ci.Module042"], "reconciliation alone, at Freshness")
+	assert.Equal(t, "2.0.0", servedVersions(read(t, c).Activation())["Ci.Module042"], "reconciliation alone, at Freshness")
 }
 
 // TestOnPostgreSQLEveryCommittedRecordIsServedByTheOtherReplicaWithinFreshness:
@@ -287,14 +287,14 @@ func TestOnPostgreSQLEveryCommittedRecordIsServedByTheOtherReplicaWithinFreshnes
 	require.NoError(t, err)
 	clk.Advance(b.journalPeriod)
 	tailedNow(t, b, clk)
-	got := servedVersions(read(t, b).Activation)
+	got := servedVersions(read(t, b).Activation())
 	assert.Equal(t, "1.0.0", got["Ci.Unannounced"], "served one journal period later")
 	assert.Equal(t, "1.0.0", got["Ci.Orphan"])
-	assert.NotContains(t, servedVersions(read(t, c).Activation), "Ci.Unannounced", "control: no journal tail, no announcement")
+	assert.NotContains(t, servedVersions(read(t, c).Activation()), "Ci.Unannounced", "control: no journal tail, no announcement")
 
 	_, created, err := b.LandArchive(t.Context(), "Ci.Orphan", "1.0.0", bytes.NewReader(orphan), int64(len(orphan)))
 	require.NoError(t, err)
 	require.False(t, created)
-	require.Eventually(t, func() bool { return servedVersions(read(t, c).Activation)["Ci.Orphan"] == "1.0.0" },
+	require.Eventually(t, func() bool { return servedVersions(read(t, c).Activation())["Ci.Orphan"] == "1.0.0" },
 		pgBound, 5*time.Millisecond, "c hearing b's announcement of the re-publish through PostgreSQL")
 }

@@ -53,7 +53,7 @@ func TestARederivationStartsItsLastDurationAheadSoThatItsSuccessorIsPublishedBef
 		next := read(t, s)
 		assert.Equal(t, began.Add(20*time.Second), next.DerivedAt)
 		assert.Less(t, clk.Since(began), s.Freshness(), "the successor is served before the snapshot it replaced was due")
-		assert.Equal(t, servedVersions(snap.Activation), servedVersions(next.Activation))
+		assert.Equal(t, servedVersions(snap.Activation()), servedVersions(next.Activation()))
 	})
 }
 

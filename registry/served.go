@@ -114,17 +114,58 @@ type ModuleChange struct {
 }
 
 // Snapshot is one derived activation list, numbered so that consumers (the
-// index) can tell a new derivation from the one they already built on.
+// index) can tell a new derivation from the one they already built on. Its
+// served modules are kept as a persistent list whose unchanged chunks the
+// snapshots share (see moduleList): a publication patches a snapshot in
+// O(changes), not O(modules).
 type Snapshot struct {
-	landing.Activation
 	Seq       uint64    // increases with every published derivation
 	DerivedAt time.Time // when the derivation that produced it started
 
+	mods moduleList
+	// rest is the activation but for its Modules (nil): Ended, Unreadable
+	// and its place on the journal.
+	rest landing.Activation
 	// content digests what an index is assembled from (see contentDigest):
 	// computed off the request path when a derivation publishes, and kept
 	// by every patch in O(1).
 	content [32]byte
 }
+
+// newSnapshot keeps a's modules as a moduleList (which keeps a.Modules:
+// they must not be modified after).
+func newSnapshot(a landing.Activation, seq uint64, derivedAt time.Time, content [32]byte) Snapshot {
+	mods := newModuleList(a.Modules)
+	a.Modules = nil
+	return Snapshot{Seq: seq, DerivedAt: derivedAt, mods: mods, rest: a, content: content}
+}
+
+// Activation returns the snapshot as a landing.Activation: its Modules are
+// a copy, O(modules).
+func (s Snapshot) Activation() landing.Activation {
+	a := s.rest
+	a.Modules = s.mods.flat()
+	return a
+}
+
+// Lookup returns the served record of module, compared without case.
+func (s Snapshot) Lookup(module string) (landing.Record, bool) {
+	if r := s.mods.lookup(module); r != nil {
+		return *r, true
+	}
+	return landing.Record{}, false
+}
+
+// Len is the number of modules served.
+func (s Snapshot) Len() int { return s.mods.Len() }
+
+// Ended holds the latest record of every module that has records but is
+// not served (see landing.Activation.Ended). The caller must not modify it.
+func (s Snapshot) Ended() []landing.Record { return s.rest.Ended }
+
+// JournalFrom is the first journal sequence number whose write the
+// snapshot may not include (see landing.Activation.JournalFrom).
+func (s Snapshot) JournalFrom() uint64 { return s.rest.JournalFrom() }
 
 // ServedActivation is the activation list the index serves: a maintained
 // snapshot, never a scan per request.
@@ -441,7 +482,9 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 		s.mu.Unlock()
 		if has {
 			if s.clk.Since(snap.DerivedAt) >= due {
-				s.claim(gen)
+				if _, started := s.claimFor(gen, false); started {
+					s.dueLogged(snap, due)
+				}
 			}
 			return rx.Return(snap)
 		}
@@ -485,17 +528,53 @@ type derivationFlight = flight.Flight[Snapshot, *derivation]
 // reader looked, the snapshot it published is the answer (publishing
 // happens before the slot is released), not a second derivation.
 func (s *ServedActivation) claimCold(gen uint64) (*derivationFlight, Snapshot, bool) {
-	return s.claimFor(gen, true)
+	f, snap, ok, _ := s.claimIn(gen, true)
+	return f, snap, ok
 }
 
 // claim returns the derivation for write generation gen: the one in flight
 // if it is at least that recent, else a new one it starts.
 func (s *ServedActivation) claim(gen uint64) *derivationFlight {
-	f, _, _ := s.claimFor(gen, false)
+	f, _ := s.claimFor(gen, false)
 	return f
 }
 
-func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivationFlight, Snapshot, bool) {
+// dueLogged says why a read started a re-derivation of snap: at Warn when
+// the journal's tail should cover the snapshot and has not (its last
+// success is more than half of Freshness ago, or it never covered this
+// snapshot), which makes the snapshot due at Freshness instead of on the
+// Reconcile cadence; at Info otherwise.
+func (s *ServedActivation) dueLogged(snap Snapshot, due time.Duration) {
+	s.mu.Lock()
+	covers := s.journalCovers(snap)
+	lastTail, armed, failure := s.lastTail, s.tailArmed, s.tailFailure
+	s.mu.Unlock()
+	attrs := []slog.Attr{slog.Uint64("snapshot", snap.Seq), slog.Duration("age", s.clk.Since(snap.DerivedAt)), slog.Duration("startedAfter", due),
+		slog.Bool("journalCovers", covers)}
+	if !lastTail.IsZero() {
+		attrs = append(attrs, slog.Duration("lastTailAgo", s.clk.Since(lastTail)))
+	}
+	if !armed.IsZero() {
+		attrs = append(attrs, slog.Duration("tailArmedAgo", s.clk.Since(armed)))
+	}
+	if failure != "" {
+		attrs = append(attrs, slog.String("tailFailure", failure))
+	}
+	level, msg := slog.LevelInfo, "registry: re-deriving the activation: the snapshot is due"
+	if s.journalPeriod > 0 && (!covers || s.clk.Since(latest(lastTail, armed)) > s.freshness/2) {
+		level, msg = slog.LevelWarn, "registry: re-deriving the activation at Freshness: the journal's tail has not covered the snapshot within half of Freshness"
+	}
+	s.log.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
+// claimFor claims the derivation for gen, and reports whether this call
+// started it.
+func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivationFlight, bool) {
+	f, _, _, started := s.claimIn(gen, cold)
+	return f, started
+}
+
+func (s *ServedActivation) claimIn(gen uint64, cold bool) (_ *derivationFlight, _ Snapshot, _ bool, started bool) {
 	var published Snapshot
 	meta := func() (*derivation, bool) {
 		if cold {
@@ -513,10 +592,10 @@ func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivationFlight, S
 	}
 	f, replaced, owner := s.inflight.ClaimIf(meta, func(cur *derivationFlight) bool { return cur.Meta.gen >= gen })
 	if f == nil {
-		return nil, published, true
+		return nil, published, true, false
 	}
 	if !owner {
-		return f, Snapshot{}, false
+		return f, Snapshot{}, false, false
 	}
 	if replaced != nil {
 		// A local write made the replaced derivation's listing useless:
@@ -526,9 +605,9 @@ func (s *ServedActivation) claimFor(gen uint64, cold bool) (*derivationFlight, S
 	if !s.start(f) {
 		s.inflight.Release(f)
 		f.Fail(landing.ErrClosed) // readers that joined it meanwhile
-		return nil, Snapshot{}, false
+		return nil, Snapshot{}, false, false
 	}
-	return f, Snapshot{}, false
+	return f, Snapshot{}, false, true
 }
 
 // start runs f's derivation on the service's own subscription: no request
@@ -547,7 +626,7 @@ func (s *ServedActivation) start(f *derivationFlight) bool {
 	// The snapshot served now (even one a local write dropped) tells the
 	// scan which records it has read already: reconciliation re-reads
 	// only the modules whose newest record is another.
-	base := s.snap.Activation
+	base := s.snap
 	s.mu.Unlock()
 	s.derivations.Add(1)
 	scan := rx.Create(func(ctx context.Context, o rx.Observer[landing.Activation]) {
@@ -576,7 +655,9 @@ func (s *ServedActivation) start(f *derivationFlight) bool {
 				// module written since: O(changed), not O(modules).
 				reconcile = s.landing.ReconcileChanges
 			}
-			act, err := reconcile(ctx, base)
+			// The flat copy of the base's modules is O(modules), as the
+			// derivation itself is.
+			act, err := reconcile(ctx, base.Activation())
 			if err != nil {
 				o.OnError(err)
 				return
@@ -668,14 +749,14 @@ func (s *ServedActivation) publish(d *derivation, a landing.Activation, content 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
+	snap := newSnapshot(a, s.seq, d.started, content)
 	// Modules the change feed re-read while d scanned may have been read
 	// by d before they changed: the newer record wins.
 	for _, p := range s.patches {
 		if p.seq > d.mark {
-			a, content, _ = patchedSnap(a, content, []patch{p})
+			snap, _ = patchedSnap(snap, []patch{p})
 		}
 	}
-	snap := Snapshot{Activation: a, Seq: s.seq, DerivedAt: d.started, content: content}
 	s.lastTook = s.clk.Since(d.started)
 	if s.gen == d.gen {
 		s.snap, s.has = snap, true

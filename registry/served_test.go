@@ -80,7 +80,7 @@ func TestAServedReadDoesNotRescanTheVolume(t *testing.T) {
 		clk := rxtest.NewClock()
 		s := newServed(t, a, clk)
 		land(t, s, "Alpha", "1.0.0")
-		assert.Equal(t, map[string]string{"Alpha": "1.0.0"}, servedVersions(read(t, s).Activation))
+		assert.Equal(t, map[string]string{"Alpha": "1.0.0"}, servedVersions(read(t, s).Activation()))
 
 		land(t, b, "Beta", "1.0.0") // another replica's record is on the volume
 		act, err := a.Activation(context.Background())
@@ -90,7 +90,7 @@ func TestAServedReadDoesNotRescanTheVolume(t *testing.T) {
 		before := av.Ops()
 		clk.Advance(s.Freshness() - 1)
 		for range 2 {
-			assert.NotContains(t, servedVersions(read(t, s).Activation), "Beta", "fresh: served from the snapshot")
+			assert.NotContains(t, servedVersions(read(t, s).Activation()), "Beta", "fresh: served from the snapshot")
 		}
 		assert.Zero(t, av.Ops().Sub(before).Total(), "served reads touched the volume")
 
@@ -114,12 +114,12 @@ func TestThisReplicasOwnLandingIsServedAtOnce(t *testing.T) {
 		land(t, s, "Alpha", "1.0.0")
 		read(t, s)
 		land(t, s, "Alpha", "2.0.0")
-		assert.Equal(t, "2.0.0", servedVersions(read(t, s).Activation)["Alpha"], "no freshness wait for our own write")
+		assert.Equal(t, "2.0.0", servedVersions(read(t, s).Activation())["Alpha"], "no freshness wait for our own write")
 
 		// Negative control: a landing that bypasses the service does not
 		// invalidate the snapshot, and is not served while it is fresh.
 		land(t, a, "Alpha", "3.0.0")
-		assert.Equal(t, "2.0.0", servedVersions(read(t, s).Activation)["Alpha"])
+		assert.Equal(t, "2.0.0", servedVersions(read(t, s).Activation())["Alpha"])
 	})
 }
 
@@ -133,7 +133,7 @@ func TestAnotherReplicasLandingIsServedOnceTheSnapshotIsDue(t *testing.T) {
 		land(t, b, "Beta", "1.0.0")
 
 		clk.Advance(s.Freshness() - 1)
-		assert.NotContains(t, servedVersions(read(t, s).Activation), "Beta")
+		assert.NotContains(t, servedVersions(read(t, s).Activation()), "Beta")
 		assert.EqualValues(t, 1, s.Derivations(), "not due yet: nothing started")
 
 		clk.Advance(1)
@@ -141,7 +141,7 @@ func TestAnotherReplicasLandingIsServedOnceTheSnapshotIsDue(t *testing.T) {
 		assert.Equal(t, first.Seq, due.Seq, "the due read answers at once from the snapshot")
 		assert.EqualValues(t, 2, s.Derivations(), "and starts one re-derivation")
 		settle(t, s)
-		assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Beta"])
+		assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation())["Beta"])
 	})
 }
 
@@ -201,7 +201,7 @@ func TestConcurrentColdReadersShareOneDerivation(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Alpha"])
+				assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation())["Alpha"])
 			}()
 		}
 		wg.Wait()
@@ -248,7 +248,7 @@ func TestAColdReaderThatFindsTheSlotEmptyAfterItsDerivationPublishedAnswersFromT
 		s := run(t, func(s *ServedActivation, gen uint64) bool {
 			f, snap, ok := s.claimCold(gen)
 			assert.Nil(t, f, "no derivation is started")
-			assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Alpha"])
+			assert.Equal(t, "1.0.0", servedVersions(snap.Activation())["Alpha"])
 			return ok
 		})
 		assert.EqualValues(t, 1, s.Derivations(), "the snapshot published is the answer")
@@ -289,7 +289,7 @@ func TestADerivationStartedBeforeALocalWriteIsNotPublished(t *testing.T) {
 			if countWrite {
 				land(t, s, "Beta", "1.0.0") // a local write while it runs
 				fresh := read(t, s)         // derives anew: the write must be served
-				require.Contains(t, servedVersions(fresh.Activation), "Beta")
+				require.Contains(t, servedVersions(fresh.Activation()), "Beta")
 			} else {
 				land(t, a, "Beta", "1.0.0")
 			}
@@ -300,12 +300,12 @@ func TestADerivationStartedBeforeALocalWriteIsNotPublished(t *testing.T) {
 			require.True(t, ok)
 			return snap
 		}
-		assert.Contains(t, servedVersions(run(t, true).Activation), "Beta")
+		assert.Contains(t, servedVersions(run(t, true).Activation()), "Beta")
 
 		t.Run("negative control: a write the generation does not count is published over", func(t *testing.T) {
 			// Publishing whatever finishes puts the pre-write listing back
 			// over the write, as the service did before the generation guard.
-			assert.NotContains(t, servedVersions(run(t, false).Activation), "Beta")
+			assert.NotContains(t, servedVersions(run(t, false).Activation()), "Beta")
 		})
 	})
 }
@@ -329,7 +329,7 @@ func TestAnAbortedRequestDoesNotCacheAFault(t *testing.T) {
 		snap, err := rx.First(ctx, s.Read())
 		cancel()
 		require.NoError(t, err)
-		assert.Equal(t, "1.0.0", servedVersions(snap.Activation)["Alpha"])
+		assert.Equal(t, "1.0.0", servedVersions(snap.Activation())["Alpha"])
 		assert.EqualValues(t, 1, s.Derivations(), "the next reader got the derivation the aborted one started")
 
 		t.Run("negative control: a derivation the first request owns dies with it, and its fault is kept", func(t *testing.T) {
@@ -424,7 +424,7 @@ func TestALateDerivationDoesNotEvictItsSuccessor(t *testing.T) {
 	assert.EqualValues(t, 3, derivations, "the first read, D1, D2: the late reader joined D2")
 	for _, r := range readers {
 		require.NoError(t, r.Err())
-		assert.Contains(t, servedVersions(r.Values()[0].Activation), "Beta")
+		assert.Contains(t, servedVersions(r.Values()[0].Activation()), "Beta")
 	}
 
 	t.Run("negative control: a release that frees the slot unconditionally lets the late reader start D3", func(t *testing.T) {
@@ -434,7 +434,7 @@ func TestALateDerivationDoesNotEvictItsSuccessor(t *testing.T) {
 		assert.EqualValues(t, 4, derivations, "D1, finishing late, emptied the slot D2 held and the late reader started D3")
 		for _, r := range readers {
 			require.NoError(t, r.Err())
-			assert.Contains(t, servedVersions(r.Values()[0].Activation), "Beta", "the answers are right; the cost is not")
+			assert.Contains(t, servedVersions(r.Values()[0].Activation()), "Beta", "the answers are right; the cost is not")
 		}
 	})
 }
@@ -507,7 +507,7 @@ func (e *evictingServed) claim(gen uint64) *flight.Flight[Snapshot, uint64] {
 		if err == nil {
 			e.mu.Lock()
 			e.seq++
-			snap = Snapshot{Activation: act, Seq: e.seq, DerivedAt: started}
+			snap = newSnapshot(act, e.seq, started, [32]byte{})
 			if e.gen == gen {
 				e.snap, e.has = snap, true
 			}
@@ -557,7 +557,7 @@ func TestAFailedDerivationIsNotServedAndTheNextReadDerivesAgain(t *testing.T) {
 		require.ErrorIs(t, err, os.ErrPermission)
 		_, has := s.Snapshot()
 		assert.False(t, has, "a fault is not a snapshot")
-		assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation)["Alpha"])
+		assert.Equal(t, "1.0.0", servedVersions(read(t, s).Activation())["Alpha"])
 		assert.EqualValues(t, 2, s.Derivations())
 	})
 }
@@ -712,7 +712,7 @@ func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
 	for i, r := range readers {
 		require.True(t, r.WaitTerminated(testkit.Bound), "reader %d", i)
 		require.NoError(t, r.Err(), "a reader of a superseded derivation joins its successor")
-		assert.LessOrEqual(t, "1.0."+string(rune('0'+i)), servedVersions(r.Values()[0].Activation)["Burst"],
+		assert.LessOrEqual(t, "1.0."+string(rune('0'+i)), servedVersions(r.Values()[0].Activation())["Burst"],
 			"reader %d sees at least the write before it", i)
 	}
 	settle(t, s)
@@ -721,7 +721,7 @@ func TestASupersededDerivationIsCancelledAndOneScanRunsAtATime(t *testing.T) {
 	assert.GreaterOrEqual(t, cancelled, 1, "the slow, superseded scan was cancelled, not waited out")
 	snap, ok := s.Snapshot()
 	require.True(t, ok)
-	assert.Equal(t, "1.0.5", servedVersions(snap.Activation)["Burst"])
+	assert.Equal(t, "1.0.5", servedVersions(snap.Activation())["Burst"])
 	assert.Empty(t, readErr(s), "no superseded error reaches a reader")
 
 	t.Run("negative control: derivations that nothing supersedes scan side by side", func(t *testing.T) {
@@ -825,7 +825,7 @@ func TestAScanThatOutlivesItsBudgetIsStillTheReplicasOnlyScan(t *testing.T) {
 			assert.Equal(t, 1, most, "one scan at a time, the old one's overrun included")
 		}
 		require.NoError(t, second.Err())
-		assert.Equal(t, "1.0.0", servedVersions(second.Values()[0].Activation)["Alpha"])
+		assert.Equal(t, "1.0.0", servedVersions(second.Values()[0].Activation())["Alpha"])
 		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
 		require.NoError(t, s.Close(ctx))
 		if next != s {

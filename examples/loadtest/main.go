@@ -26,6 +26,11 @@
 // pollers ask for the delta since the document they hold (-deltas, default
 // true; false: If-None-Match and the whole document after each change).
 //
+// With -separate-pollers the pollers and the publisher run in a child
+// process (this program again, with -poll-target), so that the registry's
+// process, its -cpuprofile and its collector's figures are the registry's
+// alone.
+//
 // It prints a table (mode, requests, p50, p90, p99, p999, max, errors,
 // derivations) and, last,
 //
@@ -92,6 +97,11 @@ type config struct {
 	deltas                  bool
 	volumes                 string // the served mode's volumes, in order
 	s3Server                bool   // serve the test S3 server only, for another process's -volumes s3://…
+	separate                bool   // the pollers and the publisher run in a child process
+
+	// The child's side of -separate-pollers: poll this index URL only.
+	pollTarget, pollKey, pollETag string
+	publishBase, publishToken     string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -120,6 +130,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.volumes, "volumes", "dir", "the volumes the served mode runs on, one after the other: dir (the directory behind -latency), s3 (a copy of it on an S3-protocol server started in process), or an s3://bucket/prefix?endpoint=…&region=… URL")
 	fs.BoolVar(&c.s3Server, "s3-server", false, "only serve the S3-protocol test server (-volumes s3 starts it in process) until interrupted, printing the -volumes URL and environment another loadtest process reaches it with")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL the two -absorb replicas share (empty: one in-process memstore, shared)")
+	fs.BoolVar(&c.separate, "separate-pollers", false, "run the pollers and the publisher in a child process (this program again), so that the registry's process, its CPU profile and its collector's figures are the registry's alone")
+	fs.StringVar(&c.pollTarget, "poll-target", "", "(the child of -separate-pollers) only poll this index URL and print the outcome as JSON")
+	fs.StringVar(&c.pollKey, "poll-key", "", "(with -poll-target) the consumer's instance key")
+	fs.StringVar(&c.pollETag, "poll-etag", "", "(with -poll-target) the ETag the pollers hold at the start")
+	fs.StringVar(&c.publishBase, "publish-base", "", "(with -poll-target) the registry's URL to publish to every -publish-every")
+	fs.StringVar(&c.publishToken, "publish-token", "", "(with -poll-target) the publish token")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -163,6 +179,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.s3Server {
 		return serveS3(ctx, stdout)
+	}
+	if cfg.pollTarget != "" {
+		return pollOnly(ctx, cfg, stdout)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	dir := cfg.dir
@@ -265,8 +284,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "served: ready_s=%.1f derivations_per_30s=%.2f snapshot_bytes_per_module=%d catalog_bytes_per_module=%d index_bytes=%d index_first_ms=%.1f index_304_ms=%.3f\n",
 		served.readyIn.Seconds(), float64(served.derivations-1)/(cfg.duration.Seconds()/30),
 		served.snapshotBytes/int64(cfg.modules), served.catalogBytes/int64(cfg.modules), served.indexBytes, msf(served.indexFirst), msf(served.index304))
-	fmt.Fprintf(stdout, "served: gc_cycles=%d gc_pause_max_ms=%.3f alloc_mb_per_s=%.1f (the whole process, pollers included)\n",
-		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/cfg.duration.Seconds())
+	whose := "the whole process, pollers included"
+	if cfg.separate {
+		whose = "the registry's process; the pollers ran in a child process"
+	}
+	fmt.Fprintf(stdout, "served: gc_cycles=%d gc_pause_max_ms=%.3f alloc_mb_per_s=%.1f (%s)\n",
+		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/cfg.duration.Seconds(), whose)
 	if cfg.publishEvery > 0 {
 		p := served.published
 		fmt.Fprintf(stdout, "served: publications failed=%d slowest_ms=%.1f; %d polls found a change, %d deltas answered 410\n",
@@ -337,20 +360,31 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, t targ
 		defer pprof.StopCPUProfile()
 	}
 	res.etag = etag
-	clk := clock.New()
-	l := load{
-		url: rep.url, key: rep.key, pollers: cfg.pollers, interval: cfg.interval,
-		duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk, etag: res.etag, deltas: cfg.deltas,
-	}
-	start := clk.Now()
-	pub := publisher{base: rep.base, token: token, modules: cfg.modules, clk: clk, run: time.Now().Unix()}
-	if publish {
-		pub.interval = cfg.publishEvery
-	}
 	gcBefore := readGC()
-	published := publishing(ctx, pub, start, start.Add(cfg.duration))
-	samples := l.run(ctx, start)
-	res.published = published()
+	if cfg.separate {
+		t := childTarget{url: rep.url, key: rep.key, etag: res.etag}
+		if publish {
+			t.base, t.token = rep.base, token
+		}
+		if res.stats, res.published, err = runChild(ctx, cfg, t, stderr); err != nil {
+			return result{}, err
+		}
+	} else {
+		clk := clock.New()
+		l := load{
+			url: rep.url, key: rep.key, pollers: cfg.pollers, interval: cfg.interval,
+			duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk, etag: res.etag, deltas: cfg.deltas,
+		}
+		start := clk.Now()
+		pub := publisher{base: rep.base, token: token, modules: cfg.modules, clk: clk, run: time.Now().Unix()}
+		if publish {
+			pub.interval = cfg.publishEvery
+		}
+		published := publishing(ctx, pub, start, start.Add(cfg.duration))
+		samples := l.run(ctx, start)
+		res.published = published()
+		res.stats = summarize(samples)
+	}
 	res.gc = gcBetween(gcBefore, readGC())
 	if err := ctx.Err(); err != nil {
 		return result{}, err
@@ -360,7 +394,7 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, t targ
 			return result{}, err
 		}
 	}
-	res.stats, res.derivations = summarize(samples), rep.derivations()
+	res.derivations = rep.derivations()
 	return res, nil
 }
 

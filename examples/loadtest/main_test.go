@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,7 +22,18 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// asProgramEnv, set in a test's environment, makes this test binary the
+// load program: the child -separate-pollers starts (os.Executable) is then
+// the program, not the tests.
+const asProgramEnv = "MESHRX_LOADTEST_AS_PROGRAM"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asProgramEnv) == "1" {
+		main() // exits on an error
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // bound is the longest a test waits for something that must happen.
 const bound = 10 * time.Second
@@ -197,6 +209,36 @@ func TestPublishingWhilePollingSendsDeltasNotTheDocument(t *testing.T) {
 
 	control := run1("false")
 	assert.GreaterOrEqual(t, control["bytes_per_poll_after_change"], control["index_bytes"], "control: the whole document after each change")
+}
+
+// With -separate-pollers the pollers and the publisher run in a child
+// process, which reports what they saw: the same summary, every scheduled
+// poll answered, the publications made, the registry derived once, and the
+// collector's line says it measured the registry's process alone. Control:
+// a child that is not the load program (this test binary without the
+// environment that makes it one) reports nothing, and the run fails
+// reading its report: the polls counted are the child's.
+func TestThePollersCanRunInAChildProcess(t *testing.T) {
+	args := []string{"-modules", "50", "-pollers", "4", "-duration", "600ms", "-latency", "0s", "-interval", "50ms",
+		"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-separate-pollers"}
+	t.Setenv(asProgramEnv, "1")
+	var out, errs bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	require.NoError(t, run(ctx, args, &out, &errs), "stderr: %s", errs.String())
+	t.Log(out.String())
+	got := summaryFields(t, out.String())
+	assert.Equal(t, 48.0, got["requests"], "4 pollers × 12 polls each")
+	assert.Equal(t, 1.0, got["derivations"])
+	assert.GreaterOrEqual(t, got["publications"], 3.0)
+	assert.Positive(t, got["bytes_per_poll_after_change"])
+	assert.Contains(t, out.String(), "the registry's process; the pollers ran in a child process")
+	assert.Regexp(t, `(?m)^served\s+48\s.*\s0\s+1$`, out.String(), "no poll failed")
+
+	t.Setenv(asProgramEnv, "")
+	out.Reset()
+	err := run(ctx, args, &out, &errs)
+	require.ErrorContains(t, err, "the pollers' process", "control: a child that is not the program")
 }
 
 // -volumes dir,s3 runs the served mode on the directory and then on a copy

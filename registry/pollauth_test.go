@@ -1,0 +1,100 @@
+package registry
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/rx"
+)
+
+// cachedResults is the negative control's authenticator: the server's
+// authenticator behind a cache of Results by header — a poll's
+// authentication made cheap the careless way.
+type cachedResults struct {
+	next Authenticator
+	mu   sync.Mutex
+	kept map[string]auth.Result
+}
+
+func (c *cachedResults) Authenticate(header string) rx.Observable[auth.Result] {
+	c.mu.Lock()
+	res, ok := c.kept[header]
+	c.mu.Unlock()
+	if ok {
+		return rx.Return(res)
+	}
+	return rx.Map(c.next.Authenticate(header), func(res auth.Result) auth.Result {
+		c.mu.Lock()
+		c.kept[header] = res
+		c.mu.Unlock()
+		return res
+	})
+}
+
+// A consumer polling the index (deltas, as registry/client does) through a
+// real server is refused by its first poll after its key is revoked, and
+// its first poll after its grant is narrowed is a 410 (another
+// entitlement, whose history does not hold its document) and the whole
+// index it then fetches no longer lists what the grant took away, though its earlier polls warmed the authenticator's
+// memo (the key's instance, its decoded instance and grant). Negative
+// control: the same polls through a cache of Results keep answering the
+// revoked key, and keep listing what the narrowed grant took away.
+func TestAPollAfterARevocationOrAGrantChangeIsRefusedOrNarrowed(t *testing.T) {
+	for _, control := range []bool{false, true} {
+		fo := fixtureOptions{}
+		if control {
+			fo.server = func(o *ServerOptions) { o.Auth = &cachedResults{next: o.Auth, kept: map[string]auth.Result{}} }
+		}
+		f := newFixture(t, fo)
+		f.publish("Acme.Charts", "1.0.0", "")
+		f.publish("Other.Tool", "1.0.0", "")
+		key := f.instance("acme", "pro", "Plugins/*")
+		etag := ""
+		poll := func() reply {
+			path := client.IndexPath
+			if etag != "" {
+				path += "?" + client.SinceParam + "=" + strings.Trim(etag, `"`)
+			}
+			got := f.do(request{path: path, key: key})
+			if got.status == http.StatusOK {
+				etag = got.header.Get("ETag")
+			}
+			return got
+		}
+		for range 3 {
+			got := poll()
+			require.Contains(t, []int{http.StatusOK, http.StatusNotModified}, got.status, "%s", got.body)
+		}
+		idx, _ := f.index(key)
+		require.Contains(t, listed(idx), "Other.Tool")
+
+		_, err := f.reg.SetGrant(t.Context(), "acme", "test", "Plugins/Acme.Charts")
+		require.NoError(t, err)
+		got := poll()
+		idx, whole := f.index(key)
+		etag = whole.header.Get("ETag")
+		if control {
+			assert.Contains(t, listed(idx), "Other.Tool", "negative control: a cache of Results keeps the old grant")
+		} else {
+			// Another entitlement, whose history does not hold the
+			// document the consumer has: 410, and the whole index.
+			require.Equal(t, http.StatusGone, got.status, "the first poll after the grant change: %s", got.body)
+			assert.Equal(t, map[string]string{"Acme.Charts": "1.0.0"}, listed(idx))
+		}
+
+		require.NoError(t, f.reg.RevokeKey(t.Context(), "acme", key))
+		got = poll()
+		if control {
+			assert.NotEqual(t, http.StatusUnauthorized, got.status, "negative control: a cache of Results answers the revoked key")
+			continue
+		}
+		assert.Equal(t, http.StatusUnauthorized, got.status, "the first poll after the revocation: %s", got.body)
+	}
+}
