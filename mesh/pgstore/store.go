@@ -149,7 +149,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.clk = clock.New()
 	}
 	s.epoch = s.clk.Now()
-	s.senders = newSenders(s.epoch)
+	s.senders = newSenders()
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -209,12 +209,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
 	// The pool's backends are the store's role: their notices are believed
-	// without a lookup (see senders.go).
+	// without a lookup, for as long as any answer is (see senders.go).
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
-		s.senders.opened(c.PgConn().PID())
+		s.senders.opened(s.clk.Now(), c.PgConn().PID())
 		return nil
 	}
-	cfg.BeforeClose = func(c *pgx.Conn) { s.senders.closed(c.PgConn().PID()) }
 	s.listenCfg = cfg.ConnConfig.Copy()
 	s.listenCfg.Tracer = nil
 	if s.listenCfg.RuntimeParams == nil {
