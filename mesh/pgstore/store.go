@@ -292,10 +292,13 @@ type Stats struct {
 	// the query re-read: its node type could matter to the query, or the
 	// notice had none. Re-reads scheduled while one runs share one read.
 	Requeries int64
-	// NoticeToFrame times each frame a live query sends because of
-	// change notices: from the arrival of the earliest of those notices at
-	// the listener (the read of its connection that brought it) to the
-	// frame being handed to the query's observer.
+	// NoticeToFrame times each delivery of frames a live query makes
+	// because of change notices (the frames of one re-read or patch,
+	// mostly one): from the arrival of the earliest of those notices at
+	// the listener (the read of its connection that brought it) to just
+	// before the first frame is handed to the query's observer. Notices
+	// that make no frame, and those folded into a Reset or an Initial,
+	// are not timed.
 	NoticeToFrame Latency
 	// NoticeDispatch times each notice from its arrival at the listener to
 	// the end of its handling there (decoding it and waking the live
