@@ -126,12 +126,16 @@ func (c *senders) trusted(now time.Time, pid uint32) bool {
 // learn records the answer of a lookup of pid begun at start in
 // generation gen; found is false when no backend has that id any more
 // (nothing is recorded, so a later one is looked up). An answer from
-// before a reset is not recorded.
+// before a reset is not recorded, nor one older than that recorded (a
+// pool connection opened with that id while the lookup ran).
 func (c *senders) learn(gen uint64, start time.Time, pid uint32, ok, found bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.pending, pid)
 	if !found || gen != c.gen {
+		return
+	}
+	if a, in := c.known[pid]; in && a.at.After(start) {
 		return
 	}
 	c.storeLocked(start, pid, sender{ok: ok, at: start})

@@ -284,3 +284,24 @@ func listenerOf(t *testing.T, url string, s *Store) uint32 {
 		listenerAppName, `LISTEN `+pgx.Identifier{s.fences.channel}.Sanitize()).Scan(&pid))
 	return uint32(pid)
 }
+
+// A pool connection opened while a lookup of its process id ran (the id
+// of a backend that has just exited) keeps its newer answer: the lookup's
+// answer, about the backend before it, does not replace it. Control: a
+// lookup begun after the connection opened is recorded.
+func TestALookupOlderThanAPoolConnectionDoesNotReplaceIt(t *testing.T) {
+	t.Parallel()
+	clk := rxtest.NewClock()
+	c := newSenders()
+	const pid = 4343
+	require.False(t, c.trusted(clk.Now(), pid))
+	<-c.ask
+	gen, start := c.begin(), clk.Now()
+	clk.Advance(time.Millisecond)
+	c.opened(clk.Now(), pid) // the pool's new backend got the id
+	c.learn(gen, start, pid, false, true)
+	assert.True(t, c.trusted(clk.Now(), pid), "the pool's backend is still trusted")
+
+	c.learn(c.begin(), clk.Now().Add(time.Millisecond), pid, false, true)
+	assert.False(t, c.trusted(clk.Now().Add(time.Millisecond), pid), "control: a later answer stands")
+}
