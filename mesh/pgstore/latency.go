@@ -15,9 +15,10 @@ const latencyBuckets = 8 + 31*8
 
 // Latency is a histogram of durations with a fixed, small size (2 KB),
 // so the store can keep one for as long as it runs. Below 8 µs a bucket
-// is one microsecond wide; above, each power of two is cut into eight, so
-// a quantile is at most 12.5 % above the duration it stands for. Longer
-// durations than the last bucket count in the last bucket.
+// is one microsecond wide, so a quantile there is at most 1 µs above the
+// duration it stands for (which may be many times it); from 8 µs each
+// power of two is cut into eight, so a quantile is at most 12.5 % above
+// it. Longer durations than the last bucket count in the last bucket.
 type Latency struct {
 	counts [latencyBuckets]int64
 }

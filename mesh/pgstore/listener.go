@@ -53,6 +53,9 @@ func (s *Store) listen(conn *pgx.Conn) {
 		if conn == nil {
 			return // closed while reconnecting
 		}
+		// The server may have restarted, its new backends taking the
+		// process ids the answers are about.
+		s.senders.reset()
 		n := s.reconnects.Add(1)
 		s.feed.OnNext(FeedState{Connected: true, Reconnects: n})
 		s.resetAll("the change feed was lost; notices sent while it was down are gone", err, n)

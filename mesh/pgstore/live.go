@@ -343,7 +343,8 @@ func (s *Store) finish(lq *liveQuery) {
 }
 
 // deliver sends frames, caused by notices the earliest of which arrived
-// at since (noNotice: none), and times them (Stats.NoticeToFrame).
+// at since (noNotice: none), and times the delivery once, before the
+// first frame goes (Stats.NoticeToFrame).
 func (s *Store) deliver(o rx.Observer[mesh.Change], since int64, frames []mesh.Change) {
 	if since != noNotice && len(frames) > 0 {
 		s.noticeToFrame.observe(s.sinceStamp(since))

@@ -117,7 +117,8 @@ func BenchmarkDispatchPerNotice(b *testing.B) {
 // writer's round trip, the notice, the listener's dispatch and the woken
 // query's frame), frame-p50/p99; and, from the reader's
 // Stats.NoticeToFrame, the part from the notice's arrival at its listener
-// to the frame, notice-p50/p99 (rounded up to 1/8 of a power of two).
+// to the frame, notice-p50/p99 (rounded up to its bucket's edge: 1 µs
+// below 8 µs, 1/8 of a power of two above).
 // heapB/query is the reading replica's heap per idle live query, goroutine
 // stacks included.
 //

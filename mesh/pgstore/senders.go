@@ -14,7 +14,14 @@ import (
 // or fails costs the listener neither its connection nor its queries'
 // results. Until the answer is in, the backend's notices are not believed
 // (their paths are read). The store's own pool connections are known
-// without a lookup, from when the pool opens one until it closes it.
+// without a lookup from when the pool opens one.
+//
+// An answer describes a backend, and is believed only while that backend
+// may still be the one with its process id: for sendersLifetime after it
+// was given (the pool's own included, since the server can end one of
+// them without the pool noticing), and never past a reconnect of the
+// listener, after which the server may be another one (restarted, its
+// process ids counting from the start again).
 
 // maxSenders bounds the cache of sending backends.
 const maxSenders = 4096
@@ -33,51 +40,78 @@ type senders struct {
 	ask chan uint32 // capacity maxPendingLookups: process ids to look up
 
 	mu      sync.Mutex
-	known   map[uint32]bool
-	since   time.Time           // when known was last cleared
-	pending map[uint32]bool     // queued or being looked up
-	own     map[uint32]struct{} // the backends of the store's pool (as many as its connections)
+	known   map[uint32]sender
+	pending map[uint32]bool // queued or being looked up
+	// gen counts the resets: a lookup begun before one is not recorded.
+	gen uint64
 }
 
-func newSenders(now time.Time) *senders {
-	return &senders{ask: make(chan uint32, maxPendingLookups), known: map[uint32]bool{}, since: now,
-		pending: map[uint32]bool{}, own: map[uint32]struct{}{}}
+// sender is an answer: whether the backend runs as the store's role, and
+// when that was known (it is believed for sendersLifetime from then).
+type sender struct {
+	ok bool
+	at time.Time
 }
 
-// opened and closed track the store's pool connections (pgxpool's
-// AfterConnect and BeforeClose): their role is the store's.
-func (c *senders) opened(pid uint32) {
+func newSenders() *senders {
+	return &senders{ask: make(chan uint32, maxPendingLookups), known: map[uint32]sender{},
+		pending: map[uint32]bool{}}
+}
+
+// opened records a connection of the store's pool (pgxpool's
+// AfterConnect), whose role is the store's, at now. It is not forgotten
+// when the pool closes the connection: a fence it sent may still be on its
+// way, and the answer expires like any other.
+func (c *senders) opened(now time.Time, pid uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.own[pid] = struct{}{}
+	c.storeLocked(now, pid, sender{ok: true, at: now})
 }
 
-func (c *senders) closed(pid uint32) {
+// reset forgets every answer, and any lookup begun before it: the listener
+// reconnected, maybe to a server whose backends are not those answered
+// for.
+func (c *senders) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.own, pid)
+	clear(c.known)
+	c.gen++
 }
 
-// expire forgets every answer older than sendersLifetime; mu is held.
-func (c *senders) expire(now time.Time) {
-	if now.Sub(c.since) > sendersLifetime {
-		clear(c.known)
-		c.since = now
+// begin returns the generation a lookup starting now belongs to.
+func (c *senders) begin() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// storeLocked records an answer for pid, keeping known within maxSenders:
+// when it is full the expired answers go, and if none has, all of them.
+func (c *senders) storeLocked(now time.Time, pid uint32, a sender) {
+	if _, in := c.known[pid]; !in && len(c.known) >= maxSenders {
+		for p, old := range c.known {
+			if now.Sub(old.at) > sendersLifetime {
+				delete(c.known, p)
+			}
+		}
+		if len(c.known) >= maxSenders {
+			clear(c.known)
+		}
 	}
+	c.known[pid] = a
 }
 
 // trusted returns whether pid's notices may be believed: false until its
 // role has been looked up (the lookup is queued here) and found to be the
-// store's own.
+// store's own, and again once that answer is older than sendersLifetime.
 func (c *senders) trusted(now time.Time, pid uint32) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.own[pid]; ok {
-		return true
-	}
-	c.expire(now)
-	if ok, found := c.known[pid]; found {
-		return ok
+	if a, found := c.known[pid]; found {
+		if now.Sub(a.at) <= sendersLifetime {
+			return a.ok
+		}
+		delete(c.known, pid)
 	}
 	if !c.pending[pid] {
 		select {
@@ -89,20 +123,22 @@ func (c *senders) trusted(now time.Time, pid uint32) bool {
 	return false
 }
 
-// learn records the answer for pid; found is false when no backend has
-// that id any more (nothing is cached, so a later one is looked up).
-func (c *senders) learn(now time.Time, pid uint32, ok, found bool) {
+// learn records the answer of a lookup of pid begun at start in
+// generation gen; found is false when no backend has that id any more
+// (nothing is recorded, so a later one is looked up). An answer from
+// before a reset is not recorded, nor one older than that recorded (a
+// pool connection opened with that id while the lookup ran).
+func (c *senders) learn(gen uint64, start time.Time, pid uint32, ok, found bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.pending, pid)
-	if !found {
+	if !found || gen != c.gen {
 		return
 	}
-	c.expire(now)
-	if len(c.known) >= maxSenders {
-		clear(c.known)
+	if a, in := c.known[pid]; in && a.at.After(start) {
+		return
 	}
-	c.known[pid] = ok
+	c.storeLocked(start, pid, sender{ok: ok, at: start})
 }
 
 // forget drops pid from the lookups in flight after a failed one.
@@ -123,6 +159,7 @@ func (s *Store) lookUpSenders() {
 			return
 		case pid = <-s.senders.ask:
 		}
+		gen, start := s.senders.begin(), s.clk.Now()
 		ctx, cancel, explain := bounded(s.ctx, s.budgets.QueryInitial, "looking up the role of a change notice's sender")
 		var ok, found bool
 		err := s.pool.QueryRow(ctx, `SELECT coalesce(bool_and(usename = session_user), false), count(*) > 0
@@ -136,6 +173,6 @@ func (s *Store) lookUpSenders() {
 			}
 			continue
 		}
-		s.senders.learn(s.clk.Now(), pid, ok, found)
+		s.senders.learn(gen, start, pid, ok, found)
 	}
 }

@@ -149,7 +149,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.clk = clock.New()
 	}
 	s.epoch = s.clk.Now()
-	s.senders = newSenders(s.epoch)
+	s.senders = newSenders()
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -209,12 +209,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
 	// The pool's backends are the store's role: their notices are believed
-	// without a lookup (see senders.go).
+	// without a lookup, for as long as any answer is (see senders.go).
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
-		s.senders.opened(c.PgConn().PID())
+		s.senders.opened(s.clk.Now(), c.PgConn().PID())
 		return nil
 	}
-	cfg.BeforeClose = func(c *pgx.Conn) { s.senders.closed(c.PgConn().PID()) }
 	s.listenCfg = cfg.ConnConfig.Copy()
 	s.listenCfg.Tracer = nil
 	if s.listenCfg.RuntimeParams == nil {
@@ -293,10 +292,13 @@ type Stats struct {
 	// the query re-read: its node type could matter to the query, or the
 	// notice had none. Re-reads scheduled while one runs share one read.
 	Requeries int64
-	// NoticeToFrame times each frame a live query sends because of
-	// change notices: from the arrival of the earliest of those notices at
-	// the listener (the read of its connection that brought it) to the
-	// frame being handed to the query's observer.
+	// NoticeToFrame times each delivery of frames a live query makes
+	// because of change notices (the frames of one re-read or patch,
+	// mostly one): from the arrival of the earliest of those notices at
+	// the listener (the read of its connection that brought it) to just
+	// before the first frame is handed to the query's observer. Notices
+	// that make no frame, and those folded into a Reset or an Initial,
+	// are not timed.
 	NoticeToFrame Latency
 	// NoticeDispatch times each notice from its arrival at the listener to
 	// the end of its handling there (decoding it and waking the live
