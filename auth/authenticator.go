@@ -43,6 +43,11 @@ const (
 // decoded again (see authMemo): every request still reads the instance and
 // its grant, so a revocation, a disabled instance or a changed grant is
 // honoured by the first request that can read it, as without the memo.
+// For a known key the instance's key list decides, not the index node: an
+// index node edited by hand to name another instance, while the first
+// still lists the hash, is not followed until the first drops it (the
+// Instances functions never write that state: they remove a hash from its
+// instance before its index node).
 // The Result's Instance is the request's own copy; its KeyHashes and its
 // Grant's Entries may be shared with other Results and must not be
 // modified.
@@ -53,7 +58,8 @@ const (
 // Ladder that cannot be read, the last snapshot is used; only when there is
 // none is the Result unavailable.
 //
-// An Authenticator must not be copied after first use.
+// An Authenticator must not be copied, nor its Mesh changed, after first
+// use.
 type Authenticator struct {
 	Mesh mesh.Store
 	// Clock bounds the legs; nil means the real clock.

@@ -56,6 +56,13 @@ type childTarget struct {
 	base, token    string // the publish route's server and token ("": no publishing)
 }
 
+// The environment variables that carry the child's consumer key and publish
+// token (kept off its command line).
+const (
+	envPollKey      = "MESHRX_LOADTEST_POLL_KEY"
+	envPublishToken = "MESHRX_LOADTEST_PUBLISH_TOKEN"
+)
+
 // runChild runs the pollers (and, with t.token, the publisher) of cfg in a
 // child process against t, and returns what it saw. The wait for it is
 // bounded by the run, its grace and childStartBudget; past that the child
@@ -66,18 +73,19 @@ func runChild(ctx context.Context, cfg config, t childTarget, stderr io.Writer) 
 		return stats{}, publishOutcome{}, fmt.Errorf("finding this program to start the pollers' process: %w", err)
 	}
 	args := []string{
-		"-poll-target", t.url, "-poll-key", t.key, "-poll-etag", t.etag,
+		"-poll-target", t.url, "-poll-etag", t.etag,
 		"-modules", strconv.Itoa(cfg.modules), "-pollers", strconv.Itoa(cfg.pollers), "-conns", strconv.Itoa(cfg.conns),
 		"-interval", cfg.interval.String(), "-duration", cfg.duration.String(), "-grace", cfg.grace.String(),
 		"-deltas=" + strconv.FormatBool(cfg.deltas),
 	}
 	if t.token != "" {
-		args = append(args, "-publish-every", cfg.publishEvery.String(), "-publish-base", t.base, "-publish-token", t.token)
+		args = append(args, "-publish-every", cfg.publishEvery.String(), "-publish-base", t.base)
 	}
 	budget := cfg.duration + cfg.grace + childStartBudget
 	cctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, exe, args...)
+	cmd.Env = append(os.Environ(), envPollKey+"="+t.key, envPublishToken+"="+t.token)
 	var out bytes.Buffer
 	cmd.Stdout = &limitedBuffer{buf: &out, max: 1 << 20}
 	cmd.Stderr = stderr

@@ -132,13 +132,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL the two -absorb replicas share (empty: one in-process memstore, shared)")
 	fs.BoolVar(&c.separate, "separate-pollers", false, "run the pollers and the publisher in a child process (this program again), so that the registry's process, its CPU profile and its collector's figures are the registry's alone")
 	fs.StringVar(&c.pollTarget, "poll-target", "", "(the child of -separate-pollers) only poll this index URL and print the outcome as JSON")
-	fs.StringVar(&c.pollKey, "poll-key", "", "(with -poll-target) the consumer's instance key")
 	fs.StringVar(&c.pollETag, "poll-etag", "", "(with -poll-target) the ETag the pollers hold at the start")
 	fs.StringVar(&c.publishBase, "publish-base", "", "(with -poll-target) the registry's URL to publish to every -publish-every")
-	fs.StringVar(&c.publishToken, "publish-token", "", "(with -poll-target) the publish token")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
+	// The child's secrets come through its environment, not its command
+	// line, which any local user can read (ps, /proc/*/cmdline).
+	c.pollKey, c.publishToken = os.Getenv(envPollKey), os.Getenv(envPublishToken)
 	switch {
 	case fs.NArg() > 0:
 		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
