@@ -63,7 +63,18 @@ func (s *Store) register(lq *liveQuery) {
 	}
 	s.liveMu.Unlock()
 	s.mu.RUnlock()
+	delivered := false
+	defer func() {
+		// An observer that panicked on the Initial: its Subscribe never
+		// returned a subscription to end, so the query must not stay
+		// registered (and held, frames collapsing) for the store's life.
+		// The panic goes on.
+		if !delivered {
+			s.unregister(lq)
+		}
+	}()
 	lq.o.OnNext(mesh.Change{Kind: mesh.Initial, Items: lq.answer(items), Partitions: lq.parts})
+	delivered = true
 	if lq.box.Release() {
 		go s.drain(lq)
 	}
