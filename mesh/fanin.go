@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -68,6 +69,9 @@ type fanIn struct {
 	parts     [][]string
 	remaining int // providers not yet heard
 	sent      bool
+	// top is a limited query's merged result as last sent: what enters or
+	// leaves the first N only the merged result says.
+	top map[string]Node
 }
 
 func newFanIn(q *Query, providers []Provider, budget time.Duration) *fanIn {
@@ -127,6 +131,9 @@ func (f *fanIn) step(e fanInEvent) fanInStep {
 	if !f.initial[e.from] {
 		return fanInStep{} // live frames before a provider's own Initial carry nothing
 	}
+	if f.q.Limit > 0 {
+		return fanInStep{out: f.liveLimited(e.from, c)}
+	}
 	return fanInStep{out: f.live(e.from, c)}
 }
 
@@ -160,8 +167,14 @@ func (f *fanIn) merged(kind ChangeKind) Change {
 		}
 	}
 	f.q.SortNodes(items)
-	if f.q.Limit > 0 && len(items) > f.q.Limit {
-		items = items[:f.q.Limit]
+	if f.q.Limit > 0 {
+		if len(items) > f.q.Limit {
+			items = items[:f.q.Limit]
+		}
+		f.top = make(map[string]Node, len(items))
+		for _, n := range items {
+			f.top[pathOf(n)] = n
+		}
 	}
 	if parts != nil {
 		slices.Sort(parts)
@@ -203,6 +216,52 @@ func (f *fanIn) live(from int, c Change) []Change {
 	}{{Added, added}, {Updated, updated}, {Removed, removed}} {
 		if len(x.items) > 0 {
 			out = append(out, Change{Kind: x.kind, Items: x.items, Partitions: c.Partitions})
+		}
+	}
+	return out
+}
+
+// liveLimited applies one provider's live frame to a limited query and
+// returns what changed in the merged first N: a node a provider adds may
+// stay beyond them, or push the last one out; one it removes may let the
+// next one in.
+func (f *fanIn) liveLimited(from int, c Change) []Change {
+	touched := make(map[string]bool, len(c.Items))
+	for _, n := range c.Items {
+		p := pathOf(n)
+		switch c.Kind {
+		case Added, Updated:
+			f.sets[from][p] = n
+			touched[p] = true
+		case Removed:
+			delete(f.sets[from], p)
+		}
+	}
+	if !f.sent {
+		return nil
+	}
+	before := f.top
+	now := f.merged(Initial).Items // sets f.top
+	var added, updated, removed []Node
+	for _, n := range now {
+		p := pathOf(n)
+		if _, had := before[p]; !had {
+			added = append(added, n)
+		} else if touched[p] {
+			updated = append(updated, n)
+		}
+	}
+	for p, n := range before {
+		if _, kept := f.top[p]; !kept {
+			removed = append(removed, n)
+		}
+	}
+	slices.SortFunc(removed, func(a, b Node) int { return strings.Compare(pathOf(a), pathOf(b)) })
+	var out []Change
+	for _, x := range []Change{{Kind: Added, Items: added}, {Kind: Updated, Items: updated}, {Kind: Removed, Items: removed}} {
+		if len(x.Items) > 0 {
+			x.Partitions = c.Partitions
+			out = append(out, x)
 		}
 	}
 	return out

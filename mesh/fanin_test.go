@@ -1,6 +1,7 @@
 package mesh_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -180,4 +181,39 @@ func TestAProviderAnsweringDuringSubscribeLeavesNoTimerArmed(t *testing.T) {
 	require.Len(t, rec.Values(), 1)
 	assert.Zero(t, clk.Pending(), "the stall timer is disarmed")
 	assert.True(t, rec.Completed(), "every provider completed, so the read did")
+}
+
+// A limited query's merged live result stays the first N of the merged
+// result: a provider's Added beyond them changes nothing, one into them
+// pushes the last one out (whichever provider held it), and a Removed lets
+// the next one in. Control: before, every provider frame passed through,
+// so the live result grew past the limit (main sent "added [acme/a]" with
+// no removal, then "added [acme/z]").
+func TestAFanInOfALimitedQueryKeepsTheFirstNOfTheMergedResult(t *testing.T) {
+	clk := rxtest.NewClock()
+	a, b := newScripted("store"), newScripted("config")
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme limit:2"), []mesh.Provider{a, b}, clk, 15*time.Second))
+	a.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/b", "T"), node("acme/d", "T")}})
+	b.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/c", "T")}})
+	require.Len(t, rec.Values(), 1)
+	assert.Equal(t, []string{"acme/b", "acme/c"}, paths(rec.Values()[0]))
+
+	frames := func(write func()) []string {
+		before := len(rec.Values())
+		write()
+		var out []string
+		for _, c := range rec.Values()[before:] {
+			out = append(out, c.Kind.String()+" "+strings.Join(paths(c), ","))
+		}
+		return out
+	}
+	assert.Equal(t, []string{"added acme/a", "removed acme/c"},
+		frames(func() { a.frames.OnNext(mesh.Change{Kind: mesh.Added, Items: []mesh.Node{node("acme/a", "T")}}) }))
+	assert.Empty(t, frames(func() { b.frames.OnNext(mesh.Change{Kind: mesh.Added, Items: []mesh.Node{node("acme/z", "T")}}) }),
+		"beyond the first two")
+	assert.Equal(t, []string{"updated acme/b"},
+		frames(func() { a.frames.OnNext(mesh.Change{Kind: mesh.Updated, Items: []mesh.Node{node("acme/b", "U")}}) }))
+	assert.Equal(t, []string{"added acme/c", "removed acme/a"},
+		frames(func() { a.frames.OnNext(mesh.Change{Kind: mesh.Removed, Items: []mesh.Node{node("acme/a", "T")}}) }))
+	assert.NoError(t, rec.GrammarErr())
 }
