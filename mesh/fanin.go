@@ -17,11 +17,13 @@ import (
 // Initial counts as empty and is named in SilentProviders. If any provider
 // is still silent when budget has passed on clk, the read ends with
 // *ProviderStalledError naming it. Once every provider has been heard, no
-// timer stays armed. After the Initial, live frames pass through, minus
-// duplicates (an Added for a path already in the result is an Updated, a
-// Removed for a path another provider still holds is dropped); a provider's
-// Reset re-sends the merged result as a Reset. Any provider error ends the
-// read.
+// timer stays armed. After the Initial, live frames pass through, keeping
+// at each path the first provider's node as the Initial does (a frame for a
+// path an earlier provider holds changes nothing; an Added for a path a
+// later one holds is an Updated; a Removed for a path a later one holds is
+// an Updated with its node). With a limit, the frames are what changed in
+// the merged first N. A provider's Reset re-sends the merged result as a
+// Reset. Any provider error ends the read.
 func FanIn(q *Query, providers []Provider, clk clock.Clock, budget time.Duration) rx.Observable[Change] {
 	return rx.Defer(func() rx.Observable[Change] {
 		st := newFanIn(q, providers, budget)
@@ -184,27 +186,35 @@ func (f *fanIn) merged(kind ChangeKind) Change {
 }
 
 // live applies one provider's live frame and returns what the merged result
-// gains from it.
+// gains from it. The merged result holds at each path the node of the first
+// provider that holds it, as the Initial does: a frame for a path an
+// earlier provider holds changes nothing, and the removal of the node shown
+// shows the next provider's, if one holds the path.
 func (f *fanIn) live(from int, c Change) []Change {
 	var added, updated, removed []Node
 	for _, n := range c.Items {
 		p := pathOf(n)
-		heldElsewhere := f.heldBy(p, from)
+		shadowed := f.heldBefore(p, from)
 		switch c.Kind {
 		case Added, Updated:
 			_, had := f.sets[from][p]
 			f.sets[from][p] = n
-			if !f.sent {
+			if !f.sent || shadowed {
 				continue
 			}
-			if had || heldElsewhere {
+			if had || f.heldBy(p, from) {
 				updated = append(updated, n)
 			} else {
 				added = append(added, n)
 			}
 		case Removed:
 			delete(f.sets[from], p)
-			if f.sent && !heldElsewhere {
+			if !f.sent || shadowed {
+				continue
+			}
+			if next, ok := f.heldAfter(p, from); ok {
+				updated = append(updated, next)
+			} else {
 				removed = append(removed, n)
 			}
 		}
@@ -265,6 +275,27 @@ func (f *fanIn) liveLimited(from int, c Change) []Change {
 		}
 	}
 	return out
+}
+
+// heldBefore reports whether a provider before from holds path.
+func (f *fanIn) heldBefore(path string, from int) bool {
+	for _, set := range f.sets[:from] {
+		if _, ok := set[path]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// heldAfter returns the node at path of the first provider after from
+// that holds it.
+func (f *fanIn) heldAfter(path string, from int) (Node, bool) {
+	for _, set := range f.sets[from+1:] {
+		if n, ok := set[path]; ok {
+			return n, true
+		}
+	}
+	return Node{}, false
 }
 
 func (f *fanIn) heldBy(path string, except int) bool {
