@@ -115,6 +115,11 @@ func (h *heldIndex) apply(d IndexDelta, etag string) (*heldIndex, error) {
 	if n.root != want || len(n.entries) != d.Count {
 		return nil, fmt.Errorf("applied, it digests to %x (%d entries), the registry says %x (%d)", n.root, len(n.entries), want, d.Count)
 	}
+	if got, ok := etagDigest(etag); !ok || got != want {
+		// An answer without its ETag (or with another): the index is
+		// named by its digest, as the registry's ETag names it.
+		n.etag = `"` + hex.EncodeToString(want[:]) + `"`
+	}
 	return n, nil
 }
 
@@ -165,7 +170,7 @@ func (c *Client) indexDelta(ctx context.Context, h *heldIndex, etag string) (Ind
 			return Index{}, "", &ResponseError{URL: u.String(), Reason: "the index is not valid JSON", Err: err}, true
 		}
 		idx, tag, err := c.accept(u.String(), idx, tag)
-		if err == nil && tag == etag {
+		if err == nil && etag != "" && tag == etag {
 			err = ErrNotModified
 		}
 		return idx, tag, err, true

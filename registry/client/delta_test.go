@@ -128,3 +128,36 @@ func TestADeltaFromAnotherBaseFallsBackToTheWholeIndex(t *testing.T) {
 	require.NotNil(t, c.held())
 	assert.Equal(t, secondTag, c.held().etag)
 }
+
+// A caller that passes no ETag asks for the index unconditionally and gets
+// it, even when a delta answer carried no ETag (a proxy that strips it):
+// the Client names what it holds by the delta's digest. Control: on main
+// the held index took the missing ETag, "", and the caller's "" matched it:
+// Index returned ErrNotModified to a caller that had asked for the index.
+func TestACallerWithoutAnETagIsNeverToldNotModified(t *testing.T) {
+	first := []IndexEntry{entry("Acme.A", "1.0.0")}
+	second := append(slices.Clone(first), entry("Acme.B", "1.0.0"))
+	firstTag, secondTag := digestTag(first), digestTag(second)
+	reg := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		since := r.URL.Query().Get(SinceParam)
+		if since == "" {
+			writeIndex(w, firstTag, Index{Bundles: first})
+			return
+		}
+		w.Header().Set(IndexSinceHeader, since)
+		_ = json.NewEncoder(w).Encode(IndexDelta{Since: since, Digest: strings.Trim(secondTag, `"`), Count: len(second),
+			Bundles: []IndexEntry{entry("Acme.B", "1.0.0")}})
+	})
+	c := newTestClient(t, reg.Server, Options{})
+	_, _, err := c.Index(boundedContext(t), "")
+	require.NoError(t, err)
+
+	idx, tag, err := c.Index(boundedContext(t), "")
+	require.NoError(t, err)
+	assert.Equal(t, second, idx.Bundles)
+	assert.Equal(t, secondTag, tag, "named by its digest")
+
+	_, tag, err = c.Index(boundedContext(t), tag)
+	assert.ErrorIs(t, err, ErrNotModified, "control: the ETag it was given is not modified")
+	assert.Equal(t, secondTag, tag)
+}
