@@ -208,9 +208,10 @@ func (f *fanIn) live(from int, c Change) []Change {
 				added = append(added, n)
 			}
 		case Removed:
+			_, had := f.sets[from][p]
 			delete(f.sets[from], p)
-			if !f.sent || shadowed {
-				continue
+			if !f.sent || shadowed || !had {
+				continue // the node shown at p is not the one removed
 			}
 			if next, ok := f.heldAfter(p, from); ok {
 				updated = append(updated, next)
