@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -16,11 +17,13 @@ import (
 // Initial counts as empty and is named in SilentProviders. If any provider
 // is still silent when budget has passed on clk, the read ends with
 // *ProviderStalledError naming it. Once every provider has been heard, no
-// timer stays armed. After the Initial, live frames pass through, minus
-// duplicates (an Added for a path already in the result is an Updated, a
-// Removed for a path another provider still holds is dropped); a provider's
-// Reset re-sends the merged result as a Reset. Any provider error ends the
-// read.
+// timer stays armed. After the Initial, live frames pass through, keeping
+// at each path the first provider's node as the Initial does (a frame for a
+// path an earlier provider holds changes nothing; an Added for a path a
+// later one holds is an Updated; a Removed for a path a later one holds is
+// an Updated with its node). With a limit, the frames are what changed in
+// the merged first N. A provider's Reset re-sends the merged result as a
+// Reset. Any provider error ends the read.
 func FanIn(q *Query, providers []Provider, clk clock.Clock, budget time.Duration) rx.Observable[Change] {
 	return rx.Defer(func() rx.Observable[Change] {
 		st := newFanIn(q, providers, budget)
@@ -68,6 +71,9 @@ type fanIn struct {
 	parts     [][]string
 	remaining int // providers not yet heard
 	sent      bool
+	// top is a limited query's merged result as last sent: what enters or
+	// leaves the first N only the merged result says.
+	top map[string]Node
 }
 
 func newFanIn(q *Query, providers []Provider, budget time.Duration) *fanIn {
@@ -127,6 +133,9 @@ func (f *fanIn) step(e fanInEvent) fanInStep {
 	if !f.initial[e.from] {
 		return fanInStep{} // live frames before a provider's own Initial carry nothing
 	}
+	if f.q.Limit > 0 {
+		return fanInStep{out: f.liveLimited(e.from, c)}
+	}
 	return fanInStep{out: f.live(e.from, c)}
 }
 
@@ -160,8 +169,14 @@ func (f *fanIn) merged(kind ChangeKind) Change {
 		}
 	}
 	f.q.SortNodes(items)
-	if f.q.Limit > 0 && len(items) > f.q.Limit {
-		items = items[:f.q.Limit]
+	if f.q.Limit > 0 {
+		if len(items) > f.q.Limit {
+			items = items[:f.q.Limit]
+		}
+		f.top = make(map[string]Node, len(items))
+		for _, n := range items {
+			f.top[pathOf(n)] = n
+		}
 	}
 	if parts != nil {
 		slices.Sort(parts)
@@ -171,27 +186,36 @@ func (f *fanIn) merged(kind ChangeKind) Change {
 }
 
 // live applies one provider's live frame and returns what the merged result
-// gains from it.
+// gains from it. The merged result holds at each path the node of the first
+// provider that holds it, as the Initial does: a frame for a path an
+// earlier provider holds changes nothing, and the removal of the node shown
+// shows the next provider's, if one holds the path.
 func (f *fanIn) live(from int, c Change) []Change {
 	var added, updated, removed []Node
 	for _, n := range c.Items {
 		p := pathOf(n)
-		heldElsewhere := f.heldBy(p, from)
+		shadowed := f.heldBefore(p, from)
 		switch c.Kind {
 		case Added, Updated:
 			_, had := f.sets[from][p]
 			f.sets[from][p] = n
-			if !f.sent {
+			if !f.sent || shadowed {
 				continue
 			}
-			if had || heldElsewhere {
+			if had || f.heldBy(p, from) {
 				updated = append(updated, n)
 			} else {
 				added = append(added, n)
 			}
 		case Removed:
+			_, had := f.sets[from][p]
 			delete(f.sets[from], p)
-			if f.sent && !heldElsewhere {
+			if !f.sent || shadowed || !had {
+				continue // the node shown at p is not the one removed
+			}
+			if next, ok := f.heldAfter(p, from); ok {
+				updated = append(updated, next)
+			} else {
 				removed = append(removed, n)
 			}
 		}
@@ -206,6 +230,73 @@ func (f *fanIn) live(from int, c Change) []Change {
 		}
 	}
 	return out
+}
+
+// liveLimited applies one provider's live frame to a limited query and
+// returns what changed in the merged first N: a node a provider adds may
+// stay beyond them, or push the last one out; one it removes may let the
+// next one in.
+func (f *fanIn) liveLimited(from int, c Change) []Change {
+	touched := make(map[string]bool, len(c.Items))
+	for _, n := range c.Items {
+		p := pathOf(n)
+		switch c.Kind {
+		case Added, Updated:
+			f.sets[from][p] = n
+			touched[p] = true
+		case Removed:
+			delete(f.sets[from], p)
+		}
+	}
+	if !f.sent {
+		return nil
+	}
+	before := f.top
+	now := f.merged(Initial).Items // sets f.top
+	var added, updated, removed []Node
+	for _, n := range now {
+		p := pathOf(n)
+		if _, had := before[p]; !had {
+			added = append(added, n)
+		} else if touched[p] {
+			updated = append(updated, n)
+		}
+	}
+	for p, n := range before {
+		if _, kept := f.top[p]; !kept {
+			removed = append(removed, n)
+		}
+	}
+	slices.SortFunc(removed, func(a, b Node) int { return strings.Compare(pathOf(a), pathOf(b)) })
+	var out []Change
+	for _, x := range []Change{{Kind: Added, Items: added}, {Kind: Updated, Items: updated}, {Kind: Removed, Items: removed}} {
+		if len(x.Items) > 0 {
+			x.Partitions = c.Partitions
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// heldBefore reports whether a provider before from holds path.
+func (f *fanIn) heldBefore(path string, from int) bool {
+	for _, set := range f.sets[:from] {
+		if _, ok := set[path]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// heldAfter returns the node at path of the first provider after from
+// that holds it.
+func (f *fanIn) heldAfter(path string, from int) (Node, bool) {
+	for _, set := range f.sets[from+1:] {
+		if n, ok := set[path]; ok {
+			return n, true
+		}
+	}
+	return Node{}, false
 }
 
 func (f *fanIn) heldBy(path string, except int) bool {

@@ -1,6 +1,7 @@
 package mesh_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -112,14 +113,14 @@ func TestLiveChangesPassThroughDeduplicated(t *testing.T) {
 	a.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/a", "T")}})
 	b.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/a", "T")}})
 	a.frames.OnNext(mesh.Change{Kind: mesh.Added, Items: []mesh.Node{node("acme/n", "T")}})
-	b.frames.OnNext(mesh.Change{Kind: mesh.Added, Items: []mesh.Node{node("acme/n", "T")}})   // already there
-	a.frames.OnNext(mesh.Change{Kind: mesh.Removed, Items: []mesh.Node{node("acme/a", "T")}}) // config still holds it
+	b.frames.OnNext(mesh.Change{Kind: mesh.Added, Items: []mesh.Node{node("acme/n", "T")}})   // already there: the store's is shown
+	a.frames.OnNext(mesh.Change{Kind: mesh.Removed, Items: []mesh.Node{node("acme/a", "T")}}) // config still holds it: its node is shown
 	b.frames.OnNext(mesh.Change{Kind: mesh.Removed, Items: []mesh.Node{node("acme/a", "T")}}) // now gone
 	var kinds []string
 	for _, c := range rec.Values()[1:] {
 		kinds = append(kinds, c.Kind.String()+" "+paths(c)[0])
 	}
-	assert.Equal(t, []string{"added acme/n", "updated acme/n", "removed acme/a"}, kinds)
+	assert.Equal(t, []string{"added acme/n", "updated acme/a", "removed acme/a"}, kinds)
 }
 
 func TestAProviderResetResendsTheMergedResult(t *testing.T) {
@@ -180,4 +181,78 @@ func TestAProviderAnsweringDuringSubscribeLeavesNoTimerArmed(t *testing.T) {
 	require.Len(t, rec.Values(), 1)
 	assert.Zero(t, clk.Pending(), "the stall timer is disarmed")
 	assert.True(t, rec.Completed(), "every provider completed, so the read did")
+}
+
+// A limited query's merged live result stays the first N of the merged
+// result: a provider's Added beyond them changes nothing, one into them
+// pushes the last one out (whichever provider held it), and a Removed lets
+// the next one in. Control: before, every provider frame passed through,
+// so the live result grew past the limit (main sent "added [acme/a]" with
+// no removal, then "added [acme/z]").
+func TestAFanInOfALimitedQueryKeepsTheFirstNOfTheMergedResult(t *testing.T) {
+	clk := rxtest.NewClock()
+	a, b := newScripted("store"), newScripted("config")
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme limit:2"), []mesh.Provider{a, b}, clk, 15*time.Second))
+	a.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/b", "T"), node("acme/d", "T")}})
+	b.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/c", "T")}})
+	require.Len(t, rec.Values(), 1)
+	assert.Equal(t, []string{"acme/b", "acme/c"}, paths(rec.Values()[0]))
+
+	frames := func(write func()) []string {
+		before := len(rec.Values())
+		write()
+		var out []string
+		for _, c := range rec.Values()[before:] {
+			out = append(out, c.Kind.String()+" "+strings.Join(paths(c), ","))
+		}
+		return out
+	}
+	assert.Equal(t, []string{"added acme/a", "removed acme/c"},
+		frames(func() { a.frames.OnNext(mesh.Change{Kind: mesh.Added, Items: []mesh.Node{node("acme/a", "T")}}) }))
+	assert.Empty(t, frames(func() { b.frames.OnNext(mesh.Change{Kind: mesh.Added, Items: []mesh.Node{node("acme/z", "T")}}) }),
+		"beyond the first two")
+	assert.Equal(t, []string{"updated acme/b"},
+		frames(func() { a.frames.OnNext(mesh.Change{Kind: mesh.Updated, Items: []mesh.Node{node("acme/b", "U")}}) }))
+	assert.Equal(t, []string{"added acme/c", "removed acme/a"},
+		frames(func() { a.frames.OnNext(mesh.Change{Kind: mesh.Removed, Items: []mesh.Node{node("acme/a", "T")}}) }))
+	assert.NoError(t, rec.GrammarErr())
+}
+
+// A path two providers hold shows the first one's node live, as in the
+// merged Initial: the second one's frames for it change nothing, and when
+// the first removes it the second's node is shown (Updated), not dropped.
+// Control: before, the second provider's Updated replaced the first's node
+// (main sent "updated acme/x Config2") and the first's Removed was
+// dropped, leaving its old node where a fresh read shows the second's.
+func TestAPathTwoProvidersHoldShowsTheFirstProvidersNodeLive(t *testing.T) {
+	clk := rxtest.NewClock()
+	a, b := newScripted("store"), newScripted("config")
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme"), []mesh.Provider{a, b}, clk, 15*time.Second))
+	a.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/x", "Stored")}})
+	b.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/x", "Config"), node("acme/y", "Config")}})
+	require.Len(t, rec.Values(), 1)
+	require.Equal(t, "Stored", rec.Values()[0].Items[0].NodeType, "the first provider wins")
+
+	frames := func(write func()) []string {
+		before := len(rec.Values())
+		write()
+		var out []string
+		for _, c := range rec.Values()[before:] {
+			for _, n := range c.Items {
+				out = append(out, c.Kind.String()+" "+n.Path+" "+n.NodeType)
+			}
+		}
+		return out
+	}
+	assert.Empty(t, frames(func() {
+		b.frames.OnNext(mesh.Change{Kind: mesh.Updated, Items: []mesh.Node{node("acme/x", "Config2")}})
+	}),
+		"the shown node is the store's")
+	assert.Equal(t, []string{"updated acme/x Config2"},
+		frames(func() { a.frames.OnNext(mesh.Change{Kind: mesh.Removed, Items: []mesh.Node{node("acme/x", "Stored")}}) }))
+	assert.Equal(t, []string{"updated acme/x Stored2"},
+		frames(func() { a.frames.OnNext(mesh.Change{Kind: mesh.Added, Items: []mesh.Node{node("acme/x", "Stored2")}}) }))
+	assert.Equal(t, []string{"removed acme/y Config"},
+		frames(func() { b.frames.OnNext(mesh.Change{Kind: mesh.Removed, Items: []mesh.Node{node("acme/y", "Config")}}) }))
+	assert.NoError(t, rec.GrammarErr())
 }

@@ -23,7 +23,10 @@
 // write to the store inside OnNext. A subscriber that falls more than
 // Options.QueueFrames behind has its pending frames collapsed into one Reset
 // carrying the result current when it catches up: its memory stays bounded,
-// it loses nothing, and no writer or other subscriber notices it. Settle
+// it loses nothing, and no writer or other subscriber notices it. A query
+// with a limit keeps its first N: a write that matches it is read again
+// by its delivery goroutine (once for the writes queued meanwhile), which
+// sends what entered, changed in or left the first N. Settle
 // waits for every subscriber to catch up. The one wait a write has, for the
 // store's lock while a read holds it (a live query's full answer is read
 // under it, and sorted after), is bounded by the write's context.

@@ -20,8 +20,13 @@ type liveQuery struct {
 	parts     []string        // the schemas its Initial read, reported on the frame
 	anchor    anchorFilter
 
-	o     rx.Observer[mesh.Change]
-	box   mailbox.Mailbox[mesh.Change]
+	o   rx.Observer[mesh.Change]
+	box mailbox.Mailbox[mesh.Change]
+	// top is a limited query's result as last delivered (nil for one
+	// without a limit): a write cannot say alone whether a node enters
+	// the first N or pushes one out, so its frames are computed against
+	// a read. Only the goroutine delivering to o touches it.
+	top   map[string]mesh.Node
 	done  bool                         // unsubscribed or ended; guarded by Store.liveMu
 	entry *liveindex.Entry[*liveQuery] // its place in Store.live; guarded by Store.liveMu
 }
@@ -63,7 +68,22 @@ func (s *Store) register(lq *liveQuery) {
 	}
 	s.liveMu.Unlock()
 	s.mu.RUnlock()
-	lq.o.OnNext(mesh.Change{Kind: mesh.Initial, Items: lq.answer(items), Partitions: lq.parts})
+	delivered := false
+	defer func() {
+		// An observer that panicked on the Initial: its Subscribe never
+		// returned a subscription to end, so the query must not stay
+		// registered (and held, frames collapsing) for the store's life.
+		// The panic goes on.
+		if !delivered {
+			s.unregister(lq)
+		}
+	}()
+	items = lq.answer(items)
+	if lq.q.Limit > 0 {
+		lq.top = resultOf(items)
+	}
+	lq.o.OnNext(mesh.Change{Kind: mesh.Initial, Items: items, Partitions: lq.parts})
+	delivered = true
 	if lq.box.Release() {
 		go s.drain(lq)
 	}
@@ -71,25 +91,71 @@ func (s *Store) register(lq *liveQuery) {
 
 // drain delivers lq's queued frames until none is left; see mailbox.
 func (s *Store) drain(lq *liveQuery) {
-	lq.box.Drain(lq.o.OnNext, func() (mesh.Change, bool) { return s.collapse(lq) }, lq.o.OnCompleted)
+	lq.box.Drain(lq.o.OnNext, func() []mesh.Change { return s.collapse(lq) }, lq.o.OnCompleted)
 }
 
-// collapse reads lq's current result for the Reset that stands for the
-// frames its subscriber fell behind on. The read and the emptying of its
-// queue are one step with respect to writes (which queue under mu), so
-// every write is in the Reset or in a frame after it.
-func (s *Store) collapse(lq *liveQuery) (mesh.Change, bool) {
+// collapse reads lq's current result for the frames that stand for those
+// its subscriber fell behind on: a Reset, or for a limited query what
+// changed in its first N. The read and the emptying of its queue are one
+// step with respect to writes (which queue under mu), so every write is in
+// these frames or in one after them.
+func (s *Store) collapse(lq *liveQuery) []mesh.Change {
 	s.mu.RLock()
 	lq.box.Reset()
 	if s.closed {
 		s.mu.RUnlock()
-		return mesh.Change{}, false
+		return nil
 	}
 	items := s.read(lq)
 	parts := lq.parts
 	s.mu.RUnlock()
+	items = lq.answer(items)
+	if lq.top != nil {
+		return lq.topChanges(items, parts)
+	}
 	s.resets.Add(1)
-	return mesh.Change{Kind: mesh.Reset, Items: lq.answer(items), Partitions: parts}, true
+	return []mesh.Change{{Kind: mesh.Reset, Items: items, Partitions: parts}}
+}
+
+// topChanges returns the Added, Updated and Removed frames (in that order,
+// empty ones left out) that turn a limited query's last delivered result
+// into items, and keeps items as the result.
+func (lq *liveQuery) topChanges(items []mesh.Node, parts []string) []mesh.Change {
+	var added, updated, removed []mesh.Node
+	next := resultOf(items)
+	for _, n := range items {
+		old, had := lq.top[n.Path]
+		switch {
+		case !had:
+			added = append(added, n)
+		case old.Version != n.Version:
+			updated = append(updated, n)
+		}
+	}
+	for p, n := range lq.top {
+		if _, kept := next[p]; !kept {
+			removed = append(removed, n)
+		}
+	}
+	slices.SortFunc(removed, func(a, b mesh.Node) int { return strings.Compare(a.Path, b.Path) })
+	lq.top = next
+	var out []mesh.Change
+	for _, c := range []mesh.Change{{Kind: mesh.Added, Items: added}, {Kind: mesh.Updated, Items: updated}, {Kind: mesh.Removed, Items: removed}} {
+		if len(c.Items) > 0 {
+			c.Partitions = parts
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// resultOf keys a result by path.
+func resultOf(items []mesh.Node) map[string]mesh.Node {
+	m := make(map[string]mesh.Node, len(items))
+	for _, n := range items {
+		m[n.Path] = n
+	}
+	return m
 }
 
 // unregister removes lq; nothing more is delivered to it.
@@ -145,6 +211,15 @@ func (s *Store) classify(schema string, global bool, old, cur *mesh.Node) []*liv
 		evaluated++
 		wasIn := old != nil && lq.q.Matches(*old)
 		nowIn := cur != nil && lq.q.Matches(*cur)
+		if lq.q.Limit > 0 {
+			// Whether the node is in the first N, and which one it pushes
+			// out or lets in, only a read says: the drain reads once for
+			// every write queued meanwhile (collapse).
+			if (wasIn || nowIn) && lq.box.Collapse() {
+				start = append(start, lq)
+			}
+			return
+		}
 		var c mesh.Change
 		switch {
 		case wasIn && nowIn:

@@ -308,3 +308,44 @@ func timeoutAfter(t *testing.T) <-chan struct{} {
 	t.Cleanup(cancel)
 	return ctx.Done()
 }
+
+// A limited live query's frames keep its result the first N of a fresh
+// read: a node written into the first N enters and pushes the last one out,
+// one written beyond them changes nothing, and a removal lets the next one
+// in. Control: before, every matching write was an Added, so the live
+// result grew past the limit (main printed "added [acme/L/p2]", "added
+// [acme/L/p4]" while a fresh read was [acme/L/p1 acme/L/p2]); the
+// conformance suite's limit queries (meshtest convergence) fail the same
+// way.
+func TestALimitedLiveQueryKeepsTheFirstNOfAFreshRead(t *testing.T) {
+	s := newStore(t, memstore.Options{})
+	put(t, s, "acme/L/p1", "Article", "")
+	put(t, s, "acme/L/p3", "Article", "")
+	const q = "namespace:acme/L limit:2"
+	var (
+		mu     sync.Mutex
+		frames []string
+	)
+	sub := s.Query(q).Subscribe(rx.NewObserver(func(c mesh.Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		frames = append(frames, fmt.Sprint(c.Kind, paths(c.Items)))
+	}, nil, nil))
+	defer sub.Unsubscribe()
+	step := func(write func(), want ...string) {
+		t.Helper()
+		mu.Lock()
+		frames = nil
+		mu.Unlock()
+		write()
+		settle(t, s)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, want, frames)
+	}
+	step(func() { put(t, s, "acme/L/p2", "Article", "") }, "added [acme/L/p2]", "removed [acme/L/p3]")
+	step(func() { put(t, s, "acme/L/p4", "Article", "") })
+	step(func() { put(t, s, "acme/L/p2", "Article", `{"v":2}`) }, "updated [acme/L/p2]")
+	step(func() { require.NoError(t, s.Delete(context.Background(), "acme/L/p1")) }, "added [acme/L/p3]", "removed [acme/L/p1]")
+	assert.Equal(t, []string{"acme/L/p2", "acme/L/p3"}, paths(first(t, s.Query(q)).Items), "a fresh read")
+}

@@ -24,6 +24,11 @@ func newStoreLock() storeLock { return storeLock{sem: semaphore.NewWeighted(writ
 // hold is bounded by the in-memory work of one write.
 func (l storeLock) RLock() { _ = l.sem.Acquire(context.Background(), 1) }
 
+// RLockContext takes the lock for reading, or returns ctx's error when ctx
+// ends first: a reader queued behind a waiting writer waits for the reads
+// before that writer too, however long they are.
+func (l storeLock) RLockContext(ctx context.Context) error { return l.sem.Acquire(ctx, 1) }
+
 func (l storeLock) RUnlock() { l.sem.Release(1) }
 
 // Lock takes the lock for writing, waiting as long as it takes (Close,

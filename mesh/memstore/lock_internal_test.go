@@ -95,3 +95,76 @@ func (c *doneWatched) Done() <-chan struct{} {
 	}
 	return c.Context.Done()
 }
+
+// The security reads take a context (auth reads the version on every
+// decision, within its request's budget): waiting for the store's lock
+// behind a long read, and a writer queued after it, they return when their
+// context ends, naming the lock. Control: before, SecurityVersion and
+// SecurityNodes took the lock without their context and waited as long as
+// the read lasted (the test failed with "SecurityVersion waits for the
+// store's lock without its context").
+func TestSecurityReadsWaitingBehindALongReadReturnWhenTheirContextEnds(t *testing.T) {
+	const bound = 5 * time.Second
+	s, err := New(Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Put(context.Background(), mesh.Node{Path: "acme/_Access/r1", NodeType: mesh.RoleType})
+	require.NoError(t, err) // the materialisation is not built for this version yet
+
+	s.mu.RLock() // the long read
+	held := true
+	release := func() {
+		if held {
+			held = false
+			s.mu.RUnlock()
+		}
+	}
+	defer release()
+	writer := make(chan error, 1)
+	writerCtx := &doneWatched{Context: context.Background(), asked: make(chan struct{}, 1)}
+	go func() {
+		_, err := s.Put(writerCtx, mesh.Node{Path: "acme/item", NodeType: "Item"})
+		writer <- err
+	}()
+	select {
+	case <-writerCtx.asked: // queued: readers now wait behind it
+	case <-time.After(bound):
+		t.Fatal("the writer did not reach the store's lock")
+	}
+
+	for _, r := range []struct {
+		name string
+		read func(context.Context) error
+	}{
+		{"SecurityVersion", func(ctx context.Context) error { _, err := s.SecurityVersion(ctx); return err }},
+		{"SecurityNodes", func(ctx context.Context) error { _, err := s.SecurityNodes(ctx); return err }},
+	} {
+		parent, cancel := context.WithCancel(context.Background())
+		ctx := &doneWatched{Context: parent, asked: make(chan struct{}, 1)}
+		done := make(chan error, 1)
+		go func() { done <- r.read(ctx) }()
+		select {
+		case <-ctx.asked:
+		case <-time.After(bound):
+			release() // it waits without its context: only the read's end frees it
+			<-done
+			cancel()
+			t.Fatalf("%s waits for the store's lock without its context", r.name)
+		}
+		cancel()
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, context.Canceled, r.name)
+			assert.ErrorContains(t, err, "waiting for the store's lock", r.name)
+		case <-time.After(bound):
+			release()
+			<-done
+			t.Fatalf("%s did not return when its context ended", r.name)
+		}
+	}
+	release()
+	require.NoError(t, <-writer, "the writer goes on once the read ends")
+	snap, err := s.SecurityNodes(context.Background())
+	require.NoError(t, err, "control: with the lock free, the read answers")
+	assert.Len(t, snap.Nodes, 1)
+}

@@ -58,7 +58,9 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 	if err := ctx.Err(); err != nil {
 		return mesh.SecuritySnapshot{}, fmt.Errorf("memstore: security nodes: %w", err)
 	}
-	s.mu.RLock()
+	if err := s.mu.RLockContext(ctx); err != nil {
+		return mesh.SecuritySnapshot{}, fmt.Errorf("memstore: security nodes: waiting for the store's lock: %w", err)
+	}
 	closed, version, built, sorted := s.closed, s.sec.version, s.sec.built, s.sec.sorted
 	s.mu.RUnlock()
 	if closed {
@@ -67,8 +69,13 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 	if built == version {
 		return mesh.SecuritySnapshot{Version: version, Nodes: sorted, GatedTypes: s.sec.gated}, nil
 	}
-	s.mu.Lock()
+	if err := s.mu.LockContext(ctx); err != nil {
+		return mesh.SecuritySnapshot{}, fmt.Errorf("memstore: security nodes: waiting for the store's lock: %w", err)
+	}
 	defer s.mu.Unlock()
+	if s.closed {
+		return mesh.SecuritySnapshot{}, unavailable("read the security nodes")
+	}
 	if s.sec.built != s.sec.version {
 		nodes := make([]mesh.Node, 0, len(s.sec.nodes))
 		for _, n := range s.sec.nodes {
@@ -86,7 +93,9 @@ func (s *Store) SecurityVersion(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("memstore: security version: %w", err)
 	}
-	s.mu.RLock()
+	if err := s.mu.RLockContext(ctx); err != nil {
+		return 0, fmt.Errorf("memstore: security version: waiting for the store's lock: %w", err)
+	}
 	closed, version := s.closed, s.sec.version
 	s.mu.RUnlock()
 	if closed {

@@ -20,7 +20,9 @@ import (
 
 // convergenceQueries cover children, descendants, subtree, a path list over
 // two partitions, constrained and unconstrained types, a negated type, a
-// content comparison and a declared mesh-wide read.
+// content comparison, a declared mesh-wide read, and limits (in path order
+// and in a content order): a write beyond a limited result changes nothing,
+// one into it pushes the last row out.
 func convergenceQueries() []string {
 	return []string{
 		"namespace:acme/Board",
@@ -31,6 +33,8 @@ func convergenceQueries() []string {
 		"namespace:beta/Board",
 		"[acme/Board/n01, acme/Board/n02, beta/Board/n01]",
 		"nodeType:Card partitions:all",
+		"namespace:acme/Board limit:5",
+		"path:acme scope:subtree sort:content.n-desc limit:4",
 	}
 }
 

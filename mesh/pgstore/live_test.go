@@ -245,3 +245,28 @@ func TestClosingTheStoreCompletesLiveQueriesAndEndsItsStreams(t *testing.T) {
 	_, err = first(t, rx.Filter(s.Changes(), func(mesh.ChangeNotice) bool { return true }))
 	assert.ErrorIs(t, err, rx.ErrEmpty, "a late subscriber to Changes sees it completed")
 }
+
+// livelyProvider answers its Initial and then stays live, as a provider fed
+// by configuration or another service does.
+type livelyProvider struct{}
+
+func (livelyProvider) Name() string { return "lively" }
+func (livelyProvider) Query(*mesh.Query) rx.Observable[mesh.Change] {
+	return rx.Concat(rx.Return(mesh.Change{Kind: mesh.Initial}), rx.Never[mesh.Change]())
+}
+
+// Close completes a live query fanned in with Options.Providers, though a
+// provider never completes by itself (memstore ends its queries the same
+// way). Control: without the store's Until on its Querier (main), the
+// store's part completed but the fan-in waited for the provider forever, and
+// live.end gave up after testBudget with the stream still open.
+func TestClosingTheStoreCompletesALiveQueryWhoseProviderStaysLive(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pg.Database(t), Options{Providers: []mesh.Provider{livelyProvider{}}})
+	put(t, s, mesh.Node{Path: "acme/Docs/a", NodeType: "Article"})
+	live := watchQuery(t, s, "namespace:acme/Docs")
+	live.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial })
+
+	require.NoError(t, s.Close())
+	assert.NoError(t, live.end(t), "a live query completes on Close")
+}

@@ -103,6 +103,10 @@ type Store struct {
 	// ctx ends when Close begins; every goroutine of the store watches it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// ended ends once Close has ended the store's own live queries: it
+	// ends the fan-in of Options.Providers, which may stay live forever.
+	ended    context.Context
+	setEnded context.CancelFunc
 
 	// mu guards closed, live and wg.Add (so no goroutine starts after Close
 	// has begun waiting). It is never held while calling an observer.
@@ -183,8 +187,13 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 		s.router = r
 	}
+	s.ended, s.setEnded = context.WithCancel(context.Background())
 	s.querier = &mesh.Querier{Backend: backend{s}, Router: s.router, Providers: slices.Clone(opts.Providers),
 		Clock: s.clk, InitialBudget: s.budgets.QueryInitial, Merged: true}
+	if len(opts.Providers) > 0 {
+		// Without providers a query's stream ends with the store's part.
+		s.querier.Until = s.endedSignal()
+	}
 
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -425,10 +434,26 @@ func (s *Store) Close() error {
 	case <-timer.C:
 		err = fmt.Errorf("pgstore: close: the store's goroutines did not end within %s", closeBudget)
 	}
+	// After the live queries' own ends (an error for one without its
+	// Initial), so that it cuts only what Options.Providers keep open.
+	s.setEnded()
 	s.pool.Close()
 	s.endChanges()
 	s.feed.OnCompleted()
 	return err
+}
+
+// endedSignal emits once and completes when Close has ended the store's
+// own live queries (s.ended): the Until of a query fanned in with
+// Options.Providers.
+func (s *Store) endedSignal() rx.Observable[struct{}] {
+	return rx.Create(func(sub context.Context, o rx.Observer[struct{}]) {
+		stop := context.AfterFunc(s.ended, func() {
+			o.OnNext(struct{}{})
+			o.OnCompleted()
+		})
+		context.AfterFunc(sub, func() { stop() })
+	})
 }
 
 // start runs f on a goroutine of the store, unless the store is closed.

@@ -33,7 +33,10 @@ func holdIndex(idx Index, etag string) (*heldIndex, error) {
 	if !ok {
 		return nil, fmt.Errorf("its ETag %q is not an index digest", etag)
 	}
-	h := &heldIndex{etag: etag, entries: idx.Bundles, leaves: make([][32]byte, len(idx.Bundles))}
+	// A copy of its own: the caller is handed idx and may edit it in place,
+	// and the leaves kept beside the entries would then verify entries the
+	// registry never listed.
+	h := &heldIndex{etag: etag, entries: slices.Clone(idx.Bundles), leaves: make([][32]byte, len(idx.Bundles))}
 	for i, e := range idx.Bundles {
 		h.leaves[i] = leafOf(e)
 	}
@@ -112,6 +115,11 @@ func (h *heldIndex) apply(d IndexDelta, etag string) (*heldIndex, error) {
 	if n.root != want || len(n.entries) != d.Count {
 		return nil, fmt.Errorf("applied, it digests to %x (%d entries), the registry says %x (%d)", n.root, len(n.entries), want, d.Count)
 	}
+	if got, ok := etagDigest(etag); !ok || got != want {
+		// An answer without its ETag (or with another): the index is
+		// named by its digest, as the registry's ETag names it.
+		n.etag = `"` + hex.EncodeToString(want[:]) + `"`
+	}
 	return n, nil
 }
 
@@ -147,18 +155,26 @@ func (c *Client) indexDelta(ctx context.Context, h *heldIndex, etag string) (Ind
 	}
 	tag := resp.Header.Get("ETag")
 	var next *heldIndex
-	if resp.Header.Get(IndexSinceHeader) != since {
+	switch from := resp.Header.Get(IndexSinceHeader); {
+	case from != "" && from != since:
+		// A delta from another base than the one asked for: its body is
+		// not the whole index, and applying it here would not give the
+		// index its digest names.
+		c.logger.Debug("registry: a delta from another index than the one held; fetching the whole index",
+			"url", u.String(), "since", from)
+		return Index{}, "", nil, false
+	case from == "":
 		// A registry that does not answer deltas sends the whole index.
 		var idx Index
 		if err := json.Unmarshal(body, &idx); err != nil {
 			return Index{}, "", &ResponseError{URL: u.String(), Reason: "the index is not valid JSON", Err: err}, true
 		}
 		idx, tag, err := c.accept(u.String(), idx, tag)
-		if err == nil && tag == etag {
+		if err == nil && etag != "" && tag == etag {
 			err = ErrNotModified
 		}
 		return idx, tag, err, true
-	} else {
+	default:
 		var d IndexDelta
 		if err := json.Unmarshal(body, &d); err != nil {
 			return Index{}, "", nil, false

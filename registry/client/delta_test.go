@@ -2,7 +2,11 @@ package client
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,4 +38,126 @@ func TestAWholeIndexThatDoesNotMatchItsDigestIsRefused(t *testing.T) {
 	assert.Equal(t, demoIndex, idx)
 	require.NotNil(t, c.held())
 	assert.Equal(t, root, c.held().root)
+}
+
+// digestTag is the ETag a registry sends for an index of entries.
+func digestTag(entries []IndexEntry) string {
+	leaves := make([][32]byte, len(entries))
+	for i, e := range entries {
+		leaves[i] = leafOf(e)
+	}
+	root := indexdigest.Root(leaves)
+	return `"` + hex.EncodeToString(root[:]) + `"`
+}
+
+func entry(plugin, version string) IndexEntry {
+	return IndexEntry{Plugin: plugin, Version: version, URL: "/api/plugins/bundles/" + plugin + "/" + version,
+		SHA256: "0000000000000000000000000000000000000000000000000000000000000000"[:60] + version[:1] + "abc"}
+}
+
+// A caller that filters the index it was handed in place (slices.DeleteFunc,
+// the idiomatic way) does not change what the Client holds: the next delta
+// is applied to the index the registry sent. Control: with holdIndex keeping
+// the caller's slice (as main did), the delta "adds D" verified against the
+// entries' cached leaves and returned B, C, an all-blank entry and D (A
+// gone, a blank entry the registry never listed).
+func TestAnIndexTheCallerEditsInPlaceDoesNotChangeTheNextDelta(t *testing.T) {
+	first := []IndexEntry{entry("Acme.A", "1.0.0"), entry("Acme.B", "1.0.0"), entry("Acme.C", "1.0.0")}
+	second := append(slices.Clone(first), entry("Acme.D", "1.0.0"))
+	firstTag, secondTag := digestTag(first), digestTag(second)
+	reg := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		since := r.URL.Query().Get(SinceParam)
+		if since == "" {
+			writeIndex(w, firstTag, Index{Bundles: slices.Clone(first)})
+			return
+		}
+		w.Header().Set("ETag", secondTag)
+		w.Header().Set(IndexSinceHeader, since)
+		_ = json.NewEncoder(w).Encode(IndexDelta{Since: since, Digest: strings.Trim(secondTag, `"`), Count: len(second),
+			Bundles: []IndexEntry{entry("Acme.D", "1.0.0")}})
+	})
+	c := newTestClient(t, reg.Server, Options{})
+	idx, tag, err := c.Index(boundedContext(t), "")
+	require.NoError(t, err)
+	require.Equal(t, firstTag, tag)
+	idx.Bundles = slices.DeleteFunc(idx.Bundles, func(e IndexEntry) bool { return e.Plugin == "Acme.A" })
+
+	idx, tag, err = c.Index(boundedContext(t), tag)
+	require.NoError(t, err)
+	assert.Equal(t, secondTag, tag)
+	assert.Equal(t, second, idx.Bundles, "the index the registry lists")
+	assert.Equal(t, 2, reg.requests(), "one whole index, one delta")
+}
+
+// A delta from another base than the one asked for (its IndexSinceHeader
+// names another digest: a confused replica or cache) is not read as a whole
+// index: the Client fetches the whole index and returns it. Control: on
+// main the delta's body was decoded as an Index (its few changed entries)
+// and refused as "the index does not match its digest", failing every poll
+// while the registry kept answering so.
+func TestADeltaFromAnotherBaseFallsBackToTheWholeIndex(t *testing.T) {
+	first := []IndexEntry{entry("Acme.A", "1.0.0"), entry("Acme.B", "1.0.0")}
+	second := append(slices.Clone(first), entry("Acme.C", "1.0.0"))
+	firstTag, secondTag := digestTag(first), digestTag(second)
+	other := strings.Repeat("ab", 32)
+	var wholes atomic.Int32
+	reg := newScriptedRegistry(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		since := r.URL.Query().Get(SinceParam)
+		switch {
+		case since == "" && n == 0:
+			writeIndex(w, firstTag, Index{Bundles: first})
+		case since == "":
+			wholes.Add(1)
+			writeIndex(w, secondTag, Index{Bundles: second})
+		default:
+			w.Header().Set("ETag", secondTag)
+			w.Header().Set(IndexSinceHeader, other)
+			_ = json.NewEncoder(w).Encode(IndexDelta{Since: other, Digest: strings.Trim(secondTag, `"`), Count: len(second),
+				Bundles: []IndexEntry{entry("Acme.C", "1.0.0")}})
+		}
+	})
+	c := newTestClient(t, reg.Server, Options{})
+	_, tag, err := c.Index(boundedContext(t), "")
+	require.NoError(t, err)
+
+	idx, tag, err := c.Index(boundedContext(t), tag)
+	require.NoError(t, err)
+	assert.Equal(t, secondTag, tag)
+	assert.Equal(t, second, idx.Bundles)
+	assert.Equal(t, int32(1), wholes.Load(), "the delta, then the whole index")
+	require.NotNil(t, c.held())
+	assert.Equal(t, secondTag, c.held().etag)
+}
+
+// A caller that passes no ETag asks for the index unconditionally and gets
+// it, even when a delta answer carried no ETag (a proxy that strips it):
+// the Client names what it holds by the delta's digest. Control: on main
+// the held index took the missing ETag, "", and the caller's "" matched it:
+// Index returned ErrNotModified to a caller that had asked for the index.
+func TestACallerWithoutAnETagIsNeverToldNotModified(t *testing.T) {
+	first := []IndexEntry{entry("Acme.A", "1.0.0")}
+	second := append(slices.Clone(first), entry("Acme.B", "1.0.0"))
+	firstTag, secondTag := digestTag(first), digestTag(second)
+	reg := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		since := r.URL.Query().Get(SinceParam)
+		if since == "" {
+			writeIndex(w, firstTag, Index{Bundles: first})
+			return
+		}
+		w.Header().Set(IndexSinceHeader, since)
+		_ = json.NewEncoder(w).Encode(IndexDelta{Since: since, Digest: strings.Trim(secondTag, `"`), Count: len(second),
+			Bundles: []IndexEntry{entry("Acme.B", "1.0.0")}})
+	})
+	c := newTestClient(t, reg.Server, Options{})
+	_, _, err := c.Index(boundedContext(t), "")
+	require.NoError(t, err)
+
+	idx, tag, err := c.Index(boundedContext(t), "")
+	require.NoError(t, err)
+	assert.Equal(t, second, idx.Bundles)
+	assert.Equal(t, secondTag, tag, "named by its digest")
+
+	_, tag, err = c.Index(boundedContext(t), tag)
+	assert.ErrorIs(t, err, ErrNotModified, "control: the ETag it was given is not modified")
+	assert.Equal(t, secondTag, tag)
 }

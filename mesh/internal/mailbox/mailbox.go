@@ -84,6 +84,22 @@ func (m *Mailbox[T]) End() (start bool) {
 	return m.claim()
 }
 
+// Collapse drops what is queued and makes the next delivery collapse()'s,
+// standing for v and everything before it: for a subscriber whose frames
+// the writer cannot compute (a limited query, whose result only a read
+// gives). Like Push it reports whether the caller must start a drain.
+func (m *Mailbox[T]) Collapse() (start bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done || m.ended {
+		return false
+	}
+	m.pushed++
+	m.queue = nil
+	m.collapsed = true
+	return m.claim()
+}
+
 // Hold makes the caller the drain (for delivering a first value itself);
 // writers meanwhile queue without starting one. The caller must then call
 // Drain or Release.
@@ -184,9 +200,9 @@ func AwaitAll(ctx context.Context, chans []<-chan struct{}) (int, error) {
 }
 
 // Drain delivers until the queue is empty, outside every lock. collapse
-// returns the delivery that stands for dropped ones (false: none, e.g. the
+// returns the deliveries that stand for dropped ones (none, e.g. when the
 // store closed) and must call Reset; complete ends the stream.
-func (m *Mailbox[T]) Drain(deliver func(T), collapse func() (T, bool), complete func()) {
+func (m *Mailbox[T]) Drain(deliver func(T), collapse func() []T, complete func()) {
 	for {
 		m.mu.Lock()
 		switch {
@@ -196,8 +212,7 @@ func (m *Mailbox[T]) Drain(deliver func(T), collapse func() (T, bool), complete 
 			return
 		case m.collapsed:
 			m.mu.Unlock()
-			v, ok := collapse() // calls Reset
-			if ok {
+			for _, v := range collapse() { // calls Reset
 				deliver(v)
 			}
 			m.mu.Lock()

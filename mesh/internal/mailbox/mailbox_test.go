@@ -10,9 +10,9 @@ import (
 
 // collect drains m on the calling goroutine, recording what it delivers.
 func collect(m *Mailbox[int], gap int) (got []int, completed bool) {
-	m.Drain(func(v int) { got = append(got, v) }, func() (int, bool) {
+	m.Drain(func(v int) { got = append(got, v) }, func() []int {
 		m.Reset()
-		return gap, true
+		return []int{gap}
 	}, func() { completed = true })
 	return got, completed
 }

@@ -41,9 +41,9 @@ func (s Starts) Start() {
 }
 
 func (w *watcher) drain() {
-	w.box.Drain(w.o.OnNext, func() (mesh.ChangeNotice, bool) {
+	w.box.Drain(w.o.OnNext, func() []mesh.ChangeNotice {
 		w.box.Reset()
-		return Gap, true
+		return []mesh.ChangeNotice{Gap}
 	}, w.o.OnCompleted)
 }
 
