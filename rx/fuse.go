@@ -8,16 +8,21 @@ package rx
 // itself as an op (its kind, the user's function, a pointer to its state
 // and scope) and names the observer below it, until the first observer that
 // is not such a stage (the user's, or an operator that holds state across
-// goroutines). compose then builds one step function from the ops, from the
-// last up: a closure per stage specialised by its kind (a Map and a Filter
-// next to each other, or two Maps, make one closure), each calling the
-// user's functions and the next closure directly, the last calling the
-// observer below. The source's loop calls step for each value (FromSeq from
-// inside seq's yield, a Subject from its delivery): a value costs those
-// calls and no allocation, with no dispatch over the stages per value; Of
-// and Range (in chunks of 64) hand slices to the first closure's loop form
-// when the chain starts with Maps and Filters, and make no call per value
-// into the chain. A
+// goroutines). compose then builds one step function from the ops: it cuts
+// them into runs (cut) and makes one closure per run, from the last up, each
+// calling the user's functions and the next run's closure directly, the last
+// calling the observer below. A run is up to four Maps and Filters laid out
+// on the pattern Map, Filter, Map, Filter (mfRun; one Map or Filter, or two
+// with a Map, have closures of their own), or stages of the other kinds in
+// the order Skip, SkipWhile, TakeWhile, Do, Map, Scan, Filter,
+// DistinctUntilChanged, each at most once (stRun), or a stage alone (Take;
+// a stage out of that order). The source's loop calls step for each value
+// (a Subject from its delivery): a value costs those calls and no
+// allocation, with no dispatch over the stages per value. Of and Range (in
+// chunks of 64) hand slices to the first run's loop form, and FromSeq's
+// yield is the first run's closure itself (checking FromSeq's scope too),
+// so that neither makes a call per value into the chain (unless the first
+// run is a stage alone). A
 // stage that changes the value's type (Map from T to U) ends one fused run;
 // its closure calls the next run's step. Return delivers its one value
 // through OnNext: fusing it would cost more than it saves.
@@ -90,15 +95,14 @@ type fused[T any] struct {
 	step func(T) bool
 	// loop, when not nil, runs the values of a slice through the chain,
 	// checking the source's scope (when not nil) before each, and reports
-	// as step does: the first closure's work spelled out as a loop, for a
-	// chain that starts with Maps and Filters, so that a source holding its
+	// as step does: the first run's work spelled out as a loop, when that
+	// run is not a stage alone (see compose), so that a source holding its
 	// values in a slice (Of, Range in chunks) makes no call per value into
 	// the chain.
 	loop func(vs []T, sc *scope) bool
-	// head makes the closure of the chain's first run with the source's
-	// scope checked before and after each value (see compose), for yield;
-	// nil when the first stage is alone.
-	head func(src *scope) func(T) bool
+	// head is the chain's first run when it is an mfRun or an stRun (see
+	// compose), for yield; nil when the first stage is alone.
+	head run[T]
 	// stages is how many stages step runs in this type (a type change
 	// counts as one): what the fusion tests look at.
 	stages int
@@ -106,11 +110,11 @@ type fused[T any] struct {
 
 // yield returns FromSeq's yield into the chain: step, with sc checked
 // before the value and after it (seq computes no value past an
-// unsubscription). When the chain starts with Maps and Filters that is
-// their run's own closure, with no call between yield and the stages.
+// unsubscription). When the first run is not a stage alone that is the
+// run's own closure, with no call between yield and the stages.
 func (r *fused[T]) yield(sc *scope) func(T) bool {
 	if r.head != nil {
-		return r.head(sc)
+		return r.head.step(sc)
 	}
 	return fusedYield(r.step, sc)
 }
@@ -188,16 +192,18 @@ func (r *fused[T]) run(vs []T, sc *scope) bool {
 // inlining it, a call per scope check.
 //
 // compose builds the chain's step at subscription. It cuts the ops into
-// runs from the first: up to four Maps and Filters in a row that fit the
-// pattern Map, Filter, Map, Filter (mfRun: Map→Map→Filter,
-// Filter→Map→Filter, Map→Filter→Map→Filter, ... make one run), and each
-// other stage alone. It then makes one closure per run, from the last up,
-// each calling the next directly, the last calling down.OnNext (or the next
-// type's step, out) itself. A value thus costs the user's functions, a call
-// per closure and the scope loads, with no dispatch over the stages. loop
-// is the first run's loop form (see fused), and head that run, when the
-// chain starts with Maps and Filters.
-func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(T) bool, loop func([]T, *scope) bool, head func(src *scope) func(T) bool) {
+// runs (cut): up to four Maps and Filters in a row that fit the pattern
+// Map, Filter, Map, Filter (mfRun: Map→Map→Filter, Filter→Map→Filter,
+// Map→Filter→Map→Filter, ... make one run; one Map or Filter, or two with
+// a Map, get the closures written for them, pair), stages of the other
+// kinds in stRun's order (Skip→TakeWhile→Scan→DistinctUntilChanged, ...),
+// and each other stage alone. It then makes one closure per run, from the
+// last up, each calling the next directly, the last calling down.OnNext (or
+// the next type's step, out) itself. A value thus costs the user's
+// functions, a call per run and the scope loads, with no dispatch over the
+// stages. loop is the first run's loop form (see fused), and head that run,
+// unless it is a stage alone.
+func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(T) bool, loop func([]T, *scope) bool, head run[T]) {
 	spans := cut(ops)
 	next := out // nil: the last closure calls down.OnNext
 	for j := len(spans) - 1; j >= 0; j-- {
@@ -211,7 +217,7 @@ func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(
 				mf := &mfRun[T]{}
 				mfFit(g, mf)
 				mf.next, mf.down = next, down
-				head = mf.step
+				head = mf
 			}
 			next = pair(g, next, down)
 		case runMF:
@@ -220,7 +226,7 @@ func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(
 			mf.next, mf.down = next, down
 			next = mf.step(nil)
 			if j == 0 {
-				loop, head = mf.loop(), mf.step
+				loop, head = mf.loop(), mf
 			}
 		case runST:
 			st := &stRun[T]{}
@@ -228,11 +234,17 @@ func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(
 			st.next, st.down = next, down
 			next = st.step(nil)
 			if j == 0 {
-				loop, head = st.loop(), st.step
+				loop, head = st.loop(), st
 			}
 		}
 	}
 	return next, loop, head
+}
+
+// run is an mfRun or an stRun: step(src) makes its closure, checking src
+// (when not nil) before and after each value.
+type run[T any] interface {
+	step(src *scope) func(T) bool
 }
 
 // runKind says how compose runs a span of ops.
