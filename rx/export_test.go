@@ -1,5 +1,7 @@
 package rx
 
+import "fmt"
+
 // Seams for the fusion tests (fusion_test.go): they look at what a source
 // is handed, which no observable behaviour shows.
 
@@ -31,4 +33,21 @@ func SubjectFuses[T any](s *Subject[T]) bool {
 		}
 	}
 	return false
+}
+
+// FusedRuns subscribes the chain build makes over a synchronous source and
+// returns how compose cuts the stages that source is handed into runs, as
+// "kind n" per run (one, pair, mf, st: see cut in fuse.go).
+func FusedRuns(build func(Observable[int]) Observable[int]) []string {
+	var runs []string
+	probe := observableFunc[int](func(o Observer[int]) Subscription {
+		ops, _ := opsOf(o)
+		for _, sp := range cut(ops) {
+			runs = append(runs, fmt.Sprintf("%s %d", [...]string{"one", "pair", "mf", "st"}[sp.kind], sp.n))
+		}
+		o.OnCompleted()
+		return noSubscription{}
+	})
+	build(probe).Subscribe(NewObserver[int](nil, nil, nil))
+	return runs
 }

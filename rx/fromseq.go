@@ -20,7 +20,7 @@ func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
 			return sc
 		}
 		if next := fuseOf(o); next != nil {
-			seq(fusedYield(next.step, sc))
+			seq(next.yield(sc))
 		} else {
 			seq(func(v T) bool {
 				if sc.cancelled() {

@@ -8,16 +8,21 @@ package rx
 // itself as an op (its kind, the user's function, a pointer to its state
 // and scope) and names the observer below it, until the first observer that
 // is not such a stage (the user's, or an operator that holds state across
-// goroutines). compose then builds one step function from the ops, from the
-// last up: a closure per stage specialised by its kind (a Map and a Filter
-// next to each other, or two Maps, make one closure), each calling the
-// user's functions and the next closure directly, the last calling the
-// observer below. The source's loop calls step for each value (FromSeq from
-// inside seq's yield, a Subject from its delivery): a value costs those
-// calls and no allocation, with no dispatch over the stages per value; Of
-// and Range (in chunks of 64) hand slices to the first closure's loop form
-// when the chain starts with Maps and Filters, and make no call per value
-// into the chain. A
+// goroutines). compose then builds one step function from the ops: it cuts
+// them into runs (cut) and makes one closure per run, from the last up, each
+// calling the user's functions and the next run's closure directly, the last
+// calling the observer below. A run is up to four Maps and Filters laid out
+// on the pattern Map, Filter, Map, Filter (mfRun; one Map or Filter, or two
+// with a Map, have closures of their own), or stages of the other kinds in
+// the order Skip, SkipWhile, TakeWhile, Do, Map, Scan, Filter,
+// DistinctUntilChanged, each at most once (stRun), or a stage alone (Take;
+// a stage out of that order). The source's loop calls step for each value
+// (a Subject from its delivery): a value costs those calls and no
+// allocation, with no dispatch over the stages per value. Of and Range (in
+// chunks of 64) hand slices to the first run's loop form, and FromSeq's
+// yield is the first run's closure itself (checking FromSeq's scope too),
+// so that neither makes a call per value into the chain (unless the first
+// run is a stage alone). A
 // stage that changes the value's type (Map from T to U) ends one fused run;
 // its closure calls the next run's step. Return delivers its one value
 // through OnNext: fusing it would cost more than it saves.
@@ -72,6 +77,9 @@ type op[T any] struct {
 	pass *bool // SkipWhile is passing values
 	tw   *takeWhileObserver[T]
 	take *takeObserver[T]
+	// fresh, for DistinctUntilChanged, reports whether a value differs
+	// from the one before it, and remembers it (stRun).
+	fresh func(T) bool
 	// build makes an opStep stage's closure, calling next (or down.OnNext
 	// when next is nil) itself.
 	build func(next func(T) bool, down Observer[T]) func(T) bool
@@ -87,19 +95,52 @@ type fused[T any] struct {
 	step func(T) bool
 	// loop, when not nil, runs the values of a slice through the chain,
 	// checking the source's scope (when not nil) before each, and reports
-	// as step does: the first closure's work spelled out as a loop, for a
-	// chain that starts with Maps and Filters, so that a source holding its
+	// as step does: the first run's work spelled out as a loop, when that
+	// run is not a stage alone (see compose), so that a source holding its
 	// values in a slice (Of, Range in chunks) makes no call per value into
 	// the chain.
 	loop func(vs []T, sc *scope) bool
+	// head is the chain's first run when it is an mfRun or an stRun (see
+	// compose), for yield; nil when the first stage is alone.
+	head run[T]
 	// stages is how many stages step runs in this type (a type change
 	// counts as one): what the fusion tests look at.
 	stages int
 }
 
+// yield returns FromSeq's yield into the chain: step, with sc checked
+// before the value and after it (seq computes no value past an
+// unsubscription). When the first run is not a stage alone that is the
+// run's own closure, with no call between yield and the stages.
+func (r *fused[T]) yield(sc *scope) func(T) bool {
+	if r.head != nil {
+		return r.head.step(sc)
+	}
+	return fusedYield(r.step, sc)
+}
+
 // fuseOf returns the fused form of the chain that starts at o, or nil when
 // o is not a stage that fuses.
 func fuseOf[T any](o Observer[T]) *fused[T] {
+	ops, o := opsOf(o)
+	var out func(T) bool
+	if f, ok := o.(fuser[T]); ok {
+		out = f.rxFuse()
+	}
+	if len(ops) == 0 && out == nil {
+		return nil
+	}
+	n := len(ops)
+	if out != nil {
+		n++
+	}
+	step, loop, head := compose(ops, out, o)
+	return &fused[T]{step: step, loop: loop, head: head, stages: n}
+}
+
+// opsOf returns the ops of the stages over T that start at o, in order, and
+// the first observer below them that is not such a stage.
+func opsOf[T any](o Observer[T]) ([]op[T], Observer[T]) {
 	var ops []op[T]
 	for {
 		if f, ok := o.(*forward[T]); ok {
@@ -119,19 +160,7 @@ func fuseOf[T any](o Observer[T]) *fused[T] {
 		ops = append(ops, x)
 		o = down
 	}
-	var out func(T) bool
-	if f, ok := o.(fuser[T]); ok {
-		out = f.rxFuse()
-	}
-	if len(ops) == 0 && out == nil {
-		return nil
-	}
-	n := len(ops)
-	if out != nil {
-		n++
-	}
-	step, loop := compose(ops, out, o)
-	return &fused[T]{step: step, loop: loop, stages: n}
+	return ops, o
 }
 
 // run runs the values of vs through the chain in order, checking sc (when
@@ -162,41 +191,489 @@ func (r *fused[T]) run(vs []T, sc *scope) bool {
 // the generic code again, their closures call atomic.Bool.Load instead of
 // inlining it, a call per scope check.
 //
-// compose builds the chain's step at subscription, from the last stage up:
-// one closure per stage (a Map followed by a Filter, a Filter followed by a
-// Map and two Maps make one closure between them), each specialised by its
-// kind and calling the next directly, the last calling down.OnNext (or the
-// next type's step, out) itself. A value thus costs the user's functions, a
-// call per closure and the scope loads, with no dispatch over the stages.
-// loop is the first closure's loop form (see fused), or nil.
-func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(T) bool, loop func([]T, *scope) bool) {
+// compose builds the chain's step at subscription. It cuts the ops into
+// runs (cut): up to four Maps and Filters in a row that fit the pattern
+// Map, Filter, Map, Filter (mfRun: Map→Map→Filter, Filter→Map→Filter,
+// Map→Filter→Map→Filter, ... make one run; one Map or Filter, or two with
+// a Map, get the closures written for them, pair), stages of the other
+// kinds in stRun's order (Skip→TakeWhile→Scan→DistinctUntilChanged, ...),
+// and each other stage alone. It then makes one closure per run, from the
+// last up, each calling the next directly, the last calling down.OnNext (or
+// the next type's step, out) itself. A value thus costs the user's
+// functions, a call per run and the scope loads, with no dispatch over the
+// stages. loop is the first run's loop form (see fused), and head that run,
+// unless it is a stage alone.
+func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(T) bool, loop func([]T, *scope) bool, head run[T]) {
+	spans := cut(ops)
 	next := out // nil: the last closure calls down.OnNext
-	for i := len(ops) - 1; i >= 0; {
-		if i == 0 || i == 1 {
-			// The first closure: its loop form too.
-			loop = headLoop(ops[:i+1], next, down)
-		}
-		if i >= 1 {
-			a, b := &ops[i-1], &ops[i]
-			switch {
-			case a.kind == opMap && b.kind == opFilter:
-				next = mapFilter(a.f, a.sc, b.keep, b.sc, next, down)
-				i -= 2
-				continue
-			case a.kind == opFilter && b.kind == opMap:
-				next = filterMap(a.keep, a.sc, b.f, b.sc, next, down)
-				i -= 2
-				continue
-			case a.kind == opMap && b.kind == opMap:
-				next = mapMap(a.f, a.sc, b.f, b.sc, next, down)
-				i -= 2
-				continue
+	for j := len(spans) - 1; j >= 0; j-- {
+		g := ops[spans[j].i : spans[j].i+spans[j].n]
+		switch spans[j].kind {
+		case runOne:
+			next = single(&g[0], next, down)
+		case runPair:
+			if j == 0 {
+				loop = headLoop(g, next, down)
+				mf := &mfRun[T]{}
+				mfFit(g, mf)
+				mf.next, mf.down = next, down
+				head = mf
+			}
+			next = pair(g, next, down)
+		case runMF:
+			mf := &mfRun[T]{}
+			mfFit(g, mf)
+			mf.next, mf.down = next, down
+			next = mf.step(nil)
+			if j == 0 {
+				loop, head = mf.loop(), mf
+			}
+		case runST:
+			st := &stRun[T]{}
+			stFit(g, st)
+			st.next, st.down = next, down
+			next = st.step(nil)
+			if j == 0 {
+				loop, head = st.loop(), st
 			}
 		}
-		next = single(&ops[i], next, down)
-		i--
 	}
-	return next, loop
+	return next, loop, head
+}
+
+// run is an mfRun or an stRun: step(src) makes its closure, checking src
+// (when not nil) before and after each value.
+type run[T any] interface {
+	step(src *scope) func(T) bool
+}
+
+// runKind says how compose runs a span of ops.
+type runKind uint8
+
+const (
+	runOne  runKind = iota // one stage: single
+	runPair                // one Map or Filter, or two of which one is a Map: pair (and headLoop)
+	runMF                  // up to four Maps and Filters: mfRun
+	runST                  // stages of other kinds: stRun
+)
+
+// span is a run of ops[i : i+n].
+type span struct {
+	i, n int
+	kind runKind
+}
+
+// cut cuts ops into runs from the first: at each stage the longest run that
+// mfRun or stRun can lay out from there (mfRun when both can), or the stage
+// alone.
+func cut[T any](ops []op[T]) []span {
+	var out []span
+	for i := 0; i < len(ops); {
+		m := mfFit(ops[i:], nil)
+		n := stFit(ops[i:], nil)
+		sp := span{i: i, n: 1, kind: runOne}
+		switch {
+		case m > 0 && m >= n:
+			sp.n, sp.kind = m, runMF
+			if m == 1 || m == 2 && (ops[i].kind == opMap || ops[i+1].kind == opMap) {
+				// Closures written for them, faster than mfRun's (which
+				// skips its empty slots).
+				sp.kind = runPair
+			}
+		case n > 1:
+			sp.n, sp.kind = n, runST
+		}
+		out = append(out, sp)
+		i += sp.n
+	}
+	return out
+}
+
+// mfRun is a run of Maps and Filters laid out on the pattern Map, Filter,
+// Map, Filter: a slot the run does not use holds a nil function, which the
+// run's closure skips (a test of a register, the same way for every value,
+// where a closure per stage would cost a call). Each slot's scope is its
+// stage's, checked after its function as the stage does unfused.
+type mfRun[T any] struct {
+	f1   func(T) T
+	s1   *scope
+	k1   func(T) bool
+	t1   *scope
+	f2   func(T) T
+	s2   *scope
+	k2   func(T) bool
+	t2   *scope
+	next func(T) bool // nil: down.OnNext
+	down Observer[T]
+}
+
+// mfFit lays out the leading Maps and Filters of ops on mfRun's pattern,
+// in order, as many as fit, into r (when not nil), and returns how many
+// (0 when ops[0] is of another kind).
+func mfFit[T any](ops []op[T], r *mfRun[T]) (n int) {
+	if r == nil {
+		r = new(mfRun[T]) // counting only: stays on the stack
+	}
+	slot := 0 // the next free slot: 0 f1, 1 k1, 2 f2, 3 k2
+	for _, x := range ops {
+		switch x.kind {
+		case opMap:
+			slot += slot % 2 // a Map goes in an even slot
+			if slot > 2 {
+				return n
+			}
+			if slot == 0 {
+				r.f1, r.s1 = x.f, x.sc
+			} else {
+				r.f2, r.s2 = x.f, x.sc
+			}
+		case opFilter:
+			slot += 1 - slot%2 // a Filter in an odd one
+			if slot > 3 {
+				return n
+			}
+			if slot == 1 {
+				r.k1, r.t1 = x.keep, x.sc
+			} else {
+				r.k2, r.t2 = x.keep, x.sc
+			}
+		default:
+			return n
+		}
+		slot++
+		n++
+	}
+	return n
+}
+
+// step returns the run's closure. src, when not nil, is the source's scope,
+// checked before the value and after it as FromSeq's yield does (fused.yield).
+//
+//go:noinline // see compose
+func (r *mfRun[T]) step(src *scope) func(T) bool {
+	return func(v T) bool {
+		if src != nil && src.done.Load() {
+			return false
+		}
+		if r.f1 != nil {
+			v = r.f1(v)
+			if r.s1.done.Load() {
+				return false
+			}
+		}
+		if r.k1 != nil {
+			if !r.k1(v) {
+				return src == nil || !src.done.Load()
+			}
+			if r.t1.done.Load() {
+				return false
+			}
+		}
+		if r.f2 != nil {
+			v = r.f2(v)
+			if r.s2.done.Load() {
+				return false
+			}
+		}
+		if r.k2 != nil {
+			if !r.k2(v) {
+				return src == nil || !src.done.Load()
+			}
+			if r.t2.done.Load() {
+				return false
+			}
+		}
+		if r.next == nil {
+			r.down.OnNext(v)
+		} else if !r.next(v) {
+			return false
+		}
+		return src == nil || !src.done.Load()
+	}
+}
+
+// loop returns the run's loop form (see fused): per value, what step does.
+// Both read the run's fields where they use them, from r (step) or from a
+// copy of it on the loop's stack (loop), one load each: held in locals,
+// every one of them would be reloaded into a register after each call.
+//
+//go:noinline // see compose
+func (r *mfRun[T]) loop() func([]T, *scope) bool {
+	return func(vs []T, sc *scope) bool {
+		r := *r // on the stack: see above
+		for _, v := range vs {
+			if sc != nil && sc.done.Load() {
+				return false
+			}
+			if r.f1 != nil {
+				v = r.f1(v)
+				if r.s1.done.Load() {
+					return false
+				}
+			}
+			if r.k1 != nil {
+				if !r.k1(v) {
+					continue
+				}
+				if r.t1.done.Load() {
+					return false
+				}
+			}
+			if r.f2 != nil {
+				v = r.f2(v)
+				if r.s2.done.Load() {
+					return false
+				}
+			}
+			if r.k2 != nil {
+				if !r.k2(v) {
+					continue
+				}
+				if r.t2.done.Load() {
+					return false
+				}
+			}
+			if r.next == nil {
+				r.down.OnNext(v)
+			} else if !r.next(v) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// stRun is a run of stages of other kinds, in the order Skip, SkipWhile,
+// TakeWhile, Do, Map, Scan, Filter, DistinctUntilChanged, each at most once
+// and any of them absent (nil): Skip→TakeWhile→Scan→DistinctUntilChanged,
+// SkipWhile→Map, Map→Scan→Filter, ... make one closure, which keeps the
+// stages' state where they do (pointers into their observers) and checks
+// each stage's scope after its function as the stage does unfused (single
+// spells out the same per kind).
+type stRun[T any] struct {
+	skipN  *int // Skip's count
+	skipW  func(T) bool
+	swPass *bool // SkipWhile is passing values
+	swSc   *scope
+	tw     *takeWhileObserver[T]
+	twKeep func(T) bool
+	twSc   *scope
+	do     func(T)
+	doSc   *scope
+	f      func(T) T
+	fSc    *scope
+	scan   func(T, T) T
+	acc    *T // Scan's accumulator
+	scanSc *scope
+	keep   func(T) bool
+	keepSc *scope
+	fresh  func(T) bool // DistinctUntilChanged: the value differs from the last
+	next   func(T) bool // nil: down.OnNext
+	down   Observer[T]
+}
+
+// stFit lays out the leading stages of ops on stRun's order, as many as
+// fit, into r (when not nil), and returns how many.
+func stFit[T any](ops []op[T], r *stRun[T]) (n int) {
+	if r == nil {
+		r = new(stRun[T]) // counting only: stays on the stack
+	}
+	last := -1 // the slot of the stage before, in stRun's order
+	for _, x := range ops {
+		slot := -1
+		switch x.kind {
+		case opSkip:
+			slot = 0
+		case opSkipWhile:
+			slot = 1
+		case opTakeWhile:
+			slot = 2
+		case opDo:
+			slot = 3
+		case opMap:
+			slot = 4
+		case opScan:
+			slot = 5
+		case opFilter:
+			slot = 6
+		case opStep:
+			if x.fresh != nil {
+				slot = 7
+			}
+		}
+		if slot <= last {
+			break
+		}
+		switch slot {
+		case 0:
+			r.skipN = x.n
+		case 1:
+			r.skipW, r.swPass, r.swSc = x.keep, x.pass, x.sc
+		case 2:
+			r.tw, r.twKeep, r.twSc = x.tw, x.keep, x.sc
+		case 3:
+			r.do, r.doSc = x.do, x.sc
+		case 4:
+			r.f, r.fSc = x.f, x.sc
+		case 5:
+			r.scan, r.acc, r.scanSc = x.scan, x.acc, x.sc
+		case 6:
+			r.keep, r.keepSc = x.keep, x.sc
+		case 7:
+			r.fresh = x.fresh
+		}
+		last = slot
+		n++
+	}
+	return n
+}
+
+// step returns the run's closure; src as for mfRun.step.
+//
+//go:noinline // see compose
+func (r *stRun[T]) step(src *scope) func(T) bool {
+	return func(v T) bool {
+		if src != nil && src.done.Load() {
+			return false
+		}
+		if r.skipN != nil && *r.skipN > 0 {
+			*r.skipN--
+			return src == nil || !src.done.Load()
+		}
+		if r.skipW != nil && !*r.swPass {
+			if r.skipW(v) || r.swSc.done.Load() {
+				return src == nil || !src.done.Load()
+			}
+			*r.swPass = true
+		}
+		if r.tw != nil {
+			if r.tw.done {
+				return false
+			}
+			ok := r.twKeep(v)
+			if r.twSc.done.Load() { // keep unsubscribed: neither the value nor the end
+				r.tw.done = true
+				return false
+			}
+			if !ok {
+				r.tw.end()
+				return false
+			}
+		}
+		if r.do != nil {
+			r.do(v)
+			if r.doSc.done.Load() {
+				return false
+			}
+		}
+		if r.f != nil {
+			v = r.f(v)
+			if r.fSc.done.Load() {
+				return false
+			}
+		}
+		if r.scan != nil {
+			v = r.scan(*r.acc, v)
+			*r.acc = v
+			if r.scanSc.done.Load() {
+				return false
+			}
+		}
+		if r.keep != nil {
+			if !r.keep(v) {
+				return src == nil || !src.done.Load()
+			}
+			if r.keepSc.done.Load() {
+				return false
+			}
+		}
+		if r.fresh != nil && !r.fresh(v) {
+			return src == nil || !src.done.Load()
+		}
+		if r.next == nil {
+			r.down.OnNext(v)
+		} else if !r.next(v) {
+			return false
+		}
+
+		return src == nil || !src.done.Load()
+	}
+}
+
+// loop returns the run's loop form: per value, what step does (keep the
+// two alike).
+//
+//go:noinline // see compose
+func (r *stRun[T]) loop() func([]T, *scope) bool {
+	return func(vs []T, sc *scope) bool {
+		r := *r // on the stack: see mfRun.loop
+		for _, v := range vs {
+			if sc != nil && sc.done.Load() {
+				return false
+			}
+			if r.skipN != nil && *r.skipN > 0 {
+				*r.skipN--
+				continue
+			}
+			if r.skipW != nil && !*r.swPass {
+				if r.skipW(v) || r.swSc.done.Load() {
+					continue
+				}
+				*r.swPass = true
+			}
+			if r.tw != nil {
+				if r.tw.done {
+					return false
+				}
+				ok := r.twKeep(v)
+				if r.twSc.done.Load() { // keep unsubscribed: neither the value nor the end
+					r.tw.done = true
+					return false
+				}
+				if !ok {
+					r.tw.end()
+					return false
+				}
+			}
+			if r.do != nil {
+				r.do(v)
+				if r.doSc.done.Load() {
+					return false
+				}
+			}
+			if r.f != nil {
+				v = r.f(v)
+				if r.fSc.done.Load() {
+					return false
+				}
+			}
+			if r.scan != nil {
+				v = r.scan(*r.acc, v)
+				*r.acc = v
+				if r.scanSc.done.Load() {
+					return false
+				}
+			}
+			if r.keep != nil {
+				if !r.keep(v) {
+					continue
+				}
+				if r.keepSc.done.Load() {
+					return false
+				}
+			}
+			if r.fresh != nil && !r.fresh(v) {
+				continue
+			}
+			if r.next == nil {
+				r.down.OnNext(v)
+			} else if !r.next(v) {
+				return false
+			}
+
+		}
+		return true
+	}
 }
 
 // headLoop returns the loop form of the first closure when it is made of
@@ -410,6 +887,22 @@ func mapMap[T any](f func(T) T, fsc *scope, g func(T) T, gsc *scope, next func(T
 	}
 }
 
+// pair is the closure of one Map or Filter, or two of which one is a Map
+// (g), followed by next (or down).
+func pair[T any](g []op[T], next func(T) bool, down Observer[T]) func(T) bool {
+	if len(g) == 1 {
+		return single(&g[0], next, down)
+	}
+	a, b := &g[0], &g[1]
+	switch {
+	case a.kind == opMap && b.kind == opFilter:
+		return mapFilter(a.f, a.sc, b.keep, b.sc, next, down)
+	case a.kind == opFilter && b.kind == opMap:
+		return filterMap(a.keep, a.sc, b.f, b.sc, next, down)
+	}
+	return mapMap(a.f, a.sc, b.f, b.sc, next, down)
+}
+
 // single is the closure of one stage x followed by next (or down).
 //
 //go:noinline // see compose
@@ -606,7 +1099,21 @@ func (t *takeObserver[T]) rxStage() (op[T], Observer[T], bool) {
 }
 
 func (d *distinctObserver[T]) rxStage() (op[T], Observer[T], bool) {
-	return op[T]{kind: opStep, build: d.step}, d.down, true
+	return op[T]{kind: opStep, build: d.step, fresh: d.freshFunc()}, d.down, true
+}
+
+// freshFunc is fresh as a closure of its own (T is comparable here, not in
+// the fused run).
+//
+//go:noinline // see compose
+func (d *distinctObserver[T]) freshFunc() func(T) bool {
+	return func(v T) bool {
+		if d.seen && v == d.last {
+			return false
+		}
+		d.seen, d.last = true, v
+		return true
+	}
 }
 
 // step compares with == in the closure itself (T is comparable here, not

@@ -268,7 +268,14 @@ func chainsWith(name string) [][]string {
 // scenario, fused and split, and reports any difference.
 func compareFusedAndUnfused(r reporter, name string, run func(so fsource, names []string, split bool, sc scenario) []string) {
 	r.Helper()
-	for _, chain := range chainsWith(name) {
+	compareChains(r, chainsWith(name), run)
+}
+
+// compareChains runs every chain over every source and scenario, fused and
+// split, and reports any difference.
+func compareChains(r reporter, chains [][]string, run func(so fsource, names []string, split bool, sc scenario) []string) {
+	r.Helper()
+	for _, chain := range chains {
 		for _, so := range fsources() {
 			for _, sc := range scenarios() {
 				fused := run(so, chain, false, sc)

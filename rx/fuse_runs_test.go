@@ -1,0 +1,170 @@
+package rx_test
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/meshrx/meshrx/rx"
+)
+
+// compose (fuse.go) cuts a fused chain into runs and makes one closure per
+// run: up to four Maps and Filters laid out on the pattern Map, Filter, Map,
+// Filter (mfRun), and stages of the other kinds in the order Skip,
+// SkipWhile, TakeWhile, Do, Map, Scan, Filter, DistinctUntilChanged
+// (stRun), each with a loop form that Range and Of run and a form that is
+// FromSeq's yield itself. The tests below hold every such run to the
+// fusion rule (fusion_test.go): the same log fused and with unfused between
+// every two stages, over every synchronous source and scenario.
+//
+// Negative controls, run by hand on fuse.go:
+//   - without the scope check after r.f2 in mfRun's step and loop:
+//     "[Map Map Map] over FromSeq, unsub@fn2: fused [fn 0 fn 1 unsubscribe
+//     completed fn 2], unfused [fn 0 fn 1 unsubscribe completed]";
+//   - without the scope check after r.scan in stRun's step: "[Scan Filter]
+//     over FromSeq, unsub@fn1: fused [fn 0 unsubscribe completed fn 0],
+//     unfused [fn 0 unsubscribe completed]";
+//   - for FromSeq's yield, see
+//     TestFromSeqComputesNoValuePastAnUnsubscriptionInADroppedValueOfEveryRunKind.
+
+// stOrder is stRun's order of kinds, by conformance entry name.
+var stOrder = []string{"Skip", "SkipWhile", "TakeWhile", "Do", "Map", "Scan", "Filter", "DistinctUntilChanged"}
+
+// mfChains returns every chain of one to five Maps and Filters.
+func mfChains() [][]string {
+	var out [][]string
+	for n := 1; n <= 5; n++ {
+		for bits := range 1 << n {
+			chain := make([]string, n)
+			for i := range chain {
+				chain[i] = "Map"
+				if bits&(1<<i) != 0 {
+					chain[i] = "Filter"
+				}
+			}
+			out = append(out, chain)
+		}
+	}
+	return out
+}
+
+// stChains returns every chain of two or more of stOrder's kinds in its
+// order.
+func stChains() [][]string {
+	var out [][]string
+	for bits := range 1 << len(stOrder) {
+		var chain []string
+		for i, name := range stOrder {
+			if bits&(1<<i) != 0 {
+				chain = append(chain, name)
+			}
+		}
+		if len(chain) >= 2 {
+			out = append(out, chain)
+		}
+	}
+	return out
+}
+
+func fusedRuns(chain []string) []string {
+	e := newEnv()
+	return rx.FusedRuns(func(src rx.Observable[int]) rx.Observable[int] { return buildChain(e, src, chain, false) })
+}
+
+func TestComposeMakesOneRunOfMapsAndFiltersOnItsPatternAndOfTheOtherKindsInTheirOrder(t *testing.T) {
+	want := map[string][]string{
+		"Map Filter":                {"pair 2"},
+		"Filter Map":                {"pair 2"},
+		"Map Map":                   {"pair 2"},
+		"Filter Filter":             {"mf 2"},
+		"Map Map Filter":            {"mf 3"},
+		"Filter Map Filter":         {"mf 3"},
+		"Map Filter Map Filter":     {"mf 4"},
+		"Map Map Map":               {"pair 2", "pair 1"},
+		"Map Filter Map Filter Map": {"mf 4", "pair 1"},
+		"Skip TakeWhile Scan DistinctUntilChanged": {"st 4"},
+		strings.Join(stOrder, " "):                 {"st 8"},
+		"Map Scan":                                 {"st 2"},
+		"Scan Map":                                 {"one 1", "pair 1"},
+		"Take Map":                                 {"one 1", "pair 1"},
+		"Skip Map Filter Map Filter":               {"st 3", "pair 2"},
+	}
+	for chain, runs := range want {
+		if got := fusedRuns(strings.Fields(chain)); !slices.Equal(got, runs) {
+			t.Errorf("%s: runs %v, want %v", chain, got, runs)
+		}
+	}
+	// Every chain below is cut into runs that hold all its stages, and
+	// every stRun chain is one run.
+	for _, chain := range append(mfChains(), stChains()...) {
+		runs := fusedRuns(chain)
+		n := 0
+		for _, r := range runs {
+			k, _ := strconv.Atoi(strings.Fields(r)[1])
+			n += k
+		}
+		if n != len(chain) {
+			t.Errorf("%v: runs %v hold %d stages, want %d", chain, runs, n, len(chain))
+		}
+		if chain[0] != "Map" && chain[0] != "Filter" || slices.Contains(chain, "Skip") {
+			if len(runs) != 1 || !strings.HasPrefix(runs[0], "st ") {
+				t.Errorf("%v: runs %v, want one stRun", chain, runs)
+			}
+		}
+	}
+}
+
+func TestEveryRunOfMapsAndFiltersBehavesFusedAsItsStagesDoUnfused(t *testing.T) {
+	compareChains(t, mfChains(), runChain)
+}
+
+func TestEveryRunOfTheOtherKindsBehavesFusedAsItsStagesDoUnfused(t *testing.T) {
+	compareChains(t, stChains(), runChain)
+}
+
+// TestFromSeqComputesNoValuePastAnUnsubscriptionInADroppedValueOfEveryRunKind:
+// FromSeq's yield is the first run's own closure (mfRun or stRun with the
+// source's scope); a Filter that unsubscribes while dropping its third value
+// must stop seq there, for every kind of first run. Negative control: with
+// the drop in mfRun.step (or stRun.step) returning true instead of checking
+// the source's scope, seq computes a fourth value (produced is 4).
+func TestFromSeqComputesNoValuePastAnUnsubscriptionInADroppedValueOfEveryRunKind(t *testing.T) {
+	chains := map[string]func(src rx.Observable[int], keep func(int) bool) rx.Observable[int]{
+		"pair 1": func(src rx.Observable[int], keep func(int) bool) rx.Observable[int] { return rx.Filter(src, keep) },
+		"mf 2": func(src rx.Observable[int], keep func(int) bool) rx.Observable[int] {
+			return rx.Filter(rx.Filter(src, func(int) bool { return true }), keep)
+		},
+		"st 2": func(src rx.Observable[int], keep func(int) bool) rx.Observable[int] {
+			return rx.Filter(rx.Skip(src, 0), keep)
+		},
+	}
+	for name, chain := range chains {
+		produced := 0
+		seq := func(yield func(int) bool) {
+			for i := range 10 {
+				produced++
+				if !yield(i) {
+					return
+				}
+			}
+		}
+		stop := rx.NewSubject[int]()
+		calls := 0
+		keep := func(int) bool {
+			calls++
+			if calls == 3 {
+				stop.OnNext(0) // unsubscribes the chain, on this goroutine
+			}
+			return false
+		}
+		got := rx.FusedRuns(func(src rx.Observable[int]) rx.Observable[int] { return chain(src, keep) })
+		if len(got) != 1 || got[0] != name {
+			t.Fatalf("%s: runs %v", name, got)
+		}
+		rx.TakeUntil(chain(rx.FromSeq(seq), keep), stop).Subscribe(rx.NewObserver[int](nil, nil, nil))
+		if produced != 3 {
+			t.Errorf("%s: seq computed %d values, want 3: a value past the unsubscription", name, produced)
+		}
+	}
+}
