@@ -227,7 +227,8 @@ type groupView struct {
 type itemView struct {
 	notifications.Notification
 	Addressee string `json:"addressee"`
-	Own       bool   `json:"own"` // the viewer's own: it can be marked read
+	Own       bool   `json:"own"`    // the viewer's own: it can be marked read
+	Source    string `json:"source"` // what it is about: the group it belongs to
 }
 
 func viewOf(viewer string, st notifications.BellState) bellView {
@@ -236,7 +237,7 @@ func viewOf(viewer string, st notifications.BellState) bellView {
 		gv := groupView{Source: g.Source, Items: make([]itemView, 0, len(g.Items))}
 		for _, n := range g.Items {
 			gv.Items = append(gv.Items, itemView{Notification: n, Addressee: n.Addressee,
-				Own: strings.EqualFold(n.Addressee, viewer)})
+				Own: strings.EqualFold(n.Addressee, viewer), Source: n.Source()})
 		}
 		v.Groups = append(v.Groups, gv)
 	}

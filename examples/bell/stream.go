@@ -58,6 +58,10 @@ type eventStream struct {
 	slow    bool                    // the socket took an event slowly: the stream's own goroutine writes the next
 	quick   uint8                   // whole events the socket took at once since (while slow)
 	closed  bool
+
+	// Owned by whoever holds the stream busy (see take).
+	seq   uint64                  // the id of the last event with a state written
+	shown notifications.BellState // that state, which the client holds: the next change is from it
 }
 
 // startStream answers the event-stream request on conn, taken over from
@@ -163,7 +167,18 @@ func (es *eventStream) take(buf *bytes.Buffer) (done, ok bool) {
 	es.mu.Unlock()
 	buf.Reset()
 	if due {
-		es.srv.frames.bellEvent(buf, es.viewerJSON, es.viewer, st)
+		// The first state is whole; the next are what changed since the
+		// state written before (or whole again when that is no larger).
+		es.seq++
+		buf.WriteString("id: ")
+		buf.WriteString(strconv.FormatUint(es.seq, 10))
+		buf.WriteByte('\n')
+		if es.seq == 1 {
+			es.srv.frames.bellEvent(buf, es.viewerJSON, es.viewer, st)
+		} else {
+			es.srv.frames.changeEvent(buf, es.viewerJSON, es.viewer, es.shown, st)
+		}
+		es.shown = st
 	}
 	if failure {
 		buf.WriteString("event: failure\ndata: {\"error\":\"the bell's live read ended; reload to resubscribe\"}\n\n")
@@ -432,17 +447,25 @@ func (w *writers) close() {
 // an Admin notification seen by 10,000 admins is one encoding, each
 // stream's event its head (the viewer) and that shared rest, copied.
 //
+// A change between two such states (see changeEvent) is encoded once the
+// same way: a broadcast's event to 10,000 admins is one encoding of the
+// notification added, each stream's event its head and that shared rest.
+//
 // It holds at most frameCacheBytes of item encodings and as much of state
-// encodings, starting afresh when either is full; the latest shared state
+// and of change encodings (and at most maxChanges changes), starting
+// afresh when one is full; the latest shared state
 // is read without a lock, so a broadcast's writers do not queue on one.
 type frameCache struct {
-	latest atomic.Pointer[sharedState] // the state encoded last
+	latest       atomic.Pointer[sharedState]  // the state encoded last
+	latestChange atomic.Pointer[sharedChange] // the change encoded last
 
-	mu         sync.Mutex
-	items      map[itemKey][]byte
-	itemBytes  int
-	states     map[*notifications.Group]*sharedState // by the state's first group
-	stateBytes int
+	mu          sync.Mutex
+	items       map[itemKey][]byte
+	itemBytes   int
+	states      map[*notifications.Group]*sharedState // by the state's first group
+	stateBytes  int
+	changes     map[changeKey]*sharedChange
+	changeBytes int
 }
 
 // frameCacheBytes bounds each of the cache's two parts.
@@ -463,14 +486,7 @@ type sharedState struct {
 }
 
 // ownedBy reports whether viewer owns any of the state's notifications.
-func (e *sharedState) ownedBy(viewer string) bool {
-	for _, a := range e.addressees {
-		if strings.EqualFold(a, viewer) {
-			return true
-		}
-	}
-	return false
-}
+func (e *sharedState) ownedBy(viewer string) bool { return ownedBy(e.addressees, viewer) }
 
 // bellEvent appends the "bell" event of viewer's state st to buf: the
 // JSON of viewOf(viewer, st). viewerJSON is viewer as a JSON string.
@@ -567,7 +583,7 @@ func (c *frameCache) item(n notifications.Notification, own bool) []byte {
 	if ok {
 		return b
 	}
-	b, err := json.Marshal(itemView{Notification: n, Addressee: n.Addressee, Own: own})
+	b, err := json.Marshal(itemView{Notification: n, Addressee: n.Addressee, Own: own, Source: n.Source()})
 	if err != nil {
 		// Every field is a string, a bool or a time; kept for safety.
 		b = []byte(fmt.Sprintf(`{"id":%q,"title":"(not encodable)"}`, n.ID))

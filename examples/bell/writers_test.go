@@ -90,9 +90,9 @@ func TestStreamsWhoseClientsReadNothingDoNotHoldBackTheOthers(t *testing.T) {
 		return srv.open == nStuck+nReading
 	}, bound, 5*time.Millisecond, "every stream open")
 
-	// Each broadcast adds a 4 KB notification: the events grow until the
-	// stuck sockets are full.
-	message := strings.Repeat("x", 4096)
+	// Each broadcast adds a 48 KB notification, each event (the change:
+	// that notification) 48 KB, until the stuck sockets are full.
+	message := strings.Repeat("x", 48<<10)
 	sender := signedIn(srv, tr, demoAdmin)
 	broadcast := func(i int) {
 		t.Helper()
