@@ -197,6 +197,26 @@ func TestASharedStatesEventIsEncodedOnceForEveryStream(t *testing.T) {
 		c.bellEvent(&buf, `"admin00002"`, "admin00002", own)
 	})
 	assert.Positive(t, ownAllocs, "control: a state of the viewer's own is encoded for the viewer")
+
+	// So is a change between two shared states (a broadcast): the
+	// notification added, encoded once, whatever the state's size.
+	next := notifications.BellState{Unread: 51, Groups: []notifications.Group{{Items: append([]notifications.Notification{
+		{ID: "new", Title: "added", Addressee: notifications.Admin, CreatedAt: at.Add(time.Second)}}, items...)}}}
+	buf.Reset()
+	c.changeEvent(&buf, `"admin00001"`, "admin00001", shared, next)
+	assert.Less(t, buf.Len(), 512, "the change holds the notification added, not the 51: %s", buf.String())
+	changeAllocs := testing.AllocsPerRun(100, func() {
+		buf.Reset()
+		c.changeEvent(&buf, `"admin00002"`, "admin00002", shared, next)
+	})
+	assert.Zero(t, changeAllocs, "a shared change's event: no allocation")
+	ownNext := notifications.BellState{Unread: 2, Groups: []notifications.Group{{Items: append([]notifications.Notification{
+		{ID: "o2", Title: "mine too", Addressee: "admin00002", CreatedAt: at.Add(time.Second)}}, own.Groups[0].Items...)}}}
+	ownChangeAllocs := testing.AllocsPerRun(100, func() {
+		buf.Reset()
+		c.changeEvent(&buf, `"admin00002"`, "admin00002", own, ownNext)
+	})
+	assert.Positive(t, ownChangeAllocs, "control: a change of the viewer's own is worked out for the viewer")
 }
 
 // The encodings are bounded by bytes, not by count: notifications of
