@@ -150,7 +150,7 @@ func (rs *readers) loop(ep int) {
 	defer rs.wg.Done()
 	buf := make([]byte, readBuffer)
 	events := make([]syscall.EpollEvent, 1024)
-	in := new(bellstate.Interner) // this reader's: its streams share their notifications
+	cache := new(bellstate.Cache) // this reader's: its streams share the decoding of their events
 	for !rs.stop.Load() {
 		n, err := syscall.EpollWait(ep, events, int(pollEvery/time.Millisecond))
 		if errors.Is(err, syscall.EINTR) {
@@ -169,7 +169,7 @@ func (rs *readers) loop(ep int) {
 		now := time.Now().UnixNano()
 		woke := rs.cur.Load()
 		for _, ev := range events[:n] {
-			rs.read(ep, rs.streams[ev.Pad], woke, buf, now, in)
+			rs.read(ep, rs.streams[ev.Pad], woke, buf, now, cache)
 		}
 	}
 }
@@ -182,7 +182,7 @@ func (rs *readers) loop(ep int) {
 // wake (woke is the round awaited then, now the wake's time), so they are
 // timed at the read. A stream whose events do not apply is closed and the
 // run fails.
-func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64, in *bellstate.Interner) {
+func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64, cache *bellstate.Cache) {
 	if s.fd < 0 {
 		return
 	}
@@ -196,7 +196,7 @@ func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64, i
 	}
 	awaited := r != nil && s.seen != r && r.lo <= s.idx && s.idx < r.hi
 	if n > 0 {
-		err = s.feed(buf[:n], in)
+		err = s.feed(buf[:n], cache)
 	}
 	if n <= 0 || err != nil { // the bell ended the stream, it failed, or its events did not apply
 		_ = syscall.EpollCtl(ep, syscall.EPOLL_CTL_DEL, s.fd, nil)
@@ -230,9 +230,9 @@ func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64, i
 }
 
 // feed applies the events data completes to s's state.
-func (s *stream) feed(data []byte, in *bellstate.Interner) error {
+func (s *stream) feed(data []byte, cache *bellstate.Cache) error {
 	return s.split.Feed(data, func(ev bellstate.Event) error {
-		if err := s.state.Apply(ev, in); err != nil {
+		if err := s.state.Apply(ev, cache); err != nil {
 			return fmt.Errorf("stream of %s: %w", s.viewer, err)
 		}
 		return nil

@@ -5,8 +5,9 @@ import (
 	"fmt"
 )
 
-// Splitter splits a stream's bytes, as they are read, into events. It is
-// not safe for concurrent use.
+// Splitter splits a stream's bytes, as they are read, into events: each
+// ends with an empty line ("\n\n", as the bell writes them); a CR ending
+// a line is dropped. It is not safe for concurrent use.
 type Splitter struct {
 	rest []byte // the start of an event not yet whole
 }

@@ -16,8 +16,10 @@
 package bellstate
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -116,6 +118,7 @@ func (e *MismatchError) Error() string {
 // awaiting one again.
 type State struct {
 	id     uint64 // the last event applied; 0: a whole state is awaited
+	viewer string // whose state it is, as the whole state said
 	items  map[Key]*Item
 	unread int
 }
@@ -123,6 +126,9 @@ type State struct {
 // ID returns the id of the last event applied, 0 when a whole state is
 // awaited.
 func (s *State) ID() uint64 { return s.id }
+
+// Viewer returns whose state it is, as its whole state said.
+func (s *State) Viewer() string { return s.viewer }
 
 // Len returns the number of notifications the state holds.
 func (s *State) Len() int { return len(s.items) }
@@ -146,79 +152,205 @@ func (s *State) Reset() { *s = State{} }
 // Apply applies ev: a "bell" event replaces the state, a "change" event
 // updates it when it follows the last event applied (else *GapError) and
 // leaves it as the event says (else *MismatchError). Other events are
-// ignored. in, if not nil, shares the decoded notifications between
-// states (bellload keeps thousands).
-func (s *State) Apply(ev Event, in *Interner) error {
+// ignored. c, if not nil, decodes each distinct event once for every
+// state that applies it (bellload keeps thousands).
+func (s *State) Apply(ev Event, c *Cache) error {
 	switch ev.Name {
 	case "bell", "change":
 	default:
 		return nil
 	}
+	err := s.apply(ev, c)
+	if err != nil {
+		s.Reset()
+	}
+	return err
+}
+
+func (s *State) apply(ev Event, c *Cache) error {
 	id, err := strconv.ParseUint(ev.ID, 10, 64)
 	if err != nil || id == 0 {
-		s.Reset()
 		return fmt.Errorf("bellstate: %s event with id %q, not a sequence number", ev.Name, ev.ID)
 	}
+	viewer, rest, err := splitViewer(ev.Data)
+	if err != nil {
+		return fmt.Errorf("bellstate: %s event: %w", ev.Name, err)
+	}
 	if ev.Name == "bell" {
-		return s.applyFull(id, ev.Data, in)
+		f, err := c.whole(rest)
+		if err != nil {
+			return err
+		}
+		*s = State{viewer: viewer, items: make(map[Key]*Item, len(f.items))}
+		for _, it := range f.items {
+			s.put(it)
+		}
+		if s.unread != f.unread {
+			return &MismatchError{Count: len(s.items), Unread: s.unread, WantCount: len(s.items), WantUnread: f.unread}
+		}
+		s.id = id
+		return nil
 	}
 	if s.id == 0 || id != s.id+1 {
-		have := s.id
-		s.Reset()
-		return &GapError{Have: have, Got: ev.ID}
+		return &GapError{Have: s.id, Got: ev.ID}
 	}
-	var c Change
-	if err := json.Unmarshal(ev.Data, &c); err != nil {
-		s.Reset()
-		return fmt.Errorf("bellstate: change event: %w", err)
+	if viewer != s.viewer {
+		return fmt.Errorf("bellstate: a change of %q's state applied to %q's", viewer, s.viewer)
 	}
-	for _, k := range c.Remove {
-		k.Addressee = strings.ToLower(k.Addressee)
+	ch, err := c.change(rest)
+	if err != nil {
+		return err
+	}
+	for _, k := range ch.remove {
 		if it, ok := s.items[k]; ok {
 			s.drop(it)
 		}
 	}
-	for _, raw := range c.Put {
-		it, err := in.item(raw)
-		if err != nil {
-			s.Reset()
-			return err
-		}
+	for _, it := range ch.put {
 		s.put(it)
 	}
-	if len(s.items) != c.Count || s.unread != c.Unread {
-		err := &MismatchError{Count: len(s.items), Unread: s.unread, WantCount: c.Count, WantUnread: c.Unread}
-		s.Reset()
-		return err
+	if len(s.items) != ch.count || s.unread != ch.unread {
+		return &MismatchError{Count: len(s.items), Unread: s.unread, WantCount: ch.count, WantUnread: ch.unread}
 	}
 	s.id = id
 	return nil
 }
 
-func (s *State) applyFull(id uint64, data []byte, in *Interner) error {
-	var f Full
-	if err := json.Unmarshal(data, &f); err != nil {
-		s.Reset()
-		return fmt.Errorf("bellstate: bell event: %w", err)
+// splitViewer reads the viewer that heads an event's data and returns the
+// data after it: `{"viewer":"ops","unread":…` gives "ops" and `,"unread":…`.
+func splitViewer(data []byte) (viewer string, rest []byte, err error) {
+	const head = `{"viewer":"`
+	if !bytes.HasPrefix(data, []byte(head)) {
+		return "", nil, errors.New(`the data does not start with {"viewer":"…"`)
 	}
-	*s = State{items: make(map[Key]*Item)}
-	for _, g := range f.Groups {
-		for _, raw := range g.Items {
-			it, err := in.item(raw)
-			if err != nil {
-				s.Reset()
-				return err
-			}
-			s.put(it)
+	end := bytes.IndexByte(data[len(head):], '"')
+	if end < 0 {
+		return "", nil, errors.New("the viewer does not end")
+	}
+	end += len(head)
+	if bytes.IndexByte(data[len(head):end], '\\') >= 0 {
+		// An escaped name (not one the bell issues): decoded the long way.
+		var v struct{ Viewer string }
+		if err := json.Unmarshal(data, &v); err != nil {
+			return "", nil, err
+		}
+		i := bytes.Index(data, []byte(`,"unread":`))
+		if i < 0 {
+			return "", nil, errors.New("no unread count")
+		}
+		return v.Viewer, data[i:], nil
+	}
+	return string(data[len(head):end]), data[end+1:], nil
+}
+
+// Cache decodes each distinct event once, and shares the result
+// (read-only) between the states that apply it: a broadcast's change is
+// the same for every admin but for the viewer at its head. It keeps at
+// most cacheMax of each kind, starting afresh when full. It is not safe
+// for concurrent use; a nil *Cache decodes every time.
+type Cache struct {
+	wholes  map[string]*whole
+	changes map[string]*change
+	items   map[string]*Item
+}
+
+const cacheMax = 1 << 12
+
+type whole struct {
+	unread int
+	items  []*Item
+}
+
+type change struct {
+	unread, count int
+	put           []*Item
+	remove        []Key // addressees in lower case
+}
+
+// body makes the JSON object of rest, an event's data after its viewer.
+func body(rest []byte) []byte {
+	if len(rest) > 0 && rest[0] == ',' {
+		return append([]byte{'{'}, rest[1:]...)
+	}
+	return rest
+}
+
+func (c *Cache) whole(rest []byte) (*whole, error) {
+	if c != nil {
+		if w, ok := c.wholes[string(rest)]; ok {
+			return w, nil
 		}
 	}
-	if s.unread != f.Unread {
-		err := &MismatchError{Count: len(s.items), Unread: s.unread, WantCount: len(s.items), WantUnread: f.Unread}
-		s.Reset()
-		return err
+	var f Full
+	if err := json.Unmarshal(body(rest), &f); err != nil {
+		return nil, fmt.Errorf("bellstate: bell event: %w", err)
 	}
-	s.id = id
-	return nil
+	w := &whole{unread: f.Unread}
+	for _, g := range f.Groups {
+		for _, raw := range g.Items {
+			it, err := c.item(raw)
+			if err != nil {
+				return nil, err
+			}
+			w.items = append(w.items, it)
+		}
+	}
+	if c != nil {
+		if c.wholes == nil || len(c.wholes) >= cacheMax {
+			c.wholes = make(map[string]*whole)
+		}
+		c.wholes[string(rest)] = w
+	}
+	return w, nil
+}
+
+func (c *Cache) change(rest []byte) (*change, error) {
+	if c != nil {
+		if ch, ok := c.changes[string(rest)]; ok {
+			return ch, nil
+		}
+	}
+	var d Change
+	if err := json.Unmarshal(body(rest), &d); err != nil {
+		return nil, fmt.Errorf("bellstate: change event: %w", err)
+	}
+	ch := &change{unread: d.Unread, count: d.Count}
+	for _, k := range d.Remove {
+		ch.remove = append(ch.remove, Key{Addressee: strings.ToLower(k.Addressee), ID: k.ID})
+	}
+	for _, raw := range d.Put {
+		it, err := c.item(raw)
+		if err != nil {
+			return nil, err
+		}
+		ch.put = append(ch.put, it)
+	}
+	if c != nil {
+		if c.changes == nil || len(c.changes) >= cacheMax {
+			c.changes = make(map[string]*change)
+		}
+		c.changes[string(rest)] = ch
+	}
+	return ch, nil
+}
+
+func (c *Cache) item(raw json.RawMessage) (*Item, error) {
+	if c != nil {
+		if it, ok := c.items[string(raw)]; ok {
+			return it, nil
+		}
+	}
+	it := new(Item)
+	if err := json.Unmarshal(raw, it); err != nil {
+		return nil, fmt.Errorf("bellstate: a notification: %w", err)
+	}
+	if c != nil {
+		if c.items == nil || len(c.items) >= cacheMax {
+			c.items = make(map[string]*Item)
+		}
+		c.items[string(raw)] = it
+	}
+	return it, nil
 }
 
 func (s *State) put(it *Item) {
@@ -269,33 +401,4 @@ func (s *State) Groups() []Group {
 		out[gi].Items = append(out[gi].Items, it)
 	}
 	return out
-}
-
-// Interner decodes each distinct notification's JSON once and shares the
-// result (read-only) between the states that hold it; it keeps at most
-// internMax, starting afresh when full. A nil *Interner decodes every
-// time.
-type Interner struct {
-	items map[string]*Item
-}
-
-const internMax = 1 << 14
-
-func (in *Interner) item(raw json.RawMessage) (*Item, error) {
-	if in != nil {
-		if it, ok := in.items[string(raw)]; ok {
-			return it, nil
-		}
-	}
-	it := new(Item)
-	if err := json.Unmarshal(raw, it); err != nil {
-		return nil, fmt.Errorf("bellstate: a notification: %w", err)
-	}
-	if in != nil {
-		if in.items == nil || len(in.items) >= internMax {
-			in.items = make(map[string]*Item)
-		}
-		in.items[string(raw)] = it
-	}
-	return it, nil
 }
