@@ -61,15 +61,17 @@ func stuckClient(t *testing.T, base, token string) {
 // Streams whose clients read nothing do not hold back the others, however
 // many they are: more than the server has writers, each with its socket
 // full. Every reading admin gets every broadcast promptly (within 3 s)
-// while the stuck streams' sockets fill, and after: a writer gives a full
-// socket writeAtOnce, then the rest of the event waits on a goroutine of
+// while the stuck streams' sockets fill, and after: a writer writes what
+// a socket takes at once, then the rest of the event waits on a goroutine of
 // that stream's own, which holds one event's rest at most (a newer state
 // replaces an older one not yet written). A stuck stream is closed once its
 // socket has taken nothing for eventWriteBudget, giving its slot back.
 //
-// Negative control: with writeAtOnce set to eventWriteBudget (a writer
-// waiting on a full socket as long as it may), the reading admins miss the
-// 3 s bound once the stuck sockets are full (seen: broadcast b35).
+// Negative control: with writeNow waiting on a full socket (its raw
+// write waiting for the socket on EAGAIN instead of handing the rest on),
+// the reading admins miss the 3 s bound once the stuck sockets are full
+// (seen: broadcast b56); before writeNow, with writeAtOnce set to
+// eventWriteBudget, likewise (b35).
 func TestStreamsWhoseClientsReadNothingDoNotHoldBackTheOthers(t *testing.T) {
 	nStuck, nReading := eventWriters()+2, 6
 	base, srv := serveUsers(t, 0, nStuck+nReading)
