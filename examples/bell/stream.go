@@ -48,7 +48,7 @@ type eventStream struct {
 	conn       net.Conn
 	raw        syscall.RawConn // conn's descriptor, when it offers one: written without waiting (see writeNow)
 	release    func()          // gives the stream's slot back
-	w          *writers // the server's, set by track
+	w          *writers        // the server's, set by track
 
 	mu      sync.Mutex
 	sub     rx.Subscription
