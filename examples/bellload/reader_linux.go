@@ -216,9 +216,19 @@ func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64, c
 	if !awaited {
 		return
 	}
-	it := s.state.Find(r.title)
+	// The awaited notification: among those the read's last event put
+	// (an awaited stream's one event of the round), else anywhere.
+	var it *bellstate.Item
+	for _, p := range s.state.Put() {
+		if p.Title == r.title {
+			it = p
+			break
+		}
+	}
 	if it == nil {
-		return
+		if it = s.state.Find(r.title); it == nil {
+			return
+		}
 	}
 	if err := r.check(it, s.viewer); err != nil {
 		rs.fail(err)

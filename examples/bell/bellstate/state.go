@@ -121,6 +121,7 @@ type State struct {
 	viewer string // whose state it is, as the whole state said
 	items  map[Key]*Item
 	unread int
+	last   []*Item // what the last event applied put; read-only, maybe shared
 }
 
 // ID returns the id of the last event applied, 0 when a whole state is
@@ -145,6 +146,10 @@ func (s *State) Find(title string) *Item {
 	}
 	return nil
 }
+
+// Put returns the notifications the last event applied added or changed
+// (every one, for a whole state). The slice is read-only.
+func (s *State) Put() []*Item { return s.last }
 
 // Reset drops the state: a whole state is awaited.
 func (s *State) Reset() { *s = State{} }
@@ -181,7 +186,7 @@ func (s *State) apply(ev Event, c *Cache) error {
 		if err != nil {
 			return err
 		}
-		*s = State{viewer: viewer, items: make(map[Key]*Item, len(f.items))}
+		*s = State{viewer: viewer, items: make(map[Key]*Item, len(f.items)), last: f.items}
 		for _, it := range f.items {
 			s.put(it)
 		}
@@ -209,6 +214,7 @@ func (s *State) apply(ev Event, c *Cache) error {
 	for _, it := range ch.put {
 		s.put(it)
 	}
+	s.last = ch.put
 	if len(s.items) != ch.count || s.unread != ch.unread {
 		return &MismatchError{Count: len(s.items), Unread: s.unread, WantCount: ch.count, WantUnread: ch.unread}
 	}
