@@ -501,8 +501,8 @@ func (w *writers) close() {
 //
 // It holds at most frameCacheBytes of item encodings and as much of state
 // and of change encodings (and at most maxChanges changes), starting
-// afresh when one is full; the latest shared state
-// is read without a lock, so a broadcast's writers do not queue on one.
+// afresh when one is full; the latest shared state and change are read
+// without a lock, so a broadcast's writers do not queue on one.
 type frameCache struct {
 	latest       atomic.Pointer[sharedState]  // the state encoded last
 	latestChange atomic.Pointer[sharedChange] // the change encoded last
