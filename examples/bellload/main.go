@@ -560,9 +560,9 @@ func (s *stream) firstState(body io.Reader, br *bufio.Reader) error {
 
 // verify checks, once the readers are stopped, that each stream's state
 // holds every notification sent to it (sent, by stream), and that every
-// admin's (streams[admins:]) holds the same number: they show the same
-// Admin notifications.
-func verify(streams []*stream, sent map[int][]string, admins int) error {
+// admin's (streams[firstAdmin:]) holds the same number: they show the
+// same Admin notifications.
+func verify(streams []*stream, sent map[int][]string, firstAdmin int) error {
 	var errs []error
 	for i, s := range streams {
 		if s.state.ID() == 0 {
@@ -574,9 +574,9 @@ func verify(streams []*stream, sent map[int][]string, admins int) error {
 				errs = append(errs, fmt.Errorf("stream of %s: %q is not in its state at the end", s.viewer, title))
 			}
 		}
-		if i > admins && s.state.Len() != streams[admins].state.Len() {
+		if i > firstAdmin && s.state.Len() != streams[firstAdmin].state.Len() {
 			errs = append(errs, fmt.Errorf("stream of %s: %d notifications at the end, %s's %d", s.viewer, s.state.Len(),
-				streams[admins].viewer, streams[admins].state.Len()))
+				streams[firstAdmin].viewer, streams[firstAdmin].state.Len()))
 		}
 		if len(errs) >= 10 {
 			errs = append(errs, errors.New("(and maybe more)"))

@@ -234,3 +234,27 @@ func TestARoundBegunDuringABatchIsCheckedAgainstThatBatchsLaterReads(t *testing.
 	assert.Greater(t, next.at[0], wake, "timed at the read, after the wake")
 	assert.Equal(t, int64(1), old.left.Load(), "the old round was not")
 }
+
+// The end check passes streams whose states hold what was sent to them
+// and names one that lacks a notification, or an admin whose state holds
+// another number than the others' (the negative controls).
+func TestTheEndCheckNamesAStreamMissingWhatWasSentToIt(t *testing.T) {
+	at := time.Date(2026, 12, 2, 1, 2, 3, 0, time.UTC)
+	a, b := itemJSON(t, "a", at), itemJSON(t, "b", at.Add(time.Second))
+	mk := func(viewer, events string) *stream {
+		s := &stream{viewer: viewer}
+		require.NoError(t, s.feed([]byte(events), nil))
+		return s
+	}
+	viewer := mk("user00001", wholeEvent(1, 1, a))
+	admin1 := mk("admin00001", wholeEvent(1, 2, a, b))
+	admin2 := mk("admin00002", wholeEvent(1, 1, a)+changeEvent(2, 2, 2, b))
+	sent := map[int][]string{0: {"a"}, 1: {"b"}, 2: {"b"}}
+	require.NoError(t, verify([]*stream{viewer, admin1, admin2}, sent, 1))
+
+	lacking := mk("admin00002", wholeEvent(1, 1, a))
+	err := verify([]*stream{viewer, admin1, lacking}, sent, 1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `stream of admin00002: "b" is not in its state at the end`)
+	assert.Contains(t, err.Error(), "stream of admin00002: 1 notifications at the end, admin00001's 2")
+}
