@@ -142,8 +142,8 @@ func TestAStuckAdminObserverDoesNotHoldBackAnotherAdminsBell(t *testing.T) {
 // fanOut.supervise not started (7289de3), this test failed (3 runs: 21, 20
 // and 6 of the 50 other admins got the broadcast within the bound, the
 // fan-out's 4 goroutines each held by a stuck observer); with the
-// per-delivery timer armed for an hour instead of FanOutStall, it fails
-// likewise (31 of 50, 4 stuck observers reached).
+// fan-out's checker starting no goroutine (fanOut.check returning at
+// once), it fails likewise (21 of 50, 4 stuck observers reached).
 func TestAdminObserversStuckOnEveryFanOutGoroutineDoNotHoldBackTheOtherAdmins(t *testing.T) {
 	fx := newMem(t)
 	svc := &notifications.Service{Mesh: fx.store, Clock: fx.clk, Admins: adminsByName()}
@@ -240,15 +240,16 @@ func TestAdminsWithNothingOfTheirOwnShareOneBuiltState(t *testing.T) {
 // Admin observers that are slow but return (100 of them, each taking 50 ms
 // of virtual time for the broadcast, like a blocking write to a client)
 // do not hold back the fast admins for long: every delivery held for
-// FanOutStall starts another goroutine, whether or not other deliveries
-// return meanwhile, so the 10 fast admins have the broadcast within
-// 200 ms of virtual time (90 ms when run: 9 stalls).
+// FanOutStall starts another goroutine (the fan-out's checker finds it),
+// whether or not other deliveries return meanwhile, so the 10 fast admins
+// have the broadcast within 200 ms of virtual time (80 ms when run).
 //
 // Negative control: with the whole-fan-out supervisor of 7289de3 (a
 // goroutine added only when no delivery at all returned for FanOutStall)
-// in place of the per-delivery timer, the slow observers' returns keep the
+// in place of the per-delivery check, the slow observers' returns keep the
 // fan-out at 8 goroutines and this test fails: run so, the last fast admin
-// had the broadcast after 350 ms and 360 ms of virtual time (two runs).
+// had the broadcast after 350 ms and 360 ms of virtual time (two runs);
+// with the checker starting no goroutine, after 1.15 s.
 func TestSlowButReturningAdminObserversDoNotHoldBackTheFastAdmins(t *testing.T) {
 	const nSlow, nFast, slow, bound = 100, 10, 50 * time.Millisecond, 200 * time.Millisecond
 	fx := newMem(t)

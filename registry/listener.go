@@ -1,9 +1,11 @@
 package registry
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -211,6 +213,16 @@ func (c *limitedConn) Close() error {
 	c.closed.Unlock()
 	c.once.Do(c.release)
 	return err
+}
+
+// SyscallConn gives the connection's descriptor when the connection it
+// wraps has one (a *net.TCPConn does), so that a server that took it over
+// from net/http can write to it without waiting (examples/bell's streams).
+func (c *limitedConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
 }
 
 func (c *limitedConn) isClosed() bool {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -76,6 +78,63 @@ func shows(title string) string {
 	return fmt.Sprintf(`[...document.querySelectorAll("#groups .item-title")].some(e => e.firstChild && e.firstChild.textContent === %q)`, title)
 }
 
+// A notification sent while the page's stream is down (the server ended
+// it) is shown once the page's EventSource reconnects: the new stream
+// starts with the whole state, which the page takes in place of what it
+// held; a change sent after it is applied on top. The negative control is
+// the first check: before the reconnect the page does not show it.
+func TestANotificationSentWhileThePagesStreamIsDownIsShownAfterItReconnects(t *testing.T) {
+	ctx := browser(t)
+	base, srv := serveBell(t)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(base+"/login?token="+srv.accounts.tokens["alice"]),
+		chromedp.WaitVisible(chromedp.CSS(`#bell[data-ready="true"]`)),
+	))
+	badgeBefore, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#badge")))
+	require.NoError(t, err)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	alice := signedIn(srv, tr, "alice")
+	send := func(title string) {
+		t.Helper()
+		status, body := post(t, alice, base+"/send", url.Values{"title": {title}, "to": {"alice"}})
+		require.Equal(t, http.StatusOK, status, "%v", body)
+	}
+
+	// The server ends alice's stream; the notification is sent before the
+	// page can reconnect (EventSource waits seconds before it does).
+	srv.mu.Lock()
+	var open []*eventStream
+	for es := range srv.streams {
+		if es.viewer == "alice" {
+			open = append(open, es)
+		}
+	}
+	srv.mu.Unlock()
+	require.Len(t, open, 1, "the page's stream")
+	open[0].close()
+	send("sent while the stream was down")
+	shownNow, err := chromedp.Run(ctx, chromedp.Evaluate[bool](shows("sent while the stream was down")))
+	require.NoError(t, err)
+	require.False(t, shownNow, "negative control: not shown while the stream is down")
+
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](shows("sent while the stream was down")+
+		` && document.getElementById("bell").dataset.connects === "2"`))
+	require.NoError(t, err, "the page did not reconnect and show what it missed")
+	send("after the reconnect")
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](shows("after the reconnect")))
+	require.NoError(t, err)
+	kind, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("bell").dataset.eventKind`))
+	require.NoError(t, err)
+	assert.Equal(t, "change", kind, "the second came as a change on top of the whole state")
+	badge, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#badge")))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprint(atoi(t, badgeBefore)+2), badge, "both are counted unread, once each")
+	resyncs, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("bell").dataset.resyncs || "0"`))
+	require.NoError(t, err)
+	assert.Equal(t, "0", resyncs, "no change was found out of order")
+}
+
 func TestASentNotificationAppearsInTheBellWithoutAReload(t *testing.T) {
 	ctx := browser(t)
 	base, srv := serveBell(t)
@@ -115,6 +174,14 @@ func TestASentNotificationAppearsInTheBellWithoutAReload(t *testing.T) {
 	badgeAfter, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#badge")))
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprint(atoi(t, badgeBefore)+1), badgeAfter, "the unread badge counts it")
+	// It came as a change (what changed, not the whole state), the second
+	// event of the stream, applied in order.
+	kind, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("bell").dataset.eventKind`))
+	require.NoError(t, err)
+	assert.Equal(t, "change", kind, "the notification came as a change event")
+	id, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("bell").dataset.eventId`))
+	require.NoError(t, err)
+	assert.Equal(t, "2", id, "the change followed the whole state")
 
 	if path := os.Getenv(envScreenshot); path != "" {
 		screenshot(t, ctx, path)

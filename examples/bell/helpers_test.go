@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +15,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/examples/bell/bellstate"
+	"github.com/meshrx/meshrx/notifications"
 )
 
 // bound limits, in real time, each wait of these tests: a server starting, a
@@ -155,6 +157,8 @@ func post(t *testing.T, c *http.Client, u string, form url.Values) (int, map[str
 type event struct {
 	name string
 	data string
+	kind string // for "bell": the event as sent, "bell" (whole) or "change"
+	id   string
 }
 
 // stream reads an event stream.
@@ -165,7 +169,11 @@ type stream struct {
 }
 
 // openStream opens GET u and reads its events until the stream ends or the
-// test does.
+// test does. It applies the bell's events as a client does
+// (bellstate.State) and hands on, for each "bell" or "change" event, a
+// "bell" event with the client's whole state after it (the JSON of a
+// bellView); one that does not apply ends the stream with an "unapplied"
+// event saying why.
 func openStream(t *testing.T, c *http.Client, u string) *stream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -181,29 +189,57 @@ func openStream(t *testing.T, c *http.Client, u string) *stream {
 		defer close(ended)
 		defer close(s.events)
 		defer res.Body.Close()
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 0, 64<<10), 4<<20) // events of many notifications
-		var ev event
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if ev.name != "" || ev.data != "" {
-					select {
-					case s.events <- ev:
-					case <-ctx.Done():
-						return
-					}
+		var (
+			sp    bellstate.Splitter
+			state bellstate.State
+			buf   = make([]byte, 32<<10)
+		)
+		emit := func(ev event) error {
+			select {
+			case s.events <- ev:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		for {
+			n, err := res.Body.Read(buf)
+			ferr := sp.Feed(buf[:n], func(e bellstate.Event) error {
+				if e.Name != "bell" && e.Name != "change" {
+					return emit(event{name: e.Name, data: string(e.Data), id: e.ID})
 				}
-				ev = event{}
-			case strings.HasPrefix(line, "event: "):
-				ev.name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				ev.data += strings.TrimPrefix(line, "data: ")
+				if err := state.Apply(e, nil); err != nil {
+					_ = emit(event{name: "unapplied", data: err.Error(), kind: e.Name, id: e.ID})
+					return err
+				}
+				var head struct{ Viewer string }
+				_ = json.Unmarshal(e.Data, &head)
+				b, _ := json.Marshal(viewFrom(head.Viewer, &state))
+				return emit(event{name: "bell", data: string(b), kind: e.Name, id: e.ID})
+			})
+			if err != nil || ferr != nil {
+				return
 			}
 		}
 	}()
 	return s
+}
+
+// viewFrom returns the bellView of a client's state.
+func viewFrom(viewer string, st *bellstate.State) bellView {
+	v := bellView{Viewer: viewer, Unread: st.Unread(), Groups: []groupView{}}
+	for _, g := range st.Groups() {
+		gv := groupView{Source: g.Source, Items: make([]itemView, 0, len(g.Items))}
+		for _, it := range g.Items {
+			gv.Items = append(gv.Items, itemView{Notification: notifications.Notification{
+				ID: it.ID, Title: it.Title, Message: it.Message, Icon: it.Icon, TargetPath: it.TargetPath,
+				Recipient: it.Recipient, Type: notifications.Type(it.Type), CreatedBy: it.CreatedBy,
+				CreatedAt: it.CreatedAt, IsRead: it.IsRead, MovedFrom: it.MovedFrom,
+			}, Addressee: it.Addressee, Own: it.Own, Source: it.Source})
+		}
+		v.Groups = append(v.Groups, gv)
+	}
+	return v
 }
 
 // next returns the next event named name whose data satisfies pred, skipping

@@ -175,10 +175,14 @@ func (s *server) closeStreams() {
 	}
 }
 
-// events streams the viewer's bell as Server-Sent Events: a "bell" event with
-// the whole state after every change, a "failure" event if the bell fails (not "error", which EventSource uses
-// for its own connection errors). The
-// stream ends when the client goes away or the server shuts down.
+// events streams the viewer's bell as Server-Sent Events: a "hello"
+// event, a "bell" event with the whole state, then after every change a
+// "change" event with what changed (see change.go; each with the stream's
+// sequence number as its id, so a client can tell it missed one and
+// reconnect), and a "failure" event if the bell fails (not "error", which
+// EventSource uses for its own connection errors). Every stream starts
+// with the whole state, whatever Last-Event-ID says. The stream ends when
+// the client goes away or the server shuts down.
 //
 // It streams the signed-in viewer's own bell only, within the stream caps
 // (limits.streams in all, limits.streamsPerViewer each): beyond them it
@@ -227,7 +231,8 @@ type groupView struct {
 type itemView struct {
 	notifications.Notification
 	Addressee string `json:"addressee"`
-	Own       bool   `json:"own"` // the viewer's own: it can be marked read
+	Own       bool   `json:"own"`    // the viewer's own: it can be marked read
+	Source    string `json:"source"` // what it is about: the group it belongs to
 }
 
 func viewOf(viewer string, st notifications.BellState) bellView {
@@ -236,7 +241,7 @@ func viewOf(viewer string, st notifications.BellState) bellView {
 		gv := groupView{Source: g.Source, Items: make([]itemView, 0, len(g.Items))}
 		for _, n := range g.Items {
 			gv.Items = append(gv.Items, itemView{Notification: n, Addressee: n.Addressee,
-				Own: strings.EqualFold(n.Addressee, viewer)})
+				Own: strings.EqualFold(n.Addressee, viewer), Source: n.Source()})
 		}
 		v.Groups = append(v.Groups, gv)
 	}

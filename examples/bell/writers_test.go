@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/examples/bell/bellstate"
 	"github.com/meshrx/meshrx/notifications"
 )
 
@@ -61,15 +62,17 @@ func stuckClient(t *testing.T, base, token string) {
 // Streams whose clients read nothing do not hold back the others, however
 // many they are: more than the server has writers, each with its socket
 // full. Every reading admin gets every broadcast promptly (within 3 s)
-// while the stuck streams' sockets fill, and after: a writer gives a full
-// socket writeAtOnce, then the rest of the event waits on a goroutine of
+// while the stuck streams' sockets fill, and after: a writer writes what
+// a socket takes at once, then the rest of the event waits on a goroutine of
 // that stream's own, which holds one event's rest at most (a newer state
 // replaces an older one not yet written). A stuck stream is closed once its
 // socket has taken nothing for eventWriteBudget, giving its slot back.
 //
-// Negative control: with writeAtOnce set to eventWriteBudget (a writer
-// waiting on a full socket as long as it may), the reading admins miss the
-// 3 s bound once the stuck sockets are full (seen: broadcast b35).
+// Negative control: with writeNow waiting on a full socket (its raw
+// write waiting for the socket on EAGAIN instead of handing the rest on),
+// the reading admins miss the 3 s bound once the stuck sockets are full
+// (seen: broadcast b56); before writeNow, with writeAtOnce set to
+// eventWriteBudget, likewise (b35).
 func TestStreamsWhoseClientsReadNothingDoNotHoldBackTheOthers(t *testing.T) {
 	nStuck, nReading := eventWriters()+2, 6
 	base, srv := serveUsers(t, 0, nStuck+nReading)
@@ -79,10 +82,13 @@ func TestStreamsWhoseClientsReadNothingDoNotHoldBackTheOthers(t *testing.T) {
 	}
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	reading := make([]*stream, nReading)
+	// The reading admins apply their events (bellstate) without building
+	// a view of each state: theirs grow to megabytes here.
+	reading := make([]<-chan bellstate.Event, nReading)
+	states := make([]bellstate.State, nReading)
 	for i, a := range admins[nStuck:] {
-		reading[i] = openStream(t, signedIn(srv, tr, a), base+"/events")
-		reading[i].nextBell(t)
+		reading[i] = rawStream(t, signedIn(srv, tr, a), base+"/events")
+		require.NoError(t, states[i].Apply(nextState(t, reading[i]), nil))
 	}
 	require.Eventually(t, func() bool {
 		srv.mu.Lock()
@@ -90,9 +96,9 @@ func TestStreamsWhoseClientsReadNothingDoNotHoldBackTheOthers(t *testing.T) {
 		return srv.open == nStuck+nReading
 	}, bound, 5*time.Millisecond, "every stream open")
 
-	// Each broadcast adds a 4 KB notification: the events grow until the
-	// stuck sockets are full.
-	message := strings.Repeat("x", 4096)
+	// Each broadcast adds a 48 KB notification, each event (the change:
+	// that notification) 48 KB, until the stuck sockets are full.
+	message := strings.Repeat("x", 48<<10)
 	sender := signedIn(srv, tr, demoAdmin)
 	broadcast := func(i int) {
 		t.Helper()
@@ -101,12 +107,12 @@ func TestStreamsWhoseClientsReadNothingDoNotHoldBackTheOthers(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, "%v", body)
 		deadline := time.NewTimer(promptly)
 		defer deadline.Stop()
-		for j, s := range reading {
-			for found := false; !found; {
+		for j, events := range reading {
+			for states[j].Find(title) == nil {
 				select {
-				case ev, ok := <-s.events:
+				case ev, ok := <-events:
 					require.True(t, ok, "reading admin %d: the stream ended", j)
-					found = ev.name == "bell" && has(title)(ev.data)
+					require.NoError(t, states[j].Apply(ev, nil), "reading admin %d", j)
 				case <-deadline.C:
 					require.FailNow(t, fmt.Sprintf("reading admin %d: broadcast %s not seen within %s", j, title, promptly))
 				}
@@ -197,6 +203,26 @@ func TestASharedStatesEventIsEncodedOnceForEveryStream(t *testing.T) {
 		c.bellEvent(&buf, `"admin00002"`, "admin00002", own)
 	})
 	assert.Positive(t, ownAllocs, "control: a state of the viewer's own is encoded for the viewer")
+
+	// So is a change between two shared states (a broadcast): the
+	// notification added, encoded once, whatever the state's size.
+	next := notifications.BellState{Unread: 51, Groups: []notifications.Group{{Items: append([]notifications.Notification{
+		{ID: "new", Title: "added", Addressee: notifications.Admin, CreatedAt: at.Add(time.Second)}}, items...)}}}
+	buf.Reset()
+	c.changeEvent(&buf, `"admin00001"`, "admin00001", shared, next)
+	assert.Less(t, buf.Len(), 512, "the change holds the notification added, not the 51: %s", buf.String())
+	changeAllocs := testing.AllocsPerRun(100, func() {
+		buf.Reset()
+		c.changeEvent(&buf, `"admin00002"`, "admin00002", shared, next)
+	})
+	assert.Zero(t, changeAllocs, "a shared change's event: no allocation")
+	ownNext := notifications.BellState{Unread: 2, Groups: []notifications.Group{{Items: append([]notifications.Notification{
+		{ID: "o2", Title: "mine too", Addressee: "admin00002", CreatedAt: at.Add(time.Second)}}, own.Groups[0].Items...)}}}
+	ownChangeAllocs := testing.AllocsPerRun(100, func() {
+		buf.Reset()
+		c.changeEvent(&buf, `"admin00002"`, "admin00002", own, ownNext)
+	})
+	assert.Positive(t, ownChangeAllocs, "control: a change of the viewer's own is worked out for the viewer")
 }
 
 // The encodings are bounded by bytes, not by count: notifications of

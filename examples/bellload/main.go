@@ -59,6 +59,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/meshrx/meshrx/examples/bell/bellstate"
 	"github.com/meshrx/meshrx/internal/quantile"
 )
 
@@ -167,8 +168,10 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 25))
 	var deliver, deliverReq []time.Duration
+	sent := make(map[int][]string) // stream → the titles sent to it (an admin's: every broadcast)
 	for i := range c.sends {
 		v := rng.IntN(c.viewers)
+		sent[v] = append(sent[v], fmt.Sprintf("load-%d", i))
 		d, err := timeDelivery(ctx, client, srv.base, sender, fmt.Sprintf("load-%d", i), streams[v].viewer, rs, v, v+1, c.bound)
 		if err != nil {
 			return fmt.Errorf("send %d to %s: %w", i, streams[v].viewer, err)
@@ -198,6 +201,9 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 				return fmt.Errorf("broadcast %d: %w", i, err)
 			}
 			broadcast, broadcastReq = append(broadcast, d.last()), append(broadcastReq, slices.Max(d.fromRequest))
+			for a := c.viewers; a < len(streams); a++ {
+				sent[a] = append(sent[a], fmt.Sprintf("broadcast-%d", i))
+			}
 		}
 		cpuAfter, err1 := cpuOf(srv.cmd.Process.Pid)
 		ownAfter, err2 := cpuOf(os.Getpid())
@@ -212,11 +218,16 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 			ms(quantile.Of(broadcastReq, 0.50)), ms(quantile.Of(broadcastReq, 0.99)))
 	}
 	if n := rs.ended.Load(); n > 0 {
-		return fmt.Errorf("the bell ended %d of %d streams during the run", n, len(streams))
+		return errors.Join(fmt.Errorf("the bell ended %d of %d streams during the run", n, len(streams)), rs.failed())
 	}
 	if err := rs.failed(); err != nil {
 		return err
 	}
+	rs.close() // the readers are done with the states
+	if err := verify(streams, sent, c.viewers); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "every stream's state holds what was sent to it, applied in order (%d streams checked)\n", len(streams))
 	fmt.Fprintf(out, "summary: viewers=%d admins=%d rss_mb=%.1f deliver_p50_ms=%.2f deliver_p99_ms=%.2f broadcast_p50_ms=%.2f broadcast_p99_ms=%.2f\n",
 		c.viewers, c.admins, float64(rss)/(1<<20), ms(quantile.Of(deliver, 0.50)), ms(quantile.Of(deliver, 0.99)),
 		ms(quantile.Of(broadcast, 0.50)), ms(quantile.Of(broadcast, 0.99)))
@@ -428,9 +439,9 @@ type stream struct {
 	idx    int    // its place among the run's streams
 	fd     int    // its socket once open (read by one reader); -1 before and after
 
-	// The stream's reader's own.
-	tail  [maxNeedle - 1]byte // the last bytes read: an awaited title cut in two by a read is found
-	tailN int
+	// The stream's reader's own (open's, before).
+	split bellstate.Splitter
+	state bellstate.State
 	seen  *round // the last round this stream reported
 }
 
@@ -493,7 +504,7 @@ func (s *stream) open(ctx context.Context, base string, bound time.Duration) err
 	if resp.StatusCode != http.StatusOK {
 		return fail(fmt.Errorf("status %s", resp.Status))
 	}
-	if err := firstBell(resp.Body); err != nil {
+	if err := s.firstState(resp.Body, br); err != nil {
 		return fail(err)
 	}
 	// The socket is the reader's from here: a descriptor of its own,
@@ -524,27 +535,59 @@ func (s *stream) open(ctx context.Context, base string, bound time.Duration) err
 	return nil
 }
 
-// firstBell reads body until the end of its first "bell" event.
-func firstBell(body io.Reader) error {
-	r := bufio.NewReader(body) // ReadString gathers a line of any length
-	var event string
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
+// firstState reads body until the stream's state is applied (its first
+// "bell" event), then applies what br, under body, read ahead: the events
+// after it belong to the state the reader keeps on applying.
+func (s *stream) firstState(body io.Reader, br *bufio.Reader) error {
+	buf := make([]byte, 4096)
+	for s.state.ID() == 0 {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if ferr := s.feed(buf[:n], nil); ferr != nil {
+				return ferr
+			}
+		}
+		if err != nil && s.state.ID() == 0 {
 			return fmt.Errorf("before the first bell state: %w", err)
 		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if event == "bell" {
-				return nil
+	}
+	if n := br.Buffered(); n > 0 {
+		ahead, _ := br.Peek(n)
+		return s.feed(ahead, nil)
+	}
+	return nil
+}
+
+// verify checks, once the readers are stopped, that each stream's state
+// holds every notification sent to it (sent, by stream), and that every
+// admin's (streams[firstAdmin:]) holds the same number: they show the
+// same Admin notifications.
+func verify(streams []*stream, sent map[int][]string, firstAdmin int) error {
+	var errs []error
+	for i, s := range streams {
+		if s.state.ID() == 0 {
+			errs = append(errs, fmt.Errorf("stream of %s: no state at the end", s.viewer))
+			continue
+		}
+		for _, title := range sent[i] {
+			if s.state.Find(title) == nil {
+				errs = append(errs, fmt.Errorf("stream of %s: %q is not in its state at the end", s.viewer, title))
 			}
-			event = ""
-		case strings.HasPrefix(line, "event: "):
-			event = line[len("event: "):]
+		}
+		if i > firstAdmin && s.state.Len() != streams[firstAdmin].state.Len() {
+			errs = append(errs, fmt.Errorf("stream of %s: %d notifications at the end, %s's %d", s.viewer, s.state.Len(),
+				streams[firstAdmin].viewer, streams[firstAdmin].state.Len()))
+		}
+		if len(errs) >= 10 {
+			errs = append(errs, errors.New("(and maybe more)"))
+			break
 		}
 	}
+	return errors.Join(errs...)
 }
+
+// bellloadMessage is the message of every notification bellload sends.
+const bellloadMessage = "bellload"
 
 // delivery is one awaited notification's arrival on each stream it
 // reached: from its commit (the createdAt the bell stamps just before it
@@ -560,16 +603,13 @@ func (d delivery) last() time.Duration { return slices.Max(d.fromCommit) }
 // or Admin) as the user of the token sender, and times its arrival on each
 // of streams[lo:hi] (read by rs).
 func timeDelivery(ctx context.Context, client *http.Client, base, sender, title, recipient string, rs *readers, lo, hi int, bound time.Duration) (delivery, error) {
-	r, err := newRound(title, lo, hi)
-	if err != nil {
-		return delivery{}, err
-	}
+	r := newRound(title, recipient, bellloadMessage, lo, hi)
 	if hi > lo {
 		rs.cur.Store(r)
 		defer rs.cur.CompareAndSwap(r, nil)
 	}
 	start := time.Now()
-	form := url.Values{"title": {title}, "message": {"bellload"}, "type": {"General"}, "to": {recipient}}
+	form := url.Values{"title": {title}, "message": {bellloadMessage}, "type": {"General"}, "to": {recipient}}
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, base+"/send", strings.NewReader(form.Encode()))
@@ -598,6 +638,9 @@ func timeDelivery(ctx context.Context, client *http.Client, base, sender, title,
 	}
 	if n := r.lost.Load(); n > 0 {
 		return delivery{}, fmt.Errorf("%d of %d streams ended before %q reached them", n, hi-lo, title)
+	}
+	if err := rs.failed(); err != nil {
+		return delivery{}, err
 	}
 	commit := r.commit.Load()
 	if commit == 0 {

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +21,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/meshrx/meshrx/examples/bell/bellstate"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -66,37 +69,56 @@ func TestALoadRunAgainstTheRealBellPrintsItsSummary(t *testing.T) {
 	assert.Contains(t, err.Error(), "403", "only a global admin sends to Admin")
 }
 
-// An awaited title is found wherever the reads cut the stream, even in
-// the middle of the title: the stream keeps its last bytes. Negative
-// control: without them (a stream that forgot its tail) a title cut in
-// two is missed.
-func TestAnAwaitedTitleIsFoundWhereverAReadCutsIt(t *testing.T) {
-	event := []byte(`event: bell` + "\n" + `data: {"viewer":"admin00001","unread":3,"groups":[{"source":"","items":[{"id":"x","title":"broadcast-7","message":"bellload","createdAt":"2026-12-02T01:02:03.123456789Z","isRead":false}]}]}` + "\n\n")
-	r, err := newRound("broadcast-7", 0, 1)
+// itemJSON is a notification as the bell's stream shows an admin one
+// bellload sent.
+func itemJSON(t *testing.T, title string, at time.Time) string {
+	t.Helper()
+	b, err := json.Marshal(bellstate.Item{ID: "id-" + title, Title: title, Message: bellloadMessage, Type: "General",
+		CreatedBy: senderName, CreatedAt: at, Addressee: adminAddressee})
 	require.NoError(t, err)
-	at := bytes.Index(event, r.needle)
-	require.Positive(t, at)
-	for cut := range len(event) + 1 {
-		s := &stream{}
-		s.keepTail([]byte("older bytes of an earlier event, long enough to fill the kept tail"))
-		_, before := s.find(event[:cut], r.needle)
-		s.keepTail(event[:cut])
-		i, after := s.find(event[cut:], r.needle)
-		require.True(t, before || after, "cut at %d: not found", cut)
-		if after {
-			assert.Equal(t, at-cut, i, "cut at %d: where it starts", cut)
-		}
-		if cut > at && cut < at+len(r.needle) {
-			forgot := &stream{}
-			_, found := forgot.find(event[cut:], r.needle)
-			assert.False(t, found, "negative control: cut at %d without the tail", cut)
-		}
+	return string(b)
+}
+
+// wholeEvent and changeEvent are the bell's events.
+func wholeEvent(id, unread int, items ...string) string {
+	return fmt.Sprintf("id: %d\nevent: bell\ndata: {\"viewer\":\"v\",\"unread\":%d,\"groups\":[{\"source\":\"\",\"items\":[%s]}]}\n\n",
+		id, unread, strings.Join(items, ","))
+}
+
+func changeEvent(id, count, unread int, put ...string) string {
+	return fmt.Sprintf("id: %d\nevent: change\ndata: {\"viewer\":\"v\",\"unread\":%d,\"count\":%d,\"put\":[%s],\"remove\":[]}\n\n",
+		id, unread, count, strings.Join(put, ","))
+}
+
+// A stream's events apply wherever the reads cut them: the state ends
+// holding each notification, in order. Negative control: the same stream
+// with its second event missing fails at the third (a gap), and with the
+// second doubled fails at the copy — neither is taken as a state.
+func TestAStreamsEventsApplyWhereverAReadCutsThemAndAMissedOneFails(t *testing.T) {
+	at := time.Date(2026, 12, 2, 1, 2, 3, 123456789, time.UTC)
+	a, b, c := itemJSON(t, "a", at), itemJSON(t, "b", at.Add(time.Second)), itemJSON(t, "c", at.Add(2*time.Second))
+	whole, second, third := wholeEvent(1, 1, a), changeEvent(2, 2, 2, b), changeEvent(3, 3, 3, c)
+	all := []byte(whole + second + third)
+	for cut := range len(all) + 1 {
+		s := &stream{viewer: "v"}
+		require.NoError(t, s.feed(all[:cut], nil), "cut at %d", cut)
+		require.NoError(t, s.feed(all[cut:], nil), "cut at %d", cut)
+		assert.Equal(t, uint64(3), s.state.ID(), "cut at %d", cut)
+		require.NotNil(t, s.state.Find("c"), "cut at %d", cut)
+		assert.Equal(t, 3, s.state.Len())
+		assert.True(t, s.state.Find("c").CreatedAt.Equal(at.Add(2*time.Second)))
 	}
-	commit, ok := createdAt(event[at:])
-	require.True(t, ok)
-	assert.Equal(t, time.Date(2026, 12, 2, 1, 2, 3, 123456789, time.UTC).UnixNano(), commit)
-	_, ok = createdAt([]byte(`"broadcast-7"},{"title":"other","createdAt":"2026-12-02T01:02:03Z"}`))
-	assert.False(t, ok, "another notification's createdAt is not this one's")
+	r := newRound("c", adminAddressee, bellloadMessage, 0, 1)
+	s := &stream{viewer: "v"}
+	require.NoError(t, s.feed(all, nil))
+	assert.NoError(t, r.check(s.state.Find("c"), "v"))
+	assert.Error(t, newRound("c", adminAddressee, "other", 0, 1).check(s.state.Find("c"), "v"), "negative control: other content")
+
+	var gap *bellstate.GapError
+	missed := &stream{viewer: "v"}
+	assert.ErrorAs(t, missed.feed([]byte(whole+third), nil), &gap, "negative control: the second missed")
+	doubled := &stream{viewer: "v"}
+	assert.ErrorAs(t, doubled.feed([]byte(whole+second+second), nil), &gap, "negative control: the second twice")
 }
 
 // Streams read through epoll report the awaited notification on each
@@ -117,15 +139,15 @@ func TestTheReadersTimeEachAwaitedStreamAndReportAStreamThatEnded(t *testing.T) 
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Connection", "close") // as the bell's: the stream ends with its connection
-		fmt.Fprint(w, "event: hello\ndata: {}\n\nevent: bell\ndata: {}\n\n")
+		fmt.Fprint(w, "event: hello\ndata: {}\n\n"+wholeEvent(1, 0))
 		w.(http.Flusher).Flush()
-		for {
+		for id := 2; ; id++ {
 			select {
 			case title := <-send[i]:
 				if title == "" {
 					return
 				}
-				fmt.Fprintf(w, "event: bell\ndata: {\"items\":[{\"title\":%q,\"createdAt\":%q}]}\n\n", title, time.Now().UTC().Format(time.RFC3339Nano))
+				fmt.Fprint(w, changeEvent(id, id-1, id-1, itemJSON(t, title, time.Now())))
 				w.(http.Flusher).Flush()
 			case <-r.Context().Done():
 				return
@@ -145,8 +167,7 @@ func TestTheReadersTimeEachAwaitedStreamAndReportAStreamThatEnded(t *testing.T) 
 	require.NoError(t, openAll(ctx, rs, srv.URL, streams, config{dial: 3, bound: time.Minute}))
 
 	await := func(title string, lo, hi int) *round {
-		r, err := newRound(title, lo, hi)
-		require.NoError(t, err)
+		r := newRound(title, adminAddressee, bellloadMessage, lo, hi)
 		rs.cur.Store(r)
 		for i := lo; i < hi; i++ {
 			send[i] <- title
@@ -165,8 +186,7 @@ func TestTheReadersTimeEachAwaitedStreamAndReportAStreamThatEnded(t *testing.T) 
 		assert.GreaterOrEqual(t, at, r.commit.Load(), "stream %d: arrival after the commit", i+2)
 	}
 	// Streams 4 and 5 end; 2 and 3 get the next one.
-	r, err = newRound("second", 2, 6)
-	require.NoError(t, err)
+	r = newRound("second", adminAddressee, bellloadMessage, 2, 6)
 	rs.cur.Store(r)
 	send[4] <- ""
 	send[5] <- ""
@@ -198,19 +218,43 @@ func TestARoundBegunDuringABatchIsCheckedAgainstThatBatchsLaterReads(t *testing.
 	require.NoError(t, err)
 	defer rs.close() // closes s.fd
 
-	old, err := newRound("old", 0, 1)
-	require.NoError(t, err)
-	next, err := newRound("next", 0, 1)
-	require.NoError(t, err)
+	old := newRound("old", adminAddressee, bellloadMessage, 0, 1)
+	next := newRound("next", adminAddressee, bellloadMessage, 0, 1)
+	require.NoError(t, s.feed([]byte(wholeEvent(1, 0)), nil))
 	wake := time.Now().UnixNano()
 	// The batch woke while old was awaited; next began, and its event
 	// came, before this stream's read.
 	rs.cur.Store(next)
-	_, err = syscall.Write(fds[1], []byte("event: bell\ndata: {\"items\":[{\"title\":\"next\"}]}\n\n"))
+	_, err = syscall.Write(fds[1], []byte(changeEvent(2, 1, 1, itemJSON(t, "next", time.Now()))))
 	require.NoError(t, err)
-	rs.read(rs.eps[0], s, old, make([]byte, readBuffer), wake)
+	rs.read(rs.eps[0], s, old, make([]byte, readBuffer), wake, nil)
+	require.NoError(t, rs.failed())
 
 	assert.Zero(t, next.left.Load(), "the new round was told")
 	assert.Greater(t, next.at[0], wake, "timed at the read, after the wake")
 	assert.Equal(t, int64(1), old.left.Load(), "the old round was not")
+}
+
+// The end check passes streams whose states hold what was sent to them
+// and names one that lacks a notification, or an admin whose state holds
+// another number than the others' (the negative controls).
+func TestTheEndCheckNamesAStreamMissingWhatWasSentToIt(t *testing.T) {
+	at := time.Date(2026, 12, 2, 1, 2, 3, 0, time.UTC)
+	a, b := itemJSON(t, "a", at), itemJSON(t, "b", at.Add(time.Second))
+	mk := func(viewer, events string) *stream {
+		s := &stream{viewer: viewer}
+		require.NoError(t, s.feed([]byte(events), nil))
+		return s
+	}
+	viewer := mk("user00001", wholeEvent(1, 1, a))
+	admin1 := mk("admin00001", wholeEvent(1, 2, a, b))
+	admin2 := mk("admin00002", wholeEvent(1, 1, a)+changeEvent(2, 2, 2, b))
+	sent := map[int][]string{0: {"a"}, 1: {"b"}, 2: {"b"}}
+	require.NoError(t, verify([]*stream{viewer, admin1, admin2}, sent, 1))
+
+	lacking := mk("admin00002", wholeEvent(1, 1, a))
+	err := verify([]*stream{viewer, admin1, lacking}, sent, 1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `stream of admin00002: "b" is not in its state at the end`)
+	assert.Contains(t, err.Error(), "stream of admin00002: 1 notifications at the end, admin00001's 2")
 }

@@ -1,13 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/meshrx/meshrx/examples/bell/bellstate"
 )
 
 // The streams' reading. A goroutine per stream blocked in a read (what an
@@ -17,6 +19,13 @@ import (
 // a few goroutines (-readers) wait on epoll for every open stream at once
 // and read each ready socket into one large buffer, so a broadcast costs a
 // read system call per stream and no goroutine wake per stream.
+//
+// Each stream's events are applied as a client applies them
+// (bellstate.State: the whole state, then changes in order, each checked
+// against the size and unread count it names), so a lost, doubled or
+// reordered event fails the run; and an awaited notification counts as
+// arrived once the stream's state holds it with the content it was sent
+// with.
 
 // readBuffer is each reader's buffer: larger than any bell event of a run
 // (a state of 200 notifications is ≈ 60 KB), so an event is one read.
@@ -25,36 +34,42 @@ const readBuffer = 256 << 10
 // pollEvery bounds each epoll wait, so that a reader sees the run end.
 const pollEvery = 50 * time.Millisecond
 
-// maxNeedle bounds the awaited title (quoted): a stream keeps its last
-// maxNeedle-1 bytes to find a title cut in two by a read.
-const maxNeedle = 64
-
-// round is one awaited notification: its title and the streams it must
-// reach, streams[lo:hi] of the run.
+// round is one awaited notification: its title, what it was sent with,
+// and the streams it must reach, streams[lo:hi] of the run.
 type round struct {
-	needle []byte // the title as a JSON string, quotes included
-	lo, hi int
-	at     []int64      // unix ns when each awaited stream had it (index-lo); written by the readers
-	commit atomic.Int64 // its createdAt (unix ns), read from the first event seen; 0 until then
-	left   atomic.Int64 // awaited streams not yet reached (or lost)
-	lost   atomic.Int64 // awaited streams that ended before it came
-	done   chan struct{}
+	title     string
+	addressee string // the recipient: a viewer, or Admin
+	message   string
+	at        []int64 // unix ns when each awaited stream had it (index-lo); written by the readers
+	lo, hi    int
+	commit    atomic.Int64 // its createdAt (unix ns), from the first stream that had it; 0 until then
+	left      atomic.Int64 // awaited streams not yet reached (or lost)
+	lost      atomic.Int64 // awaited streams that ended before it came
+	done      chan struct{}
 }
 
-func newRound(title string, lo, hi int) (*round, error) {
-	needle := fmt.Appendf(nil, "%q", title)
-	if len(needle) >= maxNeedle || bytes.ContainsAny(needle, `\`) {
-		return nil, fmt.Errorf("title %q: at most %d plain characters", title, maxNeedle-3)
-	}
-	r := &round{needle: needle, lo: lo, hi: hi, at: make([]int64, hi-lo), done: make(chan struct{})}
+func newRound(title, addressee, message string, lo, hi int) *round {
+	r := &round{title: title, addressee: addressee, message: message, lo: lo, hi: hi, at: make([]int64, hi-lo), done: make(chan struct{})}
 	r.left.Store(int64(hi - lo))
-	return r, nil
+	return r
 }
 
 func (r *round) arrive() {
 	if r.left.Add(-1) == 0 {
 		close(r.done)
 	}
+}
+
+// check reports how it, a stream's notification titled as r's, differs
+// from what r sent to viewer.
+func (r *round) check(it *bellstate.Item, viewer string) error {
+	own := !strings.EqualFold(r.addressee, adminAddressee)
+	if it.Message != r.message || !strings.EqualFold(it.Addressee, r.addressee) || it.Own != own ||
+		it.Type != "General" || it.CreatedBy != senderName || it.IsRead || it.CreatedAt.IsZero() {
+		return fmt.Errorf("stream of %s: %q arrived as %+v, not as sent (to %s, message %q, by %s, unread)",
+			viewer, r.title, *it, r.addressee, r.message, senderName)
+	}
+	return nil
 }
 
 // readers read every open stream through epoll.
@@ -66,7 +81,8 @@ type readers struct {
 	stop    atomic.Bool
 	wg      sync.WaitGroup
 	errMu   sync.Mutex
-	err     error // the first reader's failure
+	err     error // the readers' failures
+	once    sync.Once
 }
 
 // newReaders starts n readers for streams (not yet open: add each once it is).
@@ -100,8 +116,10 @@ func (rs *readers) add(s *stream) error {
 	return nil
 }
 
-// close stops the readers and closes every stream.
-func (rs *readers) close() {
+// close stops the readers and closes every stream, once.
+func (rs *readers) close() { rs.once.Do(rs.closeOnce) }
+
+func (rs *readers) closeOnce() {
 	rs.stop.Store(true)
 	rs.wg.Wait()
 	for _, s := range rs.streams {
@@ -115,6 +133,13 @@ func (rs *readers) close() {
 	}
 }
 
+// fail records a reader's failure.
+func (rs *readers) fail(err error) {
+	rs.errMu.Lock()
+	rs.err = errors.Join(rs.err, err)
+	rs.errMu.Unlock()
+}
+
 func (rs *readers) failed() error {
 	rs.errMu.Lock()
 	defer rs.errMu.Unlock()
@@ -125,15 +150,14 @@ func (rs *readers) loop(ep int) {
 	defer rs.wg.Done()
 	buf := make([]byte, readBuffer)
 	events := make([]syscall.EpollEvent, 1024)
+	cache := new(bellstate.Cache) // this reader's: its streams share the decoding of their events
 	for !rs.stop.Load() {
 		n, err := syscall.EpollWait(ep, events, int(pollEvery/time.Millisecond))
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
 		if err != nil {
-			rs.errMu.Lock()
-			rs.err = errors.Join(rs.err, fmt.Errorf("epoll wait: %w", err))
-			rs.errMu.Unlock()
+			rs.fail(fmt.Errorf("epoll wait: %w", err))
 			return
 		}
 		if n == 0 {
@@ -145,18 +169,20 @@ func (rs *readers) loop(ep int) {
 		now := time.Now().UnixNano()
 		woke := rs.cur.Load()
 		for _, ev := range events[:n] {
-			rs.read(ep, rs.streams[ev.Pad], woke, buf, now)
+			rs.read(ep, rs.streams[ev.Pad], woke, buf, now, cache)
 		}
 	}
 }
 
 // read reads what s has, once (epoll reports it again if more is left),
-// and tells the round awaited now when its title is in it. The round is
-// loaded after the read, so a round begun while the batch is read is
-// checked against what that read returned; its bytes came after the wake
-// (woke is the round awaited then, now the wake's time), so they are timed
-// at the read.
-func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64) {
+// applies the events it completes to the stream's state, and tells the
+// round awaited now when the state holds its notification as sent. The
+// round is loaded after the read, so a round begun while the batch is read
+// is checked against what that read returned; its bytes came after the
+// wake (woke is the round awaited then, now the wake's time), so they are
+// timed at the read. A stream whose events do not apply is closed and the
+// run fails.
+func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64, cache *bellstate.Cache) {
 	if s.fd < 0 {
 		return
 	}
@@ -169,11 +195,17 @@ func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64) {
 		now = time.Now().UnixNano()
 	}
 	awaited := r != nil && s.seen != r && r.lo <= s.idx && s.idx < r.hi
-	if n <= 0 { // the bell ended the stream, or it failed
+	if n > 0 {
+		err = s.feed(buf[:n], cache)
+	}
+	if n <= 0 || err != nil { // the bell ended the stream, it failed, or its events did not apply
 		_ = syscall.EpollCtl(ep, syscall.EPOLL_CTL_DEL, s.fd, nil)
 		_ = syscall.Close(s.fd)
 		s.fd = -1
 		rs.ended.Add(1)
+		if err != nil {
+			rs.fail(err)
+		}
 		if awaited {
 			s.seen = r
 			r.lost.Add(1)
@@ -181,65 +213,38 @@ func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64) {
 		}
 		return
 	}
-	data := buf[:n]
-	if awaited {
-		if i, ok := s.find(data, r.needle); ok {
-			s.seen = r
-			r.at[s.idx-r.lo] = now
-			if r.commit.Load() == 0 && i >= 0 {
-				if t, ok := createdAt(data[i:]); ok {
-					r.commit.CompareAndSwap(0, t)
-				}
-			}
-			r.arrive()
-		}
-	}
-	s.keepTail(data)
-}
-
-// find reports whether needle is in the stream's last bytes followed by
-// data, and where it starts, as an index into data (negative when it
-// starts in the kept tail).
-func (s *stream) find(data, needle []byte) (int, bool) {
-	if s.tailN > 0 {
-		var joined [2 * maxNeedle]byte
-		j := append(joined[:0], s.tail[:s.tailN]...)
-		j = append(j, data[:min(len(data), len(needle)-1)]...)
-		if i := bytes.Index(j, needle); i >= 0 {
-			return i - s.tailN, true
-		}
-	}
-	i := bytes.Index(data, needle)
-	return i, i >= 0
-}
-
-// keepTail keeps the last bytes the stream read, for find.
-func (s *stream) keepTail(data []byte) {
-	if len(data) >= len(s.tail) {
-		s.tailN = copy(s.tail[:], data[len(data)-len(s.tail):])
+	if !awaited {
 		return
 	}
-	keep := min(s.tailN, len(s.tail)-len(data))
-	copy(s.tail[:], s.tail[s.tailN-keep:s.tailN])
-	s.tailN = keep + copy(s.tail[keep:], data)
+	// The awaited notification: among those the read's last event put
+	// (an awaited stream's one event of the round), else anywhere.
+	var it *bellstate.Item
+	for _, p := range s.state.Put() {
+		if p.Title == r.title {
+			it = p
+			break
+		}
+	}
+	if it == nil {
+		if it = s.state.Find(r.title); it == nil {
+			return
+		}
+	}
+	if err := r.check(it, s.viewer); err != nil {
+		rs.fail(err)
+	}
+	s.seen = r
+	r.at[s.idx-r.lo] = now
+	r.commit.CompareAndSwap(0, it.CreatedAt.UnixNano())
+	r.arrive()
 }
 
-// createdAt reads the createdAt of the notification whose title starts
-// item (the bell's JSON of a notification has it after the title).
-func createdAt(item []byte) (int64, bool) {
-	const key = `"createdAt":"`
-	i := bytes.Index(item, []byte(key))
-	if i < 0 || bytes.IndexByte(item[:i], '}') >= 0 { // not this notification's
-		return 0, false
-	}
-	rest := item[i+len(key):]
-	end := bytes.IndexByte(rest, '"')
-	if end < 0 {
-		return 0, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, string(rest[:end]))
-	if err != nil {
-		return 0, false
-	}
-	return t.UnixNano(), true
+// feed applies the events data completes to s's state.
+func (s *stream) feed(data []byte, cache *bellstate.Cache) error {
+	return s.split.Feed(data, func(ev bellstate.Event) error {
+		if err := s.state.Apply(ev, cache); err != nil {
+			return fmt.Errorf("stream of %s: %w", s.viewer, err)
+		}
+		return nil
+	})
 }

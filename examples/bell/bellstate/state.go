@@ -1,0 +1,410 @@
+// Package bellstate keeps a bell as the client of its event stream
+// (examples/bell's GET /events) sees it: it applies the stream's events in
+// order — a "bell" event, the whole state, and "change" events, what
+// changed since the event before — and tells a client that missed one, so
+// that it asks for the whole state again (by reconnecting) instead of
+// showing a wrong one.
+//
+// Every event that carries a state has an SSE id, the stream's sequence
+// number: 1 for the first (always a whole state), one more for each after.
+// A change applies only to the state of the event just before it (its id
+// minus one), and says how many notifications and unread ones the state
+// has after it, which the client checks.
+//
+// The page (examples/bell/static/index.html) does the same in JavaScript;
+// bellload and the bell's tests use this package.
+package bellstate
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Item is a notification as a stream shows it.
+type Item struct {
+	ID         string    `json:"id"`
+	Title      string    `json:"title"`
+	Message    string    `json:"message"`
+	Icon       string    `json:"icon"`
+	TargetPath string    `json:"targetPath"`
+	Recipient  string    `json:"recipient"`
+	Type       string    `json:"type"`
+	CreatedBy  string    `json:"createdBy"`
+	CreatedAt  time.Time `json:"createdAt"`
+	IsRead     bool      `json:"isRead"`
+	MovedFrom  string    `json:"movedFrom,omitempty"`
+	Addressee  string    `json:"addressee"`
+	Own        bool      `json:"own"`
+	// Source is the entity the notification is about, which the bell
+	// groups by.
+	Source string `json:"source"`
+}
+
+// Key names a notification: its addressee (compared without case) and id.
+type Key struct {
+	Addressee string `json:"addressee"`
+	ID        string `json:"id"`
+}
+
+func (it *Item) key() Key { return Key{Addressee: strings.ToLower(it.Addressee), ID: it.ID} }
+
+// Group is the notifications about one source, newest first.
+type Group struct {
+	Source string
+	Items  []*Item
+}
+
+// Full is the data of a "bell" event: the whole state.
+type Full struct {
+	Viewer string `json:"viewer"`
+	Unread int    `json:"unread"`
+	Groups []struct {
+		Source string            `json:"source"`
+		Items  []json.RawMessage `json:"items"`
+	} `json:"groups"`
+}
+
+// Change is the data of a "change" event: the notifications added or
+// changed since the event before (Put) and those gone (Remove), and what
+// the state holds after it.
+type Change struct {
+	Viewer string            `json:"viewer"`
+	Unread int               `json:"unread"`
+	Count  int               `json:"count"`
+	Put    []json.RawMessage `json:"put"`
+	Remove []Key             `json:"remove"`
+}
+
+// Event is one event of a stream, as its fields came.
+type Event struct {
+	Name string // "bell", "change", "hello", "failure", …
+	ID   string // "" when the event has none
+	Data []byte
+}
+
+// GapError says a change event does not follow the state the client holds:
+// an event was missed (or the stream started with a change). The client
+// must get the whole state again.
+type GapError struct {
+	Have uint64 // the id of the last event applied; 0 for none
+	Got  string // the change's id
+}
+
+func (e *GapError) Error() string {
+	return fmt.Sprintf("bellstate: change %q does not follow event %d: an event was missed; get the whole state again", e.Got, e.Have)
+}
+
+// MismatchError says the state after a change is not the one the event
+// describes (a lost or doubled change the ids did not show).
+type MismatchError struct {
+	Count, Unread         int // after applying
+	WantCount, WantUnread int // as the event says
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("bellstate: after the change the state holds %d notifications (%d unread), the event says %d (%d unread); get the whole state again",
+		e.Count, e.Unread, e.WantCount, e.WantUnread)
+}
+
+// State is a bell's state as the client has applied it. The zero State
+// holds nothing and awaits a whole state. An error from Apply leaves it
+// awaiting one again.
+type State struct {
+	id     uint64 // the last event applied; 0: a whole state is awaited
+	viewer string // whose state it is, as the whole state said
+	items  map[Key]*Item
+	unread int
+	last   []*Item // what the last event applied put; read-only, maybe shared
+}
+
+// ID returns the id of the last event applied, 0 when a whole state is
+// awaited.
+func (s *State) ID() uint64 { return s.id }
+
+// Viewer returns whose state it is, as its whole state said.
+func (s *State) Viewer() string { return s.viewer }
+
+// Len returns the number of notifications the state holds.
+func (s *State) Len() int { return len(s.items) }
+
+// Unread returns the number of unread notifications.
+func (s *State) Unread() int { return s.unread }
+
+// Find returns the notification titled title, or nil.
+func (s *State) Find(title string) *Item {
+	for _, it := range s.items {
+		if it.Title == title {
+			return it
+		}
+	}
+	return nil
+}
+
+// Put returns the notifications the last event applied added or changed
+// (every one, for a whole state). The slice is read-only.
+func (s *State) Put() []*Item { return s.last }
+
+// Reset drops the state: a whole state is awaited.
+func (s *State) Reset() { *s = State{} }
+
+// Apply applies ev: a "bell" event replaces the state, a "change" event
+// updates it when it follows the last event applied (else *GapError) and
+// leaves it as the event says (else *MismatchError). Other events are
+// ignored. c, if not nil, decodes each distinct event once for every
+// state that applies it (bellload keeps thousands).
+func (s *State) Apply(ev Event, c *Cache) error {
+	switch ev.Name {
+	case "bell", "change":
+	default:
+		return nil
+	}
+	err := s.apply(ev, c)
+	if err != nil {
+		s.Reset()
+	}
+	return err
+}
+
+func (s *State) apply(ev Event, c *Cache) error {
+	id, err := strconv.ParseUint(ev.ID, 10, 64)
+	if err != nil || id == 0 {
+		return fmt.Errorf("bellstate: %s event with id %q, not a sequence number", ev.Name, ev.ID)
+	}
+	viewer, rest, err := splitViewer(ev.Data)
+	if err != nil {
+		return fmt.Errorf("bellstate: %s event: %w", ev.Name, err)
+	}
+	if ev.Name == "bell" {
+		f, err := c.whole(rest)
+		if err != nil {
+			return err
+		}
+		*s = State{viewer: viewer, items: make(map[Key]*Item, len(f.items)), last: f.items}
+		for _, it := range f.items {
+			s.put(it)
+		}
+		if s.unread != f.unread {
+			return &MismatchError{Count: len(s.items), Unread: s.unread, WantCount: len(s.items), WantUnread: f.unread}
+		}
+		s.id = id
+		return nil
+	}
+	if s.id == 0 || id != s.id+1 {
+		return &GapError{Have: s.id, Got: ev.ID}
+	}
+	if viewer != s.viewer {
+		return fmt.Errorf("bellstate: a change of %q's state applied to %q's", viewer, s.viewer)
+	}
+	ch, err := c.change(rest)
+	if err != nil {
+		return err
+	}
+	for _, k := range ch.remove {
+		if it, ok := s.items[k]; ok {
+			s.drop(it)
+		}
+	}
+	for _, it := range ch.put {
+		s.put(it)
+	}
+	s.last = ch.put
+	if len(s.items) != ch.count || s.unread != ch.unread {
+		return &MismatchError{Count: len(s.items), Unread: s.unread, WantCount: ch.count, WantUnread: ch.unread}
+	}
+	s.id = id
+	return nil
+}
+
+// splitViewer reads the viewer that heads an event's data and returns the
+// data after it: `{"viewer":"ops","unread":…` gives "ops" and `,"unread":…`.
+func splitViewer(data []byte) (viewer string, rest []byte, err error) {
+	const head = `{"viewer":"`
+	if !bytes.HasPrefix(data, []byte(head)) {
+		return "", nil, errors.New(`the data does not start with {"viewer":"…"`)
+	}
+	end := bytes.IndexByte(data[len(head):], '"')
+	if end < 0 {
+		return "", nil, errors.New("the viewer does not end")
+	}
+	end += len(head)
+	if bytes.IndexByte(data[len(head):end], '\\') >= 0 {
+		// An escaped name (not one the bell issues): decoded the long way.
+		var v struct{ Viewer string }
+		if err := json.Unmarshal(data, &v); err != nil {
+			return "", nil, err
+		}
+		i := bytes.Index(data, []byte(`,"unread":`))
+		if i < 0 {
+			return "", nil, errors.New("no unread count")
+		}
+		return v.Viewer, data[i:], nil
+	}
+	return string(data[len(head):end]), data[end+1:], nil
+}
+
+// Cache decodes each distinct event once, and shares the result
+// (read-only) between the states that apply it: a broadcast's change is
+// the same for every admin but for the viewer at its head. It keeps at
+// most cacheMax of each kind, starting afresh when full. It is not safe
+// for concurrent use; a nil *Cache decodes every time.
+type Cache struct {
+	wholes  map[string]*whole
+	changes map[string]*change
+	items   map[string]*Item
+}
+
+const cacheMax = 1 << 12
+
+type whole struct {
+	unread int
+	items  []*Item
+}
+
+type change struct {
+	unread, count int
+	put           []*Item
+	remove        []Key // addressees in lower case
+}
+
+// body makes the JSON object of rest, an event's data after its viewer.
+func body(rest []byte) []byte {
+	if len(rest) > 0 && rest[0] == ',' {
+		return append([]byte{'{'}, rest[1:]...)
+	}
+	return rest
+}
+
+func (c *Cache) whole(rest []byte) (*whole, error) {
+	if c != nil {
+		if w, ok := c.wholes[string(rest)]; ok {
+			return w, nil
+		}
+	}
+	var f Full
+	if err := json.Unmarshal(body(rest), &f); err != nil {
+		return nil, fmt.Errorf("bellstate: bell event: %w", err)
+	}
+	w := &whole{unread: f.Unread}
+	for _, g := range f.Groups {
+		for _, raw := range g.Items {
+			it, err := c.item(raw)
+			if err != nil {
+				return nil, err
+			}
+			w.items = append(w.items, it)
+		}
+	}
+	if c != nil {
+		if c.wholes == nil || len(c.wholes) >= cacheMax {
+			c.wholes = make(map[string]*whole)
+		}
+		c.wholes[string(rest)] = w
+	}
+	return w, nil
+}
+
+func (c *Cache) change(rest []byte) (*change, error) {
+	if c != nil {
+		if ch, ok := c.changes[string(rest)]; ok {
+			return ch, nil
+		}
+	}
+	var d Change
+	if err := json.Unmarshal(body(rest), &d); err != nil {
+		return nil, fmt.Errorf("bellstate: change event: %w", err)
+	}
+	ch := &change{unread: d.Unread, count: d.Count}
+	for _, k := range d.Remove {
+		ch.remove = append(ch.remove, Key{Addressee: strings.ToLower(k.Addressee), ID: k.ID})
+	}
+	for _, raw := range d.Put {
+		it, err := c.item(raw)
+		if err != nil {
+			return nil, err
+		}
+		ch.put = append(ch.put, it)
+	}
+	if c != nil {
+		if c.changes == nil || len(c.changes) >= cacheMax {
+			c.changes = make(map[string]*change)
+		}
+		c.changes[string(rest)] = ch
+	}
+	return ch, nil
+}
+
+func (c *Cache) item(raw json.RawMessage) (*Item, error) {
+	if c != nil {
+		if it, ok := c.items[string(raw)]; ok {
+			return it, nil
+		}
+	}
+	it := new(Item)
+	if err := json.Unmarshal(raw, it); err != nil {
+		return nil, fmt.Errorf("bellstate: a notification: %w", err)
+	}
+	if c != nil {
+		if c.items == nil || len(c.items) >= cacheMax {
+			c.items = make(map[string]*Item)
+		}
+		c.items[string(raw)] = it
+	}
+	return it, nil
+}
+
+func (s *State) put(it *Item) {
+	if s.items == nil {
+		s.items = make(map[Key]*Item)
+	}
+	if old, ok := s.items[it.key()]; ok {
+		s.drop(old)
+	}
+	s.items[it.key()] = it
+	if !it.IsRead {
+		s.unread++
+	}
+}
+
+func (s *State) drop(it *Item) {
+	delete(s.items, it.key())
+	if !it.IsRead {
+		s.unread--
+	}
+}
+
+// Groups returns the state as the bell shows it: the notifications
+// newest first (then by addressee and id), grouped by source (compared
+// without case), the group with the newest first.
+func (s *State) Groups() []Group {
+	all := make([]*Item, 0, len(s.items))
+	for _, it := range s.items {
+		all = append(all, it)
+	}
+	slices.SortFunc(all, func(a, b *Item) int {
+		return cmp.Or(
+			b.CreatedAt.Compare(a.CreatedAt),
+			strings.Compare(strings.ToLower(a.Addressee), strings.ToLower(b.Addressee)),
+			strings.Compare(a.ID, b.ID),
+		)
+	})
+	var out []Group
+	index := map[string]int{}
+	for _, it := range all {
+		k := strings.ToLower(it.Source)
+		gi, ok := index[k]
+		if !ok {
+			gi = len(out)
+			index[k] = gi
+			out = append(out, Group{Source: it.Source})
+		}
+		out[gi].Items = append(out[gi].Items, it)
+	}
+	return out
+}
