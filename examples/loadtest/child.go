@@ -38,12 +38,24 @@ type childReport struct {
 	LastError                    string
 	Slowest                      time.Duration
 	Took                         []time.Duration
+	// The warm-up's polls (nil: none).
+	Warm *childWarm `json:",omitempty"`
+}
+
+// childWarm is the warm-up's part of a childReport.
+type childWarm struct {
+	Requests, Errors, Unfinished int
+	P50, P90, P99, P999, Max     time.Duration
 }
 
 func (r childReport) stats() stats {
-	return stats{requests: r.Requests, errors: r.Errors, unfinished: r.Unfinished,
+	st := stats{requests: r.Requests, errors: r.Errors, unfinished: r.Unfinished,
 		p50: r.P50, p90: r.P90, p99: r.P99, p999: r.P999, max: r.Max,
 		changed: r.Changed, gone: r.Gone, changedBytes: r.ChangedBytes, bytes: r.Bytes}
+	if w := r.Warm; w != nil {
+		st.warm = &stats{requests: w.Requests, errors: w.Errors, unfinished: w.Unfinished, p50: w.P50, p90: w.P90, p99: w.P99, p999: w.P999, max: w.Max}
+	}
+	return st
 }
 
 func (r childReport) published() publishOutcome {
@@ -75,13 +87,16 @@ func runChild(ctx context.Context, cfg config, t childTarget, stderr io.Writer) 
 	args := []string{
 		"-poll-target", t.url, "-poll-etag", t.etag,
 		"-modules", strconv.Itoa(cfg.modules), "-pollers", strconv.Itoa(cfg.pollers), "-conns", strconv.Itoa(cfg.conns),
-		"-interval", cfg.interval.String(), "-duration", cfg.duration.String(), "-grace", cfg.grace.String(),
+		"-interval", cfg.interval.String(), "-duration", cfg.duration.String(), "-grace", cfg.grace.String(), "-warmup", cfg.warmup.String(),
 		"-deltas=" + strconv.FormatBool(cfg.deltas),
+	}
+	if cfg.pollLog != "" {
+		args = append(args, "-poll-log", cfg.pollLog)
 	}
 	if t.token != "" {
 		args = append(args, "-publish-every", cfg.publishEvery.String(), "-publish-base", t.base)
 	}
-	budget := cfg.duration + cfg.grace + childStartBudget
+	budget := cfg.warmup + cfg.duration + cfg.grace + childStartBudget
 	cctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, exe, args...)
@@ -121,25 +136,35 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 func pollOnly(ctx context.Context, cfg config, stdout io.Writer) error {
 	clk := clock.New()
 	l := load{
-		url: cfg.pollTarget, key: cfg.pollKey, pollers: cfg.pollers, interval: cfg.interval,
+		url: cfg.pollTarget, key: cfg.pollKey, pollers: cfg.pollers, interval: cfg.interval, warmup: cfg.warmup,
 		duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk, etag: cfg.pollETag, deltas: cfg.deltas,
 	}
 	start := clk.Now()
+	measured := start.Add(cfg.warmup)
 	pub := publisher{base: cfg.publishBase, token: cfg.publishToken, modules: cfg.modules, clk: clk, run: time.Now().Unix()}
 	if cfg.publishToken != "" {
 		pub.interval = cfg.publishEvery
 	}
-	published := publishing(ctx, pub, start, start.Add(cfg.duration))
+	published := publishing(ctx, pub, measured, measured.Add(cfg.duration))
 	samples := l.run(ctx, start)
 	p := published()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if cfg.pollLog != "" {
+		if err := writePollLog(cfg.pollLog, measured, samples, p); err != nil {
+			return err
+		}
+	}
 	st := summarize(samples)
-	return json.NewEncoder(stdout).Encode(childReport{
+	r := childReport{
 		Requests: st.requests, Errors: st.errors, Unfinished: st.unfinished,
 		P50: st.p50, P90: st.p90, P99: st.p99, P999: st.p999, Max: st.max,
 		Changed: st.changed, Gone: st.gone, ChangedBytes: st.changedBytes, Bytes: st.bytes,
 		Published: p.published, Failed: p.failed, LastError: p.lastError, Slowest: p.slowest, Took: p.took,
-	})
+	}
+	if w := st.warm; w != nil {
+		r.Warm = &childWarm{Requests: w.requests, Errors: w.errors, Unfinished: w.unfinished, P50: w.p50, P90: w.p90, P99: w.p99, P999: w.p999, Max: w.max}
+	}
+	return json.NewEncoder(stdout).Encode(r)
 }

@@ -24,6 +24,13 @@ import (
 // have been answered, and its latency is measured from that scheduled
 // instant. A slow registry therefore cannot slow its own load down, and a
 // poll that had to wait for a free connection counts the wait.
+//
+// The first warmup of the run is polled like the rest but summarised apart
+// (stats.warm): consumers at steady state hold their connections, and the
+// registry's connections, their goroutines and the heap they need exist.
+// Without it, 256 pollers dialling at once made every poll of the first
+// ~0.8 s wait 30-270 ms (10,000 modules, load 4), which alone set p99, and
+// on a busier machine started a pile-up the open loop took 12 s to drain.
 type load struct {
 	url      string // the index URL
 	key      string // instance key, sent as a bearer token
@@ -34,6 +41,9 @@ type load struct {
 	// to finish. A poll still running after it is cut off and counts as
 	// unfinished, with its elapsed time.
 	grace time.Duration
+	// warmup is polled before the measured duration, and its polls are
+	// marked warm (see load).
+	warmup time.Duration
 	// connsPerPoller caps each poller's connections; a poll waiting for one
 	// is still timed from its schedule.
 	connsPerPoller int
@@ -50,23 +60,26 @@ type load struct {
 
 // sample is one poll's outcome.
 type sample struct {
+	at         time.Time     // the scheduled instant
 	latency    time.Duration // from the scheduled instant to the end (or the cut-off)
 	status     int           // 0 when no answer arrived
 	unfinished bool          // still running at the end and cut off
 	err        error
 	bytes      int64 // body bytes received (both answers after a 410)
 	gone       bool  // the delta was answered 410 and the whole document fetched
+	warm       bool  // scheduled in the warm-up, before the measured run
 }
 
 func (s sample) failed() bool {
 	return s.err != nil || (s.status != http.StatusOK && s.status != http.StatusNotModified)
 }
 
-// run polls from start until start+duration, then waits at most grace for
-// polls still running, and returns every scheduled poll's sample: none is
-// dropped.
+// run polls from start until start+warmup+duration (the measured run
+// begins at start+warmup), then waits at most grace for polls still
+// running, and returns every scheduled poll's sample: none is dropped.
 func (l load) run(ctx context.Context, start time.Time) []sample {
-	end := start.Add(l.duration)
+	measured := start.Add(l.warmup)
+	end := measured.Add(l.duration)
 	cutoff, cancel := l.clk.WithDeadline(ctx, end.Add(l.grace))
 	defer cancel()
 
@@ -108,7 +121,12 @@ func (l load) run(ctx context.Context, start time.Time) []sample {
 				if !at.Before(end) || !l.waitUntil(pollerCtx, at) {
 					return
 				}
-				polls.Go(func() { record(l.poll(pollerCtx, client, &etag, at)) })
+				warm := at.Before(measured)
+				polls.Go(func() {
+					s := l.poll(pollerCtx, client, &etag, at)
+					s.warm = warm
+					record(s)
+				})
 			}
 		})
 	}
@@ -163,7 +181,7 @@ func (l load) poll(ctx context.Context, client *http.Client, etag *etagBox, at t
 	if err == nil && status == http.StatusOK && newTag != "" {
 		etag.set(newTag)
 	}
-	s.latency, s.err, s.status = l.clk.Since(at), err, status
+	s.at, s.latency, s.err, s.status = at, l.clk.Since(at), err, status
 	if err != nil && ctx.Err() != nil {
 		s.unfinished = true
 		s.err = fmt.Errorf("still running at the end of the run plus %s: %w", l.grace, err)
@@ -218,6 +236,9 @@ type stats struct {
 	// deltas answered 410.
 	changed, gone       int
 	changedBytes, bytes int64
+	// warm is the warm-up's polls (requests, errors and latencies only),
+	// which no other field counts.
+	warm *stats
 }
 
 // bytesPerChange is the mean body of a poll that found a change.
@@ -228,7 +249,26 @@ func (st stats) bytesPerChange() int64 {
 	return st.changedBytes / int64(st.changed)
 }
 
+// summarize summarises the measured samples; the warm-up's, if any, go
+// into st.warm.
 func summarize(samples []sample) stats {
+	var measured, warm []sample
+	for _, s := range samples {
+		if s.warm {
+			warm = append(warm, s)
+		} else {
+			measured = append(measured, s)
+		}
+	}
+	st := summarizeAll(measured)
+	if len(warm) > 0 {
+		w := summarizeAll(warm)
+		st.warm = &stats{requests: w.requests, errors: w.errors, unfinished: w.unfinished, p50: w.p50, p90: w.p90, p99: w.p99, p999: w.p999, max: w.max}
+	}
+	return st
+}
+
+func summarizeAll(samples []sample) stats {
 	st := stats{requests: len(samples)}
 	lat := make([]time.Duration, 0, len(samples))
 	for _, s := range samples {

@@ -155,7 +155,7 @@ func TestTheLoadtestPrintsItsTableAndTheSummaryLast(t *testing.T) {
 	var out, errs bytes.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	err := run(ctx, []string{"-modules", "20", "-pollers", "4", "-duration", "300ms", "-latency", "1ms", "-interval", "50ms", "-grace", "300ms"}, &out, &errs)
+	err := run(ctx, []string{"-modules", "20", "-pollers", "4", "-duration", "300ms", "-warmup", "100ms", "-latency", "1ms", "-interval", "50ms", "-grace", "300ms"}, &out, &errs)
 	require.NoError(t, err, "stderr: %s", errs.String())
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
 	require.GreaterOrEqual(t, len(lines), 4, out.String())
@@ -195,7 +195,7 @@ func TestPublishingWhilePollingSendsDeltasNotTheDocument(t *testing.T) {
 		var out, errs bytes.Buffer
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
-		err := run(ctx, []string{"-modules", "200", "-pollers", "4", "-duration", "600ms", "-latency", "0s", "-interval", "50ms",
+		err := run(ctx, []string{"-modules", "200", "-pollers", "4", "-duration", "600ms", "-warmup", "100ms", "-latency", "0s", "-interval", "50ms",
 			"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-deltas=" + deltas}, &out, &errs)
 		require.NoError(t, err, "stderr: %s", errs.String())
 		t.Log(out.String())
@@ -219,7 +219,7 @@ func TestPublishingWhilePollingSendsDeltasNotTheDocument(t *testing.T) {
 // environment that makes it one) reports nothing, and the run fails
 // reading its report: the polls counted are the child's.
 func TestThePollersCanRunInAChildProcess(t *testing.T) {
-	args := []string{"-modules", "50", "-pollers", "4", "-duration", "600ms", "-latency", "0s", "-interval", "50ms",
+	args := []string{"-modules", "50", "-pollers", "4", "-duration", "600ms", "-warmup", "100ms", "-latency", "0s", "-interval", "50ms",
 		"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-separate-pollers"}
 	t.Setenv(asProgramEnv, "1")
 	var out, errs bytes.Buffer
@@ -250,7 +250,7 @@ func TestTheServedModeRunsOnAnS3VolumeBesideTheDirectory(t *testing.T) {
 	var out, errs bytes.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	err := run(ctx, []string{"-modules", "30", "-pollers", "3", "-duration", "600ms", "-latency", "0s", "-interval", "50ms",
+	err := run(ctx, []string{"-modules", "30", "-pollers", "3", "-duration", "600ms", "-warmup", "100ms", "-latency", "0s", "-interval", "50ms",
 		"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-volumes", "dir,s3"}, &out, &errs)
 	require.NoError(t, err, "stderr: %s", errs.String())
 	t.Log(out.String())
@@ -317,4 +317,59 @@ func TestAWaitWhoseInstantPassesWhileItsTimerIsMadeEndsAtOnce(t *testing.T) {
 		require.FailNow(t, "the wait did not end though the clock had passed its instant")
 	}
 	assert.Equal(t, 200*time.Millisecond, clk.Elapsed())
+}
+
+// The warm-up is polled before the measured run, on the same schedule, and
+// summarised apart: its polls are in no measured figure, and are reported
+// in stats.warm. Negative control: the same samples without their warm
+// mark put the warm-up's slow polls into p99 (as a run without a warm-up
+// did: 256 pollers dialling at once set p99 by themselves).
+func TestTheWarmUpIsPolledFirstAndReportedApart(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotModified)
+	}))
+	t.Cleanup(srv.Close)
+	clk := rxtest.NewClock()
+	l := load{url: srv.URL, key: "k", pollers: 1, interval: 100 * time.Millisecond, warmup: 300 * time.Millisecond,
+		duration: time.Second, grace: time.Second, connsPerPoller: 1, clk: clk}
+	start := clk.Now()
+	done := make(chan []sample, 1)
+	go func() { done <- l.run(t.Context(), start) }()
+	clk.Advance(l.warmup + l.duration)
+	var samples []sample
+	select {
+	case samples = <-done:
+	case <-time.After(bound):
+		require.FailNow(t, "the run did not end")
+	}
+	require.Len(t, samples, 13, "3 polls in the warm-up, 10 in the measured second")
+	for _, s := range samples {
+		assert.Equal(t, s.at.Before(start.Add(l.warmup)), s.warm, "poll at %s", s.at.Sub(start))
+	}
+	st := summarize(samples)
+	assert.Equal(t, 10, st.requests)
+	require.NotNil(t, st.warm)
+	assert.Equal(t, 3, st.warm.requests)
+
+	// Latencies: slow warm-up polls stay out of the measured percentiles.
+	var shaped []sample
+	for k := range 100 {
+		s := sample{status: http.StatusNotModified, latency: time.Millisecond, warm: k < 10}
+		if s.warm {
+			s.latency = time.Second
+		}
+		shaped = append(shaped, s)
+	}
+	st = summarize(shaped)
+	assert.Equal(t, time.Millisecond, st.p99)
+	assert.Equal(t, time.Millisecond, st.max)
+	assert.Equal(t, 90, st.requests)
+	assert.Equal(t, time.Second, st.warm.p99)
+
+	for i := range shaped {
+		shaped[i].warm = false
+	}
+	control := summarize(shaped)
+	assert.Equal(t, time.Second, control.p99, "control: the same polls counted as measured")
+	assert.Nil(t, control.warm)
 }
