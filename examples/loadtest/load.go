@@ -26,11 +26,13 @@ import (
 // poll that had to wait for a free connection counts the wait.
 //
 // The first warmup of the run is polled like the rest but summarised apart
-// (stats.warm): consumers at steady state hold their connections, and the
-// registry's connections, their goroutines and the heap they need exist.
-// Without it, 256 pollers dialling at once made every poll of the first
-// ~0.8 s wait 30-270 ms (10,000 modules, load 4), which alone set p99, and
-// on a busier machine started a pile-up the open loop took 12 s to drain.
+// (stats.warm), and the pollers join one after another over it (poller p
+// at warmup×p/pollers): consumers at steady state hold their connections,
+// and the registry's connections, their goroutines and the heap they need
+// exist. Without it, 256 pollers dialling at once made every poll of the
+// first ~0.8 s wait 30-270 ms (10,000 modules, load 4), which alone set
+// p99, and on a busier machine started a pile-up the open loop took 12 s
+// to drain.
 type load struct {
 	url      string // the index URL
 	key      string // instance key, sent as a bearer token
@@ -113,11 +115,17 @@ func (l load) run(ctx context.Context, start time.Time) []sample {
 		transports[p] = &http.Transport{MaxConnsPerHost: l.connsPerPoller, MaxIdleConnsPerHost: l.connsPerPoller}
 		client := &http.Client{Transport: transports[p]}
 		phase := l.interval * time.Duration(p) / time.Duration(l.pollers)
+		// The pollers join one after another over the warm-up (a ramp),
+		// as consumers arrive, not all in its first interval.
+		joins := start.Add(l.warmup * time.Duration(p) / time.Duration(l.pollers))
 		var etag etagBox
 		etag.set(l.etag)
 		poller.Go(func() {
 			for k := 0; ; k++ {
 				at := start.Add(phase + time.Duration(k)*l.interval)
+				if at.Before(joins) {
+					continue
+				}
 				if !at.Before(end) || !l.waitUntil(pollerCtx, at) {
 					return
 				}

@@ -115,7 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long each mode is polled")
 	fs.DurationVar(&c.latency, "latency", 2*time.Millisecond, "simulated round trip per volume operation")
 	fs.DurationVar(&c.interval, "interval", 100*time.Millisecond, "each poller's polling interval")
-	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "the pollers poll this long before the measured -duration (publishing starts with the measured run); the warm-up's polls are reported apart, on a line of their own")
+	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "the pollers poll this long before the measured -duration, joining one after another over it (publishing starts with the measured run); the warm-up's polls are reported apart, on a line of their own")
 	fs.DurationVar(&c.grace, "grace", 2*time.Second, "how long polls running at the end may take before they are cut off")
 	fs.IntVar(&c.conns, "conns", 4, "connections per poller (a poll waiting for one counts the wait)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the served mode's run to this file")

@@ -319,8 +319,8 @@ func TestAWaitWhoseInstantPassesWhileItsTimerIsMadeEndsAtOnce(t *testing.T) {
 	assert.Equal(t, 200*time.Millisecond, clk.Elapsed())
 }
 
-// The warm-up is polled before the measured run, on the same schedule, and
-// summarised apart: its polls are in no measured figure, and are reported
+// The warm-up is polled before the measured run, on the same schedule,
+// the pollers joining one after another over it, and summarised apart: its polls are in no measured figure, and are reported
 // in stats.warm. Negative control: the same samples without their warm
 // mark put the warm-up's slow polls into p99 (as a run without a warm-up
 // did: 256 pollers dialling at once set p99 by themselves).
@@ -330,7 +330,7 @@ func TestTheWarmUpIsPolledFirstAndReportedApart(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	clk := rxtest.NewClock()
-	l := load{url: srv.URL, key: "k", pollers: 1, interval: 100 * time.Millisecond, warmup: 300 * time.Millisecond,
+	l := load{url: srv.URL, key: "k", pollers: 2, interval: 100 * time.Millisecond, warmup: 300 * time.Millisecond,
 		duration: time.Second, grace: time.Second, connsPerPoller: 1, clk: clk}
 	start := clk.Now()
 	done := make(chan []sample, 1)
@@ -342,14 +342,24 @@ func TestTheWarmUpIsPolledFirstAndReportedApart(t *testing.T) {
 	case <-time.After(bound):
 		require.FailNow(t, "the run did not end")
 	}
-	require.Len(t, samples, 13, "3 polls in the warm-up, 10 in the measured second")
+	// Poller 0 (phase 0) polls at 0, 100 and 200 ms in the warm-up; poller
+	// 1 (phase 50 ms) joins at 150 ms (half of it): 150 and 250 ms. Then
+	// 10 polls each in the measured second.
+	require.Len(t, samples, 25)
+	var warmAt []time.Duration
 	for _, s := range samples {
 		assert.Equal(t, s.at.Before(start.Add(l.warmup)), s.warm, "poll at %s", s.at.Sub(start))
+		if s.warm {
+			warmAt = append(warmAt, s.at.Sub(start))
+		}
 	}
+	slices.Sort(warmAt)
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{0, 100 * ms, 150 * ms, 200 * ms, 250 * ms}, warmAt, "the second poller joins half way through the warm-up")
 	st := summarize(samples)
-	assert.Equal(t, 10, st.requests)
+	assert.Equal(t, 20, st.requests)
 	require.NotNil(t, st.warm)
-	assert.Equal(t, 3, st.warm.requests)
+	assert.Equal(t, 5, st.warm.requests)
 
 	// Latencies: slow warm-up polls stay out of the measured percentiles.
 	var shaped []sample
