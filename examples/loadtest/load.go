@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -62,10 +64,15 @@ type load struct {
 
 // sample is one poll's outcome.
 type sample struct {
-	at         time.Time     // the scheduled instant
-	latency    time.Duration // from the scheduled instant to the end (or the cut-off)
-	status     int           // 0 when no answer arrived
-	unfinished bool          // still running at the end and cut off
+	at      time.Time     // the scheduled instant
+	latency time.Duration // from the scheduled instant to the end (or the cut-off)
+	// written is when the (first) request was written, from the
+	// scheduled instant (-1: never): what went before is the pollers'
+	// process's (a goroutine to run, a connection), what came after the
+	// registry's answer and its reading.
+	written    time.Duration
+	status     int  // 0 when no answer arrived
+	unfinished bool // still running at the end and cut off
 	err        error
 	bytes      int64 // body bytes received (both answers after a 410)
 	gone       bool  // the delta was answered 410 and the whole document fetched
@@ -175,6 +182,13 @@ func (l load) waitUntil(ctx context.Context, at time.Time) bool {
 func (l load) poll(ctx context.Context, client *http.Client, etag *etagBox, at time.Time) sample {
 	tag := etag.get()
 	var s sample
+	// Called on the transport's goroutine: kept apart from s until the
+	// poll's end.
+	var written atomic.Int64
+	written.Store(-1)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		written.CompareAndSwap(-1, int64(l.clk.Since(at)))
+	}})
 	u := l.url
 	if l.deltas && tag != "" {
 		u += "?" + registryclient.SinceParam + "=" + strings.Trim(tag, `"`)
@@ -190,6 +204,7 @@ func (l load) poll(ctx context.Context, client *http.Client, etag *etagBox, at t
 		etag.set(newTag)
 	}
 	s.at, s.latency, s.err, s.status = at, l.clk.Since(at), err, status
+	s.written = time.Duration(written.Load())
 	if err != nil && ctx.Err() != nil {
 		s.unfinished = true
 		s.err = fmt.Errorf("still running at the end of the run plus %s: %w", l.grace, err)
@@ -244,6 +259,10 @@ type stats struct {
 	// deltas answered 410.
 	changed, gone       int
 	changedBytes, bytes int64
+	// The polls whose request was written: from then to their end
+	// (answer*: the registry's answer and its reading), and from their
+	// scheduled instant to then (before: in the pollers' process).
+	answerP50, answerP99, answerP999, beforeP99 time.Duration
 	// warm is the warm-up's polls (requests, errors and latencies only),
 	// which no other field counts.
 	warm *stats
@@ -279,8 +298,12 @@ func summarize(samples []sample) stats {
 func summarizeAll(samples []sample) stats {
 	st := stats{requests: len(samples)}
 	lat := make([]time.Duration, 0, len(samples))
+	var answer, before []time.Duration
 	for _, s := range samples {
 		lat = append(lat, s.latency)
+		if s.written >= 0 {
+			answer, before = append(answer, s.latency-s.written), append(before, s.written)
+		}
 		if s.failed() {
 			st.errors++
 		}
@@ -296,6 +319,10 @@ func summarizeAll(samples []sample) stats {
 			st.gone++
 		}
 	}
+	slices.Sort(answer)
+	slices.Sort(before)
+	st.answerP50, st.answerP99, st.answerP999 = quantile.Sorted(answer, 0.500), quantile.Sorted(answer, 0.990), quantile.Sorted(answer, 0.999)
+	st.beforeP99 = quantile.Sorted(before, 0.990)
 	slices.Sort(lat)
 	st.p50, st.p90, st.p99, st.p999 = quantile.Sorted(lat, 0.500), quantile.Sorted(lat, 0.900), quantile.Sorted(lat, 0.990), quantile.Sorted(lat, 0.999)
 	if len(lat) > 0 {

@@ -176,6 +176,9 @@ type result struct {
 	etag          string // the document's ETag, which the pollers hold at the start
 	published     publishOutcome
 	gc            gcDuring // what the collector did while the pollers ran (the whole process)
+	// CPU time used while the pollers ran: by this process, and by the
+	// pollers' child process (-separate-pollers).
+	cpuSelf, cpuChild time.Duration
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -290,6 +293,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "served: ready_s=%.1f derivations_per_30s=%.2f snapshot_bytes_per_module=%d catalog_bytes_per_module=%d index_bytes=%d index_first_ms=%.1f index_304_ms=%.3f\n",
 		served.readyIn.Seconds(), float64(served.derivations-1)/(cfg.duration.Seconds()/30),
 		served.snapshotBytes/int64(cfg.modules), served.catalogBytes/int64(cfg.modules), served.indexBytes, msf(served.indexFirst), msf(served.index304))
+	{
+		st, run := served.stats, cfg.warmup+cfg.duration+cfg.grace
+		fmt.Fprintf(stdout, "served: from each request's write to its answer read (the registry's part): p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f; from the scheduled instant to the write (the pollers' process): p99_ms=%.3f\n",
+			msf(st.answerP50), msf(st.answerP99), msf(st.answerP999), msf(st.beforeP99))
+		if cfg.separate {
+			fmt.Fprintf(stdout, "served: cpu_s registry_process=%.2f pollers_process=%.2f over the warm-up and the run (%s at most)\n", served.cpuSelf.Seconds(), served.cpuChild.Seconds(), run)
+		} else {
+			fmt.Fprintf(stdout, "served: cpu_s process=%.2f (registry and pollers) over the warm-up and the run (%s at most)\n", served.cpuSelf.Seconds(), run)
+		}
+	}
 	if w := served.stats.warm; w != nil {
 		fmt.Fprintf(stdout, "served: warm-up of %s before the run (not in the figures above): requests=%d p50_ms=%.3f p99_ms=%.3f max_ms=%.3f errors=%d\n",
 			cfg.warmup, w.requests, msf(w.p50), msf(w.p99), msf(w.max), w.errors)
@@ -381,13 +394,13 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, t targ
 		defer trace.Stop()
 	}
 	res.etag = etag
-	gcBefore := readGC()
+	gcBefore, cpuBefore := readGC(), processCPU()
 	if cfg.separate {
 		t := childTarget{url: rep.url, key: rep.key, etag: res.etag}
 		if publish {
 			t.base, t.token = rep.base, token
 		}
-		if res.stats, res.published, err = runChild(ctx, cfg, t, stderr); err != nil {
+		if res.stats, res.published, res.cpuChild, err = runChild(ctx, cfg, t, stderr); err != nil {
 			return result{}, err
 		}
 	} else {
@@ -412,7 +425,7 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, t targ
 			}
 		}
 	}
-	res.gc = gcBetween(gcBefore, readGC())
+	res.gc, res.cpuSelf = gcBetween(gcBefore, readGC()), processCPU()-cpuBefore
 	if err := ctx.Err(); err != nil {
 		return result{}, err
 	}
