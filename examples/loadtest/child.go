@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -96,6 +97,9 @@ func runChild(ctx context.Context, cfg config, t childTarget, stderr io.Writer) 
 	if cfg.pollLog != "" {
 		args = append(args, "-poll-log", cfg.pollLog)
 	}
+	if cfg.cpuProfile != "" {
+		args = append(args, "-cpuprofile", cfg.cpuProfile+".pollers")
+	}
 	if t.token != "" {
 		args = append(args, "-publish-every", cfg.publishEvery.String(), "-publish-base", t.base)
 	}
@@ -137,6 +141,17 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 // pollOnly is the child's side: it polls cfg.pollTarget (and publishes)
 // from now for the run's duration and prints its report.
 func pollOnly(ctx context.Context, cfg config, stdout io.Writer) error {
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	clk := clock.New()
 	l := load{
 		url: cfg.pollTarget, key: cfg.pollKey, pollers: cfg.pollers, interval: cfg.interval, warmup: cfg.warmup,

@@ -118,7 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "the pollers poll this long before the measured -duration, joining one after another over it (publishing starts with the measured run); the warm-up's polls are reported apart, on a line of their own")
 	fs.DurationVar(&c.grace, "grace", 2*time.Second, "how long polls running at the end may take before they are cut off")
 	fs.IntVar(&c.conns, "conns", 4, "connections per poller (a poll waiting for one counts the wait)")
-	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the served mode's run to this file")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the served mode's run to this file (with -separate-pollers, the pollers' process's to this file.pollers)")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write an allocation profile (allocations since start) after the served mode's run to this file")
 	fs.StringVar(&c.traceFile, "trace", "", "write a runtime/trace of the registry's process during the served mode's run to this file (go tool trace)")
 	fs.StringVar(&c.pollLog, "poll-log", "", "write every poll of the served mode (scheduled instant, latency, status, bytes) and every publication (sent, took) to this file, in ms since the measured run's start (the warm-up's polls are negative)")

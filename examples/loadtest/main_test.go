@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -224,8 +225,9 @@ func TestPublishingWhilePollingSendsDeltasNotTheDocument(t *testing.T) {
 // environment that makes it one) reports nothing, and the run fails
 // reading its report: the polls counted are the child's.
 func TestThePollersCanRunInAChildProcess(t *testing.T) {
+	profile := filepath.Join(t.TempDir(), "cpu.prof")
 	args := []string{"-modules", "50", "-pollers", "4", "-duration", "600ms", "-warmup", "100ms", "-latency", "0s", "-interval", "50ms",
-		"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-separate-pollers"}
+		"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-separate-pollers", "-cpuprofile", profile}
 	t.Setenv(asProgramEnv, "1")
 	var out, errs bytes.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -239,6 +241,8 @@ func TestThePollersCanRunInAChildProcess(t *testing.T) {
 	assert.Positive(t, got["bytes_per_poll_after_change"])
 	assert.Contains(t, out.String(), "the registry's process; the pollers ran in a child process")
 	assert.Regexp(t, `(?m)^served\s+48\s.*\s0\s+1$`, out.String(), "no poll failed")
+	assert.FileExists(t, profile, "the registry's process's profile")
+	assert.FileExists(t, profile+".pollers", "the pollers' process's profile")
 
 	t.Setenv(asProgramEnv, "")
 	out.Reset()
