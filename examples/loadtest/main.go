@@ -295,7 +295,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		served.snapshotBytes/int64(cfg.modules), served.catalogBytes/int64(cfg.modules), served.indexBytes, msf(served.indexFirst), msf(served.index304))
 	{
 		st, run := served.stats, cfg.warmup+cfg.duration+cfg.grace
-		fmt.Fprintf(stdout, "served: from each request's write to its answer read (the registry's part): p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f; from the scheduled instant to the write (the pollers' process): p99_ms=%.3f\n",
+		fmt.Fprintf(stdout, "served: from each request's write to its answer read (the registry's answer, the network and the reading): p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f; from the scheduled instant to the write (in the pollers' process: a goroutine to run, a connection): p99_ms=%.3f\n",
 			msf(st.answerP50), msf(st.answerP99), msf(st.answerP999), msf(st.beforeP99))
 		if cfg.separate {
 			fmt.Fprintf(stdout, "served: cpu_s registry_process=%.2f pollers_process=%.2f over the warm-up and the run (%s at most)\n", served.cpuSelf.Seconds(), served.cpuChild.Seconds(), run)

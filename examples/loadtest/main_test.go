@@ -99,7 +99,7 @@ func TestAPollStillRunningAtTheEndCountsWithItsElapsedTime(t *testing.T) {
 	st := summarize(samples)
 	// The polls were written once the clock stood at the end of the run
 	// (the test advanced it at once): the part before the write is up to
-	// the whole run, and the registry's part of every poll is the grace,
+	// the whole run, and the part after it of every poll is the grace,
 	// stuck from its write to the cut-off.
 	assert.Equal(t, stats{requests: 20, errors: 20, unfinished: 20, p50: 1 * time.Second, p90: 1400 * time.Millisecond,
 		p99: 1500 * time.Millisecond, p999: 1500 * time.Millisecond, max: 1500 * time.Millisecond,
