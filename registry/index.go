@@ -234,6 +234,15 @@ func patchIndex(prev *indexBase, mods moduleList, cat *catalogState, baseURL str
 	return b
 }
 
+// anyWithin reports whether sorted (in landing.CompareNames order) holds a
+// name from first to last, both included: one binary search, where a
+// comparison with every changed package per chunk was O(chunks × changes)
+// for a catalog change of many packages.
+func anyWithin(sorted []string, first, last string) bool {
+	i, _ := slices.BinarySearchFunc(sorted, first, landing.CompareNames)
+	return i < len(sorted) && landing.CompareNames(sorted[i], last) <= 0
+}
+
 // patchSegments returns prev's segments with the entries of mods and cat
 // that differ from prev's applied, and the modules whose entries differ.
 // A chunk of mods that prev's list holds too (the same chunk, shared
@@ -242,7 +251,10 @@ func patchIndex(prev *indexBase, mods moduleList, cat *catalogState, baseURL str
 func patchSegments(prev *indexBase, mods moduleList, cat *catalogState, encode func(landing.Record) ([]byte, [32]byte)) ([]*segment, []string) {
 	// A catalog version after prev's: which packages it changed, or every
 	// one (recheck) when that is not known.
-	var catChanged map[string]bool
+	var (
+		catChanged map[string]bool
+		catSorted  []string // the same keys, in index order
+	)
 	recheck := false
 	if prev.cat != cat {
 		if cat.changed == nil || cat.version != prev.cat.version+1 {
@@ -252,21 +264,14 @@ func patchSegments(prev *indexBase, mods moduleList, cat *catalogState, encode f
 			for _, k := range cat.changed {
 				catChanged[k] = true
 			}
+			catSorted = slices.Clone(cat.changed)
+			slices.SortFunc(catSorted, landing.CompareNames)
 		}
 	}
 	// skippable reports whether a shared chunk holds no module whose
 	// package the catalog changed (cat.changed holds module keys).
 	skippable := func(c *modChunk) bool {
-		if recheck {
-			return false
-		}
-		first, last := c.recs[0].Module, c.recs[len(c.recs)-1].Module
-		for k := range catChanged {
-			if landing.CompareNames(k, first) >= 0 && landing.CompareNames(k, last) <= 0 {
-				return false
-			}
-		}
-		return true
+		return !recheck && !anyWithin(catSorted, c.recs[0].Module, c.recs[len(c.recs)-1].Module)
 	}
 	var edits []edit
 	changed := []string{}

@@ -224,3 +224,92 @@ func TestTheIndexWalkSkipsSharedChunksButNotATierChangeInOne(t *testing.T) {
 	assert.Contains(t, string(wrong.bytes()), `"Mod00003"`, "negative control: a skipped chunk keeps the hidden package")
 	assert.Equal(t, []string{pub.Module}, wrong.changed)
 }
+
+// A shared chunk is walked when a changed package falls anywhere from its
+// first name to its last, both included, in index order (case folded):
+// anyWithin's one binary search decides as a scan of every changed package
+// does, over random sets. Negative control: the same search with the
+// boundaries excluded misses a package at a chunk's first or last name.
+func TestAChangedPackageIsFoundInAChunkFromItsFirstNameToItsLast(t *testing.T) {
+	scan := func(keys []string, first, last string) bool {
+		for _, k := range keys {
+			if landing.CompareNames(k, first) >= 0 && landing.CompareNames(k, last) <= 0 {
+				return true
+			}
+		}
+		return false
+	}
+	exclusive := func(sorted []string, first, last string) bool {
+		i, found := slices.BinarySearchFunc(sorted, first, landing.CompareNames)
+		if found {
+			i++
+		}
+		return i < len(sorted) && landing.CompareNames(sorted[i], last) < 0
+	}
+	name := func(i int) string { return fmt.Sprintf("Mod%05d", i) }
+	keys := []string{moduleKey(name(10)), moduleKey(name(20))}
+	slices.SortFunc(keys, landing.CompareNames)
+	assert.True(t, anyWithin(keys, name(10), name(15)), "a changed package at the chunk's first name")
+	assert.True(t, anyWithin(keys, name(5), name(10)), "at its last name")
+	assert.True(t, anyWithin(keys, name(11), name(25)), "inside")
+	assert.False(t, anyWithin(keys, name(11), name(19)), "between two changes")
+	assert.False(t, anyWithin(keys, name(21), name(30)), "after the last change")
+	assert.False(t, anyWithin(nil, name(0), name(30)), "no change")
+	assert.False(t, exclusive(keys, name(10), name(15)), "control: the boundaries excluded")
+	assert.False(t, exclusive(keys, name(5), name(10)), "control: the boundaries excluded")
+
+	rng := rand.New(rand.NewPCG(26, 99))
+	disagreed := 0
+	for range 2000 {
+		var keys []string
+		for range rng.IntN(40) {
+			keys = append(keys, moduleKey(name(rng.IntN(200))))
+		}
+		slices.SortFunc(keys, landing.CompareNames)
+		a, b := rng.IntN(200), rng.IntN(200)
+		first, last := name(min(a, b)), name(max(a, b))
+		require.Equal(t, scan(keys, first, last), anyWithin(keys, first, last), "keys %v, chunk %s..%s", keys, first, last)
+		if exclusive(keys, first, last) != scan(keys, first, last) {
+			disagreed++
+		}
+	}
+	assert.Positive(t, disagreed, "control: the exclusive search disagrees with the scan")
+}
+
+// A catalog version that changes the tiers of half of 3,000 packages at
+// once patches the document to the one built from nothing, though every
+// chunk of the module list is shared. Negative control: the same catalog
+// with its list of changed packages emptied keeps the hidden packages.
+func TestACatalogChangeOfManyPackagesPatchesTheDocumentItBuildsFromNothing(t *testing.T) {
+	var recs []landing.Record
+	packages := map[string]catalogPackage{}
+	for i := range 3000 {
+		name := fmt.Sprintf("Mod%05d", i)
+		recs = append(recs, landing.Record{Module: name, Version: "1.0.0", SHA256: fmt.Sprintf("%064x", i), State: landing.Landed, ID: "1"})
+		packages[moduleKey(name)] = catalogPackage{name: name, tier: ""}
+	}
+	allows := func(_, tier string) bool { return tier == "" }
+	list := newModuleList(recs)
+	prev := patchIndex(nil, list, &catalogState{version: 1, packages: newLayered(packages)}, "", allows)
+
+	rng := rand.New(rand.NewPCG(26, 100))
+	next := map[string]catalogPackage{}
+	for k, v := range packages {
+		next[k] = v
+	}
+	var changed []string
+	for _, i := range rng.Perm(3000)[:1500] {
+		name := fmt.Sprintf("Mod%05d", i)
+		next[moduleKey(name)] = catalogPackage{name: name, tier: "pro"}
+		changed = append(changed, moduleKey(name))
+	}
+	cat2 := &catalogState{version: 2, changed: changed, packages: newLayered(next)}
+	got := patchIndex(prev, list, cat2, "", allows)
+	want := patchIndex(nil, list, cat2, "", allows)
+	require.Equal(t, want.etag, got.etag)
+	require.Equal(t, want.bytes(), got.bytes())
+	assert.Len(t, got.changed, 1500)
+
+	blind := patchIndex(prev, list, &catalogState{version: 2, changed: []string{}, packages: newLayered(next)}, "", allows)
+	assert.NotEqual(t, want.etag, blind.etag, "negative control: the hidden packages are kept")
+}

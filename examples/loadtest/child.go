@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -30,20 +31,34 @@ const childStartBudget = time.Minute
 // childReport is what the child prints: the pollers' summary and the
 // publisher's outcome.
 type childReport struct {
+	Requests, Errors, Unfinished                int
+	P50, P90, P99, P999, Max                    time.Duration
+	Changed, Gone                               int
+	ChangedBytes, Bytes                         int64
+	Published, Failed                           int
+	LastError                                   string
+	Slowest                                     time.Duration
+	Took                                        []time.Duration
+	AnswerP50, AnswerP99, AnswerP999, BeforeP99 time.Duration
+	// The warm-up's polls (nil: none).
+	Warm *childWarm `json:",omitempty"`
+}
+
+// childWarm is the warm-up's part of a childReport.
+type childWarm struct {
 	Requests, Errors, Unfinished int
 	P50, P90, P99, P999, Max     time.Duration
-	Changed, Gone                int
-	ChangedBytes, Bytes          int64
-	Published, Failed            int
-	LastError                    string
-	Slowest                      time.Duration
-	Took                         []time.Duration
 }
 
 func (r childReport) stats() stats {
-	return stats{requests: r.Requests, errors: r.Errors, unfinished: r.Unfinished,
+	st := stats{requests: r.Requests, errors: r.Errors, unfinished: r.Unfinished,
 		p50: r.P50, p90: r.P90, p99: r.P99, p999: r.P999, max: r.Max,
-		changed: r.Changed, gone: r.Gone, changedBytes: r.ChangedBytes, bytes: r.Bytes}
+		changed: r.Changed, gone: r.Gone, changedBytes: r.ChangedBytes, bytes: r.Bytes,
+		answerP50: r.AnswerP50, answerP99: r.AnswerP99, answerP999: r.AnswerP999, beforeP99: r.BeforeP99}
+	if w := r.Warm; w != nil {
+		st.warm = &stats{requests: w.Requests, errors: w.Errors, unfinished: w.Unfinished, p50: w.P50, p90: w.P90, p99: w.P99, p999: w.P999, max: w.Max}
+	}
+	return st
 }
 
 func (r childReport) published() publishOutcome {
@@ -64,24 +79,31 @@ const (
 )
 
 // runChild runs the pollers (and, with t.token, the publisher) of cfg in a
-// child process against t, and returns what it saw. The wait for it is
+// child process against t, and returns what it saw and the CPU time the
+// child used. The wait for it is
 // bounded by the run, its grace and childStartBudget; past that the child
 // is killed.
-func runChild(ctx context.Context, cfg config, t childTarget, stderr io.Writer) (stats, publishOutcome, error) {
+func runChild(ctx context.Context, cfg config, t childTarget, stderr io.Writer) (stats, publishOutcome, time.Duration, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return stats{}, publishOutcome{}, fmt.Errorf("finding this program to start the pollers' process: %w", err)
+		return stats{}, publishOutcome{}, 0, fmt.Errorf("finding this program to start the pollers' process: %w", err)
 	}
 	args := []string{
 		"-poll-target", t.url, "-poll-etag", t.etag,
 		"-modules", strconv.Itoa(cfg.modules), "-pollers", strconv.Itoa(cfg.pollers), "-conns", strconv.Itoa(cfg.conns),
-		"-interval", cfg.interval.String(), "-duration", cfg.duration.String(), "-grace", cfg.grace.String(),
+		"-interval", cfg.interval.String(), "-duration", cfg.duration.String(), "-grace", cfg.grace.String(), "-warmup", cfg.warmup.String(),
 		"-deltas=" + strconv.FormatBool(cfg.deltas),
+	}
+	if cfg.pollLog != "" {
+		args = append(args, "-poll-log", cfg.pollLog)
+	}
+	if cfg.cpuProfile != "" {
+		args = append(args, "-cpuprofile", cfg.cpuProfile+".pollers")
 	}
 	if t.token != "" {
 		args = append(args, "-publish-every", cfg.publishEvery.String(), "-publish-base", t.base)
 	}
-	budget := cfg.duration + cfg.grace + childStartBudget
+	budget := cfg.warmup + cfg.duration + cfg.grace + childStartBudget
 	cctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, exe, args...)
@@ -94,13 +116,13 @@ func runChild(ctx context.Context, cfg config, t childTarget, stderr io.Writer) 
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("the pollers' process did not report within %s: %w", budget, err)
 		}
-		return stats{}, publishOutcome{}, fmt.Errorf("the pollers' process: %w", err)
+		return stats{}, publishOutcome{}, 0, fmt.Errorf("the pollers' process: %w", err)
 	}
 	var r childReport
 	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &r); err != nil {
-		return stats{}, publishOutcome{}, fmt.Errorf("reading the pollers' process's report %q: %w", out.String(), err)
+		return stats{}, publishOutcome{}, 0, fmt.Errorf("reading the pollers' process's report %q: %w", out.String(), err)
 	}
-	return r.stats(), r.published(), nil
+	return r.stats(), r.published(), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 }
 
 // limitedBuffer keeps at most max bytes: the child's report is one line.
@@ -119,27 +141,49 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 // pollOnly is the child's side: it polls cfg.pollTarget (and publishes)
 // from now for the run's duration and prints its report.
 func pollOnly(ctx context.Context, cfg config, stdout io.Writer) error {
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	clk := clock.New()
 	l := load{
-		url: cfg.pollTarget, key: cfg.pollKey, pollers: cfg.pollers, interval: cfg.interval,
+		url: cfg.pollTarget, key: cfg.pollKey, pollers: cfg.pollers, interval: cfg.interval, warmup: cfg.warmup,
 		duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk, etag: cfg.pollETag, deltas: cfg.deltas,
 	}
 	start := clk.Now()
+	measured := start.Add(cfg.warmup)
 	pub := publisher{base: cfg.publishBase, token: cfg.publishToken, modules: cfg.modules, clk: clk, run: time.Now().Unix()}
 	if cfg.publishToken != "" {
 		pub.interval = cfg.publishEvery
 	}
-	published := publishing(ctx, pub, start, start.Add(cfg.duration))
+	published := publishing(ctx, pub, measured, measured.Add(cfg.duration))
 	samples := l.run(ctx, start)
 	p := published()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if cfg.pollLog != "" {
+		if err := writePollLog(cfg.pollLog, measured, samples, p); err != nil {
+			return err
+		}
+	}
 	st := summarize(samples)
-	return json.NewEncoder(stdout).Encode(childReport{
+	r := childReport{
 		Requests: st.requests, Errors: st.errors, Unfinished: st.unfinished,
 		P50: st.p50, P90: st.p90, P99: st.p99, P999: st.p999, Max: st.max,
 		Changed: st.changed, Gone: st.gone, ChangedBytes: st.changedBytes, Bytes: st.bytes,
 		Published: p.published, Failed: p.failed, LastError: p.lastError, Slowest: p.slowest, Took: p.took,
-	})
+		AnswerP50: st.answerP50, AnswerP99: st.answerP99, AnswerP999: st.answerP999, BeforeP99: st.beforeP99,
+	}
+	if w := st.warm; w != nil {
+		r.Warm = &childWarm{Requests: w.requests, Errors: w.errors, Unfinished: w.unfinished, P50: w.p50, P90: w.p90, P99: w.p99, P999: w.p999, Max: w.max}
+	}
+	return json.NewEncoder(stdout).Encode(r)
 }

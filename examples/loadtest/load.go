@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -24,6 +26,15 @@ import (
 // have been answered, and its latency is measured from that scheduled
 // instant. A slow registry therefore cannot slow its own load down, and a
 // poll that had to wait for a free connection counts the wait.
+//
+// The first warmup of the run is polled like the rest but summarised apart
+// (stats.warm), and the pollers join one after another over it (poller p
+// at warmup×p/pollers): consumers at steady state hold their connections,
+// and the registry's connections, their goroutines and the heap they need
+// exist. Without it, 256 pollers dialling at once made every poll of the
+// first ~0.8 s wait 30-270 ms (10,000 modules, load 4), which alone set
+// p99, and on a busier machine started a pile-up the open loop took 12 s
+// to drain.
 type load struct {
 	url      string // the index URL
 	key      string // instance key, sent as a bearer token
@@ -34,6 +45,9 @@ type load struct {
 	// to finish. A poll still running after it is cut off and counts as
 	// unfinished, with its elapsed time.
 	grace time.Duration
+	// warmup is polled before the measured duration, and its polls are
+	// marked warm (see load).
+	warmup time.Duration
 	// connsPerPoller caps each poller's connections; a poll waiting for one
 	// is still timed from its schedule.
 	connsPerPoller int
@@ -50,23 +64,31 @@ type load struct {
 
 // sample is one poll's outcome.
 type sample struct {
-	latency    time.Duration // from the scheduled instant to the end (or the cut-off)
-	status     int           // 0 when no answer arrived
-	unfinished bool          // still running at the end and cut off
+	at      time.Time     // the scheduled instant
+	latency time.Duration // from the scheduled instant to the end (or the cut-off)
+	// written is when the (first) request was written, from the
+	// scheduled instant (-1: never): what went before is the pollers'
+	// process's (a goroutine to run, a connection), what came after the
+	// registry's answer and its reading.
+	written    time.Duration
+	status     int  // 0 when no answer arrived
+	unfinished bool // still running at the end and cut off
 	err        error
 	bytes      int64 // body bytes received (both answers after a 410)
 	gone       bool  // the delta was answered 410 and the whole document fetched
+	warm       bool  // scheduled in the warm-up, before the measured run
 }
 
 func (s sample) failed() bool {
 	return s.err != nil || (s.status != http.StatusOK && s.status != http.StatusNotModified)
 }
 
-// run polls from start until start+duration, then waits at most grace for
-// polls still running, and returns every scheduled poll's sample: none is
-// dropped.
+// run polls from start until start+warmup+duration (the measured run
+// begins at start+warmup), then waits at most grace for polls still
+// running, and returns every scheduled poll's sample: none is dropped.
 func (l load) run(ctx context.Context, start time.Time) []sample {
-	end := start.Add(l.duration)
+	measured := start.Add(l.warmup)
+	end := measured.Add(l.duration)
 	cutoff, cancel := l.clk.WithDeadline(ctx, end.Add(l.grace))
 	defer cancel()
 
@@ -100,15 +122,26 @@ func (l load) run(ctx context.Context, start time.Time) []sample {
 		transports[p] = &http.Transport{MaxConnsPerHost: l.connsPerPoller, MaxIdleConnsPerHost: l.connsPerPoller}
 		client := &http.Client{Transport: transports[p]}
 		phase := l.interval * time.Duration(p) / time.Duration(l.pollers)
+		// The pollers join one after another over the warm-up (a ramp),
+		// as consumers arrive, not all in its first interval.
+		joins := start.Add(l.warmup * time.Duration(p) / time.Duration(l.pollers))
 		var etag etagBox
 		etag.set(l.etag)
 		poller.Go(func() {
 			for k := 0; ; k++ {
 				at := start.Add(phase + time.Duration(k)*l.interval)
+				if at.Before(joins) {
+					continue
+				}
 				if !at.Before(end) || !l.waitUntil(pollerCtx, at) {
 					return
 				}
-				polls.Go(func() { record(l.poll(pollerCtx, client, &etag, at)) })
+				warm := at.Before(measured)
+				polls.Go(func() {
+					s := l.poll(pollerCtx, client, &etag, at)
+					s.warm = warm
+					record(s)
+				})
 			}
 		})
 	}
@@ -149,6 +182,13 @@ func (l load) waitUntil(ctx context.Context, at time.Time) bool {
 func (l load) poll(ctx context.Context, client *http.Client, etag *etagBox, at time.Time) sample {
 	tag := etag.get()
 	var s sample
+	// Called on the transport's goroutine: kept apart from s until the
+	// poll's end.
+	var written atomic.Int64
+	written.Store(-1)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		written.CompareAndSwap(-1, int64(l.clk.Since(at)))
+	}})
 	u := l.url
 	if l.deltas && tag != "" {
 		u += "?" + registryclient.SinceParam + "=" + strings.Trim(tag, `"`)
@@ -163,7 +203,8 @@ func (l load) poll(ctx context.Context, client *http.Client, etag *etagBox, at t
 	if err == nil && status == http.StatusOK && newTag != "" {
 		etag.set(newTag)
 	}
-	s.latency, s.err, s.status = l.clk.Since(at), err, status
+	s.at, s.latency, s.err, s.status = at, l.clk.Since(at), err, status
+	s.written = time.Duration(written.Load())
 	if err != nil && ctx.Err() != nil {
 		s.unfinished = true
 		s.err = fmt.Errorf("still running at the end of the run plus %s: %w", l.grace, err)
@@ -218,6 +259,13 @@ type stats struct {
 	// deltas answered 410.
 	changed, gone       int
 	changedBytes, bytes int64
+	// The polls whose request was written: from then to their end
+	// (answer*: the registry's answer and its reading), and from their
+	// scheduled instant to then (before: in the pollers' process).
+	answerP50, answerP99, answerP999, beforeP99 time.Duration
+	// warm is the warm-up's polls (requests, errors and latencies only),
+	// which no other field counts.
+	warm *stats
 }
 
 // bytesPerChange is the mean body of a poll that found a change.
@@ -228,11 +276,34 @@ func (st stats) bytesPerChange() int64 {
 	return st.changedBytes / int64(st.changed)
 }
 
+// summarize summarises the measured samples; the warm-up's, if any, go
+// into st.warm.
 func summarize(samples []sample) stats {
+	var measured, warm []sample
+	for _, s := range samples {
+		if s.warm {
+			warm = append(warm, s)
+		} else {
+			measured = append(measured, s)
+		}
+	}
+	st := summarizeAll(measured)
+	if len(warm) > 0 {
+		w := summarizeAll(warm)
+		st.warm = &stats{requests: w.requests, errors: w.errors, unfinished: w.unfinished, p50: w.p50, p90: w.p90, p99: w.p99, p999: w.p999, max: w.max}
+	}
+	return st
+}
+
+func summarizeAll(samples []sample) stats {
 	st := stats{requests: len(samples)}
 	lat := make([]time.Duration, 0, len(samples))
+	var answer, before []time.Duration
 	for _, s := range samples {
 		lat = append(lat, s.latency)
+		if s.written >= 0 {
+			answer, before = append(answer, s.latency-s.written), append(before, s.written)
+		}
 		if s.failed() {
 			st.errors++
 		}
@@ -248,6 +319,10 @@ func summarize(samples []sample) stats {
 			st.gone++
 		}
 	}
+	slices.Sort(answer)
+	slices.Sort(before)
+	st.answerP50, st.answerP99, st.answerP999 = quantile.Sorted(answer, 0.500), quantile.Sorted(answer, 0.990), quantile.Sorted(answer, 0.999)
+	st.beforeP99 = quantile.Sorted(before, 0.990)
 	slices.Sort(lat)
 	st.p50, st.p90, st.p99, st.p999 = quantile.Sorted(lat, 0.500), quantile.Sorted(lat, 0.900), quantile.Sorted(lat, 0.990), quantile.Sorted(lat, 0.999)
 	if len(lat) > 0 {

@@ -54,6 +54,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,8 +85,9 @@ func main() {
 type config struct {
 	modules, pollers, conns int
 	duration, latency       time.Duration
-	interval, grace         time.Duration
+	interval, grace, warmup time.Duration
 	cpuProfile, memProfile  string
+	traceFile, pollLog      string
 	readPool                int
 	baseline, feed, journal bool
 	freshness               time.Duration
@@ -113,10 +115,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long each mode is polled")
 	fs.DurationVar(&c.latency, "latency", 2*time.Millisecond, "simulated round trip per volume operation")
 	fs.DurationVar(&c.interval, "interval", 100*time.Millisecond, "each poller's polling interval")
+	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "the pollers poll this long before the measured -duration, joining one after another over it (publishing starts with the measured run); the warm-up's polls are reported apart, on a line of their own")
 	fs.DurationVar(&c.grace, "grace", 2*time.Second, "how long polls running at the end may take before they are cut off")
 	fs.IntVar(&c.conns, "conns", 4, "connections per poller (a poll waiting for one counts the wait)")
-	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the served mode's run to this file")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the served mode's run to this file (with -separate-pollers, the pollers' process's to this file.pollers)")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write an allocation profile (allocations since start) after the served mode's run to this file")
+	fs.StringVar(&c.traceFile, "trace", "", "write a runtime/trace of the registry's process during the served mode's run to this file (go tool trace)")
+	fs.StringVar(&c.pollLog, "poll-log", "", "write every poll of the served mode (scheduled instant, latency, status, bytes) and every publication (sent, took) to this file, in ms since the measured run's start (the warm-up's polls are negative)")
 	fs.IntVar(&c.readPool, "readpool", landing.DefaultReadPool, "the landing's read pool: a derivation reads modules on up to readpool-1 slots at once")
 	fs.BoolVar(&c.baseline, "baseline", true, "also run the scan-per-request baseline (it cannot finish at 100,000 modules)")
 	fs.BoolVar(&c.feed, "feed", true, "announce and absorb writes through the mesh's change feed")
@@ -149,8 +154,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, errors.New("-publish-every must not be negative")
 	case c.absorb < 0, c.freshness <= 0:
 		return config{}, errors.New("-absorb must not be negative and -freshness must be positive")
-	case c.duration <= 0, c.interval <= 0, c.latency < 0, c.grace < 0:
-		return config{}, errors.New("-duration and -interval must be positive; -latency and -grace must not be negative")
+	case c.duration <= 0, c.interval <= 0, c.latency < 0, c.grace < 0, c.warmup < 0:
+		return config{}, errors.New("-duration and -interval must be positive; -latency, -grace and -warmup must not be negative")
 	}
 	return c, nil
 }
@@ -171,6 +176,9 @@ type result struct {
 	etag          string // the document's ETag, which the pollers hold at the start
 	published     publishOutcome
 	gc            gcDuring // what the collector did while the pollers ran (the whole process)
+	// CPU time used while the pollers ran: by this process, and by the
+	// pollers' child process (-separate-pollers).
+	cpuSelf, cpuChild time.Duration
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -285,6 +293,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "served: ready_s=%.1f derivations_per_30s=%.2f snapshot_bytes_per_module=%d catalog_bytes_per_module=%d index_bytes=%d index_first_ms=%.1f index_304_ms=%.3f\n",
 		served.readyIn.Seconds(), float64(served.derivations-1)/(cfg.duration.Seconds()/30),
 		served.snapshotBytes/int64(cfg.modules), served.catalogBytes/int64(cfg.modules), served.indexBytes, msf(served.indexFirst), msf(served.index304))
+	{
+		st, run := served.stats, cfg.warmup+cfg.duration+cfg.grace
+		fmt.Fprintf(stdout, "served: from each request's write to its answer read (the registry's answer, the network and the reading): p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f; from the scheduled instant to the write (in the pollers' process: a goroutine to run, a connection): p99_ms=%.3f\n",
+			msf(st.answerP50), msf(st.answerP99), msf(st.answerP999), msf(st.beforeP99))
+		if cfg.separate {
+			fmt.Fprintf(stdout, "served: cpu_s registry_process=%.2f pollers_process=%.2f over the warm-up and the run (%s at most)\n", served.cpuSelf.Seconds(), served.cpuChild.Seconds(), run)
+		} else {
+			fmt.Fprintf(stdout, "served: cpu_s process=%.2f (registry and pollers) over the warm-up and the run (%s at most)\n", served.cpuSelf.Seconds(), run)
+		}
+	}
+	if w := served.stats.warm; w != nil {
+		fmt.Fprintf(stdout, "served: warm-up of %s before the run (not in the figures above): requests=%d p50_ms=%.3f p99_ms=%.3f max_ms=%.3f errors=%d\n",
+			cfg.warmup, w.requests, msf(w.p50), msf(w.p99), msf(w.max), w.errors)
+	}
 	whose := "the whole process, pollers included"
 	if cfg.separate {
 		whose = "the registry's process; the pollers ran in a child process"
@@ -360,33 +382,50 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, t targ
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if cfg.traceFile != "" && mode == "served" {
+		f, err := os.Create(cfg.traceFile)
+		if err != nil {
+			return result{}, err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return result{}, err
+		}
+		defer trace.Stop()
+	}
 	res.etag = etag
-	gcBefore := readGC()
+	gcBefore, cpuBefore := readGC(), processCPU()
 	if cfg.separate {
 		t := childTarget{url: rep.url, key: rep.key, etag: res.etag}
 		if publish {
 			t.base, t.token = rep.base, token
 		}
-		if res.stats, res.published, err = runChild(ctx, cfg, t, stderr); err != nil {
+		if res.stats, res.published, res.cpuChild, err = runChild(ctx, cfg, t, stderr); err != nil {
 			return result{}, err
 		}
 	} else {
 		clk := clock.New()
 		l := load{
-			url: rep.url, key: rep.key, pollers: cfg.pollers, interval: cfg.interval,
+			url: rep.url, key: rep.key, pollers: cfg.pollers, interval: cfg.interval, warmup: cfg.warmup,
 			duration: cfg.duration, grace: cfg.grace, connsPerPoller: cfg.conns, clk: clk, etag: res.etag, deltas: cfg.deltas,
 		}
 		start := clk.Now()
+		measured := start.Add(cfg.warmup)
 		pub := publisher{base: rep.base, token: token, modules: cfg.modules, clk: clk, run: time.Now().Unix()}
 		if publish {
 			pub.interval = cfg.publishEvery
 		}
-		published := publishing(ctx, pub, start, start.Add(cfg.duration))
+		published := publishing(ctx, pub, measured, measured.Add(cfg.duration))
 		samples := l.run(ctx, start)
 		res.published = published()
 		res.stats = summarize(samples)
+		if cfg.pollLog != "" {
+			if err := writePollLog(cfg.pollLog, measured, samples, res.published); err != nil {
+				return result{}, err
+			}
+		}
 	}
-	res.gc = gcBetween(gcBefore, readGC())
+	res.gc, res.cpuSelf = gcBetween(gcBefore, readGC()), processCPU()-cpuBefore
 	if err := ctx.Err(); err != nil {
 		return result{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -96,8 +97,13 @@ func TestAPollStillRunningAtTheEndCountsWithItsElapsedTime(t *testing.T) {
 	assert.Equal(t, want, got)
 
 	st := summarize(samples)
+	// The polls were written once the clock stood at the end of the run
+	// (the test advanced it at once): the part before the write is up to
+	// the whole run, and the part after it of every poll is the grace,
+	// stuck from its write to the cut-off.
 	assert.Equal(t, stats{requests: 20, errors: 20, unfinished: 20, p50: 1 * time.Second, p90: 1400 * time.Millisecond,
-		p99: 1500 * time.Millisecond, p999: 1500 * time.Millisecond, max: 1500 * time.Millisecond}, st)
+		p99: 1500 * time.Millisecond, p999: 1500 * time.Millisecond, max: 1500 * time.Millisecond,
+		answerP50: l.grace, answerP99: l.grace, answerP999: l.grace, beforeP99: l.duration}, st)
 }
 
 func TestPollsAnsweredInTimeAreNotCountedAsErrors(t *testing.T) {
@@ -155,7 +161,7 @@ func TestTheLoadtestPrintsItsTableAndTheSummaryLast(t *testing.T) {
 	var out, errs bytes.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	err := run(ctx, []string{"-modules", "20", "-pollers", "4", "-duration", "300ms", "-latency", "1ms", "-interval", "50ms", "-grace", "300ms"}, &out, &errs)
+	err := run(ctx, []string{"-modules", "20", "-pollers", "4", "-duration", "300ms", "-warmup", "100ms", "-latency", "1ms", "-interval", "50ms", "-grace", "300ms"}, &out, &errs)
 	require.NoError(t, err, "stderr: %s", errs.String())
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
 	require.GreaterOrEqual(t, len(lines), 4, out.String())
@@ -195,7 +201,7 @@ func TestPublishingWhilePollingSendsDeltasNotTheDocument(t *testing.T) {
 		var out, errs bytes.Buffer
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
-		err := run(ctx, []string{"-modules", "200", "-pollers", "4", "-duration", "600ms", "-latency", "0s", "-interval", "50ms",
+		err := run(ctx, []string{"-modules", "200", "-pollers", "4", "-duration", "600ms", "-warmup", "100ms", "-latency", "0s", "-interval", "50ms",
 			"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-deltas=" + deltas}, &out, &errs)
 		require.NoError(t, err, "stderr: %s", errs.String())
 		t.Log(out.String())
@@ -219,8 +225,9 @@ func TestPublishingWhilePollingSendsDeltasNotTheDocument(t *testing.T) {
 // environment that makes it one) reports nothing, and the run fails
 // reading its report: the polls counted are the child's.
 func TestThePollersCanRunInAChildProcess(t *testing.T) {
-	args := []string{"-modules", "50", "-pollers", "4", "-duration", "600ms", "-latency", "0s", "-interval", "50ms",
-		"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-separate-pollers"}
+	profile := filepath.Join(t.TempDir(), "cpu.prof")
+	args := []string{"-modules", "50", "-pollers", "4", "-duration", "600ms", "-warmup", "100ms", "-latency", "0s", "-interval", "50ms",
+		"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-separate-pollers", "-cpuprofile", profile}
 	t.Setenv(asProgramEnv, "1")
 	var out, errs bytes.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -234,6 +241,8 @@ func TestThePollersCanRunInAChildProcess(t *testing.T) {
 	assert.Positive(t, got["bytes_per_poll_after_change"])
 	assert.Contains(t, out.String(), "the registry's process; the pollers ran in a child process")
 	assert.Regexp(t, `(?m)^served\s+48\s.*\s0\s+1$`, out.String(), "no poll failed")
+	assert.FileExists(t, profile, "the registry's process's profile")
+	assert.FileExists(t, profile+".pollers", "the pollers' process's profile")
 
 	t.Setenv(asProgramEnv, "")
 	out.Reset()
@@ -250,7 +259,7 @@ func TestTheServedModeRunsOnAnS3VolumeBesideTheDirectory(t *testing.T) {
 	var out, errs bytes.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	err := run(ctx, []string{"-modules", "30", "-pollers", "3", "-duration", "600ms", "-latency", "0s", "-interval", "50ms",
+	err := run(ctx, []string{"-modules", "30", "-pollers", "3", "-duration", "600ms", "-warmup", "100ms", "-latency", "0s", "-interval", "50ms",
 		"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-volumes", "dir,s3"}, &out, &errs)
 	require.NoError(t, err, "stderr: %s", errs.String())
 	t.Log(out.String())
@@ -317,4 +326,69 @@ func TestAWaitWhoseInstantPassesWhileItsTimerIsMadeEndsAtOnce(t *testing.T) {
 		require.FailNow(t, "the wait did not end though the clock had passed its instant")
 	}
 	assert.Equal(t, 200*time.Millisecond, clk.Elapsed())
+}
+
+// The warm-up is polled before the measured run, on the same schedule,
+// the pollers joining one after another over it, and summarised apart: its polls are in no measured figure, and are reported
+// in stats.warm. Negative control: the same samples without their warm
+// mark put the warm-up's slow polls into p99 (as a run without a warm-up
+// did: 256 pollers dialling at once set p99 by themselves).
+func TestTheWarmUpIsPolledFirstAndReportedApart(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotModified)
+	}))
+	t.Cleanup(srv.Close)
+	clk := rxtest.NewClock()
+	l := load{url: srv.URL, key: "k", pollers: 2, interval: 100 * time.Millisecond, warmup: 300 * time.Millisecond,
+		duration: time.Second, grace: time.Second, connsPerPoller: 1, clk: clk}
+	start := clk.Now()
+	done := make(chan []sample, 1)
+	go func() { done <- l.run(t.Context(), start) }()
+	clk.Advance(l.warmup + l.duration)
+	var samples []sample
+	select {
+	case samples = <-done:
+	case <-time.After(bound):
+		require.FailNow(t, "the run did not end")
+	}
+	// Poller 0 (phase 0) polls at 0, 100 and 200 ms in the warm-up; poller
+	// 1 (phase 50 ms) joins at 150 ms (half of it): 150 and 250 ms. Then
+	// 10 polls each in the measured second.
+	require.Len(t, samples, 25)
+	var warmAt []time.Duration
+	for _, s := range samples {
+		assert.Equal(t, s.at.Before(start.Add(l.warmup)), s.warm, "poll at %s", s.at.Sub(start))
+		if s.warm {
+			warmAt = append(warmAt, s.at.Sub(start))
+		}
+	}
+	slices.Sort(warmAt)
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{0, 100 * ms, 150 * ms, 200 * ms, 250 * ms}, warmAt, "the second poller joins half way through the warm-up")
+	st := summarize(samples)
+	assert.Equal(t, 20, st.requests)
+	require.NotNil(t, st.warm)
+	assert.Equal(t, 5, st.warm.requests)
+
+	// Latencies: slow warm-up polls stay out of the measured percentiles.
+	var shaped []sample
+	for k := range 100 {
+		s := sample{status: http.StatusNotModified, latency: time.Millisecond, warm: k < 10}
+		if s.warm {
+			s.latency = time.Second
+		}
+		shaped = append(shaped, s)
+	}
+	st = summarize(shaped)
+	assert.Equal(t, time.Millisecond, st.p99)
+	assert.Equal(t, time.Millisecond, st.max)
+	assert.Equal(t, 90, st.requests)
+	assert.Equal(t, time.Second, st.warm.p99)
+
+	for i := range shaped {
+		shaped[i].warm = false
+	}
+	control := summarize(shaped)
+	assert.Equal(t, time.Second, control.p99, "control: the same polls counted as measured")
+	assert.Nil(t, control.warm)
 }

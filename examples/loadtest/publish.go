@@ -35,6 +35,8 @@ type publishOutcome struct {
 	lastError         string
 	slowest           time.Duration
 	took              []time.Duration // each answered publication's latency
+	began             []time.Time     // when each publication (answered or not) was sent
+	lasted            []time.Duration // and how long it took
 }
 
 // median is the middle publication's latency (nearest rank).
@@ -72,6 +74,7 @@ func (p publisher) publishAll(ctx context.Context, start, end time.Time) publish
 		err := p.publish(ctx, hc, k)
 		took := p.clk.Since(began)
 		out.slowest = max(out.slowest, took)
+		out.began, out.lasted = append(out.began, began), append(out.lasted, took)
 		if err != nil {
 			out.failed++
 			out.lastError = err.Error()
