@@ -67,13 +67,13 @@ type backend struct{ s *Store }
 func (b backend) Name() string { return providerName }
 
 func (b backend) Partitions(q *mesh.Query) ([]string, error) {
-	s := b.s
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+	// Without the store's lock: a query queued behind a long read waits
+	// once, for its Initial, within its budget (register).
+	v := b.s.routing.Load()
+	if v.closed {
 		return nil, unavailable("query " + q.String())
 	}
-	return s.partitionSchemas(), nil
+	return v.schemas, nil
 }
 
 func (b backend) Watch(q *mesh.Query, reach mesh.Reach) rx.Observable[mesh.Change] {
@@ -81,9 +81,9 @@ func (b backend) Watch(q *mesh.Query, reach mesh.Reach) rx.Observable[mesh.Chang
 	return rx.Defer(func() rx.Observable[mesh.Change] {
 		lq := newLiveQuery(q, reach)
 		lq.box.Bound = s.queueFrames
-		live := rx.Create(func(_ context.Context, o rx.Observer[mesh.Change]) {
+		live := rx.Create(func(ctx context.Context, o rx.Observer[mesh.Change]) {
 			lq.o = o
-			s.register(lq)
+			s.register(ctx, lq)
 		})
 		return rx.Finally(live, func() { s.unregister(lq) })
 	})
