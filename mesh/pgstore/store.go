@@ -63,7 +63,21 @@ type Options struct {
 	// change the schema, and start services with one that need not be.
 	// GatedTypes are still added to the security fold.
 	SkipMigrate bool
+	// FeedCheck bounds how long the listener believes a silent connection:
+	// after FeedCheck on Clock without a notice it pings the server, and a
+	// ping not answered within FeedCheck ends the connection like any other
+	// failure (Feed goes down, the listener reconnects, every live query
+	// gets a Reset). A connection lost without a FIN or RST (a network
+	// partition, a server host gone) is so noticed within 2×FeedCheck, not
+	// at TCP keepalive's minutes while Feed says Connected and notices are
+	// lost. Zero means DefaultFeedCheck; negative is refused.
+	FeedCheck time.Duration
 }
+
+// DefaultFeedCheck is Options.FeedCheck when zero: a silent listener
+// connection is pinged after 5s, and a dead one noticed within 10s. An idle
+// store costs the server one empty statement per 5s.
+const DefaultFeedCheck = 5 * time.Second
 
 // DefaultQueueFrames is the bound of a Changes subscriber's queue when
 // Options.QueueFrames is zero.
@@ -119,6 +133,7 @@ type Store struct {
 
 	changes     mailbox.Notices // the Changes subscriptions
 	queueFrames int
+	feedCheck   time.Duration // Options.FeedCheck, defaulted
 	feed        *rx.BehaviorSubject[FeedState]
 	gated       []string // mesh.SecurityTypes and Options.GatedTypes: what the fold declares
 
@@ -146,6 +161,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		live:        newLiveIndex(),
 		schemas:     newSchemaSet(),
 		queueFrames: opts.QueueFrames,
+		feedCheck:   opts.FeedCheck,
 		feed:        rx.NewBehaviorSubject(FeedState{}),
 		fences:      newFences(),
 	}
@@ -166,6 +182,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: Options.QueueFrames is %d; it must be positive, or zero for the default", s.queueFrames)
 	}
 	s.changes.Bound = s.queueFrames
+	if s.feedCheck == 0 {
+		s.feedCheck = DefaultFeedCheck
+	} else if s.feedCheck < 0 {
+		return nil, fmt.Errorf("pgstore: Options.FeedCheck is %v; it must be positive, or zero for the default", s.feedCheck)
+	}
 	if err := s.budgets.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
