@@ -32,7 +32,7 @@ func (s *Store) connectListener(ctx context.Context) (*pgx.Conn, error) {
 }
 
 func (s *Store) closeConn(conn *pgx.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.budgets.QueryInitial)
+	ctx, cancel := s.clk.WithTimeout(context.Background(), s.budgets.QueryInitial)
 	defer cancel()
 	_ = conn.Close(ctx)
 }

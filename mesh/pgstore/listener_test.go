@@ -49,6 +49,7 @@ func TestASilentlyDeadListenerConnectionIsNoticedWithinTwiceTheFeedCheck(t *test
 	if err := clk.BlockUntil(1, testBudget); err != nil {
 		t.Fatalf("the listener waits on nothing of the store's clock: %v", err)
 	}
+	quiet(t, s, clk)
 	armed := clk.Pending()
 	require.Equal(t, 1, proxy.stallListener(), "one listener connection through the proxy")
 	// Its notice is lost: the listener's connection forwards nothing.
@@ -92,6 +93,7 @@ func TestASilentButLiveListenerConnectionIsKept(t *testing.T) {
 	live.await(t, "Initial with a", kindOn(mesh.Initial, "acme/Docs/a"))
 
 	require.NoError(t, clk.BlockUntil(1, testBudget))
+	quiet(t, s, clk)
 	armed := clk.Pending()
 	for range 3 {
 		pings, scheduled := proxy.listenerReads(), clk.Scheduled()
@@ -261,4 +263,19 @@ func (p *stallProxy) close() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// quiet waits (at most testBudget) until the listener has received every
+// fence the store sent and owes none, and only its wait for the next notice
+// is armed on clk: a fence arriving later would re-arm that wait, and
+// virtual time driven past it would miss it.
+func quiet(t *testing.T, s *Store, clk *rxtest.Clock) {
+	t.Helper()
+	f := s.fences
+	require.Eventually(t, func() bool {
+		f.mu.Lock()
+		sent, next := f.sent, f.next
+		f.mu.Unlock()
+		return next == sent+1 && len(f.want) == 0 && f.seen.Load() >= sent && clk.Pending() == 1
+	}, testBudget, time.Millisecond, "the listener to have received every fence sent")
 }

@@ -93,8 +93,8 @@ const (
 	MaxReconnectDelay = 2 * time.Second
 )
 
-// closeBudget bounds Close's wait for the store's goroutines, which end
-// promptly once their context is cancelled.
+// closeBudget bounds Close's wait (on the store's clock) for the store's
+// goroutines, which end promptly once their context is cancelled.
 const closeBudget = 30 * time.Second
 
 // listenerAppName is the application_name of the listener's connection.
@@ -426,7 +426,7 @@ func (s *Store) announce(n mesh.ChangeNotice) { s.changes.Announce(n).Start() }
 func (s *Store) endChanges() { s.changes.Close().Start() }
 
 // Close ends every live query (each completes), stops the listener, waits
-// for the store's goroutines (at most 30s) and closes the pool. Afterwards
+// for the store's goroutines (at most 30s on Options.Clock) and closes the pool. Afterwards
 // reads fail with a *mesh.UnavailableError wrapping ErrClosed, and writes
 // with ErrClosed. Closing twice is harmless. Close must not be called from
 // an observer of the store's streams.
@@ -447,12 +447,12 @@ func (s *Store) Close() error {
 
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
-	timer := time.NewTimer(closeBudget)
-	defer timer.Stop()
+	wait, cancel := s.clk.WithTimeout(context.Background(), closeBudget)
+	defer cancel()
 	var err error
 	select {
 	case <-done:
-	case <-timer.C:
+	case <-wait.Done():
 		err = fmt.Errorf("pgstore: close: the store's goroutines did not end within %s", closeBudget)
 	}
 	// After the live queries' own ends (an error for one without its
