@@ -72,10 +72,10 @@ func (s *Store) receive(conn *pgx.Conn) error {
 	for {
 		// Notices come when others write, so silence proves nothing: after
 		// FeedCheck without one the connection is pinged (check). A
-		// connection lost without a FIN or RST thus ends within twice
-		// FeedCheck, not when TCP keepalive gives up minutes later. (The
-		// listener's connection cancels by deadline, pgx's default, so a
-		// wait cut short leaves it usable.)
+		// connection lost without a FIN or RST thus ends within FeedCheck
+		// and a read's budget, not when TCP keepalive gives up minutes
+		// later. (The listener's connection cancels by deadline, pgx's
+		// default, so a wait cut short leaves it usable.)
 		wait, cancel := s.clk.WithTimeout(context.Background(), s.feedCheck)
 		n, err := conn.WaitForNotification(wait)
 		silent := err != nil && wait.Err() != nil
@@ -104,11 +104,12 @@ func (s *Store) receive(conn *pgx.Conn) error {
 	}
 }
 
-// check pings the listener's silent connection, within FeedCheck on the
-// store's clock: an error ends the connection (listen reconnects).
-// Notices that arrive meanwhile are kept by pgx for the next wait.
+// check pings the listener's silent connection, within Budgets.QueryInitial
+// on the store's clock (a server slower than a read's budget counts as
+// gone): an error ends the connection (listen reconnects). Notices that
+// arrive meanwhile are kept by pgx for the next wait.
 func (s *Store) check(conn *pgx.Conn) error {
-	ctx, cancel := s.clk.WithTimeout(s.ctx, s.feedCheck)
+	ctx, cancel := s.clk.WithTimeout(s.ctx, s.budgets.QueryInitial)
 	defer cancel()
 	if err := conn.Ping(ctx); err != nil {
 		if s.ctx.Err() != nil {
@@ -116,7 +117,7 @@ func (s *Store) check(conn *pgx.Conn) error {
 		}
 		what := fmt.Sprintf("pinging the change listener's connection (silent for %s)", s.feedCheck)
 		if ctx.Err() != nil {
-			return &BudgetError{What: what, Budget: s.feedCheck, Err: err}
+			return &BudgetError{What: what, Budget: s.budgets.QueryInitial, Err: err}
 		}
 		return fmt.Errorf("%s: %w", what, err)
 	}

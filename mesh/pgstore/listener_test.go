@@ -22,16 +22,16 @@ import (
 
 // A listener connection that goes silently dead (the server unreachable
 // without a FIN or RST: a network partition) is noticed on the store's
-// clock within twice Options.FeedCheck: the listener pings a connection
-// silent for FeedCheck, and a ping unanswered within FeedCheck ends it like
-// any other failure: Feed goes down, the listener reconnects and the live
+// clock within Options.FeedCheck and Budgets.QueryInitial: the listener
+// pings a connection silent for FeedCheck, and a ping unanswered within
+// QueryInitial ends it like any other failure: Feed goes down, the listener reconnects and the live
 // query gets a Reset holding the write whose notice was lost. The dead
 // connection is a TCP proxy that stops forwarding the listener's bytes
 // without closing anything. Control: on main (8872fbd) the listener waited
 // without a bound, put nothing on the clock, and the test failed with "the
 // listener waits on nothing of the store's clock" while Feed still said
 // Connected (the kernel's keepalive would have noticed after minutes).
-func TestASilentlyDeadListenerConnectionIsNoticedWithinTwiceTheFeedCheck(t *testing.T) {
+func TestASilentlyDeadListenerConnectionIsNoticedWithinTheFeedCheckAndAReadsBudget(t *testing.T) {
 	t.Parallel()
 	const check = 5 * time.Second
 	dbURL := pg.Database(t)
@@ -60,11 +60,14 @@ func TestASilentlyDeadListenerConnectionIsNoticedWithinTwiceTheFeedCheck(t *test
 	assert.True(t, states[len(states)-1].Connected, "within FeedCheck a silent connection is believed")
 	clk.Advance(time.Nanosecond) // silent for FeedCheck: the listener pings
 	require.NoError(t, clk.BlockUntil(armed, testBudget), "the ping's budget is armed on the clock")
-	clk.Advance(check) // the ping is not answered
+	clk.Advance(mesh.DefaultBudgets().QueryInitial - time.Nanosecond)
+	states = feed.values(t)
+	assert.True(t, states[len(states)-1].Connected, "within a read's budget the ping may still be answered")
+	clk.Advance(time.Nanosecond) // the ping is not answered
 	down := feed.await(t, "the feed to go down", func(f FeedState) bool { return !f.Connected })
 	var budget *BudgetError
 	require.ErrorAs(t, down.Err, &budget, "the state says what was waited on")
-	assert.Equal(t, check, budget.Budget)
+	assert.Equal(t, mesh.DefaultBudgets().QueryInitial, budget.Budget)
 	assert.Contains(t, down.Err.Error(), "pinging the change listener's connection")
 
 	clk.Advance(down.RetryIn) // the proxy forwards new connections

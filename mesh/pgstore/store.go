@@ -65,18 +65,21 @@ type Options struct {
 	SkipMigrate bool
 	// FeedCheck bounds how long the listener believes a silent connection:
 	// after FeedCheck on Clock without a notice it pings the server, and a
-	// ping not answered within FeedCheck ends the connection like any other
-	// failure (Feed goes down, the listener reconnects, every live query
-	// gets a Reset). A connection lost without a FIN or RST (a network
-	// partition, a server host gone) is so noticed within 2×FeedCheck, not
-	// at TCP keepalive's minutes while Feed says Connected and notices are
-	// lost. Zero means DefaultFeedCheck; negative is refused.
+	// ping not answered within Budgets.QueryInitial (what a read may take)
+	// ends the connection like any other failure (Feed goes down, the
+	// listener reconnects, every live query gets a Reset). A connection lost
+	// without a FIN or RST (a network partition, a server host gone) is so
+	// noticed within FeedCheck + QueryInitial (20s by default), not at TCP
+	// keepalive's minutes while Feed says Connected and notices are lost. A
+	// server that answers more slowly than a read's budget counts as gone.
+	// Zero means DefaultFeedCheck; negative is refused.
 	FeedCheck time.Duration
 }
 
 // DefaultFeedCheck is Options.FeedCheck when zero: a silent listener
-// connection is pinged after 5s, and a dead one noticed within 10s. An idle
-// store costs the server one empty statement per 5s.
+// connection is pinged after 5s; with the default budgets a dead one is
+// noticed within 20s. An idle store costs the server one empty statement
+// per 5s.
 const DefaultFeedCheck = 5 * time.Second
 
 // DefaultQueueFrames is the bound of a Changes subscriber's queue when
