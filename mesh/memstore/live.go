@@ -61,10 +61,7 @@ func (lq *liveQuery) reads(schema string, global bool) bool {
 // runs out it fails with a *mesh.UnavailableError naming the lock around a
 // *mesh.ProviderStalledError, what a fan-in says of a silent provider.
 func (s *Store) register(ctx context.Context, lq *liveQuery) {
-	wait, cancel := s.clk.WithTimeout(ctx, s.budgets.QueryInitial)
-	err := s.mu.RLockContext(wait)
-	cancel()
-	if err != nil {
+	if err := s.rlockWithin(ctx); err != nil {
 		op := "query " + lq.q.String() + ": waiting for the store's lock"
 		if ctx.Err() != nil {
 			lq.o.OnError(&mesh.UnavailableError{Op: op, Err: ctx.Err()})

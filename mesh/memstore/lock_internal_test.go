@@ -249,3 +249,70 @@ func TestAQueryWaitingBehindALongReadFailsWhenItsInitialBudgetEnds(t *testing.T)
 	require.NoError(t, err, "control: with the lock free, the query answers")
 	assert.Len(t, c.Items, 2)
 }
+
+// A Get waits for the store's lock within Budgets.QueryInitial on the
+// store's clock, as a query's Initial does: queued behind a long read and a
+// writer waiting after it, it fails once the budget passes with an
+// unavailable error naming the lock, never "absent". Control: on main
+// (8872fbd) Get took the lock with RLock, put no timer on the clock, and the
+// test failed with "Get does not wait on the store's clock".
+func TestAGetWaitingBehindALongReadFailsWhenItsBudgetEnds(t *testing.T) {
+	const bound = 5 * time.Second
+	clk := rxtest.NewClock()
+	budgets := mesh.DefaultBudgets()
+	s, err := New(Options{Clock: clk, Budgets: budgets})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Put(context.Background(), mesh.Node{Path: "acme/item", NodeType: "Item"})
+	require.NoError(t, err)
+
+	s.mu.RLock() // the long read
+	held := true
+	release := func() {
+		if held {
+			held = false
+			s.mu.RUnlock()
+		}
+	}
+	defer release()
+	writer := make(chan error, 1)
+	writerCtx := &doneWatched{Context: context.Background(), asked: make(chan struct{}, 1)}
+	go func() {
+		_, err := s.Put(writerCtx, mesh.Node{Path: "acme/other", NodeType: "Item"})
+		writer <- err
+	}()
+	select {
+	case <-writerCtx.asked:
+	case <-time.After(bound):
+		t.Fatal("the writer did not reach the store's lock")
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		_, err := rx.Collect(ctx, s.Get("acme/item"))
+		done <- err
+	}()
+	if err := clk.BlockUntil(1, bound); err != nil {
+		release()
+		<-done
+		t.Fatalf("Get does not wait on the store's clock: %v", err)
+	}
+	clk.Advance(budgets.QueryInitial)
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.True(t, mesh.IsUnavailable(err), "cannot say, not absent: %v", err)
+		assert.ErrorContains(t, err, "waiting for the store's lock")
+	case <-time.After(bound):
+		release()
+		<-done
+		t.Fatal("Get did not end when its budget passed")
+	}
+	release()
+	require.NoError(t, <-writer)
+	got, err := rx.Collect(context.Background(), s.Get("acme/item"))
+	require.NoError(t, err, "control: with the lock free, Get answers")
+	assert.Len(t, got, 1)
+}
