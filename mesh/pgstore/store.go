@@ -14,6 +14,8 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/meshrx/meshrx/mesh"
@@ -253,6 +255,13 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.listenCfg.RuntimeParams = map[string]string{}
 	}
 	s.listenCfg.RuntimeParams["application_name"] = listenerAppName
+	// A wait the listener cuts short (its silence check) must leave the
+	// connection usable: a cancelled context sets a deadline on it rather
+	// than sending the server a cancel request that could reach the next
+	// statement, the ping (pgx's default, made explicit).
+	s.listenCfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
+	}
 	dial := s.listenCfg.DialFunc
 	s.listenCfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
