@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -53,8 +54,23 @@ func (lq *liveQuery) reads(schema string, global bool) bool {
 // a frame after it, never both, never neither. The Initial is delivered on
 // the subscribing goroutine after the store's lock is released; frames that
 // writes queue meanwhile wait for it, then go to a drain of their own.
-func (s *Store) register(lq *liveQuery) {
-	s.mu.RLock()
+//
+// Its wait for the lock is bounded by Budgets.QueryInitial on the store's
+// clock and by ctx (the subscription): a read queued behind a writer waits
+// for every read ahead of that writer too, however large. On a budget that
+// runs out it fails with a *mesh.UnavailableError naming the lock around a
+// *mesh.ProviderStalledError, what a fan-in says of a silent provider.
+func (s *Store) register(ctx context.Context, lq *liveQuery) {
+	if err := s.rlockWithin(ctx); err != nil {
+		op := "query " + lq.q.String() + ": waiting for the store's lock"
+		if ctx.Err() != nil {
+			lq.o.OnError(&mesh.UnavailableError{Op: op, Err: ctx.Err()})
+			return
+		}
+		lq.o.OnError(&mesh.UnavailableError{Op: op, Err: &mesh.ProviderStalledError{
+			Providers: []string{providerName}, Budget: s.budgets.QueryInitial, Query: lq.q.String()}})
+		return
+	}
 	if s.closed {
 		s.mu.RUnlock()
 		lq.o.OnError(unavailable("query " + lq.q.String()))

@@ -29,6 +29,9 @@ func (l storeLock) RLock() { _ = l.sem.Acquire(context.Background(), 1) }
 // before that writer too, however long they are.
 func (l storeLock) RLockContext(ctx context.Context) error { return l.sem.Acquire(ctx, 1) }
 
+// TryRLock takes the lock for reading if that needs no wait.
+func (l storeLock) TryRLock() bool { return l.sem.TryAcquire(1) }
+
 func (l storeLock) RUnlock() { l.sem.Release(1) }
 
 // Lock takes the lock for writing, waiting as long as it takes (Close,

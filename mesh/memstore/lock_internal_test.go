@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
+	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
 // A write waits for the store's lock while a read holds it (a live query's
@@ -167,4 +168,151 @@ func TestSecurityReadsWaitingBehindALongReadReturnWhenTheirContextEnds(t *testin
 	snap, err := s.SecurityNodes(context.Background())
 	require.NoError(t, err, "control: with the lock free, the read answers")
 	assert.Len(t, snap.Nodes, 1)
+}
+
+// A live query's Initial waits for the store's lock within
+// Budgets.QueryInitial on the store's clock: queued behind a long read and a
+// writer waiting after it, it fails once the budget passes, with an error
+// naming the lock (a *mesh.ProviderStalledError inside a
+// *mesh.UnavailableError), instead of waiting as long as the work ahead.
+// Control: on main (8872fbd) the query took the lock with RLock, put no
+// timer on the clock, and the test failed with "the query's Initial does
+// not wait on the store's clock" (it returned only once the read ended).
+func TestAQueryWaitingBehindALongReadFailsWhenItsInitialBudgetEnds(t *testing.T) {
+	const bound = 5 * time.Second
+	clk := rxtest.NewClock()
+	budgets := mesh.DefaultBudgets()
+	s, err := New(Options{Clock: clk, Budgets: budgets})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Put(context.Background(), mesh.Node{Path: "acme/item", NodeType: "Item"})
+	require.NoError(t, err)
+
+	s.mu.RLock() // the long read
+	held := true
+	release := func() {
+		if held {
+			held = false
+			s.mu.RUnlock()
+		}
+	}
+	defer release()
+	writer := make(chan error, 1)
+	writerCtx := &doneWatched{Context: context.Background(), asked: make(chan struct{}, 1)}
+	go func() {
+		_, err := s.Put(writerCtx, mesh.Node{Path: "acme/other", NodeType: "Item"})
+		writer <- err
+	}()
+	select {
+	case <-writerCtx.asked: // queued: readers now wait behind it
+	case <-time.After(bound):
+		t.Fatal("the writer did not reach the store's lock")
+	}
+
+	pending := clk.Pending()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		_, err := rx.First(ctx, s.Query("path:acme scope:subtree"))
+		done <- err
+	}()
+	if err := clk.BlockUntil(pending+1, bound); err != nil {
+		release()
+		<-done
+		t.Fatalf("the query's Initial does not wait on the store's clock: %v", err)
+	}
+	clk.Advance(budgets.QueryInitial - time.Nanosecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the query ended before its budget passed: %v", err)
+	default:
+	}
+	clk.Advance(time.Nanosecond)
+	select {
+	case err := <-done:
+		var stalled *mesh.ProviderStalledError
+		require.ErrorAs(t, err, &stalled)
+		assert.Equal(t, budgets.QueryInitial, stalled.Budget)
+		assert.ErrorContains(t, err, "waiting for the store's lock")
+		assert.True(t, mesh.IsUnavailable(err))
+	case <-time.After(bound):
+		release()
+		<-done
+		t.Fatal("the query did not end when its Initial budget passed")
+	}
+	release()
+	require.NoError(t, <-writer, "the writer goes on once the read ends")
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	c, err := rx.First(ctx, s.Query("path:acme scope:subtree"))
+	require.NoError(t, err, "control: with the lock free, the query answers")
+	assert.Len(t, c.Items, 2)
+}
+
+// A Get waits for the store's lock within Budgets.QueryInitial on the
+// store's clock, as a query's Initial does: queued behind a long read and a
+// writer waiting after it, it fails once the budget passes with an
+// unavailable error naming the lock, never "absent". Control: on main
+// (8872fbd) Get took the lock with RLock, put no timer on the clock, and the
+// test failed with "Get does not wait on the store's clock".
+func TestAGetWaitingBehindALongReadFailsWhenItsBudgetEnds(t *testing.T) {
+	const bound = 5 * time.Second
+	clk := rxtest.NewClock()
+	budgets := mesh.DefaultBudgets()
+	s, err := New(Options{Clock: clk, Budgets: budgets})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Put(context.Background(), mesh.Node{Path: "acme/item", NodeType: "Item"})
+	require.NoError(t, err)
+
+	s.mu.RLock() // the long read
+	held := true
+	release := func() {
+		if held {
+			held = false
+			s.mu.RUnlock()
+		}
+	}
+	defer release()
+	writer := make(chan error, 1)
+	writerCtx := &doneWatched{Context: context.Background(), asked: make(chan struct{}, 1)}
+	go func() {
+		_, err := s.Put(writerCtx, mesh.Node{Path: "acme/other", NodeType: "Item"})
+		writer <- err
+	}()
+	select {
+	case <-writerCtx.asked:
+	case <-time.After(bound):
+		t.Fatal("the writer did not reach the store's lock")
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		_, err := rx.Collect(ctx, s.Get("acme/item"))
+		done <- err
+	}()
+	if err := clk.BlockUntil(1, bound); err != nil {
+		release()
+		<-done
+		t.Fatalf("Get does not wait on the store's clock: %v", err)
+	}
+	clk.Advance(budgets.QueryInitial)
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.True(t, mesh.IsUnavailable(err), "cannot say, not absent: %v", err)
+		assert.ErrorContains(t, err, "waiting for the store's lock")
+	case <-time.After(bound):
+		release()
+		<-done
+		t.Fatal("Get did not end when its budget passed")
+	}
+	release()
+	require.NoError(t, <-writer)
+	got, err := rx.Collect(context.Background(), s.Get("acme/item"))
+	require.NoError(t, err, "control: with the lock free, Get answers")
+	assert.Len(t, got, 1)
 }

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -12,7 +13,9 @@ import (
 // Get reads the node at exactly path: the node then completion when it is
 // present, completion alone when it is absent (including under an unroutable
 // path, where nothing can be stored). An invalid path fails with
-// *mesh.PathError; a closed store with *mesh.UnavailableError.
+// *mesh.PathError; a closed store, or a read that could not take the
+// store's lock within Budgets.QueryInitial (queued behind a writer and the
+// reads ahead of it), with *mesh.UnavailableError.
 func (s *Store) Get(path string) rx.Observable[mesh.Node] {
 	if err := mesh.ValidatePath(path); err != nil {
 		return rx.Throw[mesh.Node](err)
@@ -29,9 +32,25 @@ func (s *Store) Get(path string) rx.Observable[mesh.Node] {
 	})
 }
 
+// rlockWithin takes the store's lock for reading, waiting (when it must)
+// at most Budgets.QueryInitial on the store's clock, or until ctx ends.
+func (s *Store) rlockWithin(ctx context.Context) error {
+	if s.mu.TryRLock() {
+		return nil // the common case: no timer
+	}
+	wait, cancel := s.clk.WithTimeout(ctx, s.budgets.QueryInitial)
+	defer cancel()
+	return s.mu.RLockContext(wait)
+}
+
 func (s *Store) get(path string) (mesh.Node, bool, error) {
 	schema, _, err := s.schemaOf(path)
-	s.mu.RLock()
+	if lockErr := s.rlockWithin(context.Background()); lockErr != nil {
+		// A read queued behind a writer waits for the reads ahead of it
+		// too: past a read's budget it cannot say what is there.
+		return mesh.Node{}, false, &mesh.UnavailableError{Op: "read " + path + ": waiting for the store's lock",
+			Err: fmt.Errorf("no answer within %s (Budgets.QueryInitial): %w", s.budgets.QueryInitial, rx.ErrTimeout)}
+	}
 	defer s.mu.RUnlock()
 	if s.closed {
 		return mesh.Node{}, false, unavailable("read " + path)
@@ -67,13 +86,13 @@ type backend struct{ s *Store }
 func (b backend) Name() string { return providerName }
 
 func (b backend) Partitions(q *mesh.Query) ([]string, error) {
-	s := b.s
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+	// Without the store's lock: a query queued behind a long read waits
+	// once, for its Initial, within its budget (register).
+	v := b.s.routing.Load()
+	if v.closed {
 		return nil, unavailable("query " + q.String())
 	}
-	return s.partitionSchemas(), nil
+	return v.schemas, nil
 }
 
 func (b backend) Watch(q *mesh.Query, reach mesh.Reach) rx.Observable[mesh.Change] {
@@ -81,9 +100,9 @@ func (b backend) Watch(q *mesh.Query, reach mesh.Reach) rx.Observable[mesh.Chang
 	return rx.Defer(func() rx.Observable[mesh.Change] {
 		lq := newLiveQuery(q, reach)
 		lq.box.Bound = s.queueFrames
-		live := rx.Create(func(_ context.Context, o rx.Observer[mesh.Change]) {
+		live := rx.Create(func(ctx context.Context, o rx.Observer[mesh.Change]) {
 			lq.o = o
-			s.register(lq)
+			s.register(ctx, lq)
 		})
 		return rx.Finally(live, func() { s.unregister(lq) })
 	})

@@ -83,6 +83,10 @@ type Store struct {
 	// whole when one is added.
 	partList []string
 	closed   bool
+	// routing is partList and closed as of the last write that changed
+	// them, published for routing a query without the lock: a query's
+	// only lock wait is its Initial's, bounded by Budgets.QueryInitial.
+	routing atomic.Pointer[routingView]
 
 	// liveMu guards the live queries and the Changes subscribers; it is
 	// taken inside mu (read or write), never the other way round.
@@ -114,6 +118,7 @@ func New(opts Options) (*Store, error) {
 		closing:     newCloseSignal(),
 		sec:         newSecurity(mesh.WithSecurityTypes(opts.GatedTypes)),
 	}
+	s.routing.Store(&routingView{})
 	if s.clk == nil {
 		s.clk = clock.New()
 	}
@@ -198,6 +203,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.parts, s.partList = nil, nil
+	s.routing.Store(&routingView{closed: true})
 	s.liveMu.Lock()
 	var ended []*liveQuery
 	s.live.All(func(lq *liveQuery) {
@@ -278,6 +284,14 @@ func (s *Store) addPartition(p *partition) {
 	}
 	i, _ := slices.BinarySearch(s.partList, p.schema)
 	s.partList = slices.Insert(slices.Clip(s.partList), i, p.schema)
+	s.routing.Store(&routingView{schemas: s.partList})
+}
+
+// routingView is what routing a query reads of the store: its partition
+// schemas (shared, never changed in place) and whether it is closed.
+type routingView struct {
+	schemas []string
+	closed  bool
 }
 
 func unavailable(op string) error {

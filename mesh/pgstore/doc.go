@@ -63,7 +63,10 @@
 // query's fence: a NOTIFY the query sends on the store's own channel after
 // each of its reads, before sending what it read, so that no notice older
 // than the read's snapshot can take its result back. After the listener
-// reconnects every live query gets a Reset, never a silent gap.
+// reconnects every live query gets a Reset, never a silent gap. A listener
+// connection silent for Options.FeedCheck is pinged, and one that does not
+// answer within Budgets.QueryInitial is dropped and reconnected: a
+// connection lost without a FIN or RST does not leave Feed saying Connected.
 //
 // # The security fold
 //

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/benbjohnson/clock"
+
 	"github.com/meshrx/meshrx/mesh"
 )
 
@@ -81,25 +83,24 @@ func (f *fences) received(payload string) {
 	}
 }
 
-// awaitSent waits until fence n has been sent, at most budget or until ctx
-// ends; past that the query delivers its frames anyway (its rows are
-// trusted whenever the fence arrives).
-func (f *fences) awaitSent(ctx context.Context, n int64, budget time.Duration) {
-	timer := time.NewTimer(budget)
-	defer timer.Stop()
+// awaitSent waits until fence n has been sent, at most budget on clk or
+// until ctx ends; past that the query delivers its frames anyway (its rows
+// are trusted whenever the fence arrives). It reports whether the fence was
+// sent.
+func (f *fences) awaitSent(ctx context.Context, clk clock.Clock, n int64, budget time.Duration) bool {
+	ctx, cancel := clk.WithTimeout(ctx, budget)
+	defer cancel()
 	for {
 		f.mu.Lock()
 		sent, ch := f.sent, f.sentCh
 		f.mu.Unlock()
 		if sent >= n {
-			return
+			return true
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return
-		case <-timer.C:
-			return
+			return false
 		}
 	}
 }
@@ -141,7 +142,10 @@ func (s *Store) fenceAfterRead(ctx context.Context, lq *liveQuery) {
 	lq.mu.Lock()
 	lq.fence = n
 	lq.mu.Unlock()
-	s.fences.awaitSent(ctx, n, s.budgets.Operation)
+	if !s.fences.awaitSent(ctx, s.clk, n, s.budgets.Operation) && ctx.Err() == nil {
+		s.log.Debug("pgstore: a live-query fence was not sent within its budget; the query delivers its frames anyway",
+			"query", lq.q.String(), "budget", s.budgets.Operation)
+	}
 }
 
 // noticeRow is the row a change notice carries (migration 0005).

@@ -32,7 +32,7 @@ func (s *Store) connectListener(ctx context.Context) (*pgx.Conn, error) {
 }
 
 func (s *Store) closeConn(conn *pgx.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.budgets.QueryInitial)
+	ctx, cancel := s.clk.WithTimeout(context.Background(), s.budgets.QueryInitial)
 	defer cancel()
 	_ = conn.Close(ctx)
 }
@@ -70,13 +70,25 @@ func (s *Store) receive(conn *pgx.Conn) error {
 	stop := context.AfterFunc(s.ctx, func() { _ = conn.PgConn().Conn().Close() })
 	defer stop()
 	for {
-		// Not bounded: notices come when others write. The wait ends
-		// with the connection (Close closes it; the dialer's TCP
-		// keepalive finds a dead peer).
-		n, err := conn.WaitForNotification(context.Background())
+		// Notices come when others write, so silence proves nothing: after
+		// FeedCheck without one the connection is pinged (check). A
+		// connection lost without a FIN or RST thus ends within FeedCheck
+		// and a read's budget, not when TCP keepalive gives up minutes
+		// later. (The listener's connection cancels by deadline, pgx's
+		// default, so a wait cut short leaves it usable.)
+		wait, cancel := s.clk.WithTimeout(context.Background(), s.feedCheck)
+		n, err := conn.WaitForNotification(wait)
+		silent := err != nil && wait.Err() != nil
+		cancel()
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return s.ctx.Err()
+			}
+			if silent {
+				if err := s.check(conn); err != nil {
+					return err
+				}
+				continue
 			}
 			return err
 		}
@@ -90,6 +102,26 @@ func (s *Store) receive(conn *pgx.Conn) error {
 		pid := n.PID
 		s.handle(n.Payload, at, func() bool { return s.senders.trusted(s.clk.Now(), pid) })
 	}
+}
+
+// check pings the listener's silent connection, within Budgets.QueryInitial
+// on the store's clock (a server slower than a read's budget counts as
+// gone): an error ends the connection (listen reconnects). Notices that
+// arrive meanwhile are kept by pgx for the next wait.
+func (s *Store) check(conn *pgx.Conn) error {
+	ctx, cancel := s.clk.WithTimeout(s.ctx, s.budgets.QueryInitial)
+	defer cancel()
+	if err := conn.Ping(ctx); err != nil {
+		if s.ctx.Err() != nil {
+			return s.ctx.Err()
+		}
+		what := fmt.Sprintf("pinging the change listener's connection (silent for %s)", s.feedCheck)
+		if ctx.Err() != nil {
+			return &BudgetError{What: what, Budget: s.budgets.QueryInitial, Err: err}
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 // stampedConn is the listener's connection to the server; it notes when

@@ -14,6 +14,8 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/meshrx/meshrx/mesh"
@@ -63,7 +65,24 @@ type Options struct {
 	// change the schema, and start services with one that need not be.
 	// GatedTypes are still added to the security fold.
 	SkipMigrate bool
+	// FeedCheck bounds how long the listener believes a silent connection:
+	// after FeedCheck on Clock without a notice it pings the server, and a
+	// ping not answered within Budgets.QueryInitial (what a read may take)
+	// ends the connection like any other failure (Feed goes down, the
+	// listener reconnects, every live query gets a Reset). A connection lost
+	// without a FIN or RST (a network partition, a server host gone) is so
+	// noticed within FeedCheck + QueryInitial (20s by default), not at TCP
+	// keepalive's minutes while Feed says Connected and notices are lost. A
+	// server that answers more slowly than a read's budget counts as gone.
+	// Zero means DefaultFeedCheck; negative is refused.
+	FeedCheck time.Duration
 }
+
+// DefaultFeedCheck is Options.FeedCheck when zero: a silent listener
+// connection is pinged after 5s; with the default budgets a dead one is
+// noticed within 20s. An idle store costs the server one empty statement
+// per 5s.
+const DefaultFeedCheck = 5 * time.Second
 
 // DefaultQueueFrames is the bound of a Changes subscriber's queue when
 // Options.QueueFrames is zero.
@@ -79,8 +98,8 @@ const (
 	MaxReconnectDelay = 2 * time.Second
 )
 
-// closeBudget bounds Close's wait for the store's goroutines, which end
-// promptly once their context is cancelled.
+// closeBudget bounds Close's wait (on the store's clock) for the store's
+// goroutines, which end promptly once their context is cancelled.
 const closeBudget = 30 * time.Second
 
 // listenerAppName is the application_name of the listener's connection.
@@ -119,6 +138,7 @@ type Store struct {
 
 	changes     mailbox.Notices // the Changes subscriptions
 	queueFrames int
+	feedCheck   time.Duration // Options.FeedCheck, defaulted
 	feed        *rx.BehaviorSubject[FeedState]
 	gated       []string // mesh.SecurityTypes and Options.GatedTypes: what the fold declares
 
@@ -146,6 +166,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		live:        newLiveIndex(),
 		schemas:     newSchemaSet(),
 		queueFrames: opts.QueueFrames,
+		feedCheck:   opts.FeedCheck,
 		feed:        rx.NewBehaviorSubject(FeedState{}),
 		fences:      newFences(),
 	}
@@ -166,6 +187,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: Options.QueueFrames is %d; it must be positive, or zero for the default", s.queueFrames)
 	}
 	s.changes.Bound = s.queueFrames
+	if s.feedCheck == 0 {
+		s.feedCheck = DefaultFeedCheck
+	} else if s.feedCheck < 0 {
+		return nil, fmt.Errorf("pgstore: Options.FeedCheck is %v; it must be positive, or zero for the default", s.feedCheck)
+	}
 	if err := s.budgets.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
@@ -229,6 +255,13 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.listenCfg.RuntimeParams = map[string]string{}
 	}
 	s.listenCfg.RuntimeParams["application_name"] = listenerAppName
+	// A wait the listener cuts short (its silence check) must leave the
+	// connection usable: a cancelled context sets a deadline on it rather
+	// than sending the server a cancel request that could reach the next
+	// statement, the ping (pgx's default, made explicit).
+	s.listenCfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
+	}
 	dial := s.listenCfg.DialFunc
 	s.listenCfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
@@ -405,7 +438,7 @@ func (s *Store) announce(n mesh.ChangeNotice) { s.changes.Announce(n).Start() }
 func (s *Store) endChanges() { s.changes.Close().Start() }
 
 // Close ends every live query (each completes), stops the listener, waits
-// for the store's goroutines (at most 30s) and closes the pool. Afterwards
+// for the store's goroutines (at most 30s on Options.Clock) and closes the pool. Afterwards
 // reads fail with a *mesh.UnavailableError wrapping ErrClosed, and writes
 // with ErrClosed. Closing twice is harmless. Close must not be called from
 // an observer of the store's streams.
@@ -426,12 +459,12 @@ func (s *Store) Close() error {
 
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
-	timer := time.NewTimer(closeBudget)
-	defer timer.Stop()
+	wait, cancel := s.clk.WithTimeout(context.Background(), closeBudget)
+	defer cancel()
 	var err error
 	select {
 	case <-done:
-	case <-timer.C:
+	case <-wait.Done():
 		err = fmt.Errorf("pgstore: close: the store's goroutines did not end within %s", closeBudget)
 	}
 	// After the live queries' own ends (an error for one without its

@@ -304,15 +304,28 @@ func parseBaseURL(raw, setting, keySetting string) (*url.URL, error) {
 // not digest to its ETag is a *ResponseError; one whose ETag is not a
 // digest (a registry without deltas) is returned unverified.
 func (c *Client) Index(ctx context.Context, etag string) (Index, string, error) {
+	ifNoneMatch := etag
 	if h := c.held(); h != nil {
 		if idx, tag, err, ok := c.indexDelta(ctx, h, etag); ok {
 			return idx, tag, err
 		}
+		if etag != h.etag {
+			// The registry cannot answer since what is held, and the
+			// caller's etag names another index: a 304 would leave the
+			// outdated index held, and every later poll would pay for
+			// the refused delta again. Fetch the whole index to hold it.
+			ifNoneMatch = ""
+		}
 	}
-	return c.fullIndex(ctx, etag)
+	idx, tag, err := c.fullIndex(ctx, ifNoneMatch)
+	if err == nil && etag != "" && ifNoneMatch == "" && tag == etag {
+		return Index{}, etag, ErrNotModified
+	}
+	return idx, tag, err
 }
 
-// fullIndex fetches the whole index and holds it.
+// fullIndex fetches the whole index and holds it. With a non-empty etag it
+// asks for it only if it changed (and then holds nothing new).
 func (c *Client) fullIndex(ctx context.Context, etag string) (Index, string, error) {
 	u := c.base.JoinPath(IndexPath).String()
 	resp, err := c.get(ctx, c.index, u, func(h http.Header) {

@@ -161,3 +161,56 @@ func TestACallerWithoutAnETagIsNeverToldNotModified(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotModified, "control: the ETag it was given is not modified")
 	assert.Equal(t, secondTag, tag)
 }
+
+// After a 410 Gone (the registry no longer answers since the index the
+// Client holds) the whole index it fetches replaces the one held, even when
+// the caller's etag already names the registry's index (a caller that
+// learned it from another Client or an earlier run): the next poll is one
+// request, a delta answered 304. Control: on main (8872fbd) the fallback
+// asked with If-None-Match, got 304 and kept the outdated index held ("the
+// index fetched after the 410 is held" failed: the first index's digest),
+// and the third poll cost a refused delta and a 304 again (5 requests, not 4).
+func TestAGoneDeltaThenAFullFetchReplacesTheHeldIndex(t *testing.T) {
+	first := []IndexEntry{entry("Acme.A", "1.0.0")}
+	second := append(slices.Clone(first), entry("Acme.B", "1.0.0"))
+	firstTag, secondTag := digestTag(first), digestTag(second)
+	var current atomic.Pointer[string]
+	current.Store(&firstTag)
+	reg := newScriptedRegistry(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		cur := *current.Load()
+		idx := Index{Bundles: first}
+		if cur == secondTag {
+			idx = Index{Bundles: second}
+		}
+		switch since := r.URL.Query().Get(SinceParam); {
+		case since == strings.Trim(cur, `"`):
+			w.WriteHeader(http.StatusNotModified)
+		case since != "":
+			// A registry that keeps no history: it can say only
+			// "unchanged" or "gone".
+			w.WriteHeader(http.StatusGone)
+		case r.Header.Get("If-None-Match") == cur:
+			w.WriteHeader(http.StatusNotModified)
+		default:
+			writeIndex(w, cur, idx)
+		}
+	})
+	c := newTestClient(t, reg.Server, Options{})
+	_, tag, err := c.Index(boundedContext(t), "")
+	require.NoError(t, err)
+	require.Equal(t, firstTag, tag)
+	require.Equal(t, 1, reg.requests())
+
+	current.Store(&secondTag)
+	_, tag, err = c.Index(boundedContext(t), secondTag)
+	require.ErrorIs(t, err, ErrNotModified, "the caller's etag names the registry's index")
+	assert.Equal(t, secondTag, tag)
+	assert.Equal(t, 3, reg.requests(), "a refused delta and the whole index")
+	require.NotNil(t, c.held())
+	assert.Equal(t, secondTag, c.held().etag, "the index fetched after the 410 is held")
+
+	_, tag, err = c.Index(boundedContext(t), secondTag)
+	require.ErrorIs(t, err, ErrNotModified)
+	assert.Equal(t, secondTag, tag)
+	assert.Equal(t, 4, reg.requests(), "the next poll is one request: a delta since the index held, 304")
+}

@@ -1,0 +1,284 @@
+package pgstore
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx/rxtest"
+)
+
+// A listener connection that goes silently dead (the server unreachable
+// without a FIN or RST: a network partition) is noticed on the store's
+// clock within Options.FeedCheck and Budgets.QueryInitial: the listener
+// pings a connection silent for FeedCheck, and a ping unanswered within
+// QueryInitial ends it like any other failure: Feed goes down, the listener reconnects and the live
+// query gets a Reset holding the write whose notice was lost. The dead
+// connection is a TCP proxy that stops forwarding the listener's bytes
+// without closing anything. Control: on main (8872fbd) the listener waited
+// without a bound, put nothing on the clock, and the test failed with "the
+// listener waits on nothing of the store's clock" while Feed still said
+// Connected (the kernel's keepalive would have noticed after minutes).
+func TestASilentlyDeadListenerConnectionIsNoticedWithinTheFeedCheckAndAReadsBudget(t *testing.T) {
+	t.Parallel()
+	const check = 5 * time.Second
+	dbURL := pg.Database(t)
+	proxy := newStallProxy(t, dbURL)
+	clk := rxtest.NewClock()
+	s := openStore(t, proxy.url(t, dbURL), Options{Clock: clk, FeedCheck: check})
+	feed := watchStream(t, "feed", s.Feed())
+	put(t, s, mesh.Node{Path: "acme/Docs/a", NodeType: "Article"})
+	live := watchQuery(t, s, "namespace:acme/Docs nodeType:Article")
+	live.await(t, "Initial with a", kindOn(mesh.Initial, "acme/Docs/a"))
+	put(t, s, mesh.Node{Path: "acme/Docs/b", NodeType: "Article"})
+	live.await(t, "Added b: the feed works through the proxy", kindOn(mesh.Added, "acme/Docs/b"))
+
+	// The listener's wait for its next notice is armed on the clock.
+	if err := clk.BlockUntil(1, testBudget); err != nil {
+		t.Fatalf("the listener waits on nothing of the store's clock: %v", err)
+	}
+	quiet(t, s, clk)
+	armed := clk.Pending()
+	require.Equal(t, 1, proxy.stallListener(), "one listener connection through the proxy")
+	// Its notice is lost: the listener's connection forwards nothing.
+	put(t, s, mesh.Node{Path: "acme/Docs/c", NodeType: "Article"})
+
+	clk.Advance(check - time.Nanosecond)
+	states := feed.values(t)
+	assert.True(t, states[len(states)-1].Connected, "within FeedCheck a silent connection is believed")
+	clk.Advance(time.Nanosecond) // silent for FeedCheck: the listener pings
+	require.NoError(t, clk.BlockUntil(armed, testBudget), "the ping's budget is armed on the clock")
+	clk.Advance(mesh.DefaultBudgets().QueryInitial - time.Nanosecond)
+	states = feed.values(t)
+	assert.True(t, states[len(states)-1].Connected, "within a read's budget the ping may still be answered")
+	clk.Advance(time.Nanosecond) // the ping is not answered
+	down := feed.await(t, "the feed to go down", func(f FeedState) bool { return !f.Connected })
+	var budget *BudgetError
+	require.ErrorAs(t, down.Err, &budget, "the state says what was waited on")
+	assert.Equal(t, mesh.DefaultBudgets().QueryInitial, budget.Budget)
+	assert.Contains(t, down.Err.Error(), "pinging the change listener's connection")
+
+	clk.Advance(down.RetryIn) // the proxy forwards new connections
+	reset := live.await(t, "a Reset after the reconnect", func(c mesh.Change) bool { return c.Kind == mesh.Reset })
+	assert.Equal(t, []string{"acme/Docs/a", "acme/Docs/b", "acme/Docs/c"}, pathsOf(reset.Items),
+		"the Reset holds the write whose notice the dead connection lost")
+	feed.await(t, "the feed to be back", func(f FeedState) bool { return f.Connected && f.Reconnects == 1 })
+	put(t, s, mesh.Node{Path: "acme/Docs/d", NodeType: "Article"})
+	live.await(t, "Added d: notices flow on the new connection", kindOn(mesh.Added, "acme/Docs/d"))
+}
+
+// A listener connection that answers its ping stays: silence alone (no
+// writes for many FeedChecks) neither takes the feed down nor resets a live
+// query. Control for the test above: the same store with the proxy
+// forwarding throughout.
+func TestASilentButLiveListenerConnectionIsKept(t *testing.T) {
+	t.Parallel()
+	const check = 5 * time.Second
+	dbURL := pg.Database(t)
+	proxy := newStallProxy(t, dbURL)
+	clk := rxtest.NewClock()
+	s := openStore(t, proxy.url(t, dbURL), Options{Clock: clk, FeedCheck: check})
+	feed := watchStream(t, "feed", s.Feed())
+	put(t, s, mesh.Node{Path: "acme/Docs/a", NodeType: "Article"})
+	live := watchQuery(t, s, "namespace:acme/Docs nodeType:Article")
+	live.await(t, "Initial with a", kindOn(mesh.Initial, "acme/Docs/a"))
+
+	require.NoError(t, clk.BlockUntil(1, testBudget))
+	quiet(t, s, clk)
+	armed := clk.Pending()
+	for range 3 {
+		pings, scheduled := proxy.listenerReads(), clk.Scheduled()
+		clk.Advance(check) // silent: a ping, answered at once
+		// The ping's budget, then the next wait once it is answered: the
+		// clock is advanced again only then, so no ping is cut short by
+		// virtual time running ahead of a real round trip.
+		require.Eventually(t, func() bool { return clk.Scheduled() >= scheduled+2 && clk.Pending() == armed },
+			testBudget, time.Millisecond, "the next wait after an answered ping")
+		assert.Greater(t, proxy.listenerReads(), pings, "the ping and its answer went through the proxy")
+	}
+	for _, f := range feed.values(t) {
+		assert.True(t, f.Connected, "the feed never went down")
+	}
+	put(t, s, mesh.Node{Path: "acme/Docs/b", NodeType: "Article"})
+	live.await(t, "Added b", kindOn(mesh.Added, "acme/Docs/b"))
+	assert.Zero(t, s.Stats().Resets)
+	assert.Zero(t, s.Stats().Reconnects)
+}
+
+// stallProxy forwards TCP connections to a PostgreSQL server and can stop
+// forwarding the store's listener connection (found by its
+// application_name in the startup message) without closing it: what a
+// network partition looks like to both ends.
+type stallProxy struct {
+	ln     net.Listener
+	target struct{ network, addr string }
+
+	mu    sync.Mutex
+	pairs []*proxyPair
+	wg    sync.WaitGroup
+}
+
+type proxyPair struct {
+	client, server net.Conn
+	mu             sync.Mutex
+	listener       bool
+	stalled        bool
+	fromServer     int // bytes forwarded to the client
+}
+
+func newStallProxy(t *testing.T, dbURL string) *stallProxy {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dbURL)
+	require.NoError(t, err)
+	p := &stallProxy{}
+	if strings.HasPrefix(cfg.Host, "/") {
+		p.target.network, p.target.addr = "unix", filepath.Join(cfg.Host, ".s.PGSQL."+strconv.Itoa(int(cfg.Port)))
+	} else {
+		p.target.network, p.target.addr = "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	}
+	p.ln, err = net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+// url is dbURL through the proxy.
+func (p *stallProxy) url(t *testing.T, dbURL string) string {
+	host, port, err := net.SplitHostPort(p.ln.Addr().String())
+	require.NoError(t, err)
+	if strings.HasPrefix(dbURL, "postgres://") || strings.HasPrefix(dbURL, "postgresql://") {
+		u, err := url.Parse(dbURL)
+		require.NoError(t, err)
+		u.Host = net.JoinHostPort(host, port)
+		q := u.Query()
+		q.Del("host")
+		q.Del("port")
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return fmt.Sprintf("%s host=%s port=%s", dbURL, host, port)
+}
+
+func (p *stallProxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.DialTimeout(p.target.network, p.target.addr, testBudget)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		pair := &proxyPair{client: c, server: s}
+		p.mu.Lock()
+		p.pairs = append(p.pairs, pair)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.forward(pair, c, s, true)
+		go p.forward(pair, s, c, false)
+	}
+}
+
+// forward copies src to dst until either ends or the pair stalls; a stalled
+// pair's bytes are read and dropped, its connections left open.
+func (p *stallProxy) forward(pair *proxyPair, src, dst net.Conn, fromClient bool) {
+	defer p.wg.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			pair.mu.Lock()
+			if fromClient && !pair.listener && bytes.Contains(buf[:n], []byte(listenerAppName)) {
+				pair.listener = true
+			}
+			stalled := pair.stalled
+			if !fromClient && !stalled && pair.listener {
+				pair.fromServer += n
+			}
+			pair.mu.Unlock()
+			if !stalled {
+				if _, err := dst.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			_ = src.Close()
+			_ = dst.Close()
+			return
+		}
+	}
+}
+
+// stallListener stops forwarding every listener connection open now, and
+// returns how many there were. Connections made later are forwarded.
+func (p *stallProxy) stallListener() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, pair := range p.pairs {
+		pair.mu.Lock()
+		if pair.listener && !pair.stalled {
+			pair.stalled = true
+			n++
+		}
+		pair.mu.Unlock()
+	}
+	return n
+}
+
+// listenerReads returns the bytes forwarded from the server to listener
+// connections so far.
+func (p *stallProxy) listenerReads() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, pair := range p.pairs {
+		pair.mu.Lock()
+		n += pair.fromServer
+		pair.mu.Unlock()
+	}
+	return n
+}
+
+func (p *stallProxy) close() {
+	_ = p.ln.Close()
+	p.mu.Lock()
+	for _, pair := range p.pairs {
+		_ = pair.client.Close()
+		_ = pair.server.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// quiet waits (at most testBudget) until the listener has received every
+// fence the store sent and owes none, and only its wait for the next notice
+// is armed on clk: a fence arriving later would re-arm that wait, and
+// virtual time driven past it would miss it.
+func quiet(t *testing.T, s *Store, clk *rxtest.Clock) {
+	t.Helper()
+	f := s.fences
+	require.Eventually(t, func() bool {
+		f.mu.Lock()
+		sent, next := f.sent, f.next
+		f.mu.Unlock()
+		return next == sent+1 && len(f.want) == 0 && f.seen.Load() >= sent && clk.Pending() == 1
+	}, testBudget, time.Millisecond, "the listener to have received every fence sent")
+}
