@@ -512,8 +512,8 @@ type frameCache struct {
 	itemBytes   int
 	states      map[*notifications.Group]*sharedState // by the state's first group
 	stateBytes  int
-	changes     map[changeKey]*sharedChange
-	changeBytes int
+	changes     []*sharedChange // the most recent, oldest first; at most maxChanges
+	changeBytes int             // their sizes
 }
 
 // frameCacheBytes bounds each of the cache's two parts.
