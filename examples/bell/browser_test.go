@@ -242,3 +242,46 @@ func atoi(t *testing.T, s string) int {
 	require.NoError(t, err, "not a number: %q", s)
 	return n
 }
+
+// After an answer other than 200 EventSource gives up for good (CLOSED):
+// the page reopens its stream itself, after a delay, once the bell has
+// room again. Alice may hold one stream; her page's is ended and the slot
+// taken by another client before the page reconnects, so its reconnect is
+// answered 503; once that client leaves, the page is live again. Negative
+// control: the page before this fix only showed "reconnecting" after the
+// 503 and never opened another stream (reopens unset, connects stays 1),
+// so the polls below ran out and this failed.
+func TestThePageReopensItsStreamAfterTheBellRefusedIt(t *testing.T) {
+	ctx := browser(t)
+	lim := defaultLimits()
+	lim.streamsPerViewer = 1
+	base, srv, _ := serveWith(t, lim)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(base+"/login?token="+srv.accounts.tokens["alice"]),
+		chromedp.WaitVisible(chromedp.CSS(`#bell[data-ready="true"]`)),
+	))
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("bell").dataset.connects === "1"`))
+	require.NoError(t, err, "the page's first stream")
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	alice := signedIn(srv, tr, "alice")
+
+	srv.mu.Lock()
+	var open []*eventStream
+	for es := range srv.streams {
+		if es.viewer == "alice" {
+			open = append(open, es)
+		}
+	}
+	srv.mu.Unlock()
+	require.Len(t, open, 1, "the page's stream")
+	open[0].close()
+	other := openStream(t, alice, base+"/events") // before the page reconnects (seconds later)
+	require.Equal(t, http.StatusOK, other.status, "the other client takes alice's one slot")
+
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`Number(document.getElementById("bell").dataset.reopens || "0") >= 1`))
+	require.NoError(t, err, "the page did not reopen its stream after the bell refused it")
+	other.cancel()
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("bell").dataset.connects === "2"`))
+	require.NoError(t, err, "the page is not live again once the bell has room")
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/meshrx/meshrx/notifications"
 )
@@ -27,7 +28,8 @@ import (
 // it does not resume from Last-Event-ID).
 
 // changeKey names a change between two states by their first groups (nil
-// for an empty state), as frameCache.states names a state.
+// for an empty state), as frameCache.states names a state. A key holds
+// its two states alive, so the cache keeps few of them (see maxChanges).
 type changeKey struct{ from, to *notifications.Group }
 
 // sharedChange is a change's encoding from its unread count to the end of
@@ -38,10 +40,33 @@ type sharedChange struct {
 	addressees []string // of the state after it: a viewer among them owns some
 	whole      bool     // send the state whole instead
 	rest       []byte
+	size       int // rest's bytes and the estimated bytes of the two states its key holds alive
 }
 
-// maxChanges bounds how many change encodings frameCache keeps.
-const maxChanges = 1024
+// maxChanges bounds how many change encodings frameCache keeps: streams
+// share a change within one broadcast (from the state before it to the
+// one after, or from an older one for a stream that skipped states), so
+// the few most recent suffice. Each entry's key holds its two states
+// alive, so the ring also drops its oldest entries while their sizes
+// (encodings and states) exceed frameCacheBytes, keeping the newest: with
+// a large bell only the latest change is kept, and the cache pins no
+// state beyond the two of the change every stream is taking.
+const maxChanges = 8
+
+// notificationBytes estimates a notification's memory without its strings.
+const notificationBytes = int(unsafe.Sizeof(notifications.Notification{}))
+
+// stateBytes estimates the memory of a state's notifications.
+func stateBytes(st notifications.BellState) int {
+	b := 0
+	for _, g := range st.Groups {
+		for _, n := range g.Items {
+			b += notificationBytes + len(n.ID) + len(n.Title) + len(n.Message) + len(n.Icon) +
+				len(n.TargetPath) + len(n.Recipient) + len(n.CreatedBy) + len(n.Addressee)
+		}
+	}
+	return b
+}
 
 // firstGroup is a state's key: its first group, nil when it is empty.
 func firstGroup(st notifications.BellState) *notifications.Group {
@@ -59,9 +84,7 @@ func (c *frameCache) changeEvent(buf *bytes.Buffer, viewerJSON, viewer string, f
 	key := changeKey{from: firstGroup(from), to: firstGroup(to)}
 	e := c.latestChange.Load()
 	if e == nil || e.key != key {
-		c.mu.Lock()
-		e = c.changes[key]
-		c.mu.Unlock()
+		e = c.change(key)
 	}
 	if e != nil && !ownedBy(e.addressees, viewer) {
 		if e.whole {
@@ -89,15 +112,38 @@ func (c *frameCache) changeEvent(buf *bytes.Buffer, viewerJSON, viewer string, f
 		return // a state of the viewer's own, not shared; empty (cheap); or too large to keep
 	}
 	e = &sharedChange{key: key, addressees: addresseesOf(to.Groups), whole: whole, rest: bytes.Clone(rest)}
-	size := len(e.rest) + 64
+	e.size = len(e.rest) + 64 + stateBytes(from) + stateBytes(to)
 	c.mu.Lock()
-	if c.changes == nil || c.changeBytes+size > frameCacheBytes || len(c.changes) >= maxChanges {
-		c.changes, c.changeBytes = make(map[changeKey]*sharedChange), 0
+	if len(c.changes) == maxChanges {
+		c.dropChange()
 	}
-	c.changes[key] = e
-	c.changeBytes += size
+	c.changes = append(c.changes, e)
+	c.changeBytes += e.size
+	for len(c.changes) > 1 && c.changeBytes > frameCacheBytes {
+		c.dropChange()
+	}
 	c.mu.Unlock()
 	c.latestChange.Store(e)
+}
+
+// change returns the kept change named key, or nil.
+func (c *frameCache) change(key changeKey) *sharedChange {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.changes) - 1; i >= 0; i-- { // newest first
+		if c.changes[i].key == key {
+			return c.changes[i]
+		}
+	}
+	return nil
+}
+
+// dropChange drops the oldest kept change; c.mu is held.
+func (c *frameCache) dropChange() {
+	c.changeBytes -= c.changes[0].size
+	n := copy(c.changes, c.changes[1:])
+	c.changes[n] = nil // not held alive by the slice's spare capacity
+	c.changes = c.changes[:n]
 }
 
 // changeRest appends a change event's data from its unread count on.

@@ -74,11 +74,7 @@ type eventStream struct {
 func (s *server) startStream(conn net.Conn, h http.Header, viewer string, release func()) {
 	vj, _ := json.Marshal(viewer)
 	es := &eventStream{srv: s, viewer: viewer, viewerJSON: string(vj), conn: conn, release: release}
-	if sc, ok := conn.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			es.raw = raw
-		}
-	}
+	es.raw = rawConn(conn)
 	if !s.track(es) {
 		es.close()
 		return
@@ -244,6 +240,16 @@ func (es *eventStream) writeOut(buf *bytes.Buffer) {
 	}
 }
 
+// rawConn is conn's descriptor, or nil when it offers none.
+func rawConn(conn net.Conn) syscall.RawConn {
+	if sc, ok := conn.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			return raw
+		}
+	}
+	return nil
+}
+
 // writeNow writes b as far as the socket takes it at once, and returns
 // os.ErrDeadlineExceeded with the bytes taken when it did not take all.
 // When the connection offers its descriptor (a TCP connection does) it
@@ -382,9 +388,13 @@ func (es *eventStream) wrote(done bool) {
 
 // reset makes the stream's close discard what its socket still holds
 // (a TCP reset) rather than keep sending it to a client that reads none,
-// when the connection offers that (a *net.TCPConn does; the connection
-// limiter's wrapper does not, and its connection is closed plainly).
+// when the connection offers that: through its descriptor (a *net.TCPConn
+// and the connection limiter's wrapper give it; on unix systems), else
+// through SetLinger; otherwise the connection is closed plainly.
 func (es *eventStream) reset() {
+	if es.raw != nil && lingerZero(es.raw) == nil {
+		return
+	}
 	if l, ok := es.conn.(interface{ SetLinger(int) error }); ok {
 		_ = l.SetLinger(0)
 	}
@@ -512,8 +522,8 @@ type frameCache struct {
 	itemBytes   int
 	states      map[*notifications.Group]*sharedState // by the state's first group
 	stateBytes  int
-	changes     map[changeKey]*sharedChange
-	changeBytes int
+	changes     []*sharedChange // the most recent, oldest first; at most maxChanges
+	changeBytes int             // their sizes
 }
 
 // frameCacheBytes bounds each of the cache's two parts.

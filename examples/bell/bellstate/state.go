@@ -252,15 +252,37 @@ func splitViewer(data []byte) (viewer string, rest []byte, err error) {
 // Cache decodes each distinct event once, and shares the result
 // (read-only) between the states that apply it: a broadcast's change is
 // the same for every admin but for the viewer at its head. It keeps at
-// most cacheMax of each kind, starting afresh when full. It is not safe
-// for concurrent use; a nil *Cache decodes every time.
+// most cacheMax of each kind and cacheBytes of each kind's encodings,
+// starting afresh when full (an encoding larger than cacheBytes is not
+// kept). It is not safe for concurrent use; a nil *Cache decodes every
+// time.
 type Cache struct {
-	wholes  map[string]*whole
-	changes map[string]*change
-	items   map[string]*Item
+	wholes      map[string]*whole
+	changes     map[string]*change
+	items       map[string]*Item
+	wholeBytes  int
+	changeBytes int
+	itemBytes   int
 }
 
-const cacheMax = 1 << 12
+const (
+	cacheMax   = 1 << 12
+	cacheBytes = 8 << 20
+)
+
+// keep adds key's decoding v to the cache part m holding *size bytes of
+// encodings, starting the part afresh when it is full; an encoding larger
+// than the bound is not kept.
+func keep[V any](m *map[string]V, size *int, key []byte, v V) {
+	if len(key) > cacheBytes {
+		return
+	}
+	if *m == nil || len(*m) >= cacheMax || *size+len(key) > cacheBytes {
+		*m, *size = make(map[string]V), 0
+	}
+	(*m)[string(key)] = v
+	*size += len(key)
+}
 
 type whole struct {
 	unread int
@@ -302,10 +324,7 @@ func (c *Cache) whole(rest []byte) (*whole, error) {
 		}
 	}
 	if c != nil {
-		if c.wholes == nil || len(c.wholes) >= cacheMax {
-			c.wholes = make(map[string]*whole)
-		}
-		c.wholes[string(rest)] = w
+		keep(&c.wholes, &c.wholeBytes, rest, w)
 	}
 	return w, nil
 }
@@ -332,10 +351,7 @@ func (c *Cache) change(rest []byte) (*change, error) {
 		ch.put = append(ch.put, it)
 	}
 	if c != nil {
-		if c.changes == nil || len(c.changes) >= cacheMax {
-			c.changes = make(map[string]*change)
-		}
-		c.changes[string(rest)] = ch
+		keep(&c.changes, &c.changeBytes, rest, ch)
 	}
 	return ch, nil
 }
@@ -351,10 +367,7 @@ func (c *Cache) item(raw json.RawMessage) (*Item, error) {
 		return nil, fmt.Errorf("bellstate: a notification: %w", err)
 	}
 	if c != nil {
-		if c.items == nil || len(c.items) >= cacheMax {
-			c.items = make(map[string]*Item)
-		}
-		c.items[string(raw)] = it
+		keep(&c.items, &c.itemBytes, raw, it)
 	}
 	return it, nil
 }
