@@ -13,7 +13,8 @@ package rx
 // calling the user's functions and the next run's closure directly, the last
 // calling the observer below. A run is up to four Maps and Filters laid out
 // on the pattern Map, Filter, Map, Filter (mfRun; one Map or Filter, or two
-// with a Map, have closures of their own), or stages of the other kinds in
+// with a Map, have closures of their own for Range, Of and a Subject, and
+// run through mfRun's step as FromSeq's yield), or stages of the other kinds in
 // the order Skip, SkipWhile, TakeWhile, Do, Map, Scan, Filter,
 // DistinctUntilChanged, each at most once (stRun), or a stage alone (Take;
 // a stage out of that order). The source's loop calls step for each value
@@ -220,7 +221,8 @@ func (r *fused[T]) run(vs []T, sc *scope) bool {
 // runs (cut): up to four Maps and Filters in a row that fit the pattern
 // Map, Filter, Map, Filter (mfRun: Map→Map→Filter, Filter→Map→Filter,
 // Map→Filter→Map→Filter, ... make one run; one Map or Filter, or two with
-// a Map, get the closures written for them, pair), stages of the other
+// a Map, get the closures written for them, pair, except as FromSeq's
+// yield, where they run through mfRun's step: see fused.yield), stages of the other
 // kinds in stRun's order (Skip→TakeWhile→Scan→DistinctUntilChanged, ...),
 // and each other stage alone. It then makes one closure per run, from the
 // last up, each calling the next directly, the last calling down.OnNext (or
