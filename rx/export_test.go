@@ -42,7 +42,7 @@ func FusedRuns(build func(Observable[int]) Observable[int]) []string {
 	var runs []string
 	probe := observableFunc[int](func(o Observer[int]) Subscription {
 		ops, _ := opsOf(o)
-		for _, sp := range cut(ops) {
+		for _, sp := range cut(ops, nil) {
 			runs = append(runs, fmt.Sprintf("%s %d", [...]string{"one", "pair", "mf", "st"}[sp.kind], sp.n))
 		}
 		o.OnCompleted()

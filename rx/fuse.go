@@ -13,7 +13,8 @@ package rx
 // calling the user's functions and the next run's closure directly, the last
 // calling the observer below. A run is up to four Maps and Filters laid out
 // on the pattern Map, Filter, Map, Filter (mfRun; one Map or Filter, or two
-// with a Map, have closures of their own), or stages of the other kinds in
+// with a Map, have closures of their own for Range, Of and a Subject, and
+// run through mfRun's step as FromSeq's yield), or stages of the other kinds in
 // the order Skip, SkipWhile, TakeWhile, Do, Map, Scan, Filter,
 // DistinctUntilChanged, each at most once (stRun), or a stage alone (Take;
 // a stage out of that order). The source's loop calls step for each value
@@ -78,12 +79,18 @@ type op[T any] struct {
 	tw   *takeWhileObserver[T]
 	take *takeObserver[T]
 	// fresh, for DistinctUntilChanged, reports whether a value differs
-	// from the one before it, and remembers it (stRun).
-	fresh func(T) bool
+	// from the one before it, and remembers it (stRun): the stage itself,
+	// a pointer in an interface, so that describing the stage allocates
+	// nothing.
+	fresh freshness[T]
 	// build makes an opStep stage's closure, calling next (or down.OnNext
 	// when next is nil) itself.
 	build func(next func(T) bool, down Observer[T]) func(T) bool
 }
+
+// freshness is DistinctUntilChanged's test as stRun calls it (its == needs
+// a comparable T, which the run over any T has not).
+type freshness[T any] interface{ fresh(v T) bool }
 
 // fused is the fused form of a chain: step runs one value through every
 // stage of the run and the runs of other types that follow it, down to the
@@ -101,8 +108,17 @@ type fused[T any] struct {
 	// the chain.
 	loop func(vs []T, sc *scope) bool
 	// head is the chain's first run when it is an mfRun or an stRun (see
-	// compose), for yield; nil when the first stage is alone.
+	// compose), for yield; nil when the first stage is alone or a pair.
 	head run[T]
+	// pair, when the first run is a pair (see compose), holds its stages,
+	// the closure after them (nil: down.OnNext) and down, from which yield
+	// lays them out as an mfRun in pairRun: only FromSeq uses that run, so
+	// the other sources do not pay for it at subscription, and it lives in
+	// this struct, not an allocation of its own.
+	pair     []op[T]
+	pairNext func(T) bool
+	down     Observer[T]
+	pairRun  mfRun[T]
 	// stages is how many stages step runs in this type (a type change
 	// counts as one): what the fusion tests look at.
 	stages int
@@ -111,8 +127,17 @@ type fused[T any] struct {
 // yield returns FromSeq's yield into the chain: step, with sc checked
 // before the value and after it (seq computes no value past an
 // unsubscription). When the first run is not a stage alone that is the
-// run's own closure, with no call between yield and the stages.
+// run's own closure, with no call between yield and the stages: an mfRun's
+// or stRun's step, and for a pair (which Range, Of and a Subject run
+// through the closures written for it, pair and headLoop) the same stages
+// laid out as an mfRun here, whose step checks sc.
 func (r *fused[T]) yield(sc *scope) func(T) bool {
+	if r.head == nil && r.pair != nil {
+		mf := &r.pairRun
+		mfFit(r.pair, mf)
+		mf.next, mf.down = r.pairNext, r.down
+		return mf.step(sc)
+	}
 	if r.head != nil {
 		return r.head.step(sc)
 	}
@@ -134,8 +159,9 @@ func fuseOf[T any](o Observer[T]) *fused[T] {
 	if out != nil {
 		n++
 	}
-	step, loop, head := compose(ops, out, o)
-	return &fused[T]{step: step, loop: loop, head: head, stages: n}
+	r := &fused[T]{stages: n}
+	compose(r, ops, out, o)
+	return r
 }
 
 // opsOf returns the ops of the stages over T that start at o, in order, and
@@ -195,17 +221,22 @@ func (r *fused[T]) run(vs []T, sc *scope) bool {
 // runs (cut): up to four Maps and Filters in a row that fit the pattern
 // Map, Filter, Map, Filter (mfRun: Map→Map→Filter, Filter→Map→Filter,
 // Map→Filter→Map→Filter, ... make one run; one Map or Filter, or two with
-// a Map, get the closures written for them, pair), stages of the other
+// a Map, get the closures written for them, pair, except as FromSeq's
+// yield, where they run through mfRun's step: see fused.yield), stages of the other
 // kinds in stRun's order (Skip→TakeWhile→Scan→DistinctUntilChanged, ...),
 // and each other stage alone. It then makes one closure per run, from the
 // last up, each calling the next directly, the last calling down.OnNext (or
 // the next type's step, out) itself. A value thus costs the user's
 // functions, a call per run and the scope loads, with no dispatch over the
-// stages. loop is the first run's loop form (see fused), and head that run,
-// unless it is a stage alone.
-func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(T) bool, loop func([]T, *scope) bool, head run[T]) {
-	spans := cut(ops)
+// stages. It sets r's step, and loop to the first run's loop form (see
+// fused), and head to that run, unless it is a stage alone or a pair (then
+// r.pair and what yield needs to lay the pair out).
+func compose[T any](r *fused[T], ops []op[T], out func(T) bool, down Observer[T]) {
+	var buf [8]span // most chains: no allocation for the spans
+	spans := cut(ops, buf[:0])
 	next := out // nil: the last closure calls down.OnNext
+	var loop func([]T, *scope) bool
+	var head run[T]
 	for j := len(spans) - 1; j >= 0; j-- {
 		g := ops[spans[j].i : spans[j].i+spans[j].n]
 		switch spans[j].kind {
@@ -214,10 +245,7 @@ func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(
 		case runPair:
 			if j == 0 {
 				loop = headLoop(g, next, down)
-				mf := &mfRun[T]{}
-				mfFit(g, mf)
-				mf.next, mf.down = next, down
-				head = mf
+				r.pair, r.pairNext, r.down = g, next, down
 			}
 			next = pair(g, next, down)
 		case runMF:
@@ -238,7 +266,7 @@ func compose[T any](ops []op[T], out func(T) bool, down Observer[T]) (step func(
 			}
 		}
 	}
-	return next, loop, head
+	r.step, r.loop, r.head = next, loop, head
 }
 
 // run is an mfRun or an stRun: step(src) makes its closure, checking src
@@ -265,9 +293,8 @@ type span struct {
 
 // cut cuts ops into runs from the first: at each stage the longest run that
 // mfRun or stRun can lay out from there (mfRun when both can), or the stage
-// alone.
-func cut[T any](ops []op[T]) []span {
-	var out []span
+// alone. It appends the spans to out (compose's array on its stack).
+func cut[T any](ops []op[T], out []span) []span {
 	for i := 0; i < len(ops); {
 		m := mfFit(ops[i:], nil)
 		n := stFit(ops[i:], nil)
@@ -467,7 +494,7 @@ type stRun[T any] struct {
 	scanSc *scope
 	keep   func(T) bool
 	keepSc *scope
-	fresh  func(T) bool // DistinctUntilChanged: the value differs from the last
+	fresh  freshness[T] // DistinctUntilChanged: the value differs from the last
 	next   func(T) bool // nil: down.OnNext
 	down   Observer[T]
 }
@@ -587,7 +614,7 @@ func (r *stRun[T]) step(src *scope) func(T) bool {
 				return false
 			}
 		}
-		if r.fresh != nil && !r.fresh(v) {
+		if r.fresh != nil && !r.fresh.fresh(v) {
 			return src == nil || !src.done.Load()
 		}
 		if r.next == nil {
@@ -662,7 +689,7 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 					return false
 				}
 			}
-			if r.fresh != nil && !r.fresh(v) {
+			if r.fresh != nil && !r.fresh.fresh(v) {
 				continue
 			}
 			if r.next == nil {
@@ -1099,21 +1126,7 @@ func (t *takeObserver[T]) rxStage() (op[T], Observer[T], bool) {
 }
 
 func (d *distinctObserver[T]) rxStage() (op[T], Observer[T], bool) {
-	return op[T]{kind: opStep, build: d.step, fresh: d.freshFunc()}, d.down, true
-}
-
-// freshFunc is fresh as a closure of its own (T is comparable here, not in
-// the fused run).
-//
-//go:noinline // see compose
-func (d *distinctObserver[T]) freshFunc() func(T) bool {
-	return func(v T) bool {
-		if d.seen && v == d.last {
-			return false
-		}
-		d.seen, d.last = true, v
-		return true
-	}
+	return op[T]{kind: opStep, build: d.step, fresh: d}, d.down, true
 }
 
 // step compares with == in the closure itself (T is comparable here, not

@@ -19,9 +19,11 @@ import (
 // every two stages, over every synchronous source and scenario.
 //
 // Negative controls, run by hand on fuse.go:
-//   - without the scope check after r.f2 in mfRun's step and loop:
-//     "[Map Map Map] over FromSeq, unsub@fn2: fused [fn 0 fn 1 unsubscribe
-//     completed fn 2], unfused [fn 0 fn 1 unsubscribe completed]";
+//   - without the scope check after r.f2 in mfRun's step (FromSeq's yield
+//     for the first pair of [Map Map Map]; Range and Of run that pair's
+//     headLoop instead): "[Map Map Map] over FromSeq, unsub@fn2: fused
+//     [fn 0 fn 1 unsubscribe completed fn 2], unfused [fn 0 fn 1
+//     unsubscribe completed]";
 //   - without the scope check after r.scan in stRun's step: "[Scan Filter]
 //     over FromSeq, unsub@fn1: fused [fn 0 unsubscribe completed fn 0],
 //     unfused [fn 0 unsubscribe completed]";
@@ -126,20 +128,32 @@ func TestEveryRunOfTheOtherKindsBehavesFusedAsItsStagesDoUnfused(t *testing.T) {
 // TestFromSeqComputesNoValuePastAnUnsubscriptionInADroppedValueOfEveryRunKind:
 // FromSeq's yield is the first run's own closure (mfRun or stRun with the
 // source's scope); a Filter that unsubscribes while dropping its third value
-// must stop seq there, for every kind of first run. Negative control: with
-// the drop in mfRun.step (or stRun.step) returning true instead of checking
-// the source's scope, seq computes a fourth value (produced is 4).
+// must stop seq there, for every kind of first run, and so must a SkipWhile
+// leading an stRun while skipping its third. Negative controls, run by hand:
+// with the Filter's drop in mfRun.step (or stRun.step) returning true
+// instead of checking the source's scope, seq computes a fourth value
+// (produced is 4); with SkipWhile's skip in stRun.step (`return src == nil
+// || !src.done.Load()` after r.skipW) returning true, "st 2 SkipWhile→Map:
+// seq computed 4 values, want 3".
 func TestFromSeqComputesNoValuePastAnUnsubscriptionInADroppedValueOfEveryRunKind(t *testing.T) {
-	chains := map[string]func(src rx.Observable[int], keep func(int) bool) rx.Observable[int]{
-		"pair 1": func(src rx.Observable[int], keep func(int) bool) rx.Observable[int] { return rx.Filter(src, keep) },
-		"mf 2": func(src rx.Observable[int], keep func(int) bool) rx.Observable[int] {
+	chains := []struct {
+		name  string // the first run, and what drops
+		chain func(src rx.Observable[int], keep func(int) bool) rx.Observable[int]
+	}{
+		{"pair 1 Filter", func(src rx.Observable[int], keep func(int) bool) rx.Observable[int] { return rx.Filter(src, keep) }},
+		{"mf 2 Filter→Filter", func(src rx.Observable[int], keep func(int) bool) rx.Observable[int] {
 			return rx.Filter(rx.Filter(src, func(int) bool { return true }), keep)
-		},
-		"st 2": func(src rx.Observable[int], keep func(int) bool) rx.Observable[int] {
+		}},
+		{"st 2 Skip→Filter", func(src rx.Observable[int], keep func(int) bool) rx.Observable[int] {
 			return rx.Filter(rx.Skip(src, 0), keep)
-		},
+		}},
+		{"st 2 SkipWhile→Map", func(src rx.Observable[int], keep func(int) bool) rx.Observable[int] {
+			// keep never keeps: SkipWhile skips every value.
+			return rx.Map(rx.SkipWhile(src, func(v int) bool { return !keep(v) }), func(v int) int { return v + 1 })
+		}},
 	}
-	for name, chain := range chains {
+	for _, c := range chains {
+		name, chain := c.name, c.chain
 		produced := 0
 		seq := func(yield func(int) bool) {
 			for i := range 10 {
@@ -159,7 +173,7 @@ func TestFromSeqComputesNoValuePastAnUnsubscriptionInADroppedValueOfEveryRunKind
 			return false
 		}
 		got := rx.FusedRuns(func(src rx.Observable[int]) rx.Observable[int] { return chain(src, keep) })
-		if len(got) != 1 || got[0] != name {
+		if f := strings.Fields(name); len(got) != 1 || got[0] != f[0]+" "+f[1] {
 			t.Fatalf("%s: runs %v", name, got)
 		}
 		rx.TakeUntil(chain(rx.FromSeq(seq), keep), stop).Subscribe(rx.NewObserver[int](nil, nil, nil))
