@@ -240,16 +240,6 @@ func (es *eventStream) writeOut(buf *bytes.Buffer) {
 	}
 }
 
-// rawConn is conn's descriptor, or nil when it offers none.
-func rawConn(conn net.Conn) syscall.RawConn {
-	if sc, ok := conn.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			return raw
-		}
-	}
-	return nil
-}
-
 // writeNow writes b as far as the socket takes it at once, and returns
 // os.ErrDeadlineExceeded with the bytes taken when it did not take all.
 // When the connection offers its descriptor (a TCP connection does) it
@@ -265,7 +255,7 @@ func (es *eventStream) writeNow(b []byte) (int, error) {
 	var werr error
 	err := es.raw.Write(func(fd uintptr) bool {
 		for n < len(b) {
-			m, err := syscall.Write(int(fd), b[n:])
+			m, err := writeFD(fd, b[n:])
 			if err == syscall.EINTR {
 				continue
 			}

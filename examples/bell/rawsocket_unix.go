@@ -2,7 +2,10 @@
 
 package main
 
-import "syscall"
+import (
+	"net"
+	"syscall"
+)
 
 // lingerZero sets SO_LINGER {on, 0} on the descriptor of raw, so that its
 // close resets the connection and drops what the socket still holds.
@@ -16,3 +19,16 @@ func lingerZero(raw syscall.RawConn) error {
 	}
 	return serr
 }
+
+// rawConn is conn's descriptor, or nil when it offers none.
+func rawConn(conn net.Conn) syscall.RawConn {
+	if sc, ok := conn.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			return raw
+		}
+	}
+	return nil
+}
+
+// writeFD writes b to the socket fd once, without waiting.
+func writeFD(fd uintptr, b []byte) (int, error) { return syscall.Write(int(fd), b) }
