@@ -245,7 +245,10 @@ func (f *fanIn) liveLimited(from int, c Change) []Change {
 			f.sets[from][p] = n
 			touched[p] = true
 		case Removed:
-			delete(f.sets[from], p)
+			if _, had := f.sets[from][p]; had {
+				delete(f.sets[from], p)
+				touched[p] = true
+			}
 		}
 	}
 	if !f.sent {
@@ -258,7 +261,10 @@ func (f *fanIn) liveLimited(from int, c Change) []Change {
 		p := pathOf(n)
 		if _, had := before[p]; !had {
 			added = append(added, n)
-		} else if touched[p] {
+		} else if touched[p] && !f.heldBefore(p, from) {
+			// The node shown at p is the first holder's: it changed only
+			// when no provider before from holds p (from's own node came,
+			// went or changed, uncovering or covering a later one's).
 			updated = append(updated, n)
 		}
 	}

@@ -225,9 +225,18 @@ func TestAFanInOfALimitedQueryKeepsTheFirstNOfTheMergedResult(t *testing.T) {
 // (main sent "updated acme/x Config2") and the first's Removed was
 // dropped, leaving its old node where a fresh read shows the second's.
 func TestAPathTwoProvidersHoldShowsTheFirstProvidersNodeLive(t *testing.T) {
+	// Limited and not: the two paths of the fan-in. Control: the limited
+	// path before its fix answered b's update with "updated acme/x Stored"
+	// and a's removal with nothing (the subscriber kept a deleted node).
+	for _, q := range []string{"namespace:acme", "namespace:acme limit:2"} {
+		t.Run(q, func(t *testing.T) { pathTwoProvidersHold(t, q) })
+	}
+}
+
+func pathTwoProvidersHold(t *testing.T, q string) {
 	clk := rxtest.NewClock()
 	a, b := newScripted("store"), newScripted("config")
-	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme"), []mesh.Provider{a, b}, clk, 15*time.Second))
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, q), []mesh.Provider{a, b}, clk, 15*time.Second))
 	a.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/x", "Stored")}})
 	b.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/x", "Config"), node("acme/y", "Config")}})
 	require.Len(t, rec.Values(), 1)
