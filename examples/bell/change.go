@@ -61,8 +61,7 @@ func stateBytes(st notifications.BellState) int {
 	b := 0
 	for _, g := range st.Groups {
 		for _, n := range g.Items {
-			b += notificationBytes + len(n.ID) + len(n.Title) + len(n.Message) + len(n.Icon) +
-				len(n.TargetPath) + len(n.Recipient) + len(n.CreatedBy) + len(n.Addressee)
+			b += notificationBytes + itemKeySize(n)
 		}
 	}
 	return b

@@ -516,7 +516,7 @@ type frameCache struct {
 	changeBytes int             // their sizes
 }
 
-// frameCacheBytes bounds each of the cache's two parts.
+// frameCacheBytes bounds each of the cache's parts (items, states, changes).
 const frameCacheBytes = 4 << 20
 
 type itemKey struct {

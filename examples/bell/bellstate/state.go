@@ -63,8 +63,7 @@ type Group struct {
 
 // Full is the data of a "bell" event: the whole state.
 type Full struct {
-	Viewer string `json:"viewer"`
-	Unread int    `json:"unread"`
+	Unread int `json:"unread"`
 	Groups []struct {
 		Source string            `json:"source"`
 		Items  []json.RawMessage `json:"items"`
@@ -75,7 +74,6 @@ type Full struct {
 // changed since the event before (Put) and those gone (Remove), and what
 // the state holds after it.
 type Change struct {
-	Viewer string            `json:"viewer"`
 	Unread int               `json:"unread"`
 	Count  int               `json:"count"`
 	Put    []json.RawMessage `json:"put"`
@@ -105,7 +103,7 @@ func (e *GapError) Error() string {
 // describes (a lost or doubled change the ids did not show).
 type MismatchError struct {
 	Count, Unread         int // after applying
-	WantCount, WantUnread int // as the event says
+	WantCount, WantUnread int // as the event says (a whole state says no count: WantCount is Count)
 }
 
 func (e *MismatchError) Error() string {

@@ -85,7 +85,7 @@ func (m *Mailbox[T]) End() (start bool) {
 }
 
 // Collapse drops what is queued and makes the next delivery collapse()'s,
-// standing for v and everything before it: for a subscriber whose frames
+// standing for everything queued before it: for a subscriber whose frames
 // the writer cannot compute (a limited query, whose result only a read
 // gives). Like Push it reports whether the caller must start a drain.
 func (m *Mailbox[T]) Collapse() (start bool) {
