@@ -28,15 +28,21 @@ import (
 //     authenticated are kept: an unknown key costs what it did.
 //
 // Both maps are bounded (memoEntries each; a full map drops an arbitrary
-// entry for a new one) and belong to the Authenticator: no package state.
+// entry for a new one), decoded also by the bytes of the contents it keeps
+// (memoBytes; a node larger than memoNodeBytes is not kept: nothing bounds
+// a node's size), and they belong to the Authenticator: no package state.
 type authMemo struct {
-	mu        sync.Mutex
-	decoded   map[string]decodedNode // by node path
-	instances map[string]string      // key hash -> instance id
+	mu           sync.Mutex
+	decoded      map[string]decodedNode // by node path
+	decodedBytes int                    // the contents' bytes in decoded
+	instances    map[string]string      // key hash -> instance id
 }
 
-// memoEntries bounds each of an authMemo's maps.
-const memoEntries = 4096
+const (
+	memoEntries   = 4096           // bounds each of an authMemo's maps
+	memoBytes     = 8 << 20        // bounds the contents decoded keeps
+	memoNodeBytes = memoBytes / 64 // the largest content decoded keeps
+)
 
 // decodedNode is a node's content and what it decoded to (*Instance or
 // grantRead), which is shared by every request that reads that content
@@ -61,14 +67,28 @@ func (m *authMemo) decodedAs(n mesh.Node) (any, bool) {
 
 // keepDecoded keeps what n decoded to.
 func (m *authMemo) keepDecoded(n mesh.Node, v any) {
+	if len(n.Content) > memoNodeBytes {
+		return
+	}
 	d := decodedNode{nodeType: n.NodeType, content: slices.Clone(n.Content), v: v}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.decoded == nil {
 		m.decoded = map[string]decodedNode{}
 	}
-	makeRoom(m.decoded, n.Path)
+	if old, ok := m.decoded[n.Path]; ok {
+		m.decodedBytes -= len(old.content)
+		delete(m.decoded, n.Path)
+	}
+	for k, e := range m.decoded { // arbitrary entries, until d fits
+		if len(m.decoded) < memoEntries && m.decodedBytes+len(d.content) <= memoBytes {
+			break
+		}
+		m.decodedBytes -= len(e.content)
+		delete(m.decoded, k)
+	}
 	m.decoded[n.Path] = d
+	m.decodedBytes += len(d.content)
 }
 
 // instanceOf returns the instance a key hash authenticated as last.

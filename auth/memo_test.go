@@ -151,3 +151,30 @@ func TestTheMemoFollowsTheIndexWhenItsInstanceDropsTheKeyAndIsBounded(t *testing
 	}
 	assert.Len(t, m.instances, memoEntries)
 }
+
+// The decoded nodes a memo keeps are bounded by their contents' bytes, not
+// only by their number: nothing bounds a node's size (an instance may list
+// any number of key hashes). Control: under the bound every node is kept;
+// without the byte bound it kept 512 MiB (memoEntries nodes of memoNodeBytes).
+func TestTheMemoKeepsNoMoreThanItsBytesOfDecodedNodes(t *testing.T) {
+	var m authMemo
+	content := make([]byte, memoNodeBytes)
+	for i := range memoEntries {
+		m.keepDecoded(mesh.Node{Path: fmt.Sprint("n/", i), NodeType: "T", Content: content}, i)
+		if i == 63 {
+			require.Len(t, m.decoded, 64, "control: every node under the bound is kept")
+		}
+	}
+	total := 0
+	for _, d := range m.decoded {
+		total += len(d.content)
+	}
+	assert.LessOrEqual(t, total, memoBytes)
+	assert.Equal(t, total, m.decodedBytes, "the count follows what is kept")
+	_, ok := m.decodedAs(mesh.Node{Path: fmt.Sprint("n/", memoEntries-1), NodeType: "T", Content: content})
+	assert.True(t, ok, "the latest node is kept")
+
+	m.keepDecoded(mesh.Node{Path: "big", NodeType: "T", Content: make([]byte, memoNodeBytes+1)}, 0)
+	_, ok = m.decoded["big"]
+	assert.False(t, ok, "a node larger than memoNodeBytes is not kept")
+}

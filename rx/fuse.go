@@ -703,10 +703,10 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 	}
 }
 
-// headLoop returns the loop form of the first closure when it is made of
-// the stages in g (a Map and a Filter in either order, two Maps, or one of
-// them), which calls next (or down.OnNext when next is nil); nil for the
-// other kinds. It does per value what the closure does.
+// headLoop returns the loop form of a leading pair's closure (see cut: g
+// is a Map and a Filter in either order, two Maps, or one of them), which
+// calls next (or down.OnNext when next is nil); nil only as a defensive
+// default. It does per value what the closure does.
 //
 //go:noinline // see compose
 func headLoop[T any](g []op[T], next func(T) bool, down Observer[T]) func([]T, *scope) bool {
