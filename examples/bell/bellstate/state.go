@@ -54,9 +54,11 @@ type Key struct {
 }
 
 // is reports whether it is the notification named by addressee and id
-// (the addressee compared without case), without allocating.
+// (the addressee compared without case), without allocating. The ids'
+// last bytes are compared first: ids of one length share long prefixes.
 func (it *Item) is(addressee, id string) bool {
-	return it.ID == id && strings.EqualFold(it.Addressee, addressee)
+	n := len(id)
+	return len(it.ID) == n && (n == 0 || it.ID[n-1] == id[n-1]) && it.ID == id && strings.EqualFold(it.Addressee, addressee)
 }
 
 // Group is the notifications about one source, newest first.
