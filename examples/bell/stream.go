@@ -253,7 +253,12 @@ func (es *eventStream) writeNow(b []byte) (int, error) {
 	}
 	n := 0
 	var werr error
-	err := es.raw.Write(func(fd uintptr) bool {
+	// Control, not Write: it only holds the descriptor open for the call
+	// (one atomic add), where Write also takes the connection's write lock
+	// and resets its poller state, a cold cache line per stream; the write
+	// never waits for the socket, and whoever writes a stream holds it busy
+	// (see take), so no other write interleaves.
+	err := es.raw.Control(func(fd uintptr) {
 		for n < len(b) {
 			m, err := writeFD(fd, b[n:])
 			if err == syscall.EINTR {
@@ -265,10 +270,9 @@ func (es *eventStream) writeNow(b []byte) (int, error) {
 			}
 			n += m
 		}
-		return true // never wait for the socket: its rest is the stream's own goroutine's
 	})
 	switch {
-	case err != nil: // closed; or a deadline of writeWithin's passed: the slow path
+	case err != nil: // closed
 		return n, err
 	case werr == syscall.EAGAIN || werr == nil && n < len(b):
 		return n, os.ErrDeadlineExceeded

@@ -190,7 +190,9 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 		}
 		cpuBefore, err1 := cpuOf(srv.cmd.Process.Pid)
 		ownBefore, err2 := cpuOf(os.Getpid())
-		if err := errors.Join(err1, err2); err != nil {
+		swBefore, err3 := switchesOf(srv.cmd.Process.Pid)
+		ownSwBefore, err4 := switchesOf(os.Getpid())
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			stopProfiles()
 			return err
 		}
@@ -207,12 +209,16 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 		}
 		cpuAfter, err1 := cpuOf(srv.cmd.Process.Pid)
 		ownAfter, err2 := cpuOf(os.Getpid())
+		swAfter, err3 := switchesOf(srv.cmd.Process.Pid)
+		ownSwAfter, err4 := switchesOf(os.Getpid())
 		stopProfiles()
-		if err := errors.Join(err1, err2); err != nil {
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "server CPU %.1f ms, bellload's own %.1f ms, per broadcast to %d admin streams\n",
 			ms(cpuAfter-cpuBefore)/float64(c.broadcasts), ms(ownAfter-ownBefore)/float64(c.broadcasts), c.admins)
+		fmt.Fprintf(out, "context switches per broadcast (its threads' sleeps and preemptions): server %d, bellload's own %d\n",
+			(swAfter-swBefore)/int64(c.broadcasts), (ownSwAfter-ownSwBefore)/int64(c.broadcasts))
 		fmt.Fprintf(out, "Admin broadcast to %d streams, %d broadcasts, commit to the last stream: p50 %.2f ms p99 %.2f ms max %.2f ms; from the request p50 %.2f ms p99 %.2f ms\n",
 			c.admins, len(broadcast), ms(quantile.Of(broadcast, 0.50)), ms(quantile.Of(broadcast, 0.99)), ms(quantile.Of(broadcast, 1)),
 			ms(quantile.Of(broadcastReq, 0.50)), ms(quantile.Of(broadcastReq, 0.99)))
@@ -721,6 +727,34 @@ func cpuOf(pid int) (time.Duration, error) {
 	}
 	const ticks = 100 // USER_HZ: clock ticks per second on Linux
 	return time.Duration(utime+stime) * time.Second / ticks, nil
+}
+
+// switchesOf returns how many times the threads of process pid have been
+// switched out (voluntary: a sleep, such as a wait for epoll or a futex;
+// and not), from /proc: what a phase costs in wake-ups.
+func switchesOf(pid int) (int64, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("reading the threads of process %d (Linux /proc): %w", pid, err)
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "status"))
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if _, rest, ok := strings.Cut(line, "ctxt_switches:"); ok {
+				n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("/proc status of a thread of %d: %w", pid, err)
+				}
+				sum += n
+			}
+		}
+	}
+	return sum, nil
 }
 
 // rssOf returns the resident memory of process pid, from /proc.

@@ -34,6 +34,21 @@ const readBuffer = 256 << 10
 // pollEvery bounds each epoll wait, so that a reader sees the run end.
 const pollEvery = 50 * time.Millisecond
 
+// batchPause is how long a reader lets the bytes of a fan-out gather
+// after a wait that returned few ready streams, before it waits again.
+// Without it, a reader that keeps up with the bell sleeps in epoll_wait
+// after every few sockets and each of the bell's writes wakes it: a
+// wake-up per stream, paid by the bell's write (the wake of the reader's
+// thread is inside its system call on loopback) and by bellload's
+// context switches, on the two cores both share. A browser reading one
+// stream on another machine costs the bell no such thing. Bytes arriving
+// in the pause are timed at the next wait's return, up to batchPause
+// later than they came: the pause can only add to the figures.
+const batchPause = 500 * time.Microsecond
+
+// fewReady is a wait's return below which the reader pauses.
+const fewReady = 64
+
 // round is one awaited notification: its title, what it was sent with,
 // and the streams it must reach, streams[lo:hi] of the run.
 type round struct {
@@ -170,6 +185,9 @@ func (rs *readers) loop(ep int) {
 		woke := rs.cur.Load()
 		for _, ev := range events[:n] {
 			rs.read(ep, rs.streams[ev.Pad], woke, buf, now, cache)
+		}
+		if n < fewReady {
+			time.Sleep(batchPause) // not a wait for anything: see batchPause
 		}
 	}
 }

@@ -60,7 +60,7 @@ func parse(block []byte) Event {
 		value = bytes.TrimPrefix(value, []byte(" "))
 		switch string(field) {
 		case "event":
-			ev.Name = string(value)
+			ev.Name = eventName(value)
 		case "id":
 			ev.ID = string(value)
 		case "data":
@@ -76,4 +76,15 @@ func parse(block []byte) Event {
 		ev.Name = "message"
 	}
 	return ev
+}
+
+// eventName returns name as a string, the bell's own names without
+// allocating (a broadcast is an event on each of thousands of streams).
+func eventName(name []byte) string {
+	for _, known := range [...]string{"change", "bell", "hello", "failure"} {
+		if string(name) == known {
+			return known
+		}
+	}
+	return string(name)
 }

@@ -98,3 +98,40 @@ func TestTheSplitterFindsEventsWhereverTheBytesAreCut(t *testing.T) {
 		assert.Equal(t, []string{"hello||{}", "change|7|a\nb", "message||plain"}, got, "cut at %d", cut)
 	}
 }
+
+// A change every admin shares (a broadcast), applied to thousands of
+// states through one Cache, allocates nothing once decoded: no hashing,
+// no case-folded key per notification, no growing map per state
+// (bellload applies it to 10,000 states on the cores the bell writes
+// on). Each state starts from a whole state of three notifications, so
+// the fourth fits its slice. Negative control: the map-keyed State
+// before (a lower-cased key built per put and lookup, the map grown at
+// the same change in every state) allocated 3 times per apply here.
+func TestApplyingASharedChangeToManyStatesAllocatesNothing(t *testing.T) {
+	const n = 102 // AllocsPerRun runs once more than it counts
+	var cache bellstate.Cache
+	items := fmt.Sprintf(item, "a", "first", 1) + "," + fmt.Sprintf(item, "b", "second", 2) + "," + fmt.Sprintf(item, "c", "third", 3)
+	put := fmt.Sprintf(item, "d", "fourth", 4)
+	states := make([]bellstate.State, n)
+	changes := make([]bellstate.Event, n)
+	for i := range states {
+		v := fmt.Sprintf("admin%05d", i)
+		whole := bellstate.Event{Name: "bell", ID: "1", Data: []byte(`{"viewer":"` + v + `","unread":3,"groups":[{"source":"","items":[` + items + `]}]}`)}
+		require.NoError(t, states[i].Apply(whole, &cache))
+		changes[i] = bellstate.Event{Name: "change", ID: "2", Data: []byte(`{"viewer":"` + v + `","unread":4,"count":4,"put":[` + put + `],"remove":[]}`)}
+	}
+	require.NoError(t, states[0].Apply(changes[0], &cache)) // decoded once
+	i := 1
+	allocs := testing.AllocsPerRun(n-2, func() {
+		if err := states[i].Apply(changes[i], &cache); err != nil {
+			t.Error(err)
+		}
+		i++
+	})
+	assert.Zero(t, allocs, "allocations per state applying the shared change")
+	for i := range states {
+		assert.Equal(t, 4, states[i].Len(), "state %d", i)
+		assert.Equal(t, 4, states[i].Unread(), "state %d", i)
+		assert.Same(t, states[0].Find("fourth"), states[i].Find("fourth"), "state %d: one decoding", i)
+	}
+}
