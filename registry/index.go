@@ -351,19 +351,41 @@ func xorInto(d *[32]byte, s [32]byte) {
 // indexAnswer serves doc, or 304 when the caller already holds it. The
 // body is written segment by segment, with its length declared.
 func indexAnswer(doc *indexBase, ifNoneMatch string) answer.Answer {
-	h := http.Header{}
-	h.Set("ETag", doc.etag)
-	// The document is per caller: no shared cache may keep it, and a
-	// private one must revalidate.
-	h.Set("Cache-Control", "private, no-cache")
-	h.Set("Vary", "Authorization")
 	if etagMatches(ifNoneMatch, doc.etag) {
-		return answer.Answer{Status: http.StatusNotModified, Header: h}
+		return answer.Answer{Status: http.StatusNotModified, Header: indexHeader(doc.etag, 0).h}
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(doc.size))
+	h := indexHeader(doc.etag, 2)
+	h.set("Content-Type", "application/json")
+	h.set("Content-Length", strconv.Itoa(doc.size))
 	segs := doc.segs
-	return answer.Answer{Header: h, Stream: func(w io.Writer) error { return writeBody(w, segs) }}
+	return answer.Answer{Header: h.h, Stream: func(w io.Writer) error { return writeBody(w, segs) }}
+}
+
+// indexHeader starts the header of an index answer (a document, a delta or
+// a 304): its ETag, and, the document being per caller, that no shared
+// cache may keep it and a private one must revalidate. It has room for n
+// more values. An answer is built on every poll: the values share one
+// array (the answer's writer clips each, so an append to the response's
+// header does not write into it).
+func indexHeader(etag string, n int) answerHeader {
+	h := answerHeader{h: make(http.Header, 3+n), vals: make([]string, 0, 3+n)}
+	h.set("Etag", etag)
+	h.set("Cache-Control", "private, no-cache")
+	h.set("Vary", "Authorization")
+	return h
+}
+
+// answerHeader is a header whose values share one array.
+type answerHeader struct {
+	h    http.Header
+	vals []string
+}
+
+// set sets the canonical key to the single value v.
+func (a *answerHeader) set(key, v string) {
+	a.vals = append(a.vals, v)
+	n := len(a.vals)
+	a.h[key] = a.vals[n-1 : n : n]
 }
 
 // etagMatches applies If-None-Match's weak comparison: "*", or any listed
