@@ -52,4 +52,3 @@ func TestTheFlagsSetTheCollectorUntilRestoredAndUnsetTheyChangeNothing(t *testin
 	s = Setting{GOGC: -1}
 	assert.Error(t, s.Validate(), "GOGC off is refused")
 }
-
