@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -352,19 +351,41 @@ func xorInto(d *[32]byte, s [32]byte) {
 // indexAnswer serves doc, or 304 when the caller already holds it. The
 // body is written segment by segment, with its length declared.
 func indexAnswer(doc *indexBase, ifNoneMatch string) answer.Answer {
-	h := http.Header{}
-	h.Set("ETag", doc.etag)
-	// The document is per caller: no shared cache may keep it, and a
-	// private one must revalidate.
-	h.Set("Cache-Control", "private, no-cache")
-	h.Set("Vary", "Authorization")
 	if etagMatches(ifNoneMatch, doc.etag) {
-		return answer.Answer{Status: http.StatusNotModified, Header: h}
+		return answer.Answer{Status: http.StatusNotModified, Header: indexHeader(doc.etag, 0).h}
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(doc.size))
+	h := indexHeader(doc.etag, 2)
+	h.set("Content-Type", "application/json")
+	h.set("Content-Length", strconv.Itoa(doc.size))
 	segs := doc.segs
-	return answer.Answer{Header: h, Stream: func(w io.Writer) error { return writeBody(w, segs) }}
+	return answer.Answer{Header: h.h, Stream: func(w io.Writer) error { return writeBody(w, segs) }}
+}
+
+// indexHeader starts the header of an index answer (a document, a delta or
+// a 304): its ETag, and, the document being per caller, that no shared
+// cache may keep it and a private one must revalidate. It has room for n
+// more values. An answer is built on every poll: the values share one
+// array (the answer's writer clips each, so an append to the response's
+// header does not write into it).
+func indexHeader(etag string, n int) answerHeader {
+	h := answerHeader{h: make(http.Header, 3+n), vals: make([]string, 0, 3+n)}
+	h.set("Etag", etag)
+	h.set("Cache-Control", "private, no-cache")
+	h.set("Vary", "Authorization")
+	return h
+}
+
+// answerHeader is a header whose values share one array.
+type answerHeader struct {
+	h    http.Header
+	vals []string
+}
+
+// set sets the canonical key to the single value v.
+func (a *answerHeader) set(key, v string) {
+	a.vals = append(a.vals, v)
+	n := len(a.vals)
+	a.h[key] = a.vals[n-1 : n : n]
 }
 
 // etagMatches applies If-None-Match's weak comparison: "*", or any listed
@@ -482,97 +503,111 @@ func (s *Server) activation(ledger *answer.Ledger) rx.Observable[activationView]
 // client.SinceParam it answers the delta from the document the caller holds
 // (see deltaAnswer).
 func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
-	// One allocation holds what the steps below share, so that each closure
-	// captures one pointer: the route runs on every poll.
-	type indexRequest struct {
-		s           *Server
-		ledger      *answer.Ledger
-		ifNoneMatch string
-		res         auth.Result
-		since       [32]byte
-		delta       bool
-	}
 	q := &indexRequest{s: s, ledger: answer.LedgerFrom(r.Context()), ifNoneMatch: r.Header.Get("If-None-Match")}
 	if r.URL.RawQuery != "" {
-		if v := r.URL.Query().Get(client.SinceParam); v != "" {
+		if v := queryValue(r.URL, client.SinceParam); v != "" {
 			if len(v) != hex.EncodedLen(len(q.since)) || !decodeHex(q.since[:], v) {
 				return rx.Return(errorAnswer(http.StatusBadRequest, "registry: "+client.SinceParam+" is not the 64 hex digits of an index digest (its ETag)"))
 			}
 			q.delta = true
 		}
 	}
-	return s.authenticated(r, func(res auth.Result) rx.Observable[answer.Answer] {
-		q.res = res
-		// The snapshot and the catalog each answer one value (and the
-		// Deadline keeps only the first answer): no Take is needed.
-		return rx.SelectMany(q.s.activation(q.ledger), func(v activationView) rx.Observable[answer.Answer] {
-			cat := answer.InStage(q.s.catalog.read(), q.ledger, StageCatalog)
-			return rx.Map(cat, func(c *catalogState) answer.Answer {
-				s, res := q.s, q.res
-				build := func(prev *indexBase) *indexBase {
-					return patchIndex(prev, v.mods, c, s.baseURL, func(plugin, tier string) bool {
-						return res.Allows(s.source, plugin, tier)
-					})
-				}
-				gen, current := s.contents.of(v.seq, v.content)
-				if !current {
-					return indexAnswer(s.index.assemble(nil, build), q.ifNoneMatch)
-				}
-				entitlement := entitlementKey(res)
-				key := indexKey{gen: indexGeneration{content: gen, catalog: c.version}, entitlement: entitlement}
-				if q.delta {
-					// A delta does not wait for another request's patch of
-					// the document when the history already answers it (a
-					// poll racing a publication gets the document before
-					// it, and the publication on its next poll).
-					if s.index.get(key, build, false) == nil {
-						if a, ok := s.deltaAnswer(entitlement, q.since); ok {
-							return a
-						}
-						s.index.get(key, build, true)
-					}
-					a, _ := s.deltaAnswer(entitlement, q.since)
-					return a
-				}
-				return indexAnswer(s.index.get(key, build, true), q.ifNoneMatch)
-			})
+	return s.authenticated(r, q.authenticated)
+}
+
+// indexRequest is one index request: one allocation holds what its steps
+// share, so that each step's closure captures one pointer (the route runs
+// on every poll).
+type indexRequest struct {
+	s           *Server
+	ledger      *answer.Ledger
+	ifNoneMatch string
+	res         auth.Result
+	since       [32]byte
+	delta       bool
+}
+
+// authenticated goes on once the caller is known. Between a publication's
+// derivation and the next, the snapshot and the catalog are both there
+// and answer at once (each then one stage entered and finished in the
+// ledger, as a read that answered at once is): the document is answered
+// in the same call, without a stream per read. Otherwise each is read as a
+// stream, bounded by the route's budget; the snapshot and the catalog each
+// answer one value (and the Deadline keeps only the first answer), so no
+// Take is needed.
+func (q *indexRequest) authenticated(res auth.Result) rx.Observable[answer.Answer] {
+	q.res = res
+	s := q.s
+	sn, _, ok := s.served.readNow()
+	if !ok {
+		return rx.SelectMany(s.activation(q.ledger), func(v activationView) rx.Observable[answer.Answer] {
+			return q.withActivation(v)
 		})
-	})
+	}
+	q.ledger.Enter(StageActivation).Finish()
+	return q.withActivation(activationView{mods: sn.mods, seq: sn.Seq, content: sn.content})
+}
+
+func (q *indexRequest) withActivation(v activationView) rx.Observable[answer.Answer] {
+	if c, ok := q.s.catalog.current(); ok {
+		q.ledger.Enter(StageCatalog).Finish()
+		return rx.Return(q.answer(v, c))
+	}
+	cat := answer.InStage(q.s.catalog.read(), q.ledger, StageCatalog)
+	return rx.Map(cat, func(c *catalogState) answer.Answer { return q.answer(v, c) })
+}
+
+// answer answers from the snapshot's modules v and the catalog c.
+func (q *indexRequest) answer(v activationView, c *catalogState) answer.Answer {
+	s, res := q.s, q.res
+	build := func(prev *indexBase) *indexBase {
+		return patchIndex(prev, v.mods, c, s.baseURL, func(plugin, tier string) bool {
+			return res.Allows(s.source, plugin, tier)
+		})
+	}
+	gen, current := s.contents.of(v.seq, v.content)
+	if !current {
+		return indexAnswer(s.index.assemble(nil, build), q.ifNoneMatch)
+	}
+	entitlement := entitlementKey(res)
+	key := indexKey{gen: indexGeneration{content: gen, catalog: c.version}, entitlement: entitlement}
+	if q.delta {
+		// A delta does not wait for another request's patch of the
+		// document when the history already answers it (a poll racing a
+		// publication gets the document before it, and the publication on
+		// its next poll).
+		if s.index.get(key, build, false) == nil {
+			if a, ok := s.deltaAnswer(entitlement, q.since); ok {
+				return a
+			}
+			s.index.get(key, build, true)
+		}
+		a, _ := s.deltaAnswer(entitlement, q.since)
+		return a
+	}
+	return indexAnswer(s.index.get(key, build, true), q.ifNoneMatch)
+}
+
+// queryValue is url.URL.Query().Get(key) without building the map for a
+// plain query (no escapes, no semicolons, few parameters: what a client
+// sends), which is every poll's.
+func queryValue(u *url.URL, key string) string {
+	raw := u.RawQuery
+	if strings.ContainsAny(raw, "%+;") || strings.Count(raw, "&") >= 100 {
+		return u.Query().Get(key)
+	}
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if k, v, _ := strings.Cut(pair, "="); k == key {
+			return v
+		}
+	}
+	return ""
 }
 
 // decodeHex decodes the hex of len(dst) bytes into dst.
 func decodeHex(dst []byte, s string) bool {
 	n, err := hex.Decode(dst, []byte(s))
 	return err == nil && n == len(dst)
-}
-
-// entitlementKey is everything auth.Result.Allows decides from, in
-// canonical form: two callers with equal keys receive the same document.
-// Nothing of the request (its Host above all) is in it: the document's
-// links start with the server's fixed PublicURL, or are relative.
-func entitlementKey(res auth.Result) string {
-	entries := make([]string, 0, len(res.Grant.Entries))
-	for _, e := range res.Grant.Entries {
-		pkg := e.Package
-		if pkg == "" {
-			pkg = auth.AllPackages
-		}
-		entries = append(entries, strings.ToLower(strings.TrimSpace(e.Source))+"/"+pkg+"@"+strings.ToLower(strings.TrimSpace(e.Plan)))
-	}
-	slices.Sort(entries)
-	entries = slices.Compact(entries)
-	var b strings.Builder
-	b.WriteString("grant:")
-	b.WriteString(strings.Join(entries, "\x00"))
-	b.WriteString("\x00plan:")
-	if res.Instance != nil {
-		b.WriteString(strings.ToLower(strings.TrimSpace(res.Instance.Plan)))
-	}
-	b.WriteString("\x00ranks:")
-	for _, id := range res.Ranks.IDs() {
-		rank, _ := res.Ranks.RankOf(id)
-		fmt.Fprintf(&b, "%s=%d/%t\x00", id, rank, res.Ranks.IsAllAccess(id))
-	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return hex.EncodeToString(sum[:])
 }

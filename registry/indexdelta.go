@@ -160,16 +160,13 @@ func (s *Server) deltaAnswer(entitlement string, since [32]byte) (answer.Answer,
 			") is not in this server's history for its entitlement; fetch the whole index (without "+client.SinceParam+")")
 		return a, false
 	}
-	h := http.Header{}
-	h.Set("ETag", last.etag)
-	h.Set("Cache-Control", "private, no-cache")
-	h.Set("Vary", "Authorization")
 	if len(points) == 0 {
-		return answer.Answer{Status: http.StatusNotModified, Header: h}, true
+		return answer.Answer{Status: http.StatusNotModified, Header: indexHeader(last.etag, 0).h}, true
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set(client.IndexSinceHeader, hex.EncodeToString(since[:]))
-	return answer.Answer{Header: h, Body: deltaBody(last, since, points)}, true
+	h := indexHeader(last.etag, 2)
+	h.set("Content-Type", "application/json")
+	h.set(http.CanonicalHeaderKey(client.IndexSinceHeader), hex.EncodeToString(since[:]))
+	return answer.Answer{Header: h.h, Body: deltaBody(last, since, points)}, true
 }
 
 // deltaBody writes the client.IndexDelta from the document after since to

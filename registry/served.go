@@ -476,16 +476,8 @@ func (s *ServedActivation) uncovered(sn Snapshot) (age, bound time.Duration) {
 // not stop the derivation.
 func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 	return rx.Defer(func() rx.Observable[Snapshot] {
-		s.mu.Lock()
-		snap, has, gen := s.snap, s.has, s.gen
-		due := s.refreshAfter(snap)
-		s.mu.Unlock()
+		snap, gen, has := s.readNow()
 		if has {
-			if s.clk.Since(snap.DerivedAt) >= due {
-				if _, started := s.claimFor(gen, false); started {
-					s.dueLogged(snap, due)
-				}
-			}
 			return rx.Return(snap)
 		}
 		f, snap, ok := s.claimCold(gen)
@@ -502,6 +494,25 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 			return rx.Throw[Snapshot](err)
 		})
 	})
+}
+
+// readNow is Read when there is a snapshot: it returns it (starting one
+// shared re-derivation if it is due) and true. Without one it returns the
+// write generation a cold read claims, and false.
+func (s *ServedActivation) readNow() (Snapshot, uint64, bool) {
+	s.mu.Lock()
+	snap, has, gen := s.snap, s.has, s.gen
+	due := s.refreshAfter(snap)
+	s.mu.Unlock()
+	if !has {
+		return Snapshot{}, gen, false
+	}
+	if s.clk.Since(snap.DerivedAt) >= due {
+		if _, started := s.claimFor(gen, false); started {
+			s.dueLogged(snap, due)
+		}
+	}
+	return snap, gen, true
 }
 
 // inFlight returns the result of the derivation in flight, or an empty

@@ -10,25 +10,34 @@ type gcSample struct {
 	cycles uint64
 	pauses *metrics.Float64Histogram // stop-the-world pauses for GC, in seconds
 	alloc  uint64                    // bytes allocated so far
+	live   uint64                    // the heap the last cycle marked live, in bytes
+	cpu    float64                   // CPU seconds the collector used so far (marking, assists, pauses)
+	assist float64                   // of which goroutines spent assisting the mark
 }
 
 func readGC() gcSample {
-	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/sched/pauses/total/gc:seconds"}, {Name: "/gc/heap/allocs:bytes"}}
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/sched/pauses/total/gc:seconds"}, {Name: "/gc/heap/allocs:bytes"},
+		{Name: "/gc/heap/live:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/assist:cpu-seconds"}}
 	metrics.Read(s)
-	return gcSample{cycles: s[0].Value.Uint64(), pauses: s[1].Value.Float64Histogram(), alloc: s[2].Value.Uint64()}
+	return gcSample{cycles: s[0].Value.Uint64(), pauses: s[1].Value.Float64Histogram(), alloc: s[2].Value.Uint64(),
+		live: s[3].Value.Uint64(), cpu: s[4].Value.Float64(), assist: s[5].Value.Float64()}
 }
 
 // gcDuring is what the collector did between two samples: cycles, bytes
 // allocated, and the longest stop-the-world pause (the upper bound of the
 // highest histogram bucket that gained a count).
 type gcDuring struct {
-	cycles   uint64
-	allocMB  float64
-	maxPause time.Duration
+	cycles    uint64
+	allocMB   float64
+	maxPause  time.Duration
+	liveMB    float64 // the live heap at the last cycle by the end
+	cpu       float64 // the collector's CPU seconds in between (an estimate of the runtime's)
+	assistCPU float64 // of which assists
 }
 
 func gcBetween(a, b gcSample) gcDuring {
-	d := gcDuring{cycles: b.cycles - a.cycles, allocMB: float64(b.alloc-a.alloc) / 1e6}
+	d := gcDuring{cycles: b.cycles - a.cycles, allocMB: float64(b.alloc-a.alloc) / 1e6, liveMB: float64(b.live) / 1e6,
+		cpu: b.cpu - a.cpu, assistCPU: b.assist - a.assist}
 	for i := len(b.pauses.Counts) - 1; i >= 0; i-- {
 		if b.pauses.Counts[i] > a.pauses.Counts[i] {
 			hi := b.pauses.Buckets[i+1]

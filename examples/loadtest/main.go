@@ -63,6 +63,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/meshrx/meshrx/internal/gcsetting"
 	"github.com/meshrx/meshrx/registry"
 	"github.com/meshrx/meshrx/registry/landing"
 )
@@ -97,9 +98,10 @@ type config struct {
 	dir                     string // where the modules are landed; kept (and reused) when set
 	publishEvery            time.Duration
 	deltas                  bool
-	volumes                 string // the served mode's volumes, in order
-	s3Server                bool   // serve the test S3 server only, for another process's -volumes s3://…
-	separate                bool   // the pollers and the publisher run in a child process
+	volumes                 string            // the served mode's volumes, in order
+	s3Server                bool              // serve the test S3 server only, for another process's -volumes s3://…
+	separate                bool              // the pollers and the publisher run in a child process
+	gc                      gcsetting.Setting // the collector of the registry's process (not the pollers' child)
 
 	// The child's side of -separate-pollers: poll this index URL only.
 	pollTarget, pollKey, pollETag string
@@ -139,7 +141,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.pollTarget, "poll-target", "", "(the child of -separate-pollers) only poll this index URL and print the outcome as JSON")
 	fs.StringVar(&c.pollETag, "poll-etag", "", "(with -poll-target) the ETag the pollers hold at the start")
 	fs.StringVar(&c.publishBase, "publish-base", "", "(with -poll-target) the registry's URL to publish to every -publish-every")
+	c.gc.Register(fs)
 	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if err := c.gc.Validate(); err != nil {
 		return config{}, err
 	}
 	// The child's secrets come through its environment, not its command
@@ -193,6 +199,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return pollOnly(ctx, cfg, stdout)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	defer cfg.gc.Apply()() // the registry's process; the pollers' child keeps the environment's
 	dir := cfg.dir
 	reuse := false
 	if dir == "" {
@@ -311,8 +318,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.separate {
 		whose = "the registry's process; the pollers ran in a child process"
 	}
-	fmt.Fprintf(stdout, "served: gc_cycles=%d gc_pause_max_ms=%.3f alloc_mb_per_s=%.1f (%s)\n",
-		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/cfg.duration.Seconds(), whose)
+	fmt.Fprintf(stdout, "served: gc_cycles=%d gc_pause_max_ms=%.3f alloc_mb_per_s=%.1f heap_live_mb=%.1f gc_cpu_s=%.2f gc_assist_cpu_s=%.2f (%s)\n",
+		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/cfg.duration.Seconds(), served.gc.liveMB, served.gc.cpu, served.gc.assistCPU, whose)
 	if cfg.publishEvery > 0 {
 		p := served.published
 		fmt.Fprintf(stdout, "served: publications failed=%d slowest_ms=%.1f; %d polls found a change, %d deltas answered 410\n",

@@ -62,6 +62,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/internal/gcsetting"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/mesh/pgstore"
@@ -123,6 +124,7 @@ type config struct {
 	publicURL    string
 	maxConns     int
 	rotateKey    bool
+	gc           gcsetting.Setting
 }
 
 func parseFlags(args []string, stderr io.Writer, h hooks) (config, error) {
@@ -139,6 +141,7 @@ func parseFlags(args []string, stderr io.Writer, h hooks) (config, error) {
 	fs.StringVar(&c.publicURL, "public-url", "", "absolute URL the registry is reached at; bundle URLs in the index start with it (default: relative URLs)")
 	fs.IntVar(&c.maxConns, "max-conns", registry.DefaultMaxConnections, "connections served at once; more wait in the kernel's backlog")
 	fs.BoolVar(&c.rotateKey, "rotate-demo-key", false, "issue a new demo instance key, revoking the one kept in the data directory")
+	c.gc.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -154,6 +157,9 @@ func parseFlags(args []string, stderr io.Writer, h hooks) (config, error) {
 	if c.maxConns <= 0 {
 		return config{}, fmt.Errorf("-max-conns %d: must be positive", c.maxConns)
 	}
+	if err := c.gc.Validate(); err != nil {
+		return config{}, err
+	}
 	return c, nil
 }
 
@@ -165,6 +171,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	defer cfg.gc.Apply()()
 
 	dataDir := cfg.data
 	if cfg.volume != "" {

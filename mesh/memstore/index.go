@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/meshrx/meshrx/mesh"
 )
@@ -38,13 +39,18 @@ func newPartition(schema string, global bool) *partition {
 }
 
 // lookup returns the node stored at exactly path.
+//
+// Every point read comes here (an authentication reads two nodes per
+// request): the lower-case keys are built in a buffer on the stack, and a
+// map indexed with string(bytes) does not allocate.
 func (p *partition) lookup(path string) (*entry, bool) {
 	ns, id := mesh.SplitPath(path)
-	n := p.byNS[strings.ToLower(ns)]
+	var buf [128]byte
+	n := p.byNS[string(appendLower(buf[:0], ns))]
 	if n == nil {
 		return nil, false
 	}
-	for e := n.nodes[strings.ToLower(id)]; e != nil; e = e.next {
+	for e := n.nodes[string(appendLower(buf[:0], id))]; e != nil; e = e.next {
 		if e.node.Path == path {
 			return e, true
 		}
@@ -244,4 +250,22 @@ func visitNodes(n *namespace, visit func(*entry) bool) bool {
 		}
 	}
 	return true
+}
+
+// appendLower appends strings.ToLower(s) to b: byte by byte for ASCII,
+// through strings.ToLower otherwise.
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return append(b, strings.ToLower(s)...)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
 }

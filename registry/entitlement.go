@@ -1,0 +1,94 @@
+package registry
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/meshrx/meshrx/auth"
+)
+
+// entitlementKey is everything auth.Result.Allows decides from, in
+// canonical form: two callers with equal keys receive the same document.
+// Nothing of the request (its Host above all) is in it: the document's
+// links start with the server's fixed PublicURL, or are relative.
+//
+// The canonical text is
+//
+//	grant:<entries, sorted and unique, joined by NUL>\x00plan:<plan>\x00ranks:<id>=<rank>/<all-access>\x00...
+//
+// each entry source/package@plan (source and plan trimmed and lower case,
+// an empty package "*"), and the key is its SHA-256 (32 bytes as a
+// string). It runs on every poll: the text is built in a buffer on the
+// stack and the entries sorted as spans of it, so a grant of a few entries
+// costs one allocation for the key and one for the ladder's ids.
+func entitlementKey(res auth.Result) string {
+	var scratch [512]byte
+	var spanArr [16]entrySpan
+	ents := scratch[:0]
+	spans := spanArr[:0]
+	for _, e := range res.Grant.Entries {
+		pkg := e.Package
+		if pkg == "" {
+			pkg = auth.AllPackages
+		}
+		start := len(ents)
+		ents = appendLower(ents, strings.TrimSpace(e.Source))
+		ents = append(ents, '/')
+		ents = append(ents, pkg...)
+		ents = append(ents, '@')
+		ents = appendLower(ents, strings.TrimSpace(e.Plan))
+		spans = append(spans, entrySpan{start, len(ents)})
+	}
+	slices.SortFunc(spans, func(a, b entrySpan) int { return bytes.Compare(ents[a.from:a.to], ents[b.from:b.to]) })
+	spans = slices.CompactFunc(spans, func(a, b entrySpan) bool { return bytes.Equal(ents[a.from:a.to], ents[b.from:b.to]) })
+
+	var textArr [1024]byte
+	b := append(textArr[:0], "grant:"...)
+	for k, sp := range spans {
+		if k > 0 {
+			b = append(b, 0)
+		}
+		b = append(b, ents[sp.from:sp.to]...)
+	}
+	b = append(b, "\x00plan:"...)
+	if res.Instance != nil {
+		b = appendLower(b, strings.TrimSpace(res.Instance.Plan))
+	}
+	b = append(b, "\x00ranks:"...)
+	for _, id := range res.Ranks.IDs() {
+		rank, _ := res.Ranks.RankOf(id)
+		b = append(b, id...)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, int64(rank), 10)
+		b = append(b, '/')
+		b = strconv.AppendBool(b, res.Ranks.IsAllAccess(id))
+		b = append(b, 0)
+	}
+	sum := sha256.Sum256(b)
+	return string(sum[:])
+}
+
+// entrySpan is one canonical grant entry in entitlementKey's scratch text.
+type entrySpan struct{ from, to int }
+
+// appendLower appends strings.ToLower(s) to b, without allocating when s is
+// ASCII.
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return append(b, strings.ToLower(s)...)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
+}
