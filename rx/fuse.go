@@ -89,8 +89,13 @@ type op[T any] struct {
 }
 
 // freshness is DistinctUntilChanged's test as stRun calls it (its == needs
-// a comparable T, which the run over any T has not).
-type freshness[T any] interface{ fresh(v T) bool }
+// a comparable T, which the run over any T has not). stLoop returns the
+// loop form of r, an stRun ending in this stage, compiled for the comparable
+// T (stLoopEq), so that its loop compares in place rather than calling fresh.
+type freshness[T any] interface {
+	fresh(v T) bool
+	stLoop(r *stRun[T]) func([]T, *scope) bool
+}
 
 // fused is the fused form of a chain: step runs one value through every
 // stage of the run and the runs of other types that follow it, down to the
@@ -262,7 +267,12 @@ func compose[T any](r *fused[T], ops []op[T], out func(T) bool, down Observer[T]
 			st.next, st.down = next, down
 			next = st.step(nil)
 			if j == 0 {
-				loop, head = st.loop(), st
+				head = st
+				if st.fresh != nil {
+					loop = st.fresh.stLoop(st)
+				} else {
+					loop = st.loop()
+				}
 			}
 		}
 	}
@@ -703,6 +713,83 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 	}
 }
 
+// stLoopEq is stRun.loop for a run that ends in DistinctUntilChanged d,
+// compiled for a comparable T: the comparison is made in the loop, not by a
+// call to d.fresh per value (the three forms, step, loop and this one, do
+// the same per value: keep them alike).
+//
+//go:noinline // see compose
+func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scope) bool {
+	return func(vs []T, sc *scope) bool {
+		r := *r // on the stack: see mfRun.loop
+		for _, v := range vs {
+			if sc != nil && sc.done.Load() {
+				return false
+			}
+			if r.skipN != nil && *r.skipN > 0 {
+				*r.skipN--
+				continue
+			}
+			if r.skipW != nil && !*r.swPass {
+				if r.skipW(v) || r.swSc.done.Load() {
+					continue
+				}
+				*r.swPass = true
+			}
+			if r.tw != nil {
+				if r.tw.done {
+					return false
+				}
+				ok := r.twKeep(v)
+				if r.twSc.done.Load() { // keep unsubscribed: neither the value nor the end
+					r.tw.done = true
+					return false
+				}
+				if !ok {
+					r.tw.end()
+					return false
+				}
+			}
+			if r.do != nil {
+				r.do(v)
+				if r.doSc.done.Load() {
+					return false
+				}
+			}
+			if r.f != nil {
+				v = r.f(v)
+				if r.fSc.done.Load() {
+					return false
+				}
+			}
+			if r.scan != nil {
+				v = r.scan(*r.acc, v)
+				*r.acc = v
+				if r.scanSc.done.Load() {
+					return false
+				}
+			}
+			if r.keep != nil {
+				if !r.keep(v) {
+					continue
+				}
+				if r.keepSc.done.Load() {
+					return false
+				}
+			}
+			if !d.fresh(v) {
+				continue
+			}
+			if r.next == nil {
+				r.down.OnNext(v)
+			} else if !r.next(v) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // headLoop returns the loop form of a leading pair's closure (see cut: g
 // is a Map and a Filter in either order, two Maps, or one of them), which
 // calls next (or down.OnNext when next is nil); nil only as a defensive
@@ -1136,22 +1223,19 @@ func (d *distinctObserver[T]) rxStage() (op[T], Observer[T], bool) {
 func (d *distinctObserver[T]) step(next func(T) bool, down Observer[T]) func(T) bool {
 	if next == nil {
 		return func(v T) bool {
-			if d.seen && v == d.last {
-				return true
+			if d.fresh(v) {
+				down.OnNext(v)
 			}
-			d.seen, d.last = true, v
-			down.OnNext(v)
 			return true
 		}
 	}
 	return func(v T) bool {
-		if d.seen && v == d.last {
-			return true
-		}
-		d.seen, d.last = true, v
-		return next(v)
+		return !d.fresh(v) || next(v)
 	}
 }
+
+// stLoop is freshness.stLoop.
+func (d *distinctObserver[T]) stLoop(r *stRun[T]) func([]T, *scope) bool { return stLoopEq(r, d) }
 
 func (d *doObserver[T]) rxStage() (op[T], Observer[T], bool) {
 	return op[T]{kind: opDo, sc: d.sc, do: d.next}, d.down, true
