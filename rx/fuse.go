@@ -112,61 +112,54 @@ type fused[T any] struct {
 	// values in a slice (Of, Range in chunks) makes no call per value into
 	// the chain.
 	loop func(vs []T, sc *scope) bool
-	// head is the chain's first run when it is an mfRun or an stRun (see
-	// compose), for yield; nil when the first stage is alone or a pair.
-	head run[T]
-	// pair, when the first run is a pair (see compose), holds its stages,
-	// the closure after them (nil: down.OnNext) and down, from which yield
-	// lays them out as an mfRun in pairRun: only FromSeq uses that run, so
-	// the other sources do not pay for it at subscription, and it lives in
-	// this struct, not an allocation of its own.
-	pair     []op[T]
-	pairNext func(T) bool
-	down     Observer[T]
-	pairRun  mfRun[T]
-	// stages is how many stages step runs in this type (a type change
-	// counts as one): what the fusion tests look at.
-	stages int
-}
-
-// yield returns FromSeq's yield into the chain: step, with sc checked
-// before the value and after it (seq computes no value past an
-// unsubscription). When the first run is not a stage alone that is the
-// run's own closure, with no call between yield and the stages: an mfRun's
-// or stRun's step, and for a pair (which Range, Of and a Subject run
-// through the closures written for it, pair and headLoop) the same stages
-// laid out as an mfRun here, whose step checks sc.
-func (r *fused[T]) yield(sc *scope) func(T) bool {
-	if r.head == nil && r.pair != nil {
-		mf := &r.pairRun
-		mfFit(r.pair, mf)
-		mf.next, mf.down = r.pairNext, r.down
-		return mf.step(sc)
-	}
-	if r.head != nil {
-		return r.head.step(sc)
-	}
-	return fusedYield(r.step, sc)
 }
 
 // fuseOf returns the fused form of the chain that starts at o, or nil when
 // o is not a stage that fuses.
 func fuseOf[T any](o Observer[T]) *fused[T] {
 	ops, o := opsOf(o)
-	var out func(T) bool
-	if f, ok := o.(fuser[T]); ok {
-		out = f.rxFuse()
+	return fuseOps(ops, fuserOut(o), o)
+}
+
+// fuserOut is what fuseOf's chain calls after its stages over T: the step
+// of the next type's run when down is a fuser (a type-changing Map, Scan),
+// or nil (down.OnNext).
+func fuserOut[T any](down Observer[T]) func(T) bool {
+	if f, ok := down.(fuser[T]); ok {
+		return f.rxFuse()
 	}
+	return nil
+}
+
+// fuseOps is fuseOf once the chain is walked: ops over T, then out (the
+// next type's step, or All's; nil: down.OnNext).
+func fuseOps[T any](ops []op[T], out func(T) bool, down Observer[T]) *fused[T] {
 	if len(ops) == 0 && out == nil {
 		return nil
 	}
-	n := len(ops)
-	if out != nil {
-		n++
-	}
-	r := &fused[T]{stages: n}
-	compose(r, ops, out, o)
+	r := &fused[T]{}
+	r.step, r.loop, _ = compose(ops, out, down, nil)
 	return r
+}
+
+// fuseYield returns FromSeq's yield into the fused chain that starts at o
+// (nil when o does not fuse): the first run's own closure checking sc
+// before the value and after it (seq computes no value past an
+// unsubscription), with no call between yield and the stages (a leading
+// pair laid out as an mfRun), or, when the first stage is alone, its step
+// behind that check (fusedYield). It builds no loop form and no closure
+// the yield does not call.
+func fuseYield[T any](o Observer[T], sc *scope) func(T) bool {
+	ops, o := opsOf(o)
+	out := fuserOut(o)
+	if len(ops) == 0 && out == nil {
+		return nil
+	}
+	step, _, head := compose(ops, out, o, sc)
+	if head != nil {
+		return head
+	}
+	return fusedYield(step, sc)
 }
 
 // opsOf returns the ops of the stages over T that start at o, in order, and
@@ -227,62 +220,66 @@ func (r *fused[T]) run(vs []T, sc *scope) bool {
 // Map, Filter, Map, Filter (mfRun: Map→Map→Filter, Filter→Map→Filter,
 // Map→Filter→Map→Filter, ... make one run; one Map or Filter, or two with
 // a Map, get the closures written for them, pair, except as FromSeq's
-// yield, where they run through mfRun's step: see fused.yield), stages of the other
-// kinds in stRun's order (Skip→TakeWhile→Scan→DistinctUntilChanged, ...),
-// and each other stage alone. It then makes one closure per run, from the
-// last up, each calling the next directly, the last calling down.OnNext (or
-// the next type's step, out) itself. A value thus costs the user's
-// functions, a call per run and the scope loads, with no dispatch over the
-// stages. It sets r's step, and loop to the first run's loop form (see
-// fused), and head to that run, unless it is a stage alone or a pair (then
-// r.pair and what yield needs to lay the pair out).
-func compose[T any](r *fused[T], ops []op[T], out func(T) bool, down Observer[T]) {
+// yield, where they run through mfRun's step), stages of the other kinds
+// in stRun's order (Skip→TakeWhile→Scan→DistinctUntilChanged, ...), and
+// each other stage alone. It then makes one closure per run, from the last
+// up, each calling the next directly, the last calling down.OnNext (or the
+// next type's step, out) itself. A value thus costs the user's functions, a
+// call per run and the scope loads, with no dispatch over the stages. It
+// returns the chain's step and the first run's loop form (see fused; nil
+// when that run is a stage alone).
+//
+// With src not nil (FromSeq) it builds the yield instead: head is then the
+// first run's closure checking src (an mfRun or stRun; a leading pair laid
+// out as an mfRun), step the chain's step when the first stage is alone
+// (head nil), and no loop form.
+func compose[T any](ops []op[T], out func(T) bool, down Observer[T], src *scope) (step func(T) bool, loop func([]T, *scope) bool, head func(T) bool) {
 	var buf [8]span // most chains: no allocation for the spans
 	spans := cut(ops, buf[:0])
 	next := out // nil: the last closure calls down.OnNext
-	var loop func([]T, *scope) bool
-	var head run[T]
 	for j := len(spans) - 1; j >= 0; j-- {
 		g := ops[spans[j].i : spans[j].i+spans[j].n]
-		switch spans[j].kind {
+		kind := spans[j].kind
+		if j == 0 && src != nil && kind == runPair {
+			kind = runMF
+		}
+		switch kind {
 		case runOne:
 			next = single(&g[0], next, down)
 		case runPair:
 			if j == 0 {
 				loop = headLoop(g, next, down)
-				r.pair, r.pairNext, r.down = g, next, down
 			}
 			next = pair(g, next, down)
 		case runMF:
 			mf := &mfRun[T]{}
 			mfFit(g, mf)
 			mf.next, mf.down = next, down
-			next = mf.step(nil)
-			if j == 0 {
-				loop, head = mf.loop(), mf
+			switch {
+			case j > 0:
+				next = mf.step(nil)
+			case src != nil:
+				return nil, nil, mf.step(src)
+			default:
+				next, loop = mf.step(nil), mf.loop()
 			}
 		case runST:
 			st := &stRun[T]{}
 			stFit(g, st)
 			st.next, st.down = next, down
-			next = st.step(nil)
-			if j == 0 {
-				head = st
-				if st.fresh != nil {
-					loop = st.fresh.stLoop(st)
-				} else {
-					loop = st.loop()
-				}
+			switch {
+			case j > 0:
+				next = st.step(nil)
+			case src != nil:
+				return nil, nil, st.step(src)
+			case st.fresh != nil:
+				next, loop = st.step(nil), st.fresh.stLoop(st)
+			default:
+				next, loop = st.step(nil), st.loop()
 			}
 		}
 	}
-	r.step, r.loop, r.head = next, loop, head
-}
-
-// run is an mfRun or an stRun: step(src) makes its closure, checking src
-// (when not nil) before and after each value.
-type run[T any] interface {
-	step(src *scope) func(T) bool
+	return next, loop, nil
 }
 
 // runKind says how compose runs a span of ops.
@@ -384,7 +381,7 @@ func mfFit[T any](ops []op[T], r *mfRun[T]) (n int) {
 }
 
 // step returns the run's closure. src, when not nil, is the source's scope,
-// checked before the value and after it as FromSeq's yield does (fused.yield).
+// checked before the value and after it as FromSeq's yield does (fuseYield).
 //
 //go:noinline // see compose
 func (r *mfRun[T]) step(src *scope) func(T) bool {
