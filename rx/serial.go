@@ -100,14 +100,15 @@ func (m *mailbox[E]) postAs(e E, sc *scope, end bool) {
 		return
 	}
 	delivered := false
-	defer m.leave(g, &delivered)
+	defer m.unwind(g, &delivered)
 	m.h.handle(e)
 	delivered = true
+	m.leave(g)
 }
 
 // take makes g the owner of an idle mailbox (one compare-and-swap) and
-// reports whether it did; the owner delivers its value and then calls
-// leave, deferred.
+// reports whether it did; the owner defers unwind, delivers its value and
+// calls leave.
 //
 // Per value this fast path makes two locked instructions, the take and the
 // release in leave, and that is its floor: taking needs a read-modify-write
@@ -120,20 +121,24 @@ func (m *mailbox[E]) postAs(e E, sc *scope, end bool) {
 // beside a call: see docs/performance.md.
 func (m *mailbox[E]) take(g uintptr) bool { return m.owner.CompareAndSwap(0, g) }
 
-// leave ends the delivery of owner g, which has delivered its value when
-// *delivered: it gives the mailbox back (one compare-and-swap), or drains
-// what was queued meanwhile first. A handler that panicked (an observer's
-// OnNext, a user function below) must not leave the mailbox owned by a
-// goroutine that has left it: every later post would be queued for nobody,
-// and producers would wait for room forever; then leave releases it for the
-// next post (abandon) and the panic goes on up to the caller.
-func (m *mailbox[E]) leave(g uintptr, delivered *bool) {
-	if !*delivered {
-		m.abandon(g)
-		return
-	}
+// leave gives the mailbox back once its owner g has delivered its value
+// (one compare-and-swap), or first drains what was queued meanwhile.
+func (m *mailbox[E]) leave(g uintptr) {
 	if !m.owner.CompareAndSwap(g, 0) {
 		m.run(g)
+	}
+}
+
+// unwind, deferred by the owner g after take, releases the mailbox when the
+// delivery did not end (*delivered false): a handler that panicked (an
+// observer's OnNext, a user function below) must not leave the mailbox
+// owned by a goroutine that has left it, or every later post would be
+// queued for nobody and producers would wait for room forever. The panic
+// goes on up to the caller; the mailbox is free for the next post
+// (abandon).
+func (m *mailbox[E]) unwind(g uintptr, delivered *bool) {
+	if !*delivered {
+		m.abandon(g)
 	}
 }
 
@@ -208,7 +213,7 @@ func (m *mailbox[E]) postSlow(e E, g uintptr, sc *scope, end bool) {
 }
 
 // run drains the queue as its owner g, then gives the mailbox up (also when
-// a handler panics: see leave).
+// a handler panics: see unwind).
 func (m *mailbox[E]) run(g uintptr) {
 	delivered, spent := 0, false
 	finished := false

@@ -23,10 +23,11 @@ func NewSubject[T any]() *Subject[T] {
 }
 
 // OnNext passes v to the current observers. With the mailbox idle (one
-// producer, not from inside a delivery) it delivers at once, through the
-// mailbox's own fast path (take, emit, leave: see mailbox.take) with no
-// event made and no call through the handler interface; otherwise the value
-// is posted as the subjects' other notifications are.
+// producer, not from inside a delivery) it delivers at once through the
+// mailbox's fast path (take, emit, leave, with unwind deferred for a panic:
+// see mailbox.take), making no event and no call through the handler
+// interface; otherwise the value is posted as the subjects' other
+// notifications are.
 func (s *Subject[T]) OnNext(v T) {
 	if s.stopped.Load() {
 		return
@@ -37,9 +38,10 @@ func (s *Subject[T]) OnNext(v T) {
 		return
 	}
 	delivered := false
-	defer s.mb.leave(g, &delivered)
+	defer s.mb.unwind(g, &delivered)
 	s.emit(v)
 	delivered = true
+	s.mb.leave(g)
 }
 
 func (s *Subject[T]) handle(e subjectEvent[T]) {
