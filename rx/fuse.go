@@ -562,6 +562,18 @@ func stFit[T any](ops []op[T], r *stRun[T]) (n int) {
 	return n
 }
 
+// settle, on a loop's own copy of the run, drops the stages that have done
+// their part (Skip's count spent, SkipWhile passing): they stay so, and the
+// loop then tests a nil slot instead of loading their state per value.
+func (r *stRun[T]) settle() {
+	if r.skipN != nil && *r.skipN <= 0 {
+		r.skipN = nil
+	}
+	if r.skipW != nil && *r.swPass {
+		r.skipW = nil
+	}
+}
+
 // step returns the run's closure; src as for mfRun.step.
 //
 //go:noinline // see compose
@@ -641,19 +653,24 @@ func (r *stRun[T]) step(src *scope) func(T) bool {
 func (r *stRun[T]) loop() func([]T, *scope) bool {
 	return func(vs []T, sc *scope) bool {
 		r := *r // on the stack: see mfRun.loop
+		r.settle()
 		for _, v := range vs {
 			if sc != nil && sc.done.Load() {
 				return false
 			}
-			if r.skipN != nil && *r.skipN > 0 {
-				*r.skipN--
-				continue
+			if r.skipN != nil {
+				if *r.skipN > 0 {
+					*r.skipN--
+					continue
+				}
+				r.skipN = nil // this copy's: Skip has done its part
 			}
-			if r.skipW != nil && !*r.swPass {
+			if r.skipW != nil {
 				if r.skipW(v) || r.swSc.done.Load() {
 					continue
 				}
 				*r.swPass = true
+				r.skipW = nil // this copy's: SkipWhile passes from now on
 			}
 			if r.tw != nil {
 				if r.tw.done {
@@ -719,19 +736,28 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scope) bool {
 	return func(vs []T, sc *scope) bool {
 		r := *r // on the stack: see mfRun.loop
+		r.settle()
+		// DistinctUntilChanged's state, read once per call and written for
+		// each value it passes (d.fresh, spelled out: nothing else runs the
+		// stage while this loop does).
+		seen, last := d.seen, d.last
 		for _, v := range vs {
 			if sc != nil && sc.done.Load() {
 				return false
 			}
-			if r.skipN != nil && *r.skipN > 0 {
-				*r.skipN--
-				continue
+			if r.skipN != nil {
+				if *r.skipN > 0 {
+					*r.skipN--
+					continue
+				}
+				r.skipN = nil // this copy's: Skip has done its part
 			}
-			if r.skipW != nil && !*r.swPass {
+			if r.skipW != nil {
 				if r.skipW(v) || r.swSc.done.Load() {
 					continue
 				}
 				*r.swPass = true
+				r.skipW = nil // this copy's: SkipWhile passes from now on
 			}
 			if r.tw != nil {
 				if r.tw.done {
@@ -774,9 +800,11 @@ func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scop
 					return false
 				}
 			}
-			if !d.fresh(v) {
+			if seen && v == last {
 				continue
 			}
+			seen, last = true, v
+			d.seen, d.last = true, v
 			if r.next == nil {
 				r.down.OnNext(v)
 			} else if !r.next(v) {
