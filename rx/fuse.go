@@ -728,19 +728,15 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 }
 
 // stLoopEq is stRun.loop for a run that ends in DistinctUntilChanged d,
-// compiled for a comparable T: the comparison is made in the loop, not by a
-// call to d.fresh per value (the three forms, step, loop and this one, do
-// the same per value: keep them alike).
+// compiled for a comparable T: d.fresh is inlined into the loop rather than
+// called per value through an interface (the three forms, step, loop and
+// this one, do the same per value: keep them alike).
 //
 //go:noinline // see compose
 func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scope) bool {
 	return func(vs []T, sc *scope) bool {
 		r := *r // on the stack: see mfRun.loop
 		r.settle()
-		// DistinctUntilChanged's state, read once per call and written for
-		// each value it passes (d.fresh, spelled out: nothing else runs the
-		// stage while this loop does).
-		seen, last := d.seen, d.last
 		for _, v := range vs {
 			if sc != nil && sc.done.Load() {
 				return false
@@ -800,11 +796,9 @@ func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scop
 					return false
 				}
 			}
-			if seen && v == last {
+			if !d.fresh(v) { // inlined: T is comparable here
 				continue
 			}
-			seen, last = true, v
-			d.seen, d.last = true, v
 			if r.next == nil {
 				r.down.OnNext(v)
 			} else if !r.next(v) {
