@@ -564,14 +564,17 @@ func stFit[T any](ops []op[T], r *stRun[T]) (n int) {
 
 // settle, on a loop's own copy of the run, drops the stages that have done
 // their part (Skip's count spent, SkipWhile passing): they stay so, and the
-// loop then tests a nil slot instead of loading their state per value.
-func (r *stRun[T]) settle() {
+// loop then tests a nil slot instead of loading their state per value. It
+// reports false when TakeWhile has ended: within the loop that only
+// happens just before it returns, so the loop tests it once, here.
+func (r *stRun[T]) settle() bool {
 	if r.skipN != nil && *r.skipN <= 0 {
 		r.skipN = nil
 	}
 	if r.skipW != nil && *r.swPass {
 		r.skipW = nil
 	}
+	return r.tw == nil || !r.tw.done
 }
 
 // step returns the run's closure; src as for mfRun.step.
@@ -646,14 +649,17 @@ func (r *stRun[T]) step(src *scope) func(T) bool {
 	}
 }
 
-// loop returns the run's loop form: per value, what step does (keep the
-// two alike).
+// loop returns the run's loop form for a run without DistinctUntilChanged
+// (which builds its own, stLoopEq): per value, what step does, the stages
+// that settle drops aside (keep them alike).
 //
 //go:noinline // see compose
 func (r *stRun[T]) loop() func([]T, *scope) bool {
 	return func(vs []T, sc *scope) bool {
 		r := *r // on the stack: see mfRun.loop
-		r.settle()
+		if !r.settle() {
+			return false
+		}
 		for _, v := range vs {
 			if sc != nil && sc.done.Load() {
 				return false
@@ -673,9 +679,6 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 				r.skipW = nil // this copy's: SkipWhile passes from now on
 			}
 			if r.tw != nil {
-				if r.tw.done {
-					return false
-				}
 				ok := r.twKeep(v)
 				if r.twSc.done.Load() { // keep unsubscribed: neither the value nor the end
 					r.tw.done = true
@@ -713,9 +716,6 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 					return false
 				}
 			}
-			if r.fresh != nil && !r.fresh.fresh(v) {
-				continue
-			}
 			if r.next == nil {
 				r.down.OnNext(v)
 			} else if !r.next(v) {
@@ -736,7 +736,9 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scope) bool {
 	return func(vs []T, sc *scope) bool {
 		r := *r // on the stack: see mfRun.loop
-		r.settle()
+		if !r.settle() {
+			return false
+		}
 		for _, v := range vs {
 			if sc != nil && sc.done.Load() {
 				return false
@@ -756,9 +758,6 @@ func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scop
 				r.skipW = nil // this copy's: SkipWhile passes from now on
 			}
 			if r.tw != nil {
-				if r.tw.done {
-					return false
-				}
 				ok := r.twKeep(v)
 				if r.twSc.done.Load() { // keep unsubscribed: neither the value nor the end
 					r.tw.done = true
