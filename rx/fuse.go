@@ -721,7 +721,6 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 			} else if !r.next(v) {
 				return false
 			}
-
 		}
 		return true
 	}
