@@ -10,10 +10,7 @@ import "context"
 func AllFusedStages(build func(Observable[int]) Observable[int]) int {
 	n := -1
 	probe := observableFunc[int](func(o Observer[int]) Subscription {
-		n = 0
-		if r := fuseSync(o); r != nil {
-			n = r.stages
-		}
+		n = fusedStages(o, syncOut[int])
 		o.OnCompleted()
 		return noSubscription{}
 	})

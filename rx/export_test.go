@@ -11,15 +11,27 @@ import "fmt"
 func FusedStages(build func(Observable[int]) Observable[int]) int {
 	n := -1
 	probe := observableFunc[int](func(o Observer[int]) Subscription {
-		n = 0
-		if r := fuseOf(o); r != nil {
-			n = r.stages
-		}
+		n = fusedStages(o, fuserOut[int])
 		o.OnCompleted()
 		return noSubscription{}
 	})
 	build(probe).Subscribe(NewObserver[int](nil, nil, nil))
 	return n
+}
+
+// fusedStages returns how many stages the fused form of the chain at o
+// runs in its type, the step after them (out: fuserOut for fuseOf, syncOut
+// for fuseSync) counting as one when there is one; 0 when it does not fuse.
+func fusedStages(o Observer[int], out func(Observer[int]) func(int) bool) int {
+	ops, down := opsOf(o)
+	next := out(down)
+	if fuseOps(ops, next, down) == nil {
+		return 0
+	}
+	if next != nil {
+		return len(ops) + 1
+	}
+	return len(ops)
 }
 
 // SubjectFuses reports whether s delivers to one of its current subscribers

@@ -19,8 +19,8 @@ func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
 		if sc.cancelled() {
 			return sc
 		}
-		if next := fuseOf(o); next != nil {
-			seq(next.yield(sc))
+		if yield := fuseYield(o, sc); yield != nil {
+			seq(yield)
 		} else {
 			seq(func(v T) bool {
 				if sc.cancelled() {

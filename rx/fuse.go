@@ -89,8 +89,13 @@ type op[T any] struct {
 }
 
 // freshness is DistinctUntilChanged's test as stRun calls it (its == needs
-// a comparable T, which the run over any T has not).
-type freshness[T any] interface{ fresh(v T) bool }
+// a comparable T, which the run over any T has not). stLoop returns the
+// loop form of r, an stRun ending in this stage, compiled for the comparable
+// T (stLoopEq), so that its loop compares in place rather than calling fresh.
+type freshness[T any] interface {
+	fresh(v T) bool
+	stLoop(r *stRun[T]) func([]T, *scope) bool
+}
 
 // fused is the fused form of a chain: step runs one value through every
 // stage of the run and the runs of other types that follow it, down to the
@@ -107,61 +112,54 @@ type fused[T any] struct {
 	// values in a slice (Of, Range in chunks) makes no call per value into
 	// the chain.
 	loop func(vs []T, sc *scope) bool
-	// head is the chain's first run when it is an mfRun or an stRun (see
-	// compose), for yield; nil when the first stage is alone or a pair.
-	head run[T]
-	// pair, when the first run is a pair (see compose), holds its stages,
-	// the closure after them (nil: down.OnNext) and down, from which yield
-	// lays them out as an mfRun in pairRun: only FromSeq uses that run, so
-	// the other sources do not pay for it at subscription, and it lives in
-	// this struct, not an allocation of its own.
-	pair     []op[T]
-	pairNext func(T) bool
-	down     Observer[T]
-	pairRun  mfRun[T]
-	// stages is how many stages step runs in this type (a type change
-	// counts as one): what the fusion tests look at.
-	stages int
-}
-
-// yield returns FromSeq's yield into the chain: step, with sc checked
-// before the value and after it (seq computes no value past an
-// unsubscription). When the first run is not a stage alone that is the
-// run's own closure, with no call between yield and the stages: an mfRun's
-// or stRun's step, and for a pair (which Range, Of and a Subject run
-// through the closures written for it, pair and headLoop) the same stages
-// laid out as an mfRun here, whose step checks sc.
-func (r *fused[T]) yield(sc *scope) func(T) bool {
-	if r.head == nil && r.pair != nil {
-		mf := &r.pairRun
-		mfFit(r.pair, mf)
-		mf.next, mf.down = r.pairNext, r.down
-		return mf.step(sc)
-	}
-	if r.head != nil {
-		return r.head.step(sc)
-	}
-	return fusedYield(r.step, sc)
 }
 
 // fuseOf returns the fused form of the chain that starts at o, or nil when
 // o is not a stage that fuses.
 func fuseOf[T any](o Observer[T]) *fused[T] {
 	ops, o := opsOf(o)
-	var out func(T) bool
-	if f, ok := o.(fuser[T]); ok {
-		out = f.rxFuse()
+	return fuseOps(ops, fuserOut(o), o)
+}
+
+// fuserOut is what fuseOf's chain calls after its stages over T: the step
+// of the next type's run when down is a fuser (a type-changing Map, Scan),
+// or nil (down.OnNext).
+func fuserOut[T any](down Observer[T]) func(T) bool {
+	if f, ok := down.(fuser[T]); ok {
+		return f.rxFuse()
 	}
+	return nil
+}
+
+// fuseOps is fuseOf once the chain is walked: ops over T, then out (the
+// next type's step, or All's; nil: down.OnNext).
+func fuseOps[T any](ops []op[T], out func(T) bool, down Observer[T]) *fused[T] {
 	if len(ops) == 0 && out == nil {
 		return nil
 	}
-	n := len(ops)
-	if out != nil {
-		n++
-	}
-	r := &fused[T]{stages: n}
-	compose(r, ops, out, o)
+	r := &fused[T]{}
+	r.step, r.loop, _ = compose(ops, out, down, nil)
 	return r
+}
+
+// fuseYield returns FromSeq's yield into the fused chain that starts at o
+// (nil when o does not fuse): the first run's own closure checking sc
+// before the value and after it (seq computes no value past an
+// unsubscription), with no call between yield and the stages (a leading
+// pair laid out as an mfRun), or, when the first stage is alone, its step
+// behind that check (fusedYield). It builds no loop form and no closure
+// the yield does not call.
+func fuseYield[T any](o Observer[T], sc *scope) func(T) bool {
+	ops, o := opsOf(o)
+	out := fuserOut(o)
+	if len(ops) == 0 && out == nil {
+		return nil
+	}
+	step, _, head := compose(ops, out, o, sc)
+	if head != nil {
+		return head
+	}
+	return fusedYield(step, sc)
 }
 
 // opsOf returns the ops of the stages over T that start at o, in order, and
@@ -222,57 +220,66 @@ func (r *fused[T]) run(vs []T, sc *scope) bool {
 // Map, Filter, Map, Filter (mfRun: Map→Map→Filter, Filter→Map→Filter,
 // Map→Filter→Map→Filter, ... make one run; one Map or Filter, or two with
 // a Map, get the closures written for them, pair, except as FromSeq's
-// yield, where they run through mfRun's step: see fused.yield), stages of the other
-// kinds in stRun's order (Skip→TakeWhile→Scan→DistinctUntilChanged, ...),
-// and each other stage alone. It then makes one closure per run, from the
-// last up, each calling the next directly, the last calling down.OnNext (or
-// the next type's step, out) itself. A value thus costs the user's
-// functions, a call per run and the scope loads, with no dispatch over the
-// stages. It sets r's step, and loop to the first run's loop form (see
-// fused), and head to that run, unless it is a stage alone or a pair (then
-// r.pair and what yield needs to lay the pair out).
-func compose[T any](r *fused[T], ops []op[T], out func(T) bool, down Observer[T]) {
+// yield, where they run through mfRun's step), stages of the other kinds
+// in stRun's order (Skip→TakeWhile→Scan→DistinctUntilChanged, ...), and
+// each other stage alone. It then makes one closure per run, from the last
+// up, each calling the next directly, the last calling down.OnNext (or the
+// next type's step, out) itself. A value thus costs the user's functions, a
+// call per run and the scope loads, with no dispatch over the stages. It
+// returns the chain's step and the first run's loop form (see fused; nil
+// when that run is a stage alone).
+//
+// With src not nil (FromSeq) it builds the yield instead: head is then the
+// first run's closure checking src (an mfRun or stRun; a leading pair laid
+// out as an mfRun), step the chain's step when the first stage is alone
+// (head nil), and no loop form.
+func compose[T any](ops []op[T], out func(T) bool, down Observer[T], src *scope) (step func(T) bool, loop func([]T, *scope) bool, head func(T) bool) {
 	var buf [8]span // most chains: no allocation for the spans
 	spans := cut(ops, buf[:0])
 	next := out // nil: the last closure calls down.OnNext
-	var loop func([]T, *scope) bool
-	var head run[T]
 	for j := len(spans) - 1; j >= 0; j-- {
 		g := ops[spans[j].i : spans[j].i+spans[j].n]
-		switch spans[j].kind {
+		kind := spans[j].kind
+		if j == 0 && src != nil && kind == runPair {
+			kind = runMF
+		}
+		switch kind {
 		case runOne:
 			next = single(&g[0], next, down)
 		case runPair:
 			if j == 0 {
 				loop = headLoop(g, next, down)
-				r.pair, r.pairNext, r.down = g, next, down
 			}
 			next = pair(g, next, down)
 		case runMF:
 			mf := &mfRun[T]{}
 			mfFit(g, mf)
 			mf.next, mf.down = next, down
-			next = mf.step(nil)
-			if j == 0 {
-				loop, head = mf.loop(), mf
+			switch {
+			case j > 0:
+				next = mf.step(nil)
+			case src != nil:
+				return nil, nil, mf.step(src)
+			default:
+				next, loop = mf.step(nil), mf.loop()
 			}
 		case runST:
 			st := &stRun[T]{}
 			stFit(g, st)
 			st.next, st.down = next, down
-			next = st.step(nil)
-			if j == 0 {
-				loop, head = st.loop(), st
+			switch {
+			case j > 0:
+				next = st.step(nil)
+			case src != nil:
+				return nil, nil, st.step(src)
+			case st.fresh != nil:
+				next, loop = st.step(nil), st.fresh.stLoop(st)
+			default:
+				next, loop = st.step(nil), st.loop()
 			}
 		}
 	}
-	r.step, r.loop, r.head = next, loop, head
-}
-
-// run is an mfRun or an stRun: step(src) makes its closure, checking src
-// (when not nil) before and after each value.
-type run[T any] interface {
-	step(src *scope) func(T) bool
+	return next, loop, nil
 }
 
 // runKind says how compose runs a span of ops.
@@ -374,7 +381,7 @@ func mfFit[T any](ops []op[T], r *mfRun[T]) (n int) {
 }
 
 // step returns the run's closure. src, when not nil, is the source's scope,
-// checked before the value and after it as FromSeq's yield does (fused.yield).
+// checked before the value and after it as FromSeq's yield does (fuseYield).
 //
 //go:noinline // see compose
 func (r *mfRun[T]) step(src *scope) func(T) bool {
@@ -555,6 +562,21 @@ func stFit[T any](ops []op[T], r *stRun[T]) (n int) {
 	return n
 }
 
+// settle, on a loop's own copy of the run, drops the stages that have done
+// their part (Skip's count spent, SkipWhile passing): they stay so, and the
+// loop then tests a nil slot instead of loading their state per value. It
+// reports false when TakeWhile has ended: within the loop that only
+// happens just before it returns, so the loop tests it once, here.
+func (r *stRun[T]) settle() bool {
+	if r.skipN != nil && *r.skipN <= 0 {
+		r.skipN = nil
+	}
+	if r.skipW != nil && *r.swPass {
+		r.skipW = nil
+	}
+	return r.tw == nil || !r.tw.done
+}
+
 // step returns the run's closure; src as for mfRun.step.
 //
 //go:noinline // see compose
@@ -627,31 +649,36 @@ func (r *stRun[T]) step(src *scope) func(T) bool {
 	}
 }
 
-// loop returns the run's loop form: per value, what step does (keep the
-// two alike).
+// loop returns the run's loop form for a run without DistinctUntilChanged
+// (which builds its own, stLoopEq): per value, what step does, the stages
+// that settle drops aside (keep them alike).
 //
 //go:noinline // see compose
 func (r *stRun[T]) loop() func([]T, *scope) bool {
 	return func(vs []T, sc *scope) bool {
 		r := *r // on the stack: see mfRun.loop
+		if !r.settle() {
+			return false
+		}
 		for _, v := range vs {
 			if sc != nil && sc.done.Load() {
 				return false
 			}
-			if r.skipN != nil && *r.skipN > 0 {
-				*r.skipN--
-				continue
+			if r.skipN != nil {
+				if *r.skipN > 0 {
+					*r.skipN--
+					continue
+				}
+				r.skipN = nil // this copy's: Skip has done its part
 			}
-			if r.skipW != nil && !*r.swPass {
+			if r.skipW != nil {
 				if r.skipW(v) || r.swSc.done.Load() {
 					continue
 				}
 				*r.swPass = true
+				r.skipW = nil // this copy's: SkipWhile passes from now on
 			}
 			if r.tw != nil {
-				if r.tw.done {
-					return false
-				}
 				ok := r.twKeep(v)
 				if r.twSc.done.Load() { // keep unsubscribed: neither the value nor the end
 					r.tw.done = true
@@ -689,7 +716,85 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 					return false
 				}
 			}
-			if r.fresh != nil && !r.fresh.fresh(v) {
+			if r.next == nil {
+				r.down.OnNext(v)
+			} else if !r.next(v) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// stLoopEq is stRun.loop for a run that ends in DistinctUntilChanged d,
+// compiled for a comparable T: d.fresh is inlined into the loop rather than
+// called per value through an interface (the three forms, step, loop and
+// this one, do the same per value: keep them alike).
+//
+//go:noinline // see compose
+func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scope) bool {
+	return func(vs []T, sc *scope) bool {
+		r := *r // on the stack: see mfRun.loop
+		if !r.settle() {
+			return false
+		}
+		for _, v := range vs {
+			if sc != nil && sc.done.Load() {
+				return false
+			}
+			if r.skipN != nil {
+				if *r.skipN > 0 {
+					*r.skipN--
+					continue
+				}
+				r.skipN = nil // this copy's: Skip has done its part
+			}
+			if r.skipW != nil {
+				if r.skipW(v) || r.swSc.done.Load() {
+					continue
+				}
+				*r.swPass = true
+				r.skipW = nil // this copy's: SkipWhile passes from now on
+			}
+			if r.tw != nil {
+				ok := r.twKeep(v)
+				if r.twSc.done.Load() { // keep unsubscribed: neither the value nor the end
+					r.tw.done = true
+					return false
+				}
+				if !ok {
+					r.tw.end()
+					return false
+				}
+			}
+			if r.do != nil {
+				r.do(v)
+				if r.doSc.done.Load() {
+					return false
+				}
+			}
+			if r.f != nil {
+				v = r.f(v)
+				if r.fSc.done.Load() {
+					return false
+				}
+			}
+			if r.scan != nil {
+				v = r.scan(*r.acc, v)
+				*r.acc = v
+				if r.scanSc.done.Load() {
+					return false
+				}
+			}
+			if r.keep != nil {
+				if !r.keep(v) {
+					continue
+				}
+				if r.keepSc.done.Load() {
+					return false
+				}
+			}
+			if !d.fresh(v) { // inlined: T is comparable here
 				continue
 			}
 			if r.next == nil {
@@ -697,7 +802,6 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 			} else if !r.next(v) {
 				return false
 			}
-
 		}
 		return true
 	}
@@ -1136,22 +1240,19 @@ func (d *distinctObserver[T]) rxStage() (op[T], Observer[T], bool) {
 func (d *distinctObserver[T]) step(next func(T) bool, down Observer[T]) func(T) bool {
 	if next == nil {
 		return func(v T) bool {
-			if d.seen && v == d.last {
-				return true
+			if d.fresh(v) {
+				down.OnNext(v)
 			}
-			d.seen, d.last = true, v
-			down.OnNext(v)
 			return true
 		}
 	}
 	return func(v T) bool {
-		if d.seen && v == d.last {
-			return true
-		}
-		d.seen, d.last = true, v
-		return next(v)
+		return !d.fresh(v) || next(v)
 	}
 }
+
+// stLoop is freshness.stLoop.
+func (d *distinctObserver[T]) stLoop(r *stRun[T]) func([]T, *scope) bool { return stLoopEq(r, d) }
 
 func (d *doObserver[T]) rxStage() (op[T], Observer[T], bool) {
 	return op[T]{kind: opDo, sc: d.sc, do: d.next}, d.down, true

@@ -7,47 +7,36 @@ package rx
 // fused form with fuseSync instead of fuseOf. When that chain of stateless
 // stages ends at All's observer and the call is made on the ranging
 // goroutine with nothing queued and no body running, All's observer becomes
-// the chain's last step (rxFuse): the last stage's closure calls it
+// the chain's last step (syncStep): the last stage's closure calls it
 // directly, and it runs the loop body with no goroutine-identity read and no
 // interface call. Everywhere else (a Subject, which calls the step from
 // whichever goroutine delivers; a source subscribed from another goroutine,
 // by Concat after a goroutine source, say; a type-changing Map, through
-// which fuseSync does not look) All's observer does not fuse (rxFuse
-// returns nil, which fuseOf takes as "call OnNext"), and its OnNext tells
+// which fuseSync does not look) All's observer does not fuse (fuseOf
+// does not ask it: it is not a fuser), and its OnNext tells
 // the ranging goroutine from the others as before.
 
 // fuseSync is fuseOf for a source that calls the step it returns only
-// inside its own Subscribe, on the goroutine that called Subscribe.
+// inside its own Subscribe, on the goroutine that called Subscribe. It walks
+// the chain once, as fuseOf does.
 func fuseSync[T any](o Observer[T]) *fused[T] {
-	a := allBelow(o)
-	if a == nil || !a.syncReady() {
-		return fuseOf(o)
-	}
-	a.syncFuse = true
-	r := fuseOf(o)
-	a.syncFuse = false
-	return r
+	ops, down := opsOf(o)
+	return fuseOps(ops, syncOut(down), down)
 }
 
-// allBelow returns All's observer when o is it, or a chain of stages over T
-// (and forwards) that fuses down to it; nil otherwise.
-func allBelow[T any](o Observer[T]) *allObserver[T] {
-	for {
-		switch x := o.(type) {
-		case *allObserver[T]:
-			return x
-		case *forward[T]:
-			o = x.down
-		case stage[T]:
-			_, down, ok := x.rxStage()
-			if !ok {
-				return nil
-			}
-			o = down
-		default:
-			return nil
+// syncOut is what fuseSync's chain calls after its stages over T: All's
+// step when down is All's observer and syncReady holds, a fuser's step, or
+// nil (down.OnNext).
+func syncOut[T any](down Observer[T]) func(T) bool {
+	switch x := down.(type) {
+	case *allObserver[T]:
+		if x.syncReady() {
+			return x.syncStep()
 		}
+	case fuser[T]:
+		return x.rxFuse()
 	}
+	return nil
 }
 
 // syncReady reports whether a synchronous loop starting now on the calling
@@ -60,12 +49,11 @@ func (a *allObserver[T]) syncReady() bool {
 		a.head == len(a.queued) && !a.pending.Load()
 }
 
-// rxFuse makes All's observer the last step of a chain fused by fuseSync
-// (see above); nil, for fuseOf's other callers, says it does not fuse.
-func (a *allObserver[T]) rxFuse() func(T) bool {
-	if curg() != a.m || !a.syncFuse {
-		return nil
-	}
+// syncStep makes All's observer the last step of a chain fused by fuseSync
+// once syncReady holds (see above). All's observer is not a fuser: fuseOf's
+// other callers (a type-changing Map's rxFuse among them) reach it through
+// OnNext.
+func (a *allObserver[T]) syncStep() func(T) bool {
 	if !a.lasting {
 		// ctx can end: checked before each body, as OnNext does.
 		return func(v T) bool {

@@ -152,16 +152,12 @@ type allObserver[T any] struct {
 	m       uintptr // curg() of the ranging goroutine
 	lasting bool    // ctx can never end (its Done is nil)
 	inBody  bool    // the loop body is running
-	// syncFuse is set while fuseSync builds the fused chain of a source
-	// looping on the ranging goroutine: rxFuse then makes this observer
-	// the chain's last step (fuse_all.go).
-	syncFuse bool
-	stopped  bool  // the loop has ended: yield must not be called again
-	queued   []T   // values taken from the hand-off, and those the body caused while it ran
-	head     int   // queued[head:] are still to be yielded
-	ended    bool  // a terminal notification is to follow what is queued
-	endErr   error // that notification's error (nil: completion)
-	termed   bool  // a terminal notification was handed over (any goroutine)
+	stopped bool    // the loop has ended: yield must not be called again
+	queued  []T     // values taken from the hand-off, and those the body caused while it ran
+	head    int     // queued[head:] are still to be yielded
+	ended   bool    // a terminal notification is to follow what is queued
+	endErr  error   // that notification's error (nil: completion)
+	termed  bool    // a terminal notification was handed over (any goroutine)
 
 	// The hand-off from producers on other goroutines: a queue of at most
 	// allHandOff values and the terminal notification, taken in one batch

@@ -160,7 +160,7 @@ func TestRangingOverASynchronousSourceBehavesAlikeWithAllFusedAndReachedThroughO
 // with fuseSync): one stage more than the chain alone fuses, for every
 // chain of stages that keep the type; behind a foreign observable the
 // chain fuses its own stages only. Negative controls, run by hand on
-// fuse_all.go: with fuseSync doing what fuseOf does, or rxFuse returning
+// fuse_all.go: with syncOut doing what fuserOut does, or syncStep returning
 // nil, every count is the chain's own and the first assertion fails
 // ("none": 0, not 1). Which sources ask fuseSync (Of, Range) shows
 // in no behaviour (the table above holds either way); B15 measures it.
@@ -251,7 +251,7 @@ func TestASynchronousSourceSubscribedBehindValuesHandedOverYieldsAfterThem(t *te
 // A synchronous source subscribed on another goroutine (Catch subscribes
 // Range from the goroutine on which the producer failed) hands its values
 // over: the body runs on the ranging goroutine only. Negative control:
-// without the goroutine checks in syncReady and rxFuse the body ran on the
+// without the goroutine checks in syncReady and syncStep the body ran on the
 // producer's goroutine for all 1000 values.
 func TestASynchronousSourceSubscribedOnAnotherGoroutineHandsItsValuesToTheRangingGoroutine(t *testing.T) {
 	defer goleak.VerifyNone(t)
@@ -280,7 +280,7 @@ func TestASynchronousSourceSubscribedOnAnotherGoroutineHandsItsValuesToTheRangin
 // A seq whose yield the loop body calls again (a push source) has that value
 // queued and yielded after the body, fused or not: the body never runs inside
 // itself. Negative control (run): with FromSeq asking fuseSync (All's step
-// the last of its chain) and rxFuse's inBody guard removed, the
+// the last of its chain) and syncStep's inBody guard removed, the
 // range-over-func runtime panicked ("continued iteration after loop body
 // panic") after yielding [0]; either one alone keeps the test passing.
 func TestAValueASeqYieldsFromInsideAllsBodyIsYieldedAfterTheBody(t *testing.T) {

@@ -95,25 +95,50 @@ func (m *mailbox[E]) delivering(g uintptr) bool { return m.owner.Load()&^queuedF
 
 func (m *mailbox[E]) postAs(e E, sc *scope, end bool) {
 	g := curg()
-	if !m.owner.CompareAndSwap(0, g) {
+	if !m.take(g) {
 		m.postSlow(e, g, sc, end)
 		return
 	}
-	// A handler that panics (an observer's OnNext, a user function below)
-	// must not leave the mailbox owned by a goroutine that has left it:
-	// every later post would be queued for nobody, and producers would wait
-	// for room forever. The panic goes on up to the caller; the mailbox is
-	// released for the next post.
 	delivered := false
-	defer func() {
-		if !delivered {
-			m.abandon(g)
-		}
-	}()
+	defer m.unwind(g, &delivered)
 	m.h.handle(e)
 	delivered = true
+	m.leave(g)
+}
+
+// take makes g the owner of an idle mailbox (one compare-and-swap) and
+// reports whether it did; the owner defers unwind, delivers its value and
+// calls leave.
+//
+// Per value this fast path makes two locked instructions, the take and the
+// release in leave, and that is its floor: taking needs a read-modify-write
+// (two producers must not both deliver), and a release must see whether a
+// value was queued meanwhile, a store then a load in that order, which Go
+// gives only as a locked instruction. Keeping ownership across calls (one
+// per value) would strand a value queued while the owner is away from its
+// mailbox, since no other goroutine can tell "away" from "delivering"
+// without a fence on the owner's side. B16 (rx/rxbench) measures the two
+// beside a call: see docs/performance.md.
+func (m *mailbox[E]) take(g uintptr) bool { return m.owner.CompareAndSwap(0, g) }
+
+// leave gives the mailbox back once its owner g has delivered its value
+// (one compare-and-swap), or first drains what was queued meanwhile.
+func (m *mailbox[E]) leave(g uintptr) {
 	if !m.owner.CompareAndSwap(g, 0) {
 		m.run(g)
+	}
+}
+
+// unwind, deferred by the owner g after take, releases the mailbox when the
+// delivery did not end (*delivered false): a handler that panicked (an
+// observer's OnNext, a user function below) must not leave the mailbox
+// owned by a goroutine that has left it, or every later post would be
+// queued for nobody and producers would wait for room forever. The panic
+// goes on up to the caller; the mailbox is free for the next post
+// (abandon).
+func (m *mailbox[E]) unwind(g uintptr, delivered *bool) {
+	if !*delivered {
+		m.abandon(g)
 	}
 }
 
@@ -188,7 +213,7 @@ func (m *mailbox[E]) postSlow(e E, g uintptr, sc *scope, end bool) {
 }
 
 // run drains the queue as its owner g, then gives the mailbox up (also when
-// a handler panics: see postAs).
+// a handler panics: see unwind).
 func (m *mailbox[E]) run(g uintptr) {
 	delivered, spent := 0, false
 	finished := false

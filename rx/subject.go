@@ -23,31 +23,25 @@ func NewSubject[T any]() *Subject[T] {
 }
 
 // OnNext passes v to the current observers. With the mailbox idle (one
-// producer, not from inside a delivery) it delivers at once: one
-// compare-and-swap to take the mailbox, emit, one to give it back, with no
-// event made and no call through the handler interface; otherwise the value
-// is posted as the subjects' other notifications are.
+// producer, not from inside a delivery) it delivers at once through the
+// mailbox's fast path (take, emit, leave, with unwind deferred for a panic:
+// see mailbox.take), making no event and no call through the handler
+// interface; otherwise the value is posted as the subjects' other
+// notifications are.
 func (s *Subject[T]) OnNext(v T) {
 	if s.stopped.Load() {
 		return
 	}
 	g := curg()
-	if !s.mb.owner.CompareAndSwap(0, g) {
+	if !s.mb.take(g) {
 		s.mb.postSlow(subjectEvent[T]{kind: kindNext, v: v}, g, nil, false)
 		return
 	}
-	// As in mailbox.postAs: a panic below releases the mailbox.
 	delivered := false
-	defer func() {
-		if !delivered {
-			s.mb.abandon(g)
-		}
-	}()
+	defer s.mb.unwind(g, &delivered)
 	s.emit(v)
 	delivered = true
-	if !s.mb.owner.CompareAndSwap(g, 0) {
-		s.mb.run(g)
-	}
+	s.mb.leave(g)
 }
 
 func (s *Subject[T]) handle(e subjectEvent[T]) {
