@@ -43,8 +43,8 @@ const maxUninstallsPerPoll = 16
 // a removal"). So a plugin this Reconciler applied that the index stops
 // listing is uninstalled (Uninstall), but safely:
 //
-//   - only plugins this Reconciler applied since Run started (Status's
-//     Applied), never another plugin of the consumer;
+//   - only plugins this Reconciler applied (Status's Applied, kept in
+//     memory), never another plugin of the consumer;
 //   - only once every index read for UninstallAfter (default 15m) has left
 //     it out: a registry replica that does not yet know a package's tier
 //     serves it to nobody until it does (fail closed), and such a passing
