@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -249,8 +250,13 @@ func TestAdminsWithNothingOfTheirOwnShareOneBuiltState(t *testing.T) {
 // in place of the per-delivery check, the slow observers' returns keep the
 // fan-out at 8 goroutines and this test fails: run so, the last fast admin
 // had the broadcast after 350 ms and 360 ms of virtual time (two runs);
-// with the checker starting no goroutine, after 1.15 s.
+// with the checker starting no goroutine, after 1.15 s (1 s since the
+// test waits with synctest instead of polling).
 func TestSlowButReturningAdminObserversDoNotHoldBackTheFastAdmins(t *testing.T) {
+	synctest.Test(t, testSlowButReturningAdminObserversDoNotHoldBackTheFastAdmins)
+}
+
+func testSlowButReturningAdminObserversDoNotHoldBackTheFastAdmins(t *testing.T) {
 	const nSlow, nFast, slow, bound = 100, 10, 50 * time.Millisecond, 200 * time.Millisecond
 	fx := newMem(t)
 	svc := &notifications.Service{Mesh: fx.store, Clock: fx.clk, Admins: adminsByName()}
@@ -279,20 +285,12 @@ func TestSlowButReturningAdminObserversDoNotHoldBackTheFastAdmins(t *testing.T) 
 		}
 		return n
 	}
-	// settle waits (in real time, bounded) until the fan-out's goroutines
-	// have taken what they can at this virtual time, so each Advance finds
-	// the deliveries and their timers in place.
-	settle := func() {
-		seen := entered.Load() + returned.Load()
-		for range 50 {
-			time.Sleep(3 * time.Millisecond) // polling for quiescence, not waiting for a result
-			now := entered.Load() + returned.Load()
-			if now == seen {
-				return
-			}
-			seen = now
-		}
-	}
+	// settle waits until every goroutine of the test (the fan-out's among
+	// them) is blocked — a slow observer in its virtual Sleep, a worker that
+	// took its last bell gone — so each Advance finds the deliveries and
+	// their timers in place. Waiting is synctest's: it returns when nothing
+	// can run, not after a guess at how long that takes.
+	settle := synctest.Wait
 
 	start := fx.clk.Elapsed()
 	create(t, svc, "broadcast", "", notifications.Admin)

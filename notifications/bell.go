@@ -220,25 +220,16 @@ func (b *bell) frame(i int, c mesh.Change) {
 // shared read, which must not wait on this bell's observer: a state is
 // delivered on a goroutine of the bell's own (see drainElsewhere).
 func (b *bell) sharedFrame(i int, snap *adminSnapshot) {
-	b.mu.Lock()
-	if b.ended {
-		b.mu.Unlock()
-		return
+	if b.sharedSet(i, snap) {
+		go b.lockAndDeliver()
 	}
-	l := &b.legs[i]
-	l.shared, l.initial = snap, true
-	if !b.allInitial() {
-		b.mu.Unlock()
-		return
-	}
-	b.dirty = true
-	b.drainElsewhere()
 }
 
-// sharedSet gives leg i, the shared Admin leg, its notifications as
-// sharedFrame does, and reports whether the caller is to deliver the
-// bell's state (b.mu locked, then deliver): the bell was not delivering
-// already, and is now marked as delivering.
+// sharedSet gives leg i, the shared Admin leg, its notifications, and
+// reports whether the caller is to deliver the bell's state
+// (lockAndDeliver): the bell was not delivering already, and is now marked
+// as delivering. The fan-out of a change calls it for every bell, then
+// delivers on a few goroutines; sharedFrame, for one bell, on its own.
 func (b *bell) sharedSet(i int, snap *adminSnapshot) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -334,10 +325,14 @@ func (b *bell) drainElsewhere() {
 	}
 	b.draining = true
 	b.mu.Unlock()
-	go func() {
-		b.mu.Lock()
-		b.deliver()
-	}()
+	go b.lockAndDeliver()
+}
+
+// lockAndDeliver is deliver for a caller that marked b draining and let go
+// of b.mu.
+func (b *bell) lockAndDeliver() {
+	b.mu.Lock()
+	b.deliver()
 }
 
 // deliver delivers what is queued until nothing is; it is called with b.mu

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+
+	"github.com/meshrx/meshrx/rx"
 )
 
 // fanOutStall is how long one delivery of a fan-out may hold its goroutine
@@ -58,8 +60,19 @@ func startFanOut(bells []*bell, clk clock.Clock) {
 	}
 	fo.mu.Unlock()
 	if len(bells) > n {
-		clk.AfterFunc(fanOutStall/2, fo.check)
+		fo.checkLater()
 	}
+}
+
+// checkLater runs check fanOutStall/2 from now. On a clock that runs its
+// own timers (rx.Scheduler, as rxtest's does) check runs on the goroutine
+// moving the time, as rx's timers do; otherwise on a goroutine of its own.
+func (fo *fanOut) checkLater() {
+	if s, ok := fo.clk.(rx.Scheduler); ok {
+		s.Schedule(fanOutStall/2, fo.check)
+		return
+	}
+	fo.clk.AfterFunc(fanOutStall/2, fo.check)
 }
 
 // spawn starts a goroutine delivering the next bells; fo.mu is held.
@@ -79,8 +92,7 @@ func (fo *fanOut) work(w *fanWorker) {
 		b := fo.bells[i]
 		w.since.Store(fo.clk.Now().UnixNano())
 		w.at.Store(i + 1)
-		b.mu.Lock()
-		b.deliver()
+		b.lockAndDeliver()
 		w.at.Store(0)
 	}
 }
@@ -104,5 +116,5 @@ func (fo *fanOut) check() {
 		fo.spawn()
 	}
 	fo.mu.Unlock()
-	fo.clk.AfterFunc(fanOutStall/2, fo.check)
+	fo.checkLater()
 }

@@ -166,7 +166,7 @@ func TestAReReadThatStartedBeforeAnUninstallDoesNotServeTheModuleAgain(t *testin
 	require.NoError(t, err)
 	before := read(t, a)
 	require.NotContains(t, servedVersions(before.Activation()), "Gone")
-	require.Len(t, before.Ended(), 1, "the snapshot keeps the uninstall's record")
+	require.Len(t, before.rest.Ended, 1, "the snapshot keeps the uninstall's record")
 
 	a.patchAll([]patch{late}) // the re-read lands after the uninstall
 	assert.NotContains(t, servedVersions(read(t, a).Activation()), "Gone", "not served again")

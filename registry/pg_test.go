@@ -229,7 +229,7 @@ func TestOnPostgreSQLALandingOnOneReplicaIsAbsorbedByTheOtherThroughTheFeed(t *t
 	b := newFeedServed(t, lb, clk, openPG(t, dbURL))
 	c := newServed(t, lc, clk) // the control: no feed
 	for _, s := range []*ServedActivation{a, b, c} {
-		require.Equal(t, modules, read(t, s).Len())
+		require.Equal(t, modules, read(t, s).mods.Len())
 	}
 	feedLive(t, b)
 

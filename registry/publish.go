@@ -60,6 +60,14 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 			return
 		}
 		q := r.URL.Query()
+		// A parameter given twice is ambiguous: taking one of them silently
+		// could land a version the publisher did not mean.
+		for _, p := range []string{"version", "tier"} {
+			if n := len(q[p]); n > 1 {
+				writeAnswer(w, errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: %s is given %d times; give it once", p, n)))
+				return
+			}
+		}
 		up := upload{plugin: r.PathValue("plugin"), version: q.Get("version")}
 		up.tier, up.tierGiven = q.Get("tier"), q.Has("tier")
 		if err := landing.ValidateModuleName(up.plugin); err != nil {

@@ -156,13 +156,6 @@ func (s Snapshot) Lookup(module string) (landing.Record, bool) {
 	return landing.Record{}, false
 }
 
-// Len is the number of modules served.
-func (s Snapshot) Len() int { return s.mods.Len() }
-
-// Ended holds the latest record of every module that has records but is
-// not served (see landing.Activation.Ended). The caller must not modify it.
-func (s Snapshot) Ended() []landing.Record { return s.rest.Ended }
-
 // JournalFrom is the first journal sequence number whose write the
 // snapshot may not include (see landing.Activation.JournalFrom).
 func (s Snapshot) JournalFrom() uint64 { return s.rest.JournalFrom() }
@@ -408,15 +401,20 @@ func (s *ServedActivation) LastDerivation() time.Duration {
 func (s *ServedActivation) Absorbed() int64 { return s.absorbed.Load() }
 
 // dueAfter is the age at which snap is re-derived: Reconcile while the
-// journal's tail covers it (tailing since before snap's derivation started,
-// and a tail succeeded, or was started, within half of Freshness),
-// Freshness otherwise: the change feed is the fast path, and no bound rests
-// on it. Called with s.mu held.
+// journal's tail covers it (tailCurrent), Freshness otherwise: the change
+// feed is the fast path, and no bound rests on it. Called with s.mu held.
 func (s *ServedActivation) dueAfter(snap Snapshot) time.Duration {
-	if s.journalCovers(snap) && s.clk.Since(latest(s.lastTail, s.tailArmed)) <= s.freshness/2 {
+	if s.tailCurrent(snap) {
 		return s.reconcile
 	}
 	return s.freshness
+}
+
+// tailCurrent reports whether the journal's tail covers snap: it has been
+// tailing since before snap's derivation started, and a tail succeeded, or
+// was started, within half of Freshness. Called with s.mu held.
+func (s *ServedActivation) tailCurrent(snap Snapshot) bool {
+	return s.journalCovers(snap) && s.clk.Since(latest(s.lastTail, s.tailArmed)) <= s.freshness/2
 }
 
 func latest(a, b time.Time) time.Time {
@@ -453,6 +451,24 @@ func (s *ServedActivation) coveredAt(snap Snapshot) time.Time {
 // held.
 func (s *ServedActivation) refreshAfter(snap Snapshot) time.Duration {
 	return s.dueAfter(snap) - s.lastTook - s.lastTook/4
+}
+
+// dueReason is why a snapshot is due, read under s.mu together with the
+// age it is due at, so that the log line says what that decision saw.
+type dueReason struct {
+	after       time.Duration // refreshAfter
+	tailCurrent bool          // due on the Reconcile cadence
+	covers      bool          // journalCovers
+	lastTail    time.Time
+	tailArmed   time.Time
+	tailFailure string
+}
+
+// due returns refreshAfter(snap) and what it was decided from. Called with
+// s.mu held.
+func (s *ServedActivation) due(snap Snapshot) dueReason {
+	return dueReason{after: s.refreshAfter(snap), tailCurrent: s.tailCurrent(snap), covers: s.journalCovers(snap),
+		lastTail: s.lastTail, tailArmed: s.tailArmed, tailFailure: s.tailFailure}
 }
 
 // uncovered returns how long ago the moment is up to which sn is known to
@@ -502,12 +518,12 @@ func (s *ServedActivation) Read() rx.Observable[Snapshot] {
 func (s *ServedActivation) readNow() (Snapshot, uint64, bool) {
 	s.mu.Lock()
 	snap, has, gen := s.snap, s.has, s.gen
-	due := s.refreshAfter(snap)
+	due := s.due(snap)
 	s.mu.Unlock()
 	if !has {
 		return Snapshot{}, gen, false
 	}
-	if s.clk.Since(snap.DerivedAt) >= due {
+	if s.clk.Since(snap.DerivedAt) >= due.after {
 		if _, started := s.claimFor(gen, false); started {
 			s.dueLogged(snap, due)
 		}
@@ -551,28 +567,24 @@ func (s *ServedActivation) claim(gen uint64) *derivationFlight {
 }
 
 // dueLogged says why a read started a re-derivation of snap: at Warn when
-// the journal's tail should cover the snapshot and has not (its last
+// the journal is tailed but its tail did not cover the snapshot (its last
 // success is more than half of Freshness ago, or it never covered this
 // snapshot), which makes the snapshot due at Freshness instead of on the
-// Reconcile cadence; at Info otherwise.
-func (s *ServedActivation) dueLogged(snap Snapshot, due time.Duration) {
-	s.mu.Lock()
-	covers := s.journalCovers(snap)
-	lastTail, armed, failure := s.lastTail, s.tailArmed, s.tailFailure
-	s.mu.Unlock()
-	attrs := []slog.Attr{slog.Uint64("snapshot", snap.Seq), slog.Duration("age", s.clk.Since(snap.DerivedAt)), slog.Duration("startedAfter", due),
-		slog.Bool("journalCovers", covers)}
-	if !lastTail.IsZero() {
-		attrs = append(attrs, slog.Duration("lastTailAgo", s.clk.Since(lastTail)))
+// Reconcile cadence; at Info otherwise. due is what the read decided from.
+func (s *ServedActivation) dueLogged(snap Snapshot, due dueReason) {
+	attrs := []slog.Attr{slog.Uint64("snapshot", snap.Seq), slog.Duration("age", s.clk.Since(snap.DerivedAt)), slog.Duration("startedAfter", due.after),
+		slog.Bool("journalCovers", due.covers)}
+	if !due.lastTail.IsZero() {
+		attrs = append(attrs, slog.Duration("lastTailAgo", s.clk.Since(due.lastTail)))
 	}
-	if !armed.IsZero() {
-		attrs = append(attrs, slog.Duration("tailArmedAgo", s.clk.Since(armed)))
+	if !due.tailArmed.IsZero() {
+		attrs = append(attrs, slog.Duration("tailArmedAgo", s.clk.Since(due.tailArmed)))
 	}
-	if failure != "" {
-		attrs = append(attrs, slog.String("tailFailure", failure))
+	if due.tailFailure != "" {
+		attrs = append(attrs, slog.String("tailFailure", due.tailFailure))
 	}
 	level, msg := slog.LevelInfo, "registry: re-deriving the activation: the snapshot is due"
-	if s.journalPeriod > 0 && (!covers || s.clk.Since(latest(lastTail, armed)) > s.freshness/2) {
+	if s.journalPeriod > 0 && !due.tailCurrent {
 		level, msg = slog.LevelWarn, "registry: re-deriving the activation at Freshness: the journal's tail has not covered the snapshot within half of Freshness"
 	}
 	s.log.LogAttrs(context.Background(), level, msg, attrs...)

@@ -49,7 +49,8 @@ type Options struct {
 	// type any store opened on it was given.
 	GatedTypes []string
 	// MaxConns caps the connection pool; 0 means pool_max_conns from the URL,
-	// or pgxpool's default. The listener's connection is not counted.
+	// or pgxpool's default; negative is refused. The listener's connection
+	// is not counted.
 	MaxConns int32
 	// QueryTracer sees every statement of the connection pool (reads and
 	// writes; not the listener's LISTEN).
@@ -191,6 +192,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.feedCheck = DefaultFeedCheck
 	} else if s.feedCheck < 0 {
 		return nil, fmt.Errorf("pgstore: Options.FeedCheck is %v; it must be positive, or zero for the default", s.feedCheck)
+	}
+	if opts.MaxConns < 0 {
+		return nil, fmt.Errorf("pgstore: Options.MaxConns is %d; it must be positive, or zero for the URL's pool_max_conns", opts.MaxConns)
 	}
 	if err := s.budgets.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)

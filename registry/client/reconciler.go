@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,12 +25,36 @@ const (
 	DefaultPollInterval   = time.Minute
 	DefaultPollBudget     = 10 * time.Minute
 	DefaultMaxBundleBytes = 256 << 20
+	DefaultUninstallAfter = 15 * time.Minute
 )
+
+// maxUninstallsPerPoll bounds the uninstalls one poll makes; the rest are
+// made by the next polls.
+const maxUninstallsPerPoll = 16
 
 // Reconciler keeps a consumer's plugins at the versions its registry
 // serves: every Interval it reads the index, downloads each bundle whose
 // version it has not applied, checks the bundle against the index's sha256
 // and hands it to Apply.
+//
+// The index is the caller's entitlement: a package the registry removed,
+// or that the caller's grant or plan tier no longer includes, is absent
+// from it (docs/registry.md; DESIGN: "a tier change that hides a package is
+// a removal"). So a plugin this Reconciler applied that the index stops
+// listing is uninstalled (Uninstall), but safely:
+//
+//   - only plugins this Reconciler applied (Status's Applied, kept in
+//     memory), never another plugin of the consumer;
+//   - only once every index read for UninstallAfter (default 15m) has left
+//     it out: a registry replica that does not yet know a package's tier
+//     serves it to nobody until it does (fail closed), and such a passing
+//     absence must not uninstall anything; a plugin listed again before then
+//     is kept, and a failed or cut-off index read decides nothing;
+//   - at most 16 per poll, each logged (slog, Warn) with how long it was
+//     missing; a failed Uninstall is a failure of the poll, retried next poll.
+//
+// Without Uninstall, such a plugin is kept, listed in Status's Dropped, and
+// one warning per plugin says so.
 //
 // A poll that fails leaves a mark an operator reads, never only a log line
 // and a quietly frozen catalogue: Status reports it, the gauges
@@ -62,12 +87,25 @@ type Reconciler struct {
 	// Polled, if set, is called on Run's goroutine after every poll with the
 	// status it left. The next poll's timer is already armed when it runs.
 	Polled func(ReconcilerStatus)
+	// Uninstall removes plugin, applied at version, that the index no longer
+	// lists (see above). It must honour ctx. nil keeps such plugins.
+	Uninstall func(ctx context.Context, plugin, version string) error
+	// UninstallAfter is how long a plugin must be missing from every index
+	// read before it is uninstalled. Default 15m.
+	UninstallAfter time.Duration
 
 	mu      sync.Mutex
 	status  ReconcilerStatus
-	etag    string // of the last index applied in full
+	missing map[string]*missingPlugin // applied plugins the index no longer lists
+	etag    string                    // of the last index applied in full
 	running bool
 	gauges  StatusGauges // Gauges while Run runs
+}
+
+// missingPlugin is an applied plugin the index stopped listing.
+type missingPlugin struct {
+	since  time.Time // the first index read that left it out
+	warned bool      // kept for want of Uninstall, and said so
 }
 
 // StatusGauges mirrors a Reconciler's status where an operator reads it.
@@ -83,12 +121,16 @@ type ReconcilerStatus struct {
 	LastSuccess  time.Time // when a poll last succeeded; zero if none has
 	// Applied maps each plugin to the version last applied.
 	Applied map[string]string
+	// Dropped maps each applied plugin the index no longer lists to its
+	// version: it is uninstalled once missing for UninstallAfter, or kept
+	// when the Reconciler has no Uninstall.
+	Dropped map[string]string
 }
 
 // ReconcileError reports one step of a poll that failed: reading the index,
 // or downloading, verifying or applying one bundle.
 type ReconcileError struct {
-	Step    string // "index", "download", "verify" or "apply"
+	Step    string // "index", "download", "verify", "apply" or "uninstall"
 	Plugin  string // "" for the index
 	Version string
 	Err     error
@@ -139,6 +181,10 @@ func (r *Reconciler) statusLocked() ReconcilerStatus {
 	if st.Applied == nil {
 		st.Applied = map[string]string{}
 	}
+	st.Dropped = map[string]string{}
+	for p := range r.missing {
+		st.Dropped[p] = r.status.Applied[p]
+	}
 	return st
 }
 
@@ -150,6 +196,7 @@ type reconcilerConfig struct {
 	logger   *slog.Logger
 	tempDir  string
 	maxBytes int64
+	dropAge  time.Duration
 }
 
 func (r *Reconciler) config() (reconcilerConfig, error) {
@@ -162,6 +209,8 @@ func (r *Reconciler) config() (reconcilerConfig, error) {
 		return reconcilerConfig{}, &ConfigError{Setting: "Reconciler.Interval", Value: r.Interval.String(), Problem: "is negative"}
 	case r.PollBudget < 0:
 		return reconcilerConfig{}, &ConfigError{Setting: "Reconciler.PollBudget", Value: r.PollBudget.String(), Problem: "is negative"}
+	case r.UninstallAfter < 0:
+		return reconcilerConfig{}, &ConfigError{Setting: "Reconciler.UninstallAfter", Value: r.UninstallAfter.String(), Problem: "is negative"}
 	case r.MaxBundleBytes < 0:
 		return reconcilerConfig{}, &ConfigError{Setting: "Reconciler.MaxBundleBytes", Value: fmt.Sprint(r.MaxBundleBytes), Problem: "is negative"}
 	}
@@ -172,6 +221,7 @@ func (r *Reconciler) config() (reconcilerConfig, error) {
 		logger:   r.Logger,
 		tempDir:  r.TempDir,
 		maxBytes: r.MaxBundleBytes,
+		dropAge:  orDefault(r.UninstallAfter, DefaultUninstallAfter),
 	}
 	if cfg.clk == nil {
 		cfg.clk = clock.New()
@@ -264,7 +314,8 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 
 	idx, newTag, err := r.Client.Index(ctx, etag)
 	if errors.Is(err, ErrNotModified) {
-		return nil
+		// The index is the one whose omissions were noted: their time runs on.
+		return r.uninstallMissing(ctx, cfg)
 	}
 	if err != nil {
 		return []error{&ReconcileError{Step: "index", Err: budgetCause(ctx, err)}}
@@ -303,12 +354,93 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 		r.status.Applied[e.Plugin] = e.Version
 		r.mu.Unlock()
 	}
+	r.noteMissing(idx, cfg)
+	failures = append(failures, r.uninstallMissing(ctx, cfg)...)
 	// Only an index applied in full is remembered: a 304 must not hide an
 	// entry that failed.
 	if len(failures) == 0 {
 		r.mu.Lock()
 		r.etag = newTag
 		r.mu.Unlock()
+	}
+	return failures
+}
+
+// noteMissing records which applied plugins idx, an index read in full,
+// leaves out (compared without case, as the registry compares names), from
+// when, and forgets those it lists again.
+func (r *Reconciler) noteMissing(idx Index, cfg reconcilerConfig) {
+	listed := make(map[string]bool, len(idx.Bundles))
+	for _, e := range idx.Bundles {
+		listed[strings.ToLower(e.Plugin)] = true
+	}
+	now := cfg.clk.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p, m := range r.missing {
+		if _, applied := r.status.Applied[p]; !applied || listed[strings.ToLower(p)] {
+			if applied {
+				cfg.logger.Info("registry consumer: a plugin the index had left out is listed again; it is kept",
+					slog.String("plugin", p), slog.Duration("missingFor", now.Sub(m.since)))
+			}
+			delete(r.missing, p)
+		}
+	}
+	for p, v := range r.status.Applied {
+		if listed[strings.ToLower(p)] || r.missing[p] != nil {
+			continue
+		}
+		if r.missing == nil {
+			r.missing = map[string]*missingPlugin{}
+		}
+		r.missing[p] = &missingPlugin{since: now}
+		cfg.logger.Info("registry consumer: the index no longer lists an applied plugin; it is uninstalled if it stays missing",
+			slog.String("plugin", p), slog.String("version", v), slog.Duration("uninstallAfter", cfg.dropAge))
+	}
+}
+
+// uninstallMissing uninstalls the applied plugins missing from the index
+// for cfg.dropAge, at most maxUninstallsPerPoll of them, and returns what
+// failed.
+func (r *Reconciler) uninstallMissing(ctx context.Context, cfg reconcilerConfig) []error {
+	now := cfg.clk.Now()
+	type due struct {
+		plugin, version string
+		since           time.Time
+	}
+	var dues []due
+	r.mu.Lock()
+	for p, m := range r.missing {
+		if now.Sub(m.since) < cfg.dropAge {
+			continue
+		}
+		if r.Uninstall == nil {
+			if !m.warned {
+				m.warned = true
+				cfg.logger.Warn("registry consumer keeps a plugin its index no longer lists: the Reconciler has no Uninstall",
+					slog.String("plugin", p), slog.String("version", r.status.Applied[p]), slog.Duration("missingFor", now.Sub(m.since)))
+			}
+			continue
+		}
+		dues = append(dues, due{p, r.status.Applied[p], m.since})
+	}
+	r.mu.Unlock()
+	slices.SortFunc(dues, func(a, b due) int { return strings.Compare(a.plugin, b.plugin) })
+	if len(dues) > maxUninstallsPerPoll {
+		dues = dues[:maxUninstallsPerPoll]
+	}
+	var failures []error
+	for _, d := range dues {
+		if err := r.Uninstall(ctx, d.plugin, d.version); err != nil {
+			failures = append(failures, &ReconcileError{Step: "uninstall", Plugin: d.plugin, Version: d.version, Err: budgetCause(ctx, err)})
+			continue
+		}
+		r.mu.Lock()
+		delete(r.status.Applied, d.plugin)
+		delete(r.missing, d.plugin)
+		r.mu.Unlock()
+		cfg.logger.Warn("registry consumer uninstalled a plugin its index no longer lists",
+			slog.String("plugin", d.plugin), slog.String("version", d.version), slog.Duration("missingFor", now.Sub(d.since)))
 	}
 	return failures
 }

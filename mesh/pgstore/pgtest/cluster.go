@@ -10,12 +10,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -46,7 +44,7 @@ type cluster struct {
 	dir     string // owned by the server's OS user; holds data/, the socket and server.log
 	dataDir string
 	port    int
-	cred    *syscall.Credential // the OS user to run as; nil: this process's user
+	cred    *credential // the OS user to run as; nil: this process's user
 	logger  *slog.Logger
 
 	proc   *os.Process
@@ -280,26 +278,6 @@ func (c *cluster) run(ctx context.Context, budget time.Duration, what, program s
 		return &WaitError{What: what + " (" + program + ")", Budget: budget, Err: fmt.Errorf("%w; output:\n%s", ctxErr, out.String())}
 	}
 	return fmt.Errorf("pgtest: %s (%s) failed: %w; output:\n%s", what, program, err, strings.TrimSpace(out.String()))
-}
-
-// serverCredential returns the OS user to run the server programs as: nil
-// for a normal user; the postgres user when running as root, which
-// PostgreSQL refuses.
-func serverCredential() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, fmt.Errorf("pgtest: running as root, which PostgreSQL refuses, and there is no postgres OS user to run it as "+
-			"(`%s` creates one, or run the tests as a normal user): %w", InstallHint, err)
-	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, fmt.Errorf("pgtest: the postgres OS user has a non-numeric id: %w", err)
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 func freePort() (int, error) {

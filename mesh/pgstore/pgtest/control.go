@@ -93,14 +93,15 @@ func (s *Server) Signal(sig syscall.Signal) error {
 // of its data directory's postmaster.pid), then to each of its children:
 // backends and auxiliary processes each run in a session of their own, so
 // signalling the process group is not enough. Stopped first, the postmaster
-// forks no child the loop could miss. Children are found on Linux only.
+// forks no child the loop could miss. Children are found on Linux only;
+// outside Unix no signal can be sent and it returns ErrNoSignals.
 func SignalServer(pid int, sig syscall.Signal) error {
-	if err := syscall.Kill(pid, sig); err != nil {
+	if err := signalProcess(pid, sig); err != nil {
 		return fmt.Errorf("pgtest: sending %s to PostgreSQL (pid %d): %w", sig, pid, err)
 	}
 	var errs []error
 	for _, child := range childrenOf(pid) {
-		if err := syscall.Kill(child, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		if err := signalProcess(child, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 			errs = append(errs, fmt.Errorf("pgtest: sending %s to PostgreSQL's process %d: %w", sig, child, err))
 		}
 	}

@@ -25,6 +25,12 @@
 //		...
 //	}
 //
+// Outside Unix (e.g. Windows) the package builds (GOOS=windows go vet is
+// checked; it has not been run there): a local cluster runs as this
+// process's user, no signal can be sent (Server.Signal and SignalServer
+// return ErrNoSignals), and a crashed binary's directory is left behind
+// rather than reaped.
+//
 // Every wait (initdb, start, readiness, stop, creating and dropping
 // databases) has a budget; when one runs out the error is a *WaitError that
 // names what was waited on.

@@ -2,7 +2,6 @@ package pgtest
 
 import (
 	"bufio"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -30,7 +29,7 @@ func reapStale(parent string, logger *slog.Logger) []string {
 		dataDir := filepath.Join(dir, "data")
 		if pid, ok := postmasterPID(dataDir); ok && isServerOf(pid, dataDir) {
 			// The server of a dead test binary: its data is worthless.
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_ = signalProcess(pid, syscall.SIGKILL)
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			logger.Warn("pgtest: could not remove a stale server directory", "dir", dir, "err", err)
@@ -55,13 +54,6 @@ func ownerPID(name string) (int, bool) {
 	}
 	pid, err := strconv.Atoi(pidText)
 	return pid, err == nil && pid > 0
-}
-
-// processExists reports whether a process with this id exists (it may
-// belong to another user).
-func processExists(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // postmasterPID reads the server's process id from the first line of

@@ -1,0 +1,36 @@
+package registry
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A publication that names its version or tier twice is ambiguous: it is a
+// 400 naming the parameter, and nothing lands (before, the first value was
+// taken silently: ?version=1.3.0&version=1.4.0 landed 1.3.0, 201).
+// Control: the same request naming each once lands (201).
+func TestAPublicationNamingItsVersionOrTierTwiceIsRefusedAndLandsNothing(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	archive := testBundle(t, "Acme.Crm", "1.3.0")
+	for _, c := range []struct{ query, param string }{
+		{"?version=1.3.0&version=1.4.0", "version"},
+		{"?version=1.3.0&version=1.3.0", "version"},
+		{"?version=1.3.0&tier=pro&tier=free", "tier"},
+		{"?version=1.3.0&tier=pro&tier=", "tier"},
+	} {
+		got := f.do(publishRequest("Acme.Crm", c.query, testPublishToken, archive))
+		require.Equal(t, http.StatusBadRequest, got.status, "%s: %s", c.query, got.body)
+		var body struct{ Error string }
+		require.NoError(t, json.Unmarshal(got.body, &body))
+		assert.Contains(t, body.Error, c.param+" is given 2 times", c.query)
+		assert.Empty(t, f.activation(), "%s lands nothing", c.query)
+	}
+
+	got := f.do(publishRequest("Acme.Crm", "?version=1.3.0&tier=pro", testPublishToken, archive))
+	require.Equal(t, http.StatusCreated, got.status, "control: %s", got.body)
+	assert.Equal(t, map[string]string{"Acme.Crm": "1.3.0"}, f.activation())
+}
