@@ -162,7 +162,8 @@ func (s *Store) lookUpSenders() {
 		gen, start := s.senders.begin(), s.clk.Now()
 		ctx, cancel, explain := bounded(s.ctx, s.budgets.QueryInitial, "looking up the role of a change notice's sender")
 		var ok, found bool
-		err := s.pool.QueryRow(ctx, `SELECT coalesce(bool_and(usename = session_user), false), count(*) > 0
+		err := s.pool.QueryRow(ctx, `-- sender
+			SELECT coalesce(bool_and(usename = session_user), false), count(*) > 0
 			FROM pg_stat_activity WHERE pid = $1`, int32(pid)).Scan(&ok, &found)
 		cancel()
 		if err != nil {
