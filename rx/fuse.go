@@ -566,7 +566,9 @@ func stFit[T any](ops []op[T], r *stRun[T]) (n int) {
 // their part (Skip's count spent, SkipWhile passing): they stay so, and the
 // loop then tests a nil slot instead of loading their state per value. It
 // reports false when TakeWhile has ended: within the loop that only
-// happens just before it returns, so the loop tests it once, here.
+// happens just before it returns, so the loop tests it once, here. This
+// rests on a stage having one upstream: only the running loop can spend
+// the count, pass SkipWhile or end TakeWhile while it runs.
 func (r *stRun[T]) settle() bool {
 	if r.skipN != nil && *r.skipN <= 0 {
 		r.skipN = nil
