@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/meshrx/meshrx/auth"
 )
@@ -20,11 +19,16 @@ import (
 //
 //	grant:<entries, sorted and unique, joined by NUL>\x00plan:<plan>\x00ranks:<id>=<rank>/<all-access>\x00...
 //
-// each entry source/package@plan (source and plan trimmed and lower case,
-// an empty package "*"), and the key is its SHA-256 (32 bytes as a
-// string). It runs on every poll: the text is built in a buffer on the
-// stack and the entries sorted as spans of it, so a grant of a few entries
-// costs one allocation for the key and one for the ladder's ids.
+// each entry source/package@plan, an empty package "*". Every field is
+// folded exactly as the access check compares it, never more: source and
+// package as GrantEntry.Matches does (mesh.EqualNames: ASCII case only, no
+// trimming), plans as the ladder does (trimmed, mesh.FoldName). A wider
+// fold (Unicode lower case, say, which maps the Kelvin sign to 'k') would
+// give one key to callers Allows tells apart, and so share one document
+// between them. The key is the text's SHA-256 (32 bytes as a string). It
+// runs on every poll: the text is built in a buffer on the stack and the
+// entries sorted as spans of it, so a grant of a few entries costs one
+// allocation for the key and one for the ladder's ids.
 func entitlementKey(res auth.Result) string {
 	var scratch [512]byte
 	var spanArr [16]entrySpan
@@ -36,11 +40,11 @@ func entitlementKey(res auth.Result) string {
 			pkg = auth.AllPackages
 		}
 		start := len(ents)
-		ents = appendLower(ents, strings.TrimSpace(e.Source))
+		ents = appendFoldName(ents, e.Source)
 		ents = append(ents, '/')
-		ents = append(ents, pkg...)
+		ents = appendFoldName(ents, pkg)
 		ents = append(ents, '@')
-		ents = appendLower(ents, strings.TrimSpace(e.Plan))
+		ents = appendFoldName(ents, strings.TrimSpace(e.Plan))
 		spans = append(spans, entrySpan{start, len(ents)})
 	}
 	slices.SortFunc(spans, func(a, b entrySpan) int { return bytes.Compare(ents[a.from:a.to], ents[b.from:b.to]) })
@@ -56,7 +60,7 @@ func entitlementKey(res auth.Result) string {
 	}
 	b = append(b, "\x00plan:"...)
 	if res.Instance != nil {
-		b = appendLower(b, strings.TrimSpace(res.Instance.Plan))
+		b = appendFoldName(b, strings.TrimSpace(res.Instance.Plan))
 	}
 	b = append(b, "\x00ranks:"...)
 	for _, id := range res.Ranks.IDs() {
@@ -75,14 +79,9 @@ func entitlementKey(res auth.Result) string {
 // entrySpan is one canonical grant entry in entitlementKey's scratch text.
 type entrySpan struct{ from, to int }
 
-// appendLower appends strings.ToLower(s) to b, without allocating when s is
-// ASCII.
-func appendLower(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return append(b, strings.ToLower(s)...)
-		}
-	}
+// appendFoldName appends mesh.FoldName(s) to b: 'A'–'Z' lowered, every
+// other byte as it is, without allocating.
+func appendFoldName(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if 'A' <= c && c <= 'Z' {

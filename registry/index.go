@@ -505,7 +505,11 @@ func (s *Server) activation(ledger *answer.Ledger) rx.Observable[activationView]
 func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 	q := &indexRequest{s: s, ledger: answer.LedgerFrom(r.Context()), ifNoneMatch: r.Header.Get("If-None-Match")}
 	if r.URL.RawQuery != "" {
-		if v := queryValue(r.URL, client.SinceParam); v != "" {
+		v, err := queryValue(r.URL, client.SinceParam)
+		if err != nil {
+			return rx.Return(errorAnswer(http.StatusBadRequest, "registry: the query could not be read, so neither could its "+client.SinceParam+" parameter: "+err.Error()))
+		}
+		if v != "" {
 			if len(v) != hex.EncodedLen(len(q.since)) || !decodeHex(q.since[:], v) {
 				return rx.Return(errorAnswer(http.StatusBadRequest, "registry: "+client.SinceParam+" is not the 64 hex digits of an index digest (its ETag)"))
 			}
@@ -589,21 +593,35 @@ func (q *indexRequest) answer(v activationView, c *catalogState) answer.Answer {
 }
 
 // queryValue is url.URL.Query().Get(key) without building the map for a
-// plain query (no escapes, no semicolons, few parameters: what a client
-// sends), which is every poll's.
-func queryValue(u *url.URL, key string) string {
+// plain query (no escapes, no semicolons, at most 100 parameters: what a
+// client sends), which is every poll's. A query url.ParseQuery cannot read
+// (a bad escape, a ';', more parameters than its limit) that mentions key
+// is an error: the caller's key may be among what it dropped, and it must
+// not be answered as if it were absent.
+//
+// The plain path assumes net/url's parameter limit is at least 101:
+// url.ParseQuery admits n parameters only when n is below the limit, and
+// the plain path reads up to 100 (99 '&'). The default limit is 10,000; a
+// GODEBUG=urlmaxqueryparams of 1 to 100 would make url.ParseQuery refuse
+// queries the plain path reads. From 100 '&' (101 parameters) on, a query
+// goes through url.ParseQuery and its limit.
+func queryValue(u *url.URL, key string) (string, error) {
 	raw := u.RawQuery
 	if strings.ContainsAny(raw, "%+;") || strings.Count(raw, "&") >= 100 {
-		return u.Query().Get(key)
+		vals, err := url.ParseQuery(raw)
+		if err != nil && (strings.Contains(raw, key) || vals.Has(key)) {
+			return "", err
+		}
+		return vals.Get(key), nil
 	}
 	for raw != "" {
 		var pair string
 		pair, raw, _ = strings.Cut(raw, "&")
 		if k, v, _ := strings.Cut(pair, "="); k == key {
-			return v
+			return v, nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // decodeHex decodes the hex of len(dst) bytes into dst.

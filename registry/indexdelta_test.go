@@ -106,6 +106,37 @@ func TestASinceTheServerCannotAnswerIs410GoneAndAMalformedOneIs400(t *testing.T)
 	assert.Equal(t, http.StatusUnauthorized, f.do(request{path: since(unknown)}).status, "no key: nothing is said")
 }
 
+// A since parameter in a query the server cannot read (a bad escape, a ';'
+// separator, more parameters than net/url admits) is a 400 saying so,
+// through the real server: never the whole index as if since were absent.
+// Controls: the same digest in a plain query is answered (304), a query
+// with the same faults that does not mention since is the whole index
+// (200), and on 00b5dfb (the fault dropped in silence) each of the bad
+// queries was answered 200 with the whole index.
+func TestASinceParameterTheServerCannotReadIs400NotTheWholeIndex(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.publish("A", "1.0.0", "")
+	key := f.instance("acme", "pro", "Plugins/*")
+	_, at := f.index(key)
+	etag := strings.Trim(at.header.Get("ETag"), `"`)
+	overLimit := strings.Repeat("x&", 10000)
+	for _, bad := range []string{
+		client.SinceParam + "=%zz",
+		client.SinceParam + "=" + etag + ";x",
+		client.SinceParam + "=" + etag + "&" + overLimit,
+	} {
+		got := f.do(request{path: client.IndexPath + "?" + bad, key: key})
+		require.Equal(t, http.StatusBadRequest, got.status, "query %.60q: %s", bad, got.body)
+		assert.Contains(t, string(got.body), "the query could not be read, so neither could its since parameter")
+	}
+	assert.Equal(t, http.StatusNotModified, f.do(request{path: since(etag), key: key}).status, "control: the digest in a plain query")
+	for _, noSince := range []string{"x=%zz", "x=1;y=2", overLimit + "y=1"} {
+		got := f.do(request{path: client.IndexPath + "?" + noSince, key: key})
+		assert.Equal(t, http.StatusOK, got.status, "control: no since, query %.60q: the whole index", noSince)
+		assert.Equal(t, at.header.Get("ETag"), got.header.Get("ETag"))
+	}
+}
+
 // countingHandler serves h, counting index requests with and without
 // since, and lets a test rewrite delta answers.
 type countingHandler struct {

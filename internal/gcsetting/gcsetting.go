@@ -15,8 +15,15 @@ package gcsetting
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"math"
 	"runtime/debug"
 )
+
+// MaxMemoryLimitMiB is the largest -memory-limit-mib whose byte count fits
+// an int64: above it MemoryLimitMiB<<20 wraps (2^43 MiB to MinInt64, 2^44 to
+// 0 bytes, 2^44+1 to 1 MiB), so Validate refuses it.
+const MaxMemoryLimitMiB = math.MaxInt64 >> 20
 
 // Setting is what the flags chose; zero fields leave the collector alone.
 type Setting struct {
@@ -31,10 +38,14 @@ func (s *Setting) Register(fs *flag.FlagSet) {
 }
 
 // Validate refuses negative values: GOGC off (-1) is not offered, since a
-// process without a limit would then grow without bound.
+// process without a limit would then grow without bound. It also refuses a
+// limit above MaxMemoryLimitMiB, whose byte count would overflow.
 func (s Setting) Validate() error {
 	if s.GOGC < 0 || s.MemoryLimitMiB < 0 {
 		return errors.New("-gogc and -memory-limit-mib must not be negative (0 leaves the collector as the environment has it)")
+	}
+	if s.MemoryLimitMiB > MaxMemoryLimitMiB {
+		return fmt.Errorf("-memory-limit-mib %d is too large: at most %d (its byte count must fit an int64; 0 sets no limit)", s.MemoryLimitMiB, int64(MaxMemoryLimitMiB))
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package gcsetting
 
 import (
 	"flag"
+	"math"
 	"runtime/debug"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,4 +53,32 @@ func TestTheFlagsSetTheCollectorUntilRestoredAndUnsetTheyChangeNothing(t *testin
 
 	s = Setting{GOGC: -1}
 	assert.Error(t, s.Validate(), "GOGC off is refused")
+	s = Setting{MemoryLimitMiB: -1}
+	assert.ErrorContains(t, s.Validate(), "must not be negative", "a negative limit is refused")
+}
+
+// A limit whose byte count does not fit an int64 is refused with an error
+// naming the flag, as parsed from the command line, before anything is
+// applied: 2^43, 2^44 and 2^44+1 MiB would otherwise set MinInt64 (no
+// limit set), 0 bytes and 1 MiB. The largest that fits is
+// accepted. Control: each refused value, shifted as Apply shifts it, gives
+// the wrapped byte count (so without the check it would be applied).
+func TestAMemoryLimitWhoseByteCountOverflowsIsRefused(t *testing.T) {
+	wrapped := map[int64]int64{1 << 43: math.MinInt64, 1 << 44: 0, 1<<44 + 1: 1 << 20, math.MaxInt64: -1 << 20}
+	for mib, bytes := range wrapped {
+		var s Setting
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		s.Register(fs)
+		require.NoError(t, fs.Parse([]string{"-memory-limit-mib", strconv.FormatInt(mib, 10)}))
+		err := s.Validate()
+		require.Error(t, err, "%d MiB", mib)
+		assert.Contains(t, err.Error(), "-memory-limit-mib")
+		assert.Contains(t, err.Error(), "too large")
+		// Control: the shift Apply would do wraps this value.
+		assert.Equal(t, bytes, s.MemoryLimitMiB<<20, "control: %d MiB wraps", mib)
+	}
+	ok := Setting{MemoryLimitMiB: MaxMemoryLimitMiB}
+	require.NoError(t, ok.Validate(), "the largest limit that fits is accepted")
+	assert.Positive(t, ok.MemoryLimitMiB<<20, "and its byte count does not wrap")
+	assert.Error(t, Setting{MemoryLimitMiB: MaxMemoryLimitMiB + 1}.Validate(), "one more is refused")
 }
