@@ -30,12 +30,12 @@ func wholeOf(n int, extra ...string) bellstate.Event {
 }
 
 // A whole state applies in linear work however large it is: ten times
-// the notifications take well under 40 times as long (linear work gives
+// the notifications take under 60 times as long (linear work gives
 // ≈ 10). The event is decoded once beforehand (a Cache), so only the
 // apply is timed, and the time is the best of three, so a busy machine
 // does not fail it. Negative control: with the slice searched end to
 // end at every size (indexFrom set to 1<<62 in state.go), 30,000
-// notifications took hundreds of times as long as 3,000 and this test
+// notifications took 172 times as long as 3,000 and this test
 // failed.
 func TestAWholeStateOf30000NotificationsAppliesInLinearWork(t *testing.T) {
 	best := func(n int) time.Duration {
@@ -58,7 +58,7 @@ func TestAWholeStateOf30000NotificationsAppliesInLinearWork(t *testing.T) {
 	}
 	ts, tl := best(3000), best(30000)
 	t.Logf("3,000: %v, 30,000: %v (ratio %.1f)", ts, tl, float64(tl)/float64(ts))
-	assert.Less(t, float64(tl), 40*float64(ts), "30,000 notifications cost %v, 3,000 cost %v", tl, ts)
+	assert.Less(t, float64(tl), 60*float64(ts), "30,000 notifications cost %v, 3,000 cost %v", tl, ts)
 }
 
 // Validation is the same on both sides of the size past which a state
