@@ -5,7 +5,6 @@ package main
 import (
 	"net"
 	"syscall"
-	"unsafe"
 )
 
 // lingerZero sets SO_LINGER {on, 0} on the descriptor of raw, so that its
@@ -29,21 +28,4 @@ func rawConn(conn net.Conn) syscall.RawConn {
 		}
 	}
 	return nil
-}
-
-// writeFD writes b to the socket fd once, without waiting. The socket is
-// non-blocking, so the write never sleeps: it is made as a raw system
-// call, which keeps the goroutine's P (no entersyscall/exitsyscall), so
-// the runtime's monitor finds no P in a system call to hand off — with a
-// syscall per stream per broadcast, those handoffs and the thread wakes
-// they cause cost the bell more than the bookkeeping they save.
-func writeFD(fd uintptr, b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if errno != 0 {
-		return int(n), errno
-	}
-	return int(n), nil
 }

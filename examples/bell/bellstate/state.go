@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Item is a notification as a stream shows it.
@@ -47,18 +48,51 @@ type Item struct {
 	Source string `json:"source"`
 }
 
-// Key names a notification: its addressee (compared without case) and id.
+// Key names a notification: its addressee (compared in lower case, as the
+// bell keys it: strings.ToLower) and id.
 type Key struct {
 	Addressee string `json:"addressee"`
 	ID        string `json:"id"`
 }
 
 // is reports whether it is the notification named by addressee and id
-// (the addressee compared without case), without allocating. The ids'
-// last bytes are compared first: ids of one length share long prefixes.
+// (the addressees compared in lower case), without allocating when they
+// are ASCII. The ids' last bytes are compared first: ids of one length
+// share long prefixes.
 func (it *Item) is(addressee, id string) bool {
 	n := len(id)
-	return len(it.ID) == n && (n == 0 || it.ID[n-1] == id[n-1]) && it.ID == id && strings.EqualFold(it.Addressee, addressee)
+	return len(it.ID) == n && (n == 0 || it.ID[n-1] == id[n-1]) && it.ID == id && sameLower(it.Addressee, addressee)
+}
+
+// sameLower reports whether strings.ToLower(a) == strings.ToLower(b), the
+// bell's key for an addressee (examples/bell's keyOf). Not EqualFold:
+// that folds "İ" to neither "i" nor "i̇", so "İnci", which the bell keys
+// as "i̇nci", would not match its own key. ASCII strings are compared
+// without allocating.
+func sameLower(a, b string) bool {
+	if len(a) == len(b) {
+		ascii := true
+		for i := 0; i < len(a); i++ {
+			ca, cb := a[i], b[i]
+			if ca|cb >= utf8.RuneSelf {
+				ascii = false
+				break
+			}
+			if 'A' <= ca && ca <= 'Z' {
+				ca += 'a' - 'A'
+			}
+			if 'A' <= cb && cb <= 'Z' {
+				cb += 'a' - 'A'
+			}
+			if ca != cb {
+				return false
+			}
+		}
+		if ascii {
+			return true
+		}
+	}
+	return strings.ToLower(a) == strings.ToLower(b)
 }
 
 // Group is the notifications about one source, newest first.
@@ -121,15 +155,18 @@ func (e *MismatchError) Error() string {
 // holds nothing and awaits a whole state. An error from Apply leaves it
 // awaiting one again.
 //
-// The notifications are kept in a slice, searched from end to end: a bell
-// shows tens of them, and a change applied to each of 10,000 states
-// (bellload's broadcast) then costs no allocation and no hashing — a map
-// per state cost more than the bell's event took to read, and grew in
-// every state at the same broadcast.
+// The notifications are kept in a slice, searched from end to end while
+// it holds at most indexFrom of them: a bell shows tens, and a change
+// applied to each of 10,000 such states (bellload's broadcast) then costs
+// no allocation and no hashing — hashing each state's map cost more than
+// the bell's event took to read. A larger state keeps an index besides
+// (at), so that a whole state applies, and a change puts, in linear work
+// however large the state (states are not bounded in size).
 type State struct {
 	id     uint64 // the last event applied; 0: a whole state is awaited
 	viewer string // whose state it is, as the whole state said
 	items  []*Item
+	at     map[Key]int // where items holds each (addressee in lower case); nil until it holds more than indexFrom
 	unread int
 	last   []*Item // what the last event applied put; read-only, maybe shared
 }
@@ -198,7 +235,9 @@ func (s *State) apply(ev Event, c *Cache) error {
 		}
 		items := s.items[:0]
 		clear(s.items)
-		*s = State{viewer: string(viewer), items: items, last: f.items}
+		at := s.at
+		clear(at)
+		*s = State{viewer: string(viewer), items: items, at: at, last: f.items}
 		for _, it := range f.items {
 			s.put(it)
 		}
@@ -384,9 +423,23 @@ func (c *Cache) item(raw json.RawMessage) (*Item, error) {
 	return it, nil
 }
 
+// indexFrom is the most notifications a state searches end to end; past
+// it the state keeps an index.
+const indexFrom = 64
+
+// keyOf is it's key in the index.
+func keyOf(it *Item) Key { return Key{Addressee: strings.ToLower(it.Addressee), ID: it.ID} }
+
 // index returns where the state holds the notification named by
-// addressee (compared without case) and id, or -1.
+// addressee (compared in lower case) and id, or -1.
 func (s *State) index(addressee, id string) int {
+	if len(s.at) > 0 || len(s.items) > indexFrom {
+		s.indexed()
+		if i, ok := s.at[Key{Addressee: strings.ToLower(addressee), ID: id}]; ok {
+			return i
+		}
+		return -1
+	}
 	for i, it := range s.items {
 		if it.is(addressee, id) {
 			return i
@@ -404,6 +457,9 @@ func (s *State) put(it *Item) {
 		s.items[i] = it
 	} else {
 		s.items = append(s.items, it)
+		if len(s.at) > 0 {
+			s.at[keyOf(it)] = len(s.items) - 1
+		}
 	}
 	if !it.IsRead {
 		s.unread++
@@ -416,9 +472,28 @@ func (s *State) drop(i int) {
 		s.unread--
 	}
 	last := len(s.items) - 1
+	if len(s.at) > 0 {
+		delete(s.at, keyOf(s.items[i]))
+		if i != last {
+			s.at[keyOf(s.items[last])] = i
+		}
+	}
 	s.items[i] = s.items[last]
 	s.items[last] = nil
 	s.items = s.items[:last]
+}
+
+// indexed makes the index of a state past indexFrom if it has none.
+func (s *State) indexed() {
+	if len(s.at) > 0 {
+		return
+	}
+	if s.at == nil {
+		s.at = make(map[Key]int, len(s.items))
+	}
+	for i, it := range s.items {
+		s.at[keyOf(it)] = i
+	}
 }
 
 // Groups returns the state as the bell shows it: the notifications

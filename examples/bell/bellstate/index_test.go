@@ -1,0 +1,137 @@
+package bellstate_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/examples/bell/bellstate"
+)
+
+// itemFor is notification id, addressed to addressee, unread.
+func itemFor(addressee, id string) string {
+	return `{"id":"` + id + `","title":"t` + id + `","addressee":"` + addressee + `"}`
+}
+
+// wholeOf is a whole state (event id 1) of n unread notifications n0…, plus extra.
+func wholeOf(n int, extra ...string) bellstate.Event {
+	items := make([]string, 0, n+len(extra))
+	for i := range n {
+		items = append(items, itemFor("Admin", fmt.Sprintf("n%d", i)))
+	}
+	items = append(items, extra...)
+	return bellstate.Event{Name: "bell", ID: "1", Data: []byte(fmt.Sprintf(`{"viewer":"ops","unread":%d,"groups":[{"source":"","items":[%s]}]}`,
+		len(items), strings.Join(items, ",")))}
+}
+
+// A whole state applies in linear work however large it is: ten times
+// the notifications take under 60 times as long (linear work gives
+// ≈ 10). The event is decoded once beforehand (a Cache), so only the
+// apply is timed, and the time is the best of three, so a busy machine
+// does not fail it. Negative control: with the slice searched end to
+// end at every size (indexFrom set to 1<<62 in state.go), 30,000
+// notifications took 172 times as long as 3,000 and this test
+// failed.
+func TestAWholeStateOf30000NotificationsAppliesInLinearWork(t *testing.T) {
+	best := func(n int) time.Duration {
+		ev := wholeOf(n)
+		var c bellstate.Cache
+		var warm bellstate.State
+		require.NoError(t, warm.Apply(ev, &c)) // decodes it
+		var b time.Duration
+		for range 3 {
+			var s bellstate.State
+			start := time.Now()
+			require.NoError(t, s.Apply(ev, &c))
+			d := time.Since(start)
+			require.Equal(t, n, s.Len())
+			if b == 0 || d < b {
+				b = d
+			}
+		}
+		return b
+	}
+	ts, tl := best(3000), best(30000)
+	t.Logf("3,000: %v, 30,000: %v (ratio %.1f)", ts, tl, float64(tl)/float64(ts))
+	assert.Less(t, float64(tl), 60*float64(ts), "30,000 notifications cost %v, 3,000 cost %v", tl, ts)
+}
+
+// Validation is the same on both sides of the size past which a state
+// keeps an index (64): at 62…67 notifications, a change putting one
+// already held (a duplicate id) while claiming one more, removing one
+// not held while claiming one fewer, and a whole state holding one id
+// twice while claiming both unread are refused, and the same changes with
+// the counts the state really has apply. Negative control: an index that
+// misses a put (s.at not updated in put) or keeps a dropped one (not
+// deleted in drop) changes these outcomes past 64 and fails here.
+func TestValidationIsTheSameOnBothSidesOfTheIndexThreshold(t *testing.T) {
+	change := func(unread, count int, put, remove string) bellstate.Event {
+		return bellstate.Event{Name: "change", ID: "2", Data: []byte(fmt.Sprintf(`{"viewer":"ops","unread":%d,"count":%d,"put":[%s],"remove":[%s]}`,
+			unread, count, put, remove))}
+	}
+	rm := func(id string) string { return `{"addressee":"admin","id":"` + id + `"}` }
+	for n := 62; n <= 67; n++ {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var mm *bellstate.MismatchError
+			for _, c := range []struct {
+				name string
+				ev   bellstate.Event
+				ok   bool
+			}{
+				{"duplicate put claiming one more", change(n+1, n+1, itemFor("ADMIN", "n0"), ""), false},
+				{"duplicate put with the true counts", change(n, n, itemFor("ADMIN", "n0"), ""), true},
+				{"new put", change(n+1, n+1, itemFor("Admin", "new"), ""), true},
+				{"remove of one not held claiming one fewer", change(n-1, n-1, "", rm("absent")), false},
+				{"remove of one not held with the true counts", change(n, n, "", rm("absent")), true},
+				{"remove of one held", change(n-1, n-1, "", rm(fmt.Sprintf("n%d", n-1))), true},
+				{"remove the first and the last, put two", change(n, n, itemFor("Admin", "x")+","+itemFor("Admin", "y"), rm("n0")+","+rm(fmt.Sprintf("n%d", n-1))), true},
+			} {
+				var s bellstate.State
+				require.NoError(t, s.Apply(wholeOf(n), nil), c.name)
+				err := s.Apply(c.ev, nil)
+				if c.ok {
+					require.NoError(t, err, c.name)
+					// The state still finds every one it holds, and no other.
+					for i := range n + 2 {
+						id := fmt.Sprintf("n%d", i)
+						again := change(s.Unread(), s.Len(), itemFor("admin", id), "")
+						again.ID = fmt.Sprint(s.ID() + 1)
+						held := s.Find("t"+id) != nil
+						wantCount := s.Len()
+						if !held {
+							wantCount++
+						}
+						again.Data = []byte(fmt.Sprintf(`{"viewer":"ops","unread":%d,"count":%d,"put":[%s],"remove":[]}`, wantCount, wantCount, itemFor("admin", id)))
+						require.NoError(t, s.Apply(again, nil), "%s: re-putting %s (held: %v)", c.name, id, held)
+					}
+				} else {
+					require.True(t, errors.As(err, &mm), "%s: %v", c.name, err)
+				}
+			}
+			var s bellstate.State
+			err := s.Apply(wholeOf(n, itemFor("admin", "n0")), nil)
+			require.True(t, errors.As(err, &mm), "a whole state holding n0 twice: %v", err)
+		})
+	}
+}
+
+// A change removing "İnci"'s notification matches it as the bell keys
+// it: the bell lower-cases the addressee (strings.ToLower, "i̇nci") and
+// the client compares lower-cased forms. Negative control: comparing
+// with strings.EqualFold (as before), "İnci" does not match "i̇nci", the
+// notification stays, and the change is refused with a MismatchError.
+func TestARemoveMatchesAnAddresseeAsTheBellLowerCasesIt(t *testing.T) {
+	for _, n := range []int{1, 100} { // searched, and indexed
+		var s bellstate.State
+		require.NoError(t, s.Apply(wholeOf(n-1, itemFor("İnci", "x")), nil))
+		ev := bellstate.Event{Name: "change", ID: "2", Data: []byte(fmt.Sprintf(`{"viewer":"ops","unread":%d,"count":%d,"put":[],"remove":[{"addressee":%q,"id":"x"}]}`,
+			n-1, n-1, strings.ToLower("İnci")))}
+		require.NoError(t, s.Apply(ev, nil), "%d notifications", n)
+		assert.Nil(t, s.Find("tx"), "%d notifications", n)
+	}
+}
