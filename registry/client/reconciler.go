@@ -97,9 +97,13 @@ type Reconciler struct {
 	mu      sync.Mutex
 	status  ReconcilerStatus
 	missing map[string]*missingPlugin // applied plugins the index no longer lists
-	etag    string                    // of the last index applied in full
-	running bool
-	gauges  StatusGauges // Gauges while Run runs
+	// missingTag is the etag of the index whose omissions missing holds: a
+	// poll that fails notes them but does not advance etag, so a 304 for
+	// etag may name another index, one that lists them.
+	missingTag string
+	etag       string // of the last index applied in full
+	running    bool
+	gauges     StatusGauges // Gauges while Run runs
 }
 
 // missingPlugin is an applied plugin the index stopped listing.
@@ -314,8 +318,16 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 
 	idx, newTag, err := r.Client.Index(ctx, etag)
 	if errors.Is(err, ErrNotModified) {
-		// The index is the one whose omissions were noted: their time runs on.
-		return r.uninstallMissing(ctx, cfg)
+		r.mu.Lock()
+		same := len(r.missing) == 0 || r.missingTag == etag
+		r.mu.Unlock()
+		if same {
+			// The index is the one whose omissions were noted: their time runs on.
+			return r.uninstallMissing(ctx, cfg)
+		}
+		// The omissions were noted from another index (read by a poll that
+		// failed); this one may list them: read it in full.
+		idx, newTag, err = r.Client.Index(ctx, "")
 	}
 	if err != nil {
 		return []error{&ReconcileError{Step: "index", Err: budgetCause(ctx, err)}}
@@ -354,7 +366,7 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 		r.status.Applied[e.Plugin] = e.Version
 		r.mu.Unlock()
 	}
-	r.noteMissing(idx, cfg)
+	r.noteMissing(idx, newTag, cfg)
 	failures = append(failures, r.uninstallMissing(ctx, cfg)...)
 	// Only an index applied in full is remembered: a 304 must not hide an
 	// entry that failed.
@@ -366,10 +378,10 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 	return failures
 }
 
-// noteMissing records which applied plugins idx, an index read in full,
-// leaves out (compared without case, as the registry compares names), from
-// when, and forgets those it lists again.
-func (r *Reconciler) noteMissing(idx Index, cfg reconcilerConfig) {
+// noteMissing records which applied plugins idx, an index read in full
+// whose etag is tag, leaves out (compared without case, as the registry
+// compares names), from when, and forgets those it lists again.
+func (r *Reconciler) noteMissing(idx Index, tag string, cfg reconcilerConfig) {
 	listed := make(map[string]bool, len(idx.Bundles))
 	for _, e := range idx.Bundles {
 		listed[strings.ToLower(e.Plugin)] = true
@@ -377,6 +389,7 @@ func (r *Reconciler) noteMissing(idx Index, cfg reconcilerConfig) {
 	now := cfg.clk.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.missingTag = tag
 	for p, m := range r.missing {
 		if _, applied := r.status.Applied[p]; !applied || listed[strings.ToLower(p)] {
 			if applied {

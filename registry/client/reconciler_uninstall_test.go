@@ -196,3 +196,46 @@ func TestUninstallsAreBoundedPerPollAndAFailedOneIsMarkedAndRetried(t *testing.T
 	assert.Empty(t, st.Applied)
 	assert.Empty(t, st.Dropped)
 }
+
+// A poll that reads an index leaving B out (a cold replica) and fails
+// notes B missing but keeps the etag of the index before, which lists B;
+// when the registry serves that index again (a 304), B's absence is not
+// the current index's, and B must not be uninstalled.
+//
+// Negative control: on df4c6c8, whose 304 branch runs the uninstall clock
+// of whatever was noted, B is uninstalled after UninstallAfter and the
+// "B is kept" assertion fails.
+func TestA304AfterAFailedPollDoesNotUninstallAPluginTheCurrentIndexLists(t *testing.T) {
+	reg := newFakeRegistry(t)
+	reg.etags = true
+	reg.publish("Acme.A", "1.0.0", testkit.RandomBytes(1<<10), "")
+	reg.publish("Acme.B", "1.0.0", testkit.RandomBytes(1<<10), "")
+	un := &uninstalls{}
+	u := runReconciler(t, reg, func(r *Reconciler) {
+		r.Uninstall = un.uninstall
+		r.UninstallAfter = 3 * pollEvery
+	})
+	require.True(t, testkit.Receive(t, u.polls, "the first poll").Healthy)
+	testkit.Receive(t, u.applied, "one of two applied")
+	testkit.Receive(t, u.applied, "two of two applied")
+
+	reg.mu.Lock()
+	full := append([]IndexEntry(nil), reg.index.Bundles...)
+	// A cold replica: B hidden, and an entry that cannot be verified.
+	reg.index.Bundles = []IndexEntry{full[0], {Plugin: "Acme.C", Version: "1.0.0", SHA256: "x"}}
+	reg.mu.Unlock()
+	st := u.next(t)
+	require.False(t, st.Healthy, "the cold index's C cannot be verified")
+	assert.Equal(t, map[string]string{"Acme.B": "1.0.0"}, st.Dropped)
+
+	reg.mu.Lock()
+	reg.index.Bundles = full // warm again: the first index, etag and all
+	reg.mu.Unlock()
+	for range 5 {
+		st = u.next(t)
+		require.True(t, st.Healthy, st.LastError)
+		assert.Empty(t, st.Dropped)
+	}
+	assert.Empty(t, un.took(), "B is kept: every index since the cold one lists it")
+	assert.Equal(t, map[string]string{"Acme.A": "1.0.0", "Acme.B": "1.0.0"}, st.Applied)
+}
