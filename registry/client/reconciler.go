@@ -109,6 +109,7 @@ type Reconciler struct {
 // missingPlugin is an applied plugin the index stopped listing.
 type missingPlugin struct {
 	since  time.Time // the first index read that left it out
+	tried  time.Time // the last failed Uninstall; zero if none
 	warned bool      // kept for want of Uninstall, and said so
 }
 
@@ -419,7 +420,7 @@ func (r *Reconciler) uninstallMissing(ctx context.Context, cfg reconcilerConfig)
 	now := cfg.clk.Now()
 	type due struct {
 		plugin, version string
-		since           time.Time
+		since, tried    time.Time
 	}
 	var dues []due
 	r.mu.Lock()
@@ -435,17 +436,34 @@ func (r *Reconciler) uninstallMissing(ctx context.Context, cfg reconcilerConfig)
 			}
 			continue
 		}
-		dues = append(dues, due{p, r.status.Applied[p], m.since})
+		dues = append(dues, due{p, r.status.Applied[p], m.since, m.tried})
 	}
 	r.mu.Unlock()
-	slices.SortFunc(dues, func(a, b due) int { return strings.Compare(a.plugin, b.plugin) })
+	// Those tried longest ago (never, first) go first: plugins whose
+	// Uninstall keeps failing must not take every poll's turns.
+	slices.SortFunc(dues, func(a, b due) int {
+		if c := a.tried.Compare(b.tried); c != 0 {
+			return c
+		}
+		return strings.Compare(a.plugin, b.plugin)
+	})
 	if len(dues) > maxUninstallsPerPoll {
 		dues = dues[:maxUninstallsPerPoll]
 	}
 	var failures []error
 	for _, d := range dues {
+		if ctx.Err() != nil {
+			// The poll is cut off or stopped: the rest wait for the next.
+			failures = append(failures, &ReconcileError{Step: "uninstall", Plugin: d.plugin, Version: d.version, Err: budgetCause(ctx, ctx.Err())})
+			break
+		}
 		if err := r.Uninstall(ctx, d.plugin, d.version); err != nil {
 			failures = append(failures, &ReconcileError{Step: "uninstall", Plugin: d.plugin, Version: d.version, Err: budgetCause(ctx, err)})
+			r.mu.Lock()
+			if m := r.missing[d.plugin]; m != nil {
+				m.tried = now
+			}
+			r.mu.Unlock()
 			continue
 		}
 		r.mu.Lock()

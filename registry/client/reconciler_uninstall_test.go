@@ -239,3 +239,49 @@ func TestA304AfterAFailedPollDoesNotUninstallAPluginTheCurrentIndexLists(t *test
 	assert.Empty(t, un.took(), "B is kept: every index since the cold one lists it")
 	assert.Equal(t, map[string]string{"Acme.A": "1.0.0", "Acme.B": "1.0.0"}, st.Applied)
 }
+
+// Plugins whose Uninstall keeps failing do not take every poll's turns:
+// with 20 plugins due and the first maxUninstallsPerPoll by name always
+// failing, the other 4 are attempted, and uninstalled, within a few polls.
+//
+// Negative control: ordering the attempts by name alone (as on df4c6c8)
+// tries the same 16 failing plugins every poll, never P16–P19, and the
+// "uninstalled" assertion fails.
+func TestUninstallsThatKeepFailingDoNotStarveTheOtherDroppedPlugins(t *testing.T) {
+	const n = maxUninstallsPerPoll + 4
+	reg := newFakeRegistry(t)
+	for i := range n {
+		reg.publish(fmt.Sprintf("Acme.P%02d", i), "1.0.0", testkit.RandomBytes(64), "")
+	}
+	var mu sync.Mutex
+	var ok []string
+	u := runReconciler(t, reg, func(r *Reconciler) {
+		r.UninstallAfter = pollEvery
+		r.Apply = func(_ context.Context, _ IndexEntry, b io.Reader) error { _, err := io.Copy(io.Discard, b); return err }
+		r.Uninstall = func(_ context.Context, plugin, _ string) error {
+			var i int
+			if _, err := fmt.Sscanf(plugin, "Acme.P%02d", &i); err != nil || i < maxUninstallsPerPoll {
+				return errors.New("disk says no")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			ok = append(ok, plugin)
+			return nil
+		}
+	})
+	require.True(t, testkit.Receive(t, u.polls, "the first poll").Healthy)
+	for i := range n {
+		reg.drop(fmt.Sprintf("Acme.P%02d", i))
+	}
+	require.True(t, u.next(t).Healthy, "missing, not yet due")
+
+	var st ReconcilerStatus
+	for range 3 {
+		st = u.next(t)
+		assert.False(t, st.Healthy, "the first 16 keep failing")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.ElementsMatch(t, []string{"Acme.P16", "Acme.P17", "Acme.P18", "Acme.P19"}, ok, "uninstalled")
+	assert.Len(t, st.Applied, maxUninstallsPerPoll, "the failing ones stay applied")
+}
