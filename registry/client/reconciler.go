@@ -335,13 +335,14 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 	}
 
 	var failures []error
+	// Names are compared without case, as the registry compares them.
 	listed := map[string]int{}
 	for _, e := range idx.Bundles {
-		listed[e.Plugin]++
+		listed[strings.ToLower(e.Plugin)]++
 	}
 	reported := map[string]bool{}
 	for _, e := range idx.Bundles {
-		if n := listed[e.Plugin]; n > 1 {
+		if n := listed[strings.ToLower(e.Plugin)]; n > 1 {
 			// Applying each in turn would flap between versions every poll.
 			if !reported[e.Plugin] {
 				reported[e.Plugin] = true
@@ -351,7 +352,8 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 			continue
 		}
 		r.mu.Lock()
-		have := r.status.Applied[e.Plugin]
+		key := appliedKey(r.status.Applied, e.Plugin)
+		have := r.status.Applied[key]
 		r.mu.Unlock()
 		if have == e.Version {
 			continue
@@ -364,7 +366,7 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 		if r.status.Applied == nil {
 			r.status.Applied = map[string]string{}
 		}
-		r.status.Applied[e.Plugin] = e.Version
+		r.status.Applied[key] = e.Version
 		r.mu.Unlock()
 	}
 	r.noteMissing(idx, newTag, cfg)
@@ -377,6 +379,20 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 		r.mu.Unlock()
 	}
 	return failures
+}
+
+// appliedKey is the spelling under which applied holds plugin, compared
+// without case (the first spelling applied is kept), or plugin itself.
+func appliedKey(applied map[string]string, plugin string) string {
+	if _, ok := applied[plugin]; ok {
+		return plugin
+	}
+	for k := range applied {
+		if strings.EqualFold(k, plugin) {
+			return k
+		}
+	}
+	return plugin
 }
 
 // noteMissing records which applied plugins idx, an index read in full

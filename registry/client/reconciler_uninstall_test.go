@@ -285,3 +285,29 @@ func TestUninstallsThatKeepFailingDoNotStarveTheOtherDroppedPlugins(t *testing.T
 	assert.ElementsMatch(t, []string{"Acme.P16", "Acme.P17", "Acme.P18", "Acme.P19"}, ok, "uninstalled")
 	assert.Len(t, st.Applied, maxUninstallsPerPoll, "the failing ones stay applied")
 }
+
+// A plugin the index lists again under another spelling of its name (the
+// registry compares names without case) is the plugin already applied: it
+// is not installed a second time, and Applied keeps its first spelling.
+//
+// Negative control: looking Applied up with case (as on df4c6c8), "acme.a"
+// is installed again beside "Acme.A": here its download is attempted (the
+// fake registry serves bundles by exact name, so it is a 404) and the
+// Healthy requirement fails; a registry serving it would fail "not applied
+// again".
+func TestAPluginRelistedUnderAnotherSpellingIsNotInstalledTwice(t *testing.T) {
+	reg := newFakeRegistry(t)
+	reg.publish("Acme.A", "1.0.0", testkit.RandomBytes(1<<10), "")
+	u := runReconciler(t, reg, nil)
+	require.True(t, testkit.Receive(t, u.polls, "the first poll").Healthy)
+	testkit.Receive(t, u.applied, "A applied")
+
+	reg.mu.Lock()
+	reg.index.Bundles[0].Plugin = "acme.a"
+	reg.mu.Unlock()
+	st := u.next(t)
+	require.True(t, st.Healthy, st.LastError)
+	u.noApply(t, "not applied again")
+	assert.Equal(t, map[string]string{"Acme.A": "1.0.0"}, st.Applied)
+	assert.Empty(t, st.Dropped)
+}
