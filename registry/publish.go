@@ -39,7 +39,6 @@ const StageUploadSlots = "publish upload slots"
 type upload struct {
 	plugin, version string
 	tier            string
-	tierGiven       bool
 	spool           *spool
 }
 
@@ -59,7 +58,24 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 			writeAnswer(w, a)
 			return
 		}
-		q := r.URL.Query()
+		// A query that does not parse in full (a ';', a bad escape) is
+		// refused: URL.Query drops the pair it cannot read, and with it a
+		// repeated version or the tier.
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			writeAnswer(w, errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: the query %q does not parse: %v; give ?version=<v>&tier=<t> separated by '&'", r.URL.RawQuery, err)))
+			return
+		}
+		// A misspelt parameter would be ignored: a tier given as Tier= would
+		// land the package in the default tier.
+		for k := range q {
+			for _, p := range []string{"version", "tier"} {
+				if k != p && strings.EqualFold(k, p) {
+					writeAnswer(w, errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: the parameter %q is not %q; give it in lower case", k, p)))
+					return
+				}
+			}
+		}
 		// A parameter given twice is ambiguous: taking one of them silently
 		// could land a version the publisher did not mean.
 		for _, p := range []string{"version", "tier"} {
@@ -69,7 +85,7 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 			}
 		}
 		up := upload{plugin: r.PathValue("plugin"), version: q.Get("version")}
-		up.tier, up.tierGiven = q.Get("tier"), q.Has("tier")
+		up.tier = q.Get("tier")
 		if err := landing.ValidateModuleName(up.plugin); err != nil {
 			writeAnswer(w, errorAnswer(http.StatusBadRequest, err.Error()))
 			return

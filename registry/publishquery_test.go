@@ -34,3 +34,32 @@ func TestAPublicationNamingItsVersionOrTierTwiceIsRefusedAndLandsNothing(t *test
 	require.Equal(t, http.StatusCreated, got.status, "control: %s", got.body)
 	assert.Equal(t, map[string]string{"Acme.Crm": "1.3.0"}, f.activation())
 }
+
+// A publication query that does not parse in full is refused and lands
+// nothing: URL.Query dropped the pair holding a ';' with its error, so
+// ?version=1.3.0&version=1.4.0; landed 1.3.0 and ?version=1.3.0&tier=pro;x=1
+// landed with no tier. A parameter spelt in another case (Version=, TIER=)
+// is refused too, rather than ignored.
+// Control: the same publication with a query that parses lands (201); with
+// r.URL.Query() back in publishGate the first two cases land (201).
+func TestAPublicationWhoseQueryDoesNotParseOrMisspellsAParameterIsRefusedAndLandsNothing(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	archive := testBundle(t, "Acme.Crm", "1.3.0")
+	for _, c := range []struct{ query, want string }{
+		{"?version=1.3.0&version=1.4.0;", "does not parse"},
+		{"?version=1.3.0&tier=pro;x=1", "does not parse"},
+		{"?version=1.3.0&Tier=pro", `"Tier" is not "tier"`},
+		{"?Version=1.4.0&version=1.3.0", `"Version" is not "version"`},
+	} {
+		got := f.do(publishRequest("Acme.Crm", c.query, testPublishToken, archive))
+		require.Equal(t, http.StatusBadRequest, got.status, "%s: %s", c.query, got.body)
+		var body struct{ Error string }
+		require.NoError(t, json.Unmarshal(got.body, &body))
+		assert.Contains(t, body.Error, c.want, c.query)
+		assert.Empty(t, f.activation(), "%s lands nothing", c.query)
+	}
+
+	got := f.do(publishRequest("Acme.Crm", "?version=1.3.0&tier=pro", testPublishToken, archive))
+	require.Equal(t, http.StatusCreated, got.status, "control: %s", got.body)
+	assert.Equal(t, map[string]string{"Acme.Crm": "1.3.0"}, f.activation())
+}

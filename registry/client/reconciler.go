@@ -97,14 +97,19 @@ type Reconciler struct {
 	mu      sync.Mutex
 	status  ReconcilerStatus
 	missing map[string]*missingPlugin // applied plugins the index no longer lists
-	etag    string                    // of the last index applied in full
-	running bool
-	gauges  StatusGauges // Gauges while Run runs
+	// missingTag is the etag of the index whose omissions missing holds: a
+	// poll that fails notes them but does not advance etag, so a 304 for
+	// etag may name another index, one that lists them.
+	missingTag string
+	etag       string // of the last index applied in full
+	running    bool
+	gauges     StatusGauges // Gauges while Run runs
 }
 
 // missingPlugin is an applied plugin the index stopped listing.
 type missingPlugin struct {
 	since  time.Time // the first index read that left it out
+	tried  time.Time // the last failed Uninstall; zero if none
 	warned bool      // kept for want of Uninstall, and said so
 }
 
@@ -314,21 +319,30 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 
 	idx, newTag, err := r.Client.Index(ctx, etag)
 	if errors.Is(err, ErrNotModified) {
-		// The index is the one whose omissions were noted: their time runs on.
-		return r.uninstallMissing(ctx, cfg)
+		r.mu.Lock()
+		same := len(r.missing) == 0 || r.missingTag == etag
+		r.mu.Unlock()
+		if same {
+			// The index is the one whose omissions were noted: their time runs on.
+			return r.uninstallMissing(ctx, cfg)
+		}
+		// The omissions were noted from another index (read by a poll that
+		// failed); this one may list them: read it in full.
+		idx, newTag, err = r.Client.Index(ctx, "")
 	}
 	if err != nil {
 		return []error{&ReconcileError{Step: "index", Err: budgetCause(ctx, err)}}
 	}
 
 	var failures []error
+	// Names are compared without case, as the registry compares them.
 	listed := map[string]int{}
 	for _, e := range idx.Bundles {
-		listed[e.Plugin]++
+		listed[strings.ToLower(e.Plugin)]++
 	}
 	reported := map[string]bool{}
 	for _, e := range idx.Bundles {
-		if n := listed[e.Plugin]; n > 1 {
+		if n := listed[strings.ToLower(e.Plugin)]; n > 1 {
 			// Applying each in turn would flap between versions every poll.
 			if !reported[e.Plugin] {
 				reported[e.Plugin] = true
@@ -338,7 +352,8 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 			continue
 		}
 		r.mu.Lock()
-		have := r.status.Applied[e.Plugin]
+		key := appliedKey(r.status.Applied, e.Plugin)
+		have := r.status.Applied[key]
 		r.mu.Unlock()
 		if have == e.Version {
 			continue
@@ -351,10 +366,10 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 		if r.status.Applied == nil {
 			r.status.Applied = map[string]string{}
 		}
-		r.status.Applied[e.Plugin] = e.Version
+		r.status.Applied[key] = e.Version
 		r.mu.Unlock()
 	}
-	r.noteMissing(idx, cfg)
+	r.noteMissing(idx, newTag, cfg)
 	failures = append(failures, r.uninstallMissing(ctx, cfg)...)
 	// Only an index applied in full is remembered: a 304 must not hide an
 	// entry that failed.
@@ -366,10 +381,24 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 	return failures
 }
 
-// noteMissing records which applied plugins idx, an index read in full,
-// leaves out (compared without case, as the registry compares names), from
-// when, and forgets those it lists again.
-func (r *Reconciler) noteMissing(idx Index, cfg reconcilerConfig) {
+// appliedKey is the spelling under which applied holds plugin, compared
+// without case (the first spelling applied is kept), or plugin itself.
+func appliedKey(applied map[string]string, plugin string) string {
+	if _, ok := applied[plugin]; ok {
+		return plugin
+	}
+	for k := range applied {
+		if strings.EqualFold(k, plugin) {
+			return k
+		}
+	}
+	return plugin
+}
+
+// noteMissing records which applied plugins idx, an index read in full
+// whose etag is tag, leaves out (compared without case, as the registry
+// compares names), from when, and forgets those it lists again.
+func (r *Reconciler) noteMissing(idx Index, tag string, cfg reconcilerConfig) {
 	listed := make(map[string]bool, len(idx.Bundles))
 	for _, e := range idx.Bundles {
 		listed[strings.ToLower(e.Plugin)] = true
@@ -377,6 +406,7 @@ func (r *Reconciler) noteMissing(idx Index, cfg reconcilerConfig) {
 	now := cfg.clk.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.missingTag = tag
 	for p, m := range r.missing {
 		if _, applied := r.status.Applied[p]; !applied || listed[strings.ToLower(p)] {
 			if applied {
@@ -406,7 +436,7 @@ func (r *Reconciler) uninstallMissing(ctx context.Context, cfg reconcilerConfig)
 	now := cfg.clk.Now()
 	type due struct {
 		plugin, version string
-		since           time.Time
+		since, tried    time.Time
 	}
 	var dues []due
 	r.mu.Lock()
@@ -422,17 +452,34 @@ func (r *Reconciler) uninstallMissing(ctx context.Context, cfg reconcilerConfig)
 			}
 			continue
 		}
-		dues = append(dues, due{p, r.status.Applied[p], m.since})
+		dues = append(dues, due{p, r.status.Applied[p], m.since, m.tried})
 	}
 	r.mu.Unlock()
-	slices.SortFunc(dues, func(a, b due) int { return strings.Compare(a.plugin, b.plugin) })
+	// Those tried longest ago (never, first) go first: plugins whose
+	// Uninstall keeps failing must not take every poll's turns.
+	slices.SortFunc(dues, func(a, b due) int {
+		if c := a.tried.Compare(b.tried); c != 0 {
+			return c
+		}
+		return strings.Compare(a.plugin, b.plugin)
+	})
 	if len(dues) > maxUninstallsPerPoll {
 		dues = dues[:maxUninstallsPerPoll]
 	}
 	var failures []error
 	for _, d := range dues {
+		if ctx.Err() != nil {
+			// The poll is cut off or stopped: the rest wait for the next.
+			failures = append(failures, &ReconcileError{Step: "uninstall", Plugin: d.plugin, Version: d.version, Err: budgetCause(ctx, ctx.Err())})
+			break
+		}
 		if err := r.Uninstall(ctx, d.plugin, d.version); err != nil {
 			failures = append(failures, &ReconcileError{Step: "uninstall", Plugin: d.plugin, Version: d.version, Err: budgetCause(ctx, err)})
+			r.mu.Lock()
+			if m := r.missing[d.plugin]; m != nil {
+				m.tried = now
+			}
+			r.mu.Unlock()
 			continue
 		}
 		r.mu.Lock()

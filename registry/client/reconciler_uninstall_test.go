@@ -196,3 +196,118 @@ func TestUninstallsAreBoundedPerPollAndAFailedOneIsMarkedAndRetried(t *testing.T
 	assert.Empty(t, st.Applied)
 	assert.Empty(t, st.Dropped)
 }
+
+// A poll that reads an index leaving B out (a cold replica) and fails
+// notes B missing but keeps the etag of the index before, which lists B;
+// when the registry serves that index again (a 304), B's absence is not
+// the current index's, and B must not be uninstalled.
+//
+// Negative control: on df4c6c8, whose 304 branch runs the uninstall clock
+// of whatever was noted, B is uninstalled after UninstallAfter and the
+// "B is kept" assertion fails.
+func TestA304AfterAFailedPollDoesNotUninstallAPluginTheCurrentIndexLists(t *testing.T) {
+	reg := newFakeRegistry(t)
+	reg.etags = true
+	reg.publish("Acme.A", "1.0.0", testkit.RandomBytes(1<<10), "")
+	reg.publish("Acme.B", "1.0.0", testkit.RandomBytes(1<<10), "")
+	un := &uninstalls{}
+	u := runReconciler(t, reg, func(r *Reconciler) {
+		r.Uninstall = un.uninstall
+		r.UninstallAfter = 3 * pollEvery
+	})
+	require.True(t, testkit.Receive(t, u.polls, "the first poll").Healthy)
+	testkit.Receive(t, u.applied, "one of two applied")
+	testkit.Receive(t, u.applied, "two of two applied")
+
+	reg.mu.Lock()
+	full := append([]IndexEntry(nil), reg.index.Bundles...)
+	// A cold replica: B hidden, and an entry that cannot be verified.
+	reg.index.Bundles = []IndexEntry{full[0], {Plugin: "Acme.C", Version: "1.0.0", SHA256: "x"}}
+	reg.mu.Unlock()
+	st := u.next(t)
+	require.False(t, st.Healthy, "the cold index's C cannot be verified")
+	assert.Equal(t, map[string]string{"Acme.B": "1.0.0"}, st.Dropped)
+
+	reg.mu.Lock()
+	reg.index.Bundles = full // warm again: the first index, etag and all
+	reg.mu.Unlock()
+	for range 5 {
+		st = u.next(t)
+		require.True(t, st.Healthy, st.LastError)
+		assert.Empty(t, st.Dropped)
+	}
+	assert.Empty(t, un.took(), "B is kept: every index since the cold one lists it")
+	assert.Equal(t, map[string]string{"Acme.A": "1.0.0", "Acme.B": "1.0.0"}, st.Applied)
+}
+
+// Plugins whose Uninstall keeps failing do not take every poll's turns:
+// with 20 plugins due and the first maxUninstallsPerPoll by name always
+// failing, the other 4 are attempted, and uninstalled, within a few polls.
+//
+// Negative control: ordering the attempts by name alone (as on df4c6c8)
+// tries the same 16 failing plugins every poll, never P16–P19, and the
+// "uninstalled" assertion fails.
+func TestUninstallsThatKeepFailingDoNotStarveTheOtherDroppedPlugins(t *testing.T) {
+	const n = maxUninstallsPerPoll + 4
+	reg := newFakeRegistry(t)
+	for i := range n {
+		reg.publish(fmt.Sprintf("Acme.P%02d", i), "1.0.0", testkit.RandomBytes(64), "")
+	}
+	var mu sync.Mutex
+	var ok []string
+	u := runReconciler(t, reg, func(r *Reconciler) {
+		r.UninstallAfter = pollEvery
+		r.Apply = func(_ context.Context, _ IndexEntry, b io.Reader) error { _, err := io.Copy(io.Discard, b); return err }
+		r.Uninstall = func(_ context.Context, plugin, _ string) error {
+			var i int
+			if _, err := fmt.Sscanf(plugin, "Acme.P%02d", &i); err != nil || i < maxUninstallsPerPoll {
+				return errors.New("disk says no")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			ok = append(ok, plugin)
+			return nil
+		}
+	})
+	require.True(t, testkit.Receive(t, u.polls, "the first poll").Healthy)
+	for i := range n {
+		reg.drop(fmt.Sprintf("Acme.P%02d", i))
+	}
+	require.True(t, u.next(t).Healthy, "missing, not yet due")
+
+	var st ReconcilerStatus
+	for range 3 {
+		st = u.next(t)
+		assert.False(t, st.Healthy, "the first 16 keep failing")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.ElementsMatch(t, []string{"Acme.P16", "Acme.P17", "Acme.P18", "Acme.P19"}, ok, "uninstalled")
+	assert.Len(t, st.Applied, maxUninstallsPerPoll, "the failing ones stay applied")
+}
+
+// A plugin the index lists again under another spelling of its name (the
+// registry compares names without case) is the plugin already applied: it
+// is not installed a second time, and Applied keeps its first spelling.
+//
+// Negative control: looking Applied up with case (as on df4c6c8), "acme.a"
+// is installed again beside "Acme.A": here its download is attempted (the
+// fake registry serves bundles by exact name, so it is a 404) and the
+// Healthy requirement fails; a registry serving it would fail "not applied
+// again".
+func TestAPluginRelistedUnderAnotherSpellingIsNotInstalledTwice(t *testing.T) {
+	reg := newFakeRegistry(t)
+	reg.publish("Acme.A", "1.0.0", testkit.RandomBytes(1<<10), "")
+	u := runReconciler(t, reg, nil)
+	require.True(t, testkit.Receive(t, u.polls, "the first poll").Healthy)
+	testkit.Receive(t, u.applied, "A applied")
+
+	reg.mu.Lock()
+	reg.index.Bundles[0].Plugin = "acme.a"
+	reg.mu.Unlock()
+	st := u.next(t)
+	require.True(t, st.Healthy, st.LastError)
+	u.noApply(t, "not applied again")
+	assert.Equal(t, map[string]string{"Acme.A": "1.0.0"}, st.Applied)
+	assert.Empty(t, st.Dropped)
+}

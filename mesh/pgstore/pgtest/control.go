@@ -13,6 +13,11 @@ import (
 // restarted or paused from here.
 var ErrNotLocal = errors.New("pgtest: the server was not started by this process")
 
+// ErrNoSignals is returned by SignalServer and Server.Signal where the OS
+// has no process signals: the server cannot be stopped or resumed in place.
+// It is declared on every OS so that callers can test for it anywhere.
+var ErrNoSignals = errors.New("pgtest: process signals are not supported on this OS")
+
 // The outage controls below let a test or drill take a local server away and
 // bring it back on the same port with the same data, as an operator or a
 // crash would. Call them from one goroutine at a time, not concurrently with

@@ -8,10 +8,6 @@ import (
 	"syscall"
 )
 
-// ErrNoSignals is returned by SignalServer and Server.Signal where the OS
-// has no process signals: the server cannot be stopped or resumed in place.
-var ErrNoSignals = errors.New("pgtest: process signals are not supported on this OS")
-
 // credential is the OS user the server programs run as; outside Unix they
 // always run as this process's user.
 type credential struct{ Uid, Gid uint32 }
