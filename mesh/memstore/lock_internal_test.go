@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -89,6 +90,25 @@ type doneWatched struct {
 	asked chan struct{}
 }
 
+// waitForAQueuedWriter returns once a writer waits in the store's lock's
+// queue. A writer asks for its context's Done channel just before it joins
+// the queue, so that alone raced a reader that came next: the reader could
+// take the lock beside the long read before the writer queued (a CI run
+// failed so, its SecurityVersion answering instead of waiting). The
+// semaphore refuses a TryRLock exactly when someone waits, while only a read
+// holds it.
+func waitForAQueuedWriter(t *testing.T, s *Store, bound time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for s.mu.TryRLock() {
+		s.mu.RUnlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the writer did not join the store's lock's queue")
+		}
+		runtime.Gosched()
+	}
+}
+
 func (c *doneWatched) Done() <-chan struct{} {
 	select {
 	case c.asked <- struct{}{}:
@@ -128,10 +148,11 @@ func TestSecurityReadsWaitingBehindALongReadReturnWhenTheirContextEnds(t *testin
 		writer <- err
 	}()
 	select {
-	case <-writerCtx.asked: // queued: readers now wait behind it
+	case <-writerCtx.asked:
 	case <-time.After(bound):
 		t.Fatal("the writer did not reach the store's lock")
 	}
+	waitForAQueuedWriter(t, s, bound) // readers now wait behind it
 
 	for _, r := range []struct {
 		name string
@@ -204,10 +225,11 @@ func TestAQueryWaitingBehindALongReadFailsWhenItsInitialBudgetEnds(t *testing.T)
 		writer <- err
 	}()
 	select {
-	case <-writerCtx.asked: // queued: readers now wait behind it
+	case <-writerCtx.asked:
 	case <-time.After(bound):
 		t.Fatal("the writer did not reach the store's lock")
 	}
+	waitForAQueuedWriter(t, s, bound) // readers now wait behind it
 
 	pending := clk.Pending()
 	done := make(chan error, 1)
@@ -286,6 +308,7 @@ func TestAGetWaitingBehindALongReadFailsWhenItsBudgetEnds(t *testing.T) {
 	case <-time.After(bound):
 		t.Fatal("the writer did not reach the store's lock")
 	}
+	waitForAQueuedWriter(t, s, bound)
 
 	done := make(chan error, 1)
 	go func() {
