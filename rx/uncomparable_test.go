@@ -4,10 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -185,38 +181,18 @@ func TestContainsRefusesAnUncomparableArgumentAtSubscription(t *testing.T) {
 	}
 }
 
-// comparingFuncs returns the exported functions of package rx (non-test
-// sources in dir) with a type parameter constrained by comparable.
-func comparingFuncs(t *testing.T, dir string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
+// comparingFuncs returns the exported functions of package rx with a type
+// parameter constrained by comparable.
+func comparingFuncs(t *testing.T) []string {
 	var out []string
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
+	for _, fd := range exportedFuncs(t) {
+		if fd.Type.TypeParams == nil {
 			continue
 		}
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		file, err := parser.ParseFile(fset, f, src, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range file.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Recv != nil || !fd.Name.IsExported() || fd.Type.TypeParams == nil {
-				continue
-			}
-			for _, p := range fd.Type.TypeParams.List {
-				if id, ok := p.Type.(*ast.Ident); ok && id.Name == "comparable" {
-					out = append(out, fd.Name.Name)
-					break
-				}
+		for _, p := range fd.Type.TypeParams.List {
+			if id, ok := p.Type.(*ast.Ident); ok && id.Name == "comparable" {
+				out = append(out, fd.Name.Name)
+				break
 			}
 		}
 	}
@@ -241,7 +217,7 @@ func missingComparing(funcs []string, ops []comparingOp) []string {
 // operator cannot skip the rule. Negative control in the test: the table
 // without its DistinctUntilChanged row is reported.
 func TestEveryComparingRxOperatorIsInTheUncomparableTable(t *testing.T) {
-	funcs := comparingFuncs(t, ".")
+	funcs := comparingFuncs(t)
 	if len(funcs) < 7 {
 		t.Fatalf("found only %v: is the test reading package rx?", funcs)
 	}
