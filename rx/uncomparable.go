@@ -52,7 +52,9 @@ func holdsInterface(t reflect.Type) bool {
 
 // uncomparable returns the error of operator op for v (a value or key, as
 // what says) when v holds a dynamic type that == cannot compare, and nil
-// otherwise. It is called only for the types mayHoldUncomparable reports.
+// otherwise. It is called only for the types mayHoldUncomparable reports:
+// an interface T costs no allocation; a struct or array T holding one is
+// boxed for reflect, one allocation per value.
 func uncomparable[T any](op, what string, v T) error {
 	x := any(v)
 	if x == nil {
