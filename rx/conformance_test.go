@@ -800,29 +800,9 @@ func TestEveryOperatorKeepsTheContractOnTheAdversarialSchedule(t *testing.T) {
 // non-test sources and fails for an exported function missing from the
 // table, so that the next operator cannot skip the schedule.
 func TestEveryExportedRxFunctionHasAConformanceEntry(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
 	var exported []string
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		file, err := parser.ParseFile(fset, f, src, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range file.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.IsExported() {
-				exported = append(exported, fd.Name.Name)
-			}
-		}
+	for _, fd := range exportedFuncs(t) {
+		exported = append(exported, fd.Name.Name)
 	}
 	listed := map[string]bool{}
 	for _, x := range table() {
@@ -844,6 +824,37 @@ func TestEveryExportedRxFunctionHasAConformanceEntry(t *testing.T) {
 	if len(exported) < 50 {
 		t.Errorf("found only %d exported functions: is the test reading package rx?", len(exported))
 	}
+}
+
+// exportedFuncs returns the declarations of the exported functions (not
+// methods) in package rx's non-test sources.
+func exportedFuncs(t *testing.T) []*ast.FuncDecl {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var out []*ast.FuncDecl
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := parser.ParseFile(fset, f, src, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.IsExported() {
+				out = append(out, fd)
+			}
+		}
+	}
+	return out
 }
 
 // rawOp is an operator written outside package rx, as a user could: the

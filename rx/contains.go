@@ -2,20 +2,39 @@ package rx
 
 // Contains emits true as soon as src emits a value equal to v (src is then
 // unsubscribed) and false if src completes without one, as Rx.NET's
-// Contains. Equality is Go's ==, so a NaN is never found.
+// Contains. Equality is Go's ==, so a NaN is never found. A v, or a value,
+// holding a dynamic type == cannot compare (T an interface) fails the
+// stream with an *UncomparableError: v at subscription, a value when it
+// arrives.
 func Contains[T comparable](src Observable[T], v T) Observable[bool] {
+	check := mayHoldUncomparable[T]()
+	if check {
+		if err := uncomparable("Contains", "argument v", v); err != nil {
+			return fail[bool](err)
+		}
+	}
 	return observableFunc[bool](func(down Observer[bool]) Subscription {
-		c := &containsObserver[T]{v: v}
+		c := &containsObserver[T]{v: v, check: check}
 		return startVerdict[T, bool](&c.verdict, down, src, c)
 	})
 }
 
 type containsObserver[T comparable] struct {
 	verdict[bool]
-	v T
+	v     T
+	check bool // T may hold values == cannot compare: see mayHoldUncomparable
 }
 
 func (c *containsObserver[T]) OnNext(v T) {
+	if c.check {
+		if c.over() {
+			return
+		}
+		if err := uncomparable("Contains", "value", v); err != nil {
+			c.fail(err)
+			return
+		}
+	}
 	if v == c.v {
 		c.answer(true)
 	}

@@ -8,21 +8,45 @@ package rx
 // A value that is not equal to itself (a float NaN, or a struct holding one)
 // cannot be found again in a map: Distinct emits the first such value and
 // drops the others, as Rx.NET and RxJS do for NaN, and keeps none of them.
+//
+// A value holding a dynamic type == cannot compare (T an interface) fails
+// the stream with an *UncomparableError.
 func Distinct[T comparable](src Observable[T]) Observable[T] {
+	check := mayHoldUncomparable[T]()
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := scopeOf(down)
-		return subscribe[T](src, &distinctSetObserver[T]{down: down, seen: make(map[T]struct{}), sc: sc}, sc)
+		d := &distinctSetObserver[T]{down: down, seen: make(map[T]struct{}), sc: sc}
+		if check {
+			// A value that cannot be compared ends the stream from here:
+			// the source gets a scope of its own to unsubscribe.
+			root := ensureScope(down)
+			d.check, d.sc = true, root.child()
+			subscribeIn[T](src, d, d.sc)
+			return root
+		}
+		return subscribe[T](src, d, sc)
 	})
 }
 
 type distinctSetObserver[T comparable] struct {
 	down    Observer[T]
-	seen    map[T]struct{}
-	seenNaN bool // a value unequal to itself was emitted
-	sc      *scope
+	seen    map[T]struct{} // nil once ended
+	seenNaN bool           // a value unequal to itself was emitted
+	check   bool           // T may hold values == cannot compare: see mayHoldUncomparable
+	sc      *scope         // the source's (downstream's unless check)
 }
 
 func (d *distinctSetObserver[T]) OnNext(v T) {
+	if d.check {
+		if d.seen == nil {
+			return
+		}
+		if err := uncomparable("Distinct", "value", v); err != nil {
+			d.sc.cancel()
+			d.OnError(err)
+			return
+		}
+	}
 	if v != v { //nolint:gocritic // true only for NaN and values holding one
 		if d.seenNaN {
 			return

@@ -7,26 +7,45 @@ package rx
 // with the number of values: key streams whose keys are bounded. A key not
 // equal to itself (NaN) is treated as Distinct treats such a value: the first
 // passes, the others are dropped.
+//
+// A key holding a dynamic type == cannot compare (K an interface) fails the
+// stream with an *UncomparableError.
 func DistinctBy[T any, K comparable](src Observable[T], key func(T) K) Observable[T] {
 	mustArg(key == nil, "DistinctBy", "function key")
+	check := mayHoldUncomparable[K]()
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // see Map
-		return subscribe[T](src, &distinctByObserver[T, K]{down: down, key: key, seen: make(map[K]struct{}), sc: sc}, sc)
+		d := &distinctByObserver[T, K]{down: down, key: key, seen: make(map[K]struct{}), up: sc}
+		if check {
+			// A key that cannot be compared ends the stream from here:
+			// the source gets a scope of its own to unsubscribe.
+			d.check, d.up = true, sc.child()
+		}
+		subscribeIn[T](src, d, d.up)
+		return sc
 	})
 }
 
 type distinctByObserver[T any, K comparable] struct {
 	down    Observer[T]
 	key     func(T) K
-	seen    map[K]struct{}
+	seen    map[K]struct{} // nil once ended
 	seenNaN bool
-	sc      *scope
+	check   bool   // K may hold keys == cannot compare: see mayHoldUncomparable
+	up      *scope // the source's: downstream's unless check
 }
 
 func (d *distinctByObserver[T, K]) OnNext(v T) {
 	k := d.key(v)
-	if d.sc.cancelled() || d.seen == nil {
+	if d.up.cancelled() || d.seen == nil {
 		return
+	}
+	if d.check {
+		if err := uncomparable("DistinctBy", "key", k); err != nil {
+			d.up.cancel()
+			d.OnError(err)
+			return
+		}
 	}
 	if k != k { //nolint:gocritic // true only for NaN and keys holding one
 		if d.seenNaN {
@@ -43,4 +62,4 @@ func (d *distinctByObserver[T, K]) OnNext(v T) {
 }
 func (d *distinctByObserver[T, K]) OnError(err error) { d.seen = nil; d.down.OnError(err) }
 func (d *distinctByObserver[T, K]) OnCompleted()      { d.seen = nil; d.down.OnCompleted() }
-func (d *distinctByObserver[T, K]) rxScope() *scope   { return d.sc }
+func (d *distinctByObserver[T, K]) rxScope() *scope   { return d.up }

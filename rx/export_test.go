@@ -39,7 +39,7 @@ func fusedStages(o Observer[int], out func(Observer[int]) func(int) bool) int {
 func SubjectFuses[T any](s *Subject[T]) bool {
 	if cur := s.list.Load(); cur != nil {
 		for _, sub := range *cur {
-			if sub.next != nil {
+			if sub.step != nil {
 				return true
 			}
 		}

@@ -78,22 +78,22 @@ type op[T any] struct {
 	pass *bool // SkipWhile is passing values
 	tw   *takeWhileObserver[T]
 	take *takeObserver[T]
-	// fresh, for DistinctUntilChanged, reports whether a value differs
-	// from the one before it, and remembers it (stRun): the stage itself,
-	// a pointer in an interface, so that describing the stage allocates
-	// nothing.
+	// fresh, for DistinctUntilChanged, builds the closure and loop form of
+	// the stRun it ends (freshness): the stage itself, a pointer in an
+	// interface, so that describing the stage allocates nothing.
 	fresh freshness[T]
 	// build makes an opStep stage's closure, calling next (or down.OnNext
 	// when next is nil) itself.
 	build func(next func(T) bool, down Observer[T]) func(T) bool
 }
 
-// freshness is DistinctUntilChanged's test as stRun calls it (its == needs
-// a comparable T, which the run over any T has not). stLoop returns the
-// loop form of r, an stRun ending in this stage, compiled for the comparable
-// T (stLoopEq), so that its loop compares in place rather than calling fresh.
+// freshness is DistinctUntilChanged as the last stage of an stRun: its ==
+// needs a comparable T, which the run over any T has not, so the stage
+// builds the run's closure (stStep, for step) and loop form (stLoop) itself,
+// compiled for its comparable T (stStepEq, stLoopEq), comparing in place
+// rather than calling a test per value through an interface.
 type freshness[T any] interface {
-	fresh(v T) bool
+	stStep(r *stRun[T], src *scope) func(T) bool
 	stLoop(r *stRun[T]) func([]T, *scope) bool
 }
 
@@ -269,13 +269,13 @@ func compose[T any](ops []op[T], out func(T) bool, down Observer[T], src *scope)
 			st.next, st.down = next, down
 			switch {
 			case j > 0:
-				next = st.step(nil)
+				next = st.closure(nil)
 			case src != nil:
-				return nil, nil, st.step(src)
+				return nil, nil, st.closure(src)
 			case st.fresh != nil:
-				next, loop = st.step(nil), st.fresh.stLoop(st)
+				next, loop = st.closure(nil), st.fresh.stLoop(st)
 			default:
-				next, loop = st.step(nil), st.loop()
+				next, loop = st.closure(nil), st.loop()
 			}
 		}
 	}
@@ -501,7 +501,7 @@ type stRun[T any] struct {
 	scanSc *scope
 	keep   func(T) bool
 	keepSc *scope
-	fresh  freshness[T] // DistinctUntilChanged: the value differs from the last
+	fresh  freshness[T] // DistinctUntilChanged, which builds the run's closure and loop
 	next   func(T) bool // nil: down.OnNext
 	down   Observer[T]
 }
@@ -579,7 +579,17 @@ func (r *stRun[T]) settle() bool {
 	return r.tw == nil || !r.tw.done
 }
 
-// step returns the run's closure; src as for mfRun.step.
+// closure returns the run's closure; src as for mfRun.step.
+func (r *stRun[T]) closure(src *scope) func(T) bool {
+	if r.fresh != nil {
+		return r.fresh.stStep(r, src)
+	}
+	return r.step(src)
+}
+
+// step returns the closure of a run without DistinctUntilChanged (which
+// builds its own, stStepEq); src as for mfRun.step. step, loop, stStepEq and
+// stLoopEq do the same per value: keep them alike.
 //
 //go:noinline // see compose
 func (r *stRun[T]) step(src *scope) func(T) bool {
@@ -638,15 +648,11 @@ func (r *stRun[T]) step(src *scope) func(T) bool {
 				return false
 			}
 		}
-		if r.fresh != nil && !r.fresh.fresh(v) {
-			return src == nil || !src.done.Load()
-		}
 		if r.next == nil {
 			r.down.OnNext(v)
 		} else if !r.next(v) {
 			return false
 		}
-
 		return src == nil || !src.done.Load()
 	}
 }
@@ -725,6 +731,80 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 			}
 		}
 		return true
+	}
+}
+
+// stStepEq is stRun.step for a run that ends in DistinctUntilChanged d,
+// compiled for a comparable T, as stLoopEq is its loop: d.fresh is inlined
+// rather than called per value through an interface. It is FromSeq's yield
+// and a Subject's step for such a run.
+//
+//go:noinline // see compose
+func stStepEq[T comparable](r *stRun[T], d *distinctObserver[T], src *scope) func(T) bool {
+	return func(v T) bool {
+		if src != nil && src.done.Load() {
+			return false
+		}
+		if r.skipN != nil && *r.skipN > 0 {
+			*r.skipN--
+			return src == nil || !src.done.Load()
+		}
+		if r.skipW != nil && !*r.swPass {
+			if r.skipW(v) || r.swSc.done.Load() {
+				return src == nil || !src.done.Load()
+			}
+			*r.swPass = true
+		}
+		if r.tw != nil {
+			if r.tw.done {
+				return false
+			}
+			ok := r.twKeep(v)
+			if r.twSc.done.Load() { // keep unsubscribed: neither the value nor the end
+				r.tw.done = true
+				return false
+			}
+			if !ok {
+				r.tw.end()
+				return false
+			}
+		}
+		if r.do != nil {
+			r.do(v)
+			if r.doSc.done.Load() {
+				return false
+			}
+		}
+		if r.f != nil {
+			v = r.f(v)
+			if r.fSc.done.Load() {
+				return false
+			}
+		}
+		if r.scan != nil {
+			v = r.scan(*r.acc, v)
+			*r.acc = v
+			if r.scanSc.done.Load() {
+				return false
+			}
+		}
+		if r.keep != nil {
+			if !r.keep(v) {
+				return src == nil || !src.done.Load()
+			}
+			if r.keepSc.done.Load() {
+				return false
+			}
+		}
+		if !d.fresh(v) { // inlined: T is comparable here
+			return src == nil || !src.done.Load()
+		}
+		if r.next == nil {
+			r.down.OnNext(v)
+		} else if !r.next(v) {
+			return false
+		}
+		return src == nil || !src.done.Load()
 	}
 }
 
@@ -1253,8 +1333,11 @@ func (d *distinctObserver[T]) step(next func(T) bool, down Observer[T]) func(T) 
 	}
 }
 
-// stLoop is freshness.stLoop.
+// stLoop and stStep are freshness's.
 func (d *distinctObserver[T]) stLoop(r *stRun[T]) func([]T, *scope) bool { return stLoopEq(r, d) }
+func (d *distinctObserver[T]) stStep(r *stRun[T], src *scope) func(T) bool {
+	return stStepEq(r, d, src)
+}
 
 func (d *doObserver[T]) rxStage() (op[T], Observer[T], bool) {
 	return op[T]{kind: opDo, sc: d.sc, do: d.next}, d.down, true

@@ -30,12 +30,15 @@ type Group[K comparable, T any] struct {
 // dropped, as in Rx.NET). Deliveries into a group are serialised as a
 // Subject's (one OnNext delivers its own value plus at most 64 others').
 // A panicking key function reaches the caller of the source's OnNext and
-// loses that value only.
+// loses that value only. A key holding a dynamic type == cannot compare (K
+// an interface) fails the stream, and every group, with an
+// *UncomparableError.
 func GroupBy[T any, K comparable](src Observable[T], key func(T) K) Observable[Group[K, T]] {
 	mustArg(key == nil, "GroupBy", "function key")
+	check := mayHoldUncomparable[K]()
 	return observableFunc[Group[K, T]](func(down Observer[Group[K, T]]) Subscription {
 		sc := ensureScope(down)
-		g := &grouper[T, K]{down: down, sc: sc, key: key, up: newScope(), groups: map[K]*pinnedSubject[T]{}}
+		g := &grouper[T, K]{down: down, sc: sc, key: key, check: check, up: newScope(), groups: map[K]*pinnedSubject[T]{}}
 		g.pin = newSourcePin(g.up)
 		sc.onCancel(g.pin.release)
 		subscribeIn[T](src, g, g.up)
@@ -49,6 +52,7 @@ type grouper[T any, K comparable] struct {
 	down     Observer[Group[K, T]]
 	sc       *scope
 	key      func(T) K
+	check    bool // K may hold keys == cannot compare: see mayHoldUncomparable
 	up       *scope
 	pin      *sourcePin
 	groups   map[K]*pinnedSubject[T]
@@ -63,6 +67,12 @@ func (g *grouper[T, K]) OnNext(v T) {
 	k := g.key(v)
 	if g.up.cancelled() { // key unsubscribed everything
 		return
+	}
+	if g.check {
+		if err := uncomparable("GroupBy", "key", k); err != nil {
+			g.OnError(err)
+			return
+		}
 	}
 	s, ok := g.groups[k]
 	if !ok {

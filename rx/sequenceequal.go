@@ -9,11 +9,14 @@ package rx
 // a side that gets further ahead fails the stream with an *OverflowError
 // rather than growing memory without bound. A side that emits synchronously
 // inside Subscribe is read in full before the other is subscribed, so compare
-// such sources only when they are shorter than ZipLimit.
+// such sources only when they are shorter than ZipLimit. A value holding a
+// dynamic type == cannot compare (T an interface) fails the stream with an
+// *UncomparableError when it arrives, on either side.
 func SequenceEqual[T comparable](a, b Observable[T]) Observable[bool] {
+	check := mayHoldUncomparable[T]()
 	return observableFunc[bool](func(down Observer[bool]) Subscription {
 		sc := ensureScope(down)
-		q := &seqEqual[T]{down: down, sc: sc, work: sc.child()}
+		q := &seqEqual[T]{down: down, sc: sc, work: sc.child(), check: check}
 		q.mb.h = q
 		sa, sb := q.work.child(), q.work.child()
 		subscribeIn[T](a, &seqEqualSide[T]{q: q, sc: sa}, sa)
@@ -32,10 +35,11 @@ type seqEqualEvent[T any] struct {
 }
 
 type seqEqual[T comparable] struct {
-	down Observer[bool]
-	sc   *scope
-	work *scope
-	mb   mailbox[seqEqualEvent[T]]
+	down  Observer[bool]
+	sc    *scope
+	work  *scope
+	mb    mailbox[seqEqualEvent[T]]
+	check bool // T may hold values == cannot compare: see mayHoldUncomparable
 
 	// read and written by the mailbox handler only: the values of the side
 	// ahead (only one side is ever ahead), and which sides have completed.
@@ -66,6 +70,12 @@ func (q *seqEqual[T]) handle(e seqEqualEvent[T]) {
 			q.end(false, nil)
 		}
 	default:
+		if q.check {
+			if err := uncomparable("SequenceEqual", "value", e.v); err != nil {
+				q.end(false, err)
+				return
+			}
+		}
 		if q.ahead.len() > 0 && q.aheadIsB != e.fromB {
 			if q.ahead.pop() != e.v {
 				q.end(false, nil)

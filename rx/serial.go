@@ -99,10 +99,8 @@ func (m *mailbox[E]) postAs(e E, sc *scope, end bool) {
 		m.postSlow(e, g, sc, end)
 		return
 	}
-	delivered := false
-	defer m.unwind(g, &delivered)
+	defer m.unwind(g)
 	m.h.handle(e)
-	delivered = true
 	m.leave(g)
 }
 
@@ -130,14 +128,17 @@ func (m *mailbox[E]) leave(g uintptr) {
 }
 
 // unwind, deferred by the owner g after take, releases the mailbox when the
-// delivery did not end (*delivered false): a handler that panicked (an
-// observer's OnNext, a user function below) must not leave the mailbox
-// owned by a goroutine that has left it, or every later post would be
-// queued for nobody and producers would wait for room forever. The panic
-// goes on up to the caller; the mailbox is free for the next post
-// (abandon).
-func (m *mailbox[E]) unwind(g uintptr, delivered *bool) {
-	if !*delivered {
+// delivery did not end: a handler that panicked (an observer's OnNext, a
+// user function below) must not leave the mailbox owned by a goroutine that
+// has left it, or every later post would be queued for nobody and producers
+// would wait for room forever. The panic goes on up to the caller; the
+// mailbox is free for the next post (abandon). Whether the delivery ended is
+// read from the owner word, with no flag kept per value: every return
+// through leave has given the mailbox up (its release, or run's, succeeded;
+// run's own deferred abandon covers a panic while it drains), so g still
+// owning it here means leave was not reached.
+func (m *mailbox[E]) unwind(g uintptr) {
+	if m.owner.Load()&^queuedFlag == g {
 		m.abandon(g)
 	}
 }

@@ -24,8 +24,8 @@ func NewSubject[T any]() *Subject[T] {
 
 // OnNext passes v to the current observers. With the mailbox idle (one
 // producer, not from inside a delivery) it delivers at once through the
-// mailbox's fast path (take, emit, leave, with unwind deferred for a panic:
-// see mailbox.take), making no event and no call through the handler
+// mailbox's fast path (take, delivery, leave, with unwind deferred for a
+// panic: see mailbox.take), making no event and no call through the handler
 // interface; otherwise the value is posted as the subjects' other
 // notifications are.
 func (s *Subject[T]) OnNext(v T) {
@@ -37,10 +37,20 @@ func (s *Subject[T]) OnNext(v T) {
 		s.mb.postSlow(subjectEvent[T]{kind: kindNext, v: v}, g, nil, false)
 		return
 	}
-	delivered := false
-	defer s.mb.unwind(g, &delivered)
-	s.emit(v)
-	delivered = true
+	defer s.mb.unwind(g)
+	if cur := s.list.Load(); cur != nil && len(*cur) == 1 {
+		// One subscriber, the common case: delivered here, as emit's
+		// deliver does, with no call into emit's loop (neither is inlined).
+		switch sub := (*cur)[0]; {
+		case sub.sc.cancelled():
+		case sub.step != nil:
+			sub.step(v)
+		default:
+			sub.o.OnNext(v)
+		}
+	} else {
+		s.emit(v)
+	}
 	s.mb.leave(g)
 }
 
@@ -101,17 +111,32 @@ func (s *subjectCore[T]) admit(sub *subscriber[T]) (note[T], bool) {
 }
 
 // subscriber is one observer of a subject, with its subscription's scope
-// and, when the observer is a stage that fuses, its per-value function: a
+// and, when the observer is a stage that fuses, the fused chain's step: a
 // subject delivering a value to a chain of such stages makes one direct call
 // (see fuse.go).
 type subscriber[T any] struct {
 	o    Observer[T]
 	sc   *scope
-	next *fused[T]
+	step func(T) bool // nil: o.OnNext
 }
 
 func newSubscriber[T any](o Observer[T], sc *scope) *subscriber[T] {
-	return &subscriber[T]{o: o, sc: sc, next: fuseOf(o)}
+	sub := &subscriber[T]{o: o, sc: sc}
+	if f := fuseOf(o); f != nil {
+		sub.step = f.step
+	}
+	return sub
+}
+
+// deliver passes v to the subscriber unless it has unsubscribed.
+func (sub *subscriber[T]) deliver(v T) {
+	switch {
+	case sub.sc.cancelled():
+	case sub.step != nil:
+		sub.step(v)
+	default:
+		sub.o.OnNext(v)
+	}
 }
 
 type subjectEvent[T any] struct {
@@ -221,13 +246,7 @@ func (s *subjectCore[T]) emit(v T) {
 		return
 	}
 	for _, sub := range *cur {
-		switch {
-		case sub.sc.cancelled():
-		case sub.next != nil:
-			sub.next.step(v)
-		default:
-			sub.o.OnNext(v)
-		}
+		sub.deliver(v)
 	}
 }
 

@@ -8,10 +8,14 @@ package rx
 // Collect it holds one entry per value until completion, so use it on
 // streams whose length is bounded (Take, TakeUntil or a Timeout bound an
 // open one); the map is the subscriber's once emitted.
+//
+// A key holding a dynamic type == cannot compare (K an interface) fails the
+// stream with an *UncomparableError.
 func ToMap[T any, K comparable, V any](src Observable[T], project func(T) (K, V)) Observable[map[K]V] {
 	mustArg(project == nil, "ToMap", "function project")
+	check := mayHoldUncomparable[K]()
 	return observableFunc[map[K]V](func(down Observer[map[K]V]) Subscription {
-		m := &toMapObserver[T, K, V]{project: project, m: map[K]V{}}
+		m := &toMapObserver[T, K, V]{project: project, m: map[K]V{}, check: check}
 		return startVerdict[T, map[K]V](&m.verdict, down, src, m)
 	})
 }
@@ -20,6 +24,7 @@ type toMapObserver[T any, K comparable, V any] struct {
 	verdict[map[K]V]
 	project func(T) (K, V)
 	m       map[K]V
+	check   bool // K may hold keys == cannot compare: see mayHoldUncomparable
 }
 
 func (t *toMapObserver[T, K, V]) OnNext(v T) {
@@ -29,6 +34,13 @@ func (t *toMapObserver[T, K, V]) OnNext(v T) {
 	k, x := t.project(v)
 	if t.sc.cancelled() {
 		return
+	}
+	if t.check {
+		if err := uncomparable("ToMap", "key", k); err != nil {
+			t.m = nil
+			t.fail(err)
+			return
+		}
 	}
 	if _, dup := t.m[k]; dup {
 		t.m = nil

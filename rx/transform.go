@@ -87,8 +87,13 @@ func (s *scanObserver[T, A]) OnError(err error) { s.down.OnError(err) }
 func (s *scanObserver[T, A]) OnCompleted()      { s.down.OnCompleted() }
 func (s *scanObserver[T, A]) rxScope() *scope   { return s.sc }
 
-// DistinctUntilChanged drops values equal to the one just before them.
+// DistinctUntilChanged drops values equal to the one just before them. A
+// value holding a dynamic type == cannot compare (T an interface) fails the
+// stream with an *UncomparableError.
 func DistinctUntilChanged[T comparable](src Observable[T]) Observable[T] {
+	if mayHoldUncomparable[T]() {
+		return checkedDistinctUntilChanged(src)
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := scopeOf(down)
 		d := &distinctObserver[T]{down: down, sc: sc}

@@ -1,0 +1,59 @@
+package rx
+
+// checkedDistinctUntilChanged is DistinctUntilChanged over a T that may
+// hold a dynamic type == cannot compare (an interface): each value is
+// checked before it is compared, and one that cannot be fails the stream
+// with an *UncomparableError and unsubscribes src. It does not fuse, so the
+// fused loops (stLoopEq) compare only types the compiler has checked.
+func checkedDistinctUntilChanged[T comparable](src Observable[T]) Observable[T] {
+	return observableFunc[T](func(down Observer[T]) Subscription {
+		sc := ensureScope(down)
+		d := &checkedDistinctObserver[T]{down: down, sc: sc, up: sc.child()}
+		subscribeIn[T](src, d, d.up)
+		return sc
+	})
+}
+
+type checkedDistinctObserver[T comparable] struct {
+	down Observer[T]
+	last T
+	seen bool
+	done bool
+	sc   *scope // downstream's
+	up   *scope // the source's
+}
+
+func (d *checkedDistinctObserver[T]) OnNext(v T) {
+	if d.done {
+		return
+	}
+	if err := uncomparable("DistinctUntilChanged", "value", v); err != nil {
+		d.OnError(err)
+		return
+	}
+	if d.seen && v == d.last {
+		return
+	}
+	d.seen, d.last = true, v
+	d.down.OnNext(v)
+}
+
+func (d *checkedDistinctObserver[T]) OnError(err error) {
+	if !d.done {
+		d.done = true
+		d.up.cancel()
+		var zero T
+		d.last = zero
+		d.down.OnError(err)
+	}
+}
+
+func (d *checkedDistinctObserver[T]) OnCompleted() {
+	if !d.done {
+		d.done = true
+		d.up.cancel()
+		d.down.OnCompleted()
+	}
+}
+
+func (d *checkedDistinctObserver[T]) rxScope() *scope { return d.up }
