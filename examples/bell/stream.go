@@ -462,17 +462,24 @@ func eventWriters() int { return min(max(2*runtime.GOMAXPROCS(0), 2), 16) }
 // when its ring cannot be set up, logged once).
 func startWriters(streams int, log *slog.Logger, batch bool) *writers {
 	w := &writers{due: make(chan *eventStream, streams), stop: make(chan struct{}), log: log, batch: batch}
-	var once sync.Once
+	rings := 0
 	for range eventWriters() {
 		var ring *sendbatch.Ring
 		if batch {
 			var err error
-			if ring, err = sendbatch.New(writeBatch); err != nil {
-				once.Do(func() { log.Info("bell: writing each stream with its own system call", "reason", err) })
+			if ring, err = sendbatch.New(writeBatch); err != nil && rings == 0 {
+				log.Info("bell: writing each stream with its own system call", "reason", err)
+				batch = false // the others would fail alike
 			}
+		}
+		if ring != nil {
+			rings++
 		}
 		w.wg.Add(1)
 		go w.run(ring)
+	}
+	if rings > 0 {
+		log.Debug("bell: writing events in io_uring batches", "writers", rings, "batch", writeBatch)
 	}
 	return w
 }
