@@ -6,7 +6,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/meshrx/meshrx/internal/sendbatch"
+	"github.com/meshrx/meshrx/internal/sockbatch"
 )
 
 // Bounds of one writer's batch: the events written with one system call.
@@ -30,12 +30,12 @@ const (
 // descriptor's number reused by another connection under the send. What a
 // batch holds is bounded: writeBatch events and about writeBatchBytes.
 type batch struct {
-	ring   *sendbatch.Ring
+	ring   *sockbatch.Ring
 	broken bool // the ring failed (and closed itself): each stream is written as before
 	log    *slog.Logger
 	buf    bytes.Buffer
 	items  []batchItem
-	sends  []sendbatch.Send
+	sends  []sockbatch.Op
 	spare  bytes.Buffer // a stream without a descriptor is written as before, with this
 }
 
@@ -99,7 +99,7 @@ func (b *batch) flush() {
 		it := &b.items[i]
 		if it.end > it.start {
 			it.send = len(b.sends)
-			b.sends = append(b.sends, sendbatch.Send{B: data[it.start:it.end:it.end]})
+			b.sends = append(b.sends, sockbatch.Op{B: data[it.start:it.end:it.end]})
 		}
 	}
 	var err error
@@ -150,10 +150,10 @@ func (b *batch) result(it *batchItem, event []byte) {
 	}
 	s := b.sends[it.send]
 	switch {
-	case s.Err == sendbatch.ErrNotSent: // the ring failed first: written as before
+	case s.Err == sockbatch.ErrNotSent: // the ring failed first: written as before
 		n, err := es.writeNow(event)
 		es.written(event, n, err, it.done)
-	case s.Err == sendbatch.ErrStuck:
+	case s.Err == sockbatch.ErrStuck:
 		// Whether its socket took the event is unknown: the stream is
 		// no longer coherent, so it ends (its client reconnects).
 		es.reset()

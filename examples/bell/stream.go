@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshrx/meshrx/internal/sendbatch"
+	"github.com/meshrx/meshrx/internal/sockbatch"
 	"github.com/meshrx/meshrx/notifications"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -440,7 +440,7 @@ func (es *eventStream) close() {
 // (writeAtOnce), so a full socket never holds a writer, and a broadcast's
 // writes to many streams run on several cores at once.
 //
-// Where io_uring is available (Linux; see internal/sendbatch) and not
+// Where io_uring is available (Linux; see internal/sockbatch) and not
 // turned off (-write-each), each writer writes the streams waiting in the
 // queue in batches: up to writeBatch events, each to its own socket, in
 // one system call (see batch), with the same outcome per stream as its own
@@ -464,10 +464,10 @@ func startWriters(streams int, log *slog.Logger, batch bool) *writers {
 	w := &writers{due: make(chan *eventStream, streams), stop: make(chan struct{}), log: log, batch: batch}
 	rings := 0
 	for range eventWriters() {
-		var ring *sendbatch.Ring
+		var ring *sockbatch.Ring
 		if batch {
 			var err error
-			if ring, err = sendbatch.New(writeBatch); err != nil && rings == 0 {
+			if ring, err = sockbatch.New(writeBatch); err != nil && rings == 0 {
 				log.Info("bell: writing each stream with its own system call", "reason", err)
 				batch = false // the others would fail alike
 			}
@@ -486,7 +486,7 @@ func startWriters(streams int, log *slog.Logger, batch bool) *writers {
 
 // run writes the queued streams until the writers stop: in batches through
 // ring, or one by one when ring is nil. The ring is closed when run ends.
-func (w *writers) run(ring *sendbatch.Ring) {
+func (w *writers) run(ring *sockbatch.Ring) {
 	defer w.wg.Done()
 	var buf bytes.Buffer
 	var b *batch

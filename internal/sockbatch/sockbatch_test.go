@@ -1,15 +1,15 @@
-package sendbatch_test
+package sockbatch_test
 
 import (
 	"errors"
 	"testing"
 
-	"github.com/meshrx/meshrx/internal/sendbatch"
+	"github.com/meshrx/meshrx/internal/sockbatch"
 )
 
 func TestNewRefusesEntriesOutOfRange(t *testing.T) {
-	for _, n := range []int{-1, 0, sendbatch.MaxEntries + 1} {
-		r, err := sendbatch.New(n)
+	for _, n := range []int{-1, 0, sockbatch.MaxEntries + 1} {
+		r, err := sockbatch.New(n)
 		if err == nil || errors.Is(err, errors.ErrUnsupported) {
 			t.Errorf("New(%d) = %v, %v; want an error about entries", n, r, err)
 		}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sendbatch
+package sockbatch
 
 import (
 	"errors"
@@ -16,16 +16,19 @@ func New(entries int) (*Ring, error) {
 	if entries < 1 || entries > MaxEntries {
 		return nil, badEntries(entries)
 	}
-	return nil, fmt.Errorf("sendbatch: io_uring is Linux only: %w", errors.ErrUnsupported)
+	return nil, fmt.Errorf("sockbatch: io_uring is Linux only: %w", errors.ErrUnsupported)
 }
 
 // Send fails: there is no ring here.
-func (r *Ring) Send(sends []Send) error {
+func (r *Ring) Send(sends []Op) error {
 	for i := range sends {
 		sends[i].N, sends[i].Err = 0, ErrNotSent
 	}
 	return ErrClosed
 }
+
+// Recv fails: there is no ring here.
+func (r *Ring) Recv(ops []Op) error { return r.Send(ops) }
 
 // Close does nothing.
 func (r *Ring) Close() error { return nil }

@@ -1,4 +1,4 @@
-package sendbatch_test
+package sockbatch_test
 
 import (
 	"testing"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sendbatch
+package sockbatch
 
 import (
 	"errors"
@@ -30,6 +30,7 @@ const (
 	offSQEs   = 0x10000000
 
 	opSend = 26 // IORING_OP_SEND
+	opRecv = 27 // IORING_OP_RECV
 
 	msgDontWait = 0x40   // MSG_DONTWAIT: a full socket fails the send with EAGAIN, never queues it
 	msgNoSignal = 0x4000 // MSG_NOSIGNAL: EPIPE, not SIGPIPE
@@ -121,25 +122,25 @@ func New(entries int) (*Ring, error) {
 	if errno != 0 {
 		// ENOSYS: no io_uring; EPERM: disabled by sysctl or refused by
 		// seccomp; EINVAL: a kernel without SUBMIT_ALL (before 5.18).
-		return nil, fmt.Errorf("sendbatch: io_uring_setup: %w (%w)", errno, errors.ErrUnsupported)
+		return nil, fmt.Errorf("sockbatch: io_uring_setup: %w (%w)", errno, errors.ErrUnsupported)
 	}
 	r := &Ring{fd: int(fd), entries: p.sqEntries}
 	syscall.CloseOnExec(r.fd)
 	if p.features&(featSingleMmap|featNoDrop|featExtArg) != featSingleMmap|featNoDrop|featExtArg {
 		r.Close()
-		return nil, fmt.Errorf("sendbatch: io_uring lacks features (have %#x): %w", p.features, errors.ErrUnsupported)
+		return nil, fmt.Errorf("sockbatch: io_uring lacks features (have %#x): %w", p.features, errors.ErrUnsupported)
 	}
 	size := max(p.sqOff.array+p.sqEntries*4, p.cqOff.cqes+p.cqEntries*uint32(unsafe.Sizeof(cqe{})))
 	ring, err := syscall.Mmap(r.fd, offSQRing, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED|syscall.MAP_POPULATE)
 	if err != nil {
 		r.Close()
-		return nil, fmt.Errorf("sendbatch: mapping the rings: %w (%w)", err, errors.ErrUnsupported)
+		return nil, fmt.Errorf("sockbatch: mapping the rings: %w (%w)", err, errors.ErrUnsupported)
 	}
 	r.ring = ring
 	sqeMem, err := syscall.Mmap(r.fd, offSQEs, int(p.sqEntries)*int(unsafe.Sizeof(sqe{})), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED|syscall.MAP_POPULATE)
 	if err != nil {
 		r.Close()
-		return nil, fmt.Errorf("sendbatch: mapping the entries: %w (%w)", err, errors.ErrUnsupported)
+		return nil, fmt.Errorf("sockbatch: mapping the entries: %w (%w)", err, errors.ErrUnsupported)
 	}
 	r.sqeMem = sqeMem
 	r.sqHead = (*uint32)(unsafe.Pointer(&ring[p.sqOff.head]))
@@ -164,12 +165,17 @@ func New(entries int) (*Ring, error) {
 // Err. It returns an error only when the ring itself failed (it is then
 // closed): the sends it did not make have Err ErrNotSent, and any whose
 // completion did not come in time ErrStuck.
-func (r *Ring) Send(sends []Send) error {
+func (r *Ring) Send(sends []Op) error { return r.do(opSend, sends) }
+
+// Recv makes every read of ops once, without waiting, as Send makes sends.
+func (r *Ring) Recv(ops []Op) error { return r.do(opRecv, ops) }
+
+func (r *Ring) do(op uint8, sends []Op) error {
 	var err error
 	for len(sends) > 0 {
 		n := min(len(sends), int(r.entries))
 		if err == nil {
-			err = r.batch(sends[:n])
+			err = r.batch(op, sends[:n])
 		} else {
 			for i := range sends[:n] {
 				sends[i].N, sends[i].Err = 0, ErrNotSent
@@ -181,7 +187,7 @@ func (r *Ring) Send(sends []Send) error {
 }
 
 // batch makes at most r.entries sends with one io_uring_enter.
-func (r *Ring) batch(sends []Send) error {
+func (r *Ring) batch(op uint8, sends []Op) error {
 	if r.closed {
 		for i := range sends {
 			sends[i].N, sends[i].Err = 0, ErrNotSent
@@ -198,7 +204,7 @@ func (r *Ring) batch(sends []Send) error {
 		}
 		e := &r.sqes[(tail+queued)&r.sqMask]
 		*e = sqe{
-			opcode:   opSend,
+			opcode:   op,
 			fd:       int32(s.FD),
 			addr:     uint64(uintptr(unsafe.Pointer(&s.B[0]))),
 			len:      uint32(min(len(s.B), 1<<30)),
@@ -240,7 +246,7 @@ func (r *Ring) batch(sends []Send) error {
 // submitAndReap submits queued entries and reaps their completions,
 // waiting at most completionWait for any not done while they were
 // submitted. It returns how many completed.
-func (r *Ring) submitAndReap(sends []Send, queued uint32) (uint32, error) {
+func (r *Ring) submitAndReap(sends []Op, queued uint32) (uint32, error) {
 	submitted := uint32(0)
 	for submitted < queued {
 		n, _, errno := syscall.Syscall6(sysIOUringEnter, uintptr(r.fd), uintptr(queued-submitted), 0, 0, 0, 0)
@@ -249,10 +255,10 @@ func (r *Ring) submitAndReap(sends []Send, queued uint32) (uint32, error) {
 			continue
 		case errno != 0:
 			done := r.reap(sends)
-			return done, fmt.Errorf("sendbatch: io_uring_enter: %w", errno)
+			return done, fmt.Errorf("sockbatch: io_uring_enter: %w", errno)
 		case n == 0:
 			done := r.reap(sends)
-			return done, errors.New("sendbatch: io_uring_enter submitted nothing")
+			return done, errors.New("sockbatch: io_uring_enter submitted nothing")
 		}
 		submitted += uint32(n)
 	}
@@ -264,7 +270,7 @@ func (r *Ring) submitAndReap(sends []Send, queued uint32) (uint32, error) {
 	for done < queued {
 		left := time.Until(deadline)
 		if left <= 0 {
-			return done, fmt.Errorf("sendbatch: %d of %d sends not completed within %v", queued-done, queued, completionWait)
+			return done, fmt.Errorf("sockbatch: %d of %d operations not completed within %v", queued-done, queued, completionWait)
 		}
 		ts := syscall.NsecToTimespec(int64(left))
 		arg := geteventsArg{ts: uint64(uintptr(unsafe.Pointer(&ts)))}
@@ -273,7 +279,7 @@ func (r *Ring) submitAndReap(sends []Send, queued uint32) (uint32, error) {
 		runtime.KeepAlive(&ts)
 		done += r.reap(sends)
 		if errno != 0 && errno != syscall.EINTR && errno != syscall.ETIME {
-			return done, fmt.Errorf("sendbatch: io_uring_enter (waiting): %w", errno)
+			return done, fmt.Errorf("sockbatch: io_uring_enter (waiting): %w", errno)
 		}
 	}
 	return done, nil
@@ -281,7 +287,7 @@ func (r *Ring) submitAndReap(sends []Send, queued uint32) (uint32, error) {
 
 // reap takes every completion in the ring, setting its send's result, and
 // returns how many it took.
-func (r *Ring) reap(sends []Send) uint32 {
+func (r *Ring) reap(sends []Op) uint32 {
 	head := atomic.LoadUint32(r.cqHead)
 	tail := atomic.LoadUint32(r.cqTail)
 	for h := head; h != tail; h++ {

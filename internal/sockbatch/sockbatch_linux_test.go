@@ -1,6 +1,6 @@
 //go:build linux
 
-package sendbatch_test
+package sockbatch_test
 
 import (
 	"bytes"
@@ -12,14 +12,14 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/meshrx/meshrx/internal/sendbatch"
+	"github.com/meshrx/meshrx/internal/sockbatch"
 )
 
 // newRing is a ring of entries; the test is skipped where io_uring is
 // unavailable (the bell's fallback is tested there, examples/bell).
-func newRing(t *testing.T, entries int) *sendbatch.Ring {
+func newRing(t *testing.T, entries int) *sockbatch.Ring {
 	t.Helper()
-	r, err := sendbatch.New(entries)
+	r, err := sockbatch.New(entries)
 	if errors.Is(err, errors.ErrUnsupported) {
 		t.Skipf("io_uring unavailable here: %v", err)
 	}
@@ -80,11 +80,11 @@ func readN(t *testing.T, f *os.File, n int) []byte {
 func TestABatchWritesEverySocketItsOwnBytesInOneCall(t *testing.T) {
 	r := newRing(t, 256)
 	const streams = 300 // more than the ring's entries: sent in two parts
-	sends := make([]sendbatch.Send, streams)
+	sends := make([]sockbatch.Op, streams)
 	peers := make([]*os.File, streams)
 	for i := range sends {
 		fd, peer := pair(t, 0)
-		sends[i] = sendbatch.Send{FD: fd, B: []byte(fmt.Sprintf("event %d of stream %d\n", i*7, i))}
+		sends[i] = sockbatch.Op{FD: fd, B: []byte(fmt.Sprintf("event %d of stream %d\n", i*7, i))}
 		peers[i] = peer
 	}
 	if err := r.Send(sends); err != nil {
@@ -104,14 +104,14 @@ func TestABatchWritesEverySocketItsOwnBytesInOneCall(t *testing.T) {
 // and every other send of the batch goes. Negative control: without
 // MSG_DONTWAIT the ring keeps the full socket's send waiting (it arms a
 // poll), and Send returns only after completionWait with ErrStuck (run:
-// "sendbatch: 1 of 3 sends not completed within 1s").
+// "sockbatch: 1 of 3 sends not completed within 1s").
 func TestAFullSocketFailsItsOwnSendWithEAGAINAndTheOthersGo(t *testing.T) {
 	r := newRing(t, 8)
 	full, fullPeer := pair(t, 4096)
 	fill(t, full)
 	a, aPeer := pair(t, 0)
 	b, bPeer := pair(t, 0)
-	sends := []sendbatch.Send{{FD: a, B: []byte("to a")}, {FD: full, B: []byte("to the full one")}, {FD: b, B: []byte("to b")}}
+	sends := []sockbatch.Op{{FD: a, B: []byte("to a")}, {FD: full, B: []byte("to the full one")}, {FD: b, B: []byte("to b")}}
 	if err := r.Send(sends); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestASocketWithRoomForPartTakesPartAndSaysHowMuch(t *testing.T) {
 	r := newRing(t, 4)
 	fd, peer := pair(t, 4096)
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB: more than the socket holds
-	sends := []sendbatch.Send{{FD: fd, B: big}}
+	sends := []sockbatch.Op{{FD: fd, B: big}}
 	if err := r.Send(sends); err != nil {
 		t.Fatal(err)
 	}
@@ -178,12 +178,12 @@ func TestASendToAClosedPeerFailsOnlyItsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sends []sendbatch.Send
+	var sends []sockbatch.Op
 	cerr := raw.Control(func(fd uintptr) {
 		// Once the reset has arrived a send fails; until it has, it may
 		// be taken: send until it fails (bounded).
 		for range 1000 {
-			sends = []sendbatch.Send{{FD: int(fd), B: []byte("to the gone peer")}, {FD: ok, B: []byte("ok")}}
+			sends = []sockbatch.Op{{FD: int(fd), B: []byte("to the gone peer")}, {FD: ok, B: []byte("ok")}}
 			if err := r.Send(sends); err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +206,7 @@ func TestASendToAClosedPeerFailsOnlyItsOwn(t *testing.T) {
 func TestABadDescriptorFailsOnlyItsOwnSend(t *testing.T) {
 	r := newRing(t, 8)
 	ok, okPeer := pair(t, 0)
-	sends := []sendbatch.Send{{FD: -1, B: []byte("x")}, {FD: ok, B: []byte("ok")}, {FD: 1 << 20, B: []byte("y")}}
+	sends := []sockbatch.Op{{FD: -1, B: []byte("x")}, {FD: ok, B: []byte("ok")}, {FD: 1 << 20, B: []byte("y")}}
 	if err := r.Send(sends); err != nil {
 		t.Fatal(err)
 	}
@@ -223,13 +223,42 @@ func TestABadDescriptorFailsOnlyItsOwnSend(t *testing.T) {
 func TestAnEmptySendIsNotSubmittedAndAClosedRingRefusesTheBatch(t *testing.T) {
 	r := newRing(t, 2)
 	fd, _ := pair(t, 0)
-	sends := []sendbatch.Send{{FD: fd}, {FD: -1}}
+	sends := []sockbatch.Op{{FD: fd}, {FD: -1}}
 	if err := r.Send(sends); err != nil || sends[0].Err != nil || sends[1].Err != nil {
 		t.Fatalf("empty sends: %v, %+v", err, sends)
 	}
 	r.Close()
-	sends = []sendbatch.Send{{FD: fd, B: []byte("x")}}
-	if err := r.Send(sends); !errors.Is(err, sendbatch.ErrClosed) || sends[0].Err != sendbatch.ErrNotSent {
+	sends = []sockbatch.Op{{FD: fd, B: []byte("x")}}
+	if err := r.Send(sends); !errors.Is(err, sockbatch.ErrClosed) || sends[0].Err != sockbatch.ErrNotSent {
 		t.Fatalf("after Close: %v, %v; want ErrClosed, ErrNotSent", err, sends[0].Err)
+	}
+}
+
+// A batch of reads gives each socket's bytes to its own buffer, EAGAIN
+// for a socket with nothing to read (taking nothing), and 0 bytes with no
+// error for one whose peer closed. Negative control: without MSG_DONTWAIT
+// the read of the empty socket waits in the ring, and Recv returns only
+// after completionWait with ErrStuck.
+func TestARecvBatchReadsEachSocketsOwnBytesAndEAGAINWhereThereAreNone(t *testing.T) {
+	r := newRing(t, 8)
+	a, aPeer := pair(t, 0)
+	empty, _ := pair(t, 0)
+	closed, closedPeer := pair(t, 0)
+	if _, err := aPeer.Write([]byte("for a")); err != nil {
+		t.Fatal(err)
+	}
+	closedPeer.Close()
+	ops := []sockbatch.Op{{FD: a, B: make([]byte, 64)}, {FD: empty, B: make([]byte, 64)}, {FD: closed, B: make([]byte, 64)}}
+	if err := r.Recv(ops); err != nil {
+		t.Fatal(err)
+	}
+	if ops[0].Err != nil || string(ops[0].B[:ops[0].N]) != "for a" {
+		t.Errorf("a: N=%d, Err=%v, %q", ops[0].N, ops[0].Err, ops[0].B[:ops[0].N])
+	}
+	if ops[1].Err != syscall.EAGAIN || ops[1].N != 0 {
+		t.Errorf("the empty socket: N=%d, Err=%v; want 0, EAGAIN", ops[1].N, ops[1].Err)
+	}
+	if ops[2].Err != nil || ops[2].N != 0 {
+		t.Errorf("the closed peer's socket: N=%d, Err=%v; want 0, nil (end of stream)", ops[2].N, ops[2].Err)
 	}
 }
