@@ -22,9 +22,10 @@
 // notification's createdAt, which the bell stamps just before it writes
 // it (same machine, same clock); the times from the start of the request
 // are printed too. Once open, the streams are read by a few goroutines
-// waiting on epoll (-readers), each socket read into one large buffer, so
-// the load client costs a read system call per stream and event and no
-// goroutine per stream; an arrival is timed when epoll reports its socket.
+// waiting on epoll (-readers), the sockets epoll reports read in io_uring
+// batches (one system call per batch; a read(2) per stream with -read-each
+// or where io_uring is unavailable), and no goroutine per stream; an
+// arrival is timed when epoll reports its socket.
 // It ends with
 //
 //	summary: viewers=N admins=M rss_mb=X deliver_p50_ms=X deliver_p99_ms=X broadcast_p50_ms=X broadcast_p99_ms=X
