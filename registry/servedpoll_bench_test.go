@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/registry/client"
 )
@@ -40,16 +41,21 @@ func BenchmarkAServedPoll(b *testing.B) {
 }
 
 // pollFixture is the benchmark's registry: with gated, on a memstore that
-// gates the authentication's node types, read by the authenticator itself.
-func pollFixture(t testing.TB, gated bool) *fixture {
+// gates the authentication's node types, read by the authenticator itself
+// (or through authMesh, when given).
+func pollFixture(t testing.TB, gated bool, authMesh ...func(*memstore.Store) mesh.Store) *fixture {
 	if !gated {
 		return newFixture(t, fixtureOptions{})
 	}
 	store, err := memstore.New(memstore.Options{GatedTypes: []string{auth.KeyIndexNodeType, auth.InstanceNodeType, auth.GrantNodeType}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
+	var m mesh.Store = store
+	for _, wrap := range authMesh {
+		m = wrap(store)
+	}
 	return newFixture(t, fixtureOptions{store: store, server: func(o *ServerOptions) {
-		o.Auth = &auth.Authenticator{Mesh: store, Clock: o.Clock, Ladder: &auth.PlanTierLadder{Mesh: store, Clock: o.Clock}}
+		o.Auth = &auth.Authenticator{Mesh: m, Clock: o.Clock, Ladder: &auth.PlanTierLadder{Mesh: m, Clock: o.Clock}}
 	}})
 }
 
