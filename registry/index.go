@@ -151,18 +151,18 @@ func (c *indexCache) assemble(prev *indexBase, build func(*indexBase) *indexBase
 // re-encodes only the modules whose record or package changed and rebuilds
 // only the segments they fall in: O(changes) encoding, hashing and copying.
 type indexBase struct {
-	gen    indexGeneration // what it was assembled from (zero when not kept)
-	mods   moduleList
-	cat    *catalogState
-	segs   []*segment
-	root   [32]byte // the digest of the listed entries: the ETag
-	etag   string
+	gen  indexGeneration // what it was assembled from (zero when not kept)
+	mods moduleList
+	cat  *catalogState
+	segs []*segment
+	root [32]byte // the digest of the listed entries: the ETag
+	etag string
 	// notModified is the header of every 304 answered for this document:
 	// built with it, shared by those answers and never modified (the
 	// answer's writer copies each value, clipped, into the response).
 	notModified http.Header
-	listed int
-	size   int // bytes of the body
+	listed      int
+	size        int // bytes of the body
 	// changed names the modules whose entry this document added, changed
 	// or removed since the one it was patched from; nil when it was
 	// assembled from nothing.
