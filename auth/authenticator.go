@@ -100,7 +100,7 @@ func (a *Authenticator) Authenticate(header string) rx.Observable[Result] {
 	}
 	digest := keyDigest(key)
 	return rx.Defer(func() rx.Observable[Result] {
-		version, keep := a.securityVersion(context.Background())
+		version, keep := a.securityVersion(context.Background(), a.readBudget())
 		if keep {
 			if res, ok := a.decisions.decided(&digest, version); ok {
 				return a.withRanks(res, &digest)
@@ -121,12 +121,15 @@ func (a *Authenticator) Authenticate(header string) rx.Observable[Result] {
 // would answer, when that needs no leg: a header without a well-formed key
 // (refused, reading nothing), or a key whose kept decision still holds (see
 // DecisionTypes: one read of the store's security version, bounded by
-// ReadBudget and ctx) with the Ladder's ranks at hand (nil Ladder, or its
-// cache fresh). Otherwise ok is false and nothing is decided: subscribe to
-// Authenticate, which runs the legs.
+// ReadBudget, by within when that is shorter, and by ctx) with the Ladder's
+// ranks at hand (nil Ladder, or its cache fresh). Otherwise ok is false and
+// nothing is decided: subscribe to Authenticate, which runs the legs. A
+// caller with a budget of its own passes what is left of it as within, so
+// that the wait for the version does not outlast it; within <= 0 reads
+// nothing and answers only a missing key.
 //
 // It panics, as Authenticate does, when a's Mesh is nil.
-func (a *Authenticator) AuthenticateNow(ctx context.Context, header string) (res Result, ok bool) {
+func (a *Authenticator) AuthenticateNow(ctx context.Context, header string, within time.Duration) (res Result, ok bool) {
 	if a.Mesh == nil {
 		panic("auth: Authenticator.Mesh is nil (a zero Authenticator cannot check keys; set Mesh to the store holding the instances)")
 	}
@@ -134,8 +137,11 @@ func (a *Authenticator) AuthenticateNow(ctx context.Context, header string) (res
 	if !ok {
 		return Result{}, true
 	}
+	if within <= 0 {
+		return Result{}, false
+	}
 	digest := keyDigest(key)
-	version, keep := a.securityVersion(ctx)
+	version, keep := a.securityVersion(ctx, min(within, a.readBudget()))
 	if !keep {
 		return Result{}, false
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
@@ -71,16 +72,16 @@ type keptDecision struct {
 }
 
 // securityVersion reads the store's security version when the store gates
-// DecisionTypes, bounded by the read budget on the Authenticator's clock
-// and by ctx. use is false when no decision may be kept or used: a store
+// DecisionTypes, bounded by budget on the Authenticator's clock and by
+// ctx. use is false when no decision may be kept or used: a store
 // that does not gate them, or a version that could not be read (logged at
 // Debug: the legs then run and say what they find).
-func (a *Authenticator) securityVersion(ctx context.Context) (version int64, use bool) {
+func (a *Authenticator) securityVersion(ctx context.Context, budget time.Duration) (version int64, use bool) {
 	v, ok := a.Mesh.(mesh.SecurityVersioner)
-	if !ok || !a.decisions.coveredBy(ctx, a) {
+	if !ok || !a.decisions.coveredBy(ctx, a, budget) {
 		return 0, false
 	}
-	version, err := a.readSecurityVersion(ctx, v)
+	version, err := a.readSecurityVersion(ctx, v, budget)
 	if err != nil {
 		a.logger().Debug("auth: could not read the security version; reading every leg", "stage", StageSecurityVersion, "error", err)
 		return 0, false
@@ -91,7 +92,7 @@ func (a *Authenticator) securityVersion(ctx context.Context) (version int64, use
 // coveredBy reports whether a's store gates DecisionTypes. A store's gated
 // types are fixed when it is opened, so the answer, once read, is kept; a
 // read that failed is tried again by the next request.
-func (c *decisionCache) coveredBy(ctx context.Context, a *Authenticator) bool {
+func (c *decisionCache) coveredBy(ctx context.Context, a *Authenticator, budget time.Duration) bool {
 	c.mu.Lock()
 	covered := c.covered
 	c.mu.Unlock()
@@ -103,7 +104,7 @@ func (c *decisionCache) coveredBy(ctx context.Context, a *Authenticator) bool {
 		c.setCovered(-1)
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.readBudget())
+	ctx, cancel := a.clock().WithTimeout(ctx, budget)
 	defer cancel()
 	snap, err := r.SecurityNodes(ctx)
 	if err != nil {
@@ -126,10 +127,9 @@ func (c *decisionCache) setCovered(v int8) {
 	c.covered = v
 }
 
-// readSecurityVersion reads the version within the read budget on the
+// readSecurityVersion reads the version within budget on the
 // Authenticator's clock, as FoldSource.readVersion does.
-func (a *Authenticator) readSecurityVersion(ctx context.Context, v mesh.SecurityVersioner) (int64, error) {
-	budget := a.readBudget()
+func (a *Authenticator) readSecurityVersion(ctx context.Context, v mesh.SecurityVersioner, budget time.Duration) (int64, error) {
 	r := versionRead{expired: rx.TimeoutError{Stage: StageSecurityVersion, After: budget}}
 	ctx, r.cancel = context.WithCancelCause(ctx)
 	defer r.cancel(nil)

@@ -28,14 +28,22 @@ type decisionStore struct {
 	gets        atomic.Int64
 	frozen      atomic.Bool  // SecurityVersion answers the version it had when frozen
 	frozenAt    atomic.Int64 // that version
-	failVersion atomic.Bool
-	stallGets   atomic.Bool // every Get never answers
+	failVersion  atomic.Bool
+	stallVersion atomic.Bool // SecurityVersion waits for its context to end
+	stallGets    atomic.Bool // every Get never answers
+	entered      chan string // told the path of each stalled Get as it is subscribed (its bound is armed by then)
 }
 
 func (s *decisionStore) Get(path string) rx.Observable[mesh.Node] {
 	s.gets.Add(1)
 	if s.stallGets.Load() {
-		return rx.Never[mesh.Node]()
+		return rx.Defer(func() rx.Observable[mesh.Node] {
+			select {
+			case s.entered <- path:
+			default:
+			}
+			return rx.Never[mesh.Node]()
+		})
 	}
 	return s.Store.Get(path)
 }
@@ -48,6 +56,9 @@ func (s *decisionStore) SecurityVersion(ctx context.Context) (int64, error) {
 	switch {
 	case s.failVersion.Load():
 		return 0, errors.New("the version row could not be read")
+	case s.stallVersion.Load():
+		<-ctx.Done()
+		return 0, ctx.Err()
 	case s.frozen.Load():
 		return s.frozenAt.Load(), nil
 	}
@@ -73,7 +84,7 @@ func decisionFixture(t testing.TB, gated bool) (*fixture, *decisionStore, *Authe
 	mem, err := memstore.New(memstore.Options{Clock: clk, GatedTypes: types})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = mem.Close() })
-	store := &decisionStore{Store: mem}
+	store := &decisionStore{Store: mem, entered: make(chan string, 16)}
 	f := &fixture{clk: clk, reg: &Instances{Mesh: store, Clock: clk}}
 	ctx := context.Background()
 	for _, tier := range []PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 2}, {ID: "enterprise", Rank: 3, AllAccess: true}} {
@@ -93,7 +104,7 @@ func decisionFixture(t testing.TB, gated bool) (*fixture, *decisionStore, *Authe
 // AuthenticateNow, and the stream when it did not answer.
 func authenticateAsTheRegistry(t testing.TB, a *Authenticator, header string) Result {
 	t.Helper()
-	if res, ok := a.AuthenticateNow(t.Context(), header); ok {
+	if res, ok := a.AuthenticateNow(t.Context(), header, DefaultReadBudget); ok {
 		return res
 	}
 	return first(t, a.Authenticate(header))
@@ -193,16 +204,20 @@ func TestAKeptDecisionIsUsedOnlyAtAVersionReadNowAndOnlyForAKeyThatAuthenticated
 	require.True(t, first(t, a.Authenticate(bearer(f.key))).Authenticated())
 	require.Len(t, a.decisions.kept, 1)
 	store.stallGets.Store(true)
-	res, ok := a.AuthenticateNow(t.Context(), bearer(f.key))
+	res, ok := a.AuthenticateNow(t.Context(), bearer(f.key), DefaultReadBudget)
 	require.True(t, ok, "control: at the kept version no leg is read")
 	require.True(t, res.Authenticated())
 
 	store.failVersion.Store(true)
-	_, ok = a.AuthenticateNow(t.Context(), bearer(f.key))
+	_, ok = a.AuthenticateNow(t.Context(), bearer(f.key), DefaultReadBudget)
 	assert.False(t, ok, "a version that cannot be read decides nothing at once")
 	done := make(chan Result, 1)
 	go func() { done <- first(t, a.Authenticate(bearer(f.key))) }()
-	require.NoError(t, f.clk.BlockUntil(1, bound), "the instance leg's bound is armed")
+	select {
+	case <-store.entered: // the instance leg's bound is armed
+	case <-time.After(bound):
+		require.FailNow(t, "the instance leg was never read")
+	}
 	f.clk.Advance(DefaultReadBudget)
 	select {
 	case res = <-done:
@@ -217,7 +232,7 @@ func TestAKeptDecisionIsUsedOnlyAtAVersionReadNowAndOnlyForAKeyThatAuthenticated
 		require.True(t, first(t, ga.Authenticate(bearer(g.key))).Authenticated())
 	}
 	before := gstore.gets.Load()
-	_, ok = ga.AuthenticateNow(t.Context(), bearer(g.key))
+	_, ok = ga.AuthenticateNow(t.Context(), bearer(g.key), DefaultReadBudget)
 	assert.False(t, ok, "a store that does not gate DecisionTypes: nothing is decided at once")
 	require.True(t, first(t, ga.Authenticate(bearer(g.key))).Authenticated())
 	assert.EqualValues(t, 2, gstore.gets.Load()-before, "its warm key reads its instance and grant")
@@ -232,13 +247,13 @@ func TestAuthenticateNowRefusesAMissingKeyAtOnceWithoutARead(t *testing.T) {
 	f, store, a := decisionFixture(t, false)
 	before := store.gets.Load()
 	for _, h := range []string{"", "Bearer nope", "Basic !!"} {
-		res, ok := a.AuthenticateNow(t.Context(), h)
+		res, ok := a.AuthenticateNow(t.Context(), h, DefaultReadBudget)
 		require.True(t, ok, "%q", h)
 		assert.False(t, res.Authenticated())
 		assert.Empty(t, res.Unavailable)
 	}
 	assert.Zero(t, store.gets.Load()-before)
-	_, ok := a.AuthenticateNow(t.Context(), bearer(f.key))
+	_, ok := a.AuthenticateNow(t.Context(), bearer(f.key), DefaultReadBudget)
 	assert.False(t, ok, "control")
 }
 
@@ -308,7 +323,7 @@ func TestOnPostgreSQLAKeyRevokedThroughOneReplicaIsRefusedByTheNextAuthenticatio
 		for range 3 {
 			require.True(t, authenticateAsTheRegistry(t, a, bearer(key)).Authenticated())
 		}
-		_, ok := a.AuthenticateNow(ctx, bearer(key))
+		_, ok := a.AuthenticateNow(ctx, bearer(key), DefaultReadBudget)
 		require.True(t, ok, "the key's decision is kept")
 		if control {
 			store.freeze(t)
@@ -321,5 +336,38 @@ func TestOnPostgreSQLAKeyRevokedThroughOneReplicaIsRefusedByTheNextAuthenticatio
 		}
 		assert.False(t, res.Authenticated(), "the first authentication on the other replica: %+v", res)
 		assert.Equal(t, RefusedUnknownKey, res.Refused)
+	}
+}
+
+// AuthenticateNow waits for a version read that does not answer no longer
+// than within (a caller's budget shorter than ReadBudget), and then decides
+// nothing; within <= 0 reads nothing. Control: just before within it is
+// still waiting.
+func TestAuthenticateNowWaitsForTheVersionNoLongerThanWithin(t *testing.T) {
+	f, store, a := decisionFixture(t, true)
+	require.True(t, authenticateAsTheRegistry(t, a, bearer(f.key)).Authenticated())
+	_, ok := a.AuthenticateNow(t.Context(), bearer(f.key), 0)
+	assert.False(t, ok, "no time left: nothing read, nothing decided")
+
+	store.stallVersion.Store(true)
+	const within = time.Second
+	done := make(chan bool, 1)
+	go func() {
+		_, ok := a.AuthenticateNow(t.Context(), bearer(f.key), within)
+		done <- ok
+	}()
+	require.NoError(t, f.clk.BlockUntil(1, bound), "the version read's bound is armed")
+	f.clk.Advance(within - time.Millisecond)
+	select {
+	case <-done:
+		require.FailNow(t, "control: the wait ended before within")
+	default:
+	}
+	f.clk.Advance(time.Millisecond)
+	select {
+	case ok := <-done:
+		assert.False(t, ok, "a version that was not read in time decides nothing")
+	case <-time.After(bound):
+		require.FailNow(t, "the version read outlasted within")
 	}
 }

@@ -528,7 +528,7 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 			q.delta = true
 		}
 	}
-	return s.authenticated(r, q.authenticated)
+	return s.authenticated(r, s.indexBudget, q.authenticated)
 }
 
 // indexRequest is one index request: one allocation holds what its steps

@@ -357,7 +357,7 @@ func (s *Server) MetricsHandler() http.Handler { return s.metricsHandler }
 // decision, see auth.DecisionTypes); ok false means it did not, and its
 // Authenticate stream decides.
 type nowAuthenticator interface {
-	AuthenticateNow(ctx context.Context, header string) (res auth.Result, ok bool)
+	AuthenticateNow(ctx context.Context, header string, within time.Duration) (res auth.Result, ok bool)
 }
 
 // authenticated runs next for an authenticated caller and answers the
@@ -366,12 +366,19 @@ type nowAuthenticator interface {
 // authenticator that answers at once is not read as a stream: its stage is
 // entered and finished in the ledger, as a read that answered at once is,
 // and next runs in the same call (a poll's answer is then built a few
-// frames deep, not inside the callbacks of the authentication's legs).
-func (s *Server) authenticated(r *http.Request, next func(auth.Result) rx.Observable[answer.Answer]) rx.Observable[answer.Answer] {
+// frames deep, not inside the callbacks of the authentication's legs). Its
+// wait is bounded by what is left of the route's budget (the Deadline's
+// timer is armed only once the route has returned its stream).
+func (s *Server) authenticated(r *http.Request, budget time.Duration, next func(auth.Result) rx.Observable[answer.Answer]) rx.Observable[answer.Answer] {
 	header := r.Header.Get("Authorization")
 	if now, ok := s.auth.(nowAuthenticator); ok {
-		if res, ok := now.AuthenticateNow(r.Context(), header); ok {
-			if l := answer.LedgerFrom(r.Context()); l != nil {
+		l := answer.LedgerFrom(r.Context())
+		within := budget
+		if l != nil {
+			within -= l.Elapsed()
+		}
+		if res, ok := now.AuthenticateNow(r.Context(), header, within); ok {
+			if l != nil {
 				l.Enter(StageAuthentication).Finish()
 			}
 			return afterAuthentication(r, res, next)
