@@ -25,9 +25,9 @@ import (
 // reads: the negative control) or failing.
 type decisionStore struct {
 	mesh.Store
-	gets        atomic.Int64
-	frozen      atomic.Bool  // SecurityVersion answers the version it had when frozen
-	frozenAt    atomic.Int64 // that version
+	gets         atomic.Int64
+	frozen       atomic.Bool  // SecurityVersion answers the version it had when frozen
+	frozenAt     atomic.Int64 // that version
 	failVersion  atomic.Bool
 	stallVersion atomic.Bool // SecurityVersion waits for its context to end
 	stallGets    atomic.Bool // every Get never answers
