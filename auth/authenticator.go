@@ -49,6 +49,12 @@ const (
 // still lists the hash, is not followed until the first drops it (the
 // Instances functions never write that state: they remove a hash from its
 // instance before its index node).
+// On a store that gates DecisionTypes, a key that authenticated is
+// answered from the decision kept for it while the store's security
+// version is the one read before that decision's legs (see DecisionTypes);
+// a subscription then first reads that version on the subscribing
+// goroutine, bounded by ReadBudget, and runs the legs when it moved or
+// could not be read. AuthenticateNow is the same answer without a stream.
 // The Result's Instance is the request's own copy; its KeyHashes and its
 // Grant's Entries may be shared with other Results and must not be
 // modified.
