@@ -279,7 +279,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 
 	budget := 2 * s.budgets.Operation
-	openCtx, cancel, explain := bounded(ctx, budget, "opening the store (migrate, load schemas, listen)")
+	openCtx, cancel, explain := s.bounded(ctx, budget, "opening the store (migrate, load schemas, listen)")
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(openCtx, cfg)
 	if err != nil {
