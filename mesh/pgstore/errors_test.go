@@ -22,13 +22,16 @@ import (
 // budget cuts nothing. Negative control (run): with bounded on the real
 // clock (context.WithTimeout, main at 658dd9b), virtual time past the
 // budget cut nothing and the test failed with "the read did not fail when
-// the store's clock passed its budget" after testBudget.
+// the store's clock passed its budget" after testBudget. (With the default
+// budgets it passed so: 15s of real time ran out within testBudget.)
 func TestAStalledStatementFailsOnceTheStoresClockPassesItsBudgetNamingWhatItWaitedFor(t *testing.T) {
 	t.Parallel()
 	url := pg.Database(t)
 	clk := rxtest.NewClock()
-	// A FeedCheck longer than the budget: the listener pings nothing meanwhile.
-	s := openStore(t, url, Options{Clock: clk, FeedCheck: time.Hour})
+	// Budgets far longer than the test in real time: only the store's clock
+	// can spend them. A FeedCheck longer still: the listener pings nothing.
+	budgets := mesh.BudgetsFrom(time.Hour)
+	s := openStore(t, url, Options{Clock: clk, Budgets: budgets, FeedCheck: 2 * time.Hour})
 	const path = "acme/Docs/a"
 	put(t, s, mesh.Node{Path: path, NodeType: "Article"})
 	schema, err := SchemaName(mesh.Partition(path))
@@ -47,7 +50,7 @@ func TestAStalledStatementFailsOnceTheStoresClockPassesItsBudgetNamingWhatItWait
 		_, err := rx.First(read, s.Get(path))
 		result <- err
 	}()
-	released := false
+	released, ended := false, false
 	release := func() {
 		if !released {
 			released = true
@@ -57,6 +60,9 @@ func TestAStalledStatementFailsOnceTheStoresClockPassesItsBudgetNamingWhatItWait
 	}
 	defer func() {
 		release()
+		if ended {
+			return
+		}
 		select {
 		case <-result:
 		case <-time.After(testBudget):
@@ -72,10 +78,11 @@ func TestAStalledStatementFailsOnceTheStoresClockPassesItsBudgetNamingWhatItWait
 	require.Eventually(t, func() bool { return waiters() == 1 }, testBudget, 5*time.Millisecond,
 		"the read to wait for the lock")
 
-	budget := mesh.DefaultBudgets().QueryInitial
+	budget := budgets.QueryInitial
 	clk.Advance(budget - time.Nanosecond)
 	select {
 	case err := <-result:
+		ended = true
 		t.Fatalf("the read ended before its budget passed on the store's clock: %v", err)
 	default:
 	}
@@ -85,6 +92,7 @@ func TestAStalledStatementFailsOnceTheStoresClockPassesItsBudgetNamingWhatItWait
 	var got error
 	select {
 	case got = <-result:
+		ended = true
 	case <-time.After(testBudget):
 		release()
 		t.Fatal("the read did not fail when the store's clock passed its budget")
@@ -96,7 +104,7 @@ func TestAStalledStatementFailsOnceTheStoresClockPassesItsBudgetNamingWhatItWait
 	require.ErrorAs(t, got, &spent, "the error says a budget ran out")
 	assert.Equal(t, "reading "+path, spent.What, "and what was waited on")
 	assert.Equal(t, budget, spent.Budget)
-	assert.Contains(t, got.Error(), "no answer within 15s while reading "+path)
+	assert.Contains(t, got.Error(), "no answer within "+budget.String()+" while reading "+path)
 	assert.True(t, errors.Is(got, context.DeadlineExceeded), "a spent budget is a deadline exceeded")
 	require.Eventually(t, func() bool { return waiters() == 0 }, testBudget, 5*time.Millisecond,
 		"the cut read to stop waiting in the server")
