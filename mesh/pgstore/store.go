@@ -27,8 +27,10 @@ import (
 // Options configure a Store. The zero value is ready to use.
 type Options struct {
 	// Clock stamps LastModified, bounds each query's Initial (with
-	// Budgets.QueryInitial) and paces listener reconnects; nil means the
-	// real clock.
+	// Budgets.QueryInitial) and every statement the store runs (a timer of
+	// Clock cancels a statement whose budget is spent: see BudgetError),
+	// times FeedCheck and paces listener reconnects; nil means the real
+	// clock.
 	Clock clock.Clock
 	// Budgets bound the store's waits; the zero value means
 	// mesh.DefaultBudgets. Reads are bounded by QueryInitial, writes by
