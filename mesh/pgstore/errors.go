@@ -41,13 +41,23 @@ func (e *BudgetError) Is(target error) bool { return target == context.DeadlineE
 
 // bounded returns ctx limited to budget on the store's clock, and a function
 // that names the budget in an error caused by it running out (and leaves
-// others alone). The budget is a timer of the clock cancelling the context
-// (cause context.DeadlineExceeded), not a deadline: a virtual clock's
-// instant means nothing to the driver or the dialer, and only the clock
-// says when the budget is spent.
+// others alone). On another clock than the real one (Options.Clock) the
+// budget is a timer of that clock cancelling the context (cause
+// context.DeadlineExceeded), not a deadline: a virtual instant means
+// nothing to the driver, which would take it for a real one (pgxpool
+// copies a deadline into its ping of an idle connection; a dialer gives up
+// at once). On the real clock it is a deadline (same cause), which the
+// driver and the dialer see.
 func (s *Store) bounded(ctx context.Context, budget time.Duration, what string) (context.Context, context.CancelFunc, func(error) error) {
-	inner, cancel := context.WithCancelCause(ctx)
-	stop := afterOn(s.clk, budget, func() { cancel(context.DeadlineExceeded) })
+	var inner context.Context
+	var cancel context.CancelFunc
+	if s.realClock {
+		inner, cancel = context.WithTimeoutCause(ctx, budget, context.DeadlineExceeded)
+	} else {
+		c, cancelCause := context.WithCancelCause(ctx)
+		stop := afterOn(s.clk, budget, func() { cancelCause(context.DeadlineExceeded) })
+		inner, cancel = c, func() { stop(); cancelCause(context.Canceled) }
+	}
 	explain := func(err error) error {
 		// A parent that ended (the caller's context, an enclosing budget)
 		// is not this budget, whatever its cause.
@@ -56,7 +66,7 @@ func (s *Store) bounded(ctx context.Context, budget time.Duration, what string) 
 		}
 		return &BudgetError{What: what, Budget: budget, Err: err}
 	}
-	return inner, func() { stop(); cancel(context.Canceled) }, explain
+	return inner, cancel, explain
 }
 
 // afterOn runs f once, d from now on clk: in the Advance that reaches it on

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -139,4 +140,32 @@ func TestABudgetNamesItselfOnlyWhenItEndedTheWait(t *testing.T) {
 	cancelInner()
 	cancel()
 	assert.Equal(t, 0, clk.Pending(), "a budget's cancel stops its timer")
+}
+
+// A budget on a virtual clock shows the driver no deadline (pgxpool copies
+// one into its ping of an idle connection, and a virtual instant, months
+// before the real one, would fail it at once); on the real clock (Options
+// without a Clock) it is a deadline, which a real timer spends and which
+// names itself as any budget does. Negative control (run): with
+// clk.WithTimeout on the virtual clock the first assertion failed.
+func TestABudgetIsADeadlineOnlyOnTheRealClock(t *testing.T) {
+	virtual := &Store{clk: rxtest.NewClock()}
+	ctx, cancel, _ := virtual.bounded(context.Background(), time.Minute, "reading")
+	_, has := ctx.Deadline()
+	cancel()
+	assert.False(t, has, "no virtual instant reaches the driver")
+
+	onReal := &Store{clk: clock.New(), realClock: true}
+	ctx, cancel, explain := onReal.bounded(context.Background(), time.Millisecond, "reading")
+	defer cancel()
+	_, has = ctx.Deadline()
+	assert.True(t, has, "the real clock's budget is a deadline")
+	select {
+	case <-ctx.Done():
+	case <-time.After(testBudget):
+		t.Fatal("a millisecond's budget did not end the context")
+	}
+	var spent *BudgetError
+	require.ErrorAs(t, explain(errors.New("driver: timeout")), &spent)
+	assert.Equal(t, "reading", spent.What)
 }

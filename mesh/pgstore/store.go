@@ -117,6 +117,7 @@ type Store struct {
 	pool      *pgxpool.Pool
 	listenCfg *pgx.ConnConfig
 	clk       clock.Clock
+	realClock bool // Options.Clock was nil: budgets are deadlines (see bounded)
 	budgets   mesh.Budgets
 	router    *mesh.Router
 	querier   *mesh.Querier
@@ -174,7 +175,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		fences:      newFences(),
 	}
 	if s.clk == nil {
-		s.clk = clock.New()
+		s.clk, s.realClock = clock.New(), true
 	}
 	s.epoch = s.clk.Now()
 	s.senders = newSenders()
