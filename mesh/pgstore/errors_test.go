@@ -168,4 +168,17 @@ func TestABudgetIsADeadlineOnlyOnTheRealClock(t *testing.T) {
 	var spent *BudgetError
 	require.ErrorAs(t, explain(errors.New("driver: timeout")), &spent)
 	assert.Equal(t, "reading", spent.What)
+
+	// The real clock given as Options.Clock takes the timer's way, which
+	// its own timer spends as well.
+	given := &Store{clk: clock.New()}
+	ctx, cancel, explain = given.bounded(context.Background(), time.Millisecond, "writing")
+	defer cancel()
+	select {
+	case <-ctx.Done():
+	case <-time.After(testBudget):
+		t.Fatal("a millisecond's budget on a given real clock did not end the context")
+	}
+	require.ErrorAs(t, explain(errors.New("driver: cancelled")), &spent)
+	assert.Equal(t, "writing", spent.What)
 }
