@@ -253,24 +253,24 @@ func anyWithin(sorted []string, first, last string) bool {
 // between snapshots) is skipped whole, unless the catalog changed a package
 // it may hold: a publication walks the chunks it changed, not every module.
 func patchSegments(prev *indexBase, mods moduleList, cat *catalogState, encode func(landing.Record) ([]byte, [32]byte)) ([]*segment, []string) {
-	// A catalog version after prev's: which packages it changed, or every
-	// one (recheck) when that is not known.
-	var (
-		catChanged map[string]bool
-		catSorted  []string // the same keys, in index order
-	)
+	// A catalog version after prev's: which packages it changed (module
+	// keys, in index order), or every one (recheck) when that is not known.
+	// CompareNames equates two names exactly when their keys are equal, so
+	// the sorted keys are searched with a module's name as it is: no set
+	// beside them, and no key made (allocated) per module.
+	var catSorted []string
 	recheck := false
 	if prev.cat != cat {
 		if cat.changed == nil || cat.version != prev.cat.version+1 {
 			recheck = true
 		} else {
-			catChanged = make(map[string]bool, len(cat.changed))
-			for _, k := range cat.changed {
-				catChanged[k] = true
-			}
 			catSorted = slices.Clone(cat.changed)
 			slices.SortFunc(catSorted, landing.CompareNames)
 		}
+	}
+	catChanged := func(module string) bool {
+		_, found := slices.BinarySearchFunc(catSorted, module, landing.CompareNames)
+		return found
 	}
 	// skippable reports whether a shared chunk holds no module whose
 	// package the catalog changed (cat.changed holds module keys).
@@ -317,10 +317,8 @@ func patchSegments(prev *indexBase, mods moduleList, cat *catalogState, encode f
 			}
 			if o != nil && landing.CompareNames(o.Module, r.Module) == 0 {
 				pi++
-				// moduleKey allocates for a name with capitals: looked up only
-				// when the catalog changed packages (one allocation per module
-				// per assembly was the patch's largest cost at 100,000).
-				if !recheck && o.Module == r.Module && o.Version == r.Version && o.SHA256 == r.SHA256 && (catChanged == nil || !catChanged[moduleKey(r.Module)]) {
+				// Looked up only when the catalog changed packages.
+				if !recheck && o.Module == r.Module && o.Version == r.Version && o.SHA256 == r.SHA256 && (catSorted == nil || !catChanged(r.Module)) {
 					continue
 				}
 				e, leaf := encode(*r)

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/meshrx/meshrx/registry/landing"
@@ -15,7 +16,8 @@ import (
 // served snapshot's patch of its module list, which every publication makes
 // before the index is patched. The list patched is the one a snapshot keeps
 // (the publication's chunk copied, the others shared), so "patch" walks
-// only that chunk.
+// only that chunk. "catalog" is the patch a catalog frame that changed one
+// package makes: the chunk that may hold it is walked.
 func BenchmarkAPublicationAt100000Modules(b *testing.B) {
 	const n = 100_000
 	mods := make([]landing.Record, n)
@@ -52,6 +54,21 @@ func BenchmarkAPublicationAt100000Modules(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			list.patched(content, ps)
+		}
+	})
+	// A catalog frame that changed one package's node (its name and id
+	// keys, as a live frame lists them): the chunk that may hold it is
+	// walked again, the others skipped.
+	changed := maps.Clone(packages)
+	changedKey := moduleKey(mods[n/3].Module)
+	p := changed[changedKey]
+	p.tier = "pro"
+	changed[changedKey] = p
+	catFrame := &catalogState{version: 2, changed: []string{changedKey, changedKey}, packages: newLayered(changed)}
+	b.Run("catalog", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			patchIndex(prev, list, catFrame, "", allows)
 		}
 	})
 	after := patchIndex(prev, next, cat, "", allows)

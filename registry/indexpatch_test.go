@@ -247,3 +247,43 @@ func TestABatchOfPatchesIsAppliedInOneCopyAndAgreesWithPatchingOneByOne(t *testi
 	assert.Equal(t, 4*2+1.0, batch, "one copy of each of the 4 chunks for 100 modules")
 	assert.Equal(t, 100*3.0, oneByOne, "negative control: a copy of a chunk (and of the chunk list) per module")
 }
+
+// A catalog frame names the packages it changed by key (lower case); the
+// patch finds them among modules spelled with capitals, and mixes of
+// them, so a tier change of any spelling reaches the index. Negative
+// control (run): with the changed keys searched by exact spelling
+// (strings.Compare for landing.CompareNames) the patched documents kept
+// the old tiers' entries and the test failed at its first step.
+func TestATierChangeOfAModuleSpelledWithCapitalsIsPatchedIntoTheIndex(t *testing.T) {
+	var mods []landing.Record
+	tiers := map[string]string{}
+	for i := range 600 {
+		name := fmt.Sprintf("Acme.Mod%03d", i)
+		if i%3 == 1 {
+			name = fmt.Sprintf("acme.MOD%03d", i)
+		}
+		mods = append(mods, landing.Record{Module: name, Version: "1.0.0", SHA256: fmt.Sprintf("%064d", i), State: landing.Landed})
+		tiers[moduleKey(name)] = ""
+	}
+	allows := func(_, tier string) bool { return tier == "" }
+	catalog := func(version uint64, changed []string) *catalogState {
+		packages := map[string]catalogPackage{}
+		for k, tier := range tiers {
+			packages[k] = catalogPackage{name: k, tier: tier}
+		}
+		return &catalogState{version: version, changed: changed, packages: newLayered(packages)}
+	}
+	list := newModuleList(mods)
+	cat := catalog(1, nil)
+	prev := patchIndex(nil, list, cat, "", allows)
+	for step, i := range []int{0, 1, 299, 599, 1} {
+		key := moduleKey(mods[i].Module)
+		tiers[key] = map[string]string{"": "pro", "pro": ""}[tiers[key]]
+		cat = catalog(cat.version+1, []string{key, key})
+		next := patchIndex(prev, list, cat, "", allows)
+		full := patchIndex(nil, list, cat, "", allows)
+		require.True(t, string(full.bytes()) == string(next.bytes()), "step %d (%s to %q): the patched document is the full one",
+			step, mods[i].Module, tiers[key])
+		prev = next
+	}
+}

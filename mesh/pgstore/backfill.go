@@ -229,7 +229,7 @@ const backfillAppName = "meshrx-pgstore-backfill"
 // Close, and logs what it did.
 func (s *Store) backfillInBackground() {
 	s.start(func() {
-		ctx, cancel := context.WithTimeout(s.ctx, backfillBudget)
+		ctx, cancel, explain := s.bounded(s.ctx, backfillBudget, "backfilling the folded keys")
 		defer cancel()
 		cfg := s.listenCfg.Copy()
 		cfg.RuntimeParams["application_name"] = backfillAppName
@@ -240,7 +240,7 @@ func (s *Store) backfillInBackground() {
 			s.log.Info("pgstore: key backfill stopped by Close before it started; the next Open resumes it")
 			return
 		case err != nil:
-			s.log.Warn("pgstore: key backfill could not connect; reads stay exact, the next Open resumes it", "err", err)
+			s.log.Warn("pgstore: key backfill could not connect; reads stay exact, the next Open resumes it", "err", explain(err))
 			return
 		}
 		defer s.closeConn(conn)
@@ -250,7 +250,7 @@ func (s *Store) backfillInBackground() {
 			// Whatever the driver made of the cancellation, Close ended it.
 			s.log.Info("pgstore: key backfill stopped by Close; the next Open resumes it", "rows", rep.Rows)
 		case err != nil:
-			s.log.Warn("pgstore: key backfill failed; reads stay exact, the next Open resumes it", "err", err, "rows", rep.Rows)
+			s.log.Warn("pgstore: key backfill failed; reads stay exact, the next Open resumes it", "err", explain(err), "rows", rep.Rows)
 		case rep.Rows > 0 || rep.Indexes > 0:
 			s.log.Info("pgstore: folded keys backfilled", "tables", rep.Tables, "indexes", rep.Indexes, "rows", rep.Rows)
 		}

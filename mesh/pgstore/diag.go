@@ -54,7 +54,7 @@ func (s *Store) LocksHeld(ctx context.Context, q string) (int, error) {
 		return 0, nil
 	}
 	p := planFor(parsed, route.Reach())
-	ctx, cancel, explain := bounded(ctx, s.budgets.QueryInitial, "counting the relation locks of query "+parsed.String())
+	ctx, cancel, explain := s.bounded(ctx, s.budgets.QueryInitial, "counting the relation locks of query "+parsed.String())
 	defer cancel()
 	covered := s.covered(p)
 	existing := s.schemas.existing(covered)

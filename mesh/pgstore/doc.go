@@ -64,7 +64,8 @@
 // each of its reads, before sending what it read, so that no notice older
 // than the read's snapshot can take its result back. After the listener
 // reconnects every live query gets a Reset, never a silent gap. A listener
-// connection silent for Options.FeedCheck is pinged, and one that does not
+// connection that has read nothing for Options.FeedCheck (one timer on the
+// store's clock per connection, not one per notice) is pinged, and one that does not
 // answer within Budgets.QueryInitial is dropped and reconnected: a
 // connection lost without a FIN or RST does not leave Feed saying Connected.
 //

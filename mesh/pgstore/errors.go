@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
 )
 
 // ErrClosed is wrapped by the errors of a Store that has been closed. Reads
@@ -18,7 +20,9 @@ import (
 var ErrClosed = errors.New("pgstore: store is closed")
 
 // BudgetError reports a database wait that used up the budget the store
-// gives it. It is wrapped in a *mesh.UnavailableError.
+// gives it, on the store's clock (Options.Clock). It is wrapped in a
+// *mesh.UnavailableError, and errors.Is reports it as
+// context.DeadlineExceeded.
 type BudgetError struct {
 	What   string // what was waited on
 	Budget time.Duration
@@ -31,17 +35,48 @@ func (e *BudgetError) Error() string {
 
 func (e *BudgetError) Unwrap() error { return e.Err }
 
-// bounded returns ctx limited to budget, and a function that names the
-// budget in an error caused by it running out (and leaves others alone).
-func bounded(ctx context.Context, budget time.Duration, what string) (context.Context, context.CancelFunc, func(error) error) {
-	inner, cancel := context.WithTimeout(ctx, budget)
+// Is reports a BudgetError as context.DeadlineExceeded, which a deadline of
+// the real clock made the driver's error wrap.
+func (e *BudgetError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// bounded returns ctx limited to budget on the store's clock, and a function
+// that names the budget in an error caused by it running out (and leaves
+// others alone). On another clock than the real one (Options.Clock) the
+// budget is a timer of that clock cancelling the context (cause
+// context.DeadlineExceeded), not a deadline: a virtual instant means
+// nothing to the driver, which would take it for a real one (pgxpool
+// copies a deadline into its ping of an idle connection; a dialer gives up
+// at once). On the real clock it is a deadline (same cause), which the
+// driver and the dialer see.
+func (s *Store) bounded(ctx context.Context, budget time.Duration, what string) (context.Context, context.CancelFunc, func(error) error) {
+	var inner context.Context
+	var cancel context.CancelFunc
+	if s.realClock {
+		inner, cancel = context.WithTimeoutCause(ctx, budget, context.DeadlineExceeded)
+	} else {
+		c, cancelCause := context.WithCancelCause(ctx)
+		stop := afterOn(s.clk, budget, func() { cancelCause(context.DeadlineExceeded) })
+		inner, cancel = c, func() { stop(); cancelCause(context.Canceled) }
+	}
 	explain := func(err error) error {
-		if err == nil || ctx.Err() != nil || !errors.Is(inner.Err(), context.DeadlineExceeded) {
+		// A parent that ended (the caller's context, an enclosing budget)
+		// is not this budget, whatever its cause.
+		if err == nil || ctx.Err() != nil || context.Cause(inner) != context.DeadlineExceeded {
 			return err
 		}
 		return &BudgetError{What: what, Budget: budget, Err: err}
 	}
 	return inner, cancel, explain
+}
+
+// afterOn runs f once, d from now on clk: in the Advance that reaches it on
+// a clock that schedules callbacks itself (rx.Scheduler, as rxtest.Clock
+// does), else as clk.AfterFunc. stop reports whether it prevented f.
+func afterOn(clk clock.Clock, d time.Duration, f func()) (stop func() bool) {
+	if sch, ok := clk.(rx.Scheduler); ok {
+		return sch.Schedule(d, f)
+	}
+	return clk.AfterFunc(d, f).Stop
 }
 
 // pgCode returns the SQLSTATE of err, or "".

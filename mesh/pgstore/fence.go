@@ -121,7 +121,7 @@ func (s *Store) sendFences() {
 		n := f.next
 		f.next++
 		f.mu.Unlock()
-		ctx, cancel, explain := bounded(s.ctx, s.budgets.Operation, "sending a live-query fence")
+		ctx, cancel, explain := s.bounded(s.ctx, s.budgets.Operation, "sending a live-query fence")
 		_, err := s.pool.Exec(ctx, "-- fence\nSELECT pg_notify($1, $2)", f.channel, strconv.FormatInt(n, 10))
 		cancel()
 		if err != nil && s.ctx.Err() == nil {

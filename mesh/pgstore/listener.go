@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,7 +17,7 @@ import (
 // connectListener opens the listener's own connection and subscribes it to
 // NotifyChannel, within Budgets.QueryInitial.
 func (s *Store) connectListener(ctx context.Context) (*pgx.Conn, error) {
-	ctx, cancel, explain := bounded(ctx, s.budgets.QueryInitial, "connecting the change listener")
+	ctx, cancel, explain := s.bounded(ctx, s.budgets.QueryInitial, "connecting the change listener")
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, s.listenCfg)
 	if err != nil {
@@ -69,25 +70,26 @@ func (s *Store) listen(conn *pgx.Conn) {
 func (s *Store) receive(conn *pgx.Conn) error {
 	stop := context.AfterFunc(s.ctx, func() { _ = conn.PgConn().Conn().Close() })
 	defer stop()
+	// Notices come when others write, so silence proves nothing: after
+	// FeedCheck without a read the connection is pinged (check). A
+	// connection lost without a FIN or RST thus ends within FeedCheck and
+	// a read's budget, not when TCP keepalive gives up minutes later. (The
+	// listener's connection cancels by deadline, pgx's default, so a wait
+	// cut short leaves it usable.)
+	quiet := s.watchSilence()
+	defer quiet.stop()
 	for {
-		// Notices come when others write, so silence proves nothing: after
-		// FeedCheck without one the connection is pinged (check). A
-		// connection lost without a FIN or RST thus ends within FeedCheck
-		// and a read's budget, not when TCP keepalive gives up minutes
-		// later. (The listener's connection cancels by deadline, pgx's
-		// default, so a wait cut short leaves it usable.)
-		wait, cancel := s.clk.WithTimeout(context.Background(), s.feedCheck)
+		wait := quiet.context()
 		n, err := conn.WaitForNotification(wait)
-		silent := err != nil && wait.Err() != nil
-		cancel()
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return s.ctx.Err()
 			}
-			if silent {
+			if wait.Err() != nil { // silent for FeedCheck
 				if err := s.check(conn); err != nil {
 					return err
 				}
+				quiet.rearm()
 				continue
 			}
 			return err
@@ -102,6 +104,82 @@ func (s *Store) receive(conn *pgx.Conn) error {
 		pid := n.PID
 		s.handle(n.Payload, at, func() bool { return s.senders.trusted(s.clk.Now(), pid) })
 	}
+}
+
+// silence is the listener's bound on a silent connection: one timer on the
+// store's clock while the connection is received, and a context that the
+// timer cancels once the connection has read nothing for FeedCheck. A
+// notice costs it nothing (its read is stamped anyway, lastRead): when the
+// timer fires after a read, it re-arms for what is left of FeedCheck since
+// that read. A busy connection so costs one timer per FeedCheck, not a
+// context and a timer per notice, and a silent one is still cut at
+// FeedCheck after its last read.
+type silence struct {
+	s *Store
+
+	mu        sync.Mutex
+	ctx       context.Context // ends when the connection has been silent for FeedCheck
+	cancel    context.CancelFunc
+	stopTimer func() bool // nil once the timer has cancelled ctx
+	stopped   bool
+}
+
+// watchSilence starts the bound of a connection that has just read.
+func (s *Store) watchSilence() *silence {
+	w := &silence{s: s}
+	w.rearm()
+	return w
+}
+
+// context returns what the listener's wait is bounded by now.
+func (w *silence) context() context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ctx
+}
+
+// rearm starts a new bound, FeedCheck from now: at the start, and after a
+// silence the connection answered (its ping's answer was its last read).
+func (w *silence) rearm() {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopTimer != nil {
+		w.stopTimer()
+	}
+	if w.cancel != nil {
+		w.cancel()
+	}
+	w.ctx, w.cancel = ctx, cancel
+	w.stopTimer = afterOn(w.s.clk, w.s.feedCheck, w.fire)
+}
+
+// fire is the timer: it ends the bound if the connection has not read for
+// FeedCheck, or re-arms for the rest of FeedCheck since its last read.
+func (w *silence) fire() {
+	left := w.s.feedCheck - w.s.sinceStamp(w.s.lastRead.Load())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	if left > 0 {
+		w.stopTimer = afterOn(w.s.clk, left, w.fire)
+		return
+	}
+	w.stopTimer = nil
+	w.cancel()
+}
+
+// stop ends the bound and its timer.
+func (w *silence) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	if w.stopTimer != nil {
+		w.stopTimer()
+	}
+	w.cancel()
 }
 
 // check pings the listener's silent connection, within Budgets.QueryInitial
@@ -163,8 +241,8 @@ func (s *Store) reconnect(cause error) *pgx.Conn {
 		}
 		conn, err := s.connectListener(s.ctx)
 		if err == nil {
-			ctx, cancel := context.WithTimeout(s.ctx, s.budgets.QueryInitial)
-			err = s.schemas.load(ctx, conn)
+			ctx, cancel, explain := s.bounded(s.ctx, s.budgets.QueryInitial, "reloading the node schemas")
+			err = explain(s.schemas.load(ctx, conn))
 			cancel()
 			if err == nil {
 				return conn

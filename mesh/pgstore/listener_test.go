@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -297,13 +298,21 @@ func (p *stallProxy) close() {
 	p.wg.Wait()
 }
 
-// waitCounter is a store's clock that counts the deadlines of length d
-// armed on it: with FeedCheck given a length no budget has, the
-// listener's waits.
+// waitCounter is a store's clock that counts the deadlines and timers of
+// length d armed on it: with FeedCheck given a length no budget has, the
+// listener's bounds on its waits.
 type waitCounter struct {
 	*rxtest.Clock
 	d time.Duration
 	n atomic.Int64
+}
+
+func (c *waitCounter) Schedule(d time.Duration, f func()) (stop func() bool) {
+	stop = c.Clock.Schedule(d, f)
+	if d == c.d {
+		c.n.Add(1)
+	}
+	return stop
 }
 
 func (c *waitCounter) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
@@ -343,4 +352,91 @@ func quiet(t *testing.T, s *Store, clk *rxtest.Clock) {
 		f.mu.Unlock()
 		return next == sent+1 && len(f.want) == 0 && f.seen.Load() >= sent && clk.Pending() == 1
 	}, testBudget, time.Millisecond, "the listener to have received every fence sent")
+}
+
+// The listener's bound on a silent connection is one timer re-armed per
+// FeedCheck, not a context and a timer per notice: many notices arm no
+// timer of FeedCheck's length, and the bound still holds (a silence of
+// FeedCheck is pinged). Negative control (run): with main's wait (one
+// clk.WithTimeout(FeedCheck) per notice, 658dd9b) the first assertion
+// failed with 20 or more waits armed.
+func TestNoticesArmNoTimerOfTheListenersSilenceCheck(t *testing.T) {
+	t.Parallel()
+	const check = 7 * time.Second // a length no budget has: waits counts the listener's
+	clk := rxtest.NewClock()
+	waits := &waitCounter{Clock: clk, d: check}
+	s := openStore(t, pg.Database(t), Options{Clock: waits, FeedCheck: check})
+	put(t, s, mesh.Node{Path: "acme/Docs/seed", NodeType: "Article"})
+	noticed(t, s, 1)
+	quiet(t, s, clk)
+	armed := waits.n.Load()
+	const notices = 20
+	for i := range notices {
+		put(t, s, mesh.Node{Path: fmt.Sprintf("acme/Docs/n%d", i), NodeType: "Article"})
+	}
+	noticed(t, s, 1+notices)
+	assert.Equal(t, armed, waits.n.Load(), "no timer of FeedCheck's length armed by %d notices", notices)
+
+	clk.Advance(check) // silent since the last notice: a ping, then a new bound
+	require.Eventually(t, func() bool { return waits.n.Load() > armed }, testBudget, time.Millisecond,
+		"the listener's new bound after an answered ping")
+	assert.Zero(t, s.Stats().Reconnects)
+}
+
+// The silence that makes the listener ping is counted from the
+// connection's last read, not from when the bound was armed: a notice read
+// 4s into a 7s FeedCheck moves the ping to 11s. Negative control (run):
+// with the timer ending the bound when it fires, without looking at the
+// last read, the ping went out at 7s and the test failed ("7s" not "11s").
+func TestTheListenerPingsAFeedCheckAfterTheConnectionsLastRead(t *testing.T) {
+	t.Parallel()
+	const check = 7 * time.Second
+	clk := rxtest.NewClock()
+	pings := &deadlineRecorder{Clock: clk, d: mesh.DefaultBudgets().QueryInitial}
+	// Migrated by a store of its own, so that the store under test starts
+	// no key backfill, whose connection's close would arm such a deadline.
+	url := pg.Database(t)
+	require.NoError(t, openStore(t, url, Options{}).Close())
+	s := openStore(t, url, Options{Clock: pings, FeedCheck: check, SkipMigrate: true})
+	quiet(t, s, clk)
+	clk.Advance(4 * time.Second)
+	put(t, s, mesh.Node{Path: "acme/Docs/a", NodeType: "Article"})
+	noticed(t, s, 1)
+	quiet(t, s, clk)
+	clk.Advance(3 * time.Second) // FeedCheck since the bound was armed, 3s since the last read
+	// A ping would arm its budget before anything else happens on the
+	// clock: wait until only the listener's bound is armed.
+	quiet(t, s, clk)
+	clk.Advance(4*time.Second - time.Nanosecond)
+	quiet(t, s, clk)
+	clk.Advance(time.Nanosecond)
+	require.Eventually(t, func() bool { return len(pings.times()) > 0 }, testBudget, time.Millisecond, "the ping")
+	assert.Equal(t, []time.Duration{11 * time.Second}, pings.times(), "pinged once, a FeedCheck after the last read")
+}
+
+// deadlineRecorder is a store's clock that records when (time since its
+// start) deadlines of length d were armed with WithTimeout: with d =
+// Budgets.QueryInitial, the listener's pings (reads arm their budgets as
+// timers).
+type deadlineRecorder struct {
+	*rxtest.Clock
+	d time.Duration
+
+	mu sync.Mutex
+	at []time.Duration
+}
+
+func (c *deadlineRecorder) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d == c.d {
+		c.mu.Lock()
+		c.at = append(c.at, c.Elapsed())
+		c.mu.Unlock()
+	}
+	return c.Clock.WithTimeout(parent, d)
+}
+
+func (c *deadlineRecorder) times() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.at)
 }

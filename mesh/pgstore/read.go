@@ -64,7 +64,7 @@ func (s *Store) get(ctx context.Context, path string) (mesh.Node, bool, error) {
 		}
 		return mesh.Node{}, false, err
 	}
-	ctx, cancel, explain := bounded(ctx, s.budgets.QueryInitial, "reading "+path)
+	ctx, cancel, explain := s.bounded(ctx, s.budgets.QueryInitial, "reading "+path)
 	defer cancel()
 	ns, id := mesh.SplitPath(path)
 	n, err := scanNode(s.pool.QueryRow(ctx, `SELECT `+nodeColumns+` FROM `+
@@ -208,7 +208,7 @@ func (s *Store) selectRows(ctx context.Context, q *mesh.Query, tables, schemas [
 // the read, so the read is never short; a schema that does not exist holds
 // nothing and is not read.
 func (s *Store) read(ctx context.Context, q *mesh.Query, p plan) ([]mesh.Node, []string, error) {
-	ctx, cancel, explain := bounded(ctx, s.budgets.QueryInitial, "reading query "+q.String())
+	ctx, cancel, explain := s.bounded(ctx, s.budgets.QueryInitial, "reading query "+q.String())
 	defer cancel()
 	covered := s.covered(p)
 	existing := s.schemas.existing(covered)
@@ -390,7 +390,7 @@ func (s *Store) pointRead(ctx context.Context, paths []string) (map[string]mesh.
 		args = append(args, groups[w])
 		fmt.Fprintf(&sql, "SELECT %s FROM %s WHERE path = ANY($%d)", nodeColumns, pgx.Identifier{w.schema, w.table}.Sanitize(), len(args))
 	}
-	ctx, cancel, explain := bounded(ctx, s.budgets.QueryInitial, "re-reading written nodes")
+	ctx, cancel, explain := s.bounded(ctx, s.budgets.QueryInitial, "re-reading written nodes")
 	defer cancel()
 	s.pointReads.Add(1)
 	rows, err := s.pool.Query(ctx, sql.String(), args...)

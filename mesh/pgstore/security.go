@@ -23,7 +23,7 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 	if s.isClosed() {
 		return mesh.SecuritySnapshot{}, unavailable(op, ErrClosed)
 	}
-	ctx, cancel, explain := bounded(ctx, s.budgets.Permission, "reading the security fold")
+	ctx, cancel, explain := s.bounded(ctx, s.budgets.Permission, "reading the security fold")
 	defer cancel()
 	// One statement, so the version and the rows come from one snapshot; the
 	// one-row version table is joined, not a second read.
@@ -62,7 +62,7 @@ func (s *Store) SecurityVersion(ctx context.Context) (int64, error) {
 	if s.isClosed() {
 		return 0, unavailable(op, ErrClosed)
 	}
-	ctx, cancel, explain := bounded(ctx, s.budgets.Permission, "reading the security fold version")
+	ctx, cancel, explain := s.bounded(ctx, s.budgets.Permission, "reading the security fold version")
 	defer cancel()
 	var version int64
 	if err := s.pool.QueryRow(ctx, `SELECT version FROM public.security_fold_version`).Scan(&version); err != nil {

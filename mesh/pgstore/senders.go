@@ -160,7 +160,7 @@ func (s *Store) lookUpSenders() {
 		case pid = <-s.senders.ask:
 		}
 		gen, start := s.senders.begin(), s.clk.Now()
-		ctx, cancel, explain := bounded(s.ctx, s.budgets.QueryInitial, "looking up the role of a change notice's sender")
+		ctx, cancel, explain := s.bounded(s.ctx, s.budgets.QueryInitial, "looking up the role of a change notice's sender")
 		var ok, found bool
 		err := s.pool.QueryRow(ctx, `-- sender
 			SELECT coalesce(bool_and(usename = session_user), false), count(*) > 0

@@ -27,8 +27,10 @@ import (
 // Options configure a Store. The zero value is ready to use.
 type Options struct {
 	// Clock stamps LastModified, bounds each query's Initial (with
-	// Budgets.QueryInitial) and paces listener reconnects; nil means the
-	// real clock.
+	// Budgets.QueryInitial) and every statement the store runs (a timer of
+	// Clock cancels a statement whose budget is spent: see BudgetError),
+	// times FeedCheck and paces listener reconnects; nil means the real
+	// clock.
 	Clock clock.Clock
 	// Budgets bound the store's waits; the zero value means
 	// mesh.DefaultBudgets. Reads are bounded by QueryInitial, writes by
@@ -115,6 +117,7 @@ type Store struct {
 	pool      *pgxpool.Pool
 	listenCfg *pgx.ConnConfig
 	clk       clock.Clock
+	realClock bool // Options.Clock was nil: budgets are deadlines (see bounded)
 	budgets   mesh.Budgets
 	router    *mesh.Router
 	querier   *mesh.Querier
@@ -172,7 +175,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		fences:      newFences(),
 	}
 	if s.clk == nil {
-		s.clk = clock.New()
+		s.clk, s.realClock = clock.New(), true
 	}
 	s.epoch = s.clk.Now()
 	s.senders = newSenders()
@@ -279,7 +282,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 
 	budget := 2 * s.budgets.Operation
-	openCtx, cancel, explain := bounded(ctx, budget, "opening the store (migrate, load schemas, listen)")
+	openCtx, cancel, explain := s.bounded(ctx, budget, "opening the store (migrate, load schemas, listen)")
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(openCtx, cfg)
 	if err != nil {

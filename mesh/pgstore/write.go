@@ -70,7 +70,7 @@ func (s *Store) put(ctx context.Context, n mesh.Node, expected int64) (mesh.Node
 		return mesh.Node{}, fmt.Errorf("pgstore: put %q: %w", n.Path, ErrClosed)
 	}
 	op := "put " + n.Path
-	ctx, cancel, explain := bounded(ctx, s.budgets.Operation, op)
+	ctx, cancel, explain := s.bounded(ctx, s.budgets.Operation, op)
 	defer cancel()
 
 	var stored mesh.Node
@@ -263,7 +263,7 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 		return fmt.Errorf("pgstore: delete %q: %w", path, ErrClosed)
 	}
 	op := "delete " + path
-	ctx, cancel, explain := bounded(ctx, s.budgets.Operation, op)
+	ctx, cancel, explain := s.bounded(ctx, s.budgets.Operation, op)
 	defer cancel()
 	ns, id := mesh.SplitPath(path)
 	_, err = s.pool.Exec(ctx, `DELETE FROM `+pgx.Identifier{schema, mesh.TableFor(path)}.Sanitize()+

@@ -43,8 +43,12 @@ const maxUninstallsPerPoll = 16
 // a removal"). So a plugin this Reconciler applied that the index stops
 // listing is uninstalled (Uninstall), but safely:
 //
-//   - only plugins this Reconciler applied (Status's Applied, kept in
-//     memory), never another plugin of the consumer;
+//   - only plugins this Reconciler applied (Status's Applied), never
+//     another plugin of the consumer. Applied is kept in memory, so a
+//     Reconciler that starts anew (the consumer restarted) knows nothing
+//     it applied before, and keeps a plugin dropped meanwhile for good;
+//     with Installed it starts from what the installer says is installed,
+//     and such a plugin is uninstalled like any other;
 //   - only once every index read for UninstallAfter (default 15m) has left
 //     it out: a registry replica that does not yet know a package's tier
 //     serves it to nobody until it does (fail closed), and such a passing
@@ -93,6 +97,20 @@ type Reconciler struct {
 	// UninstallAfter is how long a plugin must be missing from every index
 	// read before it is uninstalled. Default 15m.
 	UninstallAfter time.Duration
+	// Installed, if set, lists the plugins installed now (plugin name to
+	// version) as Apply and Uninstall left them: the installer's own record,
+	// such as the directory Apply unpacks bundles into. Run starts from it
+	// instead of from nothing: it reads it before its first poll (a poll
+	// whose read fails fails, step "installed", and the next poll reads it
+	// again) and takes it as Applied. So a restarted consumer uninstalls a
+	// plugin the index stopped listing while it was down (once missing for
+	// UninstallAfter from its first index read; the time it was down does
+	// not count), and downloads nothing already installed at the listed
+	// version. Every plugin it lists is the Reconciler's to uninstall: it
+	// must list only what Apply installed, each name once (two names equal
+	// without case are refused). It must honour ctx. nil means Applied is
+	// kept in memory only (see above).
+	Installed func(ctx context.Context) (map[string]string, error)
 
 	mu      sync.Mutex
 	status  ReconcilerStatus
@@ -103,7 +121,10 @@ type Reconciler struct {
 	missingTag string
 	etag       string // of the last index applied in full
 	running    bool
-	gauges     StatusGauges // Gauges while Run runs
+	// known says Applied holds what Installed listed, read since Run began
+	// (always true without Installed).
+	known  bool
+	gauges StatusGauges // Gauges while Run runs
 }
 
 // missingPlugin is an applied plugin the index stopped listing.
@@ -135,7 +156,7 @@ type ReconcilerStatus struct {
 // ReconcileError reports one step of a poll that failed: reading the index,
 // or downloading, verifying or applying one bundle.
 type ReconcileError struct {
-	Step    string // "index", "download", "verify", "apply" or "uninstall"
+	Step    string // "installed", "index", "download", "verify", "apply" or "uninstall"
 	Plugin  string // "" for the index
 	Version string
 	Err     error
@@ -255,6 +276,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		return errors.New("registry: the Reconciler is already running")
 	}
 	r.running = true
+	r.known = r.Installed == nil
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
@@ -313,6 +335,9 @@ func (r *Reconciler) poll(ctx context.Context, cfg reconcilerConfig) (Reconciler
 
 // reconcile reads the index and installs what is new, returning what failed.
 func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []error {
+	if err := r.readInstalled(ctx); err != nil {
+		return []error{err}
+	}
 	r.mu.Lock()
 	etag := r.etag
 	r.mu.Unlock()
@@ -379,6 +404,48 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 		r.mu.Unlock()
 	}
 	return failures
+}
+
+// readInstalled takes what Installed lists as Applied, unless it has done
+// so since Run began (or there is no Installed).
+func (r *Reconciler) readInstalled(ctx context.Context) error {
+	r.mu.Lock()
+	known := r.known
+	r.mu.Unlock()
+	if known {
+		return nil
+	}
+	fail := func(err error) error { return &ReconcileError{Step: "installed", Err: budgetCause(ctx, err)} }
+	got, err := r.Installed(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	folded := make(map[string]string, len(got))
+	for p := range got {
+		if strings.TrimSpace(p) == "" {
+			return fail(errors.New("Reconciler.Installed lists a plugin with an empty name"))
+		}
+		key := strings.ToLower(p)
+		if q, dup := folded[key]; dup {
+			a, b := min(p, q), max(p, q)
+			return fail(fmt.Errorf("Reconciler.Installed lists %q and %q, one plugin to the registry (names are compared without case)", a, b))
+		}
+		folded[key] = p
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status.Applied = maps.Clone(got)
+	if r.status.Applied == nil {
+		r.status.Applied = map[string]string{}
+	}
+	for p := range r.missing {
+		if _, ok := r.status.Applied[p]; !ok {
+			delete(r.missing, p)
+		}
+	}
+	// Read the index in full: a 304 would skip what the installer lacks.
+	r.etag, r.known = "", true
+	return nil
 }
 
 // appliedKey is the spelling under which applied holds plugin, compared

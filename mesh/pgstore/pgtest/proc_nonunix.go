@@ -2,11 +2,7 @@
 
 package pgtest
 
-import (
-	"errors"
-	"os"
-	"syscall"
-)
+import "syscall"
 
 // credential is the OS user the server programs run as; outside Unix they
 // always run as this process's user.
@@ -23,19 +19,6 @@ func toolProcAttr(*credential) *syscall.SysProcAttr { return nil }
 
 // signalProcess cannot signal outside Unix.
 func signalProcess(int, syscall.Signal) error { return ErrNoSignals }
-
-// processExists reports whether a process with this id can be found. Any
-// error counts as existing (the OS may refuse to open a live process), so
-// the reaper never removes the directory of a process it could not look
-// at: a crashed test binary's directory may then stay behind.
-func processExists(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	_ = p.Release()
-	return true
-}
 
 // isServerOf cannot tell without /proc, so the reaper never signals a process.
 func isServerOf(pid int, dataDir string) bool { return false }
