@@ -125,7 +125,9 @@ func subjectOver(e *env, s interface {
 }
 
 // table lists every exported function of package rx.
-func table() []entry { return append(append(tableBase(), tableOps1()...), tableOps2()...) }
+func table() []entry {
+	return append(append(append(tableBase(), tableOps1()...), tableOps2()...), tableAny()...)
+}
 func tableBase() []entry {
 	return []entry{
 		{name: "All", flags: consumer, consume: func(ctx context.Context, src rx.Observable[int]) error {
