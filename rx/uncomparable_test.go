@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"go/ast"
+	"go/parser"
+	"go/token"
 	"reflect"
 	"slices"
 	"sort"
@@ -267,21 +269,94 @@ func TestThePairComparingOperatorsFailOnlyWhereGoEqualityWouldPanic(t *testing.T
 
 // comparingFuncs returns the exported functions of package rx with a type
 // parameter constrained by comparable.
-func comparingFuncs(t *testing.T) []string {
-	var out []string
-	for _, fd := range exportedFuncs(t) {
-		if fd.Type.TypeParams == nil {
-			continue
+func comparingFuncs(t *testing.T) []string { return comparingFuncsIn(rxFiles(t)) }
+
+// comparingFuncsIn returns the exported functions of files with a type
+// parameter whose constraint is comparable, an interface embedding it
+// (interface{ comparable }), or an interface type of files embedding it
+// (type eq interface{ comparable }), at any depth. A constraint from
+// another package (cmp.Ordered) is not followed: its types are not
+// interfaces, so == on them cannot panic.
+func comparingFuncsIn(files []*ast.File) []string {
+	named := map[string]ast.Expr{}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			if gd, ok := d.(*ast.GenDecl); ok {
+				for _, sp := range gd.Specs {
+					if ts, ok := sp.(*ast.TypeSpec); ok {
+						named[ts.Name.Name] = ts.Type
+					}
+				}
+			}
 		}
-		for _, p := range fd.Type.TypeParams.List {
-			if id, ok := p.Type.(*ast.Ident); ok && id.Name == "comparable" {
-				out = append(out, fd.Name.Name)
-				break
+	}
+	var embeds func(e ast.Expr, seen map[string]bool) bool
+	embeds = func(e ast.Expr, seen map[string]bool) bool {
+		switch e := e.(type) {
+		case *ast.Ident:
+			if e.Name == "comparable" {
+				return true
+			}
+			if def, ok := named[e.Name]; ok && !seen[e.Name] {
+				seen[e.Name] = true
+				return embeds(def, seen)
+			}
+		case *ast.ParenExpr:
+			return embeds(e.X, seen)
+		case *ast.InterfaceType:
+			for _, m := range e.Methods.List {
+				if len(m.Names) == 0 && embeds(m.Type, seen) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, f := range files {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv != nil || !fd.Name.IsExported() || fd.Type.TypeParams == nil {
+				continue
+			}
+			for _, p := range fd.Type.TypeParams.List {
+				if embeds(p.Type, map[string]bool{}) {
+					out = append(out, fd.Name.Name)
+					break
+				}
 			}
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestTheComparingTableFindsComparableInsideAConstraint: the reader of
+// TestEveryComparingRxOperatorIsInTheUncomparableTable also finds a type
+// parameter constrained by interface{ comparable } or by a named
+// constraint embedding comparable (directly or through another), and not
+// one constrained by any or by an interface without it. Negative control,
+// run: the earlier reader (comparable as the constraint's identifier only)
+// found [Plain] here, missing Inline, Named and Deep.
+func TestTheComparingTableFindsComparableInsideAConstraint(t *testing.T) {
+	const src = `package p
+type eq interface{ comparable }
+type deeper interface{ eq; String() string }
+type other interface{ String() string }
+func Plain[T comparable](T)                  {}
+func Inline[K any, T interface{ comparable }](K, T) {}
+func Named[T eq](T)                          {}
+func Deep[T deeper](T)                       {}
+func Loose[T any, U other](T, U)             {}
+func inline[T comparable](T)                 {}
+`
+	f, err := parser.ParseFile(token.NewFileSet(), "p.go", src, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(comparingFuncsIn([]*ast.File{f})); got != "[Deep Inline Named Plain]" {
+		t.Errorf("found %s, want [Deep Inline Named Plain]", got)
+	}
 }
 
 // missingComparing returns the functions of funcs not named in ops.
