@@ -45,10 +45,11 @@ func (e *UncomparableError) Error() string {
 
 // equalChecked is a == b for the operators that compare pairs over a T
 // that mayHoldUncomparable reports, with the error of operator op (a as
-// what, b as with) where that == panics instead of the panic. Which == panic
-// depends on both dynamic types and on the order the compiled == takes
-// through a struct, so the == itself is the check: its runtime panic is
-// recovered. Values that compare cost a deferred call, no allocation.
+// what, b as with) where that == panics instead of the panic. Whether ==
+// panics depends on both dynamic types and on where == stops in an array
+// (at the first unequal element), so the == itself is the check: its
+// runtime panic is recovered. Values that compare cost a deferred call, no
+// allocation.
 func equalChecked[T comparable](op, what, with string, a, b T) (eq bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {

@@ -209,6 +209,9 @@ func pairCases() []pairCase {
 		{"DistinctUntilChanged-over-structs-of-different-dynamic-types", func(ctx context.Context) (any, error) {
 			return rx.Collect(ctx, rx.DistinctUntilChanged(rx.Of(box{1}, box{[]int{1}}, box{"a"}, box{"a"})))
 		}, []box{{1}, {[]int{1}}, {"a"}}, ""},
+		{"DistinctUntilChanged-over-arrays-unequal-before-their-slices", func(ctx context.Context) (any, error) {
+			return rx.Collect(ctx, rx.DistinctUntilChanged(rx.Of([2]any{1, []int{1}}, [2]any{2, []int{1}})))
+		}, [][2]any{{1, []int{1}}, {2, []int{1}}}, ""},
 		{"Contains-finds-99-past-a-slice", func(ctx context.Context) (any, error) {
 			return rx.First(ctx, rx.Contains(rx.Of[any](1, []int{3}, 99), any(99)))
 		}, true, ""},
@@ -241,8 +244,8 @@ func pairCases() []pairCase {
 // where one does, they fail with an *UncomparableError naming []int and
 // both sides. Negative control, run: with the strict check of 8a79117 (the
 // three operators' files at 8a79117, which fail on any value holding an
-// uncomparable type) the first six cases end in an *UncomparableError, and
-// the last four name no other side.
+// uncomparable type) the first seven cases end in an *UncomparableError,
+// and the last four name no other side.
 func TestThePairComparingOperatorsFailOnlyWhereGoEqualityWouldPanic(t *testing.T) {
 	for _, c := range pairCases() {
 		t.Run(c.name, func(t *testing.T) {
