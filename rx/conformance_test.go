@@ -125,7 +125,9 @@ func subjectOver(e *env, s interface {
 }
 
 // table lists every exported function of package rx.
-func table() []entry { return append(append(tableBase(), tableOps1()...), tableOps2()...) }
+func table() []entry {
+	return append(append(append(tableBase(), tableOps1()...), tableOps2()...), tableAny()...)
+}
 func tableBase() []entry {
 	return []entry{
 		{name: "All", flags: consumer, consume: func(ctx context.Context, src rx.Observable[int]) error {
@@ -830,12 +832,26 @@ func TestEveryExportedRxFunctionHasAConformanceEntry(t *testing.T) {
 // methods) in package rx's non-test sources.
 func exportedFuncs(t *testing.T) []*ast.FuncDecl {
 	t.Helper()
+	var out []*ast.FuncDecl
+	for _, file := range rxFiles(t) {
+		for _, d := range file.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.IsExported() {
+				out = append(out, fd)
+			}
+		}
+	}
+	return out
+}
+
+// rxFiles parses package rx's non-test sources.
+func rxFiles(t *testing.T) []*ast.File {
+	t.Helper()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fset := token.NewFileSet()
-	var out []*ast.FuncDecl
+	var out []*ast.File
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -848,11 +864,7 @@ func exportedFuncs(t *testing.T) []*ast.FuncDecl {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range file.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.IsExported() {
-				out = append(out, fd)
-			}
-		}
+		out = append(out, file)
 	}
 	return out
 }

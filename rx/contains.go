@@ -2,17 +2,13 @@ package rx
 
 // Contains emits true as soon as src emits a value equal to v (src is then
 // unsubscribed) and false if src completes without one, as Rx.NET's
-// Contains. Equality is Go's ==, so a NaN is never found. A v, or a value,
-// holding a dynamic type == cannot compare (T an interface) fails the
-// stream with an *UncomparableError: v at subscription, a value when it
-// arrives.
+// Contains. Equality is Go's ==, so a NaN is never found. Over an
+// interface T, a value of another dynamic type than v is unequal to it, as
+// for ==; a value that == cannot compare with v (both hold the same
+// uncomparable dynamic type, on which == panics) fails the stream with an
+// *UncomparableError when it arrives.
 func Contains[T comparable](src Observable[T], v T) Observable[bool] {
 	check := mayHoldUncomparable[T]()
-	if check {
-		if err := uncomparable("Contains", "argument v", v); err != nil {
-			return fail[bool](err)
-		}
-	}
 	return observableFunc[bool](func(down Observer[bool]) Subscription {
 		c := &containsObserver[T]{v: v, check: check}
 		return startVerdict[T, bool](&c.verdict, down, src, c)
@@ -30,10 +26,14 @@ func (c *containsObserver[T]) OnNext(v T) {
 		if c.over() {
 			return
 		}
-		if err := uncomparable("Contains", "value", v); err != nil {
+		eq, err := equalChecked("Contains", "value", "argument v", v, c.v)
+		switch {
+		case err != nil:
 			c.fail(err)
-			return
+		case eq:
+			c.answer(true)
 		}
+		return
 	}
 	if v == c.v {
 		c.answer(true)

@@ -2,9 +2,11 @@ package rx
 
 // checkedDistinctUntilChanged is DistinctUntilChanged over a T that may
 // hold a dynamic type == cannot compare (an interface): each value is
-// checked before it is compared, and one that cannot be fails the stream
-// with an *UncomparableError and unsubscribes src. It does not fuse, so the
-// fused loops (stLoopEq) compare only types the compiler has checked.
+// compared with the one before it by equalChecked, and a pair on which ==
+// would panic (both hold the same uncomparable dynamic type) fails the
+// stream with an *UncomparableError and unsubscribes src; a value of
+// another type is simply unequal, as for ==. It does not fuse, so the fused
+// loops (stLoopEq) compare only types the compiler has checked.
 func checkedDistinctUntilChanged[T comparable](src Observable[T]) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
@@ -27,12 +29,15 @@ func (d *checkedDistinctObserver[T]) OnNext(v T) {
 	if d.done {
 		return
 	}
-	if err := uncomparable("DistinctUntilChanged", "value", v); err != nil {
-		d.OnError(err)
-		return
-	}
-	if d.seen && v == d.last {
-		return
+	if d.seen {
+		eq, err := equalChecked("DistinctUntilChanged", "value", "the value before it", v, d.last)
+		if err != nil {
+			d.OnError(err)
+			return
+		}
+		if eq {
+			return
+		}
 	}
 	d.seen, d.last = true, v
 	d.down.OnNext(v)

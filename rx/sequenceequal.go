@@ -9,9 +9,11 @@ package rx
 // a side that gets further ahead fails the stream with an *OverflowError
 // rather than growing memory without bound. A side that emits synchronously
 // inside Subscribe is read in full before the other is subscribed, so compare
-// such sources only when they are shorter than ZipLimit. A value holding a
-// dynamic type == cannot compare (T an interface) fails the stream with an
-// *UncomparableError when it arrives, on either side.
+// such sources only when they are shorter than ZipLimit. Over an interface
+// T, a pair of values of different dynamic types is unequal, as for ==; a
+// pair that == cannot compare (both hold the same uncomparable dynamic type,
+// on which == panics) fails the stream with an *UncomparableError when its
+// second value arrives.
 func SequenceEqual[T comparable](a, b Observable[T]) Observable[bool] {
 	check := mayHoldUncomparable[T]()
 	return observableFunc[bool](func(down Observer[bool]) Subscription {
@@ -70,14 +72,22 @@ func (q *seqEqual[T]) handle(e seqEqualEvent[T]) {
 			q.end(false, nil)
 		}
 	default:
-		if q.check {
-			if err := uncomparable("SequenceEqual", "value", e.v); err != nil {
-				q.end(false, err)
+		if q.ahead.len() > 0 && q.aheadIsB != e.fromB {
+			partner := q.ahead.pop()
+			if !q.check {
+				if partner != e.v {
+					q.end(false, nil)
+				}
 				return
 			}
-		}
-		if q.ahead.len() > 0 && q.aheadIsB != e.fromB {
-			if q.ahead.pop() != e.v {
+			what, with := "value of a", "its partner of b"
+			if e.fromB {
+				what, with = "value of b", "its partner of a"
+			}
+			switch eq, err := equalChecked("SequenceEqual", what, with, e.v, partner); {
+			case err != nil:
+				q.end(false, err)
+			case !eq:
 				q.end(false, nil)
 			}
 			return
