@@ -151,18 +151,14 @@ func (c *indexCache) assemble(prev *indexBase, build func(*indexBase) *indexBase
 // re-encodes only the modules whose record or package changed and rebuilds
 // only the segments they fall in: O(changes) encoding, hashing and copying.
 type indexBase struct {
-	gen  indexGeneration // what it was assembled from (zero when not kept)
-	mods moduleList
-	cat  *catalogState
-	segs []*segment
-	root [32]byte // the digest of the listed entries: the ETag
-	etag string
-	// notModified is the header of every 304 answered for this document:
-	// built with it, shared by those answers and never modified (the
-	// answer's writer copies each value, clipped, into the response).
-	notModified http.Header
-	listed      int
-	size        int // bytes of the body
+	gen    indexGeneration // what it was assembled from (zero when not kept)
+	mods   moduleList
+	cat    *catalogState
+	segs   []*segment
+	root   [32]byte // the digest of the listed entries: the ETag
+	etag   string
+	listed int
+	size   int // bytes of the body
 	// changed names the modules whose entry this document added, changed
 	// or removed since the one it was patched from; nil when it was
 	// assembled from nothing.
@@ -234,7 +230,6 @@ func patchIndex(prev *indexBase, mods moduleList, cat *catalogState, baseURL str
 	// its level 1 is the segments' hashes.
 	b.root = indexdigest.RootOfChunks(b.listed, level1(b.segs, b.listed))
 	b.etag = `"` + hex.EncodeToString(b.root[:]) + `"`
-	b.notModified = indexHeader(b.etag, 0).h
 	return b
 }
 
@@ -355,7 +350,7 @@ func xorInto(d *[32]byte, s [32]byte) {
 // body is written segment by segment, with its length declared.
 func indexAnswer(doc *indexBase, ifNoneMatch string) answer.Answer {
 	if etagMatches(ifNoneMatch, doc.etag) {
-		return answer.Answer{Status: http.StatusNotModified, Header: doc.notModified}
+		return answer.Answer{Status: http.StatusNotModified, Header: indexHeader(doc.etag, 0).h}
 	}
 	h := indexHeader(doc.etag, 2)
 	h.set("Content-Type", "application/json")
@@ -508,16 +503,9 @@ func (s *Server) activation(ledger *answer.Ledger) rx.Observable[activationView]
 func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 	q := &indexRequest{s: s, ledger: answer.LedgerFrom(r.Context()), ifNoneMatch: r.Header.Get("If-None-Match")}
 	if r.URL.RawQuery != "" {
-		v, n, err := queryValues(r.URL, client.SinceParam)
-		switch {
-		case err != nil:
+		v, err := queryValue(r.URL, client.SinceParam)
+		if err != nil {
 			return rx.Return(errorAnswer(http.StatusBadRequest, "registry: the query could not be read, so neither could its "+client.SinceParam+" parameter: "+err.Error()))
-		case n > 1:
-			// Which one the caller holds cannot be told: answering the
-			// first would be a guess (and a cache or proxy may keep
-			// another).
-			return rx.Return(errorAnswer(http.StatusBadRequest, "registry: "+client.SinceParam+" is given "+strconv.Itoa(n)+
-				" times; give it once, the digest (ETag) of the one index this consumer holds"))
 		}
 		if v != "" {
 			if len(v) != hex.EncodedLen(len(q.since)) || !decodeHex(q.since[:], v) {
@@ -526,7 +514,7 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 			q.delta = true
 		}
 	}
-	return s.authenticated(r, s.indexBudget, q.authenticated)
+	return s.authenticated(r, q.authenticated)
 }
 
 // indexRequest is one index request: one allocation holds what its steps
@@ -565,7 +553,7 @@ func (q *indexRequest) authenticated(res auth.Result) rx.Observable[answer.Answe
 func (q *indexRequest) withActivation(v activationView) rx.Observable[answer.Answer] {
 	if c, ok := q.s.catalog.current(); ok {
 		q.ledger.Enter(StageCatalog).Finish()
-		return answer.Now(q.answer(v, c))
+		return rx.Return(q.answer(v, c))
 	}
 	cat := answer.InStage(q.s.catalog.read(), q.ledger, StageCatalog)
 	return rx.Map(cat, func(c *catalogState) answer.Answer { return q.answer(v, c) })
@@ -616,32 +604,22 @@ func (q *indexRequest) answer(v activationView, c *catalogState) answer.Answer {
 // queries the plain path reads. From 100 '&' (101 parameters) on, a query
 // goes through url.ParseQuery and its limit.
 func queryValue(u *url.URL, key string) (string, error) {
-	v, _, err := queryValues(u, key)
-	return v, err
-}
-
-// queryValues is queryValue and how many times key is given (as
-// len(url.URL.Query()[key]) counts it).
-func queryValues(u *url.URL, key string) (first string, n int, err error) {
 	raw := u.RawQuery
 	if strings.ContainsAny(raw, "%+;") || strings.Count(raw, "&") >= 100 {
 		vals, err := url.ParseQuery(raw)
 		if err != nil && (strings.Contains(raw, key) || vals.Has(key)) {
-			return "", 0, err
+			return "", err
 		}
-		return vals.Get(key), len(vals[key]), nil
+		return vals.Get(key), nil
 	}
 	for raw != "" {
 		var pair string
 		pair, raw, _ = strings.Cut(raw, "&")
 		if k, v, _ := strings.Cut(pair, "="); k == key {
-			if n == 0 {
-				first = v
-			}
-			n++
+			return v, nil
 		}
 	}
-	return first, n, nil
+	return "", nil
 }
 
 // decodeHex decodes the hex of len(dst) bytes into dst.
