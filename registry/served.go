@@ -400,21 +400,21 @@ func (s *ServedActivation) LastDerivation() time.Duration {
 // into the snapshot.
 func (s *ServedActivation) Absorbed() int64 { return s.absorbed.Load() }
 
-// dueAfter is the age at which snap is re-derived: Reconcile while the
-// journal's tail covers it (tailCurrent), Freshness otherwise: the change
-// feed is the fast path, and no bound rests on it. Called with s.mu held.
-func (s *ServedActivation) dueAfter(snap Snapshot) time.Duration {
-	if s.tailCurrent(snap) {
+// dueAfter is the age at which a snapshot is re-derived: Reconcile while
+// the journal's tail covers it (tailCurrent), Freshness otherwise: the
+// change feed is the fast path, and no bound rests on it.
+func (s *ServedActivation) dueAfter(tailCurrent bool) time.Duration {
+	if tailCurrent {
 		return s.reconcile
 	}
 	return s.freshness
 }
 
-// tailCurrent reports whether the journal's tail covers snap: it has been
-// tailing since before snap's derivation started, and a tail succeeded, or
-// was started, within half of Freshness. Called with s.mu held.
-func (s *ServedActivation) tailCurrent(snap Snapshot) bool {
-	return s.journalCovers(snap) && s.clk.Since(latest(s.lastTail, s.tailArmed)) <= s.freshness/2
+// tailCurrent reports whether the journal's tail covers a snapshot it
+// covers (covers: journalCovers) now: a tail succeeded, or was started,
+// within half of Freshness. Called with s.mu held.
+func (s *ServedActivation) tailCurrent(covers bool) bool {
+	return covers && s.clk.Since(latest(s.lastTail, s.tailArmed)) <= s.freshness/2
 }
 
 func latest(a, b time.Time) time.Time {
@@ -441,16 +441,16 @@ func (s *ServedActivation) coveredAt(snap Snapshot) time.Time {
 	return snap.DerivedAt
 }
 
-// refreshAfter is the age at which a read starts snap's re-derivation: its
-// cadence (dueAfter) less the time the last derivation took and a quarter,
-// so that the successor is published by the time snap is due. A record
-// another replica wrote just after a scan read its module is then served
-// within the cadence, not the cadence plus a derivation — as long as a
-// derivation takes under half the cadence; longer ones run back to back,
-// one at a time, and absorption takes up to two of them. Called with s.mu
-// held.
-func (s *ServedActivation) refreshAfter(snap Snapshot) time.Duration {
-	return s.dueAfter(snap) - s.lastTook - s.lastTook/4
+// refreshAfter is the age at which a read starts a snapshot's
+// re-derivation: its cadence (dueAfter) less the time the last derivation
+// took and a quarter, so that the successor is published by the time the
+// snapshot is due. A record another replica wrote just after a scan read
+// its module is then served within the cadence, not the cadence plus a
+// derivation — as long as a derivation takes under half the cadence;
+// longer ones run back to back, one at a time, and absorption takes up to
+// two of them. Called with s.mu held.
+func (s *ServedActivation) refreshAfter(dueAfter time.Duration) time.Duration {
+	return dueAfter - s.lastTook - s.lastTook/4
 }
 
 // dueReason is why a snapshot is due, read under s.mu together with the
@@ -464,10 +464,13 @@ type dueReason struct {
 	tailFailure string
 }
 
-// due returns refreshAfter(snap) and what it was decided from. Called with
-// s.mu held.
+// due returns the age at which a read starts snap's re-derivation
+// (refreshAfter) and what it was decided from, journalCovers read once: it
+// runs on every read (every poll) under s.mu. Called with s.mu held.
 func (s *ServedActivation) due(snap Snapshot) dueReason {
-	return dueReason{after: s.refreshAfter(snap), tailCurrent: s.tailCurrent(snap), covers: s.journalCovers(snap),
+	covers := s.journalCovers(snap)
+	current := s.tailCurrent(covers)
+	return dueReason{after: s.refreshAfter(s.dueAfter(current)), tailCurrent: current, covers: covers,
 		lastTail: s.lastTail, tailArmed: s.tailArmed, tailFailure: s.tailFailure}
 }
 
