@@ -503,9 +503,16 @@ func (s *Server) activation(ledger *answer.Ledger) rx.Observable[activationView]
 func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 	q := &indexRequest{s: s, ledger: answer.LedgerFrom(r.Context()), ifNoneMatch: r.Header.Get("If-None-Match")}
 	if r.URL.RawQuery != "" {
-		v, err := queryValue(r.URL, client.SinceParam)
-		if err != nil {
+		v, n, err := queryValues(r.URL, client.SinceParam)
+		switch {
+		case err != nil:
 			return rx.Return(errorAnswer(http.StatusBadRequest, "registry: the query could not be read, so neither could its "+client.SinceParam+" parameter: "+err.Error()))
+		case n > 1:
+			// Which one the caller holds cannot be told: answering the
+			// first would be a guess (and a cache or proxy may keep
+			// another).
+			return rx.Return(errorAnswer(http.StatusBadRequest, "registry: "+client.SinceParam+" is given "+strconv.Itoa(n)+
+				" times; give it once, the digest (ETag) of the one index this consumer holds"))
 		}
 		if v != "" {
 			if len(v) != hex.EncodedLen(len(q.since)) || !decodeHex(q.since[:], v) {
@@ -604,22 +611,32 @@ func (q *indexRequest) answer(v activationView, c *catalogState) answer.Answer {
 // queries the plain path reads. From 100 '&' (101 parameters) on, a query
 // goes through url.ParseQuery and its limit.
 func queryValue(u *url.URL, key string) (string, error) {
+	v, _, err := queryValues(u, key)
+	return v, err
+}
+
+// queryValues is queryValue and how many times key is given (as
+// len(url.URL.Query()[key]) counts it).
+func queryValues(u *url.URL, key string) (first string, n int, err error) {
 	raw := u.RawQuery
 	if strings.ContainsAny(raw, "%+;") || strings.Count(raw, "&") >= 100 {
 		vals, err := url.ParseQuery(raw)
 		if err != nil && (strings.Contains(raw, key) || vals.Has(key)) {
-			return "", err
+			return "", 0, err
 		}
-		return vals.Get(key), nil
+		return vals.Get(key), len(vals[key]), nil
 	}
 	for raw != "" {
 		var pair string
 		pair, raw, _ = strings.Cut(raw, "&")
 		if k, v, _ := strings.Cut(pair, "="); k == key {
-			return v, nil
+			if n == 0 {
+				first = v
+			}
+			n++
 		}
 	}
-	return "", nil
+	return first, n, nil
 }
 
 // decodeHex decodes the hex of len(dst) bytes into dst.

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -64,4 +65,69 @@ func TestTheSinceParameterIsReadAsURLQueryReadsIt(t *testing.T) {
 	check(strings.Repeat("x=1&", 20000) + "y=beyond-the-limit") // no since: read as absent
 	assert.Positive(t, differs, "control: reading every query as plain differs from URL.Query")
 	assert.Positive(t, refused, "control: some queries mention since and cannot be read")
+}
+
+// queryValues counts a key as url.URL.Query counts it (len of its values),
+// plain or not: 20,000 random queries of since given zero to five times,
+// escaped or not, beside other keys. Control: counting only the plain
+// "since" pairs misses the escaped ones on some queries.
+func TestQueryValuesCountsTheSinceParameterAsURLQueryCountsIt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 6))
+	parts := []string{client.SinceParam + "=abc", client.SinceParam + "=", client.SinceParam, "x=1", "", "s%69nce=esc",
+		client.SinceParam + "=a+b", "since=x=y", "y=%41"}
+	missed := 0
+	for range 20000 {
+		q := make([]string, 1+rng.IntN(5))
+		for i := range q {
+			q[i] = parts[rng.IntN(len(parts))]
+		}
+		raw := strings.Join(q, "&")
+		vals, err := url.ParseQuery(raw)
+		require.NoError(t, err)
+		first, n, err := queryValues(&url.URL{RawQuery: raw}, client.SinceParam)
+		require.NoError(t, err, "query %q", raw)
+		require.Equal(t, len(vals[client.SinceParam]), n, "query %q", raw)
+		require.Equal(t, vals.Get(client.SinceParam), first, "query %q", raw)
+		plain := 0
+		for _, p := range q {
+			if k, _, _ := strings.Cut(p, "="); k == client.SinceParam {
+				plain++
+			}
+		}
+		if plain != n {
+			missed++
+		}
+	}
+	assert.Positive(t, missed, "control: counting the plain pairs alone misses escaped ones")
+}
+
+// A poll that gives since twice is refused with 400 through a real server,
+// saying so, however the second is spelled, and before authentication
+// (no key needed to be told). Negative control: the same query read as
+// before (the first value wins, queryValue) names the newest digest, which
+// the route answered 304 without a word about the second.
+func TestAPollGivingSinceTwiceIsA400SayingSo(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.publish("Acme.Charts", "1.0.0", "")
+	key := f.instance("acme", "pro", "Plugins/*")
+	_, got := f.index(key)
+	digest := strings.Trim(got.header.Get("ETag"), `"`)
+	other := strings.Repeat("0", 64)
+	one := client.IndexPath + "?" + client.SinceParam + "=" + digest
+	require.Equal(t, http.StatusNotModified, f.do(request{path: one, key: key}).status, "control: since given once")
+	for _, q := range []string{
+		client.SinceParam + "=" + digest + "&" + client.SinceParam + "=" + other,
+		client.SinceParam + "=" + digest + "&" + client.SinceParam + "=" + digest,
+		client.SinceParam + "=" + digest + "&s%69nce=" + other,
+		client.SinceParam + "=" + digest + "&x=1&" + client.SinceParam,
+	} {
+		for _, k := range []string{key, ""} {
+			got := f.do(request{path: client.IndexPath + "?" + q, key: k})
+			assert.Equal(t, http.StatusBadRequest, got.status, "query %q: %s", q, got.body)
+			assert.Contains(t, string(got.body), client.SinceParam+" is given 2 times", "query %q", q)
+		}
+		v, err := queryValue(&url.URL{RawQuery: q}, client.SinceParam)
+		require.NoError(t, err)
+		assert.Equal(t, digest, v, "negative control: the first value, read alone, is the newest digest")
+	}
 }
