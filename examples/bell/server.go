@@ -63,8 +63,6 @@ type server struct {
 
 	frames frameCache // the bell events' encodings, shared by the streams
 
-	writeEach bool // -write-each: a write per stream, no io_uring batches (set before the first stream)
-
 	mu      sync.Mutex
 	open    int            // event streams open
 	viewers map[string]int // event streams open per viewer
@@ -143,7 +141,7 @@ func (s *server) track(es *eventStream) bool {
 		return false
 	}
 	if s.writers == nil {
-		s.writers = startWriters(s.lim.streams, s.log, !s.writeEach)
+		s.writers = startWriters(s.lim.streams, s.log)
 	}
 	es.w = s.writers
 	s.streams[es] = struct{}{}
