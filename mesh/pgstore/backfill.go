@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -231,9 +232,7 @@ func (s *Store) backfillInBackground() {
 	s.start(func() {
 		ctx, cancel, explain := s.bounded(s.ctx, backfillBudget, "backfilling the folded keys")
 		defer cancel()
-		cfg := s.listenCfg.Copy()
-		cfg.RuntimeParams["application_name"] = backfillAppName
-		conn, err := pgx.ConnectConfig(ctx, cfg)
+		conn, err := pgx.ConnectConfig(ctx, s.backfillConfig())
 		switch {
 		case err != nil && s.ctx.Err() != nil:
 			// Close began while it connected: a shutdown, not a warning.
@@ -255,4 +254,21 @@ func (s *Store) backfillInBackground() {
 			s.log.Info("pgstore: folded keys backfilled", "tables", rep.Tables, "indexes", rep.Indexes, "rows", rep.Rows)
 		}
 	})
+}
+
+// backfillConfig is the listener's connection settings without its read
+// stamps: the backfill's reads must not count as the listener's connection
+// being alive (its silence check reads the stamps).
+func (s *Store) backfillConfig() *pgx.ConnConfig {
+	cfg := s.listenCfg.Copy()
+	cfg.RuntimeParams["application_name"] = backfillAppName
+	stamped := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := stamped(ctx, network, addr)
+		if sc, ok := c.(*stampedConn); ok {
+			return sc.Conn, err
+		}
+		return c, err
+	}
+	return cfg
 }

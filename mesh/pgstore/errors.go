@@ -21,23 +21,26 @@ var ErrClosed = errors.New("pgstore: store is closed")
 
 // BudgetError reports a database wait that used up the budget the store
 // gives it, on the store's clock (Options.Clock). It is wrapped in a
-// *mesh.UnavailableError, and errors.Is reports it as
-// context.DeadlineExceeded.
+// *mesh.UnavailableError and unwraps to context.DeadlineExceeded, never to
+// context.Canceled: on a clock other than the real one the budget ends the
+// statement by cancelling its context, and the driver's error then says
+// "canceled", which a caller would read as its own giving up.
 type BudgetError struct {
 	What   string // what was waited on
 	Budget time.Duration
-	Err    error
+	Err    error // the driver's error, for its text
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("pgstore: no answer within %s while %s: %v", e.Budget, e.What, e.Err)
+	if e.Err == nil || errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded) {
+		return fmt.Sprintf("pgstore: no answer within %s while %s: %v", e.Budget, e.What, context.DeadlineExceeded)
+	}
+	return fmt.Sprintf("pgstore: no answer within %s while %s: %v (%v)", e.Budget, e.What, context.DeadlineExceeded, e.Err)
 }
 
-func (e *BudgetError) Unwrap() error { return e.Err }
-
-// Is reports a BudgetError as context.DeadlineExceeded, which a deadline of
-// the real clock made the driver's error wrap.
-func (e *BudgetError) Is(target error) bool { return target == context.DeadlineExceeded }
+// Unwrap returns context.DeadlineExceeded: the budget is what ended the
+// wait, whatever the driver made of it.
+func (e *BudgetError) Unwrap() error { return context.DeadlineExceeded }
 
 // bounded returns ctx limited to budget on the store's clock, and a function
 // that names the budget in an error caused by it running out (and leaves

@@ -107,6 +107,11 @@ func TestAStalledStatementFailsOnceTheStoresClockPassesItsBudgetNamingWhatItWait
 	assert.Equal(t, budget, spent.Budget)
 	assert.Contains(t, got.Error(), "no answer within "+budget.String()+" while reading "+path)
 	assert.True(t, errors.Is(got, context.DeadlineExceeded), "a spent budget is a deadline exceeded")
+	// Not the caller's giving up. Negative control (run): with BudgetError
+	// unwrapping to the driver's error, which on this clock says the
+	// context was cancelled, both failed.
+	assert.False(t, errors.Is(got, context.Canceled), "a spent budget is not a cancellation")
+	assert.NotContains(t, got.Error(), "canceled")
 	require.Eventually(t, func() bool { return waiters() == 0 }, testBudget, 5*time.Millisecond,
 		"the cut read to stop waiting in the server")
 }
@@ -181,4 +186,30 @@ func TestABudgetIsADeadlineOnlyOnTheRealClock(t *testing.T) {
 	}
 	require.ErrorAs(t, explain(errors.New("driver: cancelled")), &spent)
 	assert.Equal(t, "writing", spent.What)
+}
+
+// The key backfill connects with the listener's settings, but its reads must
+// not stamp the listener's connection as alive: the silence check reads
+// those stamps, and a dead listener would go unpinged for as long as a
+// backfill of a large store read. The listener's own connection is stamped
+// (the control within: a connection made as the backfill made it before,
+// from a copy of the listener's settings, is stamped, and the backfill's
+// was, so the assertion failed).
+func TestTheKeyBackfillsConnectionIsNotStampedAsTheListeners(t *testing.T) {
+	t.Parallel()
+	url := pg.Database(t)
+	s := openStore(t, url, Options{Clock: rxtest.NewClock(), FeedCheck: 2 * time.Hour})
+	ctx := testContext(t)
+
+	backfill, err := pgx.ConnectConfig(ctx, s.backfillConfig())
+	require.NoError(t, err)
+	defer backfill.Close(ctx)
+	_, stamped := backfill.PgConn().Conn().(*stampedConn)
+	assert.False(t, stamped, "the backfill's reads are not the listener's")
+
+	asListener, err := pgx.ConnectConfig(ctx, s.listenCfg.Copy())
+	require.NoError(t, err)
+	defer asListener.Close(ctx)
+	_, stamped = asListener.PgConn().Conn().(*stampedConn)
+	assert.True(t, stamped, "control: the listener's settings stamp its reads")
 }
