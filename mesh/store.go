@@ -25,6 +25,9 @@ type Store interface {
 
 	// Put writes n (normalised: Path or Namespace+ID) and returns what was
 	// stored. The version is bumped only when something visible changed.
+	// A write (Put, PutIfVersion, Delete) that reached the store but whose
+	// answer did not come fails with an error wrapping ErrOutcomeUnknown:
+	// it may have been applied.
 	Put(ctx context.Context, n Node) (Node, error)
 
 	// PutIfVersion is Put made conditional, a compare-and-set on the

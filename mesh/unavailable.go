@@ -35,6 +35,15 @@ type UnavailableError struct {
 func (e *UnavailableError) Error() string { return "mesh: " + e.Op + ": unavailable: " + e.Err.Error() }
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
+// ErrOutcomeUnknown is wrapped by the error of a write that reached the
+// store but whose answer did not come back (its budget ran out, its
+// connection broke): it may have been applied, or not. Such an error is
+// also a *UnavailableError. Read the node back, or repeat the write where
+// repeating is harmless (a Put of the same node, a Delete); a repeated
+// PutIfVersion that had been applied fails with *VersionConflictError. A
+// write that failed before it was sent is never an ErrOutcomeUnknown.
+var ErrOutcomeUnknown = errors.New("mesh: the write's outcome is unknown: it may have been applied")
+
 // IsUnavailable reports whether err means "could not find out" rather than a
 // fact: a stalled provider, a timed-out wait, or an unavailable store.
 func IsUnavailable(err error) bool {

@@ -456,6 +456,10 @@ func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, 
 				fmt.Sprintf("the package node %s was created and removed while %s@%s was being published; publish it again", canonical, up.plugin, up.version)))}, nil
 		}
 		return found(n)
+	case errors.Is(err, mesh.ErrOutcomeUnknown):
+		// Answered 503 saying so (answer.ReasonOutcomeUnknown): publishing
+		// again finds the node if it was written, and its tier stands.
+		return publishTarget{}, fmt.Errorf("registry: the package node of %s may have been written (its answer did not come); nothing was published, publish it again: %w", name, err)
 	case err != nil:
 		return publishTarget{}, fmt.Errorf("registry: writing the package node of %s failed; nothing was published, publish it again: %w", name, err)
 	}

@@ -190,7 +190,7 @@ func (c *controlledChanges) Put(ctx context.Context, n mesh.Node) (mesh.Node, er
 	if strings.HasPrefix(n.Path, registry.DefaultChangesNamespace+"/") {
 		if c.ctl.has(controlCrash) {
 			_ = os.Remove(filepath.Join(c.ctl.dir, controlCrash))
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			killSelf()
 			select {} // the signal is on its way
 		}
 		if c.ctl.has(controlSilent) {

@@ -23,7 +23,7 @@ import (
 type database interface {
 	Halt(ctx context.Context) error   // stop -m fast, wait for the exit
 	Resume(ctx context.Context) error // start, wait until it accepts connections
-	Signal(sig syscall.Signal) error  // SIGSTOP / SIGCONT every server process
+	Signal(sig syscall.Signal) error  // SIGSTOP / SIGCONT every server process (Unix; see pause)
 }
 
 var _ database = (*pgtest.Server)(nil)
@@ -35,9 +35,9 @@ const ctlBudget = 60 * time.Second
 // as the directory's owner when this process is root (PostgreSQL refuses
 // root).
 type pgCtl struct {
-	bin  string // pg_ctl
-	dir  string // data directory
-	cred *syscall.Credential
+	bin  string               // pg_ctl
+	dir  string               // data directory
+	attr *syscall.SysProcAttr // the directory's owner when this process is root (see ctlProcAttr)
 }
 
 func newPgCtl(dir string) (*pgCtl, error) {
@@ -49,11 +49,7 @@ func newPgCtl(dir string) (*pgCtl, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-pg-ctl %s: not the data directory of a running server: %w", dir, err)
 	}
-	c := &pgCtl{bin: bins.PgCtl, dir: dir}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
-		c.cred = &syscall.Credential{Uid: st.Uid, Gid: st.Gid}
-	}
-	return c, nil
+	return &pgCtl{bin: bins.PgCtl, dir: dir, attr: ctlProcAttr(fi)}, nil
 }
 
 func (c *pgCtl) run(ctx context.Context, args ...string) error {
@@ -62,7 +58,7 @@ func (c *pgCtl) run(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, c.bin, append(args, "-D", c.dir, "-w", "-t", strconv.Itoa(int(ctlBudget.Seconds())))...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	cmd.SysProcAttr = c.attr
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {

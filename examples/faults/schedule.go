@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/meshrx/meshrx/internal/s3test"
@@ -78,14 +77,14 @@ func stopped(d time.Duration) fault {
 
 func paused(d time.Duration) fault {
 	return fault{name: fmt.Sprintf("PostgreSQL paused (SIGSTOP) %s, then SIGCONT", d), needsDB: true, inject: func(ctx context.Context, e *env) error {
-		if err := e.db.Signal(syscall.SIGSTOP); err != nil {
-			_ = e.db.Signal(syscall.SIGCONT)
+		if err := pause(e.db); err != nil {
+			_ = unpause(e.db)
 			return err
 		}
 		from := time.Now()
 		wait(ctx, d)
 		e.down(from, time.Now())
-		return e.db.Signal(syscall.SIGCONT)
+		return unpause(e.db)
 	}}
 }
 

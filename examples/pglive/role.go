@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/meshrx/meshrx/mesh"
@@ -170,14 +169,6 @@ func (r *recorder) fail(err error) {
 	if len(r.errs) < 20 {
 		r.errs = append(r.errs, err.Error())
 	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // runReplica subscribes the live queries, says "ready" once every Initial

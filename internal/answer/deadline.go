@@ -284,8 +284,15 @@ func CouldNotFindOut(err error) bool {
 // stage and which of these; the error's own text goes to the log only.
 const (
 	ReasonUnavailable = "could not find out: unavailable; retry after the Retry-After delay"
-	reasonInternal    = "internal error; logged by the registry, repeating the request will not help"
-	reasonNoAnswer    = "no answer within the request's budget"
+	// ReasonOutcomeUnknown answers a route whose write reached the store
+	// but whose answer did not come (mesh.ErrOutcomeUnknown): it may have
+	// been applied. The registry's writes are safe to repeat (a publication
+	// finds the package node it may have created), so the client repeats
+	// the same request.
+	ReasonOutcomeUnknown = "outcome unknown: a write was sent to the store but its answer did not come, so it may have been applied; " +
+		"repeat the same request after the Retry-After delay (repeating it is safe)"
+	reasonInternal = "internal error; logged by the registry, repeating the request will not help"
+	reasonNoAnswer = "no answer within the request's budget"
 )
 
 // refuse answers err with status. A 4xx names the caller's mistake in the
@@ -304,12 +311,15 @@ func (q *deadlineRequest) refuse(err error, status int) {
 	if stage == "" {
 		stage = NoStageRunning
 	}
-	msg := err.Error()
+	msg, unknown := err.Error(), false
 	if status >= 500 {
 		level := slog.LevelWarn
 		reason := ReasonUnavailable
-		if status != http.StatusServiceUnavailable {
+		switch {
+		case status != http.StatusServiceUnavailable:
 			level, reason = slog.LevelError, reasonInternal
+		case errors.Is(err, mesh.ErrOutcomeUnknown):
+			reason, unknown = ReasonOutcomeUnknown, true
 		}
 		q.d.logger().LogAttrs(q.r.Context(), level,
 			fmt.Sprintf("registry %s failed in %s; answered %d", q.route, stage, status),
@@ -321,7 +331,7 @@ func (q *deadlineRequest) refuse(err error, status int) {
 	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		retryAfter = q.d.retryAfter()
 	}
-	writeRefusal(q.w, status, retryAfter, refusal{Error: msg, Stage: stage, WaitingOn: waitingOn})
+	writeRefusal(q.w, status, retryAfter, refusal{Error: msg, Stage: stage, WaitingOn: waitingOn, OutcomeUnknown: unknown})
 }
 
 // clientLeft notes a request whose client went away before it was answered.
@@ -355,6 +365,9 @@ type refusal struct {
 	Error     string   `json:"error"`
 	Stage     string   `json:"stage"`
 	WaitingOn []string `json:"waitingOn"`
+	// OutcomeUnknown says a write the request made may have been applied
+	// (see ReasonOutcomeUnknown); absent otherwise.
+	OutcomeUnknown bool `json:"outcomeUnknown,omitempty"`
 }
 
 func writeRefusal(w http.ResponseWriter, status int, retryAfter time.Duration, body refusal) {

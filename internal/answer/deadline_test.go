@@ -488,3 +488,50 @@ func randomBytes(n int) []byte {
 
 // downloadBudget is the registry's bundle download budget.
 const downloadBudget = 60 * time.Second
+
+// A route whose write was sent but whose answer did not come
+// (mesh.ErrOutcomeUnknown, as pgstore reports a write whose budget ran out
+// after it was sent) is a 503 with Retry-After whose body says the write
+// may have been applied and that repeating the request is safe
+// ("outcomeUnknown": true), so a client neither takes it for "nothing
+// happened" nor for a failure not worth repeating. A plain unavailable
+// store keeps the plain reason and no such field.
+//
+// Negative control (run): without the ErrOutcomeUnknown case in refuse,
+// the write's answer read "could not find out: unavailable" and the
+// reason and outcomeUnknown assertions failed.
+func TestAWriteWhoseOutcomeIsUnknownIsA503SayingItMayHaveBeenApplied(t *testing.T) {
+	clk := rxtest.NewClock()
+	logs, logger := testkit.CaptureLogs()
+	d := Deadline{Budget: DefaultBudget, RetryAfter: 7 * time.Second, Clock: clk, Logger: logger}
+	failing := func(err error) http.Handler {
+		return d.Handler(func(r *http.Request) rx.Observable[Answer] {
+			return InStage(rx.Throw[Answer](err), LedgerFrom(r.Context()), "package node")
+		})
+	}
+	sent := fmt.Errorf("registry: writing the package node of Acme.Crm: %w", &mesh.UnavailableError{Op: "put Plugins/acme.crm",
+		Err: fmt.Errorf("pgstore: the write may have committed: %w", errors.Join(mesh.ErrOutcomeUnknown, context.DeadlineExceeded))})
+	notSent := fmt.Errorf("registry: writing the package node of Acme.Crm: %w", &mesh.UnavailableError{Op: "put Plugins/acme.crm",
+		Err: fmt.Errorf("pgstore: no answer within 15s while put Plugins/acme.crm: %w", context.DeadlineExceeded)})
+	mux := http.NewServeMux()
+	mux.Handle("GET /sent", failing(sent))
+	mux.Handle("GET /not-sent", failing(notSent))
+	srv := serve(t, Arrival(clk, mux))
+
+	got := testkit.Receive(t, fetch(t.Context(), srv, "/sent"), "/sent")
+	require.NoError(t, got.err)
+	assert.Equal(t, http.StatusServiceUnavailable, got.status)
+	assert.Equal(t, "7", got.header.Get("Retry-After"), "repeat it later")
+	assert.Equal(t, refusal{Error: "package node: " + ReasonOutcomeUnknown, Stage: "package node", WaitingOn: []string{}, OutcomeUnknown: true},
+		got.refusal(t))
+	assert.Contains(t, string(got.body), `"outcomeUnknown":true`)
+	assert.Contains(t, string(got.body), "may have been applied")
+	assert.NotContains(t, string(got.body), "pgstore", "no internal text in the answer")
+
+	plain := testkit.Receive(t, fetch(t.Context(), srv, "/not-sent"), "/not-sent")
+	require.NoError(t, plain.err)
+	assert.Equal(t, http.StatusServiceUnavailable, plain.status)
+	assert.Equal(t, refusal{Error: "package node: " + ReasonUnavailable, Stage: "package node", WaitingOn: []string{}}, plain.refusal(t))
+	assert.NotContains(t, string(plain.body), "outcomeUnknown")
+	assert.Len(t, logs.At(slog.LevelWarn), 2, "each 503 leaves a warning")
+}

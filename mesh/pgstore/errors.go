@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/meshrx/meshrx/mesh"
@@ -41,6 +42,45 @@ func (e *BudgetError) Error() string {
 // Unwrap returns context.DeadlineExceeded: the budget is what ended the
 // wait, whatever the driver made of it.
 func (e *BudgetError) Unwrap() error { return context.DeadlineExceeded }
+
+// OutcomeUnknownError reports a write whose statement was sent to the
+// database but whose answer did not come: its budget ran out (Err is then a
+// *BudgetError) or its connection broke after sending. PostgreSQL may have
+// committed it; nothing here can tell. It is wrapped in a
+// *mesh.UnavailableError and unwraps to mesh.ErrOutcomeUnknown and to Err. A
+// write that failed before its statement was sent (waiting for a
+// connection, creating its schema) is a plain *mesh.UnavailableError.
+type OutcomeUnknownError struct {
+	Err error
+}
+
+func (e *OutcomeUnknownError) Error() string {
+	return fmt.Sprintf("pgstore: the write may have committed: it was sent, and its answer did not come: %v", e.Err)
+}
+
+func (e *OutcomeUnknownError) Unwrap() []error { return []error{mesh.ErrOutcomeUnknown, e.Err} }
+
+// sentWrite marks err, the error of a write statement, as an
+// *OutcomeUnknownError unless the server answered it (a *pgconn.PgError: an
+// autocommit statement that fails is rolled back) or it certainly failed
+// before anything was sent (pgconn.SafeToRetry).
+func sentWrite(err error) error {
+	if err == nil || errors.Is(err, pgx.ErrNoRows) || pgCode(err) != "" || pgconn.SafeToRetry(err) {
+		return err
+	}
+	return &OutcomeUnknownError{Err: err}
+}
+
+// writeOutcome names the budget (explain) in err, a write's error, inside
+// its *OutcomeUnknownError if it has one, so that the outcome stays the
+// first thing it says.
+func writeOutcome(err error, explain func(error) error) error {
+	var unknown *OutcomeUnknownError
+	if errors.As(err, &unknown) {
+		return &OutcomeUnknownError{Err: explain(unknown.Err)}
+	}
+	return explain(err)
+}
 
 // bounded returns ctx limited to budget on the store's clock, and a function
 // that names the budget in an error caused by it running out (and leaves

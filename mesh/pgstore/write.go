@@ -29,7 +29,9 @@ const maxNodeTypeLen = 256
 // Put fails with the *mesh.NodeError of an invalid node, an
 // *mesh.UnroutablePathError or *PartitionNameError for a path no schema can
 // hold, ctx's error when ctx has ended (nothing is written), ErrClosed, or
-// a *mesh.UnavailableError when the database could not do it.
+// a *mesh.UnavailableError when the database could not do it. That error
+// wraps mesh.ErrOutcomeUnknown (an *OutcomeUnknownError) when the write was
+// sent but its answer did not come: it may have committed.
 func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
 	return s.put(ctx, n, unconditional)
 }
@@ -96,8 +98,22 @@ func (s *Store) put(ctx context.Context, n mesh.Node, expected int64) (mesh.Node
 			s.schemas.forget(schema)
 			continue
 		}
-		return mesh.Node{}, writeError(op, n.Path, explain(err))
+		return mesh.Node{}, writeError(op, n.Path, writeOutcome(err, explain))
 	}
+}
+
+// writeRow runs sql, a statement that writes one row and returns it, on a
+// connection acquired first, and scans the row. Waiting for the connection
+// sends nothing; once the statement was sent, an error without the
+// server's answer is an *OutcomeUnknownError (sentWrite).
+func (s *Store) writeRow(ctx context.Context, sql string, args ...any) (mesh.Node, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return mesh.Node{}, err
+	}
+	defer conn.Release()
+	n, err := scanNode(conn.QueryRow(ctx, sql, args...))
+	return n, sentWrite(err)
 }
 
 // checkStorable refuses values PostgreSQL cannot hold in a text column.
@@ -165,8 +181,8 @@ func (s *Store) upsert(ctx context.Context, schema string, n mesh.Node) (mesh.No
 	const attempts = 3
 	for range attempts {
 		now := s.clk.Now().UTC().Truncate(time.Microsecond) // PostgreSQL keeps microseconds
-		stored, err := scanNode(s.pool.QueryRow(ctx, upsert, append([]any{
-			n.Namespace, n.ID, n.Name, n.NodeType, n.MainNode, content, int16(n.State), now}, keys...)...))
+		stored, err := s.writeRow(ctx, upsert, append([]any{
+			n.Namespace, n.ID, n.Name, n.NodeType, n.MainNode, content, int16(n.State), now}, keys...)...)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return stored, err
 		}
@@ -218,7 +234,7 @@ func (s *Store) compareAndSet(ctx context.Context, schema string, n mesh.Node, e
 		if expected != 0 {
 			args = append(args, expected)
 		}
-		stored, err := scanNode(s.pool.QueryRow(ctx, write, args...))
+		stored, err := s.writeRow(ctx, write, args...)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return stored, err
 		}
@@ -244,7 +260,9 @@ func (s *Store) compareAndSet(ctx context.Context, schema string, n mesh.Node, e
 // Delete removes the node at exactly path. Deleting an absent node, or one
 // under a path no schema can hold, is not an error. It fails with
 // *mesh.PathError for an invalid path, ctx's error when ctx has ended
-// (nothing is deleted), ErrClosed, or a *mesh.UnavailableError.
+// (nothing is deleted), ErrClosed, or a *mesh.UnavailableError (wrapping
+// mesh.ErrOutcomeUnknown when the DELETE was sent but its answer did not
+// come: it may have committed).
 func (s *Store) Delete(ctx context.Context, path string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pgstore: delete %q: %w", path, err)
@@ -266,13 +284,18 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 	ctx, cancel, explain := s.bounded(ctx, s.budgets.Operation, op)
 	defer cancel()
 	ns, id := mesh.SplitPath(path)
-	_, err = s.pool.Exec(ctx, `DELETE FROM `+pgx.Identifier{schema, mesh.TableFor(path)}.Sanitize()+
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return unavailable(op, explain(err)) // nothing was sent
+	}
+	_, err = conn.Exec(ctx, `DELETE FROM `+pgx.Identifier{schema, mesh.TableFor(path)}.Sanitize()+
 		` WHERE namespace = $1 AND id = $2`, ns, id)
+	conn.Release()
 	switch {
 	case err == nil:
 		return nil
 	case missingRelation(err):
 		return nil // the schema was never created: nothing to delete
 	}
-	return unavailable(op, explain(err))
+	return unavailable(op, writeOutcome(sentWrite(err), explain))
 }

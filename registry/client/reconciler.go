@@ -261,10 +261,17 @@ func (r *Reconciler) config() (reconcilerConfig, error) {
 	return cfg, nil
 }
 
+// ErrReconcilerRunning is returned by Run called while another Run of the
+// same Reconciler has not returned: one Reconciler polls on one goroutine.
+var ErrReconcilerRunning = errors.New("registry: the Reconciler is already running (one Run at a time; stop it and wait for Run to return first)")
+
 // Run polls at once and then every Interval until ctx ends, and returns
 // ctx's error. It returns at once with a *ConfigError for an unusable
-// Reconciler. A poll that ctx
-// interrupts leaves no mark: stopping is not a failure.
+// Reconciler, and with ErrReconcilerRunning while another Run of it has not
+// returned. A poll that ctx interrupts leaves no mark: stopping is not a
+// failure. Run may be called again once it has returned: what was applied
+// is kept (or read again from Installed), and a plugin missing from the
+// index is timed anew from the new Run's first index read.
 func (r *Reconciler) Run(ctx context.Context) error {
 	cfg, err := r.config()
 	if err != nil {
@@ -273,10 +280,15 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	r.mu.Lock()
 	if r.running {
 		r.mu.Unlock()
-		return errors.New("registry: the Reconciler is already running")
+		return ErrReconcilerRunning
 	}
 	r.running = true
 	r.known = r.Installed == nil
+	// Absences are timed from this Run's index reads: the time between an
+	// earlier Run and this one does not count towards UninstallAfter (a
+	// stopped consumer read no index). The index is read in full first, so
+	// a 304 cannot hide what the last Run noted.
+	r.missing, r.missingTag, r.etag = nil, "", ""
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
@@ -438,13 +450,9 @@ func (r *Reconciler) readInstalled(ctx context.Context) error {
 	if r.status.Applied == nil {
 		r.status.Applied = map[string]string{}
 	}
-	for p := range r.missing {
-		if _, ok := r.status.Applied[p]; !ok {
-			delete(r.missing, p)
-		}
-	}
-	// Read the index in full: a 304 would skip what the installer lacks.
-	r.etag, r.known = "", true
+	// Nothing is missing yet in this Run (see Run): the index is read in
+	// full next, which notes what it leaves out from now.
+	r.missing, r.missingTag, r.etag, r.known = nil, "", "", true
 	return nil
 }
 

@@ -120,7 +120,18 @@ type reconcilerUnderTest struct {
 	applied chan applied
 }
 
+// runReconciler makes a Reconciler (see newReconcilerUnderTest) and runs it
+// until the test ends.
 func runReconciler(t *testing.T, reg *fakeRegistry, configure func(*Reconciler)) *reconcilerUnderTest {
+	t.Helper()
+	u := newReconcilerUnderTest(t, reg, configure)
+	u.start(t)
+	return u
+}
+
+// newReconcilerUnderTest makes a Reconciler of reg on a virtual clock,
+// configured by configure, without running it.
+func newReconcilerUnderTest(t *testing.T, reg *fakeRegistry, configure func(*Reconciler)) *reconcilerUnderTest {
 	t.Helper()
 	u := &reconcilerUnderTest{
 		clk:     rxtest.NewClock(),
@@ -150,14 +161,27 @@ func runReconciler(t *testing.T, reg *fakeRegistry, configure func(*Reconciler))
 	if configure != nil {
 		configure(u.r)
 	}
-	ctx, stop := context.WithCancel(t.Context())
+	return u
+}
+
+// start runs the Reconciler on a goroutine; stop cancels that Run and
+// waits for it to return (at the latest when the test ends). Started again
+// after stop, the same Reconciler runs anew, as a consumer's Reconciler
+// stopped and started again does.
+func (u *reconcilerUnderTest) start(t *testing.T) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- u.r.Run(ctx) }()
-	t.Cleanup(func() {
-		stop()
-		assert.ErrorIs(t, testkit.Receive(t, done, "Run returning once stopped"), context.Canceled)
-	})
-	return u
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			assert.ErrorIs(t, testkit.Receive(t, done, "Run returning once stopped"), context.Canceled)
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // next advances to the next poll and returns its status.
