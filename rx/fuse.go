@@ -103,7 +103,8 @@ type freshness[T any] interface {
 type fused[T any] struct {
 	// step reports false when the chain has ended or unsubscribed (the
 	// source stops); true says only that the source may go on, after
-	// checking its scope as it does before every value.
+	// checking its scope as it does before every value. It is nil only in
+	// the form fuseSync makes for All's own loop (allLoop), which has loop.
 	step func(T) bool
 	// loop, when not nil, runs the values of a slice through the chain,
 	// checking the source's scope (when not nil) before each, and reports
