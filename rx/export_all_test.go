@@ -18,3 +18,20 @@ func AllFusedStages(build func(Observable[int]) Observable[int]) int {
 	}
 	return n
 }
+
+// AllLoopsTheBody ranges with All over the chain build makes over a
+// synchronous source that asks fuseSync, as Of and Range do, and reports
+// whether the fused form it was handed is All's own loop (allLoop: the
+// body called from the run's loop, with no step of All's between them).
+func AllLoopsTheBody(build func(Observable[int]) Observable[int]) bool {
+	direct := false
+	probe := observableFunc[int](func(o Observer[int]) Subscription {
+		f := fuseSync(o)
+		direct = f != nil && f.step == nil && f.loop != nil
+		o.OnCompleted()
+		return noSubscription{}
+	})
+	for range All(context.Background(), build(probe)) {
+	}
+	return direct
+}

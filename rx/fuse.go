@@ -103,7 +103,8 @@ type freshness[T any] interface {
 type fused[T any] struct {
 	// step reports false when the chain has ended or unsubscribed (the
 	// source stops); true says only that the source may go on, after
-	// checking its scope as it does before every value.
+	// checking its scope as it does before every value. It is nil only in
+	// the form fuseSync makes for All's own loop (allLoop), which has loop.
 	step func(T) bool
 	// loop, when not nil, runs the values of a slice through the chain,
 	// checking the source's scope (when not nil) before each, and reports
@@ -816,7 +817,9 @@ func stStepEq[T comparable](r *stRun[T], d *distinctObserver[T], src *scope) fun
 //go:noinline // see compose
 func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scope) bool {
 	return func(vs []T, sc *scope) bool {
-		r := *r // on the stack: see mfRun.loop
+		// On the stack, d too: see mfRun.loop (held in a register, d
+		// was reloaded after every call).
+		r := stEqRun[T]{stRun: *r, d: d}
 		if !r.settle() {
 			return false
 		}
@@ -876,7 +879,7 @@ func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scop
 					return false
 				}
 			}
-			if !d.fresh(v) { // inlined: T is comparable here
+			if !r.d.fresh(v) { // inlined: T is comparable here
 				continue
 			}
 			if r.next == nil {
@@ -887,6 +890,13 @@ func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scop
 		}
 		return true
 	}
+}
+
+// stEqRun is stLoopEq's copy of its run, with the DistinctUntilChanged
+// that ends it.
+type stEqRun[T comparable] struct {
+	stRun[T]
+	d *distinctObserver[T]
 }
 
 // headLoop returns the loop form of a leading pair's closure (see cut: g

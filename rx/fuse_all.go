@@ -9,7 +9,10 @@ package rx
 // goroutine with nothing queued and no body running, All's observer becomes
 // the chain's last step (syncStep): the last stage's closure calls it
 // directly, and it runs the loop body with no goroutine-identity read and no
-// interface call. Everywhere else (a Subject, which calls the step from
+// interface call. When the chain is no stages or one run of Maps and
+// Filters (mfRun), the chain's loop form is All's own (allLoop), which calls
+// the body itself: no step of All's between the stages and the body.
+// Everywhere else (a Subject, which calls the step from
 // whichever goroutine delivers; a source subscribed from another goroutine,
 // by Concat after a goroutine source, say; a type-changing Map, through
 // which fuseSync does not look) All's observer does not fuse (fuseOf
@@ -21,7 +24,102 @@ package rx
 // the chain once, as fuseOf does.
 func fuseSync[T any](o Observer[T]) *fused[T] {
 	ops, down := opsOf(o)
+	if a, ok := down.(*allObserver[T]); ok && mfFit(ops, nil) == len(ops) && a.syncReady() {
+		// No stages, or one run of Maps and Filters (every shape of up
+		// to four of them that fits mfRun): its loop runs the body itself.
+		r := &mfRun[T]{}
+		mfFit(ops, r)
+		return &fused[T]{loop: r.allLoop(a)}
+	}
 	return fuseOps(ops, syncOut(down), down)
+}
+
+// allLoop is the loop form of a chain that is one mfRun ending at All's
+// observer a, once syncReady holds: per value the run's functions and
+// scope checks (as mfRun.loop), then the loop body, called from the loop
+// itself (no step between them: the call into a step of All's costs about
+// as much as the body, syncStep below). The fused form it makes has no
+// step: Of and Range, which alone ask fuseSync, use the loop form when
+// there is one.
+//
+// The body runs as in syncStep: with a flag set around it (a value
+// delivered to All's OnNext meanwhile is queued), what it caused yielded
+// after it, a break unsubscribing before the loop goes on. With a ctx that
+// can end, each value goes through run (ctx checked before the body and
+// after what it caused), as syncStep's does.
+//
+//go:noinline // see compose
+func (r *mfRun[T]) allLoop(a *allObserver[T]) func([]T, *scope) bool {
+	return func(vs []T, sc *scope) bool {
+		// On the stack, read where used (see mfRun.loop): only the
+		// loop's slice, index and scope are reloaded after each call.
+		l := allRun[T]{mfRun: *r, a: a, yield: a.yield, lasting: a.lasting}
+		if a.stopped {
+			return false
+		}
+		for _, v := range vs {
+			if sc != nil && sc.done.Load() {
+				return false
+			}
+			if l.f1 != nil {
+				v = l.f1(v)
+				if l.s1.done.Load() {
+					return false
+				}
+			}
+			if l.k1 != nil {
+				if !l.k1(v) {
+					continue
+				}
+				if l.t1.done.Load() {
+					return false
+				}
+			}
+			if l.f2 != nil {
+				v = l.f2(v)
+				if l.s2.done.Load() {
+					return false
+				}
+			}
+			if l.k2 != nil {
+				if !l.k2(v) {
+					continue
+				}
+				if l.t2.done.Load() {
+					return false
+				}
+			}
+			if !l.lasting {
+				if !l.a.run(v) {
+					return false
+				}
+				continue
+			}
+			l.a.inBody = true
+			ok := l.yield(v, nil)
+			l.a.inBody = false
+			if !ok {
+				l.a.stopped = true
+				l.a.sc.cancel()
+				return false
+			}
+			if len(l.a.queued) != 0 || l.a.ended || l.a.pending.Load() {
+				// What the body caused (re-entrant calls through OnNext).
+				if !l.a.flush() {
+					return false
+				}
+			}
+		}
+		return true
+	}
+}
+
+// allRun is allLoop's copy of its run, with All's observer and body.
+type allRun[T any] struct {
+	mfRun[T]
+	a       *allObserver[T]
+	yield   func(T, error) bool
+	lasting bool
 }
 
 // syncOut is what fuseSync's chain calls after its stages over T: All's
@@ -53,6 +151,8 @@ func (a *allObserver[T]) syncReady() bool {
 // once syncReady holds (see above). All's observer is not a fuser: fuseOf's
 // other callers (a type-changing Map's rxFuse among them) reach it through
 // OnNext.
+//
+//go:noinline // see compose: inlined, its closure calls atomic.Bool.Load
 func (a *allObserver[T]) syncStep() func(T) bool {
 	if !a.lasting {
 		// ctx can end: checked before each body, as OnNext does.

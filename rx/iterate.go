@@ -66,7 +66,9 @@ var errNilSource = errors.New("rx: nil Observable")
 //     stages that keep the type; see the package doc), subscribed by All
 //     itself on the ranging goroutine, make All's observer the last step of
 //     their fused loop: the stages' functions, one direct call into that
-//     step (a flag set around the body) and one into the body. No
+//     step (a flag set around the body) and one into the body; when the
+//     stages are Maps and Filters only (none, or up to four), the body is
+//     called from their own loop, with no step between. No
 //     goroutine-identity read, no interface call.
 //   - Any other delivery there (a Subject, a store's initial result, a
 //     type-changing Map, a virtual clock): one call into All's OnNext,
