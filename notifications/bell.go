@@ -64,25 +64,62 @@ func (s *Service) Bell(viewer string) rx.Observable[BellState] {
 	if !validAddressee(viewer) {
 		return rx.Throw[BellState](&InvalidError{Field: "viewer", Value: viewer, Reason: "not a partition name"})
 	}
-	return rx.Defer(func() rx.Observable[BellState] {
-		b := &bell{svc: s}
-		// Finally releases the legs as soon as the bell ends: on Unsubscribe
-		// (before it returns) or after the terminal notification.
-		return rx.Finally(rx.Create(func(ctx context.Context, o rx.Observer[BellState]) {
-			b.open(ctx, o, viewer)
-		}), b.unsubscribe)
-	})
+	return bellObservable{svc: s, viewer: viewer}
+}
+
+// bellObservable is Bell's observable. It is its own operator rather than
+// rx.Defer(rx.Finally(rx.Create(…))): a bell already serialises its
+// notifications (one delivering goroutine at a time, see drain), ends once
+// and checks its subscription before each notification, so the chain's
+// stages only cost each delivery a pass through four more structs per
+// bell — an Admin broadcast to 10,000 admins' bells passed through 40,000,
+// mostly cold in the cache (≈ 11 % of examples/bell's CPU per broadcast).
+// Composed with rx operators it is guarded as any observable from outside
+// rx is.
+//
+// It keeps the rx contract (rx/doc.go): notifications serialised, nothing
+// after the terminal one, Unsubscribe idempotent and never waiting for the
+// observer, and once it has returned no notification starts (deliver
+// checks before each). The legs are released on Unsubscribe or right
+// after the terminal notification, as rx.Finally released them.
+type bellObservable struct {
+	svc    *Service
+	viewer string
+}
+
+// Subscribe opens a bell for o: its legs are decided and subscribed on the
+// calling goroutine (the global admin check bounded by Budgets.Permission,
+// and cut short by Unsubscribe).
+func (bo bellObservable) Subscribe(o rx.Observer[BellState]) rx.Subscription {
+	if o == nil {
+		panic("notifications.Bell.Subscribe: nil observer")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &bell{svc: bo.svc, o: o, cancel: cancel}
+	b.open(ctx, bo.viewer)
+	return b
+}
+
+// Unsubscribe ends the bell's subscription: no notification starts once it
+// has returned (one under way on another goroutine may still be running),
+// and its legs are released.
+func (b *bell) Unsubscribe() {
+	b.cancel()
+	b.unsubscribe()
 }
 
 // open decides the legs of the viewer's bell and subscribes them.
-func (b *bell) open(ctx context.Context, o rx.Observer[BellState], viewer string) {
+func (b *bell) open(ctx context.Context, viewer string) {
 	s := b.svc
 	addressees := []string{viewer}
 	if !strings.EqualFold(viewer, Admin) && s.isGlobalAdmin(ctx, viewer).Allows() {
 		addressees = append(addressees, Admin)
 	}
 	b.mu.Lock()
-	b.o = o
+	if b.released {
+		b.mu.Unlock()
+		return
+	}
 	b.legs = make([]leg, len(addressees))
 	for i, a := range addressees {
 		b.legs[i] = leg{addressee: a}
@@ -112,10 +149,11 @@ func (b *bell) open(ctx context.Context, o rx.Observer[BellState], viewer string
 	}
 }
 
-// bell merges the legs of one subscription.
+// bell merges the legs of one subscription; it is the subscription.
 type bell struct {
-	o   rx.Observer[BellState]
-	svc *Service
+	o      rx.Observer[BellState]
+	svc    *Service
+	cancel context.CancelFunc // ends open's context: on Unsubscribe and after the terminal notification
 
 	mu       sync.Mutex
 	legs     []leg
@@ -336,12 +374,14 @@ func (b *bell) lockAndDeliver() {
 }
 
 // deliver delivers what is queued until nothing is; it is called with b.mu
-// held and b.draining set, and releases both.
+// held and b.draining set, and releases both. Nothing is delivered once the
+// subscription is released (Unsubscribe, checked before each notification
+// under b.mu), and after the terminal notification the legs are released.
 func (b *bell) deliver() {
 	for {
 		dirty, endNow, err := b.dirty, b.endQueued, b.endErr
 		b.dirty, b.endQueued = false, false
-		if !dirty && !endNow {
+		if b.released || !dirty && !endNow {
 			b.draining = false
 			b.mu.Unlock()
 			return
@@ -355,14 +395,24 @@ func (b *bell) deliver() {
 			b.o.OnNext(st)
 		}
 		if endNow {
-			if err != nil {
+			if dirty && b.isReleased() {
+				// Unsubscribed during OnNext: the end is not delivered.
+			} else if err != nil {
 				b.o.OnError(err)
 			} else {
 				b.o.OnCompleted()
 			}
+			b.Unsubscribe() // as rx.Finally did: the legs go at once
 		}
 		b.mu.Lock()
 	}
+}
+
+// isReleased reports whether the subscription is released.
+func (b *bell) isReleased() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.released
 }
 
 // state builds the BellState of the legs' current items. An admin whose own
