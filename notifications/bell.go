@@ -50,8 +50,10 @@ func (s BellState) Len() int {
 // admin's bell open at once: a change to the Admin notifications is read and
 // decoded once, however many admins watch (see adminFeed); it is opened with
 // the first such bell and closed with the last.
-// Admins is asked once per subscription, bounded by Budgets.Permission;
-// Denied or Undetermined leave the Admin notifications out. Each read's first
+// Admins is asked once per subscription, on a goroutine of the bell's own,
+// bounded by Budgets.Permission on Clock and ended by Unsubscribe (so
+// rx.First or Collect return as soon as their context ends, the check
+// still waiting); Denied or Undetermined leave the Admin notifications out. Each read's first
 // frame is bounded by the store (Budgets.QueryInitial there).
 //
 // A viewer that is not a partition name fails with *InvalidError. The bell
@@ -87,16 +89,28 @@ type bellObservable struct {
 	viewer string
 }
 
-// Subscribe opens a bell for o: its legs are decided and subscribed on the
-// calling goroutine (the global admin check bounded by Budgets.Permission,
-// and cut short by Unsubscribe).
+// Subscribe opens a bell for o. When the global admin check is to be made
+// (Admins set, a viewer other than Admin) the legs are decided and
+// subscribed on a goroutine of the bell's own and Subscribe returns at once:
+// the check may wait up to Budgets.Permission, and the subscriber must be
+// able to end that wait — rx.First and Collect unsubscribe when their
+// context ends, which they can only do once Subscribe has returned the
+// subscription (an observable from outside rx does not see their context
+// while it runs inside Subscribe). Unsubscribe ends the check's context, so
+// the goroutine ends with the subscription or at the budget, whichever
+// comes first. Without a check the legs are subscribed on the calling
+// goroutine.
 func (bo bellObservable) Subscribe(o rx.Observer[BellState]) rx.Subscription {
 	if o == nil {
 		panic("notifications.Bell.Subscribe: nil observer")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &bell{svc: bo.svc, o: o, cancel: cancel}
-	b.open(ctx, bo.viewer)
+	if bo.svc.asksAdmins(bo.viewer) {
+		go b.open(ctx, bo.viewer)
+	} else {
+		b.open(ctx, bo.viewer)
+	}
 	return b
 }
 
@@ -112,7 +126,7 @@ func (b *bell) Unsubscribe() {
 func (b *bell) open(ctx context.Context, viewer string) {
 	s := b.svc
 	addressees := []string{viewer}
-	if !strings.EqualFold(viewer, Admin) && s.isGlobalAdmin(ctx, viewer).Allows() {
+	if s.asksAdmins(viewer) && s.isGlobalAdmin(ctx, viewer).Allows() {
 		addressees = append(addressees, Admin)
 	}
 	b.mu.Lock()
@@ -147,6 +161,12 @@ func (b *bell) open(ctx context.Context, viewer string) {
 			return
 		}
 	}
+}
+
+// asksAdmins reports whether viewer's bell asks Admins whether viewer is a
+// global admin.
+func (s *Service) asksAdmins(viewer string) bool {
+	return s.Admins != nil && !strings.EqualFold(viewer, Admin)
 }
 
 // bell merges the legs of one subscription; it is the subscription.

@@ -1,6 +1,7 @@
 package notifications_test
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/auth/access"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/notifications"
@@ -134,4 +136,67 @@ func TestABellThatFailedReleasesItsLiveReadsAtOnce(t *testing.T) {
 	}
 	require.ErrorIs(t, err, boom)
 	assert.Zero(t, store.Stats().LiveQueries, "the Admin read is released with the failed bell")
+}
+
+// A subscriber whose context ends while the global admin check is stalled
+// gets its answer at once — the check's budget (Budgets.Permission, on the
+// virtual clock) is not waited for — and the check's own context ends with
+// the subscription: rx.First and rx.Collect, each with a context ending on
+// the virtual clock well before the budget.
+//
+// Negative control: with Subscribe opening the bell on the calling
+// goroutine under context.Background() (dd438d6), First and Collect stay
+// inside Subscribe, so they cannot unsubscribe when their context ends:
+// run so, both failed ("rx.First is still blocked 15s after its context
+// ended (the virtual clock at 6.666666666s, the budget 20s)").
+func TestABellSubscriberWhoseContextEndsReturnsWhileTheAdminCheckIsStalled(t *testing.T) {
+	for name, read := range map[string]func(context.Context, rx.Observable[notifications.BellState]) error{
+		"rx.First": func(ctx context.Context, bell rx.Observable[notifications.BellState]) error {
+			_, err := rx.First(ctx, bell)
+			return err
+		},
+		"rx.Collect": func(ctx context.Context, bell rx.Observable[notifications.BellState]) error {
+			_, err := rx.Collect(ctx, bell)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fx := newMem(t)
+			asked := make(chan struct{})
+			causes := make(chan error, 1)
+			svc := fx.service()
+			svc.Admins = notifications.GlobalAdminsFunc(func(ctx context.Context, _ string) access.Decision {
+				close(asked)
+				<-ctx.Done() // a permission read that is stalled
+				causes <- context.Cause(ctx)
+				return access.Undetermined
+			})
+			budget := mesh.DefaultBudgets().Permission
+			wait := budget / 3
+			ctx, cancel := fx.clk.WithTimeout(context.Background(), wait)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- read(ctx, svc.Bell("root")) }()
+			select {
+			case <-asked:
+			case <-time.After(convergence):
+				t.Fatal("the admin check was never asked")
+			}
+			fx.clk.Advance(wait) // the subscriber's context ends; the budget is far off
+			select {
+			case err := <-done:
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+			case <-time.After(convergence):
+				t.Fatalf("%s is still blocked %v after its context ended (the virtual clock at %v, the budget %v)",
+					name, convergence, fx.clk.Elapsed(), budget)
+			}
+			select {
+			case cause := <-causes:
+				var timeout *rx.TimeoutError
+				assert.False(t, errors.As(cause, &timeout), "the check ran to its budget: %v", cause)
+			case <-time.After(convergence):
+				t.Fatal("the admin check did not end with the subscription")
+			}
+		})
+	}
 }
