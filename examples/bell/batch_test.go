@@ -25,7 +25,7 @@ import (
 // the test says so) and with a write per stream (-write-each).
 func forEachWriteMode(t *testing.T, f func(t *testing.T, setup func(*server))) {
 	t.Run("io_uring batches", func(t *testing.T) {
-		if r, err := sockbatch.New(1); err != nil {
+		if r, err := sockbatch.New(1, sockbatch.Options{}); err != nil {
 			t.Logf("io_uring unavailable here (%v): the writers fall back to a write per stream", err)
 		} else {
 			r.Close()
@@ -39,7 +39,7 @@ func forEachWriteMode(t *testing.T, f func(t *testing.T, setup func(*server))) {
 
 // ioUringWorks reports whether a ring can be set up here.
 func ioUringWorks() bool {
-	r, err := sockbatch.New(1)
+	r, err := sockbatch.New(1, sockbatch.Options{})
 	if err != nil {
 		return false
 	}

@@ -467,7 +467,7 @@ func startWriters(streams int, log *slog.Logger, batch bool) *writers {
 		var ring *sockbatch.Ring
 		if batch {
 			var err error
-			if ring, err = sockbatch.New(writeBatch); err != nil && rings == 0 {
+			if ring, err = sockbatch.New(writeBatch, sockbatch.Options{Logger: log}); err != nil && rings == 0 {
 				log.Info("bell: writing each stream with its own system call", "reason", err)
 				batch = false // the others would fail alike
 			}

@@ -128,7 +128,7 @@ func newReaders(streams []*stream, n int, batch bool) (*readers, error) {
 	for _, ep := range rs.eps {
 		var ring *sockbatch.Ring
 		if batch {
-			ring, _ = sockbatch.New(recvBatch) // nil where unavailable: a read per stream
+			ring, _ = sockbatch.New(recvBatch, sockbatch.Options{}) // nil where unavailable: a read per stream
 		}
 		rs.wg.Add(1)
 		go rs.loop(ep, ring)

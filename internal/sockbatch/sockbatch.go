@@ -27,6 +27,10 @@ package sockbatch
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/benbjohnson/clock"
 )
 
 // An Op is one operation of a batch on the socket FD, made once, without
@@ -51,10 +55,80 @@ type Op struct {
 var ErrNotSent = errors.New("sockbatch: not sent: the ring failed")
 
 // ErrStuck is the Err of an operation whose completion did not come within
-// completionWait (which a MSG_DONTWAIT operation should never need): the
-// ring is closed, and its socket may or may not have taken (given) the
-// bytes, so its stream is no longer coherent.
-var ErrStuck = errors.New("sockbatch: a send did not complete in time; the ring is closed")
+// Options.CompletionBudget (which a MSG_DONTWAIT operation should never
+// need) nor, once it was cancelled, within Options.CancelBudget: whether
+// its socket took (gave) bytes is unknown, so its stream is no longer
+// coherent, and its buffer is kept alive (see StuckError). The error of
+// such a batch is a *StuckError, which errors.Is reports as ErrStuck.
+var ErrStuck = errors.New("sockbatch: an operation did not complete in time")
+
+// A StuckError is Send's (Recv's) error when operations of a batch did not
+// complete within Options.CompletionBudget. They were then cancelled
+// (IORING_OP_ASYNC_CANCEL) and their completions awaited for at most
+// Options.CancelBudget before the ring was closed: each operation that
+// completed meanwhile has its own result (syscall.ECANCELED when it was
+// cancelled before it took or gave any bytes); Kept did not complete even
+// so, and each has Err ErrStuck. The kernel may still read (write) their
+// buffers, so the ring keeps them alive — never freed for reuse — until it
+// has given them back (logged once).
+type StuckError struct {
+	Op      string        // "send" or "recv"
+	Pending int           // operations without a completion at the budget
+	Of      int           // operations the batch submitted
+	Budget  time.Duration // Options.CompletionBudget
+	Kept    int           // of Pending, those still in the kernel after cancelling them for Options.CancelBudget
+}
+
+func (e *StuckError) Error() string {
+	msg := fmt.Sprintf("sockbatch: waited %v for the completions of %d of %d io_uring %ss of a batch; cancelled them",
+		e.Budget, e.Pending, e.Of, e.Op)
+	if e.Kept > 0 {
+		return msg + fmt.Sprintf(", %d still in the kernel (their buffers are kept); the ring is closed", e.Kept)
+	}
+	return msg + "; the ring is closed"
+}
+
+// Is reports ErrStuck as e's kind.
+func (e *StuckError) Is(target error) bool { return target == ErrStuck }
+
+// Options configure a Ring. The zero value is the default.
+type Options struct {
+	// Clock bounds the waits for completions; nil means the real clock.
+	Clock clock.Clock
+	// CompletionBudget bounds the wait for a batch's completions once it
+	// is submitted; zero or less means DefaultCompletionBudget.
+	CompletionBudget time.Duration
+	// CancelBudget bounds the wait for the completions of the operations
+	// cancelled after CompletionBudget; zero or less means
+	// DefaultCancelBudget.
+	CancelBudget time.Duration
+	// Logger receives the warning that buffers are kept; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Default budgets of Options. A MSG_DONTWAIT operation completes while it
+// is submitted, so the completion wait is normally not entered at all.
+const (
+	DefaultCompletionBudget = time.Second
+	DefaultCancelBudget     = time.Second
+)
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.New()
+	}
+	if o.CompletionBudget <= 0 {
+		o.CompletionBudget = DefaultCompletionBudget
+	}
+	if o.CancelBudget <= 0 {
+		o.CancelBudget = DefaultCancelBudget
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
 
 // ErrClosed is returned by Send on a closed or failed Ring.
 var ErrClosed = errors.New("sockbatch: the ring is closed")

@@ -19,7 +19,7 @@ import (
 // unavailable (the bell's fallback is tested there, examples/bell).
 func newRing(t *testing.T, entries int) *sockbatch.Ring {
 	t.Helper()
-	r, err := sockbatch.New(entries)
+	r, err := sockbatch.New(entries, sockbatch.Options{})
 	if errors.Is(err, errors.ErrUnsupported) {
 		t.Skipf("io_uring unavailable here: %v", err)
 	}

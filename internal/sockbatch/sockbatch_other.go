@@ -12,7 +12,7 @@ type Ring struct{}
 
 // New fails with an error wrapping errors.ErrUnsupported: io_uring is Linux
 // only.
-func New(entries int) (*Ring, error) {
+func New(entries int, opts Options) (*Ring, error) {
 	if entries < 1 || entries > MaxEntries {
 		return nil, badEntries(entries)
 	}

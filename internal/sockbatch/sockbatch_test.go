@@ -9,7 +9,7 @@ import (
 
 func TestNewRefusesEntriesOutOfRange(t *testing.T) {
 	for _, n := range []int{-1, 0, sockbatch.MaxEntries + 1} {
-		r, err := sockbatch.New(n)
+		r, err := sockbatch.New(n, sockbatch.Options{})
 		if err == nil || errors.Is(err, errors.ErrUnsupported) {
 			t.Errorf("New(%d) = %v, %v; want an error about entries", n, r, err)
 		}
