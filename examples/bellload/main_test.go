@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/meshrx/meshrx/examples/bell/bellstate"
+	"github.com/meshrx/meshrx/internal/sockbatch/sockbatchtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -128,7 +129,12 @@ func TestAStreamsEventsApplyWhereverAReadCutsThemAndAMissedOneFails(t *testing.T
 // with the readers reading in io_uring batches (where available) and with
 // a read(2) per stream (-read-each).
 func TestTheReadersTimeEachAwaitedStreamAndReportAStreamThatEnded(t *testing.T) {
-	t.Run("io_uring batches", func(t *testing.T) { readersTimeEachStream(t, true) })
+	t.Run("io_uring batches", func(t *testing.T) {
+		if !sockbatchtest.Available(t) { // fails with MESHRX_REQUIRE_IOURING=1
+			t.Log("the readers fall back to a read per stream")
+		}
+		readersTimeEachStream(t, true)
+	})
 	t.Run("a read per stream (-read-each)", func(t *testing.T) { readersTimeEachStream(t, false) })
 }
 
