@@ -215,7 +215,7 @@ func TestAStuckSendIsCancelledAndReapedBeforeItsRingIsReleased(t *testing.T) {
 	if n := logs.logged("sockbatch: io_uring operations still in the kernel"); n != 0 {
 		t.Errorf("buffers were kept (logged %d times)", n)
 	}
-	copy(ops[0].B, "reused by caller") // the caller's again
+	copy(ops[0].B, "reused by caller")                              // the caller's again
 	if err := syscall.Shutdown(full, syscall.SHUT_WR); err != nil { // the peer then reads to the end
 		t.Fatal(err)
 	}
