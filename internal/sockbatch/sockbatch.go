@@ -10,7 +10,11 @@
 // operation with EAGAIN at once, and a socket with room for part of the
 // bytes takes that part, exactly as a non-blocking write(2) (read(2))
 // would. When Send or Recv returns every operation of the batch has its
-// result and the kernel holds none of the caller's buffers. MSG_NOSIGNAL
+// result and the kernel holds none of the caller's buffers — but for the
+// case that should never come, an operation still not completed once its
+// budget passed and it was cancelled: the ring then keeps its buffer alive
+// itself until the kernel gives it back (see StuckError). The waits for
+// completions are bounded on an injected clock (Options). MSG_NOSIGNAL
 // makes a write to a closed peer fail with EPIPE rather than raise
 // SIGPIPE.
 //

@@ -110,7 +110,7 @@ func TestABatchWritesEverySocketItsOwnBytesInOneCall(t *testing.T) {
 // A full socket fails its own send at once with EAGAIN, taking nothing,
 // and every other send of the batch goes. Negative control: without
 // MSG_DONTWAIT the ring keeps the full socket's send waiting (it arms a
-// poll), and Send returns only after completionWait with ErrStuck (run:
+// poll), and Send returns only after its completion budget with ErrStuck (run, when that was a 1 s wall-clock wait:
 // "sockbatch: 1 of 3 sends not completed within 1s").
 func TestAFullSocketFailsItsOwnSendWithEAGAINAndTheOthersGo(t *testing.T) {
 	r := newRing(t, 8)
@@ -245,7 +245,7 @@ func TestAnEmptySendIsNotSubmittedAndAClosedRingRefusesTheBatch(t *testing.T) {
 // for a socket with nothing to read (taking nothing), and 0 bytes with no
 // error for one whose peer closed. Negative control: without MSG_DONTWAIT
 // the read of the empty socket waits in the ring, and Recv returns only
-// after completionWait with ErrStuck.
+// after its completion budget with ErrStuck.
 func TestARecvBatchReadsEachSocketsOwnBytesAndEAGAINWhereThereAreNone(t *testing.T) {
 	r := newRing(t, 8)
 	a, aPeer := pair(t, 0)
