@@ -110,8 +110,9 @@ func TestABatchWritesEverySocketItsOwnBytesInOneCall(t *testing.T) {
 // A full socket fails its own send at once with EAGAIN, taking nothing,
 // and every other send of the batch goes. Negative control: without
 // MSG_DONTWAIT the ring keeps the full socket's send waiting (it arms a
-// poll), and Send returns only after its completion budget with ErrStuck (run, when that was a 1 s wall-clock wait:
-// "sockbatch: 1 of 3 sends not completed within 1s").
+// poll), and Send returns only after its completion budget with ErrStuck
+// (run when that was a 1 s wall-clock wait: "sockbatch: 1 of 3 sends not
+// completed within 1s"; see stuck_linux_test.go for that path now).
 func TestAFullSocketFailsItsOwnSendWithEAGAINAndTheOthersGo(t *testing.T) {
 	r := newRing(t, 8)
 	full, fullPeer := pair(t, 4096)
