@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/meshrx/meshrx/auth/access"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -107,9 +108,10 @@ func (bo bellObservable) Subscribe(o rx.Observer[BellState]) rx.Subscription {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &bell{svc: bo.svc, o: o, cancel: cancel}
 	if bo.svc.asksAdmins(bo.viewer) {
-		go b.open(ctx, bo.viewer)
+		check := bo.svc.adminCheck(ctx, bo.viewer) // its budget runs from now
+		go b.open(ctx, bo.viewer, check)
 	} else {
-		b.open(ctx, bo.viewer)
+		b.open(ctx, bo.viewer, nil)
 	}
 	return b
 }
@@ -122,11 +124,12 @@ func (b *bell) Unsubscribe() {
 	b.unsubscribe()
 }
 
-// open decides the legs of the viewer's bell and subscribes them.
-func (b *bell) open(ctx context.Context, viewer string) {
+// open decides the legs of the viewer's bell and subscribes them; check,
+// when not nil, is the global admin check (Service.adminCheck).
+func (b *bell) open(ctx context.Context, viewer string, check func() access.Decision) {
 	s := b.svc
 	addressees := []string{viewer}
-	if s.asksAdmins(viewer) && s.isGlobalAdmin(ctx, viewer).Allows() {
+	if check != nil && check().Allows() {
 		addressees = append(addressees, Admin)
 	}
 	b.mu.Lock()
