@@ -164,6 +164,16 @@ func (b *bell) open(ctx context.Context, viewer string, check func() access.Deci
 			return
 		}
 	}
+	// Every leg is kept: from here on an Unsubscribe releases them all
+	// before it returns, so the first state, which waited for this, may go.
+	b.mu.Lock()
+	b.opened = true
+	if b.ended || !b.allInitial() {
+		b.mu.Unlock()
+		return
+	}
+	b.dirty = true
+	b.drain()
 }
 
 // asksAdmins reports whether viewer's bell asks Admins whether viewer is a
@@ -183,6 +193,7 @@ type bell struct {
 	subs     []rx.Subscription
 	leave    func() // leaves the shared Admin read; nil when not joined
 	released bool   // the subscription ended: legs are unsubscribed as they come
+	opened   bool   // every leg is subscribed and kept: no state is delivered before
 	ended    bool   // a terminal notification is queued or delivered
 
 	// The outbox: whether a new state is due (it is built when delivered,
@@ -334,7 +345,12 @@ func (b *bell) sharedEnd(i int, err error) {
 	b.drainElsewhere()
 }
 
+// allInitial reports whether the bell may deliver a state: every leg is
+// subscribed and has had its first frame.
 func (b *bell) allInitial() bool {
+	if !b.opened {
+		return false
+	}
 	for _, l := range b.legs {
 		if !l.initial {
 			return false
