@@ -150,7 +150,9 @@ func (b *batch) result(it *batchItem, event []byte) {
 	}
 	s := b.sends[it.send]
 	switch {
-	case s.Err == sockbatch.ErrNotSent: // the ring failed first: written as before
+	case s.Err == sockbatch.ErrNotSent || s.Err == syscall.ECANCELED:
+		// The ring failed first, or cancelled the send (stuck) before it
+		// took anything: written as before.
 		n, err := es.writeNow(event)
 		es.written(event, n, err, it.done)
 	case s.Err == sockbatch.ErrStuck:
