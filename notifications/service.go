@@ -299,25 +299,27 @@ func (s *Service) get(ctx context.Context, path string) (node mesh.Node, ok bool
 	return node, true, nil
 }
 
-// isGlobalAdmin asks Admins about viewer, bounded by Budgets.Permission.
-// No answer in time is Undetermined.
-func (s *Service) isGlobalAdmin(ctx context.Context, viewer string) access.Decision {
-	if s.Admins == nil {
-		return access.Denied
-	}
+// adminCheck arms the global admin check of viewer, bounded by
+// Budgets.Permission on the service's clock from now, and returns the
+// check, which asks Admins (under ctx, and the budget) and may be run on
+// another goroutine. The budget is armed on the caller's goroutine, as the
+// subscription starts: the bell runs the check beside its subscriber.
+func (s *Service) adminCheck(ctx context.Context, viewer string) func() access.Decision {
 	budget := s.budgets().Permission
 	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	timer := s.clock().AfterFunc(budget, func() {
 		cancel(&rx.TimeoutError{Stage: "global admin check", After: budget})
 	})
-	defer timer.Stop()
-	d := s.Admins.IsGlobalAdmin(ctx, viewer)
-	if d == access.Undetermined {
-		s.log().Warn("notifications: could not tell whether the viewer is a global admin; "+
-			"the bell leaves the Admin notifications out", "viewer", viewer, "cause", context.Cause(ctx))
+	return func() access.Decision {
+		defer cancel(nil)
+		defer timer.Stop()
+		d := s.Admins.IsGlobalAdmin(ctx, viewer)
+		if d == access.Undetermined {
+			s.log().Warn("notifications: could not tell whether the viewer is a global admin; "+
+				"the bell leaves the Admin notifications out", "viewer", viewer, "cause", context.Cause(ctx))
+		}
+		return d
 	}
-	return d
 }
 
 // withField returns the JSON object raw with key set to v, keeping every

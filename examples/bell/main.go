@@ -25,6 +25,10 @@
 //	-pprof ADDR               serve net/http/pprof on ADDR, a loopback
 //	                          address, to profile a load run
 //
+// -write-each writes every event with its own system call; by default a
+// broadcast's events are written in io_uring batches where the kernel
+// allows it (Linux), and one by one elsewhere.
+//
 // With -measure (and -pg) it instead fills the database with partitions and
 // notifications and compares opening the pinned bell with the old
 // unanchored read; see measure.go.
@@ -44,10 +48,11 @@ import (
 
 // config is what the flags say.
 type config struct {
-	addr    string
-	pg      string
-	measure measureConfig
-	load    loadConfig
+	addr      string
+	pg        string
+	writeEach bool // -write-each
+	measure   measureConfig
+	load      loadConfig
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -56,6 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8081", "listen address; :0 picks a free port")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL; empty runs on the embedded store")
+	fs.BoolVar(&c.writeEach, "write-each", false, "write each event with its own system call, not in io_uring batches (which are used on Linux where io_uring is available)")
 	fs.BoolVar(&c.measure.enabled, "measure", false, "measure the pinned bell against the old unanchored read (needs -pg) instead of serving")
 	fs.IntVar(&c.measure.partitions, "partitions", 188, "with -measure: partitions (users) to create")
 	fs.IntVar(&c.measure.notifications, "notifications", 10000, "with -measure: notifications to spread over them")

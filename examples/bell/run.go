@@ -105,6 +105,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, logger *slog.Logger)
 	fmt.Fprintf(stdout, "listening on %s\n", base)
 	h := newServer(svc, accts, logger)
 	h.lim = cfg.load.limits(h.lim)
+	h.writeEach = cfg.writeEach
 	return serve(ctx, ln, h, logger)
 }
 

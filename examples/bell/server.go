@@ -63,6 +63,8 @@ type server struct {
 
 	frames frameCache // the bell events' encodings, shared by the streams
 
+	writeEach bool // -write-each: a write per stream, no io_uring batches (set before the first stream)
+
 	mu      sync.Mutex
 	open    int            // event streams open
 	viewers map[string]int // event streams open per viewer
@@ -141,7 +143,7 @@ func (s *server) track(es *eventStream) bool {
 		return false
 	}
 	if s.writers == nil {
-		s.writers = startWriters(s.lim.streams, s.log)
+		s.writers = startWriters(s.lim.streams, s.log, !s.writeEach)
 	}
 	es.w = s.writers
 	s.streams[es] = struct{}{}

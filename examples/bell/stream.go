@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meshrx/meshrx/internal/sockbatch"
 	"github.com/meshrx/meshrx/notifications"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -155,7 +156,7 @@ func (es *eventStream) kick() {
 	es.w.queue(es)
 }
 
-// take moves what is due into buf (reset first), the event to write, and
+// take appends what is due to buf, the event to write, and
 // reports whether the bell is done; ok is false when nothing is due or the
 // stream is closed, and then the stream is no longer busy. It is called by
 // whoever holds the stream busy.
@@ -168,7 +169,6 @@ func (es *eventStream) take(buf *bytes.Buffer) (done, ok bool) {
 		return false, false
 	}
 	es.mu.Unlock()
-	buf.Reset()
 	if due {
 		// The first state is whole; the next are what changed since the
 		// state written before (or whole again when that is no larger).
@@ -215,6 +215,7 @@ func (es *eventStream) end() {
 // stream's own, which writes the stream's next events too while its socket
 // is slow. It requeues the stream when more came meanwhile.
 func (es *eventStream) writeOut(buf *bytes.Buffer) {
+	buf.Reset()
 	done, ok := es.take(buf)
 	if !ok {
 		return
@@ -224,13 +225,23 @@ func (es *eventStream) writeOut(buf *bytes.Buffer) {
 		return
 	}
 	n, err := es.writeNow(buf.Bytes())
+	es.written(buf.Bytes(), n, err, done)
+}
+
+// written follows a writer's write of the event b, of which the socket
+// took n bytes: err is nil when it took all, os.ErrDeadlineExceeded when
+// it was full (the rest then goes to a goroutine of the stream's own,
+// which writes its next events too while its socket is slow), another
+// error when the connection failed (the stream ends). done says the bell
+// has ended.
+func (es *eventStream) written(b []byte, n int, err error, done bool) {
 	switch {
 	case err == nil:
 		es.wrote(done)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// The socket is full: the rest waits on a goroutine of its own,
 		// not on a writer the other streams need.
-		rest := bytes.Clone(buf.Bytes()[n:])
+		rest := bytes.Clone(b[n:])
 		es.mu.Lock()
 		es.slow = true
 		es.mu.Unlock()
@@ -327,6 +338,7 @@ func (es *eventStream) writeOwn(rest []byte, done bool) {
 		}
 		es.mu.Unlock()
 		var ok bool
+		buf.Reset()
 		if done, ok = es.take(&buf); !ok {
 			return
 		}
@@ -427,33 +439,69 @@ func (es *eventStream) close() {
 // each writer writes one stream's event at a time, at once or not at all
 // (writeAtOnce), so a full socket never holds a writer, and a broadcast's
 // writes to many streams run on several cores at once.
+//
+// Where io_uring is available (Linux; see internal/sockbatch) and not
+// turned off (-write-each), each writer writes the streams waiting in the
+// queue in batches: up to writeBatch events, each to its own socket, in
+// one system call (see batch), with the same outcome per stream as its own
+// write.
 type writers struct {
-	due  chan *eventStream // capacity: the streams cap
-	stop chan struct{}
-	wg   sync.WaitGroup
-	log  *slog.Logger
+	due   chan *eventStream // capacity: the streams cap
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	log   *slog.Logger
+	batch bool // write in io_uring batches where available
 }
 
 // eventWriters is the number of writers: enough to keep every core
 // writing while a few wait on the scheduler.
 func eventWriters() int { return min(max(2*runtime.GOMAXPROCS(0), 2), 16) }
 
-func startWriters(streams int, log *slog.Logger) *writers {
-	w := &writers{due: make(chan *eventStream, streams), stop: make(chan struct{}), log: log}
+// startWriters starts the writers of a server of streams streams; batch
+// asks for io_uring batches (each writer falls back to a write per stream
+// when its ring cannot be set up, logged once).
+func startWriters(streams int, log *slog.Logger, batch bool) *writers {
+	w := &writers{due: make(chan *eventStream, streams), stop: make(chan struct{}), log: log, batch: batch}
+	rings := 0
 	for range eventWriters() {
+		var ring *sockbatch.Ring
+		if batch {
+			var err error
+			if ring, err = sockbatch.New(writeBatch, sockbatch.Options{Logger: log}); err != nil && rings == 0 {
+				log.Info("bell: writing each stream with its own system call", "reason", err)
+				batch = false // the others would fail alike
+			}
+		}
+		if ring != nil {
+			rings++
+		}
 		w.wg.Add(1)
-		go w.run()
+		go w.run(ring)
+	}
+	if rings > 0 {
+		log.Debug("bell: writing events in io_uring batches", "writers", rings, "batch", writeBatch)
 	}
 	return w
 }
 
-func (w *writers) run() {
+// run writes the queued streams until the writers stop: in batches through
+// ring, or one by one when ring is nil. The ring is closed when run ends.
+func (w *writers) run(ring *sockbatch.Ring) {
 	defer w.wg.Done()
 	var buf bytes.Buffer
+	var b *batch
+	if ring != nil {
+		b = &batch{ring: ring, log: w.log}
+		defer b.close()
+	}
 	for {
 		select {
 		case es := <-w.due:
-			es.writeOut(&buf)
+			if b == nil || !b.usable() {
+				es.writeOut(&buf)
+			} else {
+				b.write(es, w.due)
+			}
 			if buf.Cap() > maxWriterBuffer {
 				buf = bytes.Buffer{} // one huge event does not stay held
 			}

@@ -26,6 +26,13 @@ import (
 // with caps above their streams, until the test ends.
 func serveUsers(t *testing.T, nUsers, nAdmins int) (string, *server) {
 	t.Helper()
+	return serveUsersWith(t, nUsers, nAdmins, nil)
+}
+
+// serveUsersWith is serveUsers with setup called on the server before it
+// serves (nil: none).
+func serveUsersWith(t *testing.T, nUsers, nAdmins int, setup func(*server)) (string, *server) {
+	t.Helper()
 	store, err := memstore.New(memstore.Options{})
 	require.NoError(t, err)
 	load := loadConfig{users: nUsers, admins: nAdmins}
@@ -40,6 +47,9 @@ func serveUsers(t *testing.T, nUsers, nAdmins int) (string, *server) {
 	require.NoError(t, err)
 	srv := newServer(svc, accts, discard())
 	srv.lim.streams, srv.lim.conns = nUsers+nAdmins+8, 2*(nUsers+nAdmins)+64
+	if setup != nil {
+		setup(srv)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

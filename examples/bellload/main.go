@@ -22,9 +22,10 @@
 // notification's createdAt, which the bell stamps just before it writes
 // it (same machine, same clock); the times from the start of the request
 // are printed too. Once open, the streams are read by a few goroutines
-// waiting on epoll (-readers), each socket read into one large buffer, so
-// the load client costs a read system call per stream and event and no
-// goroutine per stream; an arrival is timed when epoll reports its socket.
+// waiting on epoll (-readers), the sockets epoll reports read in io_uring
+// batches (one system call per batch; a read(2) per stream with -read-each
+// or where io_uring is unavailable), and no goroutine per stream; an
+// arrival is timed when epoll reports its socket.
 // It ends with
 //
 //	summary: viewers=N admins=M rss_mb=X deliver_p50_ms=X deliver_p99_ms=X broadcast_p50_ms=X broadcast_p99_ms=X
@@ -73,6 +74,7 @@ type config struct {
 	profile           string // a directory for the server's profiles with every stream idle; empty: none
 	profileFor        time.Duration
 	readers           int    // goroutines reading the streams (epoll)
+	readEach          bool   // -read-each: a read(2) per ready stream, not io_uring batches
 	bellCPUs          string // run the bell on these CPUs (taskset -c); empty: anywhere
 }
 
@@ -89,6 +91,7 @@ func main() {
 	fs.StringVar(&c.profile, "profile", "", "write the server's heap and goroutine profiles, with every stream open and idle, to this directory (starts the bell with -pprof)")
 	fs.DurationVar(&c.profileFor, "profile-for", 10*time.Second, "with -profile: how long the bell's CPU profile of the broadcasts runs")
 	fs.IntVar(&c.readers, "readers", 1, "goroutines reading the streams (each waits on epoll for its share)")
+	fs.BoolVar(&c.readEach, "read-each", false, "read each ready stream with its own read(2), not in io_uring batches (used where io_uring is available)")
 	fs.StringVar(&c.bellCPUs, "bell-cpus", "", "run the bell on these CPUs only (taskset -c LIST); run bellload itself under taskset -c on others")
 	fs.StringVar(&c.pkg, "pkg", "./examples/bell", "the bell's package, built when -bin is empty (the default is relative to the module root)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -145,7 +148,7 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 	if sender == "" {
 		return fmt.Errorf("the bell's tokens file has no token for the sender %s", senderName)
 	}
-	rs, err := newReaders(streams, c.readers)
+	rs, err := newReaders(streams, c.readers, !c.readEach)
 	if err != nil {
 		return err
 	}

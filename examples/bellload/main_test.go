@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/meshrx/meshrx/examples/bell/bellstate"
+	"github.com/meshrx/meshrx/internal/sockbatch/sockbatchtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -124,8 +125,20 @@ func TestAStreamsEventsApplyWhereverAReadCutsThemAndAMissedOneFails(t *testing.T
 // Streams read through epoll report the awaited notification on each
 // stream it must reach, timed from its createdAt, and a stream the server
 // ends before it comes fails the round instead of being waited for. The
-// server is a real net/http server speaking the bell's event stream.
+// server is a real net/http server speaking the bell's event stream. Run
+// with the readers reading in io_uring batches (where available) and with
+// a read(2) per stream (-read-each).
 func TestTheReadersTimeEachAwaitedStreamAndReportAStreamThatEnded(t *testing.T) {
+	t.Run("io_uring batches", func(t *testing.T) {
+		if !sockbatchtest.Available(t) { // fails with MESHRX_REQUIRE_IOURING=1
+			t.Log("the readers fall back to a read per stream")
+		}
+		readersTimeEachStream(t, true)
+	})
+	t.Run("a read per stream (-read-each)", func(t *testing.T) { readersTimeEachStream(t, false) })
+}
+
+func readersTimeEachStream(t *testing.T, batch bool) {
 	const n = 6
 	send := make([]chan string, n) // per stream: an event's title, or "" to end the stream
 	for i := range send {
@@ -159,7 +172,7 @@ func TestTheReadersTimeEachAwaitedStreamAndReportAStreamThatEnded(t *testing.T) 
 	for i := range streams {
 		streams[i] = &stream{viewer: fmt.Sprint("v", i), token: strconv.Itoa(i), idx: i, fd: -1}
 	}
-	rs, err := newReaders(streams, 2)
+	rs, err := newReaders(streams, 2, batch)
 	require.NoError(t, err)
 	defer rs.close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -214,7 +227,7 @@ func TestARoundBegunDuringABatchIsCheckedAgainstThatBatchsLaterReads(t *testing.
 	require.NoError(t, err)
 	defer syscall.Close(fds[1])
 	s := &stream{viewer: "v0", idx: 0, fd: fds[0]}
-	rs, err := newReaders([]*stream{s}, 1)
+	rs, err := newReaders([]*stream{s}, 1, false)
 	require.NoError(t, err)
 	defer rs.close() // closes s.fd
 
