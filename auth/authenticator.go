@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -48,6 +49,12 @@ const (
 // still lists the hash, is not followed until the first drops it (the
 // Instances functions never write that state: they remove a hash from its
 // instance before its index node).
+// On a store that gates DecisionTypes, a key that authenticated is
+// answered from the decision kept for it while the store's security
+// version is the one read before that decision's legs (see DecisionTypes);
+// a subscription then first reads that version on the subscribing
+// goroutine, bounded by ReadBudget, and runs the legs when it moved or
+// could not be read. AuthenticateNow is the same answer without a stream.
 // The Result's Instance is the request's own copy; its KeyHashes and its
 // Grant's Entries may be shared with other Results and must not be
 // modified.
@@ -77,7 +84,8 @@ type Authenticator struct {
 	refusalOnce sync.Once
 	refusal     rx.Observable[Result]
 
-	memo authMemo // bounded: see authMemo
+	memo      authMemo      // bounded: see authMemo
+	decisions decisionCache // bounded: see decisionCache
 }
 
 // Authenticate returns the outcome for an Authorization header value: one
@@ -96,16 +104,81 @@ func (a *Authenticator) Authenticate(header string) rx.Observable[Result] {
 		a.refusalOnce.Do(func() { a.refusal = rx.Return(Result{}) })
 		return a.refusal
 	}
-	hash := HashKey(key)
+	digest := keyDigest(key)
 	return rx.Defer(func() rx.Observable[Result] {
-		r := &authentication{a: a, hash: hash}
-		if id, ok := a.memo.instanceOf(hash); ok {
+		version, keep := a.securityVersion(context.Background(), a.readBudget())
+		if keep {
+			if res, ok := a.decisions.decided(&digest, version); ok {
+				return a.withRanks(res, &digest)
+			}
+		}
+		r := &authentication{a: a, hash: hexDigest(&digest), digest: digest, version: version, keep: keep}
+		if id, ok := a.memo.instanceOf(r.hash); ok {
 			// A key that authenticated as id: its instance is the truth.
 			r.known = true
 			r.leg.Store(1)
 			return rx.Catch(rx.SelectMany(readLeg(a, StageInstance, InstancePath(id), instanceLeg), r.afterInstance), r.unreadable)
 		}
 		return rx.Catch(r.fromKeyIndex(), r.unreadable)
+	})
+}
+
+// AuthenticateNow answers on the caller's goroutine what Authenticate
+// would answer, when that needs no leg: a header without a well-formed key
+// (refused, reading nothing), or a key whose kept decision still holds (see
+// DecisionTypes: one read of the store's security version, bounded by
+// ReadBudget, by within when that is shorter, and by ctx) with the Ladder's
+// ranks at hand (nil Ladder, or its cache fresh). Otherwise ok is false and
+// nothing is decided: subscribe to Authenticate, which runs the legs. A
+// caller with a budget of its own passes what is left of it as within, so
+// that the wait for the version does not outlast it; within <= 0 reads
+// nothing and answers only a missing key.
+//
+// It panics, as Authenticate does, when a's Mesh is nil.
+func (a *Authenticator) AuthenticateNow(ctx context.Context, header string, within time.Duration) (res Result, ok bool) {
+	if a.Mesh == nil {
+		panic("auth: Authenticator.Mesh is nil (a zero Authenticator cannot check keys; set Mesh to the store holding the instances)")
+	}
+	key, ok := KeyFromHeader(header)
+	if !ok {
+		return Result{}, true
+	}
+	if within <= 0 {
+		return Result{}, false
+	}
+	digest := keyDigest(key)
+	version, keep := a.securityVersion(ctx, min(within, a.readBudget()))
+	if !keep {
+		return Result{}, false
+	}
+	if res, ok = a.decisions.decided(&digest, version); !ok {
+		return Result{}, false
+	}
+	if a.Ladder != nil {
+		if res.Ranks, ok = a.Ladder.now(); !ok {
+			return Result{}, false
+		}
+	}
+	return res, true
+}
+
+// withRanks is res with the Ladder's ranks: at once when they are at hand,
+// else once the ladder is read (an unreadable ladder with no snapshot makes
+// the Result unavailable, logged with the prefix of digest's hash).
+func (a *Authenticator) withRanks(res Result, digest *[32]byte) rx.Observable[Result] {
+	if a.Ladder == nil {
+		return rx.Return(res)
+	}
+	if ranks, ok := a.Ladder.now(); ok {
+		res.Ranks = ranks
+		return rx.Return(res)
+	}
+	return rx.Map(a.Ladder.read(), func(o ladderOutcome) Result {
+		if o.err != nil && !o.stale {
+			return a.unavailable(StagePlanTiers, hexDigest(digest), o.err)
+		}
+		res.Ranks = o.ranks
+		return res
 	})
 }
 
@@ -118,10 +191,13 @@ func (r *authentication) fromKeyIndex() rx.Observable[Result] {
 // read fails the run's stream, which one Catch turns into the Result that
 // names the leg then being read: the legs run one after the other.
 type authentication struct {
-	a     *Authenticator
-	hash  string
-	leg   atomic.Int32 // index in legStages of the leg being read
-	known bool         // the index read was skipped: the memo named the instance
+	a       *Authenticator
+	hash    string
+	digest  [32]byte     // the key's SHA-256, which hash encodes
+	version int64        // the security version read before the legs, when keep
+	keep    bool         // the store gates DecisionTypes: a decision may be kept at version
+	leg     atomic.Int32 // index in legStages of the leg being read
+	known   bool         // the index read was skipped: the memo named the instance
 }
 
 var legStages = [...]string{StageInstanceKey, StageInstance, StageGrant}
@@ -253,16 +329,10 @@ func (r *authentication) afterGrant(inst *Instance, l leg[grantRead]) rx.Observa
 		res.Grant = l.v.g
 		res.Grant.InstanceID = inst.ID
 	}
-	if a.Ladder == nil {
-		return rx.Return(res)
+	if r.keep && len(l.v.bad) == 0 {
+		a.decisions.keep(&r.digest, r.version, inst, res.Grant)
 	}
-	return rx.Map(a.Ladder.read(), func(o ladderOutcome) Result {
-		if o.err != nil && !o.stale {
-			return a.unavailable(StagePlanTiers, hash, o.err)
-		}
-		res.Ranks = o.ranks
-		return res
-	})
+	return a.withRanks(res, &r.digest)
 }
 
 func (a *Authenticator) refused(reason, hash string) Result {

@@ -1,15 +1,19 @@
 package registry
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/registry/client"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -93,6 +97,96 @@ func TestAPollAfterARevocationOrAGrantChangeIsRefusedOrNarrowed(t *testing.T) {
 		got = poll()
 		if control {
 			assert.NotEqual(t, http.StatusUnauthorized, got.status, "negative control: a cache of Results answers the revoked key")
+			continue
+		}
+		assert.Equal(t, http.StatusUnauthorized, got.status, "the first poll after the revocation: %s", got.body)
+	}
+}
+
+// authStore is the authenticator's store with its point reads counted
+// and, when frozen, its security version held at at: what a kept decision
+// would be on a store that did not move it on the writes an
+// authentication reads (the negative control below).
+type authStore struct {
+	*memstore.Store
+	gets   atomic.Int64
+	frozen bool
+	at     int64
+}
+
+func (s *authStore) Get(path string) rx.Observable[mesh.Node] {
+	s.gets.Add(1)
+	return s.Store.Get(path)
+}
+
+func (s *authStore) SecurityVersion(ctx context.Context) (int64, error) {
+	if s.frozen {
+		return s.at, nil
+	}
+	return s.Store.SecurityVersion(ctx)
+}
+
+// The same through a real server on a store that gates the
+// authentication's node types (as examples/registry and examples/loadtest
+// open theirs), where a warm poll is answered from the decision the
+// authenticator kept for the key, without reading its instance or grant:
+// the first poll after the grant is narrowed is a 410 and the whole index
+// no longer lists what the grant took away, and the first poll after the
+// key is revoked is a 401. Negative control: the same polls with the
+// store's security version frozen keep listing what the grant took away
+// and keep answering the revoked key.
+func TestAPollAnsweredFromAKeptDecisionIsRefusedOrNarrowedByTheFirstPollAfterTheChange(t *testing.T) {
+	for _, control := range []bool{false, true} {
+		var as *authStore
+		f := pollFixture(t, true, func(s *memstore.Store) mesh.Store {
+			as = &authStore{Store: s}
+			return as
+		})
+		f.publish("Acme.Charts", "1.0.0", "")
+		f.publish("Other.Tool", "1.0.0", "")
+		key := f.instance("acme", "pro", "Plugins/*")
+		etag := ""
+		poll := func() reply {
+			path := client.IndexPath
+			if etag != "" {
+				path += "?" + client.SinceParam + "=" + strings.Trim(etag, `"`)
+			}
+			got := f.do(request{path: path, key: key})
+			if got.status == http.StatusOK {
+				etag = got.header.Get("ETag")
+			}
+			return got
+		}
+		if control {
+			v, err := as.Store.SecurityVersion(t.Context())
+			require.NoError(t, err)
+			as.at, as.frozen = v, true
+		}
+		for range 3 {
+			got := poll()
+			require.Contains(t, []int{http.StatusOK, http.StatusNotModified}, got.status, "%s", got.body)
+		}
+		gets := as.gets.Load()
+		got := poll()
+		require.Equal(t, http.StatusNotModified, got.status)
+		require.Equal(t, gets, as.gets.Load(), "a warm poll reads no node")
+
+		_, err := f.reg.SetGrant(t.Context(), "acme", "test", "Plugins/Acme.Charts")
+		require.NoError(t, err)
+		got = poll()
+		idx, whole := f.index(key)
+		etag = whole.header.Get("ETag")
+		if control {
+			assert.Contains(t, listed(idx), "Other.Tool", "negative control: a frozen version keeps the old grant")
+		} else {
+			require.Equal(t, http.StatusGone, got.status, "the first poll after the grant change: %s", got.body)
+			assert.Equal(t, map[string]string{"Acme.Charts": "1.0.0"}, listed(idx))
+		}
+
+		require.NoError(t, f.reg.RevokeKey(t.Context(), "acme", key))
+		got = poll()
+		if control {
+			assert.NotEqual(t, http.StatusUnauthorized, got.status, "negative control: a frozen version answers the revoked key")
 			continue
 		}
 		assert.Equal(t, http.StatusUnauthorized, got.status, "the first poll after the revocation: %s", got.body)

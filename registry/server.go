@@ -352,32 +352,66 @@ func (s *Server) routes() http.Handler {
 // default).
 func (s *Server) MetricsHandler() http.Handler { return s.metricsHandler }
 
+// nowAuthenticator is an Authenticator that can often answer on the
+// request's goroutine (auth.Authenticator: a missing key, or a kept
+// decision, see auth.DecisionTypes); ok false means it did not, and its
+// Authenticate stream decides.
+type nowAuthenticator interface {
+	AuthenticateNow(ctx context.Context, header string, within time.Duration) (res auth.Result, ok bool)
+}
+
 // authenticated runs next for an authenticated caller and answers the
 // others: 401 for no usable key, 503 with Retry-After for "could not find
-// out". The missing-key answer is synchronous: it reads nothing.
-func (s *Server) authenticated(r *http.Request, next func(auth.Result) rx.Observable[answer.Answer]) rx.Observable[answer.Answer] {
+// out". The missing-key answer is synchronous: it reads nothing. An
+// authenticator that answers at once is not read as a stream: its stage is
+// entered and finished in the ledger, as a read that answered at once is,
+// and next runs in the same call (a poll's answer is then built a few
+// frames deep, not inside the callbacks of the authentication's legs). Its
+// wait is bounded by what is left of the route's budget (the Deadline's
+// timer is armed only once the route has returned its stream).
+func (s *Server) authenticated(r *http.Request, budget time.Duration, next func(auth.Result) rx.Observable[answer.Answer]) rx.Observable[answer.Answer] {
+	header := r.Header.Get("Authorization")
+	if now, ok := s.auth.(nowAuthenticator); ok {
+		l := answer.LedgerFrom(r.Context())
+		within := budget
+		if l != nil {
+			within -= l.Elapsed()
+		}
+		if res, ok := now.AuthenticateNow(r.Context(), header, within); ok {
+			if l != nil {
+				l.Enter(StageAuthentication).Finish()
+			}
+			return afterAuthentication(r, res, next)
+		}
+	}
 	// Authenticate is cold, and a route's answer is subscribed as soon as it
 	// is built (see answer.Deadline): no Defer is needed to read nothing
 	// before the subscription.
-	src := s.auth.Authenticate(r.Header.Get("Authorization"))
+	src := s.auth.Authenticate(header)
 	if src == nil {
 		return rx.Throw[answer.Answer](errors.New("registry: the authenticator returned no result stream"))
 	}
 	return rx.SelectMany(rx.Take(answer.InStage(src, answer.LedgerFrom(r.Context()), StageAuthentication), 1), func(res auth.Result) rx.Observable[answer.Answer] {
-		switch {
-		case res.Unavailable != "":
-			noteRefusal(r, StageAuthentication)
-			// The authenticator has logged the detail; the answer names
-			// the leg only (the text before its first ": ").
-			leg, _, _ := strings.Cut(res.Unavailable, ": ")
-			return rx.Return(recordAnswer(func(w http.ResponseWriter) {
-				auth.WriteUnavailable(w, StageAuthentication+": "+leg+": "+answer.ReasonUnavailable, 0)
-			}))
-		case !res.Authenticated():
-			return rx.Return(recordAnswer(auth.WriteUnauthenticated))
-		}
-		return next(res)
+		return afterAuthentication(r, res, next)
 	})
+}
+
+// afterAuthentication answers a caller the authenticator did not resolve,
+// and runs next for one it did.
+func afterAuthentication(r *http.Request, res auth.Result, next func(auth.Result) rx.Observable[answer.Answer]) rx.Observable[answer.Answer] {
+	switch {
+	case res.Unavailable != "":
+		noteRefusal(r, StageAuthentication)
+		// The authenticator has logged the detail; the answer names
+		// the leg only (the text before its first ": ").
+		leg, _, _ := strings.Cut(res.Unavailable, ": ")
+		return rx.Return(recordAnswer(func(w http.ResponseWriter) {
+			auth.WriteUnavailable(w, StageAuthentication+": "+leg+": "+answer.ReasonUnavailable, 0)
+		}))
+	case !res.Authenticated():
+		return rx.Return(recordAnswer(auth.WriteUnauthenticated))
+	}
+	return next(res)
 }
 
 // versionRoute answers what this server is.

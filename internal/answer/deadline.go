@@ -117,6 +117,16 @@ func (d Deadline) Handler(answer func(r *http.Request) rx.Observable[Answer]) ht
 			req.refuse(errors.New("registry: the route produced no answer stream"), http.StatusInternalServerError)
 			return
 		}
+		if now, ok := src.(*nowAnswer); ok {
+			// Answered within the call: what First would have got at
+			// once, without a budget's timer or a stream.
+			if r.Context().Err() != nil {
+				req.clientLeft()
+				return
+			}
+			req.write(now.a)
+			return
+		}
 		got, err := rx.First(r.Context(), rx.Timeout(settleAnswer(src), remaining, clk))
 		switch {
 		case r.Context().Err() != nil:
@@ -166,6 +176,18 @@ func (d Deadline) route(r *http.Request) string {
 		return d.Route
 	}
 	return r.Method + " " + r.URL.Path
+}
+
+// Now is an answer a route has at once: Deadline writes it without
+// subscribing to a stream (no budget timer, no operators: a poll answered
+// from memory costs none of them), and any other subscriber gets it as
+// rx.Return(a) gives it.
+func Now(a Answer) rx.Observable[Answer] { return &nowAnswer{a: a} }
+
+type nowAnswer struct{ a Answer }
+
+func (n *nowAnswer) Subscribe(o rx.Observer[Answer]) rx.Subscription {
+	return rx.Return(n.a).Subscribe(o)
 }
 
 // outcome is the route's first answer or its error, as a value, so that the
