@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -65,34 +64,60 @@ type decisionCache struct {
 // gets a copy of it); grant's entries are shared and never modified, as
 // they are between Results of the memo's decoded grants.
 type keptDecision struct {
-	version int64
+	version mesh.SecurityVersion
 	inst    Instance
 	grant   PluginGrant
 	bytes   int
 }
 
 // securityVersion reads the store's security version when the store gates
-// DecisionTypes, bounded by budget on the Authenticator's clock and by
-// ctx. use is false when no decision may be kept or used: a store
-// that does not gate them, or a version that could not be read (logged at
-// Debug: the legs then run and say what they find).
-func (a *Authenticator) securityVersion(ctx context.Context, budget time.Duration) (version int64, use bool) {
+// DecisionTypes: once, on ctx, the whole wait (with, the first time, the
+// read of which types the store gates) bounded by budget on the
+// Authenticator's clock under the name StageSecurityVersion. use is false
+// when no decision may be kept or used: a store that does not gate them,
+// or a version that could not be read (logged at Debug: the legs then run
+// and say what they find).
+func (a *Authenticator) securityVersion(ctx context.Context, budget time.Duration) (version mesh.SecurityVersion, use bool) {
 	v, ok := a.Mesh.(mesh.SecurityVersioner)
-	if !ok || !a.decisions.coveredBy(ctx, a, budget) {
-		return 0, false
+	if !ok || a.decisions.uncovered() {
+		return mesh.SecurityVersion{}, false
 	}
-	version, err := a.readSecurityVersion(ctx, v, budget)
+	r := versionRead{expired: rx.TimeoutError{Stage: StageSecurityVersion, After: budget}}
+	ctx, r.cancel = context.WithCancelCause(ctx)
+	defer r.cancel(nil)
+	// A clock that runs its own timers (rxtest's) runs this one too, as
+	// the rx operators' timers do.
+	if sched, ok := a.clock().(rx.Scheduler); ok {
+		defer sched.Schedule(budget, r.expire)()
+	} else {
+		defer a.clock().AfterFunc(budget, r.expire).Stop()
+	}
+	if !a.decisions.coveredBy(ctx, a) {
+		return mesh.SecurityVersion{}, false
+	}
+	version, err := v.SecurityVersion(ctx)
+	if context.Cause(ctx) == error(&r.expired) {
+		err = &r.expired
+	}
 	if err != nil {
 		a.logger().Debug("auth: could not read the security version; reading every leg", "stage", StageSecurityVersion, "error", err)
-		return 0, false
+		return mesh.SecurityVersion{}, false
 	}
 	return version, true
 }
 
-// coveredBy reports whether a's store gates DecisionTypes. A store's gated
-// types are fixed when it is opened, so the answer, once read, is kept; a
-// read that failed is tried again by the next request.
-func (c *decisionCache) coveredBy(ctx context.Context, a *Authenticator, budget time.Duration) bool {
+// uncovered reports whether the store is known not to gate DecisionTypes.
+func (c *decisionCache) uncovered() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.covered < 0
+}
+
+// coveredBy reports whether a's store gates DecisionTypes, reading it on
+// ctx the first time. A store's gated types are fixed when it is opened,
+// so the answer, once read, is kept; a read that failed is tried again by
+// the next request.
+func (c *decisionCache) coveredBy(ctx context.Context, a *Authenticator) bool {
 	c.mu.Lock()
 	covered := c.covered
 	c.mu.Unlock()
@@ -104,8 +129,6 @@ func (c *decisionCache) coveredBy(ctx context.Context, a *Authenticator, budget 
 		c.setCovered(-1)
 		return false
 	}
-	ctx, cancel := a.clock().WithTimeout(ctx, budget)
-	defer cancel()
 	snap, err := r.SecurityNodes(ctx)
 	if err != nil {
 		a.logger().Debug("auth: could not read which node types the store gates; reading every leg", "error", err)
@@ -127,29 +150,6 @@ func (c *decisionCache) setCovered(v int8) {
 	c.covered = v
 }
 
-// readSecurityVersion reads the version within budget on the
-// Authenticator's clock, as FoldSource.readVersion does.
-func (a *Authenticator) readSecurityVersion(ctx context.Context, v mesh.SecurityVersioner, budget time.Duration) (int64, error) {
-	r := versionRead{expired: rx.TimeoutError{Stage: StageSecurityVersion, After: budget}}
-	ctx, r.cancel = context.WithCancelCause(ctx)
-	defer r.cancel(nil)
-	// A clock that runs its own timers (rxtest's) runs this one too, as
-	// the rx operators' timers do.
-	if sched, ok := a.clock().(rx.Scheduler); ok {
-		defer sched.Schedule(budget, r.expire)()
-	} else {
-		defer a.clock().AfterFunc(budget, r.expire).Stop()
-	}
-	version, err := v.SecurityVersion(ctx)
-	if context.Cause(ctx) == error(&r.expired) {
-		return 0, &r.expired
-	}
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", StageSecurityVersion, err)
-	}
-	return version, nil
-}
-
 // versionRead is one bounded version read: its cancel and the error its
 // timer cancels it with, in one allocation.
 type versionRead struct {
@@ -159,9 +159,17 @@ type versionRead struct {
 
 func (r *versionRead) expire() { r.cancel(&r.expired) }
 
+// has reports whether a decision is kept for digest, at any version.
+func (c *decisionCache) has(digest *[32]byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.kept[*digest]
+	return ok
+}
+
 // decided returns the kept decision for digest when it was kept at
 // version, as a Result of its own (ranks not set).
-func (c *decisionCache) decided(digest *[32]byte, version int64) (Result, bool) {
+func (c *decisionCache) decided(digest *[32]byte, version mesh.SecurityVersion) (Result, bool) {
 	c.mu.Lock()
 	d, ok := c.kept[*digest]
 	c.mu.Unlock()
@@ -173,7 +181,7 @@ func (c *decisionCache) decided(digest *[32]byte, version int64) (Result, bool) 
 }
 
 // keep keeps what the legs decided for digest, read after version.
-func (c *decisionCache) keep(digest *[32]byte, version int64, inst *Instance, grant PluginGrant) {
+func (c *decisionCache) keep(digest *[32]byte, version mesh.SecurityVersion, inst *Instance, grant PluginGrant) {
 	d := keptDecision{version: version, inst: *inst, grant: grant, bytes: decisionBytes(inst, grant)}
 	if d.bytes > memoNodeBytes {
 		return

@@ -111,7 +111,7 @@ type authStore struct {
 	*memstore.Store
 	gets   atomic.Int64
 	frozen bool
-	at     int64
+	at     mesh.SecurityVersion
 }
 
 func (s *authStore) Get(path string) rx.Observable[mesh.Node] {
@@ -119,7 +119,7 @@ func (s *authStore) Get(path string) rx.Observable[mesh.Node] {
 	return s.Store.Get(path)
 }
 
-func (s *authStore) SecurityVersion(ctx context.Context) (int64, error) {
+func (s *authStore) SecurityVersion(ctx context.Context) (mesh.SecurityVersion, error) {
 	if s.frozen {
 		return s.at, nil
 	}

@@ -354,44 +354,52 @@ func (s *Server) MetricsHandler() http.Handler { return s.metricsHandler }
 
 // nowAuthenticator is an Authenticator that can often answer on the
 // request's goroutine (auth.Authenticator: a missing key, or a kept
-// decision, see auth.DecisionTypes); ok false means it did not, and its
-// Authenticate stream decides.
+// decision, see auth.DecisionTypes). When legs is nil, res is the answer;
+// otherwise legs is the stream that decides (it does not read again what
+// AuthenticateNow read).
 type nowAuthenticator interface {
-	AuthenticateNow(ctx context.Context, header string, within time.Duration) (res auth.Result, ok bool)
+	AuthenticateNow(ctx context.Context, header string, within time.Duration) (res auth.Result, legs rx.Observable[auth.Result])
 }
 
 // authenticated runs next for an authenticated caller and answers the
 // others: 401 for no usable key, 503 with Retry-After for "could not find
 // out". The missing-key answer is synchronous: it reads nothing. An
 // authenticator that answers at once is not read as a stream: its stage is
-// entered and finished in the ledger, as a read that answered at once is,
-// and next runs in the same call (a poll's answer is then built a few
-// frames deep, not inside the callbacks of the authentication's legs). Its
-// wait is bounded by what is left of the route's budget (the Deadline's
-// timer is armed only once the route has returned its stream).
+// entered before it is asked and finished when it answered, and next runs
+// in the same call (a poll's answer is then built a few frames deep, not
+// inside the callbacks of the authentication's legs). Its wait is bounded
+// by what is left of the route's budget, counted from the request's
+// arrival (the Deadline counts the time this call takes, too).
 func (s *Server) authenticated(r *http.Request, budget time.Duration, next func(auth.Result) rx.Observable[answer.Answer]) rx.Observable[answer.Answer] {
 	header := r.Header.Get("Authorization")
+	l := answer.LedgerFrom(r.Context())
+	var src rx.Observable[auth.Result]
 	if now, ok := s.auth.(nowAuthenticator); ok {
-		l := answer.LedgerFrom(r.Context())
 		within := budget
+		var stage *answer.Stage
 		if l != nil {
 			within -= l.Elapsed()
+			stage = l.Enter(StageAuthentication)
 		}
-		if res, ok := now.AuthenticateNow(r.Context(), header, within); ok {
-			if l != nil {
-				l.Enter(StageAuthentication).Finish()
+		res, legs := now.AuthenticateNow(r.Context(), header, within)
+		if legs == nil {
+			if stage != nil {
+				stage.Finish()
 			}
 			return afterAuthentication(r, res, next)
 		}
+		src = answer.Continue(legs, stage)
+	} else {
+		// Authenticate is cold, and a route's answer is subscribed as soon
+		// as it is built (see answer.Deadline): no Defer is needed to read
+		// nothing before the subscription.
+		src = s.auth.Authenticate(header)
+		if src == nil {
+			return rx.Throw[answer.Answer](errors.New("registry: the authenticator returned no result stream"))
+		}
+		src = answer.InStage(src, l, StageAuthentication)
 	}
-	// Authenticate is cold, and a route's answer is subscribed as soon as it
-	// is built (see answer.Deadline): no Defer is needed to read nothing
-	// before the subscription.
-	src := s.auth.Authenticate(header)
-	if src == nil {
-		return rx.Throw[answer.Answer](errors.New("registry: the authenticator returned no result stream"))
-	}
-	return rx.SelectMany(rx.Take(answer.InStage(src, answer.LedgerFrom(r.Context()), StageAuthentication), 1), func(res auth.Result) rx.Observable[answer.Answer] {
+	return rx.SelectMany(rx.Take(src, 1), func(res auth.Result) rx.Observable[answer.Answer] {
 		return afterAuthentication(r, res, next)
 	})
 }

@@ -87,7 +87,8 @@ type httpStatuser interface {
 
 // Handler serves the answer the route produces for each request. It waits
 // for the first value of answer(r) for what remains of the budget since the
-// request arrived (a budget already spent refuses at once, without
+// request arrived, the time answer(r) took to return included (a budget
+// already spent, before answer(r) or by it, refuses at once, without
 // subscribing) and for no longer than the request's context lives. When the
 // budget runs out or the client leaves, the answer is unsubscribed.
 //
@@ -107,14 +108,22 @@ func (d Deadline) Handler(answer func(r *http.Request) rx.Observable[Answer]) ht
 			req.clientLeft()
 			return
 		}
-		remaining := req.budget - ledger.Elapsed()
-		if remaining <= 0 {
+		if req.budget-ledger.Elapsed() <= 0 {
 			req.unanswered()
 			return
 		}
 		src := answer(r)
 		if src == nil {
 			req.refuse(errors.New("registry: the route produced no answer stream"), http.StatusInternalServerError)
+			return
+		}
+		// What is left is counted after the route built its stream: a
+		// route may wait while it builds it (a bounded read on the
+		// request's goroutine, as the kept authentication's version read),
+		// and the budget runs from arrival whatever the route waited on.
+		remaining := req.budget - ledger.Elapsed()
+		if remaining <= 0 {
+			req.unanswered()
 			return
 		}
 		if now, ok := src.(*nowAnswer); ok {
