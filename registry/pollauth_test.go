@@ -7,11 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/registry/client"
@@ -191,4 +193,62 @@ func TestAPollAnsweredFromAKeptDecisionIsRefusedOrNarrowedByTheFirstPollAfterThe
 		}
 		assert.Equal(t, http.StatusUnauthorized, got.status, "the first poll after the revocation: %s", got.body)
 	}
+}
+
+// stallingAuthStore is the authenticator's store, wrapped as a user may:
+// when stalled, its security version and its point reads wait for their
+// context to end; versionEntered is told of each stalled version read,
+// whose bound is armed by then.
+type stallingAuthStore struct {
+	*memstore.Store
+	stalled        atomic.Bool
+	versionEntered chan struct{}
+}
+
+func (s *stallingAuthStore) Get(path string) rx.Observable[mesh.Node] {
+	if s.stalled.Load() {
+		return rx.Never[mesh.Node]()
+	}
+	return s.Store.Get(path)
+}
+
+func (s *stallingAuthStore) SecurityVersion(ctx context.Context) (mesh.SecurityVersion, error) {
+	if s.stalled.Load() {
+		s.versionEntered <- struct{}{}
+		<-ctx.Done()
+		return mesh.SecurityVersion{}, ctx.Err()
+	}
+	return s.Store.SecurityVersion(ctx)
+}
+
+// A poll whose kept decision's version read stalls is refused at
+// arrival+IndexBudget, through a real server on virtual time: the version
+// read is bounded by what is left of the route's budget, and the route's
+// deadline counts the time the route spent in it before returning the
+// legs' stream (the authenticator's ReadBudget, 30s, is longer than the
+// route's budget, so only the route's budget can end the wait). Negative
+// control (run): with answer.Deadline counting what is left before the
+// route was asked (as in 153d556), the legs got a whole IndexBudget more
+// and no reply came at arrival+IndexBudget (the bounded receive failed).
+func TestAPollWhoseVersionReadStallsIsRefusedAtArrivalPlusTheRouteBudget(t *testing.T) {
+	store, err := memstore.New(memstore.Options{GatedTypes: append(auth.SecurityTypes(), auth.DecisionTypes()...)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	as := &stallingAuthStore{Store: store, versionEntered: make(chan struct{}, 1)}
+	f := newFixture(t, fixtureOptions{store: store, server: func(o *ServerOptions) {
+		o.Auth = &auth.Authenticator{Mesh: as, Clock: o.Clock, ReadBudget: 30 * time.Second}
+	}})
+	f.publish("Acme.Charts", "1.0.0", "")
+	key := f.instance("acme", "pro", "Plugins/*")
+	for range 2 { // the second keeps the decision
+		f.index(key)
+	}
+
+	as.stalled.Store(true)
+	replies := f.send(request{path: client.IndexPath, key: key})
+	testkit.Receive(t, as.versionEntered, "the poll reading the security version")
+	f.clk.Advance(IndexBudget)
+	got := testkit.Receive(t, replies, "the refusal at arrival+IndexBudget")
+	require.NoError(t, got.err)
+	assert.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
 }
