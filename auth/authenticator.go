@@ -158,7 +158,8 @@ func (a *Authenticator) AuthenticateNow(ctx context.Context, header string, with
 			if res.Ranks, ok = a.Ladder.now(); ok {
 				return res, nil
 			}
-			return Result{}, a.withRanks(res, &digest)
+			d := digest // escapes with the stream; digest stays on the stack
+			return Result{}, a.withRanks(res, &d)
 		}
 	}
 	if hash == "" {
