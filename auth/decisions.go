@@ -23,8 +23,14 @@ const StageSecurityVersion = "security version"
 // node of these types since the decision (a revoked key, a disabled
 // instance, a changed plan or grant, on this replica or another sharing
 // the database) moves the version, and the next request reads every leg
-// again. A store that does not gate them all gets no kept decisions: every
-// request reads its legs, as it would without this.
+// again. The version is a counter and a token drawn by each write
+// (mesh.SecurityVersion): a database restored from a backup or a lagging
+// standby, written again, does not give a kept version back. The legs read
+// only nodes of these types, so a node of another type at their paths,
+// which moves no version, changes nothing they decide. A store that does
+// not gate them all gets no kept decisions: every request reads its legs,
+// as it would without this. Only AuthenticateNow, which has its caller's
+// context for the version read, uses and keeps decisions.
 //
 // The plan-tier ladder is not among them: a kept decision never keeps the
 // ranks, which are read from the Authenticator's Ladder on every request
