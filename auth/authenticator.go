@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -48,6 +49,14 @@ const (
 // still lists the hash, is not followed until the first drops it (the
 // Instances functions never write that state: they remove a hash from its
 // instance before its index node).
+// On a store that gates DecisionTypes, AuthenticateNow answers a key that
+// authenticated from the decision kept for it while the store's security
+// version is the one read before that decision's legs (see DecisionTypes):
+// it reads that version once, on its caller's context, and runs the legs
+// when it moved or could not be read. Each leg reads only a node of its
+// own type (the key index, the instance, the grant: the types a store
+// gates); a node of another type at its path is absent to it, so a write
+// the version does not see cannot change what the legs decide.
 // The Result's Instance is the request's own copy; its KeyHashes and its
 // Grant's Entries may be shared with other Results and must not be
 // modified.
@@ -77,12 +86,16 @@ type Authenticator struct {
 	refusalOnce sync.Once
 	refusal     rx.Observable[Result]
 
-	memo authMemo // bounded: see authMemo
+	memo      authMemo      // bounded: see authMemo
+	decisions decisionCache // bounded: see decisionCache
 }
 
 // Authenticate returns the outcome for an Authorization header value: one
 // Result, then completion. The stream never fails; see Result for the three
-// outcomes. It is cold: nothing is read until it is subscribed.
+// outcomes. It is cold: nothing is read until it is subscribed. It runs the
+// legs: a kept decision (see DecisionTypes) is used only by
+// AuthenticateNow, which reads the security version on its caller's
+// context.
 //
 // Authenticate panics, naming the field, when a's Mesh is nil: a zero
 // Authenticator cannot check a key, and would otherwise fail deep inside
@@ -96,32 +109,124 @@ func (a *Authenticator) Authenticate(header string) rx.Observable[Result] {
 		a.refusalOnce.Do(func() { a.refusal = rx.Return(Result{}) })
 		return a.refusal
 	}
-	hash := HashKey(key)
-	return rx.Defer(func() rx.Observable[Result] {
-		r := &authentication{a: a, hash: hash}
-		if id, ok := a.memo.instanceOf(hash); ok {
-			// A key that authenticated as id: its instance is the truth.
-			r.known = true
-			r.leg.Store(1)
-			return rx.Catch(rx.SelectMany(readLeg(a, StageInstance, InstancePath(id), instanceLeg), r.afterInstance), r.unreadable)
+	digest := keyDigest(key)
+	return a.legs(hexDigest(&digest), &digest, mesh.SecurityVersion{}, false)
+}
+
+// AuthenticateNow decides for header what Authenticate would, reading the
+// store's security version at most once, on ctx, when that can spare the
+// legs: for a key that authenticated before (a decision kept for it, or
+// its instance in the memo) on a store that gates DecisionTypes, bounded by
+// ReadBudget, by within when that is shorter (a caller with a budget of its
+// own passes what is left of it), and by ctx; within <= 0 reads nothing.
+// An unknown key reads no version: it costs what Authenticate costs.
+//
+// When legs is nil, res is the answer, decided on the caller's goroutine:
+// a header without a well-formed key (refused, reading nothing), or a key
+// whose kept decision is at the version read, with the Ladder's ranks at
+// hand (nil Ladder, or its cache fresh). Otherwise res is zero and legs is
+// the cold stream that decides, as Authenticate's does, without reading
+// the version again: it runs the legs (and keeps their decision at the
+// version read), or, for a kept decision, only reads the ladder.
+//
+// It panics, as Authenticate does, when a's Mesh is nil.
+func (a *Authenticator) AuthenticateNow(ctx context.Context, header string, within time.Duration) (res Result, legs rx.Observable[Result]) {
+	if a.Mesh == nil {
+		panic("auth: Authenticator.Mesh is nil (a zero Authenticator cannot check keys; set Mesh to the store holding the instances)")
+	}
+	key, ok := KeyFromHeader(header)
+	if !ok {
+		return Result{}, nil
+	}
+	digest := keyDigest(key)
+	var hash string
+	seen := a.decisions.has(&digest)
+	if !seen {
+		hash = hexDigest(&digest)
+		_, seen = a.memo.instanceOf(hash)
+	}
+	var version mesh.SecurityVersion
+	keep := false
+	if seen && within > 0 {
+		version, keep = a.securityVersion(ctx, min(within, a.readBudget()))
+	}
+	if keep {
+		if res, ok := a.decisions.decided(&digest, version); ok {
+			if a.Ladder == nil {
+				return res, nil
+			}
+			if res.Ranks, ok = a.Ladder.now(); ok {
+				return res, nil
+			}
+			d := digest // escapes with the stream; digest stays on the stack
+			return Result{}, a.withRanks(res, &d)
 		}
-		return rx.Catch(r.fromKeyIndex(), r.unreadable)
+	}
+	if hash == "" {
+		hash = hexDigest(&digest)
+	}
+	return Result{}, a.legs(hash, &digest, version, keep)
+}
+
+// legs is the cold stream of the legs for the key of digest (hash its hex);
+// when keep, what they decide is kept at version, read before them.
+func (a *Authenticator) legs(hash string, digest *[32]byte, version mesh.SecurityVersion, keep bool) rx.Observable[Result] {
+	d := *digest
+	return rx.Defer(func() rx.Observable[Result] {
+		r := &authentication{a: a, hash: hash, digest: d, version: version, keep: keep}
+		return r.run()
+	})
+}
+
+// run starts the legs: from the instance when the memo names it, else from
+// the key index node.
+func (r *authentication) run() rx.Observable[Result] {
+	a := r.a
+	if id, ok := a.memo.instanceOf(r.hash); ok {
+		// A key that authenticated as id: its instance is the truth.
+		r.known = true
+		r.leg.Store(1)
+		return rx.Catch(rx.SelectMany(readLeg(a, StageInstance, InstancePath(id), InstanceNodeType, instanceLeg), r.afterInstance), r.unreadable)
+	}
+	return rx.Catch(r.fromKeyIndex(), r.unreadable)
+}
+
+// withRanks is res with the Ladder's ranks: at once when they are at hand,
+// else once the ladder is read (an unreadable ladder with no snapshot makes
+// the Result unavailable, logged with the prefix of digest's hash).
+func (a *Authenticator) withRanks(res Result, digest *[32]byte) rx.Observable[Result] {
+	if a.Ladder == nil {
+		return rx.Return(res)
+	}
+	if ranks, ok := a.Ladder.now(); ok {
+		res.Ranks = ranks
+		return rx.Return(res)
+	}
+	return rx.Map(a.Ladder.read(), func(o ladderOutcome) Result {
+		if o.err != nil && !o.stale {
+			return a.unavailable(StagePlanTiers, hexDigest(digest), o.err)
+		}
+		res.Ranks = o.ranks
+		return res
 	})
 }
 
 // fromKeyIndex runs the legs from the key index node.
 func (r *authentication) fromKeyIndex() rx.Observable[Result] {
-	return rx.SelectMany(readLeg(r.a, StageInstanceKey, KeyIndexPath(r.hash), keyIndexLeg), r.afterKeyIndex)
+	return rx.SelectMany(readLeg(r.a, StageInstanceKey, KeyIndexPath(r.hash), KeyIndexNodeType, keyIndexLeg), r.afterKeyIndex)
 }
 
 // authentication is one run of the legs for one key. A leg that cannot be
 // read fails the run's stream, which one Catch turns into the Result that
 // names the leg then being read: the legs run one after the other.
 type authentication struct {
-	a     *Authenticator
-	hash  string
-	leg   atomic.Int32 // index in legStages of the leg being read
-	known bool         // the index read was skipped: the memo named the instance
+	a       *Authenticator
+	hash    string
+	digest  [32]byte             // the key's SHA-256, which hash encodes
+	version mesh.SecurityVersion // the security version read before the legs, when keep
+	keep    bool                 // the store gates DecisionTypes: a decision may be kept at version
+	leg     atomic.Int32         // index in legStages of the leg being read
+	known   bool                 // the index read was skipped: the memo named the instance
 }
 
 var legStages = [...]string{StageInstanceKey, StageInstance, StageGrant}
@@ -149,9 +254,21 @@ type leg[T any] struct {
 //
 // Three operators per leg: the legs run on every authenticated request, and
 // what they allocate is what the collector works through at load.
-func readLeg[T any](a *Authenticator, stage, path string, decode func(*authMemo, mesh.Node) leg[T]) rx.Observable[leg[T]] {
+//
+// A node whose type is not nodeType (compared as stores gate types,
+// mesh.EqualNames) is absent to the leg: the legs decide only from nodes
+// of DecisionTypes, every write of which moves the security version a kept
+// decision is checked against. (A node of an ungated type written at a
+// path where none was moves no version; read as the leg's node it would
+// make the legs decide otherwise than the kept decision.)
+func readLeg[T any](a *Authenticator, stage, path, nodeType string, decode func(*authMemo, mesh.Node) leg[T]) rx.Observable[leg[T]] {
 	read := rx.TimeoutStage(rx.Take(a.Mesh.Get(path), 1), stage, a.readBudget(), a.clock())
-	return rx.Reduce(read, leg[T]{}, func(_ leg[T], n mesh.Node) leg[T] { return decode(&a.memo, n) })
+	return rx.Reduce(read, leg[T]{}, func(_ leg[T], n mesh.Node) leg[T] {
+		if !mesh.EqualNames(n.NodeType, nodeType) {
+			return leg[T]{}
+		}
+		return decode(&a.memo, n)
+	})
 }
 
 func keyIndexLeg(_ *authMemo, n mesh.Node) leg[keyIndexContent] {
@@ -206,7 +323,7 @@ func (r *authentication) afterKeyIndex(l leg[keyIndexContent]) rx.Observable[Res
 		return rx.Return(a.refused(RefusedUnknownKey, hash))
 	}
 	r.leg.Store(1)
-	return rx.SelectMany(readLeg(a, StageInstance, InstancePath(l.v.Instance), instanceLeg), r.afterInstance)
+	return rx.SelectMany(readLeg(a, StageInstance, InstancePath(l.v.Instance), InstanceNodeType, instanceLeg), r.afterInstance)
 }
 
 func (r *authentication) afterInstance(l leg[*Instance]) rx.Observable[Result] {
@@ -235,7 +352,7 @@ func (r *authentication) afterInstance(l leg[*Instance]) rx.Observable[Result] {
 		a.memo.keepInstance(hash, inst.ID)
 	}
 	r.leg.Store(2)
-	return rx.SelectMany(readLeg(a, StageGrant, GrantPath(inst.ID), grantLeg), func(l leg[grantRead]) rx.Observable[Result] {
+	return rx.SelectMany(readLeg(a, StageGrant, GrantPath(inst.ID), GrantNodeType, grantLeg), func(l leg[grantRead]) rx.Observable[Result] {
 		return r.afterGrant(inst, l)
 	})
 }
@@ -253,16 +370,10 @@ func (r *authentication) afterGrant(inst *Instance, l leg[grantRead]) rx.Observa
 		res.Grant = l.v.g
 		res.Grant.InstanceID = inst.ID
 	}
-	if a.Ladder == nil {
-		return rx.Return(res)
+	if r.keep && len(l.v.bad) == 0 {
+		a.decisions.keep(&r.digest, r.version, inst, res.Grant)
 	}
-	return rx.Map(a.Ladder.read(), func(o ladderOutcome) Result {
-		if o.err != nil && !o.stale {
-			return a.unavailable(StagePlanTiers, hash, o.err)
-		}
-		res.Ranks = o.ranks
-		return res
-	})
+	return a.withRanks(res, &r.digest)
 }
 
 func (a *Authenticator) refused(reason, hash string) Result {

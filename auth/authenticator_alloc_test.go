@@ -73,7 +73,7 @@ func TestAWarmAuthenticationAllocatesFarLessThanNineOperatorsPerLegDid(t *testin
 	path := KeyIndexPath(HashKey(header[len("Bearer "):]))
 	const legCeiling = 1700.0 // bytes
 	_, now := heapCost(500, func() {
-		readLeg(a, StageInstanceKey, path, keyIndexLeg).Subscribe(rx.NewObserver[leg[keyIndexContent]](nil, nil, nil))
+		readLeg(a, StageInstanceKey, path, KeyIndexNodeType, keyIndexLeg).Subscribe(rx.NewObserver[leg[keyIndexContent]](nil, nil, nil))
 	})
 	_, before := heapCost(500, func() {
 		nineOperatorRead(a, StageInstanceKey, path).Subscribe(rx.NewObserver[nodeLeg](nil, nil, nil))

@@ -120,7 +120,7 @@ type FoldSource struct {
 // foldBuild is the fold of one snapshot version.
 type foldBuild struct {
 	seq     uint64 // the read it came from
-	version int64
+	version mesh.SecurityVersion
 	done    chan struct{} // closed once fold and err are set
 	fold    *access.Fold
 	err     error
@@ -218,7 +218,7 @@ func (s *FoldSource) warm(ctx context.Context) (f *access.Fold, answered bool, e
 }
 
 // readVersion reads the security version within the budget on the clock.
-func (s *FoldSource) readVersion(ctx context.Context, v mesh.SecurityVersioner) (int64, error) {
+func (s *FoldSource) readVersion(ctx context.Context, v mesh.SecurityVersioner) (mesh.SecurityVersion, error) {
 	budget := s.budget()
 	expired := &rx.TimeoutError{Stage: StageAccessFold, After: budget}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -233,10 +233,10 @@ func (s *FoldSource) readVersion(ctx context.Context, v mesh.SecurityVersioner) 
 	}
 	version, err := v.SecurityVersion(ctx)
 	if context.Cause(ctx) == error(expired) {
-		return 0, expired
+		return mesh.SecurityVersion{}, expired
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reading the security version: %w", err)
+		return mesh.SecurityVersion{}, fmt.Errorf("reading the security version: %w", err)
 	}
 	return version, nil
 }
@@ -292,13 +292,13 @@ func (s *FoldSource) build(snap mesh.SecuritySnapshot) (*access.Fold, error) {
 	}
 	as, skipped, err := BuildAccessSnapshot(snap.Nodes, s.GatedTypes)
 	for _, e := range skipped {
-		s.logger().Warn("auth: security node left out of the access fold", "version", snap.Version, "error", e)
+		s.logger().Warn("auth: security node left out of the access fold", "version", snap.Version.Seq, "error", e)
 	}
 	if err != nil {
 		return nil, err
 	}
 	for _, scope := range as.Unreadable {
-		s.logger().Warn("auth: access undetermined below a scope: a security node there cannot be read", "version", snap.Version, "scope", scope)
+		s.logger().Warn("auth: access undetermined below a scope: a security node there cannot be read", "version", snap.Version.Seq, "scope", scope)
 	}
 	return access.NewFold(as)
 }

@@ -191,14 +191,14 @@ func (s *securityFaults) SecurityNodes(ctx context.Context) (mesh.SecuritySnapsh
 	return s.Store.SecurityNodes(ctx)
 }
 
-func (s *securityFaults) SecurityVersion(ctx context.Context) (int64, error) {
+func (s *securityFaults) SecurityVersion(ctx context.Context) (mesh.SecurityVersion, error) {
 	switch {
 	case s.stall:
 		s.entered <- struct{}{}
 		<-ctx.Done()
-		return 0, ctx.Err()
+		return mesh.SecurityVersion{}, ctx.Err()
 	case s.err != nil:
-		return 0, s.err
+		return mesh.SecurityVersion{}, s.err
 	}
 	return s.Store.SecurityVersion(ctx)
 }

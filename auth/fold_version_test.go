@@ -30,7 +30,7 @@ func (c *countingReader) SecurityNodes(ctx context.Context) (mesh.SecuritySnapsh
 	return c.inner.SecurityNodes(ctx)
 }
 
-func (c *countingReader) SecurityVersion(ctx context.Context) (int64, error) {
+func (c *countingReader) SecurityVersion(ctx context.Context) (mesh.SecurityVersion, error) {
 	c.versions.Add(1)
 	return c.inner.SecurityVersion(ctx)
 }
@@ -116,7 +116,7 @@ func (p *stackProbe) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, 
 	return p.countingReader.SecurityNodes(ctx)
 }
 
-func (p *stackProbe) SecurityVersion(ctx context.Context) (int64, error) {
+func (p *stackProbe) SecurityVersion(ctx context.Context) (mesh.SecurityVersion, error) {
 	p.versionOnCall = append(p.versionOnCall, onStack(p.caller))
 	return p.countingReader.SecurityVersion(ctx)
 }

@@ -90,12 +90,21 @@ func isBase62(c byte) bool {
 // HashKey returns the lower-case hex SHA-256 of a raw key: the only form in
 // which a key is stored or compared.
 func HashKey(key string) string {
-	// On every authenticated request: a key of up to 128 bytes is hashed
-	// from the stack, and the hex is the one allocation.
+	digest := keyDigest(key)
+	return hexDigest(&digest)
+}
+
+// keyDigest is the SHA-256 of a raw key: on every authenticated request, a
+// key of up to 128 bytes is hashed from the stack.
+func keyDigest(key string) [sha256.Size]byte {
 	var in [128]byte
-	sum := sha256.Sum256(append(in[:0], key...))
+	return sha256.Sum256(append(in[:0], key...))
+}
+
+// hexDigest is HashKey's form of a digest; the string is its one allocation.
+func hexDigest(digest *[sha256.Size]byte) string {
 	var out [2 * sha256.Size]byte
-	hex.Encode(out[:], sum[:])
+	hex.Encode(out[:], digest[:])
 	return string(out[:])
 }
 

@@ -76,18 +76,24 @@ func (l *PlanTierLadder) Read() rx.Observable[PlanTierRanks] {
 	return rx.Map(l.read(), func(o ladderOutcome) PlanTierRanks { return o.ranks })
 }
 
+// now returns the ladder when a read would answer it from the cache at
+// once (filled within CacheDuration), and false when a read would fill it.
+func (l *PlanTierLadder) now() (PlanTierRanks, bool) {
+	clk := l.clock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.snap, l.has && clk.Since(l.filledAt) < l.cacheDuration()
+}
+
 // read is Read with the failure kept, for callers that must tell "the ladder
 // is empty" from "the ladder could not be read".
 func (l *PlanTierLadder) read() rx.Observable[ladderOutcome] {
 	return rx.Defer(func() rx.Observable[ladderOutcome] {
-		clk := l.clock()
-		l.mu.Lock()
-		fresh := l.has && clk.Since(l.filledAt) < l.cacheDuration()
-		snap := l.snap
-		l.mu.Unlock()
+		snap, fresh := l.now()
 		if fresh {
 			return rx.Return(ladderOutcome{ranks: snap})
 		}
+		clk := l.clock()
 		f, _, owner := l.inflight.Claim(clk.Now, nil)
 		if owner {
 			l.start(f, clk)

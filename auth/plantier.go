@@ -77,17 +77,23 @@ func (r PlanTierRanks) IsAllAccess(tier string) bool {
 // IDs returns the plan ids the ladder knows, in canonical form, cheapest
 // first; equal ranks are ordered by id.
 func (r PlanTierRanks) IDs() []string {
-	ids := make([]string, 0, len(r.ranks))
+	return r.AppendIDs(make([]string, 0, len(r.ranks)))
+}
+
+// AppendIDs appends the ids IDs returns, in its order, to dst: into an
+// array of the caller's, a per-request key costs no allocation.
+func (r PlanTierRanks) AppendIDs(dst []string) []string {
+	from := len(dst)
 	for id := range r.ranks {
-		ids = append(ids, id)
+		dst = append(dst, id)
 	}
-	slices.SortFunc(ids, func(a, b string) int {
+	slices.SortFunc(dst[from:], func(a, b string) int {
 		if c := r.ranks[a] - r.ranks[b]; c != 0 {
 			return c
 		}
 		return strings.Compare(a, b)
 	})
-	return ids
+	return dst
 }
 
 // Covers reports whether a grant entry scoped to planTier licenses a package

@@ -37,11 +37,28 @@ func WithSecurityTypes(extra []string) []string {
 	return out
 }
 
+// SecurityVersion names one state of a store's security materialisation:
+// Seq, a counter every write of a gated type moves, and Token, drawn at
+// random by that same write (in PostgreSQL, in its transaction). Two reads
+// that return equal versions saw the same set, so a reader may keep what it
+// built from one until the version differs. A counter alone is not enough:
+// a database restored from a backup, a lagging standby or another replica
+// reading an older state brings the counter back, and the next write gives
+// it again with other contents; its Token is another then. Compare versions
+// with ==; the zero value is no store's version.
+type SecurityVersion struct {
+	Seq   int64
+	Token [16]byte
+}
+
+// IsZero reports whether v is the zero version, which no store returns.
+func (v SecurityVersion) IsZero() bool { return v == SecurityVersion{} }
+
 // SecuritySnapshot is every node of the security types, from every
 // partition: the input of the access fold. Version changes whenever a write
 // changes the set, so a reader can keep what it built from it until then.
 type SecuritySnapshot struct {
-	Version int64
+	Version SecurityVersion
 	Nodes   []Node
 	// GatedTypes are the node types this snapshot holds every node of:
 	// SecurityTypes and the store's configured GatedTypes. A fold must not
@@ -67,11 +84,11 @@ type SecurityReader interface {
 }
 
 // SecurityVersioner is implemented by a SecurityReader that can tell the
-// Version its SecurityNodes would return now without reading the nodes (a
-// counter kept by the same writes that change the set): one row in
-// PostgreSQL, a field in memory. A reader that keeps a fold reads it on
-// every decision and the nodes only when it moved. It must honour ctx,
+// Version its SecurityNodes would return now without reading the nodes
+// (kept by the same writes that change the set, see SecurityVersion): one
+// row in PostgreSQL, a field in memory. A reader that keeps a fold reads it
+// on every decision and the nodes only when it moved. It must honour ctx,
 // returning when ctx ends.
 type SecurityVersioner interface {
-	SecurityVersion(ctx context.Context) (int64, error)
+	SecurityVersion(ctx context.Context) (SecurityVersion, error)
 }

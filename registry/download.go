@@ -37,7 +37,7 @@ func (s *Server) downloadRoute(r *http.Request) rx.Observable[answer.Answer] {
 	ledger := answer.LedgerFrom(r.Context())
 	plugin, version := r.PathValue("plugin"), r.PathValue("version")
 	hold := bundleHoldFrom(r.Context())
-	return s.authenticated(r, func(res auth.Result) rx.Observable[answer.Answer] {
+	return s.authenticated(r, s.downloadBudget, func(res auth.Result) rx.Observable[answer.Answer] {
 		// An invalid name never reaches the volume.
 		if landing.ValidateModuleName(plugin) != nil || landing.ValidateVersion(version) != nil {
 			return rx.Return(noSuchBundle())

@@ -27,8 +27,8 @@ import (
 // give one key to callers Allows tells apart, and so share one document
 // between them. The key is the text's SHA-256 (32 bytes as a string). It
 // runs on every poll: the text is built in a buffer on the stack and the
-// entries sorted as spans of it, so a grant of a few entries costs one
-// allocation for the key and one for the ladder's ids.
+// entries sorted as spans of it, so a grant of a few entries and a ladder of
+// a few tiers cost one allocation, the key's.
 func entitlementKey(res auth.Result) string {
 	var scratch [512]byte
 	var spanArr [16]entrySpan
@@ -63,7 +63,8 @@ func entitlementKey(res auth.Result) string {
 		b = appendFoldName(b, strings.TrimSpace(res.Instance.Plan))
 	}
 	b = append(b, "\x00ranks:"...)
-	for _, id := range res.Ranks.IDs() {
+	var idArr [16]string
+	for _, id := range res.Ranks.AppendIDs(idArr[:0]) {
 		rank, _ := res.Ranks.RankOf(id)
 		b = append(b, id...)
 		b = append(b, '=')

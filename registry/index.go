@@ -151,14 +151,18 @@ func (c *indexCache) assemble(prev *indexBase, build func(*indexBase) *indexBase
 // re-encodes only the modules whose record or package changed and rebuilds
 // only the segments they fall in: O(changes) encoding, hashing and copying.
 type indexBase struct {
-	gen    indexGeneration // what it was assembled from (zero when not kept)
-	mods   moduleList
-	cat    *catalogState
-	segs   []*segment
-	root   [32]byte // the digest of the listed entries: the ETag
-	etag   string
-	listed int
-	size   int // bytes of the body
+	gen  indexGeneration // what it was assembled from (zero when not kept)
+	mods moduleList
+	cat  *catalogState
+	segs []*segment
+	root [32]byte // the digest of the listed entries: the ETag
+	etag string
+	// notModified is the header of every 304 answered for this document:
+	// built with it, shared by those answers and never modified (the
+	// answer's writer copies each value, clipped, into the response).
+	notModified http.Header
+	listed      int
+	size        int // bytes of the body
 	// changed names the modules whose entry this document added, changed
 	// or removed since the one it was patched from; nil when it was
 	// assembled from nothing.
@@ -230,6 +234,7 @@ func patchIndex(prev *indexBase, mods moduleList, cat *catalogState, baseURL str
 	// its level 1 is the segments' hashes.
 	b.root = indexdigest.RootOfChunks(b.listed, level1(b.segs, b.listed))
 	b.etag = `"` + hex.EncodeToString(b.root[:]) + `"`
+	b.notModified = indexHeader(b.etag, 0).h
 	return b
 }
 
@@ -350,7 +355,7 @@ func xorInto(d *[32]byte, s [32]byte) {
 // body is written segment by segment, with its length declared.
 func indexAnswer(doc *indexBase, ifNoneMatch string) answer.Answer {
 	if etagMatches(ifNoneMatch, doc.etag) {
-		return answer.Answer{Status: http.StatusNotModified, Header: indexHeader(doc.etag, 0).h}
+		return answer.Answer{Status: http.StatusNotModified, Header: doc.notModified}
 	}
 	h := indexHeader(doc.etag, 2)
 	h.set("Content-Type", "application/json")
@@ -521,7 +526,7 @@ func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
 			q.delta = true
 		}
 	}
-	return s.authenticated(r, q.authenticated)
+	return s.authenticated(r, s.indexBudget, q.authenticated)
 }
 
 // indexRequest is one index request: one allocation holds what its steps
@@ -560,7 +565,7 @@ func (q *indexRequest) authenticated(res auth.Result) rx.Observable[answer.Answe
 func (q *indexRequest) withActivation(v activationView) rx.Observable[answer.Answer] {
 	if c, ok := q.s.catalog.current(); ok {
 		q.ledger.Enter(StageCatalog).Finish()
-		return rx.Return(q.answer(v, c))
+		return answer.Now(q.answer(v, c))
 	}
 	cat := answer.InStage(q.s.catalog.read(), q.ledger, StageCatalog)
 	return rx.Map(cat, func(c *catalogState) answer.Answer { return q.answer(v, c) })

@@ -161,7 +161,7 @@ func (s *Server) deltaAnswer(entitlement string, since [32]byte) (answer.Answer,
 		return a, false
 	}
 	if len(points) == 0 {
-		return answer.Answer{Status: http.StatusNotModified, Header: indexHeader(last.etag, 0).h}, true
+		return answer.Answer{Status: http.StatusNotModified, Header: last.notModified}, true
 	}
 	h := indexHeader(last.etag, 2)
 	h.set("Content-Type", "application/json")

@@ -7,6 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/auth"
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/registry/client"
 )
 
@@ -19,9 +24,43 @@ import (
 //
 //   - delta304: ?since= the newest digest (what almost every poll is);
 //   - ifnonematch304: If-None-Match with the newest ETag;
-//   - delta: ?since= the document before one publication (one entry).
+//   - delta: ?since= the document before one publication (one entry);
+//   - delta304-legs: delta304 on a store that does not gate the
+//     authentication's node types (every poll reads its legs).
+//
+// The others run on a memstore that gates them, as examples/registry and
+// examples/loadtest open theirs, with the authenticator reading it
+// directly (not through the fixture's counting wrapper, which hides the
+// store's security version). The type names are spelled out so that the
+// file runs unchanged on a base without auth.DecisionTypes.
 func BenchmarkAServedPoll(b *testing.B) {
-	f := newFixture(b, fixtureOptions{})
+	b.Run("delta304", func(b *testing.B) { benchmarkAServedPoll(b, true, "delta304") })
+	b.Run("ifnonematch304", func(b *testing.B) { benchmarkAServedPoll(b, true, "ifnonematch304") })
+	b.Run("delta", func(b *testing.B) { benchmarkAServedPoll(b, true, "delta") })
+	b.Run("delta304-legs", func(b *testing.B) { benchmarkAServedPoll(b, false, "delta304") })
+}
+
+// pollFixture is the benchmark's registry: with gated, on a memstore that
+// gates the authentication's node types, read by the authenticator itself
+// (or through authMesh, when given).
+func pollFixture(t testing.TB, gated bool, authMesh ...func(*memstore.Store) mesh.Store) *fixture {
+	if !gated {
+		return newFixture(t, fixtureOptions{})
+	}
+	store, err := memstore.New(memstore.Options{GatedTypes: []string{auth.KeyIndexNodeType, auth.InstanceNodeType, auth.GrantNodeType}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	var m mesh.Store = store
+	for _, wrap := range authMesh {
+		m = wrap(store)
+	}
+	return newFixture(t, fixtureOptions{store: store, server: func(o *ServerOptions) {
+		o.Auth = &auth.Authenticator{Mesh: m, Clock: o.Clock, Ladder: &auth.PlanTierLadder{Mesh: m, Clock: o.Clock}}
+	}})
+}
+
+func benchmarkAServedPoll(b *testing.B, gated bool, which string) {
+	f := pollFixture(b, gated)
 	for i := range 50 {
 		f.publish("Module"+strconv.Itoa(i), "1.0.0", "")
 	}
@@ -51,9 +90,14 @@ func BenchmarkAServedPoll(b *testing.B) {
 	since := func(etag string) string {
 		return client.IndexPath + "?" + client.SinceParam + "=" + strings.Trim(etag, `"`)
 	}
-	b.Run("delta304", func(b *testing.B) { poll(b, since(etag), "", http.StatusNotModified) })
-	b.Run("ifnonematch304", func(b *testing.B) { poll(b, client.IndexPath, etag, http.StatusNotModified) })
-	b.Run("delta", func(b *testing.B) { poll(b, since(old), "", http.StatusOK) })
+	switch which {
+	case "delta304":
+		poll(b, since(etag), "", http.StatusNotModified)
+	case "ifnonematch304":
+		poll(b, client.IndexPath, etag, http.StatusNotModified)
+	case "delta":
+		poll(b, since(old), "", http.StatusOK)
+	}
 }
 
 // pollWriter is a ResponseWriter that discards the body and reuses its

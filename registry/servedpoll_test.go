@@ -59,3 +59,45 @@ func TestAPollOfAnUnchangedIndexAllocatesAThirdLessThanWithAStreamPerRead(t *tes
 	assert.LessOrEqual(t, allocs, 105.0, "allocations per poll (160 with a stream per read)")
 	assert.LessOrEqual(t, bytes, 7700.0, "bytes per poll (10.3 KB with a stream per read)")
 }
+
+// A warm poll on a store that gates the authentication's node types (as
+// examples/registry and examples/loadtest open theirs) is answered from
+// the decision the authenticator kept for the key, with no stream for the
+// authentication and none for the answer (answer.Now), and the 304's
+// header built once per document: 17 allocations and 1.4 KB
+// (BenchmarkAServedPoll/delta304), against 96 and 6,962 bytes at 658dd9b
+// (the same fixture and request). The bounds below hold that at under a
+// quarter of the allocations and a third of the bytes. Negative control,
+// run here: the same poll on a store that does not gate them (every poll
+// reads its instance and grant as streams) exceeds both bounds.
+func TestAWarmPollFromAKeptDecisionAllocatesUnderAQuarterOfAPollThatReadsItsLegs(t *testing.T) {
+	const maxAllocs, maxBytes = 24.0, 2300.0
+	for _, gated := range []bool{true, false} {
+		f := pollFixture(t, gated)
+		for i := range 20 {
+			f.publish("Module"+strconv.Itoa(i), "1.0.0", "")
+		}
+		key := f.instance("acme", "pro", "Plugins/*")
+		_, got := f.index(key)
+		etag := got.header.Get("ETag")
+		h := f.server.Handler()
+		req := httptest.NewRequest(http.MethodGet, client.IndexPath+"?"+client.SinceParam+"="+strings.Trim(etag, `"`), nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		w := &pollWriter{header: http.Header{}}
+		allocs, bytes := servedPollCost(300, func() {
+			clear(w.header)
+			w.status = 0
+			h.ServeHTTP(w, req)
+		})
+		require.Equal(t, http.StatusNotModified, w.status, "the poll holds the newest document")
+		require.Equal(t, etag, w.header.Get("ETag"))
+		t.Logf("gated=%v: a poll answered 304: %.0f allocations, %.0f bytes", gated, allocs, bytes)
+		if !gated {
+			assert.Greater(t, allocs, maxAllocs, "negative control: a poll that reads its legs")
+			assert.Greater(t, bytes, maxBytes, "negative control: a poll that reads its legs")
+			continue
+		}
+		assert.LessOrEqual(t, allocs, maxAllocs, "allocations per poll (96 at 658dd9b)")
+		assert.LessOrEqual(t, bytes, maxBytes, "bytes per poll (6,962 at 658dd9b)")
+	}
+}

@@ -352,32 +352,74 @@ func (s *Server) routes() http.Handler {
 // default).
 func (s *Server) MetricsHandler() http.Handler { return s.metricsHandler }
 
+// nowAuthenticator is an Authenticator that can often answer on the
+// request's goroutine (auth.Authenticator: a missing key, or a kept
+// decision, see auth.DecisionTypes). When legs is nil, res is the answer;
+// otherwise legs is the stream that decides (it does not read again what
+// AuthenticateNow read).
+type nowAuthenticator interface {
+	AuthenticateNow(ctx context.Context, header string, within time.Duration) (res auth.Result, legs rx.Observable[auth.Result])
+}
+
 // authenticated runs next for an authenticated caller and answers the
 // others: 401 for no usable key, 503 with Retry-After for "could not find
-// out". The missing-key answer is synchronous: it reads nothing.
-func (s *Server) authenticated(r *http.Request, next func(auth.Result) rx.Observable[answer.Answer]) rx.Observable[answer.Answer] {
-	// Authenticate is cold, and a route's answer is subscribed as soon as it
-	// is built (see answer.Deadline): no Defer is needed to read nothing
-	// before the subscription.
-	src := s.auth.Authenticate(r.Header.Get("Authorization"))
-	if src == nil {
-		return rx.Throw[answer.Answer](errors.New("registry: the authenticator returned no result stream"))
-	}
-	return rx.SelectMany(rx.Take(answer.InStage(src, answer.LedgerFrom(r.Context()), StageAuthentication), 1), func(res auth.Result) rx.Observable[answer.Answer] {
-		switch {
-		case res.Unavailable != "":
-			noteRefusal(r, StageAuthentication)
-			// The authenticator has logged the detail; the answer names
-			// the leg only (the text before its first ": ").
-			leg, _, _ := strings.Cut(res.Unavailable, ": ")
-			return rx.Return(recordAnswer(func(w http.ResponseWriter) {
-				auth.WriteUnavailable(w, StageAuthentication+": "+leg+": "+answer.ReasonUnavailable, 0)
-			}))
-		case !res.Authenticated():
-			return rx.Return(recordAnswer(auth.WriteUnauthenticated))
+// out". The missing-key answer is synchronous: it reads nothing. An
+// authenticator that answers at once is not read as a stream: its stage is
+// entered before it is asked and finished when it answered, and next runs
+// in the same call (a poll's answer is then built a few frames deep, not
+// inside the callbacks of the authentication's legs). Its wait is bounded
+// by what is left of the route's budget, counted from the request's
+// arrival (the Deadline counts the time this call takes, too).
+func (s *Server) authenticated(r *http.Request, budget time.Duration, next func(auth.Result) rx.Observable[answer.Answer]) rx.Observable[answer.Answer] {
+	header := r.Header.Get("Authorization")
+	l := answer.LedgerFrom(r.Context())
+	var src rx.Observable[auth.Result]
+	if now, ok := s.auth.(nowAuthenticator); ok {
+		within := budget
+		var stage *answer.Stage
+		if l != nil {
+			within -= l.Elapsed()
+			stage = l.Enter(StageAuthentication)
 		}
-		return next(res)
+		res, legs := now.AuthenticateNow(r.Context(), header, within)
+		if legs == nil {
+			if stage != nil {
+				stage.Finish()
+			}
+			return afterAuthentication(r, res, next)
+		}
+		src = answer.Continue(legs, stage)
+	} else {
+		// Authenticate is cold, and a route's answer is subscribed as soon
+		// as it is built (see answer.Deadline): no Defer is needed to read
+		// nothing before the subscription.
+		src = s.auth.Authenticate(header)
+		if src == nil {
+			return rx.Throw[answer.Answer](errors.New("registry: the authenticator returned no result stream"))
+		}
+		src = answer.InStage(src, l, StageAuthentication)
+	}
+	return rx.SelectMany(rx.Take(src, 1), func(res auth.Result) rx.Observable[answer.Answer] {
+		return afterAuthentication(r, res, next)
 	})
+}
+
+// afterAuthentication answers a caller the authenticator did not resolve,
+// and runs next for one it did.
+func afterAuthentication(r *http.Request, res auth.Result, next func(auth.Result) rx.Observable[answer.Answer]) rx.Observable[answer.Answer] {
+	switch {
+	case res.Unavailable != "":
+		noteRefusal(r, StageAuthentication)
+		// The authenticator has logged the detail; the answer names
+		// the leg only (the text before its first ": ").
+		leg, _, _ := strings.Cut(res.Unavailable, ": ")
+		return rx.Return(recordAnswer(func(w http.ResponseWriter) {
+			auth.WriteUnavailable(w, StageAuthentication+": "+leg+": "+answer.ReasonUnavailable, 0)
+		}))
+	case !res.Authenticated():
+		return rx.Return(recordAnswer(auth.WriteUnauthenticated))
+	}
+	return next(res)
 }
 
 // versionRoute answers what this server is.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshrx/meshrx/auth"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/mesh/pgstore"
@@ -63,14 +64,14 @@ func measureIndex(ctx context.Context, url, key string) (size int, etag string, 
 func runAbsorb(ctx, setupCtx context.Context, cfg config, dir string, logger *slog.Logger, stdout, stderr io.Writer) (err error) {
 	var store mesh.Store
 	if cfg.pg != "" {
-		pa, err := pgstore.Open(setupCtx, cfg.pg, pgstore.Options{Logger: logger})
+		pa, err := pgstore.Open(setupCtx, cfg.pg, pgstore.Options{Logger: logger, GatedTypes: auth.DecisionTypes()})
 		if err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, pa.Close()) }()
 		store = pa
 	} else {
-		mem, err := memstore.New(memstore.Options{Logger: logger})
+		mem, err := memstore.New(memstore.Options{Logger: logger, GatedTypes: auth.DecisionTypes()})
 		if err != nil {
 			return err
 		}
@@ -79,7 +80,7 @@ func runAbsorb(ctx, setupCtx context.Context, cfg config, dir string, logger *sl
 	}
 	storeB := store
 	if cfg.pg != "" {
-		pb, err := pgstore.Open(setupCtx, cfg.pg, pgstore.Options{Logger: logger})
+		pb, err := pgstore.Open(setupCtx, cfg.pg, pgstore.Options{Logger: logger, GatedTypes: auth.DecisionTypes()})
 		if err != nil {
 			return err
 		}

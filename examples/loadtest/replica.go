@@ -170,7 +170,9 @@ func startReplica(ctx context.Context, o replicaOptions, logger *slog.Logger) (_
 
 	store := o.store
 	if store == nil {
-		mem, err := memstore.New(memstore.Options{Logger: logger})
+		// Gating the authentication's node types, as examples/registry
+		// does: a warm poll is answered from the key's kept decision.
+		mem, err := memstore.New(memstore.Options{Logger: logger, GatedTypes: auth.DecisionTypes()})
 		if err != nil {
 			return nil, err
 		}

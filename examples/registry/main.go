@@ -343,16 +343,21 @@ func listenMetrics(addr string, h http.Handler, logger *slog.Logger) (*http.Serv
 }
 
 // openMesh opens the store -pg names, or an in-process one, and the state
-// of its change feed (nil for memstore, whose feed does not drop).
+// of its change feed (nil for memstore, whose feed does not drop). Both
+// gate the authentication's node types (auth.DecisionTypes) beside the
+// access fold's: a write to a key, an instance or a grant then moves the
+// store's security version, so the authenticator answers a key's warm
+// requests from the decision it kept at that version.
 func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Store, rx.Observable[error], func() error, error) {
+	gated := append(auth.SecurityTypes(), auth.DecisionTypes()...)
 	if pgURL == "" {
-		s, err := memstore.New(memstore.Options{Logger: logger, GatedTypes: auth.SecurityTypes()})
+		s, err := memstore.New(memstore.Options{Logger: logger, GatedTypes: gated})
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		return s, nil, s.Close, nil
 	}
-	s, err := pgstore.Open(ctx, pgURL, pgstore.Options{Logger: logger, GatedTypes: auth.SecurityTypes()})
+	s, err := pgstore.Open(ctx, pgURL, pgstore.Options{Logger: logger, GatedTypes: gated})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("opening the PostgreSQL mesh: %w", err)
 	}

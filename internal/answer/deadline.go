@@ -87,7 +87,8 @@ type httpStatuser interface {
 
 // Handler serves the answer the route produces for each request. It waits
 // for the first value of answer(r) for what remains of the budget since the
-// request arrived (a budget already spent refuses at once, without
+// request arrived, the time answer(r) took to return included (a budget
+// already spent, before answer(r) or by it, refuses at once, without
 // subscribing) and for no longer than the request's context lives. When the
 // budget runs out or the client leaves, the answer is unsubscribed.
 //
@@ -107,14 +108,32 @@ func (d Deadline) Handler(answer func(r *http.Request) rx.Observable[Answer]) ht
 			req.clientLeft()
 			return
 		}
-		remaining := req.budget - ledger.Elapsed()
-		if remaining <= 0 {
+		if req.budget-ledger.Elapsed() <= 0 {
 			req.unanswered()
 			return
 		}
 		src := answer(r)
 		if src == nil {
 			req.refuse(errors.New("registry: the route produced no answer stream"), http.StatusInternalServerError)
+			return
+		}
+		// What is left is counted after the route built its stream: a
+		// route may wait while it builds it (a bounded read on the
+		// request's goroutine, as the kept authentication's version read),
+		// and the budget runs from arrival whatever the route waited on.
+		remaining := req.budget - ledger.Elapsed()
+		if remaining <= 0 {
+			req.unanswered()
+			return
+		}
+		if now, ok := src.(*nowAnswer); ok {
+			// Answered within the call: what First would have got at
+			// once, without a budget's timer or a stream.
+			if r.Context().Err() != nil {
+				req.clientLeft()
+				return
+			}
+			req.write(now.a)
 			return
 		}
 		got, err := rx.First(r.Context(), rx.Timeout(settleAnswer(src), remaining, clk))
@@ -166,6 +185,18 @@ func (d Deadline) route(r *http.Request) string {
 		return d.Route
 	}
 	return r.Method + " " + r.URL.Path
+}
+
+// Now is an answer a route has at once: Deadline writes it without
+// subscribing to a stream (no budget timer, no operators: a poll answered
+// from memory costs none of them), and any other subscriber gets it as
+// rx.Return(a) gives it.
+func Now(a Answer) rx.Observable[Answer] { return &nowAnswer{a: a} }
+
+type nowAnswer struct{ a Answer }
+
+func (n *nowAnswer) Subscribe(o rx.Observer[Answer]) rx.Subscription {
+	return rx.Return(n.a).Subscribe(o)
 }
 
 // outcome is the route's first answer or its error, as a value, so that the

@@ -535,3 +535,59 @@ func TestAWriteWhoseOutcomeIsUnknownIsA503SayingItMayHaveBeenApplied(t *testing.
 	assert.NotContains(t, string(plain.body), "outcomeUnknown")
 	assert.Len(t, logs.At(slog.LevelWarn), 2, "each 503 leaves a warning")
 }
+
+// The budget runs from arrival through the time the route takes to build
+// its stream (a route may wait while it builds it: the kept
+// authentication's version read, bounded on the request's goroutine): a
+// route that spent build of it before returning a stream that never
+// answers is refused at arrival+budget exactly, and one that spent more
+// than the budget before returning an answer at once (Now) is refused,
+// as the same answer arriving on a stream after the budget would be.
+// Negative control (run): with what is left counted before the route
+// was asked (as in 153d556), the stalled route was still held at
+// arrival+budget (the bounded receive of its abandonment failed), and
+// the late Now answer was written (204).
+func TestTheBudgetCountsTheTimeTheRouteTookToBuildItsStream(t *testing.T) {
+	const budget, build = 10 * time.Second, 8 * time.Second
+	t.Run("a stream", func(t *testing.T) {
+		clk := rxtest.NewClock()
+		building, reached, abandoned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		stalled := stalledRoute("pushed artifacts record", reached, abandoned)
+		route := Deadline{Route: "GET " + indexPath, Budget: budget, Clock: clk}.
+			Handler(func(r *http.Request) rx.Observable[Answer] {
+				// A bounded wait on the request's goroutine, before the stream.
+				if _, err := rx.First(r.Context(), announced(rx.Timer(build, clk), building)); err != nil {
+					return rx.Throw[Answer](err)
+				}
+				return stalled(r)
+			})
+		replies := fetch(t.Context(), serve(t, Arrival(clk, route)), indexPath)
+		testkit.Receive(t, building, "the route building its stream")
+		clk.Advance(build)
+		testkit.Receive(t, reached, "the route's stream being subscribed")
+		clk.Advance(budget - build - time.Nanosecond)
+		requireOpen(t, abandoned, "the deadline tripped before arrival+budget")
+		clk.Advance(time.Nanosecond)
+		testkit.Receive(t, abandoned, "the route being unsubscribed at arrival+budget exactly")
+		got := testkit.Receive(t, replies, "the refusal")
+		require.NoError(t, got.err)
+		assert.Equal(t, http.StatusServiceUnavailable, got.status)
+	})
+	t.Run("an answer at once, after the budget", func(t *testing.T) {
+		clk := rxtest.NewClock()
+		building := make(chan struct{})
+		route := Deadline{Route: "GET " + indexPath, Budget: budget, Clock: clk}.
+			Handler(func(r *http.Request) rx.Observable[Answer] {
+				if _, err := rx.First(r.Context(), announced(rx.Timer(budget+time.Second, clk), building)); err != nil {
+					return rx.Throw[Answer](err)
+				}
+				return Now(Answer{Status: http.StatusNoContent})
+			})
+		replies := fetch(t.Context(), serve(t, Arrival(clk, route)), indexPath)
+		testkit.Receive(t, building, "the route building its answer")
+		clk.Advance(budget + time.Second)
+		got := testkit.Receive(t, replies, "the refusal")
+		require.NoError(t, got.err)
+		assert.Equal(t, http.StatusServiceUnavailable, got.status, "answered after the budget: refused")
+	})
+}

@@ -282,17 +282,29 @@ func InStage[T any](src rx.Observable[T], l *Ledger, stage string) rx.Observable
 	if l == nil {
 		return src
 	}
-	return rx.Defer(func() rx.Observable[T] {
-		s := l.Enter(stage)
-		finish := rx.Defer(func() rx.Observable[T] {
-			s.Finish()
-			return rx.Empty[T]()
-		})
-		failed := func(error) rx.Observable[T] {
-			s.fail()
-			return nil // passes the error on
-		}
-		answered := rx.Map(src, func(v T) T { s.Finish(); return v })
-		return rx.Concat(rx.Catch(answered, failed), finish)
+	return rx.Defer(func() rx.Observable[T] { return inStage(src, l.Enter(stage)) })
+}
+
+// Continue is InStage for a stage entered already (s, from Enter), as a
+// caller that waited in it before it had src does: it finishes s at src's
+// first value or terminal notification (only the first Finish counts). A
+// nil s returns src unchanged.
+func Continue[T any](src rx.Observable[T], s *Stage) rx.Observable[T] {
+	if s == nil {
+		return src
+	}
+	return rx.Defer(func() rx.Observable[T] { return inStage(src, s) })
+}
+
+func inStage[T any](src rx.Observable[T], s *Stage) rx.Observable[T] {
+	finish := rx.Defer(func() rx.Observable[T] {
+		s.Finish()
+		return rx.Empty[T]()
 	})
+	failed := func(error) rx.Observable[T] {
+		s.fail()
+		return nil // passes the error on
+	}
+	answered := rx.Map(src, func(v T) T { s.Finish(); return v })
+	return rx.Concat(rx.Catch(answered, failed), finish)
 }

@@ -2,7 +2,9 @@ package memstore
 
 import (
 	"context"
+	crand "crypto/rand"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -13,16 +15,33 @@ import (
 // a security type, from every partition, maintained inside the write that
 // changes it. It is read whole, never by a query, so it can be neither paged
 // nor narrowed.
+//
+// Its version is a counter and a token (mesh.SecurityVersion): every change
+// draws a fresh token, so this store's versions never equal another's (a
+// reader switched to another store, say a fresh one with as many writes,
+// sees the change). The tokens come from a ChaCha8 generator of the
+// store's own, seeded from crypto/rand: a change costs no system call.
 type security struct {
 	gated   []string
 	nodes   map[string]mesh.Node // exact path → node: paths that differ only in case are two nodes, as in the index and in PostgreSQL
-	version int64
-	sorted  []mesh.Node // the nodes of version, built on first read; shared, never modified
-	built   int64       // the version sorted was built for, -1 for none
+	version mesh.SecurityVersion
+	tokens  *rand.ChaCha8
+	sorted  []mesh.Node          // the nodes of version, built on first read; shared, never modified
+	built   mesh.SecurityVersion // the version sorted was built for; zero for none
 }
 
 func newSecurity(gated []string) security {
-	return security{gated: slices.Clone(gated), nodes: map[string]mesh.Node{}, built: -1}
+	var seed [32]byte
+	_, _ = crand.Read(seed[:]) // never fails (crypto/rand panics rather than return an error)
+	s := security{gated: slices.Clone(gated), nodes: map[string]mesh.Node{}, tokens: rand.NewChaCha8(seed)}
+	s.bump()
+	return s
+}
+
+// bump moves the version: the next counter, a fresh token.
+func (s *security) bump() {
+	s.version.Seq++
+	_, _ = s.tokens.Read(s.version.Token[:]) // ChaCha8.Read never fails
 }
 
 // apply records a write; old or n is nil for an insert or a delete. Called
@@ -38,7 +57,7 @@ func (s *security) apply(old, n *mesh.Node) {
 		changed = true
 	}
 	if changed {
-		s.version++
+		s.bump()
 	}
 }
 
@@ -89,17 +108,17 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 
 // SecurityVersion returns the version SecurityNodes would return now,
 // without building the set.
-func (s *Store) SecurityVersion(ctx context.Context) (int64, error) {
+func (s *Store) SecurityVersion(ctx context.Context) (mesh.SecurityVersion, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("memstore: security version: %w", err)
+		return mesh.SecurityVersion{}, fmt.Errorf("memstore: security version: %w", err)
 	}
 	if err := s.mu.RLockContext(ctx); err != nil {
-		return 0, fmt.Errorf("memstore: security version: waiting for the store's lock: %w", err)
+		return mesh.SecurityVersion{}, fmt.Errorf("memstore: security version: waiting for the store's lock: %w", err)
 	}
 	closed, version := s.closed, s.sec.version
 	s.mu.RUnlock()
 	if closed {
-		return 0, unavailable("read the security version")
+		return mesh.SecurityVersion{}, unavailable("read the security version")
 	}
 	return version, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/meshrx/meshrx/mesh/memstore"
 )
 
-func securityPaths(t *testing.T, s *memstore.Store) (int64, []string) {
+func securityPaths(t *testing.T, s *memstore.Store) (mesh.SecurityVersion, []string) {
 	t.Helper()
 	snap, err := s.SecurityNodes(context.Background())
 	require.NoError(t, err)
@@ -38,7 +38,7 @@ func TestEverySecurityTypeWriteLandsInTheMaterialisation(t *testing.T) {
 		_, err := s.Put(ctx, mesh.Node{Path: path, NodeType: typ})
 		require.NoError(t, err)
 		after, paths := securityPaths(t, s)
-		assert.Greater(t, after, before, typ)
+		assert.Greater(t, after.Seq, before.Seq, typ)
 		assert.Contains(t, paths, path, "a %s write lands in the materialisation", typ)
 
 		// A type change out of the set removes it; back in, it returns.
@@ -64,7 +64,7 @@ func TestSecurityVersionIsTheVersionTheNodesWouldHave(t *testing.T) {
 	s, err := memstore.New(memstore.Options{GatedTypes: accessTypes})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	version := func() int64 {
+	version := func() mesh.SecurityVersion {
 		t.Helper()
 		v, err := s.SecurityVersion(ctx)
 		require.NoError(t, err)
@@ -78,7 +78,9 @@ func TestSecurityVersionIsTheVersionTheNodesWouldHave(t *testing.T) {
 	assert.Equal(t, v0, version(), "a write of another type does not move it")
 	_, err = s.Put(ctx, mesh.Node{Path: "acme/_Access/a", NodeType: "AccessAssignment"})
 	require.NoError(t, err)
-	assert.Greater(t, version(), v0, "a security write moves it")
+	v1 := version()
+	assert.Greater(t, v1.Seq, v0.Seq, "a security write moves it")
+	assert.NotEqual(t, v0.Token, v1.Token, "and draws a fresh token")
 
 	require.NoError(t, s.Close())
 	_, err = s.SecurityVersion(ctx)

@@ -60,6 +60,7 @@ func (s *suite) checks() []check {
 		{"BadInputIsRefusedWithATypedErrorAndLosesNothing", s.badInput},
 		{"APartitionNameIsASCIIAndNoOtherLetterReachesAnotherPartition", s.partitionNames},
 		{"SecurityNodesWhosePathsDifferOnlyInCaseAreBothMaterialised", s.securityCaseVariants},
+		{"EveryWriteOfAGatedTypeMovesTheSecurityVersionAndNoOtherWriteDoes", s.securityVersionMoves},
 		{"ASatelliteLivesInItsOwnersPartition", s.satellites},
 		{"AGlobalSatelliteIsPinnedToItsRegisteredSchema", s.globalSatellites},
 		{"AnUnregisteredGlobalSatelliteIsUnroutableAndCannotBeWritten", s.unregisteredGlobal},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -67,6 +68,8 @@ func TestEachCheckFailsTheStoreItExistsToCatch(t *testing.T) {
 			"the tie on m broken by path"},
 		{"SecurityNodesWhosePathsDifferOnlyInCaseAreBothMaterialised", "folds security paths into one key", foldsSecurityPaths,
 			"both policies are in the materialisation"},
+		{"EveryWriteOfAGatedTypeMovesTheSecurityVersionAndNoOtherWriteDoes", "leaves the version where it was on a delete", deletesUnversioned,
+			"Delete that deletes a node of the gated type"},
 		{"AmongThousandsOfLiveQueriesEachWriteReachesExactlyThoseItChanges", "misses one partition's queries", missesAPartition,
 			"must receive exactly the frames of the writes that change its result"},
 		{"AmongThousandsOfLiveQueriesEachWriteReachesExactlyThoseItChanges", "sends every write to every query", sendsEveryWrite,
@@ -194,7 +197,96 @@ func runProbe(t *testing.T, c check, svc mesh.Store) probeResult {
 	return probeResult{failed: p.failed, skipped: p.skipped, msgs: slices.Clone(p.msgs)}
 }
 
+// Every method of mesh.Store is named either a write method, which the
+// security version row writes through, or a read method: a write method
+// added to mesh.Store fails here until the row covers it. Control: a
+// method named by neither list is reported (the check below is the one
+// that would fail).
+func TestEveryStoreMethodIsAReadOrAWriteTheSecurityVersionRowCovers(t *testing.T) {
+	named := map[string]string{}
+	for _, m := range storeWriteMethods() {
+		named[m] = "write"
+	}
+	for _, m := range storeReadMethods() {
+		require.NotContains(t, named, m, "%s is named twice", m)
+		named[m] = "read"
+	}
+	iface := reflect.TypeFor[mesh.Store]()
+	for i := range iface.NumMethod() {
+		m := iface.Method(i).Name
+		assert.Contains(t, named, m, "mesh.Store.%s is neither a read nor a write the security version row covers", m)
+	}
+	assert.Len(t, named, iface.NumMethod(), "every name is a method of mesh.Store")
+	written := map[string]bool{}
+	for _, w := range securityWrites() {
+		written[w.method] = true
+	}
+	for _, m := range storeWriteMethods() {
+		assert.True(t, written[m], "the row writes through %s", m)
+	}
+	assert.NotContains(t, named, "Subscribe", "control: a name that is no method of mesh.Store is not in the lists")
+}
+
 // The broken stores: a real store with one fault each.
+
+// versionHeld is a store whose Delete leaves its security version where it
+// was before the Delete (until the next Put).
+type versionHeld struct {
+	wrapped
+	mu   sync.Mutex
+	held *mesh.SecurityVersion
+}
+
+func deletesUnversioned(s *memstore.Store) mesh.Store { return &versionHeld{wrapped: wrapped{s}} }
+
+func (v *versionHeld) Delete(ctx context.Context, path string) error {
+	before, err := v.Store.SecurityVersion(ctx)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	if v.held == nil {
+		v.held = &before
+	}
+	v.mu.Unlock()
+	return v.Store.Delete(ctx, path)
+}
+
+func (v *versionHeld) release() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.held = nil
+}
+
+func (v *versionHeld) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	v.release()
+	return v.Store.Put(ctx, n)
+}
+
+func (v *versionHeld) PutIfVersion(ctx context.Context, n mesh.Node, expected int64) (mesh.Node, error) {
+	v.release()
+	return v.Store.PutIfVersion(ctx, n, expected)
+}
+
+func (v *versionHeld) SecurityVersion(ctx context.Context) (mesh.SecurityVersion, error) {
+	v.mu.Lock()
+	held := v.held
+	v.mu.Unlock()
+	if held != nil {
+		return *held, nil
+	}
+	return v.Store.SecurityVersion(ctx)
+}
+
+func (v *versionHeld) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error) {
+	snap, err := v.Store.SecurityNodes(ctx)
+	v.mu.Lock()
+	if v.held != nil {
+		snap.Version = *v.held
+	}
+	v.mu.Unlock()
+	return snap, err
+}
 
 type wrapped struct{ *memstore.Store }
 

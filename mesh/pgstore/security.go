@@ -28,7 +28,7 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 	// One statement, so the version and the rows come from one snapshot; the
 	// one-row version table is joined, not a second read.
 	rows, err := s.pool.Query(ctx, `
-		SELECT v.version, f.namespace, f.id, f.path, f.name, f.node_type, f.main_node, f.content, f.version, f.state, f.last_modified
+		SELECT v.version, v.token, f.namespace, f.id, f.path, f.name, f.node_type, f.main_node, f.content, f.version, f.state, f.last_modified
 		FROM public.security_fold_version v
 		LEFT JOIN public.security_fold f ON true
 		ORDER BY f.path COLLATE "C", f.schema_name, f.table_name`)
@@ -54,26 +54,29 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 
 // SecurityVersion returns the version SecurityNodes would return now: one
 // row (public.security_fold_version), which the triggers that maintain the
-// fold bump in each writing transaction, so a reader that keeps a fold
-// reads the fold's rows only when this moved. A database that cannot
-// answer within Budgets.Permission is a *mesh.UnavailableError.
-func (s *Store) SecurityVersion(ctx context.Context) (int64, error) {
+// fold bump in each writing transaction, its counter moved and a fresh
+// random token drawn (see mesh.SecurityVersion: a restored dump or a
+// lagging standby written again does not give an old version back), so a
+// reader that keeps a fold reads the fold's rows only when this moved. A
+// database that cannot answer within Budgets.Permission is a
+// *mesh.UnavailableError.
+func (s *Store) SecurityVersion(ctx context.Context) (mesh.SecurityVersion, error) {
 	const op = "read the security fold version"
 	if s.isClosed() {
-		return 0, unavailable(op, ErrClosed)
+		return mesh.SecurityVersion{}, unavailable(op, ErrClosed)
 	}
 	ctx, cancel, explain := s.bounded(ctx, s.budgets.Permission, "reading the security fold version")
 	defer cancel()
-	var version int64
-	if err := s.pool.QueryRow(ctx, `SELECT version FROM public.security_fold_version`).Scan(&version); err != nil {
-		return 0, unavailable(op, explain(err))
+	var v mesh.SecurityVersion
+	if err := s.pool.QueryRow(ctx, `SELECT version, token FROM public.security_fold_version`).Scan(&v.Seq, &v.Token); err != nil {
+		return mesh.SecurityVersion{}, unavailable(op, explain(err))
 	}
-	return version, nil
+	return v, nil
 }
 
 // scanFoldRow reads one row of the fold query into the fold version and a
 // node; present is false for the version row joined to an empty fold.
-func scanFoldRow(rows pgx.Rows, foldVersion *int64) (n mesh.Node, present bool, err error) {
+func scanFoldRow(rows pgx.Rows, foldVersion *mesh.SecurityVersion) (n mesh.Node, present bool, err error) {
 	var (
 		namespace, id, path, name, typ, mainNode *string
 		content                                  []byte
@@ -81,7 +84,7 @@ func scanFoldRow(rows pgx.Rows, foldVersion *int64) (n mesh.Node, present bool, 
 		state                                    *int16
 		modified                                 *time.Time
 	)
-	if err := rows.Scan(foldVersion, &namespace, &id, &path, &name, &typ, &mainNode, &content, &version, &state, &modified); err != nil {
+	if err := rows.Scan(&foldVersion.Seq, &foldVersion.Token, &namespace, &id, &path, &name, &typ, &mainNode, &content, &version, &state, &modified); err != nil {
 		return mesh.Node{}, false, err
 	}
 	if id == nil || version == nil || state == nil || modified == nil {

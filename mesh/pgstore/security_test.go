@@ -34,7 +34,7 @@ func TestEverySecurityTypeWriteLandsInTheFold(t *testing.T) {
 
 	version := func() int64 {
 		snap, _ := foldNode(t, s, "")
-		return snap.Version
+		return snap.Version.Seq
 	}
 	for _, typ := range types {
 		id := strings.NewReplacer("/", "-").Replace(typ)
@@ -48,14 +48,14 @@ func TestEverySecurityTypeWriteLandsInTheFold(t *testing.T) {
 			snap, got := foldNode(t, s, path)
 			require.NotNil(t, got, "%s: a write lands in the fold as soon as it commits", where)
 			assert.Equal(t, stored, *got, where)
-			assert.Greater(t, snap.Version, v0, "%s: the fold version moves", where)
+			assert.Greater(t, snap.Version.Seq, v0, "%s: the fold version moves", where)
 
-			v1 := snap.Version
+			v1 := snap.Version.Seq
 			changed := put(t, s, mesh.Node{Path: path, NodeType: typ, Content: json.RawMessage(`{"roles": ["Editor"]}`)})
 			snap, got = foldNode(t, s, path)
 			require.NotNil(t, got, where)
 			assert.Equal(t, changed, *got, "%s: an update refreshes the folded copy", where)
-			assert.Greater(t, snap.Version, v1, where)
+			assert.Greater(t, snap.Version.Seq, v1, where)
 
 			put(t, s, mesh.Node{Path: path, NodeType: "Page", Content: changed.Content})
 			_, got = foldNode(t, s, path)
@@ -68,7 +68,7 @@ func TestEverySecurityTypeWriteLandsInTheFold(t *testing.T) {
 			del(t, s, path)
 			snap, got = foldNode(t, s, path)
 			assert.Nil(t, got, "%s: a delete leaves the fold", where)
-			assert.Greater(t, snap.Version, v2, where)
+			assert.Greater(t, snap.Version.Seq, v2, where)
 		}
 	}
 
@@ -77,7 +77,7 @@ func TestEverySecurityTypeWriteLandsInTheFold(t *testing.T) {
 	put(t, s, mesh.Node{Path: "acme/Sec/page", NodeType: "Page"})
 	snap, got := foldNode(t, s, "acme/Sec/page")
 	assert.Nil(t, got)
-	assert.Equal(t, v, snap.Version)
+	assert.Equal(t, v, snap.Version.Seq)
 
 	// Negative control: a node table without the fold trigger (a write path
 	// the materialisation does not cover) is caught by the census above.
@@ -144,7 +144,7 @@ func TestTheFoldMigrationBackfillsSecurityNodesWrittenBeforeIt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"_Access/root", "acme/_Access/g", "acme/admins"}, pathsOf(snap.Nodes),
 		"every security node written before the fold existed is in it; the Article is not")
-	assert.Positive(t, snap.Version)
+	assert.Positive(t, snap.Version.Seq)
 	i := slices.IndexFunc(snap.Nodes, func(n mesh.Node) bool { return n.Path == "acme/admins" })
 	assert.Equal(t, int64(3), snap.Nodes[i].Version)
 }
@@ -163,7 +163,7 @@ func TestAGatedTypeAddedLaterIsBackfilledAndFoldedFromThenOn(t *testing.T) {
 	put(t, before, mesh.Node{Path: "Store/plugins/p2", NodeType: "plugin"})
 	after, got := foldNode(t, before, "Store/plugins/p2")
 	assert.NotNil(t, got, "and later writes of it are folded (the type compares without case)")
-	assert.Greater(t, after.Version, snap.Version)
+	assert.Greater(t, after.Version.Seq, snap.Version.Seq)
 
 	// Opening again with the same type changes nothing.
 	openStore(t, url, Options{GatedTypes: []string{"PLUGIN"}})
@@ -195,7 +195,7 @@ func TestSecurityVersionReadsOneRowThatMovesExactlyWithTheFold(t *testing.T) {
 	trace := &statements{}
 	s := openStore(t, pg.Database(t), Options{QueryTracer: trace, GatedTypes: accessTypes})
 	ctx := testContext(t)
-	version := func() int64 {
+	version := func() mesh.SecurityVersion {
 		t.Helper()
 		trace.take()
 		v, err := s.SecurityVersion(ctx)
@@ -206,7 +206,7 @@ func TestSecurityVersionReadsOneRowThatMovesExactlyWithTheFold(t *testing.T) {
 		assert.NotContains(t, sql[0], "public.security_fold ", "the fold's rows are not read")
 		return v
 	}
-	snapshot := func() int64 {
+	snapshot := func() mesh.SecurityVersion {
 		t.Helper()
 		snap, err := s.SecurityNodes(ctx)
 		require.NoError(t, err)
@@ -219,7 +219,9 @@ func TestSecurityVersionReadsOneRowThatMovesExactlyWithTheFold(t *testing.T) {
 	assert.Equal(t, v0, version(), "a write of another type does not move it")
 	put(t, s, mesh.Node{Path: "acme/r", NodeType: "Role"})
 	v1 := version()
-	assert.Greater(t, v1, v0, "a security write moves it")
+	assert.Greater(t, v1.Seq, v0.Seq, "a security write moves it")
+	assert.NotEqual(t, v1.Token, v0.Token, "with a fresh token")
+	assert.NotZero(t, v1.Token)
 	assert.Equal(t, snapshot(), v1)
 
 	require.NoError(t, s.Close())
