@@ -35,8 +35,8 @@ func TestFirstOnAnEmptyStreamReturnsErrEmpty(t *testing.T) {
 // ran, and the wait below timed out). The 5 s bound is only on the wait for
 // the producer goroutine's exit. Negative control, run: cancelling before
 // the call (produce never runs, the old flake's shape) fails on "produce
-// ran"; dropping First's/Collect's context.AfterFunc wiring fails on the
-// producer's exit.
+// ran" for both. (Dropping only the context.AfterFunc wiring does not
+// fail it: First and Collect also cancel src once they see ctx end.)
 func TestFirstAndCollectHonourContextCancellationAndLeaveNoGoroutine(t *testing.T) {
 	for name, run := range map[string]func(context.Context, rx.Observable[int]) error{
 		"First":   func(ctx context.Context, o rx.Observable[int]) error { _, err := rx.First(ctx, o); return err },
@@ -193,7 +193,10 @@ func TestCollectReturnsNoValuesWhenItsContextEndsFirst(t *testing.T) {
 // ranging goroutine before context.AfterFunc's goroutine cancels the scope.
 // Deterministic: no timers. Negative control, run: without the ctx check in
 // allObserver.finish the All case ended with no error (the last err was
-// nil); without the one in firstObserver.finish First returned ErrEmpty.
+// nil), also through a type-changing Map; without the one in
+// firstObserver.finish First returned ErrEmpty. The Collect cases passed
+// under that control too (Collect already checks ctx after Subscribe, and
+// the other-goroutine race is rare): they guard against a regression only.
 func TestAllFirstAndCollectReportTheContextWhenItEndedBeforeTheCompletion(t *testing.T) {
 	src := func(cancel context.CancelFunc, keep bool) rx.Observable[int] {
 		return rx.Filter(rx.Of(1, 2, 3), func(v int) bool {
