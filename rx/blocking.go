@@ -18,6 +18,9 @@ func First[T any](ctx context.Context, src Observable[T]) (T, error) {
 		return zero, err
 	}
 	w := &firstObserver[T]{}
+	if ctx.Done() != nil {
+		w.ctx = ctx
+	}
 	// ctx is wired to the subscription before subscribing, so a source that
 	// runs inside Subscribe (a Create producer looping on this goroutine)
 	// sees the cancellation through its own context and returns. A context
@@ -61,7 +64,8 @@ type firstResult[T any] struct {
 
 type firstObserver[T any] struct {
 	sc   scope
-	done bool // calls into the observer are serialised
+	ctx  context.Context // nil when it can never end
+	done bool            // calls into the observer are serialised
 
 	mu  sync.Mutex
 	has bool // r is the result
@@ -76,6 +80,14 @@ func (w *firstObserver[T]) finish(r firstResult[T]) {
 		return
 	}
 	w.done = true
+	// A ctx that ended before this delivery is reported in its place (a
+	// completion after a Filter cancelled and dropped the last value, say),
+	// as First's doc says.
+	if w.ctx != nil {
+		if err := w.ctx.Err(); err != nil {
+			r = firstResult[T]{err: err}
+		}
+	}
 	w.sc.cancel()
 	w.mu.Lock()
 	w.has, w.r = true, r
@@ -99,7 +111,7 @@ func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w := &collectObserver[T]{sc: newScope(), ch: make(chan error, 1)}
+	w := &collectObserver[T]{sc: newScope(), ch: make(chan error, 1), ctx: ctx}
 	defer context.AfterFunc(ctx, w.sc.cancel)() // see First
 	subscribed := false
 	defer func() {
@@ -115,6 +127,9 @@ func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
 	}
 	select {
 	case err := <-w.ch:
+		if w.late {
+			return nil, err // ctx ended before the terminal: see above
+		}
 		return w.vs, err
 	case <-ctx.Done():
 		w.sc.cancel()
@@ -126,9 +141,22 @@ func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
 
 type collectObserver[T any] struct {
 	sc   *scope
+	ctx  context.Context
 	ch   chan error
 	vs   []T
 	done bool
+	late bool // ctx ended before the terminal, whose error is then ctx's
+}
+
+// end hands err over, or ctx's error if ctx ended before this terminal was
+// delivered (a select on both could otherwise pick the terminal).
+func (w *collectObserver[T]) end(err error) {
+	w.done = true
+	w.sc.cancel()
+	if cerr := w.ctx.Err(); cerr != nil {
+		w.late, err = true, cerr
+	}
+	w.ch <- err
 }
 
 func (w *collectObserver[T]) OnNext(v T) {
@@ -139,17 +167,13 @@ func (w *collectObserver[T]) OnNext(v T) {
 
 func (w *collectObserver[T]) OnError(err error) {
 	if !w.done {
-		w.done = true
-		w.sc.cancel()
-		w.ch <- err
+		w.end(err)
 	}
 }
 
 func (w *collectObserver[T]) OnCompleted() {
 	if !w.done {
-		w.done = true
-		w.sc.cancel()
-		w.ch <- nil
+		w.end(nil)
 	}
 }
 

@@ -29,23 +29,35 @@ func TestFirstOnAnEmptyStreamReturnsErrEmpty(t *testing.T) {
 	assert.ErrorIs(t, err, rxtest.ErrTest)
 }
 
+// The context is cancelled from inside produce, after it started its
+// goroutine: no timer, so the call cannot return before subscribing (with
+// time.AfterFunc(10ms, cancel) it sometimes did under load, produce never
+// ran, and the wait below timed out). The 5 s bound is only on the wait for
+// the producer goroutine's exit. Negative control, run: cancelling before
+// the call (produce never runs, the old flake's shape) fails on "produce
+// ran" for both. (Dropping only the context.AfterFunc wiring does not
+// fail it: First and Collect also cancel src once they see ctx end.)
 func TestFirstAndCollectHonourContextCancellationAndLeaveNoGoroutine(t *testing.T) {
 	for name, run := range map[string]func(context.Context, rx.Observable[int]) error{
 		"First":   func(ctx context.Context, o rx.Observable[int]) error { _, err := rx.First(ctx, o); return err },
 		"Collect": func(ctx context.Context, o rx.Observable[int]) error { _, err := rx.Collect(ctx, o); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
 			producerDone := make(chan struct{})
+			var ran atomic.Bool
 			src := rx.Create(func(ctx context.Context, o rx.Observer[int]) {
+				ran.Store(true)
 				go func() {
 					defer close(producerDone)
 					<-ctx.Done() // a producer that never answers
 				}()
+				cancel() // the caller's context ends while it waits
 			})
-			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(10*time.Millisecond, cancel)
 			err := run(ctx, src)
 			assert.ErrorIs(t, err, context.Canceled)
+			require.True(t, ran.Load(), "produce ran")
 			select {
 			case <-producerDone: // the producer was told and left
 			case <-time.After(5 * time.Second):
@@ -173,4 +185,80 @@ func TestCollectReturnsNoValuesWhenItsContextEndsFirst(t *testing.T) {
 	vs, err := rx.Collect(ctx, src)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Nil(t, vs)
+}
+
+// Issue (review of rx) item 2: a ctx that ended before the completion is
+// reported as ctx.Err(), as All's, First's and Collect's docs say. The
+// Filter cancels on the last value and drops it; Of then completes on the
+// ranging goroutine before context.AfterFunc's goroutine cancels the scope.
+// Deterministic: no timers. Negative control, run: without the ctx check in
+// allObserver.finish the All case ended with no error (the last err was
+// nil), also through a type-changing Map; without the one in
+// firstObserver.finish First returned ErrEmpty. The Collect cases passed
+// under that control too (Collect already checks ctx after Subscribe, and
+// the other-goroutine race is rare): they guard against a regression only.
+func TestAllFirstAndCollectReportTheContextWhenItEndedBeforeTheCompletion(t *testing.T) {
+	src := func(cancel context.CancelFunc, keep bool) rx.Observable[int] {
+		return rx.Filter(rx.Of(1, 2, 3), func(v int) bool {
+			if v == 3 {
+				cancel()
+				return false
+			}
+			return keep
+		})
+	}
+	t.Run("All", func(t *testing.T) {
+		for range 200 {
+			ctx, cancel := context.WithCancel(context.Background())
+			var got []int
+			var last error
+			for v, err := range rx.All(ctx, src(cancel, true)) {
+				if err != nil {
+					last = err
+					break
+				}
+				got = append(got, v)
+			}
+			cancel()
+			require.ErrorIs(t, last, context.Canceled, "values %v", got)
+			require.Equal(t, []int{1, 2}, got)
+		}
+	})
+	t.Run("All over a shape that does not fuse into its loop", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var last error
+		for _, err := range rx.All(ctx, rx.Map(src(cancel, true), func(v int) string { return "x" })) {
+			last = err
+		}
+		require.ErrorIs(t, last, context.Canceled)
+	})
+	t.Run("First", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		_, err := rx.First(ctx, src(cancel, false))
+		require.ErrorIs(t, err, context.Canceled)
+	})
+	t.Run("Collect", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		vs, err := rx.Collect(ctx, src(cancel, true))
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Nil(t, vs)
+	})
+	t.Run("Collect, the completion from another goroutine", func(t *testing.T) {
+		for range 200 {
+			ctx, cancel := context.WithCancel(context.Background())
+			vs, err := rx.Collect(ctx, rx.Create(func(_ context.Context, o rx.Observer[int]) {
+				go func() {
+					o.OnNext(1)
+					cancel()
+					o.OnCompleted()
+				}()
+			}))
+			cancel()
+			require.ErrorIs(t, err, context.Canceled)
+			require.Nil(t, vs)
+		}
+	})
 }

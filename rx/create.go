@@ -96,6 +96,8 @@ func Range(start, count int) Observable[int] {
 				v += n
 			}
 		case next != nil && sc == nil:
+			// fuseSync's loop form (allLoop) has a nil step: safe here only
+			// because a non-nil loop is taken by the case above, checked first.
 			step := next.step
 			for v := start; v < end; v++ {
 				if !step(v) {
@@ -103,7 +105,8 @@ func Range(start, count int) Observable[int] {
 				}
 			}
 		case next != nil:
-			// The stages below run inside this loop (see fuse.go).
+			// The stages below run inside this loop (see fuse.go). next.step
+			// may be nil in the loop form; that case is taken above.
 			step := next.step
 			for v := start; v < end; v++ {
 				if sc.done.Load() || !step(v) {

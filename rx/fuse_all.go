@@ -42,9 +42,9 @@ func fuseSync[T any](o Observer[T]) *fused[T] {
 // step: Of and Range, which alone ask fuseSync, use the loop form when
 // there is one.
 //
-// The body runs as in syncStep: with a flag set around it (a value
-// delivered to All's OnNext meanwhile is queued), what it caused yielded
-// after it, a break unsubscribing before the loop goes on. With a ctx that
+// The body runs as in syncStep, a break unsubscribing before the loop goes
+// on; with a ctx that cannot end it needs no flag around it and no flush
+// after it (see the loop). With a ctx that
 // can end, each value goes through run (ctx checked before the body and
 // after what it caused), as syncStep's does.
 //
@@ -95,19 +95,18 @@ func (r *mfRun[T]) allLoop(a *allObserver[T]) func([]T, *scope) bool {
 				}
 				continue
 			}
-			l.a.inBody = true
-			ok := l.yield(v, nil)
-			l.a.inBody = false
-			if !ok {
+			// No inBody flag and no flush of what the body caused: nothing
+			// can deliver to a while the body runs here. a is held only by
+			// All and by this chain (Of or Range, through Defer's forward
+			// at most, then Maps and Filters: fuseSync saw no other
+			// observer), whose only deliveries come from this loop, which
+			// is the body's caller; a foreign Observable gets a guard, so
+			// never reaches this loop. syncReady held when the loop was
+			// made, so nothing was queued or handed over.
+			if !l.yield(v, nil) {
 				l.a.stopped = true
 				l.a.sc.cancel()
 				return false
-			}
-			if len(l.a.queued) != 0 || l.a.ended || l.a.pending.Load() {
-				// What the body caused (re-entrant calls through OnNext).
-				if !l.a.flush() {
-					return false
-				}
 			}
 		}
 		return true

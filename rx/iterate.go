@@ -67,8 +67,10 @@ var errNilSource = errors.New("rx: nil Observable")
 //     itself on the ranging goroutine, make All's observer the last step of
 //     their fused loop: the stages' functions, one direct call into that
 //     step (a flag set around the body) and one into the body; when the
-//     stages are Maps and Filters only (none, or up to four), the body is
-//     called from their own loop, with no step between. No
+//     stages fit, in order, into Map, Filter, Map, Filter (none, or any of
+//     those four in that order with some left out: MF, FM, MFMF, say; not
+//     MMM, FFF, FFM, MMMM or FMFM), the body is called from their own
+//     loop, with no step between. No
 //     goroutine-identity read, no interface call.
 //   - Any other delivery there (a Subject, a store's initial result, a
 //     type-changing Map, a virtual clock): one call into All's OnNext,
@@ -254,10 +256,19 @@ func (a *allObserver[T]) flush() bool {
 	return true
 }
 
-// finish ends the loop, yielding err if there is one.
+// finish ends the loop, yielding err if there is one. A ctx that has
+// ended is reported in place of a terminal (a completion, or an error) not
+// yet yielded: a completion reached after ctx ended (a Filter that cancels
+// and drops the last value, before context.AfterFunc's goroutine cancels
+// the scope) must not end the loop as if ctx had not.
 func (a *allObserver[T]) finish(err error) {
 	if a.stopped {
 		return
+	}
+	if !a.lasting {
+		if cerr := a.ctx.Err(); cerr != nil {
+			err = cerr
+		}
 	}
 	a.stopped = true
 	a.sc.cancel()
