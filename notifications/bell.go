@@ -192,7 +192,7 @@ var errUnsubscribed = errors.New("notifications: the bell was unsubscribed")
 type bell struct {
 	o      rx.Observer[BellState]
 	svc    *Service
-	cancel context.CancelCauseFunc // ends open's context, with errUnsubscribed on Unsubscribe
+	cancel context.CancelCauseFunc // ends open's context with errUnsubscribed: on Unsubscribe and after the terminal notification
 
 	mu       sync.Mutex
 	legs     []leg
