@@ -3,6 +3,7 @@ package notifications
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -105,7 +106,7 @@ func (bo bellObservable) Subscribe(o rx.Observer[BellState]) rx.Subscription {
 	if o == nil {
 		panic("notifications.Bell.Subscribe: nil observer")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	b := &bell{svc: bo.svc, o: o, cancel: cancel}
 	if bo.svc.asksAdmins(bo.viewer) {
 		check := bo.svc.adminCheck(ctx, bo.viewer) // its budget runs from now
@@ -120,7 +121,7 @@ func (bo bellObservable) Subscribe(o rx.Observer[BellState]) rx.Subscription {
 // has returned (one under way on another goroutine may still be running),
 // and its legs are released.
 func (b *bell) Unsubscribe() {
-	b.cancel()
+	b.cancel(errUnsubscribed)
 	b.unsubscribe()
 }
 
@@ -182,11 +183,16 @@ func (s *Service) asksAdmins(viewer string) bool {
 	return s.Admins != nil && !strings.EqualFold(viewer, Admin)
 }
 
+// errUnsubscribed is the cause with which Unsubscribe ends a bell's
+// context: an admin check it cuts short is the subscriber leaving, not a
+// failure to warn about.
+var errUnsubscribed = errors.New("notifications: the bell was unsubscribed")
+
 // bell merges the legs of one subscription; it is the subscription.
 type bell struct {
 	o      rx.Observer[BellState]
 	svc    *Service
-	cancel context.CancelFunc // ends open's context: on Unsubscribe and after the terminal notification
+	cancel context.CancelCauseFunc // ends open's context with errUnsubscribed: on Unsubscribe and after the terminal notification
 
 	mu       sync.Mutex
 	legs     []leg

@@ -314,7 +314,9 @@ func (s *Service) adminCheck(ctx context.Context, viewer string) func() access.D
 		defer cancel(nil)
 		defer timer.Stop()
 		d := s.Admins.IsGlobalAdmin(ctx, viewer)
-		if d == access.Undetermined {
+		// A check cut short by Unsubscribe is the viewer leaving: nobody is
+		// left to see the bell, so there is nothing to warn about.
+		if d == access.Undetermined && !errors.Is(context.Cause(ctx), errUnsubscribed) {
 			s.log().Warn("notifications: could not tell whether the viewer is a global admin; "+
 				"the bell leaves the Admin notifications out", "viewer", viewer, "cause", context.Cause(ctx))
 		}

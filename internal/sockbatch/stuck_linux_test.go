@@ -69,10 +69,18 @@ func okPair(t *testing.T) (int, *os.File) {
 	return fds[0], peer
 }
 
-// logRecord keeps the messages logged.
+// logRecord keeps the messages logged, and closes the channels of those
+// waiting for a message (seen) when it arrives.
 type logRecord struct {
-	mu   sync.Mutex
-	msgs []string
+	mu    sync.Mutex
+	msgs  []string
+	waits []logWait
+}
+
+// logWait is one wait for a message starting with prefix.
+type logWait struct {
+	prefix string
+	ch     chan struct{}
 }
 
 func (l *logRecord) Enabled(context.Context, slog.Level) bool { return true }
@@ -80,7 +88,32 @@ func (l *logRecord) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.msgs = append(l.msgs, r.Message)
+	waits := l.waits[:0]
+	for _, w := range l.waits {
+		if strings.HasPrefix(r.Message, w.prefix) {
+			close(w.ch)
+			continue
+		}
+		waits = append(waits, w)
+	}
+	l.waits = waits
 	return nil
+}
+
+// seen returns a channel closed once a message starting with prefix has
+// been logged (at once if one has been already).
+func (l *logRecord) seen(prefix string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch := make(chan struct{})
+	for _, m := range l.msgs {
+		if strings.HasPrefix(m, prefix) {
+			close(ch)
+			return ch
+		}
+	}
+	l.waits = append(l.waits, logWait{prefix: prefix, ch: ch})
+	return ch
 }
 func (l *logRecord) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l *logRecord) WithGroup(string) slog.Handler      { return l }
@@ -276,11 +309,16 @@ func TestAnOperationTheKernelDoesNotGiveBackIsKeptUntilItDoes(t *testing.T) {
 	if string(got[filled:]) != "kept bytes" {
 		t.Fatalf("the kept send wrote %q", got[filled:])
 	}
-	deadline := time.Now().Add(bound)
-	for logs.logged("sockbatch: the kernel gave back the kept") != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the keeper did not release the ring once the kernel gave the send back")
-		}
-		time.Sleep(time.Millisecond)
+	// Waited for on the handler's signal, not polled. Control of this wait:
+	// with logRecord never closing the channel (neither in Handle nor in
+	// seen), the test fails at bound ("the keeper did not release the
+	// ring"), as it did when run so.
+	select {
+	case <-logs.seen("sockbatch: the kernel gave back the kept"):
+	case <-time.After(bound):
+		t.Fatal("the keeper did not release the ring once the kernel gave the send back")
+	}
+	if n := logs.logged("sockbatch: the kernel gave back the kept"); n != 1 {
+		t.Errorf("giving back was logged %d times; want once", n)
 	}
 }
