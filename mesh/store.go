@@ -27,7 +27,10 @@ type Store interface {
 	// stored. The version is bumped only when something visible changed.
 	// A write (Put, PutIfVersion, Delete) that reached the store but whose
 	// answer did not come fails with an error wrapping ErrOutcomeUnknown:
-	// it may have been applied.
+	// it may have been applied. That includes ctx ending after the write
+	// was sent, so such an error may also match context.Canceled or
+	// context.DeadlineExceeded: check ErrOutcomeUnknown before those. A
+	// ctx error without ErrOutcomeUnknown means nothing was written.
 	Put(ctx context.Context, n Node) (Node, error)
 
 	// PutIfVersion is Put made conditional, a compare-and-set on the

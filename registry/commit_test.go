@@ -2,11 +2,15 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -127,4 +131,72 @@ func TestAPublishStoppedShortOfItsCommitPointByItsBudgetIs503AndServesNothing(t 
 	f, got = run(t, "records")
 	assert.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 	assert.Equal(t, map[string]string{"Acme.Crm": "1.0.0"}, f.activation())
+}
+
+// lostCommitAnswer makes the rename of a record into place (the landing's
+// commit point) and then reports it failed, and fails every Stat of a
+// record: a network share whose reply was lost and that then cannot be
+// asked, so the landing cannot tell whether the commit took place
+// (*landing.CommitUnknownError). It does so while on is set.
+type lostCommitAnswer struct {
+	landing.Volume
+	on *atomic.Bool
+}
+
+func isRecordPath(name string) bool {
+	return path.Base(path.Dir(name)) == "records" && !strings.HasPrefix(path.Base(name), ".")
+}
+
+func (v lostCommitAnswer) Rename(ctx context.Context, oldname, newname string) error {
+	if !v.on.Load() || !isRecordPath(newname) {
+		return v.Volume.Rename(ctx, oldname, newname)
+	}
+	if err := v.Volume.Rename(ctx, oldname, newname); err != nil {
+		return err
+	}
+	return &fs.PathError{Op: "rename", Path: newname, Err: syscall.EIO}
+}
+
+func (v lostCommitAnswer) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+	if v.on.Load() && isRecordPath(name) {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: syscall.EIO}
+	}
+	return v.Volume.Stat(ctx, name)
+}
+
+// A publication whose commit (its record's rename) may have taken place
+// but could not be checked (*landing.CommitUnknownError) is the same
+// situation as a store write whose answer did not come: a 503 with
+// Retry-After saying it may have been applied ("outcomeUnknown": true) and
+// that repeating is safe, since publishing the same bytes again answers
+// with the version's record. Here the commit did take place, and
+// publishing again says so (200).
+//
+// Negative control (run): without the CommitUnknownError case in
+// publishRoute's landing, the answer was a 500 "internal error ...
+// repeating the request will not help", and the status assertion failed.
+func TestAPublicationWhoseCommitCouldNotBeCheckedIs503SayingItMayHaveBeenAppliedAndRepeatingIsSafe(t *testing.T) {
+	archive := testkit.ModuleArchive(t, "Acme.Crm", "1.0.0", 2)
+	lost := &atomic.Bool{}
+	f := newFixture(t, fixtureOptions{volume: func(v landing.Volume) landing.Volume {
+		return lostCommitAnswer{Volume: v, on: lost}
+	}})
+	lost.Store(true)
+	got := f.do(publishRequest("Acme.Crm", "?version=1.0.0", testPublishToken, archive))
+	require.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
+	assert.NotEmpty(t, got.header.Get("Retry-After"))
+	var body struct {
+		Error          string `json:"error"`
+		Stage          string `json:"stage"`
+		OutcomeUnknown bool   `json:"outcomeUnknown"`
+	}
+	require.NoError(t, json.Unmarshal(got.body, &body), "%s", got.body)
+	assert.True(t, body.OutcomeUnknown, "%s", got.body)
+	assert.Equal(t, StageLanding+": "+answer.ReasonOutcomeUnknownRepeatSafe, body.Error)
+	assert.Equal(t, StageLanding, body.Stage)
+
+	lost.Store(false) // the share answers again
+	again := f.do(publishRequest("Acme.Crm", "?version=1.0.0", testPublishToken, archive))
+	require.Equal(t, http.StatusOK, again.status, "the commit had taken place: %s", again.body)
+	assert.False(t, decodePublish(t, again).Created)
 }

@@ -42,9 +42,12 @@ func (s lostPackageWriteAnswer) PutIfVersion(ctx context.Context, n mesh.Node, e
 // the version at the tier the first attempt's node holds: the write had
 // been applied, and repeating was safe.
 //
-// Negative control (run): without the ErrOutcomeUnknown case in
+// Negative controls (run): without the ErrOutcomeUnknown case in
 // answer's refuse, the 503 read "could not find out: unavailable" and the
-// outcomeUnknown and "may have been applied" assertions failed.
+// outcomeUnknown and "may have been applied" assertions failed; without
+// answer.RepeatSafe around publishTarget's outcome-unknown error, the 503
+// said "read the state back before repeating" and the "repeating it is
+// safe" assertion failed.
 func TestAPublicationWhosePackageNodeWriteLostItsAnswerIs503SayingItMayHaveBeenAppliedAndPublishingAgainIsSafe(t *testing.T) {
 	f := newFixture(t, fixtureOptions{server: func(o *ServerOptions) {
 		o.Mesh = lostPackageWriteAnswer{Store: o.Mesh, lost: &atomic.Bool{}}

@@ -344,6 +344,12 @@ func (s *Server) publishRoute(r *http.Request) rx.Observable[answer.Answer] {
 				return landOutcome{refusal: ptr(conflictRefusal(conflict))}, nil
 			case errors.As(err, &badArchive) || errors.As(err, &badName):
 				return landOutcome{refusal: ptr(errorAnswer(http.StatusBadRequest, err.Error()))}, nil
+			case errors.As(err, &unknown):
+				// The commit may have taken place: a 503 saying so, and
+				// that publishing the same bytes again is safe (a version
+				// that landed answers with its record).
+				return landOutcome{}, answer.RepeatSafe(&mesh.UnavailableError{Op: "land " + t.name + "@" + up.version,
+					Err: fmt.Errorf("%w: %w", mesh.ErrOutcomeUnknown, err)})
 			case err != nil:
 				return landOutcome{}, err
 			}
@@ -457,9 +463,10 @@ func (s *Server) publishTarget(ctx context.Context, up *upload) (publishTarget, 
 		}
 		return found(n)
 	case errors.Is(err, mesh.ErrOutcomeUnknown):
-		// Answered 503 saying so (answer.ReasonOutcomeUnknown): publishing
-		// again finds the node if it was written, and its tier stands.
-		return publishTarget{}, fmt.Errorf("registry: the package node of %s may have been written (its answer did not come); nothing was published, publish it again: %w", name, err)
+		// Answered 503 saying so and that repeating is safe
+		// (answer.ReasonOutcomeUnknownRepeatSafe): publishing again finds
+		// the node if it was written, and its tier stands.
+		return publishTarget{}, answer.RepeatSafe(fmt.Errorf("registry: the package node of %s may have been written (its answer did not come); nothing was published, publish it again: %w", name, err))
 	case err != nil:
 		return publishTarget{}, fmt.Errorf("registry: writing the package node of %s failed; nothing was published, publish it again: %w", name, err)
 	}

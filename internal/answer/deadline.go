@@ -317,10 +317,15 @@ const (
 	ReasonUnavailable = "could not find out: unavailable; retry after the Retry-After delay"
 	// ReasonOutcomeUnknown answers a route whose write reached the store
 	// but whose answer did not come (mesh.ErrOutcomeUnknown): it may have
-	// been applied. The registry's writes are safe to repeat (a publication
-	// finds the package node it may have created), so the client repeats
-	// the same request.
+	// been applied. Repeating the request could apply it twice, so the
+	// client reads the state back first; a route whose write is safe to
+	// repeat says so with RepeatSafe (ReasonOutcomeUnknownRepeatSafe).
 	ReasonOutcomeUnknown = "outcome unknown: a write was sent to the store but its answer did not come, so it may have been applied; " +
+		"read the state back before repeating the request"
+	// ReasonOutcomeUnknownRepeatSafe answers such a write of a route that
+	// made it safe to repeat (RepeatSafe): the client repeats the same
+	// request.
+	ReasonOutcomeUnknownRepeatSafe = "outcome unknown: a write was sent to the store but its answer did not come, so it may have been applied; " +
 		"repeat the same request after the Retry-After delay (repeating it is safe)"
 	reasonInternal = "internal error; logged by the registry, repeating the request will not help"
 	reasonNoAnswer = "no answer within the request's budget"
@@ -349,6 +354,8 @@ func (q *deadlineRequest) refuse(err error, status int) {
 		switch {
 		case status != http.StatusServiceUnavailable:
 			level, reason = slog.LevelError, reasonInternal
+		case errors.Is(err, mesh.ErrOutcomeUnknown) && errors.As(err, new(*RepeatSafeError)):
+			reason, unknown = ReasonOutcomeUnknownRepeatSafe, true
 		case errors.Is(err, mesh.ErrOutcomeUnknown):
 			reason, unknown = ReasonOutcomeUnknown, true
 		}
@@ -363,6 +370,27 @@ func (q *deadlineRequest) refuse(err error, status int) {
 		retryAfter = q.d.retryAfter()
 	}
 	writeRefusal(q.w, status, retryAfter, refusal{Error: msg, Stage: stage, WaitingOn: waitingOn, OutcomeUnknown: unknown})
+}
+
+// RepeatSafeError marks a route's error as safe to repeat: the route made
+// its writes idempotent, so a request whose write's outcome is unknown
+// (mesh.ErrOutcomeUnknown) is answered "repeat the same request"
+// (ReasonOutcomeUnknownRepeatSafe) rather than "read the state back first".
+// It changes nothing else about the answer.
+type RepeatSafeError struct {
+	Err error
+}
+
+func (e *RepeatSafeError) Error() string { return e.Err.Error() }
+func (e *RepeatSafeError) Unwrap() error { return e.Err }
+
+// RepeatSafe marks err as safe to repeat (a *RepeatSafeError); nil stays
+// nil.
+func RepeatSafe(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &RepeatSafeError{Err: err}
 }
 
 // clientLeft notes a request whose client went away before it was answered.

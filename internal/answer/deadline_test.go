@@ -492,14 +492,19 @@ const downloadBudget = 60 * time.Second
 // A route whose write was sent but whose answer did not come
 // (mesh.ErrOutcomeUnknown, as pgstore reports a write whose budget ran out
 // after it was sent) is a 503 with Retry-After whose body says the write
-// may have been applied and that repeating the request is safe
-// ("outcomeUnknown": true), so a client neither takes it for "nothing
-// happened" nor for a failure not worth repeating. A plain unavailable
-// store keeps the plain reason and no such field.
+// may have been applied ("outcomeUnknown": true), so a client neither
+// takes it for "nothing happened" nor for a failure not worth repeating.
+// Only a route that marked its error RepeatSafe (its write is idempotent)
+// tells the client to repeat the same request; an unmarked one tells it to
+// read the state back before repeating. A plain unavailable store keeps
+// the plain reason and no such field.
 //
-// Negative control (run): without the ErrOutcomeUnknown case in refuse,
-// the write's answer read "could not find out: unavailable" and the
-// reason and outcomeUnknown assertions failed.
+// Negative controls (run): without the ErrOutcomeUnknown cases in refuse,
+// the write's answers read "could not find out: unavailable" and the
+// reason and outcomeUnknown assertions failed; with the RepeatSafe
+// condition dropped from the first case (every outcome-unknown answer
+// "repeating it is safe", as before), the unmarked answer's reason
+// assertion and its NotContains "repeating it is safe" failed.
 func TestAWriteWhoseOutcomeIsUnknownIsA503SayingItMayHaveBeenApplied(t *testing.T) {
 	clk := rxtest.NewClock()
 	logs, logger := testkit.CaptureLogs()
@@ -514,18 +519,32 @@ func TestAWriteWhoseOutcomeIsUnknownIsA503SayingItMayHaveBeenApplied(t *testing.
 	notSent := fmt.Errorf("registry: writing the package node of Acme.Crm: %w", &mesh.UnavailableError{Op: "put Plugins/acme.crm",
 		Err: fmt.Errorf("pgstore: no answer within 15s while put Plugins/acme.crm: %w", context.DeadlineExceeded)})
 	mux := http.NewServeMux()
+	mux.Handle("GET /sent-repeat-safe", failing(RepeatSafe(sent)))
 	mux.Handle("GET /sent", failing(sent))
 	mux.Handle("GET /not-sent", failing(notSent))
 	srv := serve(t, Arrival(clk, mux))
 
+	safe := testkit.Receive(t, fetch(t.Context(), srv, "/sent-repeat-safe"), "/sent-repeat-safe")
+	require.NoError(t, safe.err)
+	assert.Equal(t, http.StatusServiceUnavailable, safe.status)
+	assert.Equal(t, "7", safe.header.Get("Retry-After"), "repeat it later")
+	assert.Equal(t, refusal{Error: "package node: " + ReasonOutcomeUnknownRepeatSafe, Stage: "package node", WaitingOn: []string{}, OutcomeUnknown: true},
+		safe.refusal(t))
+	assert.Contains(t, string(safe.body), `"outcomeUnknown":true`)
+	assert.Contains(t, string(safe.body), "may have been applied")
+	assert.Contains(t, string(safe.body), "repeating it is safe")
+	assert.NotContains(t, string(safe.body), "pgstore", "no internal text in the answer")
+
 	got := testkit.Receive(t, fetch(t.Context(), srv, "/sent"), "/sent")
 	require.NoError(t, got.err)
 	assert.Equal(t, http.StatusServiceUnavailable, got.status)
-	assert.Equal(t, "7", got.header.Get("Retry-After"), "repeat it later")
+	assert.Equal(t, "7", got.header.Get("Retry-After"))
 	assert.Equal(t, refusal{Error: "package node: " + ReasonOutcomeUnknown, Stage: "package node", WaitingOn: []string{}, OutcomeUnknown: true},
 		got.refusal(t))
 	assert.Contains(t, string(got.body), `"outcomeUnknown":true`)
 	assert.Contains(t, string(got.body), "may have been applied")
+	assert.Contains(t, string(got.body), "read the state back before repeating")
+	assert.NotContains(t, string(got.body), "repeating it is safe", "not marked safe to repeat: it does not say so")
 	assert.NotContains(t, string(got.body), "pgstore", "no internal text in the answer")
 
 	plain := testkit.Receive(t, fetch(t.Context(), srv, "/not-sent"), "/not-sent")
@@ -533,7 +552,7 @@ func TestAWriteWhoseOutcomeIsUnknownIsA503SayingItMayHaveBeenApplied(t *testing.
 	assert.Equal(t, http.StatusServiceUnavailable, plain.status)
 	assert.Equal(t, refusal{Error: "package node: " + ReasonUnavailable, Stage: "package node", WaitingOn: []string{}}, plain.refusal(t))
 	assert.NotContains(t, string(plain.body), "outcomeUnknown")
-	assert.Len(t, logs.At(slog.LevelWarn), 2, "each 503 leaves a warning")
+	assert.Len(t, logs.At(slog.LevelWarn), 3, "each 503 leaves a warning")
 }
 
 // The budget runs from arrival through the time the route takes to build

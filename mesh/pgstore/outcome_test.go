@@ -177,3 +177,86 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 		panic("unreachable")
 	}
 }
+
+// A write whose statement was sent (held in the server by a row lock) and
+// whose caller then gives up (its context cancelled) fails with an error
+// saying it may have committed (mesh.ErrOutcomeUnknown) — which also
+// matches context.Canceled, so a caller must check ErrOutcomeUnknown first
+// — and it does commit once the lock is released: "cancelled, nothing
+// written" would have lied. Put, PutIfVersion and Delete alike.
+//
+// Negative control (run): with sentWrite returning its error unmarked, all
+// three writes failed the ErrorIs mesh.ErrOutcomeUnknown assertion while
+// still matching context.Canceled.
+func TestAWriteWhoseCallerGivesUpAfterItWasSentSaysItMayHaveCommitted(t *testing.T) {
+	t.Parallel()
+	const path = "acme/Docs/a"
+	for _, c := range []struct {
+		name      string
+		write     func(context.Context, *Store) error
+		committed func(content []byte, found bool) bool
+	}{
+		{"put", func(ctx context.Context, s *Store) error {
+			_, err := s.Put(ctx, mesh.Node{Path: path, NodeType: "Article", Content: json.RawMessage(`{"v":2}`)})
+			return err
+		}, func(content []byte, found bool) bool { return found && string(content) == `{"v": 2}` }},
+		{"put if version", func(ctx context.Context, s *Store) error {
+			_, err := s.PutIfVersion(ctx, mesh.Node{Path: path, NodeType: "Article", Content: json.RawMessage(`{"v":2}`)}, 1)
+			return err
+		}, func(content []byte, found bool) bool { return found && string(content) == `{"v": 2}` }},
+		{"delete", func(ctx context.Context, s *Store) error {
+			return s.Delete(ctx, path)
+		}, func(_ []byte, found bool) bool { return !found }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			url := pg.Database(t)
+			s := openStore(t, url, Options{})
+			put(t, s, mesh.Node{Path: path, NodeType: "Article", Content: json.RawMessage(`{"v":1}`)})
+			schema, err := SchemaName(mesh.Partition(path))
+			require.NoError(t, err)
+			table := pgx.Identifier{schema, mesh.TableFor(path)}.Sanitize()
+
+			ctx := testContext(t)
+			locker, observer := connect(t, url), connect(t, url)
+			tx, err := locker.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+			_, err = tx.Exec(ctx, `SELECT 1 FROM `+table+` WHERE namespace = 'acme/Docs' AND id = 'a' FOR UPDATE`)
+			require.NoError(t, err)
+			waiters := func() int {
+				var n int
+				require.NoError(t, observer.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`, locker.PgConn().PID()).Scan(&n))
+				return n
+			}
+
+			caller, giveUp := context.WithCancel(context.Background())
+			defer giveUp()
+			sent := make(chan error, 1)
+			go func() { sent <- c.write(caller, s) }()
+			require.Eventually(t, func() bool { return waiters() == 1 }, testBudget, 5*time.Millisecond,
+				"the write to wait in the server for the row lock")
+			giveUp()
+			got := receive(t, sent, "the sent write to return when its caller gives up")
+			require.Error(t, got)
+			assert.ErrorIs(t, got, mesh.ErrOutcomeUnknown, "the write may have committed")
+			assert.ErrorIs(t, got, context.Canceled, "it is the caller's giving up, too")
+			assert.Contains(t, got.Error(), "may have committed")
+
+			// The outcome was indeed unknown: released, the sent write commits.
+			require.NoError(t, tx.Commit(ctx))
+			row := func() ([]byte, bool) {
+				var content []byte
+				err := observer.QueryRow(ctx, `SELECT content FROM `+table+` WHERE namespace = 'acme/Docs' AND id = 'a'`).Scan(&content)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil, false
+				}
+				require.NoError(t, err)
+				return content, true
+			}
+			assert.Eventually(t, func() bool { return c.committed(row()) }, testBudget, 5*time.Millisecond,
+				"the write reported as outcome unknown committed")
+		})
+	}
+}

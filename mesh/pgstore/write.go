@@ -28,10 +28,13 @@ const maxNodeTypeLen = 256
 //
 // Put fails with the *mesh.NodeError of an invalid node, an
 // *mesh.UnroutablePathError or *PartitionNameError for a path no schema can
-// hold, ctx's error when ctx has ended (nothing is written), ErrClosed, or
-// a *mesh.UnavailableError when the database could not do it. That error
-// wraps mesh.ErrOutcomeUnknown (an *OutcomeUnknownError) when the write was
-// sent but its answer did not come: it may have committed.
+// hold, ctx's error when ctx had ended before anything was sent (nothing
+// is written), ErrClosed, or a *mesh.UnavailableError when the database
+// could not do it. That error wraps mesh.ErrOutcomeUnknown (an
+// *OutcomeUnknownError) when the write was sent but its answer did not
+// come: it may have committed. This includes ctx ending while the sent
+// write waits, so such an error matches context.Canceled or
+// context.DeadlineExceeded as well: check mesh.ErrOutcomeUnknown first.
 func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
 	return s.put(ctx, n, unconditional)
 }
@@ -259,10 +262,12 @@ func (s *Store) compareAndSet(ctx context.Context, schema string, n mesh.Node, e
 
 // Delete removes the node at exactly path. Deleting an absent node, or one
 // under a path no schema can hold, is not an error. It fails with
-// *mesh.PathError for an invalid path, ctx's error when ctx has ended
-// (nothing is deleted), ErrClosed, or a *mesh.UnavailableError (wrapping
-// mesh.ErrOutcomeUnknown when the DELETE was sent but its answer did not
-// come: it may have committed).
+// *mesh.PathError for an invalid path, ctx's error when ctx had ended
+// before anything was sent (nothing is deleted), ErrClosed, or a
+// *mesh.UnavailableError (wrapping mesh.ErrOutcomeUnknown when the DELETE
+// was sent but its answer did not come, ctx ending meanwhile included: it
+// may have committed; such an error may also match context.Canceled or
+// context.DeadlineExceeded, so check mesh.ErrOutcomeUnknown first).
 func (s *Store) Delete(ctx context.Context, path string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pgstore: delete %q: %w", path, err)
@@ -288,9 +293,11 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 	if err != nil {
 		return unavailable(op, explain(err)) // nothing was sent
 	}
+	// Deferred, so a panic in the statement (a user's QueryTracer) still
+	// gives the connection back to the pool.
+	defer conn.Release()
 	_, err = conn.Exec(ctx, `DELETE FROM `+pgx.Identifier{schema, mesh.TableFor(path)}.Sanitize()+
 		` WHERE namespace = $1 AND id = $2`, ns, id)
-	conn.Release()
 	switch {
 	case err == nil:
 		return nil
