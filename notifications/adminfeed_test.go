@@ -150,9 +150,14 @@ func TestAdminObserversStuckOnEveryFanOutGoroutineDoNotHoldBackTheOtherAdmins(t 
 	svc := &notifications.Service{Mesh: fx.store, Clock: fx.clk, Admins: adminsByName()}
 	nStuck, nOther := notifications.FanOutWorkers()+2, 50
 	release := make(chan struct{})
-	var stuck atomic.Int64
+	var stuck, opened atomic.Int64
 	for i := range nStuck {
+		first := true
 		sub := svc.Bell(fmt.Sprintf("adminstuck%d", i)).Subscribe(rx.NewObserver(func(s notifications.BellState) {
+			if first {
+				first = false
+				opened.Add(1)
+			}
 			if has("broadcast")(s) {
 				stuck.Add(1)
 				<-release // stuck until the test ends
@@ -161,6 +166,11 @@ func TestAdminObserversStuckOnEveryFanOutGoroutineDoNotHoldBackTheOtherAdmins(t 
 		defer sub.Unsubscribe()
 	}
 	defer close(release) // runs first: the stuck observers return before their bells are unsubscribed
+	// A bell with an admin check opens its legs beside its subscriber: wait
+	// for every stuck bell's first state, or the broadcast may come before
+	// a bell has its legs (this failed 1 CI run in 4 without the wait).
+	require.Eventually(t, func() bool { return opened.Load() == int64(nStuck) }, convergence, 2*time.Millisecond,
+		"every stuck admin's bell delivers its first state")
 	others := make([]*watcher, nOther)
 	for i := range others {
 		others[i] = watch(t, svc.Bell(fmt.Sprintf("adminother%d", i)))
