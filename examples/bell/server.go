@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/benbjohnson/clock"
+
 	"github.com/meshrx/meshrx/internal/answer"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/notifications"
@@ -143,7 +145,11 @@ func (s *server) track(es *eventStream) bool {
 		return false
 	}
 	if s.writers == nil {
-		s.writers = startWriters(s.lim.streams, s.log, !s.writeEach)
+		var clk clock.Clock // nil: the ring's default, the real clock
+		if s.svc != nil {
+			clk = s.svc.Clock
+		}
+		s.writers = startWriters(s.lim.streams, s.log, !s.writeEach, clk)
 	}
 	es.w = s.writers
 	s.streams[es] = struct{}{}

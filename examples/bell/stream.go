@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benbjohnson/clock"
+
 	"github.com/meshrx/meshrx/internal/sockbatch"
 	"github.com/meshrx/meshrx/notifications"
 	"github.com/meshrx/meshrx/rx"
@@ -450,7 +452,8 @@ type writers struct {
 	stop  chan struct{}
 	wg    sync.WaitGroup
 	log   *slog.Logger
-	batch bool // write in io_uring batches where available
+	batch bool              // write in io_uring batches where available
+	rings []*sockbatch.Ring // the writers' rings (each writer's own), for their Kept gauge
 }
 
 // eventWriters is the number of writers: enough to keep every core
@@ -459,29 +462,40 @@ func eventWriters() int { return min(max(2*runtime.GOMAXPROCS(0), 2), 16) }
 
 // startWriters starts the writers of a server of streams streams; batch
 // asks for io_uring batches (each writer falls back to a write per stream
-// when its ring cannot be set up, logged once).
-func startWriters(streams int, log *slog.Logger, batch bool) *writers {
+// when its ring cannot be set up, logged once). The rings' budgets run on
+// clk (the bell's: virtual in tests); nil is the real clock.
+func startWriters(streams int, log *slog.Logger, batch bool, clk clock.Clock) *writers {
 	w := &writers{due: make(chan *eventStream, streams), stop: make(chan struct{}), log: log, batch: batch}
-	rings := 0
 	for range eventWriters() {
 		var ring *sockbatch.Ring
 		if batch {
 			var err error
-			if ring, err = sockbatch.New(writeBatch, sockbatch.Options{Logger: log}); err != nil && rings == 0 {
+			if ring, err = sockbatch.New(writeBatch, sockbatch.Options{Clock: clk, Logger: log}); err != nil && len(w.rings) == 0 {
 				log.Info("bell: writing each stream with its own system call", "reason", err)
 				batch = false // the others would fail alike
 			}
 		}
 		if ring != nil {
-			rings++
+			w.rings = append(w.rings, ring)
 		}
 		w.wg.Add(1)
 		go w.run(ring)
 	}
-	if rings > 0 {
-		log.Debug("bell: writing events in io_uring batches", "writers", rings, "batch", writeBatch)
+	if len(w.rings) > 0 {
+		log.Debug("bell: writing events in io_uring batches", "writers", len(w.rings), "batch", writeBatch)
 	}
 	return w
+}
+
+// kept returns how many of the writers' io_uring sends the kernel still
+// holds after they were cancelled (sockbatch.Ring.Kept: their buffers are
+// kept alive until it gives them back); it should always be 0.
+func (w *writers) kept() int {
+	n := 0
+	for _, r := range w.rings {
+		n += r.Kept()
+	}
+	return n
 }
 
 // run writes the queued streams until the writers stop: in batches through
@@ -527,6 +541,9 @@ func (w *writers) queue(es *eventStream) {
 func (w *writers) close() {
 	close(w.stop)
 	w.wg.Wait()
+	if n := w.kept(); n > 0 {
+		w.log.Warn("bell: io_uring sends still held by the kernel as the writers stop; their buffers stay kept until it gives them back", "sends", n)
+	}
 	var buf bytes.Buffer
 	for {
 		select {

@@ -115,7 +115,8 @@ type Ring struct {
 
 	opts   Options
 	closed bool
-	kept   bool // operations the kernel did not give back: the ring and their buffers are the keeper's (see keep)
+	kept   bool          // operations the kernel did not give back: the ring and their buffers are the keeper's (see keep)
+	held   *atomic.Int64 // how many of them the kernel still holds; shared with the keeper's copy of the Ring
 }
 
 // New sets up a ring for batches of up to entries sends each (larger
@@ -134,7 +135,7 @@ func New(entries int, opts Options) (*Ring, error) {
 		// seccomp; EINVAL: a kernel without SUBMIT_ALL (before 5.18).
 		return nil, fmt.Errorf("sockbatch: io_uring_setup: %w (%w)", errno, errors.ErrUnsupported)
 	}
-	r := &Ring{fd: int(fd), entries: p.sqEntries, opts: opts.withDefaults()}
+	r := &Ring{fd: int(fd), entries: p.sqEntries, opts: opts.withDefaults(), held: new(atomic.Int64)}
 	syscall.CloseOnExec(r.fd)
 	if p.features&(featSingleMmap|featNoDrop|featExtArg) != featSingleMmap|featNoDrop|featExtArg {
 		r.Close()
@@ -389,9 +390,17 @@ func (r *Ring) keep(ops []Op, consumed, left uint32) {
 		"their buffers and the ring are kept (not freed) until the kernel gives them back",
 		"ops", len(kept), "bytes", keptBytes(kept))
 	r.kept = true
-	held := *r // the keeper's from here on; Close leaves it alone
-	go held.keepUntilGivenBack(kept, left)
+	r.held.Add(int64(left))
+	keeper := *r // the keeper's from here on; Close leaves it alone
+	go keeper.keepUntilGivenBack(kept, left)
 }
+
+// Kept returns how many operations of the ring's batches the kernel still
+// holds after they were cancelled (see StuckError): their buffers are kept
+// alive until it gives them back. It is 0 but after a StuckError with
+// Kept, and falls back to 0 as the kernel completes them, also once the
+// ring is closed. It is safe to call from any goroutine.
+func (r *Ring) Kept() int { return int(r.held.Load()) }
 
 func keptBytes(bufs [][]byte) int {
 	n := 0
@@ -411,7 +420,9 @@ func (r *Ring) keepUntilGivenBack(bufs [][]byte, left uint32) {
 		_, _, errno := syscall.Syscall6(sysIOUringEnter, uintptr(r.fd), 0, uintptr(left), enterGetEvents|enterExtArg,
 			uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
 		runtime.KeepAlive(&ts)
-		left -= min(left, r.reap(nil))
+		n := min(left, r.reap(nil))
+		left -= n
+		r.held.Add(-int64(n))
 		if errno != 0 && errno != syscall.EINTR && errno != syscall.ETIME {
 			r.opts.Logger.Error("sockbatch: waiting for kept io_uring operations failed; their buffers stay kept", "err", errno)
 			select {} // never freed: the process keeps them

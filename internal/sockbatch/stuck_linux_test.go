@@ -273,10 +273,17 @@ func TestAStuckSendIsCancelledAndReapedBeforeItsRingIsReleased(t *testing.T) {
 // socket, and the peer reads the kept buffer's bytes: the kernel did use
 // it after the batch had returned.
 //
+// The ring's Kept gauge counts the kept operation while the kernel holds
+// it (1, also once the ring is closed for its owner) and 0 once it gave it
+// back.
+//
 // Negative control: with Close releasing the ring although operations are
 // kept (as before), the test binary dies when run so — the keeper, which
 // still needs the ring, faults reading its unmapped completion queue
-// (SIGSEGV): what was released was still in use.
+// (SIGSEGV): what was released was still in use. And with keep not adding
+// to the gauge, the test fails ("Kept() = 0 while the kernel holds the
+// send; want 1"); with the keeper not taking the completion off it,
+// "Kept() = 1 once the kernel gave the send back; want 0" (both run).
 func TestAnOperationTheKernelDoesNotGiveBackIsKeptUntilItDoes(t *testing.T) {
 	clk := rxtest.NewClock()
 	logs := &logRecord{}
@@ -295,6 +302,9 @@ func TestAnOperationTheKernelDoesNotGiveBackIsKeptUntilItDoes(t *testing.T) {
 	if n := r.reap(ops); n != 0 {
 		t.Fatalf("the send completed at once (%d); it must wait: %+v", n, ops[0])
 	}
+	if n := r.Kept(); n != 0 {
+		t.Fatalf("Kept() = %d before anything was kept; want 0", n)
+	}
 	ops[0].Err = ErrNotSent
 	r.keep(ops, 1, 1)
 	if ops[0].Err != ErrStuck {
@@ -302,6 +312,10 @@ func TestAnOperationTheKernelDoesNotGiveBackIsKeptUntilItDoes(t *testing.T) {
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
+	}
+	// The peer has not read: the kernel still holds the send.
+	if n := r.Kept(); n != 1 {
+		t.Errorf("Kept() = %d while the kernel holds the send; want 1", n)
 	}
 	if n := logs.logged("sockbatch: io_uring operations still in the kernel"); n != 1 {
 		t.Errorf("keeping was logged %d times; want once", n)
@@ -325,5 +339,9 @@ func TestAnOperationTheKernelDoesNotGiveBackIsKeptUntilItDoes(t *testing.T) {
 	}
 	if n := logs.logged("sockbatch: the kernel gave back the kept"); n != 1 {
 		t.Errorf("giving back was logged %d times; want once", n)
+	}
+	// The keeper takes the completion off the gauge before it logs.
+	if n := r.Kept(); n != 0 {
+		t.Errorf("Kept() = %d once the kernel gave the send back; want 0", n)
 	}
 }
