@@ -379,3 +379,26 @@ func TestALateRequestOfAnOlderGenerationGetsItsEntitlementsNewestDocumentWithout
 	assert.Equal(t, int32(2), builds.Load(), "control: a generation the newest document is not at least as new as is assembled")
 	assert.NotSame(t, newer, got)
 }
+
+// A snapshot older than one already seen is told apart (false) with the
+// newest snapshot's content generation, which a late request asks
+// indexCache.newest for: a document at least that new, never one older
+// than what the request read. Control: the generation of the snapshot
+// seen first is lower, and a lineage document of it is not at least the
+// newest generation.
+func TestAnOlderSnapshotIsToldApartWithTheNewestContentGeneration(t *testing.T) {
+	var c contentGenerations
+	g1, ok := c.of(1, [32]byte{1})
+	require.True(t, ok)
+	g2, ok := c.of(2, [32]byte{2})
+	require.True(t, ok)
+	require.Greater(t, g2, g1)
+	same, ok := c.of(3, [32]byte{2})
+	require.True(t, ok)
+	assert.Equal(t, g2, same, "the same content keeps its generation")
+
+	got, ok := c.of(1, [32]byte{1})
+	assert.False(t, ok, "an older snapshot")
+	assert.Equal(t, g2, got, "with the newest content generation")
+	assert.False(t, indexGeneration{content: g1}.atLeast(indexGeneration{content: got}), "control: the older snapshot's generation is not at least it")
+}
