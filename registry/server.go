@@ -187,6 +187,7 @@ type Server struct {
 	stop      context.CancelFunc
 	index     *indexCache
 	contents  contentGenerations
+	keys      keyScratches
 	metrics   *serverMetrics
 	handler   http.Handler
 

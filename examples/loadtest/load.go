@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptrace"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -103,12 +100,18 @@ func (l load) run(ctx context.Context, start time.Time) []sample {
 		samples = append(samples, s)
 		mu.Unlock()
 	}
-	transports := make([]*http.Transport, l.pollers)
-	// Each poller's requests hang off a context of its own: with every
-	// poll a child of cutoff, each request's context registration
-	// (net/http's roundTrip derives one) contended for cutoff's one lock and
-	// its map of children, and the load generator, which runs in the
-	// registry's process, spent a quarter of the CPU there (profile of 10,000
+	target, err := parsePollTarget(l.url)
+	if err != nil {
+		// Every scheduled poll fails the same way: none is dropped.
+		return l.unreachable(start, measured, end, err)
+	}
+	full := target.request(l.key, "", "")
+	pools := make([]*pollConns, l.pollers)
+	// Each poller's connections hang off a context of its own (its end
+	// closes them): with every poll a child of cutoff, each poll's context
+	// registration contended for cutoff's one lock and its map of
+	// children, and the load generator, which runs in the registry's
+	// process, spent a quarter of the CPU there (profile of 10,000
 	// modules × 256 pollers).
 	cancels := make([]context.CancelFunc, l.pollers)
 	defer func() {
@@ -119,14 +122,14 @@ func (l load) run(ctx context.Context, start time.Time) []sample {
 	for p := range l.pollers {
 		pollerCtx, cancelPoller := context.WithCancel(cutoff)
 		cancels[p] = cancelPoller
-		transports[p] = &http.Transport{MaxConnsPerHost: l.connsPerPoller, MaxIdleConnsPerHost: l.connsPerPoller}
-		client := &http.Client{Transport: transports[p]}
+		pools[p] = newPollConns(pollerCtx, target, l.connsPerPoller)
+		conns := pools[p]
 		phase := l.interval * time.Duration(p) / time.Duration(l.pollers)
 		// The pollers join one after another over the warm-up (a ramp),
 		// as consumers arrive, not all in its first interval.
 		joins := start.Add(l.warmup * time.Duration(p) / time.Duration(l.pollers))
-		var etag etagBox
-		etag.set(l.etag)
+		held := &pollerState{l: l, target: target, full: full}
+		held.set(l.etag)
 		poller.Go(func() {
 			for k := 0; ; k++ {
 				at := start.Add(phase + time.Duration(k)*l.interval)
@@ -138,7 +141,7 @@ func (l load) run(ctx context.Context, start time.Time) []sample {
 				}
 				warm := at.Before(measured)
 				polls.Go(func() {
-					s := l.poll(pollerCtx, client, &etag, at)
+					s := l.poll(pollerCtx, conns, held, at)
 					s.warm = warm
 					record(s)
 				})
@@ -147,8 +150,8 @@ func (l load) run(ctx context.Context, start time.Time) []sample {
 	}
 	poller.Wait()
 	polls.Wait() // every poll ends by the cut-off at the latest
-	for _, t := range transports {
-		t.CloseIdleConnections()
+	for _, c := range pools {
+		c.closeIdle()
 	}
 	return samples
 }
@@ -175,79 +178,86 @@ func (l load) waitUntil(ctx context.Context, at time.Time) bool {
 	}
 }
 
+// unreachable is every poll of a run whose URL the pollers cannot use,
+// failed with err.
+func (l load) unreachable(start, measured, end time.Time, err error) []sample {
+	var samples []sample
+	for p := range l.pollers {
+		phase := l.interval * time.Duration(p) / time.Duration(l.pollers)
+		joins := start.Add(l.warmup * time.Duration(p) / time.Duration(l.pollers))
+		for at := start.Add(phase); at.Before(end); at = at.Add(l.interval) {
+			if !at.Before(joins) {
+				samples = append(samples, sample{at: at, written: -1, err: err, warm: at.Before(measured)})
+			}
+		}
+	}
+	return samples
+}
+
 // poll makes one index request scheduled at at, bounded by ctx (the run's
 // cut-off), as a consumer that keeps the ETag it was last given: with
 // deltas, it asks for what changed since, and fetches the whole document
 // after a 410.
-func (l load) poll(ctx context.Context, client *http.Client, etag *etagBox, at time.Time) sample {
-	tag := etag.get()
-	var s sample
-	// Called on the transport's goroutine: kept apart from s until the
-	// poll's end.
-	var written atomic.Int64
-	written.Store(-1)
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-		written.CompareAndSwap(-1, int64(l.clk.Since(at)))
-	}})
-	u := l.url
-	if l.deltas && tag != "" {
-		u += "?" + registryclient.SinceParam + "=" + strings.Trim(tag, `"`)
+func (l load) poll(ctx context.Context, conns *pollConns, held *pollerState, at time.Time) sample {
+	tag, req := held.get()
+	s := sample{at: at, written: -1}
+	written := func() {
+		if s.written < 0 {
+			s.written = l.clk.Since(at)
+		}
 	}
-	status, newTag, n, err := l.get(ctx, client, u, tag)
-	s.bytes += n
-	if err == nil && status == http.StatusGone {
+	a, err := conns.roundTrip(req, tag, written)
+	s.bytes += a.bytes
+	if err == nil && a.status == http.StatusGone {
 		s.gone = true
-		status, newTag, n, err = l.get(ctx, client, l.url, "")
-		s.bytes += n
+		a, err = conns.roundTrip(held.full, tag, written)
+		s.bytes += a.bytes
 	}
-	if err == nil && status == http.StatusOK && newTag != "" {
-		etag.set(newTag)
+	if err == nil && a.status == http.StatusOK && a.etag != "" && a.etag != tag {
+		held.set(a.etag)
 	}
-	s.at, s.latency, s.err, s.status = at, l.clk.Since(at), err, status
-	s.written = time.Duration(written.Load())
-	if err != nil && ctx.Err() != nil {
-		s.unfinished = true
-		s.err = fmt.Errorf("still running at the end of the run plus %s: %w", l.grace, err)
+	s.latency, s.err, s.status = l.clk.Since(at), err, a.status
+	if err != nil {
+		s.status = 0
+		if ctx.Err() != nil {
+			s.unfinished = true
+			s.err = fmt.Errorf("still running at the end of the run plus %s: %w", l.grace, err)
+		}
 	}
 	return s
 }
 
-// get makes one GET of u (with If-None-Match: ifNoneMatch unless it asks
-// for a delta) and reads the body.
-func (l load) get(ctx context.Context, client *http.Client, u, ifNoneMatch string) (status int, etag string, n int64, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, "", 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+l.key)
-	if ifNoneMatch != "" && !strings.Contains(u, "?") {
-		req.Header.Set("If-None-Match", ifNoneMatch)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, "", 0, err
-	}
-	defer resp.Body.Close()
-	n, err = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, resp.Header.Get("ETag"), n, err
-}
+// pollerState is one poller's last ETag and the request that polls with
+// it, built when the ETag changes (once per publication), not per poll.
+type pollerState struct {
+	l      load
+	target pollTarget
+	full   []byte // the whole document's request (after a 410)
 
-// etagBox is one poller's last ETag.
-type etagBox struct {
 	mu  sync.Mutex
 	tag string
+	req []byte
 }
 
-func (e *etagBox) get() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.tag
+func (h *pollerState) get() (string, []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.tag, h.req
 }
 
-func (e *etagBox) set(tag string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.tag = tag
+func (h *pollerState) set(tag string) {
+	var req []byte
+	switch {
+	case tag == "":
+		req = h.full
+	case h.l.deltas:
+		req = h.target.request(h.l.key, registryclient.SinceParam+"="+strings.Trim(tag, `"`), "")
+	default:
+		req = h.target.request(h.l.key, "", tag)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tag, h.req = tag, req
 }
 
 // stats summarises one mode's samples.

@@ -146,10 +146,14 @@ func TestAPollerSendsTheETagItWasGiven(t *testing.T) {
 	t.Cleanup(srv.Close)
 	clk := rxtest.NewClock()
 	l := load{url: srv.URL, key: "k", clk: clk}
-	client := srv.Client()
-	var etag etagBox
-	first := l.poll(t.Context(), client, &etag, clk.Now())
-	second := l.poll(t.Context(), client, &etag, clk.Now())
+	target, err := parsePollTarget(srv.URL)
+	require.NoError(t, err)
+	conns := newPollConns(t.Context(), target, 1)
+	defer conns.closeIdle()
+	held := &pollerState{l: l, target: target, full: target.request("k", "", "")}
+	held.set("")
+	first := l.poll(t.Context(), conns, held, clk.Now())
+	second := l.poll(t.Context(), conns, held, clk.Now())
 	require.NoError(t, first.err)
 	require.NoError(t, second.err)
 	assert.Equal(t, http.StatusOK, first.status)
