@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -79,8 +80,11 @@ func (s *ServedActivation) tail() {
 	}
 	for {
 		ctx, cancel := s.stopped(s.changeBudget)
-		entries, n, err := s.landing.ReadJournal(ctx, next, journalBatch)
+		entries, n, err := s.landing.TailJournal(ctx, next, journalBatch)
 		cancel()
+		if trimmed, ok := errors.AsType[*landing.JournalTrimmedError](err); ok {
+			s.fellBehindTrim(trimmed)
+		}
 		if err != nil {
 			s.tailed(started, err)
 			return
@@ -101,6 +105,20 @@ func (s *ServedActivation) tail() {
 		}
 	}
 	s.tailed(started, nil)
+}
+
+// fellBehindTrim starts a full derivation for a tail whose place is in a
+// trimmed part of the journal: the writes recorded there cannot be read,
+// and taking the missing entry for the journal's end would miss every
+// write after it until the next reconciliation. The derivation
+// (ReconcileChanges from a place below the floor) walks every module and
+// places the tail at its own place, past the floor; until it does, the
+// tail fails each round and the snapshot is due at Freshness.
+func (s *ServedActivation) fellBehindTrim(e *landing.JournalTrimmedError) {
+	s.log.LogAttrs(context.Background(), slog.LevelWarn,
+		"registry: the journal's tail is behind a trim of the journal (its place was removed); re-deriving the activation by a full walk",
+		slog.Uint64("place", e.From), slog.Uint64("floor", e.Floor))
+	s.claimNow()
 }
 
 // absorbJournal re-reads the modules entries name, and those whose named
