@@ -259,6 +259,7 @@ func TestTrimmingWhileReplicasPublishLosesNoJournalEntry(t *testing.T) {
 		wg.Wait()
 		close(done)
 		require.NoError(t, testkit.Receive(t, trimmed, "the trimming loop ending"))
+		t.Logf("segments removed while the replicas landed: %d", removed)
 		if removed == 0 { // the loop ended before the journal allowed it
 			got, err := trimmer.TrimJournal(ctx, JournalTrim{KeepEntries: 64})
 			require.NoError(t, err)
@@ -281,9 +282,8 @@ func TestTrimmingWhileReplicasPublishLosesNoJournalEntry(t *testing.T) {
 		for _, e := range entries {
 			tailed = append(tailed, e.Record)
 		}
-		for _, id := range written {
-			assert.Contains(t, tailed, id, "every record landed is on the tail")
-		}
+		missing := slices.DeleteFunc(slices.Clone(written), func(id string) bool { return slices.Contains(tailed, id) })
+		assert.Empty(t, missing, "every record landed is on the tail")
 		assert.Len(t, written, 2*each+1)
 		// Control: the replica blind to the floor claimed below it.
 		assert.NotContains(t, tailed, lost.ID, "control: a claim below the floor is never tailed")
