@@ -14,8 +14,10 @@ import (
 // The journal's tail: the bound on serving another replica's records. Every
 // record write claims an entry on the volume's journal before its commit
 // (landing's journal.go); the tailer reads the entries claimed since its
-// last tail (one volume operation each, and one for the end), re-reads each
-// module named (ModuleLanding.Latest) and patches the snapshot. The change
+// last tail (one volume operation each, one for the end and one listing of
+// the journal's floor: a place a trim removed is a gap, re-derived by a
+// full walk, never the end), re-reads each module named
+// (ModuleLanding.Latest) and patches the snapshot. The change
 // feed makes most writes arrive sooner; the tail makes every one arrive
 // within JournalPeriod, announced or not — a failed announcement, a writer
 // that died between its commit and its announcement, or one that writes

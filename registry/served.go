@@ -79,7 +79,7 @@ type ServedOptions struct {
 	// again after it failed. Default DefaultChangesRetry (5s).
 	ChangesRetry time.Duration
 	// JournalPeriod is how often the volume's journal is tailed (see
-	// landing.ModuleLanding.ReadJournal): every record another replica
+	// landing.ModuleLanding.TailJournal): every record another replica
 	// commits is re-read and patched in within about this long, whatever
 	// became of its announcement on the change feed — the bound Freshness
 	// rests on. It is also how often failed announcements are retried.
