@@ -117,9 +117,15 @@ func (s *ServedActivation) tail() {
 // places the tail at its own place, past the floor; until it does, the
 // tail fails each round and the snapshot is due at Freshness.
 func (s *ServedActivation) fellBehindTrim(e *landing.JournalTrimmedError) {
-	s.log.LogAttrs(context.Background(), slog.LevelWarn,
-		"registry: the journal's tail is behind a trim of the journal (its place was removed); re-deriving the activation by a full walk",
-		slog.Uint64("place", e.From), slog.Uint64("floor", e.Floor))
+	s.mu.Lock()
+	again := s.trimmedPlace == e.From // said once per place, not every round
+	s.trimmedPlace = e.From
+	s.mu.Unlock()
+	if !again {
+		s.log.LogAttrs(context.Background(), slog.LevelWarn,
+			"registry: the journal's tail is behind a trim of the journal (its place was removed); re-deriving the activation by a full walk",
+			slog.Uint64("place", e.From), slog.Uint64("floor", e.Floor))
+	}
 	s.claimNow()
 }
 

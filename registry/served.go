@@ -262,6 +262,7 @@ type ServedActivation struct {
 	tailKick       chan struct{} // one token: start a round now (the tail has just been started)
 	tailFailing    bool
 	tailFailure    string
+	trimmedPlace   uint64                    // the tail's place a trim removed, once logged
 	pendingJournal map[string]pendingEntry   // by module key: records named on the journal, not yet seen committed
 	unannounced    map[string]landing.Record // by module key: writes whose announcement failed, retried
 	announceFails  atomic.Int64              // failed announcement attempts
