@@ -158,7 +158,12 @@ func (l *ModuleLanding) TrimJournal(ctx context.Context, keep JournalTrim) (Trim
 		out, err = l.trimJournal(ctx, keep)
 		return err
 	})
-	return out, err
+	if err != nil {
+		// A *WaitError inside names the operation waited on; the budget
+		// that ended it is JournalTrimBudget or the caller's.
+		return out, fmt.Errorf("registry: trimming the journal (budget %s): %w", JournalTrimBudget, err)
+	}
+	return out, nil
 }
 
 func (l *ModuleLanding) trimJournal(ctx context.Context, keep JournalTrim) (TrimmedJournal, error) {

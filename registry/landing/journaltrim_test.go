@@ -294,3 +294,64 @@ func TestTrimmingWhileReplicasPublishLosesNoJournalEntry(t *testing.T) {
 		assert.False(t, slices.ContainsFunc(entries, func(e JournalEntry) bool { return e.Seq < floor }))
 	})
 }
+
+// stalledRemoval holds every RemoveAll until its context ends, as a
+// volume that stops answering mid-trim does, and says when one began.
+type stalledRemoval struct {
+	Volume
+	began chan struct{}
+}
+
+func (s stalledRemoval) RemoveAll(ctx context.Context, name string) error {
+	select {
+	case s.began <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return &fs.PathError{Op: "removeall", Path: name, Err: ctx.Err()}
+}
+
+// TestATrimOnAVolumeThatStopsAnsweringEndsAtItsBudgetNamingWhatItWaitedOn:
+// a trim whose segment removal never returns gives up once
+// JournalTrimBudget has passed on the landing's clock, with a *WaitError
+// naming the removal and the trim; the floor it wrote first stays, so a
+// tail from the segment is still told it was trimmed. Negative control: a
+// moment before the budget the trim has not returned.
+func TestATrimOnAVolumeThatStopsAnsweringEndsAtItsBudgetNamingWhatItWaitedOn(t *testing.T) {
+	forEachVolume(t, func(t *testing.T, k volumeKind) {
+		ctx := t.Context()
+		inner, handle := k.open(t)
+		w := newLanding(t, handle(), Options{Replica: "w"})
+		seed, err := w.Land(ctx, "Seed", "1.0.0", testkit.ModuleArchive(t, "Seed", "1.0.0", 1))
+		require.NoError(t, err)
+		fillJournal(t, handle(), seed, append([]uint64{JournalSegment - 1}, seqRange(JournalSegment, JournalSegment+100)...)...)
+
+		clk := clock.NewMock()
+		clk.Set(time.Now().Add(DefaultJournalKeepAge + time.Hour))
+		stalled := stalledRemoval{Volume: handle(), began: make(chan struct{}, 1)}
+		trimmer := newLanding(t, keepExclusive(stalled, inner), Options{Replica: "trimmer", Clock: clk})
+		done := make(chan error, 1)
+		go func() {
+			_, err := trimmer.TrimJournal(context.Background(), JournalTrim{KeepEntries: 64})
+			done <- err
+		}()
+		testkit.Receive(t, stalled.began, "the trim's removal starting")
+		clk.Add(JournalTrimBudget - time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("control: the trim returned before its budget: %v", err)
+		default:
+		}
+		clk.Add(time.Millisecond)
+		err = testkit.Receive(t, done, "the trim giving up at its budget")
+		var we *WaitError
+		require.ErrorAs(t, err, &we)
+		assert.Contains(t, we.Waiting, "remove journal/0000000000")
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Contains(t, err.Error(), "trimming the journal")
+
+		_, _, err = w.TailJournal(ctx, 2, 10)
+		var trimmed *JournalTrimmedError
+		assert.ErrorAs(t, err, &trimmed, "the floor was written before the removal")
+	})
+}
