@@ -234,7 +234,10 @@ func (l *ModuleLanding) JournalHead(ctx context.Context) (uint64, error) {
 // volume operation per entry, and one for the first that does not exist
 // yet. An entry that cannot be decoded is returned with its Module empty:
 // the reader cannot tell what it stood for (a full reconciliation can).
-// It runs on the read pool.
+// It runs on the read pool. A stop at a missing entry may be the end or a
+// place a trim removed: a reader that keeps its own place uses
+// TailJournal, which tells them apart; ReconcileChanges reads the head
+// first instead.
 func (l *ModuleLanding) ReadJournal(ctx context.Context, from uint64, limit int) ([]JournalEntry, uint64, error) {
 	if from == 0 {
 		from = 1
