@@ -355,3 +355,37 @@ func TestATrimOnAVolumeThatStopsAnsweringEndsAtItsBudgetNamingWhatItWaitedOn(t *
 		assert.ErrorAs(t, err, &trimmed, "the floor was written before the removal")
 	})
 }
+
+// TestATrimRemovesAtMostMaxSegmentsOldestFirstAndTheNextCallGoesOn: with
+// two old segments and MaxSegments 1, a call removes the oldest, raises
+// the floor to the next and says more could go; the next call removes the
+// other. Negative control: the default (16) removes both at once.
+func TestATrimRemovesAtMostMaxSegmentsOldestFirstAndTheNextCallGoesOn(t *testing.T) {
+	forEachVolume(t, func(t *testing.T, k volumeKind) {
+		ctx := t.Context()
+		_, handle := k.open(t)
+		w := newLanding(t, handle(), Options{Replica: "w"})
+		seed, err := w.Land(ctx, "Seed", "1.0.0", testkit.ModuleArchive(t, "Seed", "1.0.0", 1))
+		require.NoError(t, err)
+		seqs := append([]uint64{JournalSegment - 1, 2*JournalSegment - 1}, seqRange(2*JournalSegment, 2*JournalSegment+100)...)
+		fillJournal(t, handle(), seed, seqs...)
+		trimmer := newLanding(t, handle(), Options{Clock: aheadClock()})
+
+		first, err := trimmer.TrimJournal(ctx, JournalTrim{KeepEntries: 64, MaxSegments: 1})
+		require.NoError(t, err)
+		assert.Equal(t, TrimmedJournal{Head: 2*JournalSegment + 100, Floor: JournalSegment, Removed: 1, Leftover: true}, first)
+		second, err := trimmer.TrimJournal(ctx, JournalTrim{KeepEntries: 64, MaxSegments: 1})
+		require.NoError(t, err)
+		assert.Equal(t, TrimmedJournal{Head: 2*JournalSegment + 100, Floor: 2 * JournalSegment, Removed: 1}, second)
+
+		// Control: the default bound takes both in one call.
+		_, other := k.open(t)
+		w2 := newLanding(t, other(), Options{Replica: "w"})
+		seed2, err := w2.Land(ctx, "Seed", "1.0.0", testkit.ModuleArchive(t, "Seed", "1.0.0", 1))
+		require.NoError(t, err)
+		fillJournal(t, other(), seed2, seqs...)
+		both, err := newLanding(t, other(), Options{Clock: aheadClock()}).TrimJournal(ctx, JournalTrim{KeepEntries: 64})
+		require.NoError(t, err)
+		assert.Equal(t, 2, both.Removed, "control: both segments in one call")
+	})
+}
