@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -13,8 +14,10 @@ import (
 // The journal's tail: the bound on serving another replica's records. Every
 // record write claims an entry on the volume's journal before its commit
 // (landing's journal.go); the tailer reads the entries claimed since its
-// last tail (one volume operation each, and one for the end), re-reads each
-// module named (ModuleLanding.Latest) and patches the snapshot. The change
+// last tail (one volume operation each, one for the end and one listing of
+// the journal's floor: a place a trim removed is a gap, re-derived by a
+// full walk, never the end), re-reads each module named
+// (ModuleLanding.Latest) and patches the snapshot. The change
 // feed makes most writes arrive sooner; the tail makes every one arrive
 // within JournalPeriod, announced or not — a failed announcement, a writer
 // that died between its commit and its announcement, or one that writes
@@ -79,8 +82,11 @@ func (s *ServedActivation) tail() {
 	}
 	for {
 		ctx, cancel := s.stopped(s.changeBudget)
-		entries, n, err := s.landing.ReadJournal(ctx, next, journalBatch)
+		entries, n, err := s.landing.TailJournal(ctx, next, journalBatch)
 		cancel()
+		if trimmed, ok := errors.AsType[*landing.JournalTrimmedError](err); ok {
+			s.fellBehindTrim(trimmed)
+		}
 		if err != nil {
 			s.tailed(started, err)
 			return
@@ -101,6 +107,26 @@ func (s *ServedActivation) tail() {
 		}
 	}
 	s.tailed(started, nil)
+}
+
+// fellBehindTrim starts a full derivation for a tail whose place is in a
+// trimmed part of the journal: the writes recorded there cannot be read,
+// and taking the missing entry for the journal's end would miss every
+// write after it until the next reconciliation. The derivation
+// (ReconcileChanges from a place below the floor) walks every module and
+// places the tail at its own place, past the floor; until it does, the
+// tail fails each round and the snapshot is due at Freshness.
+func (s *ServedActivation) fellBehindTrim(e *landing.JournalTrimmedError) {
+	s.mu.Lock()
+	again := s.trimmedPlace == e.From // said once per place, not every round
+	s.trimmedPlace = e.From
+	s.mu.Unlock()
+	if !again {
+		s.log.LogAttrs(context.Background(), slog.LevelWarn,
+			"registry: the journal's tail is behind a trim of the journal (its place was removed); re-deriving the activation by a full walk",
+			slog.Uint64("place", e.From), slog.Uint64("floor", e.Floor))
+	}
+	s.claimNow()
 }
 
 // absorbJournal re-reads the modules entries name, and those whose named

@@ -79,7 +79,7 @@ type ServedOptions struct {
 	// again after it failed. Default DefaultChangesRetry (5s).
 	ChangesRetry time.Duration
 	// JournalPeriod is how often the volume's journal is tailed (see
-	// landing.ModuleLanding.ReadJournal): every record another replica
+	// landing.ModuleLanding.TailJournal): every record another replica
 	// commits is re-read and patched in within about this long, whatever
 	// became of its announcement on the change feed — the bound Freshness
 	// rests on. It is also how often failed announcements are retried.
@@ -262,6 +262,7 @@ type ServedActivation struct {
 	tailKick       chan struct{} // one token: start a round now (the tail has just been started)
 	tailFailing    bool
 	tailFailure    string
+	trimmedPlace   uint64                    // the tail's place a trim removed, once logged
 	pendingJournal map[string]pendingEntry   // by module key: records named on the journal, not yet seen committed
 	unannounced    map[string]landing.Record // by module key: writes whose announcement failed, retried
 	announceFails  atomic.Int64              // failed announcement attempts

@@ -85,13 +85,14 @@ func (l *ModuleLanding) journal(ctx context.Context, e JournalEntry) error {
 	next := l.journalNext
 	l.mu.Unlock()
 	probes := 0
+	scanned := false // next came from a listing of the head in this call
 	for {
 		if next == 0 || probes == journalProbes {
 			head, err := l.scanJournalHead(ctx)
 			if err != nil {
 				return l.abandon(ctx, stage, err)
 			}
-			next, probes = max(next, head), 0
+			next, probes, scanned = max(next, head), 0, true
 		}
 		if exclusive {
 			// Object storage: the entry's file is created if and only if
@@ -99,6 +100,13 @@ func (l *ModuleLanding) journal(ctx context.Context, e JournalEntry) error {
 			err := xv.CreateExclusive(ctx, path.Join(journalEntryDir(next), journalEntry), data)
 			switch {
 			case err == nil:
+				if retake, err := l.belowFloor(ctx, next, scanned, stage); retake || err != nil {
+					if err != nil {
+						return err
+					}
+					next = 0
+					continue
+				}
 				l.advanceJournal(next + 1)
 				return nil
 			case !errors.Is(err, fs.ErrExist):
@@ -113,6 +121,13 @@ func (l *ModuleLanding) journal(ctx context.Context, e JournalEntry) error {
 		}
 		renameErr := l.v.Rename(ctx, stage, journalEntryDir(next))
 		if renameErr == nil {
+			if retake, err := l.belowFloor(ctx, next, scanned, stage); retake || err != nil {
+				if err != nil {
+					return err
+				}
+				next = 0
+				continue
+			}
 			l.advanceJournal(next + 1)
 			return nil
 		}
@@ -122,6 +137,38 @@ func (l *ModuleLanding) journal(ctx context.Context, e JournalEntry) error {
 		next++ // taken by another write
 		probes++
 	}
+}
+
+// belowFloor checks a claim just made at seq from this replica's own
+// knowledge of the journal (not scanned from a listing of its head in the
+// same call): a number below the journal's floor is free again because a
+// trim removed its segment, and an entry there would never be tailed. Such
+// a claim is taken back (its entry moved back to stage, or deleted on an
+// ExclusiveVolume) and retake is true: the caller claims again at the head.
+func (l *ModuleLanding) belowFloor(ctx context.Context, seq uint64, scanned bool, stage string) (retake bool, err error) {
+	if scanned {
+		return false, nil // at the head, which a trim keeps
+	}
+	floor, err := l.readFloor(ctx)
+	if err != nil || seq >= floor {
+		// Unknown floor: the entry stays where it is claimed, and the
+		// write fails as a claim that could not be checked.
+		if err != nil {
+			return false, volumeErr(ctx, "check journal entry "+journalEntryDir(seq)+" against the journal's floor", err)
+		}
+		return false, nil
+	}
+	l.log.Warn("a journal claim fell below the journal's floor (a trim removed its segment); claiming again at the head",
+		"seq", seq, "floor", floor)
+	if _, ok := l.v.(ExclusiveVolume); ok {
+		err = l.v.RemoveAll(ctx, journalEntryDir(seq))
+	} else {
+		err = l.v.Rename(ctx, journalEntryDir(seq), stage)
+	}
+	if err != nil {
+		return false, volumeErr(ctx, "take back journal entry "+journalEntryDir(seq)+" below the journal's floor", err)
+	}
+	return true, nil
 }
 
 // advanceJournal notes that the journal holds entries below next.
@@ -160,7 +207,10 @@ func (l *ModuleLanding) scanJournalHead(ctx context.Context) (uint64, error) {
 			return seq + 1, nil
 		}
 	}
-	return 1, nil
+	// No entry: a journal trimmed to nothing (a trim keeps the head's
+	// segment, so only by hand) starts again at its floor.
+	floor, err := l.readFloor(ctx)
+	return max(floor, 1), err
 }
 
 // JournalHead returns the sequence number the next journal entry will get:
@@ -184,36 +234,52 @@ func (l *ModuleLanding) JournalHead(ctx context.Context) (uint64, error) {
 // volume operation per entry, and one for the first that does not exist
 // yet. An entry that cannot be decoded is returned with its Module empty:
 // the reader cannot tell what it stood for (a full reconciliation can).
-// It runs on the read pool.
+// It runs on the read pool. A stop at a missing entry may be the end or a
+// place a trim removed: a reader that keeps its own place uses
+// TailJournal, which tells them apart; ReconcileChanges reads the head
+// first instead.
 func (l *ModuleLanding) ReadJournal(ctx context.Context, from uint64, limit int) ([]JournalEntry, uint64, error) {
 	if from == 0 {
 		from = 1
 	}
+	var (
+		out  []JournalEntry
+		next uint64
+	)
+	err := l.onReadPool(ctx, "journal tail", func() error {
+		var err error
+		out, next, err = l.readJournal(ctx, from, limit)
+		return err
+	})
+	if err != nil {
+		return nil, from, err
+	}
+	l.advanceJournal(next)
+	return out, next, nil
+}
+
+// readJournal reads entries from from on, at most limit, until the first
+// missing one (see ReadJournal).
+func (l *ModuleLanding) readJournal(ctx context.Context, from uint64, limit int) ([]JournalEntry, uint64, error) {
 	var out []JournalEntry
 	next := from
-	err := l.onReadPool(ctx, "journal tail", func() error {
-		for len(out) < limit {
-			p := path.Join(journalEntryDir(next), journalEntry)
-			data, err := l.v.ReadFile(ctx, p)
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			if err != nil {
-				return volumeErr(ctx, "read journal entry "+p, err)
-			}
-			var f journalFormat
-			if err := json.Unmarshal(data, &f); err != nil || f.Format != 1 || ValidateModuleName(f.Module) != nil {
-				l.log.Warn("unreadable journal entry", "entry", p, "err", err)
-				f = journalFormat{}
-			}
-			f.Seq = next
-			out = append(out, f.JournalEntry)
-			next++
+	for len(out) < limit {
+		p := path.Join(journalEntryDir(next), journalEntry)
+		data, err := l.v.ReadFile(ctx, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			break
 		}
-		return nil
-	})
-	if err == nil {
-		l.advanceJournal(next)
+		if err != nil {
+			return nil, from, volumeErr(ctx, "read journal entry "+p, err)
+		}
+		var f journalFormat
+		if err := json.Unmarshal(data, &f); err != nil || f.Format != 1 || ValidateModuleName(f.Module) != nil {
+			l.log.Warn("unreadable journal entry", "entry", p, "err", err)
+			f = journalFormat{}
+		}
+		f.Seq = next
+		out = append(out, f.JournalEntry)
+		next++
 	}
-	return out, next, err
+	return out, next, nil
 }
