@@ -51,11 +51,10 @@ func fuseSync[T any](o Observer[T]) *fused[T] {
 //
 //go:noinline // see compose
 func (r *mfRun[T]) allLoop(a *allObserver[T]) func([]T, *scope) bool {
-	all := r.allLoopChecked(a)
 	if !a.lasting || !r.scopedBy(a.sc) {
-		return all
+		return r.allLoopChecked(a)
 	}
-	return r.allLoopOwn(a, all)
+	return r.allLoopOwn(a)
 }
 
 // scopedBy reports whether every stage of the run has sc as its scope.
@@ -74,7 +73,7 @@ func (r *mfRun[T]) scopedBy(sc *scope) bool {
 // All's own code only a break cancels it, here, which ends the chunk. A
 // user function can thus not unsubscribe its own value here, which is what
 // the checks after it are for elsewhere. Any other chunk (another scope, a
-// stopped loop) goes to all, the loop with every check.
+// stopped loop) goes to allLoopChecked, the loop with every check.
 //
 // The run's shapes of up to two stages (none, Map, Filter, Map→Filter,
 // Filter→Map, Map→Map) get loops of their own, as pair and headLoop do
@@ -82,7 +81,7 @@ func (r *mfRun[T]) scopedBy(sc *scope) bool {
 // value; longer runs test them (allOwnRun).
 //
 //go:noinline // see compose
-func (r *mfRun[T]) allLoopOwn(a *allObserver[T], all func([]T, *scope) bool) func([]T, *scope) bool {
+func (r *mfRun[T]) allLoopOwn(a *allObserver[T]) func([]T, *scope) bool {
 	f1, k1, f2, k2, yield := r.f1, r.k1, r.f2, r.k2, a.yield
 	switch {
 	case k2 != nil || f1 != nil && k1 != nil && f2 != nil:
@@ -90,7 +89,7 @@ func (r *mfRun[T]) allLoopOwn(a *allObserver[T], all func([]T, *scope) bool) fun
 	case f1 == nil && k1 == nil && f2 == nil:
 		return func(vs []T, sc *scope) bool {
 			if !a.owns(sc) {
-				return all(vs, sc)
+				return r.unowned(a, vs, sc)
 			}
 			for _, v := range vs {
 				if !yield(v, nil) {
@@ -106,7 +105,7 @@ func (r *mfRun[T]) allLoopOwn(a *allObserver[T], all func([]T, *scope) bool) fun
 		}
 		return func(vs []T, sc *scope) bool {
 			if !a.owns(sc) {
-				return all(vs, sc)
+				return r.unowned(a, vs, sc)
 			}
 			for _, v := range vs {
 				if !yield(f(v), nil) {
@@ -118,7 +117,7 @@ func (r *mfRun[T]) allLoopOwn(a *allObserver[T], all func([]T, *scope) bool) fun
 	case f1 == nil && f2 == nil:
 		return func(vs []T, sc *scope) bool {
 			if !a.owns(sc) {
-				return all(vs, sc)
+				return r.unowned(a, vs, sc)
 			}
 			for _, v := range vs {
 				if k1(v) && !yield(v, nil) {
@@ -130,7 +129,7 @@ func (r *mfRun[T]) allLoopOwn(a *allObserver[T], all func([]T, *scope) bool) fun
 	case f1 != nil && k1 != nil:
 		return func(vs []T, sc *scope) bool {
 			if !a.owns(sc) {
-				return all(vs, sc)
+				return r.unowned(a, vs, sc)
 			}
 			for _, v := range vs {
 				if v = f1(v); k1(v) && !yield(v, nil) {
@@ -142,7 +141,7 @@ func (r *mfRun[T]) allLoopOwn(a *allObserver[T], all func([]T, *scope) bool) fun
 	case k1 != nil:
 		return func(vs []T, sc *scope) bool {
 			if !a.owns(sc) {
-				return all(vs, sc)
+				return r.unowned(a, vs, sc)
 			}
 			for _, v := range vs {
 				if k1(v) && !yield(f2(v), nil) {
@@ -154,7 +153,7 @@ func (r *mfRun[T]) allLoopOwn(a *allObserver[T], all func([]T, *scope) bool) fun
 	default: // Map→Map
 		return func(vs []T, sc *scope) bool {
 			if !a.owns(sc) {
-				return all(vs, sc)
+				return r.unowned(a, vs, sc)
 			}
 			for _, v := range vs {
 				if !yield(f2(f1(v)), nil) {
@@ -166,7 +165,7 @@ func (r *mfRun[T]) allLoopOwn(a *allObserver[T], all func([]T, *scope) bool) fun
 	}
 	return func(vs []T, sc *scope) bool {
 		if !a.owns(sc) {
-			return all(vs, sc)
+			return r.unowned(a, vs, sc)
 		}
 		// On the stack, read where used (see mfRun.loop).
 		l := allOwnRun[T]{f1: r.f1, k1: r.k1, f2: r.f2, k2: r.k2, yield: a.yield}
@@ -198,6 +197,13 @@ type allOwnRun[T any] struct {
 	f2    func(T) T
 	k2    func(T) bool
 	yield func(T, error) bool
+}
+
+// unowned runs a chunk allLoopOwn may not run through the loop with every
+// check, built for it: Of and Range, passing a.sc, hand over no such chunk
+// while the loop goes on, so no closure is made per subscription for it.
+func (r *mfRun[T]) unowned(a *allObserver[T], vs []T, sc *scope) bool {
+	return r.allLoopChecked(a)(vs, sc)
 }
 
 // owns reports whether a chunk passing sc may run in allLoopOwn: sc is
