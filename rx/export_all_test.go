@@ -35,3 +35,25 @@ func AllLoopsTheBody(build func(Observable[int]) Observable[int]) bool {
 	}
 	return direct
 }
+
+// AllLoopsWithoutChecks ranges with All under ctx over the chain build
+// makes over a synchronous source that asks fuseSync, as Of and Range do,
+// and reports whether All's own loop for it runs its chunks without a
+// check per value (allLoopOwn: ctx cannot end, every stage has All's
+// scope).
+func AllLoopsWithoutChecks(ctx context.Context, build func(Observable[int]) Observable[int]) bool {
+	own := false
+	probe := observableFunc[int](func(o Observer[int]) Subscription {
+		ops, down := opsOf(o)
+		if a, ok := down.(*allObserver[int]); ok && fuseSync(o).step == nil {
+			r := &mfRun[int]{}
+			mfFit(ops, r)
+			own = a.lasting && r.scopedBy(a.sc)
+		}
+		o.OnCompleted()
+		return noSubscription{}
+	})
+	for range All(ctx, build(probe)) {
+	}
+	return own
+}

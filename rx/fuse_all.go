@@ -44,12 +44,187 @@ func fuseSync[T any](o Observer[T]) *fused[T] {
 //
 // The body runs as in syncStep, a break unsubscribing before the loop goes
 // on; with a ctx that cannot end it needs no flag around it and no flush
-// after it (see the loop). With a ctx that
-// can end, each value goes through run (ctx checked before the body and
-// after what it caused), as syncStep's does.
+// after it (see allLoopChecked), and, when every stage has All's scope,
+// no scope check per value (allLoopOwn). With a ctx that can end, each
+// value goes through run (ctx checked before the body and after what it
+// caused), as syncStep's does.
 //
 //go:noinline // see compose
 func (r *mfRun[T]) allLoop(a *allObserver[T]) func([]T, *scope) bool {
+	if !a.lasting || !r.scopedBy(a.sc) {
+		return r.allLoopChecked(a)
+	}
+	return r.allLoopOwn(a)
+}
+
+// scopedBy reports whether every stage of the run has sc as its scope.
+func (r *mfRun[T]) scopedBy(sc *scope) bool {
+	return (r.f1 == nil || r.s1 == sc) && (r.k1 == nil || r.t1 == sc) &&
+		(r.f2 == nil || r.s2 == sc) && (r.k2 == nil || r.t2 == sc)
+}
+
+// allLoopOwn is allLoop when ctx cannot end and every stage of the run
+// has All's own scope, a.sc: for a chunk whose source passes a.sc too, it
+// checks a.sc once, before the chunk, not before and after each function
+// per value. Nothing can cancel a.sc while the chunk runs: it is a root
+// scope no one outside All holds (the source and the stages only read it;
+// the Subscription All gets is dropped), ctx cannot end (no AfterFunc),
+// nothing delivers to a while the body runs (see allLoopChecked), and of
+// All's own code only a break cancels it, here, which ends the chunk. A
+// user function can thus not unsubscribe its own value here, which is what
+// the checks after it are for elsewhere. Any other chunk (another scope, a
+// stopped loop) goes to allLoopChecked, the loop with every check.
+//
+// The run's shapes of up to two stages (none, Map, Filter, Map→Filter,
+// Filter→Map, Map→Map) get loops of their own, as pair and headLoop do
+// elsewhere: testing the run's empty slots costs about a nanosecond per
+// value; longer runs test them (allOwnRun).
+//
+//go:noinline // see compose
+func (r *mfRun[T]) allLoopOwn(a *allObserver[T]) func([]T, *scope) bool {
+	f1, k1, f2, k2, yield := r.f1, r.k1, r.f2, r.k2, a.yield
+	switch {
+	case k2 != nil || f1 != nil && k1 != nil && f2 != nil:
+		// Three stages or more: the slot tests below.
+	case f1 == nil && k1 == nil && f2 == nil:
+		return func(vs []T, sc *scope) bool {
+			if !a.owns(sc) {
+				return r.unowned(a, vs, sc)
+			}
+			for _, v := range vs {
+				if !yield(v, nil) {
+					return a.broke()
+				}
+			}
+			return true
+		}
+	case k1 == nil && (f1 == nil) != (f2 == nil):
+		f := f1
+		if f == nil {
+			f = f2
+		}
+		return func(vs []T, sc *scope) bool {
+			if !a.owns(sc) {
+				return r.unowned(a, vs, sc)
+			}
+			for _, v := range vs {
+				if !yield(f(v), nil) {
+					return a.broke()
+				}
+			}
+			return true
+		}
+	case f1 == nil && f2 == nil:
+		return func(vs []T, sc *scope) bool {
+			if !a.owns(sc) {
+				return r.unowned(a, vs, sc)
+			}
+			for _, v := range vs {
+				if k1(v) && !yield(v, nil) {
+					return a.broke()
+				}
+			}
+			return true
+		}
+	case f1 != nil && k1 != nil:
+		return func(vs []T, sc *scope) bool {
+			if !a.owns(sc) {
+				return r.unowned(a, vs, sc)
+			}
+			for _, v := range vs {
+				if v = f1(v); k1(v) && !yield(v, nil) {
+					return a.broke()
+				}
+			}
+			return true
+		}
+	case k1 != nil:
+		return func(vs []T, sc *scope) bool {
+			if !a.owns(sc) {
+				return r.unowned(a, vs, sc)
+			}
+			for _, v := range vs {
+				if k1(v) && !yield(f2(v), nil) {
+					return a.broke()
+				}
+			}
+			return true
+		}
+	default: // Map→Map
+		return func(vs []T, sc *scope) bool {
+			if !a.owns(sc) {
+				return r.unowned(a, vs, sc)
+			}
+			for _, v := range vs {
+				if !yield(f2(f1(v)), nil) {
+					return a.broke()
+				}
+			}
+			return true
+		}
+	}
+	return func(vs []T, sc *scope) bool {
+		if !a.owns(sc) {
+			return r.unowned(a, vs, sc)
+		}
+		// On the stack, read where used (see mfRun.loop).
+		l := allOwnRun[T]{f1: r.f1, k1: r.k1, f2: r.f2, k2: r.k2, yield: a.yield}
+		for _, v := range vs {
+			if l.f1 != nil {
+				v = l.f1(v)
+			}
+			if l.k1 != nil && !l.k1(v) {
+				continue
+			}
+			if l.f2 != nil {
+				v = l.f2(v)
+			}
+			if l.k2 != nil && !l.k2(v) {
+				continue
+			}
+			if !l.yield(v, nil) {
+				return a.broke()
+			}
+		}
+		return true
+	}
+}
+
+// allOwnRun is allLoopOwn's copy of its run of three or four stages.
+type allOwnRun[T any] struct {
+	f1    func(T) T
+	k1    func(T) bool
+	f2    func(T) T
+	k2    func(T) bool
+	yield func(T, error) bool
+}
+
+// unowned runs a chunk allLoopOwn may not run through the loop with every
+// check, built for it: Of and Range, passing a.sc, hand over no such chunk
+// while the loop goes on, so no closure is made per subscription for it.
+func (r *mfRun[T]) unowned(a *allObserver[T], vs []T, sc *scope) bool {
+	return r.allLoopChecked(a)(vs, sc)
+}
+
+// owns reports whether a chunk passing sc may run in allLoopOwn: sc is
+// All's own scope and the loop goes on.
+func (a *allObserver[T]) owns(sc *scope) bool {
+	return sc == a.sc && !a.stopped && !sc.done.Load()
+}
+
+// broke ends the loop after the body broke out of it (yield returned
+// false), as every path that calls yield does, and returns false.
+func (a *allObserver[T]) broke() bool {
+	a.stopped = true
+	a.sc.cancel()
+	return false
+}
+
+// allLoopChecked is allLoop with every check: before each value the
+// source's scope, after each function its stage's.
+//
+//go:noinline // see compose
+func (r *mfRun[T]) allLoopChecked(a *allObserver[T]) func([]T, *scope) bool {
 	return func(vs []T, sc *scope) bool {
 		// On the stack, read where used (see mfRun.loop): only the
 		// loop's slice, index and scope are reloaded after each call.

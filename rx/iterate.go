@@ -70,7 +70,9 @@ var errNilSource = errors.New("rx: nil Observable")
 //     stages fit, in order, into Map, Filter, Map, Filter (none, or any of
 //     those four in that order with some left out: MF, FM, MFMF, say; not
 //     MMM, FFF, FFM, MMMM or FMFM), the body is called from their own
-//     loop, with no step between. No
+//     loop, with no step between, and, when ctx cannot end
+//     (context.Background()), with one check of the subscription per chunk
+//     of values rather than one after each function. No
 //     goroutine-identity read, no interface call.
 //   - Any other delivery there (a Subject, a store's initial result, a
 //     type-changing Map, a virtual clock): one call into All's OnNext,
