@@ -49,9 +49,8 @@ func (e *BudgetError) Unwrap() error { return context.DeadlineExceeded }
 // committed it; nothing here can tell (when a sent statement's context
 // ends, the driver closes its connection and sends the server a cancel
 // request: the statement commits unless that lands first). It is wrapped
-// in a
-// *mesh.UnavailableError and unwraps to mesh.ErrOutcomeUnknown and to Err. A
-// write that failed before its statement was sent (waiting for a
+// in a *mesh.UnavailableError and unwraps to mesh.ErrOutcomeUnknown and to
+// Err. A write that failed before its statement was sent (waiting for a
 // connection, creating its schema) is a plain *mesh.UnavailableError.
 type OutcomeUnknownError struct {
 	Err error
