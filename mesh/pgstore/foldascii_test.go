@@ -86,3 +86,60 @@ func TestGatingFoldsTypeNamesAsMeshFoldNameDoesInATurkishDatabase(t *testing.T) 
 		assert.Equal(t, mesh.FoldName(name), folded, "%q", name)
 	}
 }
+
+// Migration 0007, applied to a Turkish database gated by lower() until
+// then, moves the fold to what the ASCII fold gates: the node of type "Key"
+// spelt with the Kelvin sign, which lower() let in, goes, and the version
+// moves; a store opened with its gated types then folds "invoice", which
+// lower() kept out, beside "Invoice".
+//
+// Negative control: the state before 0007 is asserted (the Kelvin "Key"
+// folded, "invoice" not), so the test sees what the migration changes;
+// with the DELETE of 0007 removed, "the Kelvin Key leaves the fold", "the
+// version moves with the fold" and "Open adds the ASCII folds of its gated
+// types" failed (run).
+func TestMigration0007MovesAFoldGatedByLowerToTheASCIIFold(t *testing.T) {
+	t.Parallel()
+	dbURL := turkishDatabase(t, pg.Database(t))
+	conn := connect(t, dbURL)
+	ctx := testContext(t)
+	migrations, err := loadMigrations()
+	require.NoError(t, err)
+	last := migrations[len(migrations)-1]
+	require.Equal(t, "0007_security_fold_ascii.sql", last.name, "the migration under test is the last")
+	_, err = conn.Exec(ctx, `CREATE TABLE public.meshrx_migrations (name TEXT PRIMARY KEY, checksum TEXT NOT NULL,
+		applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`)
+	require.NoError(t, err)
+	for _, m := range migrations[:len(migrations)-1] {
+		_, err := conn.Exec(ctx, m.sql)
+		require.NoError(t, err, m.name)
+		_, err = conn.Exec(ctx, `INSERT INTO public.meshrx_migrations (name, checksum) VALUES ($1, $2)`, m.name, m.checksum)
+		require.NoError(t, err)
+	}
+	_, err = conn.Exec(ctx, `SELECT public.security_fold_add_types(ARRAY['Invoice', 'Key'])`)
+	require.NoError(t, err)
+	schema, err := EnsurePartition(ctx, conn, "acme")
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "mesh_nodes"}.Sanitize()+` (namespace, id, node_type)
+		VALUES ('acme/Docs', 'invoice', 'invoice'), ('acme/Docs', 'Invoice', 'Invoice'), ('acme/Docs', 'kelvin', E'\u212Aey')`)
+	require.NoError(t, err)
+	folded := func() (ids []string, version int64) {
+		rows, err := conn.Query(ctx, `SELECT id FROM public.security_fold ORDER BY id COLLATE "C"`)
+		require.NoError(t, err)
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		require.NoError(t, conn.QueryRow(ctx, `SELECT version FROM public.security_fold_version`).Scan(&version))
+		return ids, version
+	}
+	before, v0 := folded()
+	require.Equal(t, []string{"Invoice", "kelvin"}, before, "lower() in tr-TR: the Kelvin Key folded, invoice not")
+
+	require.NoError(t, Migrate(ctx, conn))
+	after, v1 := folded()
+	assert.NotContains(t, after, "kelvin", "the Kelvin Key leaves the fold")
+	assert.Greater(t, v1, v0, "the version moves with the fold")
+
+	openStore(t, dbURL, Options{GatedTypes: []string{"Invoice", "Key"}})
+	opened, _ := folded()
+	assert.Equal(t, []string{"Invoice", "invoice"}, opened, "Open adds the ASCII folds of its gated types")
+}
