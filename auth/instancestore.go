@@ -121,6 +121,13 @@ func (r *Instances) Instance(ctx context.Context, id string) (*Instance, error) 
 // IssueKey mints a new key for instance id and returns it. The raw key is
 // returned this once and never stored: the instance node gets its hash and an
 // index node leads from the hash to the instance. Existing keys stay valid.
+//
+// When the store cannot say whether the instance update landed
+// (mesh.ErrOutcomeUnknown), the instance is read again: if it lists the new
+// hash, the key is returned; if not, the error wraps mesh.ErrOutcomeUnknown,
+// since the update may still land (listing a hash whose key nobody holds:
+// harmless for IssueKey; RotateKey would then have revoked the other keys,
+// so read the instance and rotate again).
 func (r *Instances) IssueKey(ctx context.Context, id string) (string, error) {
 	if err := ValidateInstanceID(id); err != nil {
 		return "", err
