@@ -121,6 +121,13 @@ func (r *Instances) Instance(ctx context.Context, id string) (*Instance, error) 
 // IssueKey mints a new key for instance id and returns it. The raw key is
 // returned this once and never stored: the instance node gets its hash and an
 // index node leads from the hash to the instance. Existing keys stay valid.
+//
+// When the store cannot say whether the instance update landed
+// (mesh.ErrOutcomeUnknown), the instance is read again: if it lists the new
+// hash, the key is returned; if not, the error wraps mesh.ErrOutcomeUnknown,
+// since the update may still land (listing a hash whose key nobody holds:
+// harmless for IssueKey; RotateKey would then have revoked the other keys,
+// so read the instance and rotate again).
 func (r *Instances) IssueKey(ctx context.Context, id string) (string, error) {
 	if err := ValidateInstanceID(id); err != nil {
 		return "", err
@@ -256,7 +263,10 @@ func (r *Instances) SetPlanTier(ctx context.Context, t PlanTier) error {
 // where none is, so two writers never share an id), and lists its hash on
 // instance id by compare-and-set: alone (revoking the others, returned in
 // replaced) when rotate, beside the others otherwise. If the instance
-// cannot be updated, the index node is taken back.
+// cannot be updated, the index node is taken back; if the update's outcome
+// is unknown (mesh.ErrOutcomeUnknown), it stays, and the instance read
+// again decides: listing the hash, the key is issued; otherwise the error
+// still wraps mesh.ErrOutcomeUnknown.
 func (r *Instances) issue(ctx context.Context, id string, rotate bool) (key, hash string, replaced []string, err error) {
 	// The instance must exist before an index node may lead to it.
 	if _, _, err := r.instance(ctx, id); err != nil {
@@ -291,7 +301,17 @@ func (r *Instances) issue(ctx context.Context, id string, rotate bool) (key, has
 		}
 		return nil
 	})
-	if err != nil {
+	if errors.Is(err, mesh.ErrOutcomeUnknown) {
+		// The update may have landed, and may yet: neither a failure (the
+		// index node would be dropped under a listed hash, and a rotation
+		// would have revoked every other key with no key handed out) nor a
+		// success. The index node stays (one that leads to an instance not
+		// listing its hash only costs a read) and the instance is read again:
+		// if it lists the hash, the key was issued.
+		if listed, rerr := r.lists(context.WithoutCancel(ctx), id, hash); rerr != nil || !listed {
+			return "", "", nil, errors.Join(fmt.Errorf("auth: issuing a key for %q: the instance may come to list a key never handed out: %w", id, err), rerr)
+		}
+	} else if err != nil {
 		if undo := r.dropIndex(ctx, id, hash); undo != nil {
 			return "", "", nil, errors.Join(err, fmt.Errorf("auth: and deleting the unused index node of %q failed: %w", id, undo))
 		}
@@ -306,8 +326,10 @@ func (r *Instances) issue(ctx context.Context, id string, rotate bool) (key, has
 // update applies change to instance id as a compare-and-set on its node's
 // version, reading it again and reapplying change after each conflict (at
 // most maxUpdateAttempts times), and returns the instance as it was before
-// the change that landed. An error from change is returned as it is, with
-// nothing written; a change that alters nothing writes nothing.
+// the change that landed — or may have landed: with an error wrapping
+// mesh.ErrOutcomeUnknown, before is the instance the last write started
+// from. An error from change is returned as it is, with nothing written; a
+// change that alters nothing writes nothing.
 func (r *Instances) update(ctx context.Context, id string, change func(*Instance) error) (before *Instance, err error) {
 	var last error
 	for range maxUpdateAttempts {
@@ -324,12 +346,24 @@ func (r *Instances) update(ctx context.Context, id string, change func(*Instance
 			last = err
 			continue
 		}
+		if errors.Is(err, mesh.ErrOutcomeUnknown) {
+			return before, err
+		}
 		if err != nil {
 			return nil, err
 		}
 		return before, nil
 	}
 	return nil, &ContendedError{ID: id, MaxAttempts: maxUpdateAttempts, Last: last}
+}
+
+// lists reads instance id and reports whether it lists hash.
+func (r *Instances) lists(ctx context.Context, id, hash string) (bool, error) {
+	inst, _, err := r.instance(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(inst.KeyHashes, func(h string) bool { return HashesEqual(h, hash) }), nil
 }
 
 // dropIndex deletes the index node of hash if it still leads to id with that

@@ -50,7 +50,7 @@ func TestAnIndexThatCouldNotFindOutIs503AndOneThatFailedIs500AndNeitherShowsTheE
 		{"descriptors exhausted: could not find out", syscall.EMFILE, http.StatusServiceUnavailable, true, slog.LevelWarn},
 		// The control: the same failure at the same stage, but one that
 		// repeating would repeat, is not "retry later".
-		{"a corrupt directory: a failure", syscall.EUCLEAN, http.StatusInternalServerError, false, slog.LevelError},
+		{"an I/O error: a failure", syscall.EIO, http.StatusInternalServerError, false, slog.LevelError},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var fault *scanFault

@@ -42,7 +42,7 @@ func stuckClient(t *testing.T, base, token string) {
 	d := net.Dialer{Timeout: bound, Control: func(_, _ string, c syscall.RawConn) error {
 		var err error
 		if cerr := c.Control(func(fd uintptr) {
-			err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+			err = setSmallRcvBuf(fd)
 		}); cerr != nil {
 			return cerr
 		}

@@ -46,9 +46,11 @@ func (e *BudgetError) Unwrap() error { return context.DeadlineExceeded }
 // OutcomeUnknownError reports a write whose statement was sent to the
 // database but whose answer did not come: its budget ran out (Err is then a
 // *BudgetError) or its connection broke after sending. PostgreSQL may have
-// committed it; nothing here can tell. It is wrapped in a
-// *mesh.UnavailableError and unwraps to mesh.ErrOutcomeUnknown and to Err. A
-// write that failed before its statement was sent (waiting for a
+// committed it; nothing here can tell (when a sent statement's context
+// ends, the driver closes its connection and sends the server a cancel
+// request: the statement commits unless that lands first). It is wrapped
+// in a *mesh.UnavailableError and unwraps to mesh.ErrOutcomeUnknown and to
+// Err. A write that failed before its statement was sent (waiting for a
 // connection, creating its schema) is a plain *mesh.UnavailableError.
 type OutcomeUnknownError struct {
 	Err error

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/url"
@@ -132,14 +133,19 @@ func TestASilentButLiveListenerConnectionIsKept(t *testing.T) {
 // stallProxy forwards TCP connections to a PostgreSQL server and can stop
 // forwarding the store's listener connection (found by its
 // application_name in the startup message) without closing it: what a
-// network partition looks like to both ends.
+// network partition looks like to both ends. It can also hold the cancel
+// requests the driver sends (holdCancels): what a slow network makes of
+// them.
 type stallProxy struct {
 	ln     net.Listener
 	target struct{ network, addr string }
+	done   chan struct{} // closed by close: held cancel requests give up
 
-	mu    sync.Mutex
-	pairs []*proxyPair
-	wg    sync.WaitGroup
+	mu      sync.Mutex
+	pairs   []*proxyPair
+	gate    chan struct{} // non-nil: cancel requests wait until it is closed
+	cancels int           // cancel requests that reached the proxy
+	wg      sync.WaitGroup
 }
 
 type proxyPair struct {
@@ -155,7 +161,7 @@ func newStallProxy(t *testing.T, dbURL string) *stallProxy {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(dbURL)
 	require.NoError(t, err)
-	p := &stallProxy{}
+	p := &stallProxy{done: make(chan struct{})}
 	if strings.HasPrefix(cfg.Host, "/") {
 		p.target.network, p.target.addr = "unix", filepath.Join(cfg.Host, ".s.PGSQL."+strconv.Itoa(int(cfg.Port)))
 	} else {
@@ -213,8 +219,11 @@ func (p *stallProxy) accept() {
 func (p *stallProxy) forward(pair *proxyPair, src, dst net.Conn, fromClient bool) {
 	defer p.wg.Done()
 	buf := make([]byte, 32<<10)
-	for {
+	for first := true; ; first = false {
 		n, err := src.Read(buf)
+		if fromClient && first && isCancelRequest(buf[:n]) {
+			p.holdCancel()
+		}
 		if n > 0 {
 			pair.mu.Lock()
 			if fromClient && !pair.listener && bytes.Contains(buf[:n], []byte(listenerAppName)) {
@@ -287,7 +296,50 @@ func (p *stallProxy) listenerDropped() int {
 	return n
 }
 
+// isCancelRequest reports whether b, the first bytes a client sent on a
+// connection, is a CancelRequest (length 16, code 80877102).
+func isCancelRequest(b []byte) bool {
+	return len(b) >= 8 && binary.BigEndian.Uint32(b) == 16 && binary.BigEndian.Uint32(b[4:]) == 80877102
+}
+
+// holdCancels makes cancel requests that reach the proxy from now on wait
+// (their bytes unforwarded) until release is called or the proxy closes.
+func (p *stallProxy) holdCancels() (release func()) {
+	gate := make(chan struct{})
+	p.mu.Lock()
+	p.gate = gate
+	p.mu.Unlock()
+	return sync.OnceFunc(func() {
+		p.mu.Lock()
+		p.gate = nil
+		p.mu.Unlock()
+		close(gate)
+	})
+}
+
+// holdCancel counts a cancel request and holds it while cancels are held.
+func (p *stallProxy) holdCancel() {
+	p.mu.Lock()
+	p.cancels++
+	gate := p.gate
+	p.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-p.done:
+		}
+	}
+}
+
+// cancelsSeen returns how many cancel requests reached the proxy.
+func (p *stallProxy) cancelsSeen() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cancels
+}
+
 func (p *stallProxy) close() {
+	close(p.done)
 	_ = p.ln.Close()
 	p.mu.Lock()
 	for _, pair := range p.pairs {
