@@ -97,7 +97,10 @@ func TestGatingFoldsTypeNamesAsMeshFoldNameDoesInATurkishDatabase(t *testing.T) 
 // folded, "invoice" not), so the test sees what the migration changes;
 // with the DELETE of 0007 removed, "the Kelvin Key leaves the fold", "the
 // version moves with the fold" and "Open adds the ASCII folds of its gated
-// types" failed (run).
+// types" failed (run). A gated "Instance" (lower(): 'ınstance') stays in
+// the fold with no Open after the migration; without 0007's carrying of
+// 'ı' types over to their ASCII fold, "a gated Instance stays in the fold"
+// and "a write to the Instance node ... moves the version" fail (run).
 func TestMigration0007MovesAFoldGatedByLowerToTheASCIIFold(t *testing.T) {
 	t.Parallel()
 	dbURL := turkishDatabase(t, pg.Database(t))
@@ -116,12 +119,13 @@ func TestMigration0007MovesAFoldGatedByLowerToTheASCIIFold(t *testing.T) {
 		_, err = conn.Exec(ctx, `INSERT INTO public.meshrx_migrations (name, checksum) VALUES ($1, $2)`, m.name, m.checksum)
 		require.NoError(t, err)
 	}
-	_, err = conn.Exec(ctx, `SELECT public.security_fold_add_types(ARRAY['Invoice', 'Key'])`)
+	_, err = conn.Exec(ctx, `SELECT public.security_fold_add_types(ARRAY['Invoice', 'Key', 'Instance'])`)
 	require.NoError(t, err)
 	schema, err := EnsurePartition(ctx, conn, "acme")
 	require.NoError(t, err)
 	_, err = conn.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "mesh_nodes"}.Sanitize()+` (namespace, id, node_type)
-		VALUES ('acme/Docs', 'invoice', 'invoice'), ('acme/Docs', 'Invoice', 'Invoice'), ('acme/Docs', 'kelvin', E'\u212Aey')`)
+		VALUES ('acme/Docs', 'invoice', 'invoice'), ('acme/Docs', 'Invoice', 'Invoice'), ('acme/Docs', 'kelvin', E'\u212Aey'),
+		       ('acme/Docs', 'Instance', 'Instance')`)
 	require.NoError(t, err)
 	folded := func() (ids []string, version int64) {
 		rows, err := conn.Query(ctx, `SELECT id FROM public.security_fold ORDER BY id COLLATE "C"`)
@@ -132,14 +136,22 @@ func TestMigration0007MovesAFoldGatedByLowerToTheASCIIFold(t *testing.T) {
 		return ids, version
 	}
 	before, v0 := folded()
-	require.Equal(t, []string{"Invoice", "kelvin"}, before, "lower() in tr-TR: the Kelvin Key folded, invoice not")
+	require.Equal(t, []string{"Instance", "Invoice", "kelvin"}, before, "lower() in tr-TR: the Kelvin Key folded, invoice not")
 
 	require.NoError(t, Migrate(ctx, conn))
 	after, v1 := folded()
 	assert.NotContains(t, after, "kelvin", "the Kelvin Key leaves the fold")
 	assert.Greater(t, v1, v0, "the version moves with the fold")
+	// No Open in between (a store migrated by MigrateURL, or older
+	// processes still running): a gated type whose lower() fold left ASCII
+	// stays gated, and a write to its node moves the version.
+	assert.Contains(t, after, "Instance", "a gated Instance stays in the fold right after the migration")
+	_, err = conn.Exec(ctx, `UPDATE `+pgx.Identifier{schema, "mesh_nodes"}.Sanitize()+` SET content = '{"k":1}' WHERE id = 'Instance'`)
+	require.NoError(t, err)
+	_, v2 := folded()
+	assert.Greater(t, v2, v1, "a write to the Instance node after the migration moves the version")
 
 	openStore(t, dbURL, Options{GatedTypes: []string{"Invoice", "Key"}})
 	opened, _ := folded()
-	assert.Equal(t, []string{"Invoice", "invoice"}, opened, "Open adds the ASCII folds of its gated types")
+	assert.Equal(t, []string{"Instance", "Invoice", "invoice"}, opened, "Open adds the ASCII folds of its gated types")
 }

@@ -6,7 +6,7 @@
 -- it was folded as "key", which mesh.FoldName keeps apart.
 CREATE OR REPLACE FUNCTION public.mesh_fold_ascii(x text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
-    SELECT translate(x, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')
+    SELECT pg_catalog.translate(x, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')
 $fn$;
 
 -- Folded types: the ASCII fold of each. A name lower() folded beyond ASCII
@@ -82,6 +82,20 @@ BEGIN
     RETURN public.security_fold_backfill(missing);
 END
 $fn$;
+
+-- A type lower() folded out of ASCII is gated under its ASCII fold from
+-- here on, before anything leaves the fold: in a Turkish or Azeri locale
+-- lower() folds the ASCII 'I' (and only it) to a dotless 'ı', so a stored
+-- 'ınstance' was the fold of "Instance", whose ASCII fold is 'instance'.
+-- Without this, "Instance" nodes would leave the fold until a store's next
+-- Open added the type again: writes to them would not move the version. A
+-- name that truly had a dotless 'ı' gains a second gated type (more
+-- version moves, never fewer).
+INSERT INTO public.security_fold_types (node_type)
+SELECT DISTINCT pg_catalog.translate(t.node_type, 'ı', 'i')
+FROM public.security_fold_types t
+WHERE pg_catalog.strpos(t.node_type, 'ı') > 0
+ON CONFLICT DO NOTHING;
 
 -- The fold now holds what the ASCII fold gates: rows lower() let in and it
 -- does not go, rows lower() kept out and it gates come in; the version
