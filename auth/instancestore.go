@@ -308,7 +308,12 @@ func (r *Instances) issue(ctx context.Context, id string, rotate bool) (key, has
 		// success. The index node stays (one that leads to an instance not
 		// listing its hash only costs a read) and the instance is read again:
 		// if it lists the hash, the key was issued.
-		if listed, rerr := r.lists(context.WithoutCancel(ctx), id, hash); rerr != nil || !listed {
+		// On the caller's context: a caller that gave up gets the unknown
+		// outcome at once, not after the read's budget.
+		if ctx.Err() != nil {
+			return "", "", nil, errors.Join(fmt.Errorf("auth: issuing a key for %q: the instance may come to list a key never handed out: %w", id, err), ctx.Err())
+		}
+		if listed, rerr := r.lists(ctx, id, hash); rerr != nil || !listed {
 			return "", "", nil, errors.Join(fmt.Errorf("auth: issuing a key for %q: the instance may come to list a key never handed out: %w", id, err), rerr)
 		}
 	} else if err != nil {
