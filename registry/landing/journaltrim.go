@@ -17,7 +17,9 @@ import (
 // the first sequence number it keeps (a segment's first), and only then
 // removes the segments below it. Markers are never lowered: each trim adds
 // its own and the floor is the highest listed, so two trims at once cannot
-// leave a floor below a removed segment.
+// leave a floor below a removed segment. Once its segments are gone, a
+// trim removes the markers below its floor (they say nothing more, and
+// every read of the floor lists them).
 //
 //   - A tail (TailJournal) that stops at a missing entry reads the floor
 //     after that read: if the entry is below the floor, its segment was
@@ -33,9 +35,10 @@ import (
 //     claim below it is taken back and made again at the head: an entry
 //     below the floor would never be tailed.
 //   - A trim keeps the head's segment and at least KeepEntries (at least
-//     journalKeepMin) entries before the head, so that the place a full
-//     walk or a starting tail leaves (64 entries before the head) is never
-//     below the floor.
+//     journalKeepMin) entries before the head it reads, so the place a full
+//     walk or a starting tail leaves (64 entries before the head) is above
+//     the floor unless the trim read a newer head while the walk ran; such
+//     a tail meets the floor and walks once more, missing nothing.
 const (
 	journalFloorDir = "journal/floor"
 	// journalKeepMin is the fewest entries before the head a trim keeps:
@@ -231,8 +234,32 @@ func (l *ModuleLanding) trimJournal(ctx context.Context, keep JournalTrim) (Trim
 		}
 		out.Removed++
 	}
+	l.dropLowerFloors(ctx, out.Floor)
 	l.log.Info("journal trimmed", "removedSegments", out.Removed, "floor", out.Floor, "head", head, "more", out.Leftover)
 	return out, nil
+}
+
+// dropLowerFloors removes the markers below floor, once floor's own is
+// written: the floor is the highest marker, so they say nothing more, and
+// every tail round that reaches the end and most writes list them. A
+// marker left behind costs only listing, so a failure is logged, not
+// returned: the trim itself succeeded.
+func (l *ModuleLanding) dropLowerFloors(ctx context.Context, floor uint64) {
+	entries, err := l.v.ReadDir(ctx, journalFloorDir)
+	if err != nil {
+		l.log.Warn("journal trim: could not list the older floor markers to remove them; they stay (each costs listing)", "err", err)
+		return
+	}
+	for _, e := range entries {
+		n, err := strconv.ParseUint(e.Name(), 10, 64)
+		if err != nil || len(e.Name()) != 20 || n >= floor {
+			continue
+		}
+		if err := l.v.RemoveAll(ctx, journalFloorPath(n)); err != nil {
+			l.log.Warn("journal trim: could not remove an older floor marker; it stays (it costs listing)", "marker", e.Name(), "err", err)
+			return
+		}
+	}
 }
 
 func journalFloorPath(floor uint64) string {

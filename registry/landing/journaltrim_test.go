@@ -377,6 +377,16 @@ func TestATrimRemovesAtMostMaxSegmentsOldestFirstAndTheNextCallGoesOn(t *testing
 		second, err := trimmer.TrimJournal(ctx, JournalTrim{KeepEntries: 64, MaxSegments: 1})
 		require.NoError(t, err)
 		assert.Equal(t, TrimmedJournal{Head: 2*JournalSegment + 100, Floor: 2 * JournalSegment, Removed: 1}, second)
+		// Two trims wrote two markers; only the floor's stays (every read of
+		// the floor lists them). Control: without dropLowerFloors both stay
+		// (run: [00000000000000004096 00000000000000008192]).
+		markers, err := handle().ReadDir(ctx, journalFloorDir)
+		require.NoError(t, err)
+		var names []string
+		for _, m := range markers {
+			names = append(names, m.Name())
+		}
+		assert.Equal(t, []string{path.Base(journalFloorPath(2 * JournalSegment))}, names, "one floor marker, the newest")
 
 		// Control: the default bound takes both in one call.
 		_, other := k.open(t)
