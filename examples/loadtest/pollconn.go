@@ -118,9 +118,10 @@ type pollAnswer struct {
 // roundTrip writes req on a kept connection (or a new one) and reads the
 // answer; written is called once the request is written. A kept
 // connection that fails before any byte of the answer arrives (the server
-// closed it while idle) is retried once on a new one, as net/http does for
-// a GET. knownTag is the ETag the poller holds: an answer carrying the
-// same one reuses its string.
+// closed it while idle) is closed and the request retried once on a
+// newly dialled one, as net/http does for a GET: not on the next idle
+// one, which the server may have closed too. knownTag is the ETag the
+// poller holds: an answer carrying the same one reuses its string.
 func (p *pollConns) roundTrip(req []byte, knownTag string, written func()) (pollAnswer, error) {
 	select {
 	case p.slots <- struct{}{}:
@@ -128,26 +129,27 @@ func (p *pollConns) roundTrip(req []byte, knownTag string, written func()) (poll
 		return pollAnswer{}, p.ctx.Err()
 	}
 	defer func() { <-p.slots }()
-	for attempt := 0; ; attempt++ {
-		c, reused, err := p.get()
-		if err != nil {
+	c, reused, err := p.get()
+	if err != nil {
+		return pollAnswer{}, err
+	}
+	a, keep, started, err := c.exchange(req, knownTag, written)
+	if err != nil && reused && !started && p.ctx.Err() == nil {
+		c.close()
+		if c, err = p.dial(); err != nil {
 			return pollAnswer{}, err
 		}
-		a, keep, started, err := c.exchange(req, knownTag, written)
-		if err != nil {
-			c.close()
-			if reused && !started && attempt == 0 && p.ctx.Err() == nil {
-				continue
-			}
-			return a, err
-		}
-		if keep {
-			p.put(c)
-		} else {
-			c.close()
-		}
-		return a, nil
+		a, keep, _, err = c.exchange(req, knownTag, written)
 	}
+	// Bytes already buffered past the answer answer no request (net/http
+	// closes such a connection too): kept, they would be read as the next
+	// poll's answer. Buffered is a count, not a read.
+	if err == nil && keep && c.r.Buffered() == 0 {
+		p.put(c)
+	} else {
+		c.close()
+	}
+	return a, err
 }
 
 func (p *pollConns) get() (c *pollConn, reused bool, err error) {
@@ -159,6 +161,12 @@ func (p *pollConns) get() (c *pollConn, reused bool, err error) {
 		return c, true, nil
 	}
 	p.mu.Unlock()
+	c, err = p.dial()
+	return c, false, err
+}
+
+// dial opens a new connection.
+func (p *pollConns) dial() (*pollConn, error) {
 	// The dial ends with ctx but not at its deadline, which is on the
 	// run's clock (virtual in tests), not the network's.
 	dctx, cancel := context.WithCancel(context.Background())
@@ -167,11 +175,11 @@ func (p *pollConns) get() (c *pollConn, reused bool, err error) {
 	stop()
 	cancel()
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	c = &pollConn{c: nc, r: bufio.NewReaderSize(nc, pollReadBuffer)}
+	c := &pollConn{c: nc, r: bufio.NewReaderSize(nc, pollReadBuffer)}
 	c.stop = context.AfterFunc(p.ctx, func() { _ = nc.Close() })
-	return c, false, nil
+	return c, nil
 }
 
 func (p *pollConns) put(c *pollConn) {
@@ -235,9 +243,16 @@ func (c *pollConn) exchange(req []byte, knownTag string, written func()) (a poll
 			value = bytes.TrimSpace(value)
 			switch {
 			case bytes.EqualFold(name, []byte("Content-Length")):
-				if length, err = strconv.ParseInt(string(value), 10, 64); err != nil || length < 0 {
+				n, err := strconv.ParseInt(string(value), 10, 64)
+				if err != nil || n < 0 {
 					return a, false, true, fmt.Errorf("%w: Content-Length %q", errMalformed, value)
 				}
+				// Two different lengths cannot frame the body (net/http
+				// refuses them too); the same one repeated can.
+				if length >= 0 && n != length {
+					return a, false, true, fmt.Errorf("%w: Content-Length %d and %d", errMalformed, length, n)
+				}
+				length = n
 			case bytes.EqualFold(name, []byte("Transfer-Encoding")):
 				chunked = bytes.EqualFold(value, []byte("chunked"))
 				if !chunked {

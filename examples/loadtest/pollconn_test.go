@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,4 +160,187 @@ func TestAMalformedAnswerIsAPollsErrorNotAPanic(t *testing.T) {
 
 	_, err = parsePollTarget("https://example.com/index")
 	assert.ErrorContains(t, err, "plain HTTP/1.1")
+}
+
+// connCounter counts the connections srv accepts; set before srv.Start.
+func connCounter(srv *httptest.Server) *atomic.Int64 {
+	var conns atomic.Int64
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	return &conns
+}
+
+// A server closes its idle kept connections (an idle timeout, a limit
+// closing the oldest, a restart); net/http's client retries a GET that
+// failed before any byte of its answer on a new connection, and so must
+// the pollers: the retry is dialled, not the next idle connection, which
+// the server closed too, and the connection that failed is not kept.
+// Negative control, run: with the retry taking the next idle connection
+// (p.get() as before the fix) the poll fails with "reading the status
+// line: EOF".
+func TestAPollWhoseKeptConnectionsTheServerClosedIsAnsweredOnANewOne(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"x"`)
+		w.WriteHeader(http.StatusNotModified)
+	}))
+	conns := connCounter(srv)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	clk := rxtest.NewClock()
+	l := load{url: srv.URL, key: "k", clk: clk}
+	target, err := parsePollTarget(srv.URL)
+	require.NoError(t, err)
+	pool := newPollConns(t.Context(), target, 2)
+	defer pool.closeIdle()
+	held := &pollerState{l: l, target: target, full: target.request("k", "", "")}
+	held.set("")
+
+	// Two kept connections, each having carried an answer (so the
+	// server holds both as idle).
+	var kept []*pollConn
+	for range 2 {
+		c, _, err := pool.get()
+		require.NoError(t, err)
+		kept = append(kept, c)
+	}
+	for _, c := range kept {
+		a, keep, _, err := c.exchange(held.full, "", func() {})
+		require.NoError(t, err)
+		require.True(t, keep)
+		require.Equal(t, http.StatusNotModified, a.status)
+		pool.put(c)
+	}
+	require.Equal(t, int64(2), conns.Load())
+
+	srv.CloseClientConnections()
+
+	s := l.poll(t.Context(), pool, held, clk.Now())
+	require.NoError(t, s.err)
+	assert.False(t, s.failed())
+	assert.Equal(t, http.StatusNotModified, s.status)
+	assert.GreaterOrEqual(t, s.written, time.Duration(0), "the write was timed")
+	assert.Equal(t, int64(3), conns.Load(), "the retry was dialled")
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	assert.Len(t, pool.idle, 2, "the stale connection not tried and the new one")
+	assert.NotContains(t, pool.idle, kept[1], "the connection that failed is not kept")
+}
+
+// hijackServer answers the n-th request (from 1) with raw(n) written on
+// the hijacked connection, or normally with ETag "real" when raw returns
+// "". closeAfter closes a hijacked connection after its answer.
+func hijackServer(t *testing.T, raw func(n int64) string, closeAfter bool) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	var mu sync.Mutex
+	var hijacked []net.Conn
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := raw(n.Add(1))
+		if a == "" {
+			w.Header().Set("ETag", `"real"`)
+			_, _ = w.Write([]byte("real"))
+			return
+		}
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		_, _ = c.Write([]byte(a))
+		if closeAfter {
+			_ = c.Close()
+			return
+		}
+		mu.Lock()
+		hijacked = append(hijacked, c)
+		mu.Unlock()
+	}))
+	conns := connCounter(srv)
+	srv.Start()
+	t.Cleanup(func() {
+		srv.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range hijacked {
+			_ = c.Close()
+		}
+	})
+	return srv, conns
+}
+
+// Bytes left after an answer are no answer to a request the poller has
+// not written yet: net/http closes such a connection, and so do the
+// pollers, so the next poll gets the server's answer to it, on a new
+// connection. Negative control, run: without the check of the buffered
+// bytes before a connection is kept, the second poll takes the
+// unsolicited answer (ETag "ghost") for its own.
+func TestBytesLeftAfterAnAnswerAreNotTakenForTheNextPollsAnswer(t *testing.T) {
+	srv, conns := hijackServer(t, func(n int64) string {
+		if n == 1 {
+			return "HTTP/1.1 200 OK\r\nETag: \"a\"\r\nContent-Length: 2\r\n\r\nok" +
+				"HTTP/1.1 200 OK\r\nETag: \"ghost\"\r\nContent-Length: 0\r\n\r\n"
+		}
+		return ""
+	}, false)
+	clk := rxtest.NewClock()
+	l := load{url: srv.URL, key: "k", clk: clk}
+	target, err := parsePollTarget(srv.URL)
+	require.NoError(t, err)
+	pool := newPollConns(t.Context(), target, 1)
+	defer pool.closeIdle()
+	held := &pollerState{l: l, target: target, full: target.request("k", "", "")}
+	held.set("")
+
+	s := l.poll(t.Context(), pool, held, clk.Now())
+	require.NoError(t, s.err)
+	tag, _ := held.get()
+	assert.Equal(t, `"a"`, tag)
+	assert.Equal(t, int64(2), s.bytes)
+
+	s = l.poll(t.Context(), pool, held, clk.Now())
+	require.NoError(t, s.err)
+	tag, _ = held.get()
+	assert.Equal(t, `"real"`, tag, "the second poll's answer is the server's, not the leftover")
+	assert.Equal(t, int64(4), s.bytes)
+	assert.Equal(t, int64(2), conns.Load(), "the connection with leftover bytes was not kept")
+}
+
+// An answer with two different Content-Lengths cannot be framed: net/http
+// refuses it, and so do the pollers (that poll's error, never a panic),
+// while the same length repeated is read. Negative control, run: with
+// the last Content-Length taken, the conflicting answer is read as 2
+// bytes and counts as answered.
+func TestConflictingContentLengthsAreAMalformedAnswer(t *testing.T) {
+	answers := []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\ncontent-length:  5\r\nConnection: close\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhello",
+	}
+	srv, _ := hijackServer(t, func(n int64) string {
+		if int(n) <= len(answers) {
+			return answers[n-1]
+		}
+		return ""
+	}, true)
+	clk := rxtest.NewClock()
+	l := load{url: srv.URL, key: "k", clk: clk}
+	target, err := parsePollTarget(srv.URL)
+	require.NoError(t, err)
+	pool := newPollConns(t.Context(), target, 1)
+	defer pool.closeIdle()
+	held := &pollerState{l: l, target: target, full: target.request("k", "", "")}
+	held.set("")
+
+	s := l.poll(t.Context(), pool, held, clk.Now())
+	require.NoError(t, s.err, "the same length repeated")
+	assert.Equal(t, int64(5), s.bytes)
+
+	s = l.poll(t.Context(), pool, held, clk.Now())
+	assert.ErrorIs(t, s.err, errMalformed)
+	assert.ErrorContains(t, s.err, "Content-Length")
+	assert.True(t, s.failed())
+
+	s = l.poll(t.Context(), pool, held, clk.Now())
+	require.NoError(t, s.err, "the poll after it is answered")
+	assert.Equal(t, int64(4), s.bytes)
 }
