@@ -150,6 +150,9 @@ const allHandOff = 64
 // by the ranging goroutine only, except the hand-off (in, inEnd, inErr
 // under mu; pending; the channels) and termed.
 type allObserver[T any] struct {
+	// sc is All's root scope. It must stay All's alone (never handed to a
+	// Subscription or an AfterFunc when ctx cannot end): allLoopOwn checks
+	// it once per chunk because nothing outside All can cancel it.
 	sc    *scope
 	yield func(T, error) bool
 	stop  <-chan struct{} // closed when sc is cancelled
