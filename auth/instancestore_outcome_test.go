@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -111,4 +112,62 @@ func TestAKeyIssueWhoseInstanceUpdateHasAnUnknownOutcomeKeepsItsIndexAndReadsThe
 			assert.Equal(t, indexesBefore+1, indexes(), "the new key's index node stays: the update may still land")
 		})
 	}
+}
+
+// cancelOnUnknown is outcomeUnknown whose lost answer also ends the
+// caller's context (the caller gives up as the write's outcome becomes
+// unknown) and stalls every later read of the path.
+type cancelOnUnknown struct {
+	*outcomeUnknown
+	cancel context.CancelFunc
+}
+
+func (s *cancelOnUnknown) PutIfVersion(ctx context.Context, n mesh.Node, expected int64) (mesh.Node, error) {
+	armed := n.Path == s.path && s.armed.Load()
+	out, err := s.outcomeUnknown.PutIfVersion(ctx, n, expected)
+	if armed {
+		s.faultStore.stall(s.path) // the read-back would never answer
+		s.cancel()
+	}
+	return out, err
+}
+
+// A key issue whose caller gives up as the instance update's outcome
+// becomes unknown returns at once with that outcome (and the caller's
+// context error): the instance is not read back on a context that cannot
+// end, so a stalled read does not hold the caller for the read's budget.
+//
+// Negative control (run): with the read-back on context.WithoutCancel(ctx)
+// (as in 48065cd), IssueKey did not return within the real bound below
+// ("IssueKey returned once its context ended").
+func TestAKeyIssueWhoseCallerGaveUpAsTheOutcomeBecameUnknownReturnsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := &cancelOnUnknown{outcomeUnknown: &outcomeUnknown{faultStore: f.store, path: InstancePath("acme"), apply: false}, cancel: cancel}
+	reg := &Instances{Mesh: store, Clock: f.clk}
+	store.armed.Store(true)
+	type result struct {
+		key string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		key, err := reg.IssueKey(ctx, "acme")
+		done <- result{key, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		// Release the stalled read (its budget, on the virtual clock) so no
+		// goroutine is left behind, then fail.
+		f.clk.Advance(DefaultReadBudget + time.Second)
+		r = <-done
+		t.Fatalf("IssueKey returned once its context ended: it waited on the read-back until its budget (%v)", r.err)
+	}
+	require.False(t, store.armed.Load(), "the instance update met the unknown outcome")
+	assert.ErrorIs(t, r.err, mesh.ErrOutcomeUnknown)
+	assert.ErrorIs(t, r.err, context.Canceled)
+	assert.Empty(t, r.key)
 }
