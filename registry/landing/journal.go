@@ -239,6 +239,14 @@ func (l *ModuleLanding) JournalHead(ctx context.Context) (uint64, error) {
 // TailJournal, which tells them apart; ReconcileChanges reads the head
 // first instead.
 func (l *ModuleLanding) ReadJournal(ctx context.Context, from uint64, limit int) ([]JournalEntry, uint64, error) {
+	return l.readJournalPooled(ctx, from, limit, false)
+}
+
+// readJournalPooled is ReadJournal, and TailJournal with checkFloor: a
+// stop at a missing entry then reads the floor after the read (a trim
+// writes it before it removes), and a stop below it is a
+// *JournalTrimmedError.
+func (l *ModuleLanding) readJournalPooled(ctx context.Context, from uint64, limit int, checkFloor bool) ([]JournalEntry, uint64, error) {
 	if from == 0 {
 		from = 1
 	}
@@ -249,7 +257,17 @@ func (l *ModuleLanding) ReadJournal(ctx context.Context, from uint64, limit int)
 	err := l.onReadPool(ctx, "journal tail", func() error {
 		var err error
 		out, next, err = l.readJournal(ctx, from, limit)
-		return err
+		if err != nil || !checkFloor || len(out) == limit {
+			return err
+		}
+		floor, err := l.readFloor(ctx)
+		if err != nil {
+			return err
+		}
+		if next < floor {
+			return &JournalTrimmedError{From: next, Floor: floor}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, from, err

@@ -321,32 +321,5 @@ func (l *ModuleLanding) JournalFloor(ctx context.Context) (uint64, error) {
 // *JournalTrimmedError, not the end. Its cost is ReadJournal's and one
 // listing when it reaches the end.
 func (l *ModuleLanding) TailJournal(ctx context.Context, from uint64, limit int) ([]JournalEntry, uint64, error) {
-	if from == 0 {
-		from = 1
-	}
-	var (
-		out  []JournalEntry
-		next uint64
-	)
-	err := l.onReadPool(ctx, "journal tail", func() error {
-		var err error
-		out, next, err = l.readJournal(ctx, from, limit)
-		if err != nil || len(out) == limit {
-			return err
-		}
-		// After the stop: a trim writes its floor before it removes.
-		floor, err := l.readFloor(ctx)
-		if err != nil {
-			return err
-		}
-		if next < floor {
-			return &JournalTrimmedError{From: next, Floor: floor}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, from, err
-	}
-	l.advanceJournal(next)
-	return out, next, nil
+	return l.readJournalPooled(ctx, from, limit, true)
 }
