@@ -68,6 +68,9 @@ func (s *bufferTimeSink[T]) handle(e timed[T]) {
 		}
 		s.window++
 		s.timer.arm(s.clk, time.Duration(s.window+1)*s.d-s.sw.elapsed(), s.tick)
+		if s.sc.cancelled() { // the clock's code ran, and arm may have waited for Unsubscribe's close
+			return
+		}
 		s.down.OnNext(s.take())
 		return
 	}
@@ -77,9 +80,15 @@ func (s *bufferTimeSink[T]) handle(e timed[T]) {
 	case kindError:
 		s.finish()
 		s.buf = nil
+		if s.sc.cancelled() { // finish cancelled the source: its cleanups ran
+			return
+		}
 		s.down.OnError(e.err)
 	default:
 		s.finish()
+		if s.sc.cancelled() { // finish cancelled the source: its cleanups ran
+			return
+		}
 		s.down.OnNext(s.take())
 		if !s.sc.cancelled() {
 			s.down.OnCompleted()

@@ -70,6 +70,9 @@ func (s *debounceSink[T]) handle(e timed[T]) {
 			s.timer.arm(s.clk, rest, s.tick)
 			return
 		}
+		if s.sc.cancelled() { // unsubscribed while the clock was read
+			return
+		}
 		v := s.pending
 		s.has, s.pending = false, *new(T)
 		s.down.OnNext(v)
@@ -84,9 +87,15 @@ func (s *debounceSink[T]) handle(e timed[T]) {
 		}
 	case kindError:
 		s.finish()
+		if s.sc.cancelled() { // finish cancelled the source: its cleanups ran
+			return
+		}
 		s.down.OnError(e.err)
 	default:
 		s.finish()
+		if s.sc.cancelled() { // finish cancelled the source: its cleanups ran
+			return
+		}
 		if s.has {
 			v := s.pending
 			s.has, s.pending = false, *new(T)

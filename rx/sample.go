@@ -73,7 +73,7 @@ func (s *sampler[T]) handle(e timed[T]) {
 		if !s.atEnd {
 			s.timer.arm(s.clk, time.Duration(s.period+1)*s.d-s.sw.elapsed(), s.tick)
 		}
-		if s.has {
+		if s.has && !s.sc.cancelled() { // the clock's code ran, and arm may have waited for Unsubscribe's close
 			v := s.v
 			var zero T
 			s.v, s.has = zero, false
@@ -90,6 +90,9 @@ func (s *sampler[T]) handle(e timed[T]) {
 		s.v, s.has = e.v, true
 	case kindError:
 		s.finish()
+		if s.sc.cancelled() { // finish cancelled the source: its cleanups ran
+			return
+		}
 		s.down.OnError(e.err)
 	default:
 		s.atEnd = true

@@ -16,7 +16,7 @@ func Throttle[T any](src Observable[T], d time.Duration, clk clock.Clock) Observ
 		return src
 	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
-		sc := scopeOf(down)
+		sc := ensureScope(down) // a clock is user code: see OnNext
 		t := &throttleObserver[T]{down: down, d: d, sw: newStopwatch(clk), sc: sc}
 		return subscribe[T](src, t, sc)
 	})
@@ -37,6 +37,9 @@ func (t *throttleObserver[T]) OnNext(v T) {
 		return
 	}
 	t.emitted, t.last = true, now
+	if t.sc.cancelled() { // unsubscribed while the clock was read
+		return
+	}
 	t.down.OnNext(v)
 }
 func (t *throttleObserver[T]) OnError(err error) { t.down.OnError(err) }

@@ -20,7 +20,7 @@ type IntervalValue[T any] struct {
 func TimeInterval[T any](src Observable[T], clk clock.Clock) Observable[IntervalValue[T]] {
 	mustArg(clk == nil, "TimeInterval", "clock")
 	return observableFunc[IntervalValue[T]](func(down Observer[IntervalValue[T]]) Subscription {
-		sc := scopeOf(down)
+		sc := ensureScope(down) // a clock is user code: see OnNext
 		return subscribe[T](src, &timeIntervalObserver[T]{down: down, sw: newStopwatch(clk), sc: sc}, sc)
 	})
 }
@@ -36,6 +36,9 @@ func (t *timeIntervalObserver[T]) OnNext(v T) {
 	now := t.sw.elapsed()
 	d := now - t.last
 	t.last = now
+	if t.sc.cancelled() { // unsubscribed while the clock was read
+		return
+	}
 	t.down.OnNext(IntervalValue[T]{Value: v, Interval: d})
 }
 func (t *timeIntervalObserver[T]) OnError(err error) { t.down.OnError(err) }

@@ -19,7 +19,7 @@ type TimestampValue[T any] struct {
 func Timestamp[T any](src Observable[T], clk clock.Clock) Observable[TimestampValue[T]] {
 	mustArg(clk == nil, "Timestamp", "clock")
 	return observableFunc[TimestampValue[T]](func(down Observer[TimestampValue[T]]) Subscription {
-		sc := scopeOf(down)
+		sc := ensureScope(down) // a clock is user code: see OnNext
 		return subscribe[T](src, &timestampObserver[T]{down: down, clk: clk, sc: sc}, sc)
 	})
 }
@@ -31,7 +31,11 @@ type timestampObserver[T any] struct {
 }
 
 func (t *timestampObserver[T]) OnNext(v T) {
-	t.down.OnNext(TimestampValue[T]{Value: v, Timestamp: t.clk.Now()})
+	now := t.clk.Now()
+	if t.sc.cancelled() { // unsubscribed while the clock was read
+		return
+	}
+	t.down.OnNext(TimestampValue[T]{Value: v, Timestamp: now})
 }
 func (t *timestampObserver[T]) OnError(err error) { t.down.OnError(err) }
 func (t *timestampObserver[T]) OnCompleted()      { t.down.OnCompleted() }
