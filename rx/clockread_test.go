@@ -36,15 +36,22 @@ type unsubAtRead struct {
 
 func (c *unsubAtRead) Now() time.Time {
 	if c.armed.Load() && c.reads.Add(1) == int64(c.k) {
-		done := make(chan struct{})
+		started, done := make(chan struct{}), make(chan struct{})
 		c.wg.Go(func() {
+			close(started)
 			c.sub.Unsubscribe()
 			c.returned.Store(true)
 			close(done)
 		})
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			panic("the goroutine to unsubscribe did not start in 10s")
+		}
 		// An operator may read the clock holding a lock its cancellation
-		// takes (Delay does): Unsubscribe then waits for the reading's
-		// caller, which is allowed, so the wait for it is bounded.
+		// takes (Delay does): Unsubscribe, which has marked the
+		// subscription ended by then, waits for the reading's caller,
+		// which is allowed, so the wait for it is bounded.
 		select {
 		case <-done:
 		case <-time.After(50 * time.Millisecond):
