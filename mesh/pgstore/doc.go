@@ -92,7 +92,9 @@
 // migrations create (the triggers among them) runs with search_path =
 // pg_catalog, pg_temp and names the store's objects with their schema, so
 // a writing session's search_path cannot redirect them (migration 0008;
-// a later migration that redefines one must keep the setting).
+// a later migration that redefines one must keep the setting). The
+// store's own connections start with the same search_path (SearchPath)
+// unless the URL names one: a role's or database's default is not used.
 //
 // Migrate waits at most LockBudget for the migration lock and at most
 // MigrationLockBudget for each lock on a table: a migration's DDL takes

@@ -1,17 +1,21 @@
 package pgstore
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
 )
 
 // pinnedSearchPath is the search_path every function of the store runs
 // with (migration 0008).
-const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
+const pinnedSearchPath = "search_path=" + SearchPath
 
 // unpinnedFunctions lists every function in the store's schemas (public,
 // the global satellite schema and every partition schema), except those of
@@ -176,4 +180,54 @@ func TestTheStoresTriggersResolveNothingThroughTheWritersSearchPath(t *testing.T
 	assert.Contains(t, got.folded, "doc1", "control: hostile's = lets the Document node into the fold")
 	assert.Equal(t, zeroToken, got.token, "control: the token is hostile's constant")
 	assert.True(t, strings.Contains(strings.Join(got.captured, " "), "acme/Docs/admin1"), "control: the notices' payloads reached hostile")
+}
+
+// withSearchPath returns dbURL naming search_path sp.
+func withSearchPath(t *testing.T, dbURL, sp string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", sp)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// The store's own statements: a database (or role) whose default
+// search_path puts hostile first does not reach them. Control (in the
+// test): a store whose URL names that search_path (the caller's choice,
+// kept) has hostile's = answer its reads: an absent node is found.
+// Control (run): without pinSearchPath in Open, "an absent node is absent"
+// fails here, and 13 subtests of the conformance suite failed on such a
+// database.
+func TestAStoreOnADatabaseWhoseDefaultSearchPathPutsAHostileSchemaFirstReadsItsOwnNodes(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	dbURL := searchPathDatabase(t)
+	conn := connect(t, dbURL)
+	var db string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT current_database()`).Scan(&db))
+	_, err := conn.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` SET search_path = hostile, pg_catalog, public`)
+	require.NoError(t, err)
+
+	check := func(s *Store) (missing error, folded []string) {
+		_, missing = first(t, s.Get("acme/Docs/missing"))
+		snap, err := s.SecurityNodes(ctx)
+		require.NoError(t, err)
+		return missing, pathsOf(snap.Nodes)
+	}
+	s := openStore(t, dbURL, Options{GatedTypes: []string{"Role"}})
+	put(t, s, mesh.Node{Path: "acme/Docs/admin", NodeType: "Role"})
+	put(t, s, mesh.Node{Path: "acme/Docs/doc", NodeType: "Document"})
+	doc, err := first(t, s.Get("acme/Docs/doc"))
+	require.NoError(t, err)
+	assert.Equal(t, "Document", doc.NodeType)
+	missing, folded := check(s)
+	assert.ErrorIs(t, missing, rx.ErrEmpty, "an absent node is absent")
+	assert.Equal(t, []string{"acme/Docs/admin"}, folded)
+	assert.Empty(t, queryStrings(t, conn, `SELECT what FROM hostile.captured`))
+
+	hostile := openStore(t, withSearchPath(t, dbURL, "hostile,pg_catalog,public"), Options{GatedTypes: []string{"Role"}})
+	missing, _ = check(hostile)
+	assert.NoError(t, missing, "control: hostile's = makes an absent node present")
 }
