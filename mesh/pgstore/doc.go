@@ -97,11 +97,12 @@
 // unless the URL names one: a role's or database's default is not used.
 //
 // Migrate waits at most LockBudget for the migration lock and at most
-// MigrationLockBudget for each lock on a table: a migration's DDL takes
-// ACCESS EXCLUSIVE locks, and every reader and writer of the table queues
-// behind such a request while it waits, so a long transaction holding a
-// store table makes Migrate fail with a *LockTimeoutError (rolled back,
-// to be run again) instead of stalling the store's writers behind it.
+// TableLockBudget for each lock on a table, as does Open adding gated
+// types: both take ACCESS EXCLUSIVE locks, and every reader and writer of
+// the table queues behind such a request while it waits, so a long
+// transaction holding a store table makes them fail with a
+// *LockTimeoutError (rolled back, to be run again) instead of stalling the
+// store's writers behind it.
 //
 // # Connecting and migrating
 //

@@ -108,7 +108,7 @@ func waitBlockedLongerThan(t *testing.T, observer *pgx.Conn, pid uint32, d time.
 // test waits it out in real time (it is short).
 //
 // Control (in the test): without the bound (lock_timeout 0, as Migrate
-// ran before MigrationLockBudget) the migrator waits past the budget, a
+// ran before TableLockBudget) the migrator waits past the budget, a
 // writer that comes after it waits behind its lock request, and only
 // cancelling the migrator's context frees the writer (so ctx is
 // honoured). Control (run): with Migrate as it was (the caller's
@@ -157,7 +157,7 @@ func TestAMigrationWaitingForATableLockGivesUpWithinItsBudgetAndLetsWritersThrou
 
 // Control: once the reader ends, the same Migrate succeeds. Control (run):
 // without Migrate's restore at the end, the caller's transaction reads "5s"
-// (MigrationLockBudget) instead of "9s": a savepoint's release keeps a
+// (TableLockBudget) instead of "9s": a savepoint's release keeps a
 // local setting.
 func TestMigrateLeavesTheCallersLockTimeoutAsItWas(t *testing.T) {
 	t.Parallel()
@@ -178,4 +178,51 @@ func TestMigrateLeavesTheCallersLockTimeoutAsItWas(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, Migrate(ctx, tx))
 	assert.Equal(t, []string{"9s"}, queryStrings(t, tx.Conn(), `SHOW lock_timeout`), "after Migrate in the caller's transaction (a savepoint)")
+}
+
+// Adding a gated type (Open) locks public.security_fold_types ACCESS
+// EXCLUSIVE, and every write's triggers read that table. Control (in the
+// test): without the bound the adder waits past the budget with a writer
+// behind it, until its context is cancelled. Control (run): with
+// LockBudget (30s) as before, "it gave up within its budget" fails (30.0s).
+func TestAddingAGatedTypeGivesUpWithinItsBudgetWhileATableLockIsHeldAndLetsWritersThrough(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const budget = time.Second
+	url := migratedDatabase(t)
+	observer, adder := connect(t, url), connect(t, url)
+	_, err := EnsurePartition(ctx, observer, "acme")
+	require.NoError(t, err)
+	holder, err := connect(t, url).Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback(context.Background()) }()
+	_, err = holder.Exec(ctx, `SELECT count(*) FROM public.security_fold_types`)
+	require.NoError(t, err)
+
+	start := time.Now()
+	added := make(chan error, 1)
+	go func() { added <- addFoldTypes(ctx, adder, []string{"Invoice"}, budget) }()
+	waitUntilBlocked(t, observer, adder.PgConn().PID())
+	writerPID, written := writeNode(t, url, "during")
+	err = outcomeOf(t, added, "adding the gated type")
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, budget)
+	assert.Less(t, took, budget+testBudget/2, "it gave up within its budget")
+	var lockErr *LockTimeoutError
+	require.ErrorAs(t, err, &lockErr)
+	assert.Contains(t, lockErr.Lock, "public.security_fold_types")
+	assert.Equal(t, budget, lockErr.After)
+	require.NoError(t, outcomeOf(t, written, "the write"), "the write goes through while the reader still holds its lock (backend %d)", writerPID)
+	assert.Empty(t, queryStrings(t, observer, `SELECT node_type FROM public.security_fold_types`), "nothing was added")
+
+	cancelCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { added <- addFoldTypes(cancelCtx, adder, []string{"Invoice"}, 0) }()
+	waitBlockedLongerThan(t, observer, adder.PgConn().PID(), budget)
+	writerPID, written = writeNode(t, url, "behind")
+	waitUntilBlocked(t, observer, writerPID)
+	cancel()
+	err = outcomeOf(t, added, "the unbounded adder, cancelled")
+	assert.True(t, errors.Is(err, context.Canceled), "the adder's context ends its wait: %v", err)
+	require.NoError(t, outcomeOf(t, written, "the write behind the adder"))
 }

@@ -42,15 +42,15 @@ const (
 // migration lock, a partition's creation lock).
 const LockBudget = 30 * time.Second
 
-// MigrationLockBudget bounds each wait of Migrate's statements for a lock
-// on a table (a migration's DDL and backfills take ACCESS EXCLUSIVE
-// locks on the store's tables). It is short, and shorter than LockBudget:
-// while a migration waits for such a lock, every later reader and writer
-// of the table queues behind its request, so a long transaction holding
-// the table would otherwise stall the store's writers for as long as it
-// runs. A migration that runs out of it is rolled back whole and can be
-// run again.
-const MigrationLockBudget = 5 * time.Second
+// TableLockBudget bounds each wait of pgstore's schema changes (Migrate's
+// statements, Open's adding of gated types) for a lock on a table: they
+// take ACCESS EXCLUSIVE locks on the store's tables. It is short, and
+// shorter than LockBudget: while such a request waits, every later reader
+// and writer of the table queues behind it (every write's triggers read
+// public.security_fold_types), so a long transaction holding the table
+// would otherwise stall the store's writers for as long as it runs. A
+// change that runs out of it is rolled back whole and can be run again.
+const TableLockBudget = 5 * time.Second
 
 // Tables returns the node tables every partition schema (and
 // GlobalAccessSchema) has: NodesTable, then the satellite tables.
@@ -210,11 +210,11 @@ func EnsureGlobalSchema(ctx context.Context, db DB, schema string) error {
 // public.meshrx_migrations with its checksum. Running it again changes
 // nothing. Concurrent migrators (replicas starting together) are serialised
 // by an advisory lock, waited for at most LockBudget; each wait for a lock
-// on a table is bounded by MigrationLockBudget. Either running out is a
+// on a table is bounded by TableLockBudget. Either running out is a
 // *LockTimeoutError naming what was waited on, and changes nothing. The
 // caller's lock_timeout is as it was when Migrate returns.
 func Migrate(ctx context.Context, db DB) error {
-	return migrate(ctx, db, MigrationLockBudget)
+	return migrate(ctx, db, TableLockBudget)
 }
 
 // migrate is Migrate with each table lock wait bounded by tableBudget

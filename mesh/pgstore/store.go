@@ -327,7 +327,7 @@ func (s *Store) prepare(ctx context.Context, gated []string, skipMigrate bool) (
 	if err := migrate(ctx, s.pool); err != nil {
 		return nil, err
 	}
-	if err := addFoldTypes(ctx, s.pool, gated); err != nil {
+	if err := addFoldTypes(ctx, s.pool, gated, TableLockBudget); err != nil {
 		return nil, err
 	}
 	if err := s.schemas.load(ctx, s.pool); err != nil {
