@@ -79,8 +79,9 @@ func (e *PartitionNameError) Error() string {
 	return fmt.Sprintf("pgstore: partition %q cannot be stored: %s", e.Partition, e.Reason)
 }
 
-// LockTimeoutError reports that one of pgstore's advisory locks was not
-// granted within LockBudget.
+// LockTimeoutError reports that a lock pgstore waited for was not granted
+// in time: one of its advisory locks within LockBudget, or a table lock of
+// a schema change within TableLockBudget. Lock says which.
 type LockTimeoutError struct {
 	Lock  string // what the lock guards
 	After time.Duration
