@@ -88,7 +88,21 @@
 //
 // Functions take a DB (a *pgxpool.Pool, *pgx.Conn or pgx.Tx). Schema and
 // table names are always quoted as identifiers (pgx.Identifier, or %I in
-// SQL), never built from values by concatenation.
+// SQL), never built from values by concatenation. Every SQL function the
+// migrations create (the triggers among them) runs with search_path =
+// pg_catalog, pg_temp and names the store's objects with their schema, so
+// a writing session's search_path cannot redirect them (migration 0008;
+// a later migration that redefines one must keep the setting). The
+// store's own connections start with the same search_path (SearchPath)
+// unless the URL names one: a role's or database's default is not used.
+//
+// Migrate waits at most LockBudget for the migration lock and at most
+// TableLockBudget for each lock on a table, as does Open adding gated
+// types: both take ACCESS EXCLUSIVE locks, and every reader and writer of
+// the table queues behind such a request while it waits, so a long
+// transaction holding a store table makes them fail with a
+// *LockTimeoutError (rolled back, to be run again) instead of stalling the
+// store's writers behind it.
 //
 // # Connecting and migrating
 //

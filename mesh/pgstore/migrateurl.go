@@ -22,6 +22,7 @@ func MigrateURL(ctx context.Context, url string) error {
 	if err != nil {
 		return fmt.Errorf("pgstore: parsing the database URL: %w", err)
 	}
+	pinSearchPath(cfg.RuntimeParams)
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return connectError(&cfg.Config, err)

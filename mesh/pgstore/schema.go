@@ -42,6 +42,16 @@ const (
 // migration lock, a partition's creation lock).
 const LockBudget = 30 * time.Second
 
+// TableLockBudget bounds each wait of pgstore's schema changes (Migrate's
+// statements, Open's adding of gated types) for a lock on a table: they
+// take ACCESS EXCLUSIVE locks on the store's tables. It is short, and
+// shorter than LockBudget: while such a request waits, every later reader
+// and writer of the table queues behind it (every write's triggers read
+// public.security_fold_types), so a long transaction holding the table
+// would otherwise stall the store's writers for as long as it runs. A
+// change that runs out of it is rolled back whole and can be run again.
+const TableLockBudget = 5 * time.Second
+
 // Tables returns the node tables every partition schema (and
 // GlobalAccessSchema) has: NodesTable, then the satellite tables.
 func Tables() []string {
@@ -69,8 +79,9 @@ func (e *PartitionNameError) Error() string {
 	return fmt.Sprintf("pgstore: partition %q cannot be stored: %s", e.Partition, e.Reason)
 }
 
-// LockTimeoutError reports that one of pgstore's advisory locks was not
-// granted within LockBudget.
+// LockTimeoutError reports that a lock pgstore waited for was not granted
+// in time: one of its advisory locks within LockBudget, or a table lock of
+// a schema change within TableLockBudget. Lock says which.
 type LockTimeoutError struct {
 	Lock  string // what the lock guards
 	After time.Duration
@@ -199,25 +210,53 @@ func EnsureGlobalSchema(ctx context.Context, db DB, schema string) error {
 // order, the embedded migrations it has not applied yet, each recorded in
 // public.meshrx_migrations with its checksum. Running it again changes
 // nothing. Concurrent migrators (replicas starting together) are serialised
-// by an advisory lock.
+// by an advisory lock, waited for at most LockBudget; each wait for a lock
+// on a table is bounded by TableLockBudget. Either running out is a
+// *LockTimeoutError naming what was waited on, and changes nothing. The
+// caller's lock_timeout is as it was when Migrate returns.
 func Migrate(ctx context.Context, db DB) error {
+	return migrate(ctx, db, TableLockBudget)
+}
+
+// migrate is Migrate with each table lock wait bounded by tableBudget
+// (lock_timeout; 0 waits without bound).
+func migrate(ctx context.Context, db DB, tableBudget time.Duration) error {
 	migrations, err := loadMigrations()
 	if err != nil {
 		return err
 	}
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		var previous string
+		if err := tx.QueryRow(ctx, `SELECT current_setting('lock_timeout')`).Scan(&previous); err != nil {
+			return fmt.Errorf("pgstore: reading lock_timeout: %w", err)
+		}
 		if err := lockMigrations(ctx, tx); err != nil {
 			return err
+		}
+		if err := setLockTimeout(ctx, tx, fmt.Sprint(tableBudget.Milliseconds())); err != nil {
+			return err
+		}
+		tableLock := func(what string, err error) error {
+			if pgCode(err) == "55P03" { // lock_not_available
+				return &LockTimeoutError{Lock: what, After: tableBudget, Err: err}
+			}
+			return nil
 		}
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS public.meshrx_migrations (
 			name       TEXT PRIMARY KEY,
 			checksum   TEXT NOT NULL,
 			applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
 		)`); err != nil {
+			if lockErr := tableLock("lock on public.meshrx_migrations", err); lockErr != nil {
+				return lockErr
+			}
 			return fmt.Errorf("pgstore: creating the migrations table: %w", err)
 		}
 		rows, err := tx.Query(ctx, `SELECT name, checksum FROM public.meshrx_migrations`)
 		if err != nil {
+			if lockErr := tableLock("lock on public.meshrx_migrations", err); lockErr != nil {
+				return lockErr
+			}
 			return fmt.Errorf("pgstore: reading applied migrations: %w", err)
 		}
 		applied := map[string]string{}
@@ -236,6 +275,11 @@ func Migrate(ctx context.Context, db DB) error {
 				continue
 			}
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				// The statement's text is in the PgError's Where when a
+				// function took the lock; pg_locks names the holder.
+				if lockErr := tableLock(fmt.Sprintf("table locks of migration %s (another transaction holds a lock on a store table)", m.name), err); lockErr != nil {
+					return lockErr
+				}
 				return fmt.Errorf("pgstore: applying migration %s: %w", m.name, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO public.meshrx_migrations (name, checksum) VALUES ($1, $2)`,
@@ -243,19 +287,17 @@ func Migrate(ctx context.Context, db DB) error {
 				return fmt.Errorf("pgstore: recording migration %s: %w", m.name, err)
 			}
 		}
-		return nil
+		// A transaction's end restores the caller's setting, a savepoint's
+		// release (db a pgx.Tx) does not.
+		return setLockTimeout(ctx, tx, previous)
 	})
 }
 
 // lockMigrations takes the migration lock, waiting at most LockBudget
-// (lock_timeout, restored once the lock is held).
+// (lock_timeout, left set: the caller sets its own next).
 func lockMigrations(ctx context.Context, tx pgx.Tx) error {
-	var previous string
-	if err := tx.QueryRow(ctx, `SELECT current_setting('lock_timeout')`).Scan(&previous); err != nil {
-		return fmt.Errorf("pgstore: reading lock_timeout: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprint(LockBudget.Milliseconds())); err != nil {
-		return fmt.Errorf("pgstore: setting lock_timeout: %w", err)
+	if err := setLockTimeout(ctx, tx, fmt.Sprint(LockBudget.Milliseconds())); err != nil {
+		return err
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
 		var pgErr *pgconn.PgError
@@ -264,8 +306,14 @@ func lockMigrations(ctx context.Context, tx pgx.Tx) error {
 		}
 		return fmt.Errorf("pgstore: waiting for the migration lock: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, previous); err != nil {
-		return fmt.Errorf("pgstore: restoring lock_timeout: %w", err)
+	return nil
+}
+
+// setLockTimeout sets lock_timeout for the rest of tx (value as
+// current_setting gives it, or milliseconds).
+func setLockTimeout(ctx context.Context, tx pgx.Tx, value string) error {
+	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, value); err != nil {
+		return fmt.Errorf("pgstore: setting lock_timeout: %w", err)
 	}
 	return nil
 }

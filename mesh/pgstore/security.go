@@ -104,16 +104,18 @@ func scanFoldRow(rows pgx.Rows, foldVersion *mesh.SecurityVersion) (n mesh.Node,
 }
 
 // addFoldTypes adds gated node types to public.security_fold_types and
-// backfills their rows (see the SQL function), waiting at most LockBudget
-// for writers in flight.
-func addFoldTypes(ctx context.Context, db DB, types []string) error {
+// backfills their rows (see the SQL function), waiting at most budget
+// (TableLockBudget; 0 waits without bound) for each table lock: it locks
+// the types table ACCESS EXCLUSIVE, and every write queues behind that
+// request while it waits.
+func addFoldTypes(ctx context.Context, db DB, types []string, budget time.Duration) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprint(LockBudget.Milliseconds())); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprint(budget.Milliseconds())); err != nil {
 			return fmt.Errorf("setting lock_timeout: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `SELECT public.security_fold_add_types($1)`, types); err != nil {
 			if pgCode(err) == "55P03" {
-				return &LockTimeoutError{Lock: "security fold types table", After: LockBudget, Err: err}
+				return &LockTimeoutError{Lock: "lock on the security fold types table (public.security_fold_types) to add gated types", After: budget, Err: err}
 			}
 			return fmt.Errorf("adding gated types to the security fold: %w", err)
 		}

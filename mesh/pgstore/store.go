@@ -250,6 +250,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
+	// A role's or database's default search_path does not apply to the
+	// store's statements (see SearchPath).
+	pinSearchPath(cfg.ConnConfig.RuntimeParams)
 	// The pool's backends are the store's role: their notices are believed
 	// without a lookup, for as long as any answer is (see senders.go).
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
@@ -324,7 +327,7 @@ func (s *Store) prepare(ctx context.Context, gated []string, skipMigrate bool) (
 	if err := migrate(ctx, s.pool); err != nil {
 		return nil, err
 	}
-	if err := addFoldTypes(ctx, s.pool, gated); err != nil {
+	if err := addFoldTypes(ctx, s.pool, gated, TableLockBudget); err != nil {
 		return nil, err
 	}
 	if err := s.schemas.load(ctx, s.pool); err != nil {
