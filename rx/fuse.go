@@ -659,33 +659,22 @@ func (r *stRun[T]) step(src *scope) func(T) bool {
 }
 
 // loop returns the run's loop form for a run without DistinctUntilChanged
-// (which builds its own, stLoopEq): per value, what step does, the stages
-// that settle drops aside (keep them alike).
+// (which builds its own, stLoopEq): per value, what step does, Skip and
+// SkipWhile run ahead of the loop (lead) and the stages settle drops aside
+// (keep them alike).
 //
 //go:noinline // see compose
 func (r *stRun[T]) loop() func([]T, *scope) bool {
 	return func(vs []T, sc *scope) bool {
-		r := *r // on the stack: see mfRun.loop
-		if !r.settle() {
+		r := stLoopRun[T]{stRun: *r, vs: vs, sc: sc} // on the stack: see stLoopRun
+		i, ok := r.lead(vs, sc)
+		if !ok {
 			return false
 		}
-		for _, v := range vs {
-			if sc != nil && sc.done.Load() {
+		for r.i = i; r.i < len(r.vs); r.i++ {
+			v := r.vs[r.i]
+			if r.sc != nil && r.sc.done.Load() {
 				return false
-			}
-			if r.skipN != nil {
-				if *r.skipN > 0 {
-					*r.skipN--
-					continue
-				}
-				r.skipN = nil // this copy's: Skip has done its part
-			}
-			if r.skipW != nil {
-				if r.skipW(v) || r.swSc.done.Load() {
-					continue
-				}
-				*r.swPass = true
-				r.skipW = nil // this copy's: SkipWhile passes from now on
 			}
 			if r.tw != nil {
 				ok := r.twKeep(v)
@@ -733,6 +722,18 @@ func (r *stRun[T]) loop() func([]T, *scope) bool {
 		}
 		return true
 	}
+}
+
+// stLoopRun is a loop form's copy of its run (stRun.loop, stLoopEq), with
+// the loop's slice, index and source scope: kept in the struct, in memory
+// (see mfRun.loop), rather than in registers, which the compiler reloaded
+// all of after every call (six loads per call at 1e7b272); the loop reads
+// them once per value, at its head.
+type stLoopRun[T any] struct {
+	stRun[T]
+	vs []T
+	i  int
+	sc *scope
 }
 
 // stStepEq is stRun.step for a run that ends in DistinctUntilChanged d,
@@ -797,9 +798,11 @@ func stStepEq[T comparable](r *stRun[T], d *distinctObserver[T], src *scope) fun
 				return false
 			}
 		}
-		if !d.fresh(v) { // inlined: T is comparable here
+		// d.fresh, spelled out as in stLoopEq: T is comparable here.
+		if d.seen && v == d.last {
 			return src == nil || !src.done.Load()
 		}
+		d.seen, d.last = true, v
 		if r.next == nil {
 			r.down.OnNext(v)
 		} else if !r.next(v) {
@@ -817,29 +820,17 @@ func stStepEq[T comparable](r *stRun[T], d *distinctObserver[T], src *scope) fun
 //go:noinline // see compose
 func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scope) bool {
 	return func(vs []T, sc *scope) bool {
-		// On the stack, d too: see mfRun.loop (held in a register, d
-		// was reloaded after every call).
-		r := stEqRun[T]{stRun: *r, d: d}
-		if !r.settle() {
+		// On the stack, d too: see stLoopRun (held in a register, d was
+		// reloaded after every call).
+		r := stEqRun[T]{stLoopRun: stLoopRun[T]{stRun: *r, vs: vs, sc: sc}, d: d}
+		i, ok := r.lead(vs, sc)
+		if !ok {
 			return false
 		}
-		for _, v := range vs {
-			if sc != nil && sc.done.Load() {
+		for r.i = i; r.i < len(r.vs); r.i++ {
+			v := r.vs[r.i]
+			if r.sc != nil && r.sc.done.Load() {
 				return false
-			}
-			if r.skipN != nil {
-				if *r.skipN > 0 {
-					*r.skipN--
-					continue
-				}
-				r.skipN = nil // this copy's: Skip has done its part
-			}
-			if r.skipW != nil {
-				if r.skipW(v) || r.swSc.done.Load() {
-					continue
-				}
-				*r.swPass = true
-				r.skipW = nil // this copy's: SkipWhile passes from now on
 			}
 			if r.tw != nil {
 				ok := r.twKeep(v)
@@ -879,8 +870,12 @@ func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scop
 					return false
 				}
 			}
-			if !r.d.fresh(v) { // inlined: T is comparable here
+			// d.fresh, spelled out: as an inlined call its result was
+			// made into a bool and tested again (three instructions).
+			if d := r.d; d.seen && v == d.last {
 				continue
+			} else {
+				d.seen, d.last = true, v
 			}
 			if r.next == nil {
 				r.down.OnNext(v)
@@ -895,8 +890,43 @@ func stLoopEq[T comparable](r *stRun[T], d *distinctObserver[T]) func([]T, *scop
 // stEqRun is stLoopEq's copy of its run, with the DistinctUntilChanged
 // that ends it.
 type stEqRun[T comparable] struct {
-	stRun[T]
+	stLoopRun[T]
 	d *distinctObserver[T]
+}
+
+// lead runs the values of vs through Skip and SkipWhile (the loop's copy
+// of the run, r) until both have done their part, checking sc before each
+// value as the loop does, and drops them from r (they stay done: see
+// settle). It returns the index of the first value they pass, which the
+// loop takes from TakeWhile on (checking sc before it again), and false
+// when TakeWhile has ended or sc is done. The loop then makes no test for
+// Skip or SkipWhile per value.
+func (r *stRun[T]) lead(vs []T, sc *scope) (int, bool) {
+	if !r.settle() {
+		return 0, false
+	}
+	i := 0
+	for ; i < len(vs) && (r.skipN != nil || r.skipW != nil); i++ {
+		if sc != nil && sc.done.Load() {
+			return i, false
+		}
+		if r.skipN != nil {
+			if *r.skipN > 0 {
+				*r.skipN--
+				continue
+			}
+			r.skipN = nil
+		}
+		if r.skipW != nil {
+			if r.skipW(vs[i]) || r.swSc.done.Load() {
+				continue
+			}
+			*r.swPass = true
+			r.skipW = nil
+		}
+		break
+	}
+	return i, true
 }
 
 // headLoop returns the loop form of a leading pair's closure (see cut: g

@@ -182,3 +182,94 @@ func TestFromSeqComputesNoValuePastAnUnsubscriptionInADroppedValueOfEveryRunKind
 		}
 	}
 }
+
+// TestSkipAndSkipWhileRunAheadOfAnStRunsLoopAsTheyDoUnfusedAcrossRangesChunks:
+// the loop forms of an stRun (stRun.loop, stLoopEq) run Skip and SkipWhile
+// ahead of their loop (lead), per call: Range calls them once per chunk of
+// 64, so a Skip or SkipWhile may end in the first chunk, at its last value,
+// at the first of the next, in a later one, or never. Every such end, with
+// and without DistinctUntilChanged at the end of the run (the two loop
+// forms), and with SkipWhile's function unsubscribing at its k-th call,
+// must give the log the stages give unfused. Negative controls, run by
+// hand on fuse.go: lead returning i+1 for the value SkipWhile passes (that
+// value skipped): "Skip(0) SkipWhile(<0) TakeWhile Scan distinct=false over
+// Range: fused [skipWhile 0 next 1 ...], unfused [skipWhile 0 next 0 next 1
+// ...]"; lead counting Skip down on a copy of its count (each call starts
+// it again): every Skip(1) to Skip(130) row over Range fails (Of, one
+// call, and Skip(250), past the end, pass).
+func TestSkipAndSkipWhileRunAheadOfAnStRunsLoopAsTheyDoUnfusedAcrossRangesChunks(t *testing.T) {
+	const n = 200
+	vals := make([]int, n)
+	for i := range vals {
+		vals[i] = i - i/3 // repeats, for DistinctUntilChanged
+	}
+	sources := map[string]func() rx.Observable[int]{
+		"Range": func() rx.Observable[int] { return rx.Range(0, n) },
+		"Of":    func() rx.Observable[int] { return rx.Of(vals...) },
+	}
+	ends := []int{0, 1, 63, 64, 65, 130, 250}
+	run := func(src rx.Observable[int], skip, while int, distinct, split bool, unsubAt int) []string {
+		var log []string
+		stop := rx.NewSubject[int]()
+		hop := func(o rx.Observable[int]) rx.Observable[int] {
+			if split {
+				return unfused{o}
+			}
+			return o
+		}
+		calls := 0
+		o := hop(rx.Skip(src, skip))
+		o = hop(rx.SkipWhile(o, func(v int) bool {
+			calls++
+			log = append(log, "skipWhile "+strconv.Itoa(v))
+			if calls == unsubAt {
+				log = append(log, "unsubscribe")
+				stop.OnNext(0)
+			}
+			return v < while
+		}))
+		o = hop(rx.TakeWhile(o, func(v int) bool { return v < n-5 }))
+		o = hop(rx.Scan(o, 0, func(a, v int) int { return a + v%7 }))
+		if distinct {
+			o = hop(rx.DistinctUntilChanged(o))
+		}
+		rx.TakeUntil(o, stop).Subscribe(rx.NewObserver(
+			func(v int) { log = append(log, "next "+strconv.Itoa(v)) },
+			func(error) { log = append(log, "error") },
+			func() { log = append(log, "completed") }))
+		return log
+	}
+	for name, src := range sources {
+		for _, skip := range ends {
+			for _, while := range ends {
+				for _, distinct := range []bool{false, true} {
+					for _, unsubAt := range []int{0, 1, 2, 64, 66} {
+						fused := run(src(), skip, while, distinct, false, unsubAt)
+						split := run(src(), skip, while, distinct, true, unsubAt)
+						if !slices.Equal(fused, split) {
+							t.Errorf("Skip(%d) SkipWhile(<%d) TakeWhile Scan distinct=%v over %s, unsubscribing at call %d:\n fused:   %v\n unfused: %v",
+								skip, while, distinct, name, unsubAt, fused, split)
+						}
+					}
+				}
+			}
+		}
+	}
+	// The chains above are one stRun each, so the loop forms ran them.
+	for _, distinct := range []bool{false, true} {
+		runs := rx.FusedRuns(func(src rx.Observable[int]) rx.Observable[int] {
+			o := rx.Scan(rx.TakeWhile(rx.SkipWhile(rx.Skip(src, 1), func(int) bool { return false }), func(int) bool { return true }), 0, func(a, v int) int { return a + v })
+			if distinct {
+				o = rx.DistinctUntilChanged(o)
+			}
+			return o
+		})
+		want := "st 4"
+		if distinct {
+			want = "st 5"
+		}
+		if !slices.Equal(runs, []string{want}) {
+			t.Errorf("distinct=%v: runs %v, want [%s]", distinct, runs, want)
+		}
+	}
+}
