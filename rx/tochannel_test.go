@@ -14,12 +14,13 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
-// drainNotes reads ch to its close, failing after a second of real time (the
-// goroutine behind it must end by itself).
+// drainNotes reads ch to its close, failing after 30 s of real time (the
+// goroutine behind it must end by itself; the bound only catches a hang, so it
+// is generous: a loaded 2-core CI under -race can stall a goroutine past 1 s).
 func drainNotes[T any](t *testing.T, ch <-chan rx.Notification[T]) []rx.Notification[T] {
 	t.Helper()
 	var got []rx.Notification[T]
-	timeout := time.After(time.Second)
+	timeout := time.After(30 * time.Second)
 	for {
 		select {
 		case n, ok := <-ch:
@@ -28,7 +29,7 @@ func drainNotes[T any](t *testing.T, ch <-chan rx.Notification[T]) []rx.Notifica
 			}
 			got = append(got, n)
 		case <-timeout:
-			t.Fatalf("the channel was not closed within 1s; read %v", got)
+			t.Fatalf("the channel was not closed within 30s; read %v", got)
 			return nil
 		}
 	}
@@ -92,7 +93,7 @@ func TestToChannelReleasesAProducerBlockedOnAFullChannel(t *testing.T) {
 	cancel()
 	select {
 	case <-returned:
-	case <-time.After(time.Second):
+	case <-time.After(30 * time.Second): // catches a hang only; generous for a loaded CI
 		t.Fatal("the producer's OnNext did not return after the reader's context ended")
 	}
 	drainNotes(t, ch)

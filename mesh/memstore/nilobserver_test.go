@@ -46,7 +46,7 @@ func TestAnObserverThatPanicsOnItsInitialLeavesNoLiveQuery(t *testing.T) {
 	})
 	assert.Zero(t, s.Stats().LiveQueries, "nothing stays registered")
 	put(t, s, "acme/Docs/a", "Article", "")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // catches a hang only
 	defer cancel()
 	require.NoError(t, s.Settle(ctx), "no subscriber is left behind")
 
