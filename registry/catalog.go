@@ -365,9 +365,9 @@ func (c *catalog) close() {
 func nextCatalog(prev *catalogState, ch mesh.Change) (*catalogState, []string) {
 	next := &catalogState{version: 1}
 	var unreadable []string
-	// Each node's content decodes to a string of its own; the few tiers
-	// there are are kept once (a frame's distinct tiers, each at most 64
-	// bytes), not once per package.
+	// Each node's content decodes to a tier string of its own: a frame
+	// keeps each distinct tier once (at most 64 bytes each), not once per
+	// package, since the catalog holds them as long as it lives.
 	tiers := map[string]string{}
 	decode := func(n mesh.Node) catalogPackage {
 		p, err := decodePackage(n)
