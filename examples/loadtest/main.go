@@ -318,8 +318,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.separate {
 		whose = "the registry's process; the pollers ran in a child process"
 	}
-	fmt.Fprintf(stdout, "served: gc_cycles=%d gc_pause_max_ms=%.3f alloc_mb_per_s=%.1f heap_live_mb=%.1f gc_cpu_s=%.2f gc_assist_cpu_s=%.2f (%s)\n",
-		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/cfg.duration.Seconds(), served.gc.liveMB, served.gc.cpu, served.gc.assistCPU, whose)
+	fmt.Fprintf(stdout, "served: gc_cycles=%d gc_pause_max_ms=%.3f alloc_mb_per_s=%.1f heap_live_mb=%.1f gc_cpu_s=%.2f gc_assist_cpu_s=%.2f gc_mark_busy_cpu_s=%.2f gc_mark_idle_cpu_s=%.2f heap_scan_mb=%.1f (%s)\n",
+		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/cfg.duration.Seconds(), served.gc.liveMB, served.gc.cpu, served.gc.assistCPU,
+		served.gc.busyMark, served.gc.idleMark, served.gc.scanMB, whose)
 	if cfg.publishEvery > 0 {
 		p := served.published
 		fmt.Fprintf(stdout, "served: publications failed=%d slowest_ms=%.1f; %d polls found a change, %d deltas answered 410\n",
