@@ -92,9 +92,11 @@
 // migrations create (the triggers among them) runs with search_path =
 // pg_catalog, pg_temp and names the store's objects with their schema, so
 // a writing session's search_path cannot redirect them (migration 0008;
-// a later migration that redefines one must keep the setting). The
-// store's own connections start with the same search_path (SearchPath)
-// unless the URL names one: a role's or database's default is not used.
+// a later migration that redefines one must keep the setting), but for
+// two per-row SQL functions whose bodies qualify every name so that they
+// can be inlined. The store's own connections, and Migrate on a caller's
+// connection, run with the same search_path (SearchPath) unless the URL
+// names one: a role's or database's default is not used.
 //
 // Migrate waits at most LockBudget for the migration lock and at most
 // TableLockBudget for each lock on a table, as does Open adding gated

@@ -226,9 +226,17 @@ func migrate(ctx context.Context, db DB, tableBudget time.Duration) error {
 		return err
 	}
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		var previous string
-		if err := tx.QueryRow(ctx, `SELECT current_setting('lock_timeout')`).Scan(&previous); err != nil {
-			return fmt.Errorf("pgstore: reading lock_timeout: %w", err)
+		var previous, previousPath string
+		if err := tx.QueryRow(ctx, `SELECT current_setting('lock_timeout'), current_setting('search_path')`).Scan(&previous, &previousPath); err != nil {
+			return fmt.Errorf("pgstore: reading lock_timeout and search_path: %w", err)
+		}
+		// What a migration binds outside a function body (a CHECK's
+		// operator, a column default, a generated column) is resolved once,
+		// through the migrating session's search_path: on a connection of
+		// the caller's, whose path may put a schema of its own first, it
+		// must be SearchPath too.
+		if _, err := tx.Exec(ctx, `SELECT set_config('search_path', $1, true)`, SearchPath); err != nil {
+			return fmt.Errorf("pgstore: setting search_path: %w", err)
 		}
 		if err := lockMigrations(ctx, tx); err != nil {
 			return err
@@ -289,6 +297,9 @@ func migrate(ctx context.Context, db DB, tableBudget time.Duration) error {
 		}
 		// A transaction's end restores the caller's setting, a savepoint's
 		// release (db a pgx.Tx) does not.
+		if _, err := tx.Exec(ctx, `SELECT set_config('search_path', $1, true)`, previousPath); err != nil {
+			return fmt.Errorf("pgstore: restoring search_path: %w", err)
+		}
 		return setLockTimeout(ctx, tx, previous)
 	})
 }

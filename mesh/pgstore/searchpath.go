@@ -13,7 +13,9 @@ package pgstore
 const SearchPath = "pg_catalog, pg_temp"
 
 // pinSearchPath sets SearchPath in the startup parameters of a connection
-// unless its URL names a search_path (the caller's choice, kept).
+// unless its URL names a search_path parameter (the caller's choice, kept).
+// A search_path given inside options (options=-c search_path=…, or
+// PGOPTIONS) is overridden: the server applies this parameter after it.
 func pinSearchPath(params map[string]string) {
 	if _, set := params["search_path"]; !set {
 		params["search_path"] = SearchPath

@@ -48,11 +48,42 @@ func TestEveryFunctionOfTheStoreRunsWithAPinnedSearchPath(t *testing.T) {
 	conn := connect(t, migratedDatabase(t))
 	_, err := EnsurePartition(ctx, conn, "acme") // a partition schema is searched too
 	require.NoError(t, err)
-	assert.Empty(t, unpinnedFunctions(t, conn), "functions of the store without search_path = pg_catalog, pg_temp")
+	assert.Equal(t, qualifiedSQLFunctions, unpinnedFunctions(t, conn), "functions of the store without search_path = pg_catalog, pg_temp")
 
 	_, err = conn.Exec(ctx, `CREATE FUNCTION acme.probe() RETURNS int LANGUAGE sql AS 'SELECT 1'`)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"acme.probe() "}, unpinnedFunctions(t, conn), "control: an unpinned function is found")
+	assert.Equal(t, append([]string{"acme.probe() "}, qualifiedSQLFunctions...), unpinnedFunctions(t, conn), "control: an unpinned function is found")
+}
+
+// qualifiedSQLFunctions are the store's functions left without the pin: SQL
+// functions called per row, whose bodies name every function, operator and
+// relation with its schema, so that PostgreSQL can inline them (a function
+// with a SET clause is never inlined, and each call saves and restores the
+// setting: pinned, BackfillKeys took 50 % longer). Each is run below in a
+// session whose search_path puts a hostile schema first.
+var qualifiedSQLFunctions = []string{
+	"public.mesh_fold_ascii(x text) ",
+	"public.mesh_is_security_type(candidate text) ",
+}
+
+// The unpinned functions resolve nothing through the caller's search_path.
+// Control (run): mesh_is_security_type with its body's = unqualified (as
+// 0007 wrote it) answers true for an ungated type here.
+func TestTheStoresUnpinnedSQLFunctionsResolveNothingThroughTheCallersSearchPath(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	conn := connect(t, migratedDatabase(t))
+	_, err := conn.Exec(ctx, `
+		INSERT INTO public.security_fold_types VALUES ('role');
+		CREATE SCHEMA hostile;
+		CREATE FUNCTION hostile.always(a text, b text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT true $$;
+		CREATE OPERATOR hostile.= (LEFTARG = text, RIGHTARG = text, FUNCTION = hostile.always);
+		CREATE FUNCTION hostile.translate(text, text, text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT 'role' $$;
+		SET search_path = hostile, pg_catalog, public`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"document"}, queryStrings(t, conn, `SELECT public.mesh_fold_ascii('Document')`))
+	assert.Equal(t, []string{"false true"}, queryStrings(t, conn,
+		`SELECT public.mesh_is_security_type('Document')::text || ' ' || public.mesh_is_security_type('ROLE')::text`))
 }
 
 // hostileSchema creates the schema hostile, holding what captures an
@@ -177,7 +208,9 @@ func TestTheStoresTriggersResolveNothingThroughTheWritersSearchPath(t *testing.T
 	t.Logf("without the pin: %+v", got)
 	assert.NotEmpty(t, got.captured, "control: hostile's pg_notify receives the notices")
 	assert.Empty(t, got.announced, "control: nothing is announced")
-	assert.Contains(t, got.folded, "doc1", "control: hostile's = lets the Document node into the fold")
+	// (Before 0008 hostile's = also let the Document node into the fold,
+	// through mesh_is_security_type; 0008 qualifies that = instead of
+	// pinning the function: TestTheStoresUnpinnedSQLFunctionsResolveNothingThroughTheCallersSearchPath.)
 	assert.Equal(t, zeroToken, got.token, "control: the token is hostile's constant")
 	assert.True(t, strings.Contains(strings.Join(got.captured, " "), "acme/Docs/admin1"), "control: the notices' payloads reached hostile")
 }
@@ -230,4 +263,43 @@ func TestAStoreOnADatabaseWhoseDefaultSearchPathPutsAHostileSchemaFirstReadsItsO
 	hostile := openStore(t, withSearchPath(t, dbURL, "hostile,pg_catalog,public"), Options{GatedTypes: []string{"Role"}})
 	missing, _ = check(hostile)
 	assert.NoError(t, missing, "control: hostile's = makes an absent node present")
+}
+
+// What a migration binds outside a function body (a CHECK's operator, a
+// column default's function, a generated column's expression) is resolved
+// once, through the migrating session's search_path. Migrate on a
+// connection of the caller's whose path puts a hostile schema first binds
+// none of it there, and leaves the caller's path as it was. Control (run):
+// without Migrate's own search_path the CHECK reads OPERATOR(hostile.=), the
+// version token's default hostile.gen_random_uuid(), and an unfolded 'Role'
+// is let into public.security_fold_types (the reviewer's probe of pgsafe).
+func TestMigrateOnACallersConnectionWhosePathPutsAHostileSchemaFirstBindsNothingToIt(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	url := pg.Database(t)
+	conn := connect(t, url)
+	_, err := conn.Exec(ctx, `
+		CREATE SCHEMA hostile;
+		CREATE FUNCTION hostile.always(a text, b text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT true $$;
+		CREATE OPERATOR hostile.= (LEFTARG = text, RIGHTARG = text, FUNCTION = hostile.always);
+		CREATE FUNCTION hostile.gen_random_uuid() RETURNS uuid LANGUAGE sql AS $$ SELECT '00000000-0000-0000-0000-000000000000'::uuid $$;`)
+	require.NoError(t, err)
+	m := connect(t, url)
+	_, err = m.Exec(ctx, `SET search_path = hostile, pg_catalog, public`)
+	require.NoError(t, err)
+	require.NoError(t, Migrate(ctx, m))
+	assert.Equal(t, []string{"hostile, pg_catalog, public"}, queryStrings(t, m, `SHOW search_path`), "the caller's search_path is as it was")
+
+	bound := queryStrings(t, conn, `
+		SELECT pg_catalog.pg_get_constraintdef(c.oid) FROM pg_catalog.pg_constraint c
+		WHERE c.conname = 'security_fold_types_ascii_folded'
+		UNION ALL
+		SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid) FROM pg_catalog.pg_attrdef d
+		WHERE d.adrelid IN ('public.security_fold_version'::regclass, 'system_access.mesh_nodes'::regclass)`)
+	require.NotEmpty(t, bound)
+	for _, expr := range bound {
+		assert.NotContains(t, expr, "hostile", "bound by the migration")
+	}
+	_, err = conn.Exec(ctx, `INSERT INTO public.security_fold_types VALUES ('Role')`)
+	assert.Error(t, err, "an unfolded type name is refused by the CHECK")
 }

@@ -115,7 +115,7 @@ func addFoldTypes(ctx context.Context, db DB, types []string, budget time.Durati
 		}
 		if _, err := tx.Exec(ctx, `SELECT public.security_fold_add_types($1)`, types); err != nil {
 			if pgCode(err) == "55P03" {
-				return &LockTimeoutError{Lock: "lock on the security fold types table (public.security_fold_types) to add gated types", After: budget, Err: err}
+				return &LockTimeoutError{Lock: "locks to add gated types (public.security_fold_types, then the node tables its backfill reads)", After: budget, Err: err}
 			}
 			return fmt.Errorf("adding gated types to the security fold: %w", err)
 		}

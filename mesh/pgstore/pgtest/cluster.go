@@ -270,7 +270,17 @@ func (c *cluster) run(ctx context.Context, budget time.Duration, what, program s
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = toolProcAttr(c.cred)
 	cmd.WaitDelay = 5 * time.Second // a stray grandchild holding the pipe cannot stall us
-	err := cmd.Run()
+	// The tool's parent-death signal (SIGKILL) is sent when the thread that
+	// forked it exits, as launch says: run it from a thread of its own, kept
+	// until it has ended. Forked from a shared thread, it was killed when a
+	// server's launch goroutine, which had later locked that same thread,
+	// ended with its server (initdb "signal: killed" under parallel tests).
+	ran := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		ran <- cmd.Run()
+	}()
+	err := <-ran // bounded by ctx: CommandContext kills the tool, WaitDelay its pipes
 	if err == nil {
 		return nil
 	}
