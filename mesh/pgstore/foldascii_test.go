@@ -106,20 +106,8 @@ func TestMigration0007MovesAFoldGatedByLowerToTheASCIIFold(t *testing.T) {
 	dbURL := turkishDatabase(t, pg.Database(t))
 	conn := connect(t, dbURL)
 	ctx := testContext(t)
-	migrations, err := loadMigrations()
-	require.NoError(t, err)
-	under := slices.IndexFunc(migrations, func(m migration) bool { return m.name == "0007_security_fold_ascii.sql" })
-	require.Positive(t, under, "the migration under test")
-	_, err = conn.Exec(ctx, `CREATE TABLE public.meshrx_migrations (name TEXT PRIMARY KEY, checksum TEXT NOT NULL,
-		applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`)
-	require.NoError(t, err)
-	for _, m := range migrations[:under] {
-		_, err := conn.Exec(ctx, m.sql)
-		require.NoError(t, err, m.name)
-		_, err = conn.Exec(ctx, `INSERT INTO public.meshrx_migrations (name, checksum) VALUES ($1, $2)`, m.name, m.checksum)
-		require.NoError(t, err)
-	}
-	_, err = conn.Exec(ctx, `SELECT public.security_fold_add_types(ARRAY['Invoice', 'Key', 'Instance'])`)
+	applyMigrationsBefore(t, conn, "0007_security_fold_ascii.sql")
+	_, err := conn.Exec(ctx, `SELECT public.security_fold_add_types(ARRAY['Invoice', 'Key', 'Instance'])`)
 	require.NoError(t, err)
 	schema, err := EnsurePartition(ctx, conn, "acme")
 	require.NoError(t, err)
