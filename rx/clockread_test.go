@@ -25,10 +25,13 @@ import (
 // TestTimerDrivenOperatorsDeliverNothingAfterUnsubscribeReturnedUnderARealRace.)
 type unsubAtRead struct {
 	*rxtest.Clock
-	k     int
-	reads atomic.Int64
-	armed atomic.Bool
-	sub   rx.Subscription
+	k int
+	// lockedReads: the operator reads the clock under a lock its
+	// cancellation takes (see Now).
+	lockedReads bool
+	reads       atomic.Int64
+	armed       atomic.Bool
+	sub         rx.Subscription
 
 	returned atomic.Bool
 	wg       sync.WaitGroup
@@ -36,25 +39,27 @@ type unsubAtRead struct {
 
 func (c *unsubAtRead) Now() time.Time {
 	if c.armed.Load() && c.reads.Add(1) == int64(c.k) {
-		started, done := make(chan struct{}), make(chan struct{})
+		done := make(chan struct{})
 		c.wg.Go(func() {
-			close(started)
 			c.sub.Unsubscribe()
 			c.returned.Store(true)
 			close(done)
 		})
-		select {
-		case <-started:
-		case <-time.After(10 * time.Second):
-			panic("the goroutine to unsubscribe did not start in 10s")
+		// An operator that reads the clock holding a lock its cancellation
+		// takes (Delay) has Unsubscribe, which has marked the subscription
+		// ended by then, wait for the reading's caller, which is allowed:
+		// the wait for it is bounded. For the others Unsubscribe returns,
+		// and the bound only catches a hang.
+		bound := 10 * time.Second
+		if c.lockedReads {
+			bound = 50 * time.Millisecond
 		}
-		// An operator may read the clock holding a lock its cancellation
-		// takes (Delay does): Unsubscribe, which has marked the
-		// subscription ended by then, waits for the reading's caller,
-		// which is allowed, so the wait for it is bounded.
 		select {
 		case <-done:
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(bound):
+			if !c.lockedReads {
+				panic("Unsubscribe did not return in 10s")
+			}
 		}
 	}
 	return c.Clock.Now()
@@ -70,6 +75,8 @@ type clockOp struct {
 	// subscribe subscribes the function's observable to an observer that
 	// calls seen for every notification.
 	subscribe func(clk *unsubAtRead, feed *rx.Subject[int], seen func()) rx.Subscription
+	// lockedReads: see unsubAtRead.
+	lockedReads bool
 }
 
 func observe[T any](o rx.Observable[T], seen func()) rx.Subscription {
@@ -84,58 +91,60 @@ func clockOps() []clockOp {
 	return []clockOp{
 		{"BufferTime", func(clk *unsubAtRead, feed *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.BufferTime[int](feed, time.Second, clk), seen)
-		}},
+		}, false},
 		{"Debounce", func(clk *unsubAtRead, feed *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.Debounce[int](feed, time.Second, clk), seen)
-		}},
+		}, false},
 		{"Delay", func(clk *unsubAtRead, feed *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.Delay[int](feed, time.Second, clk), seen)
-		}},
+		}, true},
 		{"DelaySubscription", func(clk *unsubAtRead, _ *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.DelaySubscription(rx.Timestamp(rx.Of(1, 2), clk), time.Second, clk), seen)
-		}},
+		}, false},
 		{"Interval", func(clk *unsubAtRead, _ *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.Interval(time.Second, clk), seen)
-		}},
+		}, false},
 		{"RetryBackoff", func(clk *unsubAtRead, _ *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.RetryBackoff(rx.Timestamp(erring(), clk), 3, time.Second, time.Second, clk), seen)
-		}},
+		}, false},
 		{"Sample", func(clk *unsubAtRead, feed *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.Sample[int](feed, time.Second, clk), seen)
-		}},
+		}, false},
 		{"Throttle", func(clk *unsubAtRead, feed *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.Throttle[int](feed, time.Second, clk), seen)
-		}},
+		}, false},
 		{"TimeInterval", func(clk *unsubAtRead, feed *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.TimeInterval[int](feed, clk), seen)
-		}},
+		}, false},
 		{"Timeout", func(clk *unsubAtRead, feed *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.Timeout[int](feed, time.Second, clk), seen)
-		}},
+		}, false},
 		{"TimeoutStage", func(clk *unsubAtRead, feed *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.TimeoutStage[int](feed, "feed", time.Second, clk), seen)
-		}},
+		}, false},
 		{"Timer", func(clk *unsubAtRead, _ *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.Timer(time.Second, clk), seen)
-		}},
+		}, false},
 		{"Timestamp", func(clk *unsubAtRead, feed *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.Timestamp[int](feed, clk), seen)
-		}},
+		}, false},
 		{"WindowTime", func(clk *unsubAtRead, feed *rx.Subject[int], seen func()) rx.Subscription {
 			return observe(rx.WindowTime[int](feed, time.Second, clk), seen)
-		}},
+		}, false},
 	}
 }
 
 // runClockSchedule subscribes op with Unsubscribe at reading k (0: never),
 // drives it through values, ticks and a completion, and returns how many
-// readings were made and how many notifications started after Unsubscribe
-// had returned.
-func runClockSchedule(op clockOp, k int) (reads, late int64) {
-	clk := &unsubAtRead{Clock: rxtest.NewClock(), k: k}
+// readings were made, how many notifications started after Unsubscribe
+// had returned, and how many there were. Readings made inside Subscribe
+// are not counted (there is no Subscription to end yet).
+func runClockSchedule(op clockOp, k int) (reads, late, delivered int64) {
+	clk := &unsubAtRead{Clock: rxtest.NewClock(), k: k, lockedReads: op.lockedReads}
 	feed := rx.NewSubject[int]()
-	var lateN atomic.Int64
+	var lateN, seenN atomic.Int64
 	seen := func() {
+		seenN.Add(1)
 		if clk.returned.Load() {
 			lateN.Add(1)
 		}
@@ -152,7 +161,7 @@ func runClockSchedule(op clockOp, k int) (reads, late int64) {
 	clk.Advance(5 * time.Second)
 	clk.wg.Wait()
 	clk.sub.Unsubscribe()
-	return clk.reads.Load(), lateN.Load()
+	return clk.reads.Load(), lateN.Load(), seenN.Load()
 }
 
 // TestAnUnsubscribeWhileATimeOperatorReadsItsClockStopsWhatFollows unsubscribes,
@@ -168,11 +177,12 @@ func runClockSchedule(op clockOp, k int) (reads, late int64) {
 func TestAnUnsubscribeWhileATimeOperatorReadsItsClockStopsWhatFollows(t *testing.T) {
 	for _, op := range clockOps() {
 		t.Run(op.name, func(t *testing.T) {
-			reads, late := runClockSchedule(op, 0)
+			reads, late, seen := runClockSchedule(op, 0)
 			require.Zero(t, late)
 			require.Positive(t, reads, "the schedule reads the clock")
+			require.Positive(t, seen, "the schedule has the operator deliver")
 			for k := 1; k <= int(reads); k++ {
-				_, late := runClockSchedule(op, k)
+				_, late, _ := runClockSchedule(op, k)
 				assert.Zero(t, late, "%s: notifications started after an Unsubscribe made at clock reading %d of %d had returned", op.name, k, reads)
 			}
 		})

@@ -76,9 +76,10 @@
 // user function it calls, so the value whose function unsubscribed is not
 // delivered, and a timer due at the same virtual instant as the
 // unsubscription delivers nothing. A clock is user code too: the time
-// operators check again after reading it or arming a timer on it. A notification another goroutine had
-// already started when Unsubscribe was called may still be running when it
-// returns; it is the last. A producer waiting for room is released by it.
+// operators check again after reading it or arming a timer on it. A
+// notification another goroutine had already started when Unsubscribe was
+// called (or whose stage had passed that last check, the call not yet
+// made) may still be running when it returns; it is the last. A producer waiting for room is released by it.
 // Synchronous sources check for it before every value, so Take over an
 // endless synchronous source terminates.
 //
