@@ -235,13 +235,13 @@ func migrate(ctx context.Context, db DB, tableBudget time.Duration) error {
 		// through the migrating session's search_path: on a connection of
 		// the caller's, whose path may put a schema of its own first, it
 		// must be SearchPath too.
-		if _, err := tx.Exec(ctx, `SELECT set_config('search_path', $1, true)`, SearchPath); err != nil {
-			return fmt.Errorf("pgstore: setting search_path: %w", err)
+		if err := setLocal(ctx, tx, "search_path", SearchPath); err != nil {
+			return err
 		}
 		if err := lockMigrations(ctx, tx); err != nil {
 			return err
 		}
-		if err := setLockTimeout(ctx, tx, fmt.Sprint(tableBudget.Milliseconds())); err != nil {
+		if err := setLocal(ctx, tx, "lock_timeout", fmt.Sprint(tableBudget.Milliseconds())); err != nil {
 			return err
 		}
 		tableLock := func(what string, err error) error {
@@ -297,17 +297,17 @@ func migrate(ctx context.Context, db DB, tableBudget time.Duration) error {
 		}
 		// A transaction's end restores the caller's setting, a savepoint's
 		// release (db a pgx.Tx) does not.
-		if _, err := tx.Exec(ctx, `SELECT set_config('search_path', $1, true)`, previousPath); err != nil {
-			return fmt.Errorf("pgstore: restoring search_path: %w", err)
+		if err := setLocal(ctx, tx, "search_path", previousPath); err != nil {
+			return err
 		}
-		return setLockTimeout(ctx, tx, previous)
+		return setLocal(ctx, tx, "lock_timeout", previous)
 	})
 }
 
 // lockMigrations takes the migration lock, waiting at most LockBudget
 // (lock_timeout, left set: the caller sets its own next).
 func lockMigrations(ctx context.Context, tx pgx.Tx) error {
-	if err := setLockTimeout(ctx, tx, fmt.Sprint(LockBudget.Milliseconds())); err != nil {
+	if err := setLocal(ctx, tx, "lock_timeout", fmt.Sprint(LockBudget.Milliseconds())); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
@@ -320,11 +320,11 @@ func lockMigrations(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// setLockTimeout sets lock_timeout for the rest of tx (value as
-// current_setting gives it, or milliseconds).
-func setLockTimeout(ctx context.Context, tx pgx.Tx, value string) error {
-	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, value); err != nil {
-		return fmt.Errorf("pgstore: setting lock_timeout: %w", err)
+// setLocal sets a setting for the rest of tx (value as current_setting
+// gives it; a lock_timeout may be given in milliseconds).
+func setLocal(ctx context.Context, tx pgx.Tx, setting, value string) error {
+	if _, err := tx.Exec(ctx, `SELECT set_config($1, $2, true)`, setting, value); err != nil {
+		return fmt.Errorf("pgstore: setting %s: %w", setting, err)
 	}
 	return nil
 }

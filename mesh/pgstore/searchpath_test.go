@@ -73,12 +73,9 @@ func TestTheStoresUnpinnedSQLFunctionsResolveNothingThroughTheCallersSearchPath(
 	t.Parallel()
 	ctx := testContext(t)
 	conn := connect(t, migratedDatabase(t))
+	hostileOperators(t, conn)
 	_, err := conn.Exec(ctx, `
 		INSERT INTO public.security_fold_types VALUES ('role');
-		CREATE SCHEMA hostile;
-		CREATE FUNCTION hostile.always(a text, b text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT true $$;
-		CREATE OPERATOR hostile.= (LEFTARG = text, RIGHTARG = text, FUNCTION = hostile.always);
-		CREATE FUNCTION hostile.translate(text, text, text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT 'role' $$;
 		SET search_path = hostile, pg_catalog, public`)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"document"}, queryStrings(t, conn, `SELECT public.mesh_fold_ascii('Document')`))
@@ -86,26 +83,38 @@ func TestTheStoresUnpinnedSQLFunctionsResolveNothingThroughTheCallersSearchPath(
 		`SELECT public.mesh_is_security_type('Document')::text || ' ' || public.mesh_is_security_type('ROLE')::text`))
 }
 
-// hostileSchema creates the schema hostile, holding what captures an
+// hostileOperators creates the schema hostile, holding what captures an
 // unqualified name resolved through a session's search_path that puts it
-// first: a pg_notify that records the notice instead of sending it, an =
-// on text that is always true (the security fold's type check and the
-// type registry compare with it), a gen_random_uuid that always returns
-// the same token, and tables named as the store's.
-func hostileSchema(t *testing.T, conn *pgx.Conn) {
+// first, on any database: an = on text that is always true (the security
+// fold's type check and the type registry compare with it), a
+// gen_random_uuid that always returns the same token, and a translate that
+// folds every name to "role".
+func hostileOperators(t *testing.T, conn *pgx.Conn) {
 	t.Helper()
 	_, err := conn.Exec(testContext(t), `
 		CREATE SCHEMA hostile;
-		CREATE TABLE hostile.captured (what text);
-		CREATE TABLE hostile.security_fold (LIKE public.security_fold);
-		CREATE TABLE hostile.mesh_table_types (LIKE public.mesh_table_types);
-		CREATE FUNCTION hostile.pg_notify(channel text, payload text) RETURNS void
-			LANGUAGE sql AS $$ INSERT INTO hostile.captured VALUES (payload) $$;
 		CREATE FUNCTION hostile.always(a text, b text) RETURNS boolean
 			LANGUAGE sql IMMUTABLE AS $$ SELECT true $$;
 		CREATE OPERATOR hostile.= (LEFTARG = text, RIGHTARG = text, FUNCTION = hostile.always);
 		CREATE FUNCTION hostile.gen_random_uuid() RETURNS uuid
-			LANGUAGE sql AS $$ SELECT '00000000-0000-0000-0000-000000000000'::uuid $$;`)
+			LANGUAGE sql AS $$ SELECT '00000000-0000-0000-0000-000000000000'::uuid $$;
+		CREATE FUNCTION hostile.translate(text, text, text) RETURNS text
+			LANGUAGE sql IMMUTABLE AS $$ SELECT 'role' $$;`)
+	require.NoError(t, err)
+}
+
+// hostileSchema is hostileOperators on a migrated database, with a
+// pg_notify that records the notice instead of sending it and tables named
+// as the store's.
+func hostileSchema(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	hostileOperators(t, conn)
+	_, err := conn.Exec(testContext(t), `
+		CREATE TABLE hostile.captured (what text);
+		CREATE TABLE hostile.security_fold (LIKE public.security_fold);
+		CREATE TABLE hostile.mesh_table_types (LIKE public.mesh_table_types);
+		CREATE FUNCTION hostile.pg_notify(channel text, payload text) RETURNS void
+			LANGUAGE sql AS $$ INSERT INTO hostile.captured VALUES (payload) $$;`)
 	require.NoError(t, err)
 }
 
@@ -278,14 +287,9 @@ func TestMigrateOnACallersConnectionWhosePathPutsAHostileSchemaFirstBindsNothing
 	ctx := testContext(t)
 	url := pg.Database(t)
 	conn := connect(t, url)
-	_, err := conn.Exec(ctx, `
-		CREATE SCHEMA hostile;
-		CREATE FUNCTION hostile.always(a text, b text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT true $$;
-		CREATE OPERATOR hostile.= (LEFTARG = text, RIGHTARG = text, FUNCTION = hostile.always);
-		CREATE FUNCTION hostile.gen_random_uuid() RETURNS uuid LANGUAGE sql AS $$ SELECT '00000000-0000-0000-0000-000000000000'::uuid $$;`)
-	require.NoError(t, err)
+	hostileOperators(t, conn)
 	m := connect(t, url)
-	_, err = m.Exec(ctx, `SET search_path = hostile, pg_catalog, public`)
+	_, err := m.Exec(ctx, `SET search_path = hostile, pg_catalog, public`)
 	require.NoError(t, err)
 	require.NoError(t, Migrate(ctx, m))
 	assert.Equal(t, []string{"hostile, pg_catalog, public"}, queryStrings(t, m, `SHOW search_path`), "the caller's search_path is as it was")

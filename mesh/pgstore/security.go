@@ -110,8 +110,8 @@ func scanFoldRow(rows pgx.Rows, foldVersion *mesh.SecurityVersion) (n mesh.Node,
 // request while it waits.
 func addFoldTypes(ctx context.Context, db DB, types []string, budget time.Duration) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprint(budget.Milliseconds())); err != nil {
-			return fmt.Errorf("setting lock_timeout: %w", err)
+		if err := setLocal(ctx, tx, "lock_timeout", fmt.Sprint(budget.Milliseconds())); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `SELECT public.security_fold_add_types($1)`, types); err != nil {
 			if pgCode(err) == "55P03" {
