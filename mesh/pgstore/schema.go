@@ -227,7 +227,7 @@ func migrate(ctx context.Context, db DB, tableBudget time.Duration) error {
 	}
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		var previous, previousPath string
-		if err := tx.QueryRow(ctx, `SELECT current_setting('lock_timeout'), current_setting('search_path')`).Scan(&previous, &previousPath); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT pg_catalog.current_setting('lock_timeout'), pg_catalog.current_setting('search_path')`).Scan(&previous, &previousPath); err != nil {
 			return fmt.Errorf("pgstore: reading lock_timeout and search_path: %w", err)
 		}
 		// What a migration binds outside a function body (a CHECK's
@@ -323,7 +323,7 @@ func lockMigrations(ctx context.Context, tx pgx.Tx) error {
 // setLocal sets a setting for the rest of tx (value as current_setting
 // gives it; a lock_timeout may be given in milliseconds).
 func setLocal(ctx context.Context, tx pgx.Tx, setting, value string) error {
-	if _, err := tx.Exec(ctx, `SELECT set_config($1, $2, true)`, setting, value); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_catalog.set_config($1, $2, true)`, setting, value); err != nil {
 		return fmt.Errorf("pgstore: setting %s: %w", setting, err)
 	}
 	return nil
