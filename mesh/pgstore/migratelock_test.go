@@ -274,3 +274,43 @@ func TestALockHeldOnTheMigrationsTableIsALockTimeoutNamingIt(t *testing.T) {
 		require.NoError(t, migrate(ctx, migrator, budget), "control: %s without the holder", c.what)
 	}
 }
+
+// CheckMigrated (Open under SkipMigrate) reads the same table under the
+// same budget. Control (in the test): once the holder ends it answers nil.
+// Control (run): without its lock_timeout it waited for the holder until
+// its context ended ("the check did not end within 30s"); without the
+// restore, the caller's transaction read "5s" instead of "9s".
+func TestCheckMigratedWaitingForALockOnTheMigrationsTableGivesUpWithinItsBudget(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const budget = time.Second
+	url := migratedDatabase(t)
+	observer, checker := connect(t, url), connect(t, url)
+	holder, err := connect(t, url).Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback(context.Background()) }()
+	_, err = holder.Exec(ctx, `LOCK TABLE public.meshrx_migrations IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+
+	checked := make(chan error, 1)
+	go func() { checked <- checkMigrated(ctx, checker, budget) }()
+	waitUntilBlocked(t, observer, checker.PgConn().PID())
+	err = outcomeOf(t, checked, "the check")
+	var lockErr *LockTimeoutError
+	require.ErrorAs(t, err, &lockErr)
+	assert.Contains(t, lockErr.Lock, "public.meshrx_migrations")
+	assert.Equal(t, budget, lockErr.After)
+	assert.Equal(t, "55P03", pgCode(err))
+	assert.Equal(t, []string{"0"}, queryStrings(t, checker, `SHOW lock_timeout`), "the checker's lock_timeout is as it was")
+
+	require.NoError(t, holder.Rollback(ctx))
+	require.NoError(t, checkMigrated(ctx, checker, budget), "control: without the holder")
+
+	tx, err := checker.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SET LOCAL lock_timeout = '9s'`)
+	require.NoError(t, err)
+	require.NoError(t, CheckMigrated(ctx, tx))
+	assert.Equal(t, []string{"9s"}, queryStrings(t, tx.Conn(), `SHOW lock_timeout`), "in the caller's transaction (a savepoint)")
+}
