@@ -159,7 +159,7 @@ func TestAKeyIssueWhoseCallerGaveUpAsTheOutcomeBecameUnknownReturnsAtOnce(t *tes
 	var r result
 	select {
 	case r = <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		// Release the stalled read (its budget, on the virtual clock) so no
 		// goroutine is left behind, then fail.
 		f.clk.Advance(DefaultReadBudget + time.Second)

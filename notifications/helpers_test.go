@@ -22,7 +22,7 @@ import (
 // convergence bounds, in real time, each wait for a store to answer or a live
 // frame to arrive. It is a failure bound, never a pause: the memory store
 // answers synchronously, PostgreSQL within milliseconds.
-const convergence = 15 * time.Second
+const convergence = 30 * time.Second
 
 // fixture is one store under test, on a virtual clock.
 type fixture struct {

@@ -431,7 +431,11 @@ func TestASlowlyReadStreamsNextEventIsWrittenByItsOwnGoroutine(t *testing.T) {
 // writeRest had at 7289de3), the trickling client's write fails with
 // os.ErrDeadlineExceeded and this test fails, as it did when run so.
 func TestAWriteIsCutOffWhenItsClientTakesNothingForTheBudgetNotWhileItTrickles(t *testing.T) {
-	const budget, overall = 100 * time.Millisecond, 2 * time.Second
+	// Real time (net.Conn deadlines). The trickle's 30 ms is far inside
+	// budget, so a loaded machine that delays it does not cut it off; a
+	// write cut off at its overall budget is told by its error, not by a
+	// tight bound on the time taken (300 ms failed when a wake-up lagged).
+	const budget, overall = 250 * time.Millisecond, 2 * time.Second
 	trickle := func(c net.Conn, every time.Duration, stop <-chan struct{}) {
 		var b [10]byte
 		for {
@@ -445,7 +449,7 @@ func TestAWriteIsCutOffWhenItsClientTakesNothingForTheBudgetNotWhileItTrickles(t
 			}
 		}
 	}
-	msg := bytes.Repeat([]byte("x"), 100) // 10 reads of 10 bytes, one each 30 ms: 300 ms in all
+	msg := bytes.Repeat([]byte("x"), 100) // 10 reads of 10 bytes, one each 30 ms: 300 ms at least
 
 	a, b := net.Pipe()
 	defer a.Close()
@@ -473,6 +477,6 @@ func TestAWriteIsCutOffWhenItsClientTakesNothingForTheBudgetNotWhileItTrickles(t
 	go trickle(f, 30*time.Millisecond, stop2)
 	start = time.Now()
 	err = writeWithin(e, msg, budget, 150*time.Millisecond)
-	assert.ErrorIs(t, err, os.ErrDeadlineExceeded, "a trickle past the overall budget is cut off")
-	assert.Less(t, time.Since(start), 300*time.Millisecond, "at the overall budget")
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded, "a trickle past the overall budget is cut off (it takes 300 ms at least)")
+	assert.Less(t, time.Since(start), overall, "at the overall budget, not a hang")
 }

@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 }
 
 // bound is the longest a test waits for something that must happen.
-const bound = 10 * time.Second
+const bound = 30 * time.Second
 
 // stuckServer answers nothing until the request's client goes away, and
 // reports each request's arrival.

@@ -128,16 +128,16 @@ func TestAChildsUnreadOutputNeverBlocksTheChild(t *testing.T) {
 	select {
 	case err := <-wrote:
 		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiting (at most 10s) for the child's 100 lines to be taken from its pipe: the reader blocked it")
+	case <-time.After(30 * time.Second):
+		t.Fatal("waiting (at most 30s) for the child's 100 lines to be taken from its pipe: the reader blocked it")
 	}
 	// The last write returns once its bytes are read, maybe before the
 	// reader has kept the line: wait for the reader's end, so no line is
 	// taken below while one is still being added (83 dropped, not 84).
 	select {
 	case <-c.exited:
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiting (at most 10s) for the reader to see the end of the closed pipe")
+	case <-time.After(30 * time.Second):
+		t.Fatal("waiting (at most 30s) for the reader to see the end of the closed pipe")
 	}
 	rest, err := c.expect(t.Context(), "result ", time.Second)
 	require.NoError(t, err)

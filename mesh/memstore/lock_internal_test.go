@@ -21,7 +21,7 @@ import (
 // writes nothing. Negative control: the sync.RWMutex the store held before
 // keeps a writer waiting past any context, as long as the read lasts.
 func TestAWriteWhoseContextEndsWhileAReadHoldsTheStoreReturnsAndWritesNothing(t *testing.T) {
-	const bound = 5 * time.Second
+	const bound = 30 * time.Second // a hang guard: the waits are on conditions
 	s, err := New(Options{})
 	require.NoError(t, err)
 	defer s.Close()
@@ -73,13 +73,29 @@ func TestAWriteWhoseContextEndsWhileAReadHoldsTheStoreReturnsAndWritesNothing(t 
 			close(locked)
 			mu.Unlock()
 		}()
+		// Once the writer is queued (TryRLock fails exactly then, while
+		// only the read holds the mutex), it has nothing to wait on but the
+		// read: no context reaches it. (A fixed 100 ms "given time to pass
+		// the read" passed too when the writer had not even started.)
+		deadline := time.Now().Add(bound)
+		for mu.TryRLock() {
+			mu.RUnlock()
+			if time.Now().After(deadline) {
+				t.Fatal("the writer did not queue for the mutex")
+			}
+			runtime.Gosched()
+		}
 		select {
 		case <-locked:
 			t.Fatal("the writer did not wait for the read")
-		case <-time.After(100 * time.Millisecond): // the writer is given time to pass the read; it never does
+		default:
 		}
 		mu.RUnlock()
-		<-locked
+		select {
+		case <-locked:
+		case <-time.After(bound):
+			t.Fatal("the writer did not go on once the read ended")
+		}
 	})
 }
 
@@ -125,7 +141,7 @@ func (c *doneWatched) Done() <-chan struct{} {
 // the read lasted (the test failed with "SecurityVersion waits for the
 // store's lock without its context").
 func TestSecurityReadsWaitingBehindALongReadReturnWhenTheirContextEnds(t *testing.T) {
-	const bound = 5 * time.Second
+	const bound = 30 * time.Second // a hang guard: the waits are on conditions
 	s, err := New(Options{})
 	require.NoError(t, err)
 	defer s.Close()
@@ -200,7 +216,7 @@ func TestSecurityReadsWaitingBehindALongReadReturnWhenTheirContextEnds(t *testin
 // timer on the clock, and the test failed with "the query's Initial does
 // not wait on the store's clock" (it returned only once the read ended).
 func TestAQueryWaitingBehindALongReadFailsWhenItsInitialBudgetEnds(t *testing.T) {
-	const bound = 5 * time.Second
+	const bound = 30 * time.Second // a hang guard: the waits are on conditions
 	clk := rxtest.NewClock()
 	budgets := mesh.DefaultBudgets()
 	s, err := New(Options{Clock: clk, Budgets: budgets})
@@ -279,7 +295,7 @@ func TestAQueryWaitingBehindALongReadFailsWhenItsInitialBudgetEnds(t *testing.T)
 // (8872fbd) Get took the lock with RLock, put no timer on the clock, and the
 // test failed with "Get does not wait on the store's clock".
 func TestAGetWaitingBehindALongReadFailsWhenItsBudgetEnds(t *testing.T) {
-	const bound = 5 * time.Second
+	const bound = 30 * time.Second // a hang guard: the waits are on conditions
 	clk := rxtest.NewClock()
 	budgets := mesh.DefaultBudgets()
 	s, err := New(Options{Clock: clk, Budgets: budgets})

@@ -45,11 +45,14 @@ type BackfillReport struct {
 // matched by the spelled-out pattern.
 //
 // conn must not be in a transaction (CREATE INDEX CONCURRENTLY cannot run
-// in one); the backfill's advisory lock is held by its session.
+// in one); the backfill's advisory lock is held by its session, which runs
+// with SearchPath until BackfillKeys returns (then with its own again).
 func BackfillKeys(ctx context.Context, conn *pgx.Conn) (BackfillReport, error) {
 	var rep BackfillReport
 	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, backfillLockKey).Scan(&got); err != nil {
+	var callersPath string
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_try_advisory_lock($1), pg_catalog.current_setting('search_path')`,
+		backfillLockKey).Scan(&got, &callersPath); err != nil {
 		return rep, fmt.Errorf("pgstore: backfilling keys: taking the backfill lock: %w", err)
 	}
 	if !got {
@@ -57,14 +60,24 @@ func BackfillKeys(ctx context.Context, conn *pgx.Conn) (BackfillReport, error) {
 		return rep, nil
 	}
 	defer func() {
-		// The lock is the session's; release it even when ctx has ended,
-		// or end the session, which releases it.
+		// The lock and the search_path are the session's; release and
+		// restore them even when ctx has ended, or end the session, which
+		// releases the lock.
 		unlockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackBudget)
 		defer cancel()
-		if _, uerr := conn.Exec(unlockCtx, `SELECT pg_advisory_unlock($1)`, backfillLockKey); uerr != nil {
+		if _, uerr := conn.Exec(unlockCtx, `SELECT pg_catalog.pg_advisory_unlock($1), pg_catalog.set_config('search_path', $2, false)`,
+			backfillLockKey, callersPath); uerr != nil {
 			_ = conn.Close(unlockCtx)
 		}
 	}()
+	// conn is the caller's: its search_path may put a schema of its own
+	// before pg_catalog, whose = would then join every row of a batch to
+	// every key row (each row given another row's keys). Set for the
+	// session, not per transaction: CREATE INDEX CONCURRENTLY and VACUUM
+	// run outside one.
+	if _, err := conn.Exec(ctx, `SELECT pg_catalog.set_config('search_path', $1, false)`, SearchPath); err != nil {
+		return rep, fmt.Errorf("pgstore: backfilling keys: setting search_path: %w", err)
+	}
 
 	tables, err := keyedTables(ctx, conn)
 	if err != nil {

@@ -94,9 +94,10 @@
 // a writing session's search_path cannot redirect them (migration 0008;
 // a later migration that redefines one must keep the setting), but for
 // two per-row SQL functions whose bodies qualify every name so that they
-// can be inlined. The store's own connections, and Migrate on a caller's
-// connection, run with the same search_path (SearchPath) unless the URL
-// names one: a role's or database's default is not used.
+// can be inlined. The store's own connections, and Migrate and
+// BackfillKeys on a caller's connection, run with the same search_path
+// (SearchPath) unless the URL names one: a role's or database's default
+// is not used.
 //
 // Migrate waits at most LockBudget for the migration lock and at most
 // TableLockBudget for each lock on a table, as does Open adding gated

@@ -226,3 +226,91 @@ func TestAddingAGatedTypeGivesUpWithinItsBudgetWhileATableLockIsHeldAndLetsWrite
 	assert.True(t, errors.Is(err, context.Canceled), "the adder's context ends its wait: %v", err)
 	require.NoError(t, outcomeOf(t, written, "the write behind the adder"))
 }
+
+// Migrate reads public.meshrx_migrations, and records each migration it
+// applies there, under the same budget as its other table locks: a
+// transaction holding a lock on that table (an ALTER, a LOCK TABLE, an
+// index build) makes it a *LockTimeoutError naming the table and what
+// Migrate was doing, and the whole migration is rolled back. The budget is
+// the server's lock_timeout (real time, short). Control (in the test):
+// once the holder ends, the same Migrate succeeds. Control (run): without
+// the typed error on recording, "recording" fails errors.As (it was a
+// plain "pgstore: recording migration …" error); without it on the read,
+// "reading" does.
+func TestALockHeldOnTheMigrationsTableIsALockTimeoutNamingIt(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const budget = time.Second
+	for _, c := range []struct {
+		what, mode, wants string
+	}{
+		// ACCESS EXCLUSIVE keeps Migrate from reading the table; SHARE lets
+		// it read, and keeps it from inserting.
+		{"reading", "ACCESS EXCLUSIVE", "reading the applied migrations"},
+		{"recording", "SHARE", "recording migration 0009_security_fold_one_type_check.sql"},
+	} {
+		url := pg.Database(t)
+		observer, migrator := connect(t, url), connect(t, url)
+		applyMigrationsBefore(t, observer, "0009_security_fold_one_type_check.sql")
+		holder, err := connect(t, url).Begin(ctx)
+		require.NoError(t, err)
+		_, err = holder.Exec(ctx, `LOCK TABLE public.meshrx_migrations IN `+c.mode+` MODE`)
+		require.NoError(t, err)
+
+		migrated := make(chan error, 1)
+		go func() { migrated <- migrate(ctx, migrator, budget) }()
+		waitUntilBlocked(t, observer, migrator.PgConn().PID())
+		err = outcomeOf(t, migrated, "the migration")
+		var lockErr *LockTimeoutError
+		require.ErrorAs(t, err, &lockErr, c.what)
+		assert.Contains(t, lockErr.Lock, "public.meshrx_migrations", c.what)
+		assert.Contains(t, lockErr.Lock, c.wants, c.what)
+		assert.Equal(t, budget, lockErr.After, c.what)
+		assert.Equal(t, "55P03", pgCode(err), c.what)
+		require.NoError(t, holder.Rollback(ctx))
+		assert.Empty(t, queryStrings(t, observer, `SELECT name FROM public.meshrx_migrations WHERE name >= '0009'`), "%s: nothing was applied", c.what)
+		assert.Equal(t, []string{"0"}, queryStrings(t, migrator, `SHOW lock_timeout`), "%s: the migrator's lock_timeout is as it was", c.what)
+
+		require.NoError(t, migrate(ctx, migrator, budget), "control: %s without the holder", c.what)
+	}
+}
+
+// CheckMigrated (Open under SkipMigrate) reads the same table under the
+// same budget. Control (in the test): once the holder ends it answers nil.
+// Control (run): without its lock_timeout it waited for the holder until
+// its context ended ("the check did not end within 30s"); without the
+// restore, the caller's transaction read "5s" instead of "9s".
+func TestCheckMigratedWaitingForALockOnTheMigrationsTableGivesUpWithinItsBudget(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const budget = time.Second
+	url := migratedDatabase(t)
+	observer, checker := connect(t, url), connect(t, url)
+	holder, err := connect(t, url).Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback(context.Background()) }()
+	_, err = holder.Exec(ctx, `LOCK TABLE public.meshrx_migrations IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+
+	checked := make(chan error, 1)
+	go func() { checked <- checkMigrated(ctx, checker, budget) }()
+	waitUntilBlocked(t, observer, checker.PgConn().PID())
+	err = outcomeOf(t, checked, "the check")
+	var lockErr *LockTimeoutError
+	require.ErrorAs(t, err, &lockErr)
+	assert.Contains(t, lockErr.Lock, "public.meshrx_migrations")
+	assert.Equal(t, budget, lockErr.After)
+	assert.Equal(t, "55P03", pgCode(err))
+	assert.Equal(t, []string{"0"}, queryStrings(t, checker, `SHOW lock_timeout`), "the checker's lock_timeout is as it was")
+
+	require.NoError(t, holder.Rollback(ctx))
+	require.NoError(t, checkMigrated(ctx, checker, budget), "control: without the holder")
+
+	tx, err := checker.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SET LOCAL lock_timeout = '9s'`)
+	require.NoError(t, err)
+	require.NoError(t, CheckMigrated(ctx, tx))
+	assert.Equal(t, []string{"9s"}, queryStrings(t, tx.Conn(), `SHOW lock_timeout`), "in the caller's transaction (a savepoint)")
+}

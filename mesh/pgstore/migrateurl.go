@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -44,26 +45,47 @@ func MigrateURL(ctx context.Context, url string) error {
 // CheckMigrated reports whether every migration of this build is applied
 // to db with the checksum it has: nil, an error wrapping ErrNotMigrated
 // naming the first one missing, or a *MigrationChangedError. It changes
-// nothing; Open runs it instead of Migrate under Options.SkipMigrate.
+// nothing; Open runs it instead of Migrate under Options.SkipMigrate. Its
+// wait for a lock on public.meshrx_migrations (held by an ALTER, a LOCK
+// TABLE) is bounded by TableLockBudget, as Migrate's is: running out is a
+// *LockTimeoutError. The caller's lock_timeout is as it was.
 func CheckMigrated(ctx context.Context, db DB) error {
+	return checkMigrated(ctx, db, TableLockBudget)
+}
+
+// checkMigrated is CheckMigrated with its table lock wait bounded by
+// tableBudget.
+func checkMigrated(ctx context.Context, db DB, tableBudget time.Duration) error {
 	migrations, err := loadMigrations()
 	if err != nil {
 		return err
 	}
 	applied := map[string]string{}
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		var previous string
+		if err := tx.QueryRow(ctx, `SELECT pg_catalog.current_setting('lock_timeout')`).Scan(&previous); err != nil {
+			return fmt.Errorf("pgstore: reading lock_timeout: %w", err)
+		}
+		if err := setLocal(ctx, tx, "lock_timeout", fmt.Sprint(tableBudget.Milliseconds())); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `SELECT name, checksum FROM public.meshrx_migrations`)
 		if err != nil {
 			return err
 		}
 		var name, sum string
-		_, err = pgx.ForEachRow(rows, []any{&name, &sum}, func() error {
+		if _, err := pgx.ForEachRow(rows, []any{&name, &sum}, func() error {
 			applied[name] = sum
 			return nil
-		})
-		return err
+		}); err != nil {
+			return err
+		}
+		// A savepoint's release (db a pgx.Tx) keeps a local setting.
+		return setLocal(ctx, tx, "lock_timeout", previous)
 	})
 	switch {
+	case pgCode(err) == "55P03": // lock_not_available
+		return &LockTimeoutError{Lock: migrationsTableLock + " (reading the applied migrations)", After: tableBudget, Err: err}
 	case missingRelation(err):
 		return fmt.Errorf("%w: it has no public.meshrx_migrations table; run pgstore.MigrateURL (or open without Options.SkipMigrate)", ErrNotMigrated)
 	case err != nil:

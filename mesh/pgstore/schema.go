@@ -227,7 +227,7 @@ func migrate(ctx context.Context, db DB, tableBudget time.Duration) error {
 	}
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		var previous, previousPath string
-		if err := tx.QueryRow(ctx, `SELECT current_setting('lock_timeout'), current_setting('search_path')`).Scan(&previous, &previousPath); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT pg_catalog.current_setting('lock_timeout'), pg_catalog.current_setting('search_path')`).Scan(&previous, &previousPath); err != nil {
 			return fmt.Errorf("pgstore: reading lock_timeout and search_path: %w", err)
 		}
 		// What a migration binds outside a function body (a CHECK's
@@ -255,14 +255,14 @@ func migrate(ctx context.Context, db DB, tableBudget time.Duration) error {
 			checksum   TEXT NOT NULL,
 			applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
 		)`); err != nil {
-			if lockErr := tableLock("lock on public.meshrx_migrations", err); lockErr != nil {
+			if lockErr := tableLock(migrationsTableLock+" (creating it)", err); lockErr != nil {
 				return lockErr
 			}
 			return fmt.Errorf("pgstore: creating the migrations table: %w", err)
 		}
 		rows, err := tx.Query(ctx, `SELECT name, checksum FROM public.meshrx_migrations`)
 		if err != nil {
-			if lockErr := tableLock("lock on public.meshrx_migrations", err); lockErr != nil {
+			if lockErr := tableLock(migrationsTableLock+" (reading the applied migrations)", err); lockErr != nil {
 				return lockErr
 			}
 			return fmt.Errorf("pgstore: reading applied migrations: %w", err)
@@ -292,6 +292,9 @@ func migrate(ctx context.Context, db DB, tableBudget time.Duration) error {
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO public.meshrx_migrations (name, checksum) VALUES ($1, $2)`,
 				m.name, m.checksum); err != nil {
+				if lockErr := tableLock(fmt.Sprintf("%s (recording migration %s)", migrationsTableLock, m.name), err); lockErr != nil {
+					return lockErr
+				}
 				return fmt.Errorf("pgstore: recording migration %s: %w", m.name, err)
 			}
 		}
@@ -303,6 +306,11 @@ func migrate(ctx context.Context, db DB, tableBudget time.Duration) error {
 		return setLocal(ctx, tx, "lock_timeout", previous)
 	})
 }
+
+// migrationsTableLock is what Migrate waits for when another transaction
+// holds a lock on its bookkeeping table (an ALTER, a LOCK TABLE, an index
+// build): named in its *LockTimeoutError with what it was doing.
+const migrationsTableLock = "lock on public.meshrx_migrations"
 
 // lockMigrations takes the migration lock, waiting at most LockBudget
 // (lock_timeout, left set: the caller sets its own next).
@@ -323,7 +331,7 @@ func lockMigrations(ctx context.Context, tx pgx.Tx) error {
 // setLocal sets a setting for the rest of tx (value as current_setting
 // gives it; a lock_timeout may be given in milliseconds).
 func setLocal(ctx context.Context, tx pgx.Tx, setting, value string) error {
-	if _, err := tx.Exec(ctx, `SELECT set_config($1, $2, true)`, setting, value); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_catalog.set_config($1, $2, true)`, setting, value); err != nil {
 		return fmt.Errorf("pgstore: setting %s: %w", setting, err)
 	}
 	return nil

@@ -228,3 +228,41 @@ func TestSecurityVersionReadsOneRowThatMovesExactlyWithTheFold(t *testing.T) {
 	_, err := s.SecurityVersion(ctx)
 	assert.True(t, mesh.IsUnavailable(err), "a closed store cannot tell: %v", err)
 }
+
+// An update that keeps a node's type costs one gated-type lookup, not two
+// (migration 0009); a change of type still looks up both. Counted by the
+// server (track_functions), so the figure does not depend on the machine's
+// load. Control (in the test): a change of type asks twice. Control (run):
+// with 0002's trigger function (both asked on every update) the kept-type
+// updates count 2 each.
+func TestAnUpdateThatKeepsANodesTypeAsksOnceWhetherTheTypeIsGated(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	conn := connect(t, migratedDatabase(t))
+	_, err := EnsurePartition(ctx, conn, "acme")
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `SELECT public.security_fold_add_types(ARRAY['Role']);
+		INSERT INTO acme.mesh_nodes (namespace, id, node_type) VALUES ('acme', 'r', 'Role'), ('acme', 'd', 'Document')`)
+	require.NoError(t, err)
+
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SET LOCAL track_functions = 'all'`)
+	require.NoError(t, err)
+	lookups := func(update string) int64 {
+		t.Helper()
+		var before, after int64
+		const calls = `SELECT coalesce(pg_catalog.pg_stat_get_xact_function_calls('public.mesh_is_security_type(text)'::regprocedure), 0)`
+		require.NoError(t, tx.QueryRow(ctx, calls).Scan(&before))
+		tag, err := tx.Exec(ctx, update)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), tag.RowsAffected(), update)
+		require.NoError(t, tx.QueryRow(ctx, calls).Scan(&after))
+		return after - before
+	}
+	assert.Equal(t, int64(1), lookups(`UPDATE acme.mesh_nodes SET content = '{"k": 1}' WHERE id = 'r'`), "a gated node's update")
+	assert.Equal(t, int64(1), lookups(`UPDATE acme.mesh_nodes SET content = '{"k": 1}' WHERE id = 'd'`), "an ungated node's update")
+	assert.Equal(t, int64(2), lookups(`UPDATE acme.mesh_nodes SET node_type = 'Role' WHERE id = 'd'`), "control: a change of type")
+	assert.Equal(t, []string{"d", "r"}, queryStrings(t, tx.Conn(), `SELECT id FROM public.security_fold ORDER BY 1`), "the type change entered the fold")
+}
