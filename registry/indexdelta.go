@@ -156,7 +156,18 @@ func (c *indexCache) since(entitlement string, root [32]byte) (*indexBase, []his
 	defer c.mu.Unlock()
 	ln := c.lineages[entitlement]
 	if ln == nil {
-		return nil, nil, false
+		// The lineage was dropped (least recently used) while the
+		// entitlement's document of the current generation is still kept
+		// (the documents are dropped oldest first): start the history again
+		// from it. Nothing would assemble it again before the next
+		// generation, and until then every poll would be a 410 and a
+		// whole-index request.
+		slot := c.slots[entitlement]
+		if slot == nil || slot.ready.Load() == nil {
+			return nil, nil, false
+		}
+		c.advance(entitlement, nil, slot.ready.Load())
+		ln = c.lineages[entitlement]
 	}
 	k := ln.find(root)
 	if k < 0 {
