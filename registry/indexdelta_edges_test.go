@@ -74,6 +74,10 @@ func TestAMalformedSinceIsA400WithAnErrorAndTheServerGoesOn(t *testing.T) {
 		assert.NoError(t, json.Unmarshal(got.body, &body), "since=%.40s: %s", bad, got.body)
 		assert.NotEmpty(t, body.Error, "since=%.40s", bad)
 	}
+	// Only the syntax is judged before authentication: a malformed since
+	// without a key is a 400, a well-formed one a 401 (nothing looked up).
+	assert.Equal(t, http.StatusBadRequest, f.do(request{path: since("-1")}).status, "malformed, no key")
+	assert.Equal(t, http.StatusUnauthorized, f.do(request{path: since(digest)}).status, "well-formed, no key")
 	for _, good := range []string{digest, strings.ToUpper(digest)} {
 		assert.Equal(t, http.StatusNotModified, f.do(request{path: since(good), key: key}).status, "control: since=%s", good)
 	}
