@@ -45,6 +45,6 @@ func TestAnEntryCannotStandForAnInnerNodeOrForOtherEntries(t *testing.T) {
 		return s
 	}
 	ca, cb := carelessLeaf("A", "1", "/a", "s"), carelessLeaf("B", "1", "/b", "s")
-	require.Equal(t, carelessRoot([][32]byte{ca, cb}), carelessRoot([][32]byte{carelessLeaf(string(ca[:])+string(cb[:]))}),
+	require.Equal(t, carelessRoot([][32]byte{ca, cb}), carelessRoot([][32]byte{carelessLeaf(string(ca[:]) + string(cb[:]))}),
 		"control: the careless digest gives the forged one-entry index the two-entry root")
 }
