@@ -45,12 +45,30 @@ type lineage struct {
 	used   uint64
 }
 
-// historyPoint is one document of a lineage: its digest, and the modules
-// whose entries changed since the point before. A value: never modified
-// once appended, so a reader may keep a slice of them.
+// historyPoint is one document of a lineage: its digest, the modules whose
+// entries changed since the point before, and for each whether the point
+// before listed it. A value: never modified once appended, so a reader may
+// keep a slice of them.
+//
+// held is what keeps a removal to the consumers that held the entry: a
+// package a tier change showed and a later one hid again, both after the
+// document a consumer holds, is no removal for that consumer, and naming
+// it would tell it of a package its own document never listed.
 type historyPoint struct {
 	root    [32]byte
 	changed []string
+	held    []bool // held[i]: changed[i] was listed by the point before
+}
+
+// pointAfter is the point of the document whose digest is root, whose
+// entries changed names differ from before's, the lineage's last document.
+func pointAfter(before *indexBase, root [32]byte, changed []string) historyPoint {
+	held := make([]bool, len(changed))
+	for i, name := range changed {
+		e, _ := before.lookup(name)
+		held[i] = e != nil
+	}
+	return historyPoint{root: root, changed: changed, held: held}
 }
 
 // advance records b, assembled from prev, as entitlement's newest document.
@@ -96,7 +114,7 @@ func (c *indexCache) advance(entitlement string, prev, b *indexBase) {
 			changed = append(changed, p.changed...)
 		}
 	}
-	ln.points = append(ln.points, historyPoint{root: b.root, changed: changed})
+	ln.points = append(ln.points, pointAfter(ln.last, b.root, changed))
 	ln.keys += len(changed)
 	ln.last = b
 	for len(ln.points) > 1 && (len(ln.points) > c.history.points || ln.keys > c.history.keys) {
@@ -138,7 +156,18 @@ func (c *indexCache) since(entitlement string, root [32]byte) (*indexBase, []his
 	defer c.mu.Unlock()
 	ln := c.lineages[entitlement]
 	if ln == nil {
-		return nil, nil, false
+		// The lineage was dropped (least recently used) while the
+		// entitlement's document of the current generation is still kept
+		// (the documents are dropped oldest first): start the history again
+		// from it. Nothing would assemble it again before the next
+		// generation, and until then every poll would be a 410 and a
+		// whole-index request.
+		slot := c.slots[entitlement]
+		if slot == nil || slot.ready.Load() == nil {
+			return nil, nil, false
+		}
+		c.advance(entitlement, nil, slot.ready.Load())
+		ln = c.lineages[entitlement]
 	}
 	k := ln.find(root)
 	if k < 0 {
@@ -171,20 +200,31 @@ func (s *Server) deltaAnswer(entitlement string, since [32]byte) (answer.Answer,
 
 // deltaBody writes the client.IndexDelta from the document after since to
 // last: last's entry (its bytes, as in its body) for every module changed
-// and still listed, its name for every one no longer listed.
+// and still listed, its name for every one no longer listed that the
+// document since listed (the point where it first changed after since
+// says whether the document before it listed it: unchanged until then,
+// that is the document since's answer).
 func deltaBody(last *indexBase, since [32]byte, points []historyPoint) []byte {
+	type change struct {
+		name string
+		held bool
+	}
 	n := 0
 	for _, p := range points {
 		n += len(p.changed)
 	}
-	names := make([]string, 0, n)
+	changes := make([]change, 0, n)
 	for _, p := range points {
-		names = append(names, p.changed...)
+		for i, name := range p.changed {
+			changes = append(changes, change{name: name, held: p.held[i]})
+		}
 	}
-	slices.SortFunc(names, landing.CompareNames)
-	names = slices.CompactFunc(names, func(a, b string) bool { return landing.CompareNames(a, b) == 0 })
+	// Stable, so that the first of equal names, which the compaction
+	// keeps, is the first change after since.
+	slices.SortStableFunc(changes, func(a, b change) int { return landing.CompareNames(a.name, b.name) })
+	changes = slices.CompactFunc(changes, func(a, b change) bool { return landing.CompareNames(a.name, b.name) == 0 })
 	var removed []string
-	body := make([]byte, 0, 256+len(names)*200)
+	body := make([]byte, 0, 256+len(changes)*200)
 	body = append(body, `{"since":"`...)
 	body = hex.AppendEncode(body, since[:])
 	body = append(body, `","digest":"`...)
@@ -193,10 +233,12 @@ func deltaBody(last *indexBase, since [32]byte, points []historyPoint) []byte {
 	body = appendInt(body, last.listed)
 	body = append(body, `,"bundles":[`...)
 	first := true
-	for _, name := range names {
-		e, _ := last.lookup(name)
+	for _, c := range changes {
+		e, _ := last.lookup(c.name)
 		if e == nil {
-			removed = append(removed, name)
+			if c.held {
+				removed = append(removed, c.name)
+			}
 			continue
 		}
 		if !first {

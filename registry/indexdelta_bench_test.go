@@ -72,7 +72,7 @@ func BenchmarkAPublicationAt100000Modules(b *testing.B) {
 		}
 	})
 	after := patchIndex(prev, next, cat, "", allows)
-	points := []historyPoint{{root: after.root, changed: after.changed}}
+	points := []historyPoint{pointAfter(prev, after.root, after.changed)}
 	b.Run("delta", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
