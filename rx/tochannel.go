@@ -99,8 +99,9 @@ func (t *toChannel[T]) OnCompleted() {
 	t.send(Notification[T]{Kind: OnCompletedKind})
 	t.end()
 }
+
 // end lets run unsubscribe src and then close the channel: closed here, it
 // told the reader src had ended while src's cleanups (a Finally after the
 // notification it forwarded) were still to run.
-func (t *toChannel[T]) end() { close(t.ended) }
+func (t *toChannel[T]) end()            { close(t.ended) }
 func (t *toChannel[T]) rxScope() *scope { return t.sc }
