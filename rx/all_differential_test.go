@@ -37,6 +37,7 @@ type dProbe struct {
 	at     int
 	fired  bool
 	cancel context.CancelFunc
+	unsub  func() // how "unsub": Unsubscribe the run's own subscription
 	quiet  bool // a Subject's run: user function calls are not logged (their interleaving with the body is the scheduler's)
 }
 
@@ -67,6 +68,9 @@ func (p *dProbe) fn(stage string, v int) {
 	case "cancel":
 		p.add("cancel")
 		p.cancel()
+	case "unsub":
+		p.add("unsubscribe")
+		p.unsub()
 	}
 }
 
