@@ -38,7 +38,7 @@ type dProbe struct {
 	fired  bool
 	cancel context.CancelFunc
 	unsub  func() // how "unsub": Unsubscribe the run's own subscription
-	quiet  bool // a Subject's run: user function calls are not logged (their interleaving with the body is the scheduler's)
+	quiet  bool   // a Subject's run: user function calls are not logged (their interleaving with the body is the scheduler's)
 }
 
 func (p *dProbe) add(s string) {
