@@ -25,9 +25,12 @@ type Scheduler interface {
 // arming, under the lock that arming holds (a timer's slot, a mailbox),
 // and deadlock or re-enter it. Such a call is held until arming returns
 // and f then runs on a goroutine of its own, as a real timer's does; the
-// check costs one small allocation per arming on a clock other than the
-// real one (which armTimer serves without after).
+// check costs two small allocations per arming on a clock other than the
+// real one, which never calls back so and is armed as before.
 func after(clk clock.Clock, d time.Duration, f func()) (stop func() bool) {
+	if isRealClock(clk) {
+		return clk.AfterFunc(d, f).Stop
+	}
 	a := &arming{f: f}
 	if s, ok := clk.(Scheduler); ok {
 		stop = s.Schedule(d, a.fire)
