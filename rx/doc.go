@@ -88,7 +88,13 @@
 // with no values: nil) and the source is unsubscribed, also while the source
 // is still running inside Subscribe (a Create producer looping on the
 // caller's goroutine sees its own context end). OnError(nil) is never
-// success: it becomes ErrNilError.
+// success: it becomes ErrNilError. A panic out of a plain Subscribe (a
+// user function, or a clock, over a source delivering inside Subscribe)
+// leaves the caller no Subscription: the chain releases itself (timers,
+// inner subscriptions, cleanups) as the panic leaves, and delivers
+// nothing more. A clock that calls a timer's function back from inside
+// its arming has that call run, once arming has returned, on a goroutine
+// of its own, as a real timer's is.
 //
 // A nil function, clock or observer passed to any function of this package
 // is a programming error: it panics at that call with a message naming the

@@ -60,7 +60,39 @@ type observableFunc[T any] func(Observer[T]) Subscription
 
 func (f observableFunc[T]) Subscribe(o Observer[T]) Subscription {
 	mustObserver(o, "Observable")
-	return f(o)
+	if _, ok := o.(scoped); ok {
+		return f(o) // inside a chain: its outermost Subscribe releases it
+	}
+	return subscribeRoot(o, f)
+}
+
+// subscribeRoot subscribes the caller's own observer o (one with no scope:
+// the outermost Subscribe of a chain) through sub, making the chain's root
+// scope here, so that a panic out of Subscribe (a user function, a clock,
+// over a source delivering inside Subscribe) releases what the chain holds
+// — timers, inner subscriptions, cleanups — as First, Collect and All do:
+// the caller has no Subscription to end it with. Fused stages see through
+// the forward (opsOf); other operators call it.
+func subscribeRoot[T any](o Observer[T], sub func(Observer[T]) Subscription) Subscription {
+	r := &rootObserver[T]{}
+	r.forward = forward[T]{down: o, sc: &r.sc}
+	subscribed := false
+	defer func() {
+		if !subscribed {
+			r.sc.cancel()
+		}
+	}()
+	s := sub(&r.forward)
+	subscribed = true
+	return s
+}
+
+// rootObserver is a chain's root scope and the forward to the caller's
+// observer that carries it, in one allocation (ensureScope would have made
+// the scope).
+type rootObserver[T any] struct {
+	forward[T]
+	sc scope
 }
 
 func (observableFunc[T]) rxNative() {}

@@ -2,6 +2,7 @@ package rx
 
 import (
 	"reflect"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -18,11 +19,47 @@ type Scheduler interface {
 }
 
 // after runs f once d from now on clk.
+//
+// A clock is user code: one that calls f back from inside Schedule or
+// AfterFunc, before arming returned, would run it inside the operator's
+// arming, under the lock that arming holds (a timer's slot, a mailbox),
+// and deadlock or re-enter it. Such a call is held until arming returns
+// and f then runs on a goroutine of its own, as a real timer's does; the
+// check costs two small allocations per arming on a clock other than the
+// real one, which never calls back so and is armed as before.
 func after(clk clock.Clock, d time.Duration, f func()) (stop func() bool) {
-	if s, ok := clk.(Scheduler); ok {
-		return s.Schedule(d, f)
+	if isRealClock(clk) {
+		return clk.AfterFunc(d, f).Stop
 	}
-	return clk.AfterFunc(d, f).Stop
+	a := &arming{f: f}
+	if s, ok := clk.(Scheduler); ok {
+		stop = s.Schedule(d, a.fire)
+	} else {
+		stop = clk.AfterFunc(d, a.fire).Stop
+	}
+	if a.state.Swap(armed) == firedEarly {
+		go f()
+	}
+	return stop
+}
+
+// arming is after's record of one arming: whether it has returned, and
+// whether the clock called back before it did.
+type arming struct {
+	f     func()
+	state atomic.Int32 // 0, then armed or firedEarly, whichever comes first
+}
+
+const (
+	armed      = 1
+	firedEarly = 2
+)
+
+func (a *arming) fire() {
+	if a.state.CompareAndSwap(0, firedEarly) {
+		return // inside the arming: after runs f once it has returned
+	}
+	a.f()
 }
 
 // armedTimer is a timer armed by armTimer; the zero value is no timer.

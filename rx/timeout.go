@@ -46,6 +46,13 @@ func (*timeoutObservable[T]) rxNative() {}
 
 func (o *timeoutObservable[T]) Subscribe(down Observer[T]) Subscription {
 	mustObserver(down, "Timeout")
+	if _, ok := down.(scoped); !ok {
+		return subscribeRoot(down, o.subscribe) // see there: a panic out of Subscribe releases the timer
+	}
+	return o.subscribe(down)
+}
+
+func (o *timeoutObservable[T]) subscribe(down Observer[T]) Subscription {
 	sc := ensureScope(down)
 	if o.due <= 0 {
 		down.OnError(&TimeoutError{Stage: o.stage, After: o.due})

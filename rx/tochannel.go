@@ -18,7 +18,10 @@ import (
 // is abandoned (its notification dropped) and the channel is closed without
 // a terminal notification, so a reader that stops reading must end ctx, and
 // the goroutine then exits whatever src does. A channel closed without an
-// OnErrorKind or OnCompletedKind notification means ctx ended.
+// OnErrorKind or OnCompletedKind notification means ctx ended. The channel
+// is closed once src's subscription has ended: the cleanups that ending
+// runs on ToChannel's goroutine (a Finally, a Using's release, a
+// synchronous source's) have run by then, as when First or Collect return.
 func ToChannel[T any](ctx context.Context, src Observable[T], size int) <-chan Notification[T] {
 	if size < 0 {
 		size = 0
@@ -96,8 +99,9 @@ func (t *toChannel[T]) OnCompleted() {
 	t.send(Notification[T]{Kind: OnCompletedKind})
 	t.end()
 }
-func (t *toChannel[T]) end() {
-	t.close()
-	close(t.ended)
-}
+
+// end lets run unsubscribe src and then close the channel: closed here, it
+// told the reader src had ended while src's cleanups (a Finally after the
+// notification it forwarded) were still to run.
+func (t *toChannel[T]) end()            { close(t.ended) }
 func (t *toChannel[T]) rxScope() *scope { return t.sc }

@@ -98,3 +98,34 @@ func TestToChannelReleasesAProducerBlockedOnAFullChannel(t *testing.T) {
 	}
 	drainNotes(t, ch)
 }
+
+// The channel is closed only once src's subscription has ended: a reader
+// that sees it closed finds src's cleanups run (here Finally's, made after
+// the completion it forwarded), as after First or Collect return. Finally's
+// function looks at the channel without waiting (the reader is blocked on
+// it, nothing else sends). Negative control, run by hand: with end closing
+// the channel (as at 4b8cbd4), every case fails ("closed before the
+// cleanup ran"); found by the fused/unfused differential
+// (all_differential_test.go), where Finally ran after the close.
+func TestToChannelClosesItsChannelOnlyAfterTheSourcesCleanupsHaveRun(t *testing.T) {
+	for name, src := range map[string]func(rx.Observable[int]) rx.Observable[int]{
+		"completion": func(o rx.Observable[int]) rx.Observable[int] { return o },
+		"error": func(o rx.Observable[int]) rx.Observable[int] {
+			return rx.Concat(o, rx.Throw[int](rxtest.ErrTest))
+		},
+	} {
+		var ch <-chan rx.Notification[int]
+		var closedFirst atomic.Bool
+		cleanup := func() {
+			select {
+			case _, ok := <-ch:
+				closedFirst.Store(!ok)
+			default:
+			}
+		}
+		ch = rx.ToChannel(context.Background(), rx.Finally(src(rx.Of(1, 2)), cleanup), 0)
+		got := drainNotes(t, ch)
+		require.Len(t, got, 3, name)
+		assert.False(t, closedFirst.Load(), "%s: the channel was closed before the cleanup ran", name)
+	}
+}
