@@ -247,9 +247,10 @@ func patchIndex(prev *indexBase, mods moduleList, cat *catalogState, baseURL str
 	if prev == nil {
 		g := &segmenter{}
 		for _, c := range mods.chunks {
-			for _, r := range c.recs {
+			for i := range c.len() {
+				r := c.peek(i)
 				if e, leaf := encode(r); e != nil {
-					g.add(r.Module, e, leaf)
+					g.add(strings.Clone(r.Module), e, leaf) // the entry outlives the chunk
 				}
 			}
 		}
@@ -307,12 +308,15 @@ func patchSegments(prev *indexBase, mods moduleList, cat *catalogState, encode f
 	// skippable reports whether a shared chunk holds no module whose
 	// package the catalog changed (cat.changed holds module keys).
 	skippable := func(c *modChunk) bool {
-		return !recheck && !anyWithin(catSorted, c.recs[0].Module, c.recs[len(c.recs)-1].Module)
+		return !recheck && !anyWithin(catSorted, c.module(0), c.module(c.len()-1))
 	}
 	var edits []edit
 	changed := []string{}
+	// The names of edits and changed are kept (by the document and its
+	// history), the records' are in their chunks' arenas: they are cloned.
 	gone := func(name string) { // prev's module is no longer served
 		if e, _ := prev.lookup(name); e != nil {
+			name = strings.Clone(name)
 			edits = append(edits, edit{name: name})
 			changed = append(changed, name)
 		}
@@ -320,54 +324,56 @@ func patchSegments(prev *indexBase, mods moduleList, cat *catalogState, encode f
 	old := prev.mods.chunks
 	pc, pi := 0, 0 // into prev's list: chunk, record
 	// at returns the record prev's cursor is at (moving it over the end of
-	// a chunk), nil past prev's last.
-	at := func() *landing.Record {
+	// a chunk), in place (modChunk.peek); false past prev's last.
+	at := func() (landing.Record, bool) {
 		for pc < len(old) {
-			if pi < len(old[pc].recs) {
-				return &old[pc].recs[pi]
+			if pi < old[pc].len() {
+				return old[pc].peek(pi), true
 			}
 			pc, pi = pc+1, 0
 		}
-		return nil
+		return landing.Record{}, false
 	}
 	for _, c := range mods.chunks {
 		// Whatever prev lists before this chunk is no longer served.
-		for r := at(); r != nil && landing.CompareNames(r.Module, c.recs[0].Module) < 0; r = at() {
+		for r, ok := at(); ok && landing.CompareNames(r.Module, c.module(0)) < 0; r, ok = at() {
 			gone(r.Module)
 			pi++
 		}
-		if at() != nil && pi == 0 && old[pc] == c && skippable(c) {
+		if _, ok := at(); ok && pi == 0 && old[pc] == c && skippable(c) {
 			pc++ // the same records: the same entries
 			continue
 		}
-		for i := range c.recs {
-			r := &c.recs[i]
-			o := at()
-			for ; o != nil && landing.CompareNames(o.Module, r.Module) < 0; o = at() {
+		for i := range c.len() {
+			r := c.peek(i)
+			o, ok := at()
+			for ; ok && landing.CompareNames(o.Module, r.Module) < 0; o, ok = at() {
 				gone(o.Module)
 				pi++
 			}
-			if o != nil && landing.CompareNames(o.Module, r.Module) == 0 {
+			if ok && landing.CompareNames(o.Module, r.Module) == 0 {
 				pi++
 				// Looked up only when the catalog changed packages.
 				if !recheck && o.Module == r.Module && o.Version == r.Version && o.SHA256 == r.SHA256 && (catSorted == nil || !catChanged(r.Module)) {
 					continue
 				}
-				e, leaf := encode(*r)
+				e, leaf := encode(r)
 				if oldEntry, _ := prev.lookup(o.Module); bytes.Equal(e, oldEntry) {
 					continue
 				}
-				edits = append(edits, edit{name: r.Module, e: e, leaf: leaf})
-				changed = append(changed, r.Module)
+				name := strings.Clone(r.Module)
+				edits = append(edits, edit{name: name, e: e, leaf: leaf})
+				changed = append(changed, name)
 				continue
 			}
-			if e, leaf := encode(*r); e != nil { // a module newly served
-				edits = append(edits, edit{name: r.Module, e: e, leaf: leaf})
-				changed = append(changed, r.Module)
+			if e, leaf := encode(r); e != nil { // a module newly served
+				name := strings.Clone(r.Module)
+				edits = append(edits, edit{name: name, e: e, leaf: leaf})
+				changed = append(changed, name)
 			}
 		}
 	}
-	for r := at(); r != nil; r = at() {
+	for r, ok := at(); ok; r, ok = at() {
 		gone(r.Module)
 		pi++
 	}

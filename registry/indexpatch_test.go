@@ -243,9 +243,11 @@ func TestABatchOfPatchesIsAppliedInOneCopyAndAgreesWithPatchingOneByOne(t *testi
 			m, c, _ = m.patched(c, []patch{p})
 		}
 	})
-	// Per chunk touched: its records and its chunk; and the chunk list.
-	assert.Equal(t, 4*2+1.0, batch, "one copy of each of the 4 chunks for 100 modules")
-	assert.Equal(t, 100*3.0, oneByOne, "negative control: a copy of a chunk (and of the chunk list) per module")
+	// Per chunk touched: its records read out (peekAll), the patched
+	// records, and the packed chunk (the chunk, its packed records, its
+	// arena, its locations); and the chunk list.
+	assert.Equal(t, 4*6+1.0, batch, "one copy of each of the 4 chunks for 100 modules")
+	assert.Equal(t, 100*7.0, oneByOne, "negative control: a copy of a chunk (and of the chunk list) per module")
 }
 
 // A catalog frame names the packages it changed by key (lower case); the

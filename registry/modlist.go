@@ -21,12 +21,6 @@ type moduleList struct {
 	n      int
 }
 
-// modChunk is one run of a moduleList's records, never modified once
-// built.
-type modChunk struct {
-	recs []landing.Record
-}
-
 // The chunks' sizes: a list is cut into listChunk records a chunk; a
 // rebuilt chunk longer than twice that is cut again, and one shorter than a
 // quarter of it is merged with its neighbour, so that every chunk of a list
@@ -38,8 +32,7 @@ const (
 )
 
 // newModuleList returns the list of mods (sorted, one record per module),
-// which it keeps: the chunks are sub-slices of mods, which must not be
-// modified after.
+// packed into chunks (see modChunk): it keeps nothing of mods.
 func newModuleList(mods []landing.Record) moduleList {
 	l := moduleList{n: len(mods), chunks: make([]*modChunk, 0, (len(mods)+listChunk-1)/listChunk)}
 	for i := 0; i < len(mods); i += listChunk {
@@ -47,7 +40,7 @@ func newModuleList(mods []landing.Record) moduleList {
 		if len(mods)-j < listChunkMin {
 			j = len(mods) // a short tail joins the last chunk
 		}
-		l.chunks = append(l.chunks, &modChunk{recs: mods[i:j:j]})
+		l.chunks = append(l.chunks, newChunk(mods[i:j]))
 		i = j - listChunk
 	}
 	return l
@@ -60,7 +53,9 @@ func (l moduleList) Len() int { return l.n }
 func (l moduleList) flat() []landing.Record {
 	out := make([]landing.Record, 0, l.n)
 	for _, c := range l.chunks {
-		out = append(out, c.recs...)
+		for i := range c.len() {
+			out = append(out, c.record(i))
+		}
 	}
 	return out
 }
@@ -72,23 +67,23 @@ func (l moduleList) chunkOf(module string) int {
 	if len(l.chunks) == 0 {
 		return -1
 	}
-	k := sort.Search(len(l.chunks), func(k int) bool { return landing.CompareNames(l.chunks[k].recs[0].Module, module) > 0 })
+	k := sort.Search(len(l.chunks), func(k int) bool { return landing.CompareNames(l.chunks[k].module(0), module) > 0 })
 	return max(k-1, 0)
 }
 
-// lookup returns module's record in place, compared without case; nil when
-// it is not in the list. O(log n).
-func (l moduleList) lookup(module string) *landing.Record {
+// lookup returns module's record (its strings its own), compared without
+// case; false when it is not in the list. O(log n).
+func (l moduleList) lookup(module string) (landing.Record, bool) {
 	k := l.chunkOf(module)
 	if k < 0 {
-		return nil
+		return landing.Record{}, false
 	}
-	recs := l.chunks[k].recs
-	i, ok := slices.BinarySearchFunc(recs, module, func(r landing.Record, m string) int { return landing.CompareNames(r.Module, m) })
+	c := l.chunks[k]
+	i, ok := sort.Find(c.len(), func(i int) int { return landing.CompareNames(module, c.module(i)) })
 	if !ok {
-		return nil
+		return landing.Record{}, false
 	}
-	return &recs[i]
+	return c.record(i), true
 }
 
 // patched returns l with each patch's module set to its record: replaced,
@@ -109,12 +104,12 @@ func (l moduleList) patched(content [32]byte, ps []patch) (_ moduleList, _ [32]b
 		// The patches that fall in chunk k.
 		k := max(l.chunkOf(ps[pi].key), 0)
 		pj := pi + 1
-		for pj < len(ps) && (k >= len(l.chunks)-1 || landing.CompareNames(ps[pj].key, l.chunks[k+1].recs[0].Module) < 0) {
+		for pj < len(ps) && (k >= len(l.chunks)-1 || landing.CompareNames(ps[pj].key, l.chunks[k+1].module(0)) < 0) {
 			pj++
 		}
-		var old []landing.Record
+		var old []landing.Record // in place: the chunk is packed again if it changes
 		if k < len(l.chunks) {
-			old = l.chunks[k].recs
+			old = l.chunks[k].peekAll()
 		}
 		recs, c, d := patchedRecords(old, content, ps[pi:pj])
 		pi = pj
@@ -138,14 +133,14 @@ func (l moduleList) patched(content [32]byte, ps []patch) (_ moduleList, _ [32]b
 }
 
 // appendChunks appends recs to out as chunks of at most listChunkMax
-// records (none when recs is empty).
+// records (none when recs is empty), packed: nothing of recs is kept.
 func appendChunks(out []*modChunk, recs []landing.Record) []*modChunk {
 	for len(recs) > listChunkMax {
-		out = append(out, &modChunk{recs: recs[:listChunk:listChunk]})
+		out = append(out, newChunk(recs[:listChunk]))
 		recs = recs[listChunk:]
 	}
 	if len(recs) > 0 {
-		out = append(out, &modChunk{recs: recs})
+		out = append(out, newChunk(recs))
 	}
 	return out
 }
@@ -158,7 +153,7 @@ func appendChunks(out []*modChunk, recs []landing.Record) []*modChunk {
 func mergeSmall(chunks []*modChunk) []*modChunk {
 	short := false
 	for _, c := range chunks {
-		if len(c.recs) < listChunkMin {
+		if c.len() < listChunkMin {
 			short = true
 			break
 		}
@@ -169,11 +164,11 @@ func mergeSmall(chunks []*modChunk) []*modChunk {
 	out := make([]*modChunk, 0, len(chunks))
 	var carry []landing.Record // records of short chunks not yet placed
 	for _, c := range chunks {
-		if carry == nil && len(c.recs) >= listChunkMin {
+		if carry == nil && c.len() >= listChunkMin {
 			out = append(out, c)
 			continue
 		}
-		carry = append(carry, c.recs...)
+		carry = append(carry, c.peekAll()...)
 		if len(carry) >= listChunkMin {
 			out = appendChunks(out, carry)
 			carry = nil
@@ -184,7 +179,7 @@ func mergeSmall(chunks []*modChunk) []*modChunk {
 			return appendChunks(out, carry)
 		}
 		last := out[len(out)-1]
-		merged := append(slices.Clip(slices.Clone(last.recs)), carry...)
+		merged := append(last.peekAll(), carry...)
 		out = appendChunks(out[:len(out)-1], merged)
 	}
 	return out

@@ -150,10 +150,7 @@ func (s Snapshot) Activation() landing.Activation {
 
 // Lookup returns the served record of module, compared without case.
 func (s Snapshot) Lookup(module string) (landing.Record, bool) {
-	if r := s.mods.lookup(module); r != nil {
-		return *r, true
-	}
-	return landing.Record{}, false
+	return s.mods.lookup(module)
 }
 
 // JournalFrom is the first journal sequence number whose write the
