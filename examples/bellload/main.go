@@ -449,9 +449,11 @@ type stream struct {
 	fd     int    // its socket once open (read by one reader); -1 before and after
 
 	// The stream's reader's own (open's, before).
-	split bellstate.Splitter
-	state bellstate.State
-	seen  *round // the last round this stream reported
+	split  bellstate.Splitter
+	state  bellstate.State
+	seen   *round // the last round this stream reported
+	turn   uint64 // the reader's batch it was last taken into (read once a batch)
+	ending bool   // epoll reported its peer's close (or an error): read until it shows
 }
 
 // openAll opens every stream, c.dial at a time, and hands each to rs once
@@ -467,7 +469,7 @@ func openAll(ctx context.Context, rs *readers, base string, streams []*stream, c
 			if err := s.open(gctx, base, c.bound); err != nil {
 				return err
 			}
-			return rs.add(s)
+			return rs.add(s, s.fd)
 		})
 	}
 	err := g.Wait()
