@@ -138,7 +138,11 @@ func (b *bell) open(ctx context.Context, viewer string, check func() access.Deci
 		b.mu.Unlock()
 		return
 	}
-	b.legs = make([]leg, len(addressees))
+	b.legs = b.legBuf[:0:len(b.legBuf)]
+	if len(addressees) > len(b.legBuf) {
+		b.legs = make([]leg, 0, len(addressees))
+	}
+	b.legs = b.legs[:len(addressees)]
 	for i, a := range addressees {
 		b.legs[i] = leg{addressee: a}
 		if a != Admin || i == 0 {
@@ -196,6 +200,7 @@ type bell struct {
 
 	mu       sync.Mutex
 	legs     []leg
+	legBuf   [2]leg // legs' storage (a viewer's own, and Admin): in the bell, not a line of its own to miss per broadcast
 	subs     []rx.Subscription
 	leave    func() // leaves the shared Admin read; nil when not joined
 	released bool   // the subscription ended: legs are unsubscribed as they come
