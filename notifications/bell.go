@@ -220,6 +220,7 @@ type bell struct {
 type leg struct {
 	addressee string
 	items     map[string]Notification // by path; nil for the shared Admin leg
+	held      int                     // len(items), kept beside it: state reads it for every admin of a broadcast without touching the map (a cold line)
 	shared    *adminSnapshot          // the shared Admin leg's notifications; read-only
 	initial   bool
 	done      bool
@@ -290,6 +291,7 @@ func (b *bell) frame(i int, c mesh.Change) {
 			delete(l.items, strings.ToLower(node.Path))
 		}
 	}
+	l.held = len(l.items)
 	if !b.allInitial() {
 		b.mu.Unlock()
 		return
@@ -469,15 +471,15 @@ func (b *bell) isReleased() bool {
 // leg is empty shows exactly the shared Admin leg's state, built once for
 // every such admin: it is returned as is (its slices shared, read-only).
 func (b *bell) state() BellState {
+	if len(b.legs) == 2 && b.legs[0].held == 0 && b.legs[1].shared != nil {
+		return b.legs[1].shared.state
+	}
 	size := 0
 	for _, l := range b.legs {
 		size += len(l.items)
 		if l.shared != nil {
 			size += len(l.shared.items)
 		}
-	}
-	if len(b.legs) == 2 && len(b.legs[0].items) == 0 && b.legs[1].shared != nil {
-		return b.legs[1].shared.state
 	}
 	all := make([]Notification, 0, size)
 	for _, l := range b.legs {
