@@ -288,8 +288,10 @@ func (rs *readers) loop(ep int, ring *sockbatch.Ring) {
 // timed at the read. A stream whose events do not apply is closed and the
 // run fails.
 //
-// It reports whether the read filled buf: the socket may hold more, which
-// its edge-triggered registration will not report again (see loop).
+// It reports whether the socket may hold more, which its edge-triggered
+// registration will not report again (see loop): the read filled buf, or
+// epoll reported the stream's end, which a read shows only once it got
+// every byte before it.
 func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64, cache *bellstate.Cache) (more bool) {
 	if s.fd < 0 {
 		return false
@@ -299,7 +301,7 @@ func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64, c
 }
 
 // handle is read's work once s's socket was read: n bytes into buf, or
-// err. It reports whether the read filled buf (see read).
+// err. It reports whether the socket may hold more (see read).
 func (rs *readers) handle(ep int, s *stream, woke *round, buf []byte, n int, err error, now int64, cache *bellstate.Cache) (more bool) {
 	if errors.Is(err, syscall.EINTR) {
 		return true // not read: read it again
