@@ -138,7 +138,11 @@ func (b *bell) open(ctx context.Context, viewer string, check func() access.Deci
 		b.mu.Unlock()
 		return
 	}
-	b.legs = make([]leg, len(addressees))
+	b.legs = b.legBuf[:0:len(b.legBuf)]
+	if len(addressees) > len(b.legBuf) {
+		b.legs = make([]leg, 0, len(addressees))
+	}
+	b.legs = b.legs[:len(addressees)]
 	for i, a := range addressees {
 		b.legs[i] = leg{addressee: a}
 		if a != Admin || i == 0 {
@@ -196,6 +200,7 @@ type bell struct {
 
 	mu       sync.Mutex
 	legs     []leg
+	legBuf   [2]leg // legs' storage (a viewer's own, and Admin): in the bell, not a line of its own to miss per broadcast
 	subs     []rx.Subscription
 	leave    func() // leaves the shared Admin read; nil when not joined
 	released bool   // the subscription ended: legs are unsubscribed as they come
@@ -215,6 +220,7 @@ type bell struct {
 type leg struct {
 	addressee string
 	items     map[string]Notification // by path; nil for the shared Admin leg
+	held      int                     // len(items), kept beside it: state reads it for every admin of a broadcast without touching the map (a cold line)
 	shared    *adminSnapshot          // the shared Admin leg's notifications; read-only
 	initial   bool
 	done      bool
@@ -285,6 +291,7 @@ func (b *bell) frame(i int, c mesh.Change) {
 			delete(l.items, strings.ToLower(node.Path))
 		}
 	}
+	l.held = len(l.items)
 	if !b.allInitial() {
 		b.mu.Unlock()
 		return
@@ -464,15 +471,15 @@ func (b *bell) isReleased() bool {
 // leg is empty shows exactly the shared Admin leg's state, built once for
 // every such admin: it is returned as is (its slices shared, read-only).
 func (b *bell) state() BellState {
+	if len(b.legs) == 2 && b.legs[0].held == 0 && b.legs[1].shared != nil {
+		return b.legs[1].shared.state
+	}
 	size := 0
 	for _, l := range b.legs {
 		size += len(l.items)
 		if l.shared != nil {
 			size += len(l.shared.items)
 		}
-	}
-	if len(b.legs) == 2 && len(b.legs[0].items) == 0 && b.legs[1].shared != nil {
-		return b.legs[1].shared.state
 	}
 	all := make([]Notification, 0, size)
 	for _, l := range b.legs {

@@ -36,9 +36,18 @@ var demoUsers = []string{"alice", "bob", demoAdmin}
 
 // accounts holds the users' tokens and the key that signs sessions.
 type accounts struct {
-	tokens map[string]string // user → token
-	key    []byte
-	now    func() time.Time
+	tokens  map[string]string // user → token
+	digests []tokenDigest     // every user's token digest, made once: compared on each Bearer request
+	key     []byte
+	now     func() time.Time
+}
+
+// tokenDigest is a user's token's SHA-256. Made per request for every
+// user, the digests cost a load run's POST (11,000 users) ≈ 3 ms of the
+// bell's CPU; kept, a request hashes only its own token.
+type tokenDigest struct {
+	user string
+	sum  [sha256.Size]byte
 }
 
 // newAccounts issues a fresh random token to each user and makes a session
@@ -54,6 +63,7 @@ func newAccounts(users []string) (*accounts, error) {
 			return nil, fmt.Errorf("issuing a token: %w", err)
 		}
 		a.tokens[u] = base64.RawURLEncoding.EncodeToString(tok)
+		a.digests = append(a.digests, tokenDigest{user: u, sum: sha256.Sum256([]byte(a.tokens[u]))})
 	}
 	return a, nil
 }
@@ -103,10 +113,9 @@ func isASCII(s string) bool {
 func (a *accounts) byToken(token string) (string, bool) {
 	got := sha256.Sum256([]byte(token))
 	found := ""
-	for u, tok := range a.tokens {
-		want := sha256.Sum256([]byte(tok))
-		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
-			found = u
+	for i := range a.digests {
+		if subtle.ConstantTimeCompare(got[:], a.digests[i].sum[:]) == 1 {
+			found = a.digests[i].user
 		}
 	}
 	return found, found != "" && token != ""

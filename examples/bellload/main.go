@@ -171,7 +171,7 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 25))
 	var deliver, deliverReq []time.Duration
-	sent := make(map[int][]string) // stream → the titles sent to it (an admin's: every broadcast)
+	sent := make([][]string, len(streams)) // by stream: the titles sent to it (an admin's: every broadcast)
 	for i := range c.sends {
 		v := rng.IntN(c.viewers)
 		sent[v] = append(sent[v], fmt.Sprintf("load-%d", i))
@@ -200,14 +200,15 @@ func measure(ctx context.Context, srv *bell, c config, out io.Writer) error {
 			return err
 		}
 		for i := range c.broadcasts {
-			d, err := timeDelivery(ctx, client, srv.base, sender, fmt.Sprintf("broadcast-%d", i), adminAddressee, rs, c.viewers, len(streams), c.bound)
+			title := fmt.Sprintf("broadcast-%d", i)
+			d, err := timeDelivery(ctx, client, srv.base, sender, title, adminAddressee, rs, c.viewers, len(streams), c.bound)
 			if err != nil {
 				stopProfiles()
 				return fmt.Errorf("broadcast %d: %w", i, err)
 			}
 			broadcast, broadcastReq = append(broadcast, d.last()), append(broadcastReq, slices.Max(d.fromRequest))
 			for a := c.viewers; a < len(streams); a++ {
-				sent[a] = append(sent[a], fmt.Sprintf("broadcast-%d", i))
+				sent[a] = append(sent[a], title)
 			}
 		}
 		cpuAfter, err1 := cpuOf(srv.cmd.Process.Pid)
@@ -449,9 +450,11 @@ type stream struct {
 	fd     int    // its socket once open (read by one reader); -1 before and after
 
 	// The stream's reader's own (open's, before).
-	split bellstate.Splitter
-	state bellstate.State
-	seen  *round // the last round this stream reported
+	split  bellstate.Splitter
+	state  bellstate.State
+	seen   *round // the last round this stream reported
+	turn   uint64 // the reader's batch it was last taken into (read once a batch)
+	ending bool   // epoll reported its peer's close (or an error): read until it shows
 }
 
 // openAll opens every stream, c.dial at a time, and hands each to rs once
@@ -467,7 +470,7 @@ func openAll(ctx context.Context, rs *readers, base string, streams []*stream, c
 			if err := s.open(gctx, base, c.bound); err != nil {
 				return err
 			}
-			return rs.add(s)
+			return rs.add(s, s.fd)
 		})
 	}
 	err := g.Wait()
@@ -571,7 +574,7 @@ func (s *stream) firstState(body io.Reader, br *bufio.Reader) error {
 // holds every notification sent to it (sent, by stream), and that every
 // admin's (streams[firstAdmin:]) holds the same number: they show the
 // same Admin notifications.
-func verify(streams []*stream, sent map[int][]string, firstAdmin int) error {
+func verify(streams []*stream, sent [][]string, firstAdmin int) error {
 	var errs []error
 	for i, s := range streams {
 		if s.state.ID() == 0 {

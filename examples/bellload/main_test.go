@@ -262,7 +262,7 @@ func TestTheEndCheckNamesAStreamMissingWhatWasSentToIt(t *testing.T) {
 	viewer := mk("user00001", wholeEvent(1, 1, a))
 	admin1 := mk("admin00001", wholeEvent(1, 2, a, b))
 	admin2 := mk("admin00002", wholeEvent(1, 1, a)+changeEvent(2, 2, 2, b))
-	sent := map[int][]string{0: {"a"}, 1: {"b"}, 2: {"b"}}
+	sent := [][]string{{"a"}, {"b"}, {"b"}}
 	require.NoError(t, verify([]*stream{viewer, admin1, admin2}, sent, 1))
 
 	lacking := mk("admin00002", wholeEvent(1, 1, a))

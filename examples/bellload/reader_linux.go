@@ -57,6 +57,9 @@ const batchPause = 500 * time.Microsecond
 // fewReady is a wait's return below which the reader pauses.
 const fewReady = 64
 
+// epollET is EPOLLET as epoll_event's uint32 (syscall's is a negative int).
+const epollET = 1 << 31
+
 // round is one awaited notification: its title, what it was sent with,
 // and the streams it must reach, streams[lo:hi] of the run.
 type round struct {
@@ -136,11 +139,15 @@ func newReaders(streams []*stream, n int, batch bool) (*readers, error) {
 	return rs, nil
 }
 
-// add hands s, open, to its reader.
-func (rs *readers) add(s *stream) error {
+// add hands s, open on fd (s.fd: passed by its opener, as the reader may
+// close it at once), to its reader.
+func (rs *readers) add(s *stream, fd int) error {
 	ep := rs.eps[s.idx%len(rs.eps)]
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(s.fd), Pad: int32(s.idx)}
-	if err := syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
+	// Edge-triggered: a socket is reported once per arrival, not again at
+	// every wait until read (see loop: a read that fills its buffer is
+	// read again without waiting).
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: int32(fd), Pad: int32(s.idx)}
+	if err := syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		return fmt.Errorf("epoll add of %s's stream: %w", s.viewer, err)
 	}
 	return nil
@@ -188,7 +195,6 @@ func (rs *readers) loop(ep int, ring *sockbatch.Ring) {
 	defer rs.wg.Done()
 	var bufs []byte
 	var ops []sockbatch.Op
-	var batched []*stream
 	if ring != nil {
 		defer ring.Close()
 		bufs = make([]byte, recvBatch*recvChunk)
@@ -196,8 +202,21 @@ func (rs *readers) loop(ep int, ring *sockbatch.Ring) {
 	buf := make([]byte, readBuffer)
 	events := make([]syscall.EpollEvent, recvBatch)
 	cache := new(bellstate.Cache) // this reader's: its streams share the decoding of their events
+	// The sockets are edge-triggered (see add): epoll reports a socket
+	// once per arrival, and a read that filled its buffer may have left
+	// bytes no later arrival reports; so may a read of a socket whose
+	// peer had closed (or reset) it by then, its end left for the next
+	// read. Those streams (again) are read in the next batch without
+	// waiting for epoll, the ending ones until their end is read; each is
+	// read once a batch (turn marks the batch a stream was taken into).
+	var again, ready []*stream
+	var turn uint64
 	for !rs.stop.Load() {
-		n, err := syscall.EpollWait(ep, events, int(pollEvery/time.Millisecond))
+		wait := int(pollEvery / time.Millisecond)
+		if len(again) > 0 {
+			wait = 0
+		}
+		n, err := syscall.EpollWait(ep, events[:recvBatch-min(len(again), recvBatch/2)], wait)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
@@ -205,35 +224,56 @@ func (rs *readers) loop(ep int, ring *sockbatch.Ring) {
 			rs.fail(fmt.Errorf("epoll wait: %w", err))
 			return
 		}
-		if n == 0 {
-			continue
-		}
 		// Every socket reported had its bytes by now: the time of
 		// arrival for each, however long the batch takes to read (of the
 		// round awaited at the wake: see read).
 		now := time.Now().UnixNano()
 		woke := rs.cur.Load()
+		turn++
+		ready = ready[:0]
+		for len(again) > 0 && len(ready) < recvBatch/2 {
+			s := again[len(again)-1]
+			again = again[:len(again)-1]
+			if s.fd >= 0 && s.turn != turn {
+				s.turn = turn
+				ready = append(ready, s)
+			}
+		}
+		for _, ev := range events[:n] {
+			s := rs.streams[ev.Pad]
+			if ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+				s.ending = true
+			}
+			if s.fd >= 0 && s.turn != turn {
+				s.turn = turn
+				ready = append(ready, s)
+			}
+		}
+		if len(ready) == 0 {
+			continue
+		}
 		if ring == nil {
-			for _, ev := range events[:n] {
-				rs.read(ep, rs.streams[ev.Pad], woke, buf, now, cache)
+			for _, s := range ready {
+				if rs.read(ep, s, woke, buf, now, cache) {
+					again = append(again, s)
+				}
 			}
 		} else {
-			ops, batched = ops[:0], batched[:0]
-			for i, ev := range events[:n] {
-				if s := rs.streams[ev.Pad]; s.fd >= 0 {
-					ops = append(ops, sockbatch.Op{FD: s.fd, B: bufs[i*recvChunk : (i+1)*recvChunk]})
-					batched = append(batched, s)
-				}
+			ops = ops[:0]
+			for i, s := range ready {
+				ops = append(ops, sockbatch.Op{FD: s.fd, B: bufs[i*recvChunk : (i+1)*recvChunk]})
 			}
 			if err := ring.Recv(ops); err != nil {
 				rs.fail(fmt.Errorf("reading in io_uring batches: %w", err))
 				return
 			}
 			for i, op := range ops {
-				rs.handle(ep, batched[i], woke, op.B, op.N, op.Err, now, cache)
+				if rs.handle(ep, ready[i], woke, op.B, op.N, op.Err, now, cache) {
+					again = append(again, ready[i])
+				}
 			}
 		}
-		if n < fewReady {
+		if len(ready) < fewReady && len(again) == 0 {
 			time.Sleep(batchPause) // not a wait for anything: see batchPause
 		}
 	}
@@ -247,19 +287,29 @@ func (rs *readers) loop(ep int, ring *sockbatch.Ring) {
 // wake (woke is the round awaited then, now the wake's time), so they are
 // timed at the read. A stream whose events do not apply is closed and the
 // run fails.
-func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64, cache *bellstate.Cache) {
+//
+// It reports whether the socket may hold more, which its edge-triggered
+// registration will not report again (see loop): the read filled buf, or
+// epoll reported the stream's end, which a read shows only once it got
+// every byte before it.
+func (rs *readers) read(ep int, s *stream, woke *round, buf []byte, now int64, cache *bellstate.Cache) (more bool) {
 	if s.fd < 0 {
-		return
+		return false
 	}
 	n, err := syscall.Read(s.fd, buf)
-	rs.handle(ep, s, woke, buf, n, err, now, cache)
+	return rs.handle(ep, s, woke, buf, n, err, now, cache)
 }
 
-// handle is read's work once s's socket was read: n bytes into buf, or err.
-func (rs *readers) handle(ep int, s *stream, woke *round, buf []byte, n int, err error, now int64, cache *bellstate.Cache) {
-	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
-		return
+// handle is read's work once s's socket was read: n bytes into buf, or
+// err. It reports whether the socket may hold more (see read).
+func (rs *readers) handle(ep int, s *stream, woke *round, buf []byte, n int, err error, now int64, cache *bellstate.Cache) (more bool) {
+	if errors.Is(err, syscall.EINTR) {
+		return true // not read: read it again
 	}
+	if errors.Is(err, syscall.EAGAIN) {
+		return false
+	}
+	more = n == len(buf) || s.ending
 	r := rs.cur.Load()
 	if r != woke {
 		now = time.Now().UnixNano()
@@ -307,6 +357,7 @@ func (rs *readers) handle(ep int, s *stream, woke *round, buf []byte, n int, err
 	r.at[s.idx-r.lo] = now
 	r.commit.CompareAndSwap(0, it.CreatedAt.UnixNano())
 	r.arrive()
+	return more
 }
 
 // feed applies the events data completes to s's state.

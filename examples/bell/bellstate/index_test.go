@@ -66,16 +66,19 @@ func TestAWholeStateOf30000NotificationsAppliesInLinearWork(t *testing.T) {
 // already held (a duplicate id) while claiming one more, removing one
 // not held while claiming one fewer, and a whole state holding one id
 // twice while claiming both unread are refused, and the same changes with
-// the counts the state really has apply. Negative control: an index that
+// the counts the state really has apply; and so at 2 and 30, where the
+// state's id filter rules out the search. Negative control: an index that
 // misses a put (s.at not updated in put) or keeps a dropped one (not
-// deleted in drop) changes these outcomes past 64 and fails here.
+// deleted in drop) changes these outcomes past 64 and fails here; a
+// filter that misses a put (no ids.add in put), or loses the ids left
+// after a drop (not made again from them), fails here at 2 to 64.
 func TestValidationIsTheSameOnBothSidesOfTheIndexThreshold(t *testing.T) {
 	change := func(unread, count int, put, remove string) bellstate.Event {
 		return bellstate.Event{Name: "change", ID: "2", Data: []byte(fmt.Sprintf(`{"viewer":"ops","unread":%d,"count":%d,"put":[%s],"remove":[%s]}`,
 			unread, count, put, remove))}
 	}
 	rm := func(id string) string { return `{"addressee":"admin","id":"` + id + `"}` }
-	for n := 62; n <= 67; n++ {
+	for _, n := range []int{2, 30, 62, 63, 64, 65, 66, 67} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var mm *bellstate.MismatchError
 			for _, c := range []struct {

@@ -167,6 +167,7 @@ type State struct {
 	viewer string // whose state it is, as the whole state said
 	items  []*Item
 	at     map[Key]int // where items holds each (addressee in lower case); nil until it holds more than indexFrom
+	ids    idFilter    // the ids items may hold (while not indexed): most puts are new, and rule out the search
 	unread int
 	last   []*Item // what the last event applied put; read-only, maybe shared
 }
@@ -440,6 +441,9 @@ func (s *State) index(addressee, id string) int {
 		}
 		return -1
 	}
+	if !s.ids.mayHold(id) {
+		return -1
+	}
 	for i, it := range s.items {
 		if it.is(addressee, id) {
 			return i
@@ -460,6 +464,7 @@ func (s *State) put(it *Item) {
 		if len(s.at) > 0 {
 			s.at[keyOf(it)] = len(s.items) - 1
 		}
+		s.ids.add(it.ID)
 	}
 	if !it.IsRead {
 		s.unread++
@@ -481,6 +486,12 @@ func (s *State) drop(i int) {
 	s.items[i] = s.items[last]
 	s.items[last] = nil
 	s.items = s.items[:last]
+	if len(s.at) == 0 { // a filter only gains ids: made again from what is left
+		s.ids = idFilter{}
+		for _, it := range s.items {
+			s.ids.add(it.ID)
+		}
+	}
 }
 
 // indexed makes the index of a state past indexFrom if it has none.
