@@ -63,7 +63,11 @@ func newAccounts(users []string) (*accounts, error) {
 			return nil, fmt.Errorf("issuing a token: %w", err)
 		}
 		a.tokens[u] = base64.RawURLEncoding.EncodeToString(tok)
-		a.digests = append(a.digests, tokenDigest{user: u, sum: sha256.Sum256([]byte(a.tokens[u]))})
+	}
+	// From the tokens held, once all are issued: a user named twice keeps
+	// the last token only, and a replaced one's digest would still sign in.
+	for u, tok := range a.tokens {
+		a.digests = append(a.digests, tokenDigest{user: u, sum: sha256.Sum256([]byte(tok))})
 	}
 	return a, nil
 }

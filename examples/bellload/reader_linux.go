@@ -185,7 +185,8 @@ func (rs *readers) failed() error {
 
 // recvBatch and recvChunk: a batch of reads is at most recvBatch sockets,
 // each read into a recvChunk of the reader's batch buffer (an event larger
-// than that takes more than one read: epoll reports its socket again).
+// than that takes more than one read: the reader reads its socket again,
+// as epoll, edge-triggered, will not report it; see loop).
 const (
 	recvBatch = 1024
 	recvChunk = 8 << 10
@@ -279,14 +280,14 @@ func (rs *readers) loop(ep int, ring *sockbatch.Ring) {
 	}
 }
 
-// read reads what s has, once (epoll reports it again if more is left),
-// applies the events it completes to the stream's state, and tells the
-// round awaited now when the state holds its notification as sent. The
-// round is loaded after the read, so a round begun while the batch is read
-// is checked against what that read returned; its bytes came after the
-// wake (woke is the round awaited then, now the wake's time), so they are
-// timed at the read. A stream whose events do not apply is closed and the
-// run fails.
+// read reads what s has, once (the loop reads it again when it reports
+// more may be left), applies the events it completes to the stream's
+// state, and tells the round awaited now when the state holds its
+// notification as sent. The round is loaded after the read, so a round
+// begun while the batch is read is checked against what that read
+// returned; its bytes came after the wake (woke is the round awaited then,
+// now the wake's time), so they are timed at the read. A stream whose
+// events do not apply is closed and the run fails.
 //
 // It reports whether the socket may hold more, which its edge-triggered
 // registration will not report again (see loop): the read filled buf, or
