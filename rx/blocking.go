@@ -11,7 +11,7 @@ import (
 // while it is still running inside Subscribe). First waits for as long as ctx
 // allows, so bound it with a deadline or bound src with Timeout; it starts no
 // goroutine of its own (context.AfterFunc runs the cancellation when ctx
-// ends).
+// ends). Whichever way First returns, src's cleanups have run by then.
 func First[T any](ctx context.Context, src Observable[T]) (T, error) {
 	if err := ctx.Err(); err != nil {
 		var zero T
@@ -23,20 +23,13 @@ func First[T any](ctx context.Context, src Observable[T]) (T, error) {
 	}
 	// ctx is wired to the subscription before subscribing, so a source that
 	// runs inside Subscribe (a Create producer looping on this goroutine)
-	// sees the cancellation through its own context and returns. A context
-	// that can never end has nothing to wire.
-	if ctx.Done() != nil {
-		defer context.AfterFunc(ctx, w.sc.cancel)()
-	}
-	// A panic out of Subscribe (a user function of src) releases src.
-	subscribed := false
-	defer func() {
-		if !subscribed {
-			w.sc.cancel()
-		}
-	}()
+	// sees the cancellation through its own context and returns. However
+	// First returns (a panic out of Subscribe, a user function of src,
+	// included), src is unsubscribed and its cleanups have run, also when
+	// the end of ctx started that on another goroutine (ctxLink).
+	w.link.wire(ctx, &w.sc)
+	defer w.link.cancel(&w.sc)
 	subscribeIn[T](src, w, &w.sc)
-	subscribed = true
 	// A source that answered inside Subscribe needs no channel: it is made
 	// only for an answer still to come from another goroutine.
 	w.mu.Lock()
@@ -51,7 +44,6 @@ func First[T any](ctx context.Context, src Observable[T]) (T, error) {
 	case r := <-w.ch:
 		return r.v, r.err
 	case <-ctx.Done():
-		w.sc.cancel()
 		var zero T
 		return zero, ctx.Err()
 	}
@@ -64,6 +56,7 @@ type firstResult[T any] struct {
 
 type firstObserver[T any] struct {
 	sc   scope
+	link ctxLink
 	ctx  context.Context // nil when it can never end
 	done bool            // calls into the observer are serialised
 
@@ -88,7 +81,7 @@ func (w *firstObserver[T]) finish(r firstResult[T]) {
 			r = firstResult[T]{err: err}
 		}
 	}
-	w.sc.cancel()
+	w.link.cancel(&w.sc) // on First's goroutine, a synchronous src stops here
 	w.mu.Lock()
 	w.has, w.r = true, r
 	ch := w.ch
@@ -106,23 +99,17 @@ func (w *firstObserver[T]) rxScope() *scope   { return &w.sc }
 // Collect subscribes to src and returns all its values once it completes,
 // or the values so far with src's error. If ctx ends first it returns nil
 // (no values: a delivery racing with the end could still be appending) with
-// ctx's error, and src is unsubscribed. It starts no goroutine.
+// ctx's error, and src is unsubscribed. It starts no goroutine. Whichever
+// way Collect returns, src's cleanups have run by then.
 func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	w := &collectObserver[T]{sc: newScope(), ch: make(chan error, 1), ctx: ctx}
-	defer context.AfterFunc(ctx, w.sc.cancel)() // see First
-	subscribed := false
-	defer func() {
-		if !subscribed {
-			w.sc.cancel() // a panic out of Subscribe releases src
-		}
-	}()
+	w.link.wire(ctx, w.sc)
+	defer w.link.cancel(w.sc) // see First
 	subscribeIn[T](src, w, w.sc)
-	subscribed = true
 	if ctx.Err() != nil {
-		w.sc.cancel()
 		return nil, ctx.Err()
 	}
 	select {
@@ -132,7 +119,6 @@ func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
 		}
 		return w.vs, err
 	case <-ctx.Done():
-		w.sc.cancel()
 		// A delivery racing with the cancellation may still be running;
 		// hand back nothing rather than a slice it could be appending to.
 		return nil, ctx.Err()
@@ -141,6 +127,7 @@ func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
 
 type collectObserver[T any] struct {
 	sc   *scope
+	link ctxLink
 	ctx  context.Context
 	ch   chan error
 	vs   []T
@@ -152,7 +139,7 @@ type collectObserver[T any] struct {
 // delivered (a select on both could otherwise pick the terminal).
 func (w *collectObserver[T]) end(err error) {
 	w.done = true
-	w.sc.cancel()
+	w.link.cancel(w.sc)
 	if cerr := w.ctx.Err(); cerr != nil {
 		w.late, err = true, cerr
 	}

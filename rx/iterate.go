@@ -22,7 +22,10 @@ var errNilSource = errors.New("rx: nil Observable")
 // Each value is yielded as (v, nil). If src fails, All yields (zero, err)
 // once and stops; if ctx ends first, it yields (zero, ctx.Err()) and stops;
 // completion ends the loop. Breaking out of the loop (or returning, or
-// panicking) unsubscribes src.
+// panicking) unsubscribes src. However the loop ends, src's cleanups (a
+// Finally, a Using's release) have run by the time it has, also when the
+// end of ctx set them off on another goroutine, and a synchronous src
+// calls none of its functions after the body last returned.
 //
 // A slow loop slows its source rather than filling memory. The body always
 // runs on the ranging goroutine, which is also the goroutine that
@@ -113,13 +116,10 @@ func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
 		// producer waiting for room in the hand-off is released first.
 		a.stop = a.sc.doneChan()
 		// However the loop ends (break, return, panic, ctx), the source is
-		// unsubscribed and a producer waiting for room released.
-		defer a.sc.cancel()
-		if ctx.Done() != nil {
-			// A source still inside Subscribe (a Create producer looping on
-			// this goroutine) sees the end of ctx through its own context.
-			defer context.AfterFunc(ctx, a.sc.cancel)()
-		}
+		// unsubscribed, its cleanups have run and a producer waiting for
+		// room is released before it does.
+		a.link.wire(ctx, a.sc)
+		defer a.cancel()
 		subscribeIn[T](src, a, a.sc)
 		done := ctx.Done()
 		for {
@@ -154,6 +154,7 @@ type allObserver[T any] struct {
 	// Subscription or an AfterFunc when ctx cannot end): allLoopOwn checks
 	// it once per chunk because nothing outside All can cancel it.
 	sc    *scope
+	link  ctxLink // the end of ctx cancels sc (see cancel)
 	yield func(T, error) bool
 	stop  <-chan struct{} // closed when sc is cancelled
 	ctx   context.Context
@@ -216,10 +217,19 @@ func (a *allObserver[T]) yieldOne(v T) bool {
 	a.inBody = false
 	if !ok {
 		a.stopped = true
-		a.sc.cancel()
+		a.cancel()
 		return false
 	}
 	return true
+}
+
+// cancel unsubscribes the source, returning once its cleanups have run,
+// also when the end of ctx started that on AfterFunc's goroutine (see
+// ctxLink): a synchronous source goes back into its loop only once it has
+// been stopped.
+func (a *allObserver[T]) cancel() {
+	a.sc.cancel()
+	a.link.settle()
 }
 
 // run yields v and what the body caused meanwhile; it reports whether the
@@ -276,7 +286,7 @@ func (a *allObserver[T]) finish(err error) {
 		}
 	}
 	a.stopped = true
-	a.sc.cancel()
+	a.cancel()
 	if err != nil {
 		a.yield(*new(T), err)
 	}

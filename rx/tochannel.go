@@ -20,8 +20,9 @@ import (
 // the goroutine then exits whatever src does. A channel closed without an
 // OnErrorKind or OnCompletedKind notification means ctx ended. The channel
 // is closed once src's subscription has ended: the cleanups that ending
-// runs on ToChannel's goroutine (a Finally, a Using's release, a
-// synchronous source's) have run by then, as when First or Collect return.
+// runs (a Finally, a Using's release, a synchronous source's), on
+// ToChannel's goroutine or on the one the end of ctx set them off on, have
+// run by then, as when First or Collect return.
 func ToChannel[T any](ctx context.Context, src Observable[T], size int) <-chan Notification[T] {
 	if size < 0 {
 		size = 0
@@ -35,6 +36,8 @@ type toChannel[T any] struct {
 	ctx context.Context
 	ch  chan Notification[T]
 	sc  *scope
+	// link is touched by run's goroutine only (see ctxLink)
+	link ctxLink
 	// mu is held by a send and by the close: the channel is closed only
 	// once no send can still be made on it. A send holds it only until the
 	// reader takes the value or ctx ends.
@@ -44,37 +47,47 @@ type toChannel[T any] struct {
 }
 
 func (t *toChannel[T]) run(src Observable[T]) {
-	stop := context.AfterFunc(t.ctx, t.sc.cancel)
-	defer stop()
+	t.link.wire(t.ctx, t.sc)
 	// A panic out of src's Subscribe (a user function) ends this
 	// goroutine's program as any goroutine's panic would; the channel is
 	// closed first so that a reader is not left waiting.
 	defer t.close()
+	// src is unsubscribed, and its cleanups have run (also when the end
+	// of ctx started that on another goroutine: ctxLink), before the
+	// channel is closed.
+	defer t.link.cancel(t.sc)
 	subscribeIn[T](src, t, t.sc)
 	select {
 	case <-t.ended:
 	case <-t.sc.doneChan():
 	}
-	t.sc.cancel()
 }
 
 func (t *toChannel[T]) send(n Notification[T]) {
+	if !t.trySend(n) {
+		// The reader has gone: stop src now rather than when AfterFunc's
+		// goroutine gets to it (a synchronous src would run on, its
+		// values dropped, meanwhile).
+		t.link.cancel(t.sc)
+	}
+}
+
+// trySend sends n unless the channel is closed; it reports false if ctx
+// ended first.
+func (t *toChannel[T]) trySend(n Notification[T]) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return
+		return true
 	}
-	// The reader has gone: stop src now rather than when AfterFunc's
-	// goroutine gets to it (a synchronous src would run on, its values
-	// dropped, meanwhile).
 	if t.ctx.Err() != nil {
-		t.sc.cancel()
-		return
+		return false
 	}
 	select {
 	case t.ch <- n:
+		return true
 	case <-t.ctx.Done():
-		t.sc.cancel()
+		return false
 	}
 }
 

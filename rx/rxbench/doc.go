@@ -18,6 +18,7 @@
 //	B15 range rx.All over a synchronous source and over a goroutine producer
 //	B12 the operators of issue 10 that ro also has, over 1e5 synchronous values
 //	B13 a for-range loop over rx.All against Collect then range, 1e4 values
+//	B21 one call of All, First and Collect over Of(1), with a ctx that can end and one that cannot
 //
 // Every benchmark reports ns/item and allocs/item where a per-value figure
 // makes sense, and fails if goroutines are left running after it.
