@@ -28,7 +28,7 @@ func First[T any](ctx context.Context, src Observable[T]) (T, error) {
 	// included), src is unsubscribed and its cleanups have run, also when
 	// the end of ctx started that on another goroutine (ctxLink).
 	w.link.wire(ctx, &w.sc)
-	defer w.link.cancel(&w.sc)
+	defer w.link.cancel()
 	subscribeIn[T](src, w, &w.sc)
 	// A source that answered inside Subscribe needs no channel: it is made
 	// only for an answer still to come from another goroutine.
@@ -81,7 +81,7 @@ func (w *firstObserver[T]) finish(r firstResult[T]) {
 			r = firstResult[T]{err: err}
 		}
 	}
-	w.link.cancel(&w.sc) // on First's goroutine, a synchronous src stops here
+	w.link.cancel() // on First's goroutine, a synchronous src stops here
 	w.mu.Lock()
 	w.has, w.r = true, r
 	ch := w.ch
@@ -107,7 +107,7 @@ func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
 	}
 	w := &collectObserver[T]{sc: newScope(), ch: make(chan error, 1), ctx: ctx}
 	w.link.wire(ctx, w.sc)
-	defer w.link.cancel(w.sc) // see First
+	defer w.link.cancel() // see First
 	subscribeIn[T](src, w, w.sc)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -139,7 +139,7 @@ type collectObserver[T any] struct {
 // delivered (a select on both could otherwise pick the terminal).
 func (w *collectObserver[T]) end(err error) {
 	w.done = true
-	w.link.cancel(w.sc)
+	w.link.cancel()
 	if cerr := w.ctx.Err(); cerr != nil {
 		w.late, err = true, cerr
 	}

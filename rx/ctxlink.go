@@ -23,7 +23,7 @@ import (
 // consumer had run itself.
 type ctxLink struct {
 	m    uintptr     // curg() of the consumer's goroutine (stop is its alone); 0 when ctx cannot end
-	sc   *scope      // the scope the end of ctx cancels
+	sc   *scope      // the consumer's root scope, which the end of ctx cancels
 	stop func() bool // AfterFunc's stop; nil once called, or when ctx cannot end
 	// ran counts AfterFunc's cancellation until it has run, or until stop
 	// keeps it from running (no allocation, unlike a channel closed by it).
@@ -35,11 +35,11 @@ type ctxLink struct {
 // Subscribe (a Create producer looping on this goroutine) sees the end of
 // ctx through its own context.
 func (l *ctxLink) wire(ctx context.Context, sc *scope) {
+	l.sc = sc
 	if ctx.Done() == nil {
 		return // ctx can never end: nothing to wire, nothing to wait for
 	}
 	l.m = curg()
-	l.sc = sc
 	l.ran.Add(1)
 	l.stop = context.AfterFunc(ctx, l.fire)
 }
@@ -50,12 +50,12 @@ func (l *ctxLink) fire() {
 	l.sc.cancel()
 }
 
-// cancel cancels sc. On the consumer's goroutine it returns once the
+// cancel cancels the scope. On the consumer's goroutine it returns once the
 // cancellation has run (see settle); on another (a source delivering from
 // its own goroutine) it does not wait, and the consumer settles before it
 // returns.
-func (l *ctxLink) cancel(sc *scope) {
-	sc.cancel()
+func (l *ctxLink) cancel() {
+	l.sc.cancel()
 	if l.m != 0 && curg() == l.m { // m is written before src is subscribed, never after
 		l.settle()
 	}

@@ -55,7 +55,7 @@ func (t *toChannel[T]) run(src Observable[T]) {
 	// src is unsubscribed, and its cleanups have run (also when the end
 	// of ctx started that on another goroutine: ctxLink), before the
 	// channel is closed.
-	defer t.link.cancel(t.sc)
+	defer t.link.cancel()
 	subscribeIn[T](src, t, t.sc)
 	select {
 	case <-t.ended:
@@ -68,7 +68,7 @@ func (t *toChannel[T]) send(n Notification[T]) {
 		// The reader has gone: stop src now rather than when AfterFunc's
 		// goroutine gets to it (a synchronous src would run on, its
 		// values dropped, meanwhile).
-		t.link.cancel(t.sc)
+		t.link.cancel()
 	}
 }
 
