@@ -25,6 +25,9 @@ func tableOps2() []entry {
 			groups := rx.GroupBy(e.in, func(v int) int { e.fn(v); return v % 3 })
 			return rx.MergeAll(rx.Map(groups, func(g rx.Group[int, int]) rx.Observable[int] { return g }))
 		}, nils: []func(){func() { rx.GroupBy[int, int](rx.Never[int](), nil) }}},
+		{name: "Window", flags: input, build: func(e *env) rx.Observable[int] {
+			return rx.MergeAll(rx.Window[int, int](e.in, e.in2))
+		}},
 		{name: "WindowCount", flags: input, build: func(e *env) rx.Observable[int] {
 			return rx.MergeAll(rx.WindowCount[int](e.in, 3))
 		}},

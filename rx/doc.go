@@ -160,9 +160,10 @@
 // most ZipLimit, ToChannel its channel's size).
 //
 // Higher-order and multi-source operators: GroupBy splits a stream into
-// keyed groups; WindowCount and WindowTime into windows (both as
-// observables, the counterparts of BufferCount and BufferTime); MergeAll,
-// ConcatAll and Switch flatten a stream of streams; SelectManyLimit bounds
+// keyed groups; Window, WindowCount and WindowTime into windows (as
+// observables, closed by a boundary stream's values, every n values or
+// every period: the last two are the counterparts of BufferCount and
+// BufferTime); MergeAll, ConcatAll and Switch flatten a stream of streams; SelectManyLimit bounds
 // how many inners SelectMany runs at once; Expand applies a selector
 // recursively; CombineLatest, Zip and ForkJoin combine N sources of one
 // type into slices; WithLatestFrom pairs each value with another stream's

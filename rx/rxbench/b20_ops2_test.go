@@ -13,8 +13,9 @@ import (
 // v0.3.0 also has, built alike over synchronous sources and reduced to an
 // int sum (checked against each other by TestB20LibrariesAgree). ro's
 // Sample is real-time only (SampleTime), and it has no Switch, Expand,
-// ForkJoin, WithLatestFrom, RetryWhen, WindowCount/WindowTime or a
-// concurrency limit on MergeMap: those are not compared.
+// ForkJoin, WithLatestFrom, RetryWhen, WindowCount/WindowTime (its
+// WindowWhen is Window) or a concurrency limit on MergeMap: those are not
+// compared.
 
 func b20SumOf(vs []int) int {
 	s := 0
@@ -66,6 +67,13 @@ func b20Cases() []b12Case {
 			return rx.Map(rx.Zip(rx.Range(0, b12N/10), rx.Range(0, b12N/10)), b20SumOf)
 		}, func() ro.Observable[int64] {
 			return ro.Pipe1(ro.Zip(ro.Range(0, b12N/10), ro.Range(0, b12N/10)), ro.Map(b20SumOf64))
+		}},
+		// One window (the boundaries never emit): the per-value cost of a
+		// window and its flattening. ro's WindowWhen is Rx.NET's Window.
+		{"Window", 0, func() rx.Observable[int] {
+			return rx.MergeAll(rx.Window(rx.Range(0, b12N), rx.Never[int]()))
+		}, func() ro.Observable[int64] {
+			return ro.Pipe2(ro.Range(0, b12N), ro.WindowWhen[int64](ro.Never()), ro.MergeAll[int64]())
 		}},
 		// A fresh ShareReplay per operation (Defer): connect and pass 1e5
 		// values through the replay buffer. (One built once would, after

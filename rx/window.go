@@ -1,0 +1,125 @@
+package rx
+
+// Window splits src into consecutive windows separated by the values of
+// boundaries, each emitted as an Observable when it opens: the first at
+// subscription, the next whenever boundaries emits (the open window then
+// completes). src is subscribed before boundaries, so a synchronous src
+// fills the first window. When either completes or fails, the open window
+// and then the outer stream do too.
+//
+// Rx.NET's Window(windowBoundaries) is followed throughout (its vectors are
+// the tests'). RxJS's window(windowBoundaries) differs in two ways: it
+// subscribes boundaries first, and its boundaries' completion ends
+// nothing. As in Rx.NET (its RefCountDisposable), src and boundaries stay
+// subscribed while the outer subscription or a subscription to an open
+// window is live.
+//
+// A window holds no values: it is a hot stream, and a value reaches the
+// observers subscribed to it at that moment, so subscribe inside OnNext of
+// the window to see all of it. Values and boundaries are serialised
+// through one stage (one OnNext delivers its own value plus at most 64
+// others').
+func Window[T, B any](src Observable[T], boundaries Observable[B]) Observable[Observable[T]] {
+	return observableFunc[Observable[T]](func(down Observer[Observable[T]]) Subscription {
+		sc := ensureScope(down)
+		w := &windowBounded[T, B]{down: down, sc: sc, up: newScope()}
+		w.pin = newSourcePin(w.up)
+		w.mb.h = w
+		w.bounds.w = w
+		w.up.initChild(&w.bounds.sc)
+		sc.onCancel(w.pin.release)
+		w.open()
+		if !w.up.cancelled() {
+			subscribeIn[T](src, w, w.up)
+		}
+		if !w.bounds.sc.cancelled() {
+			subscribeIn[B](boundaries, &w.bounds, &w.bounds.sc)
+		}
+		return sc
+	})
+}
+
+type windowBounded[T, B any] struct {
+	down   Observer[Observable[T]]
+	sc     *scope
+	up     *scope
+	pin    *sourcePin
+	mb     mailbox[timed[T]]
+	bounds windowBoundary[T, B]
+
+	// read and written by the mailbox handler (and open, before the
+	// sources are subscribed) only
+	w    *pinnedSubject[T]
+	done bool
+}
+
+func (w *windowBounded[T, B]) open() {
+	w.w = newPinnedSubject[T](w.pin, "Window")
+	if !w.sc.cancelled() {
+		w.down.OnNext(w.w)
+	}
+}
+
+// handle runs one notification; a tick is a boundary.
+func (w *windowBounded[T, B]) handle(e timed[T]) {
+	if w.done || w.up.cancelled() {
+		return
+	}
+	if e.tick {
+		w.w.s.OnCompleted()
+		if !w.up.cancelled() {
+			w.open()
+		}
+		return
+	}
+	switch e.kind {
+	case kindNext:
+		w.w.s.OnNext(e.v)
+	case kindError:
+		w.finish()
+		w.w.s.OnError(e.err)
+		if !w.sc.cancelled() {
+			w.down.OnError(e.err)
+		}
+		w.up.cancel()
+	default:
+		w.finish()
+		w.w.s.OnCompleted()
+		if !w.sc.cancelled() {
+			w.down.OnCompleted()
+		}
+		w.up.cancel()
+	}
+}
+
+func (w *windowBounded[T, B]) finish() {
+	w.done = true
+	w.mb.close()
+}
+
+func (w *windowBounded[T, B]) OnNext(v T) {
+	w.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}, w.up)
+}
+func (w *windowBounded[T, B]) OnError(err error) {
+	w.mb.postEnd(timed[T]{note: note[T]{kind: kindError, err: err}})
+}
+func (w *windowBounded[T, B]) OnCompleted() {
+	w.mb.postEnd(timed[T]{note: note[T]{kind: kindCompleted}})
+}
+func (w *windowBounded[T, B]) rxScope() *scope { return w.up }
+
+// windowBoundary observes boundaries: each value closes the open window,
+// and its end is the stream's.
+type windowBoundary[T, B any] struct {
+	w  *windowBounded[T, B]
+	sc scope
+}
+
+func (b *windowBoundary[T, B]) OnNext(B) { b.w.mb.post(timed[T]{tick: true}, &b.sc) }
+func (b *windowBoundary[T, B]) OnError(err error) {
+	b.w.mb.postEnd(timed[T]{note: note[T]{kind: kindError, err: err}})
+}
+func (b *windowBoundary[T, B]) OnCompleted() {
+	b.w.mb.postEnd(timed[T]{note: note[T]{kind: kindCompleted}})
+}
+func (b *windowBoundary[T, B]) rxScope() *scope { return &b.sc }
