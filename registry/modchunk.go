@@ -31,6 +31,13 @@ type packedRecord struct {
 	landed, recorded packedTime
 }
 
+// A chunk's arena is addressed with 32-bit offsets: its records' strings
+// must stay below 4 GiB. A record's strings are at most three times its
+// file (JSON decoding turns a byte of invalid UTF-8 into the three of
+// U+FFFD), which landing bounds, and a chunk holds at most listChunkMax
+// records: this constant does not compile when that product overflows.
+const _ uint32 = listChunkMax * 3 * landing.MaxRecordBytes
+
 // recordStrings is the number of string fields of a landing.Record:
 // Module, State, Version, Generation, SHA256, Replica, ID.
 const recordStrings = 7

@@ -93,8 +93,9 @@
 // pg_catalog, pg_temp and names the store's objects with their schema, so
 // a writing session's search_path cannot redirect them (migration 0008;
 // a later migration that redefines one must keep the setting), but for
-// two per-row SQL functions whose bodies qualify every name so that they
-// can be inlined. The store's own connections, and Migrate and
+// two per-row SQL functions whose bodies qualify every name instead, so
+// that no call pays for saving and restoring the setting (and
+// mesh_fold_ascii can be inlined). The store's own connections, and Migrate and
 // BackfillKeys on a caller's connection, run with the same search_path
 // (SearchPath) unless the URL names one: a role's or database's default
 // is not used.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -265,4 +266,88 @@ func TestAnUpdateThatKeepsANodesTypeAsksOnceWhetherTheTypeIsGated(t *testing.T) 
 	assert.Equal(t, int64(1), lookups(`UPDATE acme.mesh_nodes SET content = '{"k": 1}' WHERE id = 'd'`), "an ungated node's update")
 	assert.Equal(t, int64(2), lookups(`UPDATE acme.mesh_nodes SET node_type = 'Role' WHERE id = 'd'`), "control: a change of type")
 	assert.Equal(t, []string{"d", "r"}, queryStrings(t, tx.Conn(), `SELECT id FROM public.security_fold ORDER BY 1`), "the type change entered the fold")
+}
+
+// foldFunction returns the statement of migration file that defines the
+// security fold's trigger function, as the file has it.
+func foldFunction(t *testing.T, file string) string {
+	t.Helper()
+	b, err := migrationFiles.ReadFile("migrations/" + file)
+	require.NoError(t, err)
+	s := string(b)
+	start := strings.Index(s, "CREATE OR REPLACE FUNCTION public.mesh_security_fold()")
+	require.GreaterOrEqual(t, start, 0, file)
+	end := strings.Index(s[start:], "\n$fn$;")
+	require.Greater(t, end, 0, file)
+	return s[start : start+end+len("\n$fn$;")]
+}
+
+// Migration 0009 changed how often the trigger looks a type up, not what
+// the fold holds: after every kind of write (a gated type in any case,
+// entering and leaving the gate, a rename of the key, a no-op update, a
+// type added to the gate later, deletes) the fold's rows, every column,
+// and its version are what 0002's trigger function gives in a database
+// running it instead. Negative control (in the test): the same function
+// reusing the old answer on every update, type changes included, differs.
+func TestTheFoldHoldsWhatTheTriggerBefore0009GivesAfterEveryKindOfWrite(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	head := foldFunction(t, "0009_security_fold_one_type_check.sql")
+	const kept = "IF TG_OP = 'UPDATE' AND OLD.node_type IS NOT DISTINCT FROM NEW.node_type THEN"
+	require.Contains(t, head, kept)
+	fns := map[string]string{
+		"head":    "",
+		"0002":    foldFunction(t, "0002_security_fold.sql"),
+		"control": strings.Replace(head, kept, "IF TG_OP = 'UPDATE' THEN", 1),
+	}
+	conns := map[string]*pgx.Conn{}
+	for name, fn := range fns {
+		conn := connect(t, migratedDatabase(t))
+		if fn != "" {
+			_, err := conn.Exec(ctx, fn)
+			require.NoError(t, err, name)
+		}
+		_, err := EnsurePartition(ctx, conn, "acme")
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, `SELECT public.security_fold_add_types(ARRAY['Role'])`)
+		require.NoError(t, err)
+		conns[name] = conn
+	}
+	fold := func(conn *pgx.Conn) []string {
+		return queryStrings(t, conn, `SELECT concat_ws('|', schema_name, table_name, namespace, id, path, name, node_type,
+			main_node, content::text, version, state, last_modified) FROM public.security_fold
+			UNION ALL SELECT 'version ' || version FROM public.security_fold_version ORDER BY 1`)
+	}
+	const at = `'2026-01-01T00:00:00Z'`
+	differed, most := false, 0
+	for _, write := range []string{
+		`INSERT INTO acme.mesh_nodes (namespace, id, name, node_type, content, last_modified) VALUES
+			('acme', 'r', 'R', 'Role', '{"k": 0}', ` + at + `), ('acme', 'd', 'D', 'Document', '{}', ` + at + `),
+			('acme', 'x', 'X', 'ROLE', '{}', ` + at + `), ('acme', 'n', 'N', NULL, '{}', ` + at + `),
+			('', 'g', 'G', 'rOlE', '{}', ` + at + `)`,
+		`UPDATE acme.mesh_nodes SET content = '{"k": 1}', version = version + 1 WHERE id IN ('r', 'd')`,
+		`UPDATE acme.mesh_nodes SET content = content WHERE id IN ('r', 'x')`,
+		`UPDATE acme.mesh_nodes SET node_type = 'role' WHERE id = 'd'`,
+		`UPDATE acme.mesh_nodes SET node_type = 'Document', name = 'R2' WHERE id = 'r'`,
+		`UPDATE acme.mesh_nodes SET node_type = 'Role', state = 1 WHERE id = 'x'`,
+		`UPDATE acme.mesh_nodes SET node_type = 'Role' WHERE id = 'n'`,
+		`UPDATE acme.mesh_nodes SET node_type = NULL WHERE id = 'g'`,
+		`UPDATE acme.mesh_nodes SET id = 'x2', main_node = 'acme/r' WHERE id = 'x'`,
+		`UPDATE acme.mesh_nodes SET namespace = 'other' WHERE id = 'n'`,
+		`SELECT public.security_fold_add_types(ARRAY['document'])`,
+		`UPDATE acme.mesh_nodes SET node_type = 'DOCUMENT' WHERE id = 'r'`,
+		`DELETE FROM acme.mesh_nodes WHERE id IN ('d', 'g')`,
+		`DELETE FROM acme.mesh_nodes`,
+	} {
+		for _, conn := range conns {
+			_, err := conn.Exec(ctx, write)
+			require.NoError(t, err, write)
+		}
+		want := fold(conns["0002"])
+		assert.Equal(t, want, fold(conns["head"]), "after %s", write)
+		differed = differed || !slices.Equal(want, fold(conns["control"]))
+		most = max(most, len(want))
+	}
+	assert.GreaterOrEqual(t, most, 5, "the writes put rows in the fold (four and its version)")
+	assert.True(t, differed, "control: reusing the old answer across a type change folds other rows")
 }

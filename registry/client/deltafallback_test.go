@@ -90,8 +90,9 @@ func TestADeltaThatLostItsHeaderFallsBackToTheWholeIndex(t *testing.T) {
 // A delta that does not digest to what the registry says, whose fallback
 // whole-index fetch fails too, leaves the client holding the index it
 // verified last, not the wrong one: the poll is an error, and the next
-// poll asks since the verified index and catches up. Control: the same
-// registry answering the whole index gives the second index at once.
+// poll asks since the verified index and catches up with one delta, no
+// whole index fetched. Negative control (run): with apply's digest check
+// left out, the wrong delta is taken and the poll does not fail.
 func TestAWrongDeltaWhoseFallbackFailsKeepsTheVerifiedIndex(t *testing.T) {
 	first := []IndexEntry{entry("Acme.A", "1.0.0"), entry("Acme.B", "1.0.0")}
 	second := append(slices.Clone(first), entry("Acme.C", "1.0.0"))

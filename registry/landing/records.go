@@ -294,10 +294,20 @@ func encodeRecord(r Record) ([]byte, error) {
 	return json.MarshalIndent(recordFormat{Format: currentRecordFormat, Record: r}, "", "  ")
 }
 
+// MaxRecordBytes bounds a record file: encodeRecord writes a few hundred
+// bytes (every field but the replica's name is a checked name, stamp or
+// digest, and that name is at most 64 bytes), so a larger file is not one
+// of this build's records. The bound also keeps the strings of a chunk of
+// records within the 32-bit offsets the registry's index packs them with.
+const MaxRecordBytes = 64 << 10
+
 // decodeRecord parses and checks a record read from key's records directory.
 // A record is bad input like any other: it must name the module whose
 // directory holds it and carry what its state needs.
 func decodeRecord(key, id string, data []byte) (Record, error) {
+	if len(data) > MaxRecordBytes {
+		return Record{}, fmt.Errorf("record of %d bytes; a record is at most %d", len(data), MaxRecordBytes)
+	}
 	var f recordFormat
 	if err := json.Unmarshal(data, &f); err != nil {
 		return Record{}, fmt.Errorf("not a record: %w", err)

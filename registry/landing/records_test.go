@@ -72,6 +72,28 @@ func TestAnUnreadableRecordIsReportedAndTheOlderOneServes(t *testing.T) {
 			}
 		}
 
+		t.Run("a record larger than MaxRecordBytes is refused", func(t *testing.T) {
+			record := func(replica string) []byte {
+				return []byte(`{"format":1,"module":"Rec","state":"landed","version":"3.0.0",` +
+					`"generation":"00000000000000000001-0123456789abcdef","sha256":"` + strings.Repeat("ab", 32) +
+					`","replica":"` + replica + `"}`)
+			}
+			pad := func(n int) string { return strings.Repeat("r", n-len(record(""))) }
+			// Negative control: the same record at exactly the bound is read
+			// and serves.
+			require.NoError(t, v.WriteFile(ctx, recordFile, record(pad(MaxRecordBytes))))
+			act, err := l.Activation(ctx)
+			require.NoError(t, err)
+			require.Equal(t, "3.0.0", servedVersions(act)["Rec"], "control")
+			require.NoError(t, v.WriteFile(ctx, recordFile, record(pad(MaxRecordBytes+1))))
+			act, err = l.Activation(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, "1.0.0", servedVersions(act)["Rec"], "served from the older record")
+			if assert.Len(t, act.Unreadable, 1) {
+				assert.ErrorContains(t, act.Unreadable[0], "a record is at most 65536")
+			}
+		})
+
 		t.Run("a partial temporary file is not a record", func(t *testing.T) {
 			require.NoError(t, v.RemoveAll(ctx, recordFile))
 			future := newRecordIDFromStamp(99, newStamp(time.Now().Add(time.Hour)))
