@@ -24,7 +24,7 @@ func BufferTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Obse
 	}
 	return observableFunc[[]T](func(down Observer[[]T]) Subscription {
 		sc := ensureScope(down)
-		s := &bufferTimeSink[T]{down: down, sc: sc, up: sc.child(), clk: clk, d: d, sw: newStopwatch(clk)}
+		s := &bufferTimeSink[T]{down: direct(down), sc: sc, up: sc.child(), clk: clk, d: d, sw: newStopwatch(clk)}
 		s.mb.h = s
 		s.tick = func() {
 			if sc.cancelled() {

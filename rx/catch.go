@@ -6,7 +6,7 @@ func Catch[T any](src Observable[T], handler func(error) Observable[T]) Observab
 	mustArg(handler == nil, "Catch", "function handler")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		c := &catchObserver[T]{down: down, sc: sc, handler: handler}
+		c := &catchObserver[T]{down: direct(down), sc: sc, handler: handler}
 		sc.initChild(&c.up)
 		subscribeIn[T](src, c, &c.up)
 		return sc

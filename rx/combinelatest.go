@@ -7,7 +7,7 @@ func CombineLatest2[A, B, R any](a Observable[A], b Observable[B], f func(A, B) 
 	mustArg(f == nil, "CombineLatest2", "function f")
 	return observableFunc[R](func(down Observer[R]) Subscription {
 		sc := ensureScope(down)
-		c := &combiner[A, B, R]{down: down, f: f, sc: sc, work: sc.child()}
+		c := &combiner[A, B, R]{down: direct(down), f: f, sc: sc, work: sc.child()}
 		c.mb.h = c
 		sa, sb := c.work.child(), c.work.child()
 		subscribeIn[A](a, &combineA[A, B, R]{c: c, sc: sa}, sa)

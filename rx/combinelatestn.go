@@ -15,7 +15,7 @@ func CombineLatest[T any](srcs ...Observable[T]) Observable[[]T] {
 			return noSubscription{}
 		}
 		sc := ensureScope(down)
-		c := &combineN[T]{down: down, latest: make([]T, len(srcs)), has: make([]bool, len(srcs))}
+		c := &combineN[T]{down: direct(down), latest: make([]T, len(srcs)), has: make([]bool, len(srcs))}
 		c.sc = sc
 		c.start(srcs, c)
 		return sc

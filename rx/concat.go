@@ -10,7 +10,7 @@ import (
 func Concat[T any](srcs ...Observable[T]) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		c := &concatSink[T]{down: down, sc: sc, srcs: srcs}
+		c := &concatSink[T]{down: direct(down), sc: sc, srcs: srcs}
 		c.next()
 		return sc
 	})

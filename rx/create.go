@@ -21,7 +21,7 @@ func (r returnObservable[T]) Subscribe(o Observer[T]) Subscription {
 	}
 	// Not fused: for one value, building the fused form of the chain below
 	// (two allocations) costs more than the OnNext calls it would save.
-	o.OnNext(r.v)
+	direct(o).OnNext(r.v)
 	if !sc.cancelled() {
 		o.OnCompleted()
 	}
@@ -41,11 +41,12 @@ func Of[T any](vs ...T) Observable[T] {
 				return noSubscription{}
 			}
 		} else {
+			d := direct(o)
 			for _, v := range vs {
 				if sc.cancelled() {
 					return noSubscription{}
 				}
-				o.OnNext(v)
+				d.OnNext(v)
 			}
 		}
 		if !sc.cancelled() {
@@ -114,15 +115,17 @@ func Range(start, count int) Observable[int] {
 				}
 			}
 		case sc == nil:
+			d := direct(o)
 			for v := start; v < end; v++ {
-				o.OnNext(v)
+				d.OnNext(v)
 			}
 		default:
+			d := direct(o)
 			for v := start; v < end; v++ {
 				if sc.done.Load() {
 					return noSubscription{}
 				}
-				o.OnNext(v)
+				d.OnNext(v)
 			}
 		}
 		if !sc.cancelled() {
@@ -218,6 +221,7 @@ func (e *createEmitter[T]) deliver(n note[T]) {
 func FromChannel[T any](ch <-chan T) Observable[T] {
 	return observableFunc[T](func(o Observer[T]) Subscription {
 		sc := ensureScope(o)
+		d := direct(o)
 		stop := make(chan struct{})
 		sc.onCancel(func() { close(stop) })
 		go func() {
@@ -233,7 +237,7 @@ func FromChannel[T any](ch <-chan T) Observable[T] {
 						o.OnCompleted()
 						return
 					}
-					o.OnNext(v)
+					d.OnNext(v)
 				}
 			}
 		}()

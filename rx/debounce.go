@@ -23,7 +23,7 @@ func Debounce[T any](src Observable[T], d time.Duration, clk clock.Clock) Observ
 	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		s := &debounceSink[T]{down: down, sc: sc, up: sc.child(), clk: clk, d: d, sw: newStopwatch(clk)}
+		s := &debounceSink[T]{down: direct(down), sc: sc, up: sc.child(), clk: clk, d: d, sw: newStopwatch(clk)}
 		s.mb.h = s
 		s.tick = func() {
 			if sc.cancelled() {

@@ -5,7 +5,7 @@ package rx
 func DefaultIfEmpty[T any](src Observable[T], v T) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // it checks for an unsubscription between the notifications it makes at the end
-		return subscribe[T](src, &defaultObserver[T]{down: down, v: v, sc: sc}, sc)
+		return subscribe[T](src, &defaultObserver[T]{down: direct(down), v: v, sc: sc}, sc)
 	})
 }
 

@@ -19,7 +19,7 @@ func DelaySubscription[T any](src Observable[T], d time.Duration, clk clock.Cloc
 			subscribeIn(src, inScope(down, sc), sc)
 			return sc
 		}
-		s := &delaySubscriber[T]{src: src, down: down, sc: sc}
+		s := &delaySubscriber[T]{src: src, down: direct(down), sc: sc}
 		s.h.c = s
 		s.timer.arm(clk, d, s.fire)
 		sc.addHook(&s.h)

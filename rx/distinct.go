@@ -15,7 +15,7 @@ func Distinct[T comparable](src Observable[T]) Observable[T] {
 	check := mayHoldUncomparable[T]()
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := scopeOf(down)
-		d := &distinctSetObserver[T]{down: down, seen: make(map[T]struct{}), sc: sc}
+		d := &distinctSetObserver[T]{down: direct(down), seen: make(map[T]struct{}), sc: sc}
 		if check {
 			// A value that cannot be compared ends the stream from here:
 			// the source gets a scope of its own to unsubscribe.

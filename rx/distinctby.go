@@ -15,7 +15,7 @@ func DistinctBy[T any, K comparable](src Observable[T], key func(T) K) Observabl
 	check := mayHoldUncomparable[K]()
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // see Map
-		d := &distinctByObserver[T, K]{down: down, key: key, seen: make(map[K]struct{}), up: sc}
+		d := &distinctByObserver[T, K]{down: direct(down), key: key, seen: make(map[K]struct{}), up: sc}
 		if check {
 			// A key that cannot be compared ends the stream from here:
 			// the source gets a scope of its own to unsubscribe.

@@ -10,7 +10,7 @@ package rx
 func checkedDistinctUntilChanged[T comparable](src Observable[T]) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		d := &checkedDistinctObserver[T]{down: down, sc: sc, up: sc.child()}
+		d := &checkedDistinctObserver[T]{down: direct(down), sc: sc, up: sc.child()}
 		subscribeIn[T](src, d, d.up)
 		return sc
 	})

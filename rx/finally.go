@@ -8,7 +8,7 @@ func Finally[T any](src Observable[T], f func()) Observable[T] {
 	mustArg(f == nil, "Finally", "function f")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		o := &finallyObserver[T]{down: down, sc: sc, f: f}
+		o := &finallyObserver[T]{down: direct(down), sc: sc, f: f}
 		sc.onCancel(o.run)
 		subscribeIn[T](src, o, sc)
 		return sc

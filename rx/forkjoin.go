@@ -15,7 +15,7 @@ func ForkJoin[T any](srcs ...Observable[T]) Observable[[]T] {
 			return noSubscription{}
 		}
 		sc := ensureScope(down)
-		f := &forkJoiner[T]{down: down, last: make([]T, len(srcs)), has: make([]bool, len(srcs))}
+		f := &forkJoiner[T]{down: direct(down), last: make([]T, len(srcs)), has: make([]bool, len(srcs))}
 		f.sc = sc
 		f.start(srcs, f)
 		return sc

@@ -22,11 +22,12 @@ func FromSeq[T any](seq iter.Seq[T]) Observable[T] {
 		if yield := fuseYield(o, sc); yield != nil {
 			seq(yield)
 		} else {
+			d := direct(o)
 			seq(func(v T) bool {
 				if sc.cancelled() {
 					return false
 				}
-				o.OnNext(v)
+				d.OnNext(v)
 				return !sc.cancelled()
 			})
 		}

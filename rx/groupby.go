@@ -38,7 +38,7 @@ func GroupBy[T any, K comparable](src Observable[T], key func(T) K) Observable[G
 	check := mayHoldUncomparable[K]()
 	return observableFunc[Group[K, T]](func(down Observer[Group[K, T]]) Subscription {
 		sc := ensureScope(down)
-		g := &grouper[T, K]{down: down, sc: sc, key: key, check: check, up: newScope(), groups: map[K]*pinnedSubject[T]{}}
+		g := &grouper[T, K]{down: direct(down), sc: sc, key: key, check: check, up: newScope(), groups: map[K]*pinnedSubject[T]{}}
 		g.pin = newSourcePin(g.up)
 		sc.onCancel(g.pin.release)
 		subscribeIn[T](src, g, g.up)

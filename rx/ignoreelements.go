@@ -5,7 +5,7 @@ package rx
 func IgnoreElements[T any](src Observable[T]) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := scopeOf(down)
-		return subscribe[T](src, &ignoreObserver[T]{down: down, sc: sc}, sc)
+		return subscribe[T](src, &ignoreObserver[T]{down: direct(down), sc: sc}, sc)
 	})
 }
 

@@ -19,7 +19,7 @@ func Interval(period time.Duration, clk clock.Clock) Observable[int] {
 	}
 	return observableFunc[int](func(down Observer[int]) Subscription {
 		sc := ensureScope(down)
-		iv := &interval{down: down, sc: sc, clk: clk, period: period, sw: newStopwatch(clk)}
+		iv := &interval{down: direct(down), sc: sc, clk: clk, period: period, sw: newStopwatch(clk)}
 		iv.fire = iv.tick
 		sc.onCancel(iv.timer.close)
 		iv.timer.arm(clk, period, iv.fire)

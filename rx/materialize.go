@@ -6,7 +6,7 @@ package rx
 func Materialize[T any](src Observable[T]) Observable[Notification[T]] {
 	return observableFunc[Notification[T]](func(down Observer[Notification[T]]) Subscription {
 		sc := ensureScope(down) // it checks for an unsubscription between the two notifications it makes at the end
-		return subscribe[T](src, &materializeObserver[T]{down: down, sc: sc}, sc)
+		return subscribe[T](src, &materializeObserver[T]{down: direct(down), sc: sc}, sc)
 	})
 }
 

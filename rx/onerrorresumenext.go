@@ -8,7 +8,7 @@ package rx
 func OnErrorResumeNext[T any](srcs ...Observable[T]) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		c := &concatSink[T]{down: down, sc: sc, srcs: srcs, resume: true}
+		c := &concatSink[T]{down: direct(down), sc: sc, srcs: srcs, resume: true}
 		c.next()
 		return sc
 	})

@@ -6,7 +6,7 @@ package rx
 func OnErrorReturn[T any](src Observable[T], v T) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		o := &onErrorReturnObserver[T]{down: down, sc: sc, v: v}
+		o := &onErrorReturnObserver[T]{down: direct(down), sc: sc, v: v}
 		sc.initChild(&o.up)
 		subscribeIn[T](src, o, &o.up)
 		return sc

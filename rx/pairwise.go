@@ -6,7 +6,7 @@ package rx
 func Pairwise[T any](src Observable[T]) Observable[[2]T] {
 	return observableFunc[[2]T](func(down Observer[[2]T]) Subscription {
 		sc := scopeOf(down)
-		return subscribe[T](src, &pairwiseObserver[T]{down: down, sc: sc}, sc)
+		return subscribe[T](src, &pairwiseObserver[T]{down: direct(down), sc: sc}, sc)
 	})
 }
 

@@ -11,7 +11,7 @@ import "sync/atomic"
 func Race[T any](srcs ...Observable[T]) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		r := &racer[T]{down: down, sc: sc, ins: make([]raceIn[T], len(srcs))}
+		r := &racer[T]{down: direct(down), sc: sc, ins: make([]raceIn[T], len(srcs))}
 		for i := range r.ins {
 			r.ins[i].r, r.ins[i].i = r, int32(i)+1
 			sc.initChild(&r.ins[i].sc)

@@ -15,7 +15,7 @@ func Repeat[T any](src Observable[T], count int) Observable[T] {
 	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		r := &repeater[T]{down: down, sc: sc, src: src, left: count}
+		r := &repeater[T]{down: direct(down), sc: sc, src: src, left: count}
 		r.resubscribe()
 		return sc
 	})

@@ -11,7 +11,7 @@ func Retry[T any](src Observable[T], attempts int) Observable[T] {
 	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		r := &retrier[T]{down: down, sc: sc, src: src, left: attempts}
+		r := &retrier[T]{down: direct(down), sc: sc, src: src, left: attempts}
 		r.resubscribe()
 		return sc
 	})

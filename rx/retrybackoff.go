@@ -20,7 +20,7 @@ func RetryBackoff[T any](src Observable[T], attempts int, initial, max time.Dura
 	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		b := &backoff[T]{down: down, sc: sc, src: src, left: attempts, wait: min(initial, max), max: max, clk: clk}
+		b := &backoff[T]{down: direct(down), sc: sc, src: src, left: attempts, wait: min(initial, max), max: max, clk: clk}
 		b.retry = func() {
 			if sc.cancelled() {
 				return

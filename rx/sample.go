@@ -24,7 +24,7 @@ func Sample[T any](src Observable[T], d time.Duration, clk clock.Clock) Observab
 	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		s := &sampler[T]{down: down, sc: sc, clk: clk, d: d, sw: newStopwatch(clk)}
+		s := &sampler[T]{down: direct(down), sc: sc, clk: clk, d: d, sw: newStopwatch(clk)}
 		sc.initChild(&s.up)
 		s.mb.h = s
 		s.tick = func() {

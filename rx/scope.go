@@ -208,6 +208,21 @@ func inScope[T any](o Observer[T], sc *scope) Observer[T] {
 	return &forward[T]{down: o, sc: sc}
 }
 
+// direct returns the observer a stage delivers to: behind any forward
+// (which only carries a scope, as subscribeRoot's does), so that a value
+// costs one call, not two. The stage takes its scope from o first
+// (ensureScope), and subscribes nothing with the result, which carries no
+// scope.
+func direct[T any](o Observer[T]) Observer[T] {
+	for {
+		f, ok := o.(*forward[T])
+		if !ok {
+			return o
+		}
+		o = f.down
+	}
+}
+
 type forward[T any] struct {
 	down Observer[T]
 	sc   *scope

@@ -18,7 +18,7 @@ func SequenceEqual[T comparable](a, b Observable[T]) Observable[bool] {
 	check := mayHoldUncomparable[T]()
 	return observableFunc[bool](func(down Observer[bool]) Subscription {
 		sc := ensureScope(down)
-		q := &seqEqual[T]{down: down, sc: sc, work: sc.child(), check: check}
+		q := &seqEqual[T]{down: direct(down), sc: sc, work: sc.child(), check: check}
 		q.mb.h = q
 		sa, sb := q.work.child(), q.work.child()
 		subscribeIn[T](a, &seqEqualSide[T]{q: q, sc: sa}, sa)

@@ -358,7 +358,7 @@ type serial[T any] struct {
 }
 
 func (s *serial[T]) init(down Observer[T], sc *scope) {
-	s.down, s.sc, s.stage = down, sc, sc
+	s.down, s.sc, s.stage = direct(down), sc, sc
 	s.mb.h = s
 }
 

@@ -4,7 +4,7 @@ package rx
 func Skip[T any](src Observable[T], n int) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := scopeOf(down)
-		return subscribe[T](src, &skipObserver[T]{down: down, left: n, sc: sc}, sc)
+		return subscribe[T](src, &skipObserver[T]{down: direct(down), left: n, sc: sc}, sc)
 	})
 }
 

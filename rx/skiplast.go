@@ -7,7 +7,7 @@ package rx
 func SkipLast[T any](src Observable[T], n int) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := scopeOf(down)
-		return subscribe[T](src, &skipLastObserver[T]{down: down, n: n, sc: sc}, sc)
+		return subscribe[T](src, &skipLastObserver[T]{down: direct(down), n: n, sc: sc}, sc)
 	})
 }
 

@@ -6,7 +6,7 @@ func SkipWhile[T any](src Observable[T], skip func(T) bool) Observable[T] {
 	mustArg(skip == nil, "SkipWhile", "function skip")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // see Map
-		return subscribe[T](src, &skipWhileObserver[T]{down: down, skip: skip, sc: sc}, sc)
+		return subscribe[T](src, &skipWhileObserver[T]{down: direct(down), skip: skip, sc: sc}, sc)
 	})
 }
 

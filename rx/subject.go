@@ -121,7 +121,7 @@ type subscriber[T any] struct {
 }
 
 func newSubscriber[T any](o Observer[T], sc *scope) *subscriber[T] {
-	sub := &subscriber[T]{o: o, sc: sc}
+	sub := &subscriber[T]{o: direct(o), sc: sc}
 	if f := fuseOf(o); f != nil {
 		sub.step = f.step
 	}

@@ -16,7 +16,7 @@ func SwitchMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[
 	mustArg(f == nil, "SwitchMap", "function f")
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
-		s := &switcher[T, U]{down: down, sc: sc, work: sc.child(), f: f}
+		s := &switcher[T, U]{down: direct(down), sc: sc, work: sc.child(), f: f}
 		s.mb.h = s
 		outer := s.work.child()
 		subscribeIn[T](src, &switchOuter[T, U]{s: s, sc: outer}, outer)

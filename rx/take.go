@@ -10,7 +10,7 @@ func Take[T any](src Observable[T], n int) Observable[T] {
 			return noSubscription{}
 		}
 		sc := ensureScope(down)
-		t := &takeObserver[T]{down: down, left: n, sc: sc}
+		t := &takeObserver[T]{down: direct(down), left: n, sc: sc}
 		sc.initChild(&t.up)
 		subscribeIn[T](src, t, &t.up)
 		return sc

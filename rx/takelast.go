@@ -7,7 +7,7 @@ package rx
 func TakeLast[T any](src Observable[T], n int) Observable[T] {
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // it checks for an unsubscription between the notifications it makes at the end
-		return subscribe[T](src, &takeLastObserver[T]{down: down, n: n, sc: sc}, sc)
+		return subscribe[T](src, &takeLastObserver[T]{down: direct(down), n: n, sc: sc}, sc)
 	})
 }
 

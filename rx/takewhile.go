@@ -7,7 +7,7 @@ func TakeWhile[T any](src Observable[T], keep func(T) bool) Observable[T] {
 	mustArg(keep == nil, "TakeWhile", "function keep")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		t := &takeWhileObserver[T]{down: down, keep: keep, sc: sc, up: sc.child()}
+		t := &takeWhileObserver[T]{down: direct(down), keep: keep, sc: sc, up: sc.child()}
 		subscribeIn[T](src, t, t.up)
 		return sc
 	})

@@ -17,7 +17,7 @@ func Throttle[T any](src Observable[T], d time.Duration, clk clock.Clock) Observ
 	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // a clock is user code: see OnNext
-		t := &throttleObserver[T]{down: down, d: d, sw: newStopwatch(clk), sc: sc}
+		t := &throttleObserver[T]{down: direct(down), d: d, sw: newStopwatch(clk), sc: sc}
 		return subscribe[T](src, t, sc)
 	})
 }

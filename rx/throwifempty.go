@@ -8,7 +8,7 @@ func ThrowIfEmpty[T any](src Observable[T], errf func() error) Observable[T] {
 	mustArg(errf == nil, "ThrowIfEmpty", "function errf")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // it checks for an unsubscription made by errf
-		return subscribe[T](src, &throwIfEmptyObserver[T]{down: down, errf: errf, sc: sc}, sc)
+		return subscribe[T](src, &throwIfEmptyObserver[T]{down: direct(down), errf: errf, sc: sc}, sc)
 	})
 }
 

@@ -21,7 +21,7 @@ func TimeInterval[T any](src Observable[T], clk clock.Clock) Observable[Interval
 	mustArg(clk == nil, "TimeInterval", "clock")
 	return observableFunc[IntervalValue[T]](func(down Observer[IntervalValue[T]]) Subscription {
 		sc := ensureScope(down) // a clock is user code: see OnNext
-		return subscribe[T](src, &timeIntervalObserver[T]{down: down, sw: newStopwatch(clk), sc: sc}, sc)
+		return subscribe[T](src, &timeIntervalObserver[T]{down: direct(down), sw: newStopwatch(clk), sc: sc}, sc)
 	})
 }
 

@@ -58,7 +58,7 @@ func (o *timeoutObservable[T]) subscribe(down Observer[T]) Subscription {
 		down.OnError(&TimeoutError{Stage: o.stage, After: o.due})
 		return sc
 	}
-	t := &timeoutSink[T]{down: down, spec: o, sc: sc, base: o.clk.Now()}
+	t := &timeoutSink[T]{down: direct(down), spec: o, sc: sc, base: o.clk.Now()}
 	sc.initChild(&t.up)
 	t.hook.c = t
 	sc.addHook(&t.hook) // before arming: a cancellation always finds the timer

@@ -20,7 +20,7 @@ func Timestamp[T any](src Observable[T], clk clock.Clock) Observable[TimestampVa
 	mustArg(clk == nil, "Timestamp", "clock")
 	return observableFunc[TimestampValue[T]](func(down Observer[TimestampValue[T]]) Subscription {
 		sc := ensureScope(down) // a clock is user code: see OnNext
-		return subscribe[T](src, &timestampObserver[T]{down: down, clk: clk, sc: sc}, sc)
+		return subscribe[T](src, &timestampObserver[T]{down: direct(down), clk: clk, sc: sc}, sc)
 	})
 }
 

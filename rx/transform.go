@@ -9,7 +9,7 @@ func Map[T, U any](src Observable[T], f func(T) U) Observable[U] {
 		// plain observer, so that they can see an unsubscription made
 		// while that function ran.
 		sc := ensureScope(down)
-		m := &mapObserver[T, U]{down: down, f: f, sc: sc}
+		m := &mapObserver[T, U]{down: direct(down), f: f, sc: sc}
 		return subscribe[T](src, m, sc)
 	})
 }
@@ -38,7 +38,7 @@ func Filter[T any](src Observable[T], keep func(T) bool) Observable[T] {
 	mustArg(keep == nil, "Filter", "function keep")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		f := &filterObserver[T]{down: down, keep: keep, sc: sc}
+		f := &filterObserver[T]{down: direct(down), keep: keep, sc: sc}
 		return subscribe[T](src, f, sc)
 	})
 }
@@ -65,7 +65,7 @@ func Scan[T, A any](src Observable[T], seed A, f func(A, T) A) Observable[A] {
 	mustArg(f == nil, "Scan", "function f")
 	return observableFunc[A](func(down Observer[A]) Subscription {
 		sc := ensureScope(down)
-		s := &scanObserver[T, A]{down: down, acc: seed, f: f, sc: sc}
+		s := &scanObserver[T, A]{down: direct(down), acc: seed, f: f, sc: sc}
 		return subscribe[T](src, s, sc)
 	})
 }
@@ -96,7 +96,7 @@ func DistinctUntilChanged[T comparable](src Observable[T]) Observable[T] {
 	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := scopeOf(down)
-		d := &distinctObserver[T]{down: down, sc: sc}
+		d := &distinctObserver[T]{down: direct(down), sc: sc}
 		return subscribe[T](src, d, sc)
 	})
 }
@@ -132,7 +132,7 @@ func Do[T any](src Observable[T], next func(T)) Observable[T] {
 	mustArg(next == nil, "Do", "function next")
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // see Map
-		return subscribe[T](src, &doObserver[T]{down: down, next: next, sc: sc}, sc)
+		return subscribe[T](src, &doObserver[T]{down: direct(down), next: next, sc: sc}, sc)
 	})
 }
 

@@ -31,7 +31,7 @@ func Using[T, R any](acquire func() (R, error), use func(R) Observable[T], relea
 			down.OnError(err)
 			return sc
 		}
-		u := &usingObserver[T, R]{down: down, sc: sc, r: r, release: release}
+		u := &usingObserver[T, R]{down: direct(down), sc: sc, r: r, release: release}
 		u.h.c = u
 		// release runs once the subscription ends, also by a panic in use
 		// (the hook runs when sc is cancelled; the defer covers the panic).

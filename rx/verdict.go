@@ -16,7 +16,7 @@ type verdict[R any] struct {
 
 // start subscribes o, whose rxScope is &v.up, to src.
 func startVerdict[T, R any](v *verdict[R], down Observer[R], src Observable[T], o Observer[T]) Subscription {
-	v.down, v.sc = down, ensureScope(down)
+	v.down, v.sc = direct(down), ensureScope(down)
 	v.sc.initChild(&v.up)
 	subscribeIn[T](src, o, &v.up)
 	return v.sc

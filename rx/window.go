@@ -22,7 +22,7 @@ package rx
 func Window[T, B any](src Observable[T], boundaries Observable[B]) Observable[Observable[T]] {
 	return observableFunc[Observable[T]](func(down Observer[Observable[T]]) Subscription {
 		sc := ensureScope(down)
-		w := &windowBounded[T, B]{down: down, sc: sc, up: newScope()}
+		w := &windowBounded[T, B]{down: direct(down), sc: sc, up: newScope()}
 		w.pin = newSourcePin(w.up)
 		w.mb.h = w
 		w.bounds.w = w

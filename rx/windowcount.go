@@ -20,7 +20,7 @@ func WindowCount[T any](src Observable[T], n int) Observable[Observable[T]] {
 	}
 	return observableFunc[Observable[T]](func(down Observer[Observable[T]]) Subscription {
 		sc := ensureScope(down)
-		w := &windowCounter[T]{down: down, sc: sc, n: n, up: newScope()}
+		w := &windowCounter[T]{down: direct(down), sc: sc, n: n, up: newScope()}
 		w.pin = newSourcePin(w.up)
 		sc.onCancel(w.pin.release)
 		w.open()

@@ -27,7 +27,7 @@ func WindowTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Obse
 	}
 	return observableFunc[Observable[T]](func(down Observer[Observable[T]]) Subscription {
 		sc := ensureScope(down)
-		w := &windowTimer[T]{down: down, sc: sc, up: newScope(), clk: clk, d: d, sw: newStopwatch(clk)}
+		w := &windowTimer[T]{down: direct(down), sc: sc, up: newScope(), clk: clk, d: d, sw: newStopwatch(clk)}
 		w.pin = newSourcePin(w.up)
 		w.mb.h = w
 		w.tick = func() {

@@ -12,7 +12,7 @@ func WithLatestFrom[T, O, R any](src Observable[T], other Observable[O], f func(
 	mustArg(f == nil, "WithLatestFrom", "function f")
 	return observableFunc[R](func(down Observer[R]) Subscription {
 		sc := ensureScope(down)
-		w := &latestFrom[T, O, R]{down: down, f: f, sc: sc}
+		w := &latestFrom[T, O, R]{down: direct(down), f: f, sc: sc}
 		sc.initChild(&w.work)
 		w.mb.h = w
 		w.work.initChild(&w.other.sc)

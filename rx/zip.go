@@ -34,7 +34,7 @@ func Zip2[A, B, R any](a Observable[A], b Observable[B], f func(A, B) R) Observa
 	mustArg(f == nil, "Zip2", "function f")
 	return observableFunc[R](func(down Observer[R]) Subscription {
 		sc := ensureScope(down)
-		z := &zipper[A, B, R]{down: down, sc: sc, work: sc.child(), f: f}
+		z := &zipper[A, B, R]{down: direct(down), sc: sc, work: sc.child(), f: f}
 		z.mb.h = z
 		sa, sb := z.work.child(), z.work.child()
 		subscribeIn[A](a, &zipSideA[A, B, R]{z: z, sc: sa}, sa)

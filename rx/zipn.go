@@ -20,7 +20,7 @@ func Zip[T any](srcs ...Observable[T]) Observable[[]T] {
 			return noSubscription{}
 		}
 		sc := ensureScope(down)
-		z := &zipN[T]{down: down, qs: make([]queue[T], len(srcs)), done: make([]bool, len(srcs))}
+		z := &zipN[T]{down: direct(down), qs: make([]queue[T], len(srcs)), done: make([]bool, len(srcs))}
 		z.sc = sc
 		z.start(srcs, z)
 		return sc
