@@ -21,17 +21,22 @@ type Scheduler interface {
 // after runs f once d from now on clk.
 //
 // A clock is user code: one that calls f back from inside Schedule or
-// AfterFunc, before arming returned, would run it inside the operator's
-// arming, under the lock that arming holds (a timer's slot, a mailbox),
-// and deadlock or re-enter it. Such a call is held until arming returns
-// and f then runs on a goroutine of its own, as a real timer's does; the
-// check costs two small allocations per arming on a clock other than the
-// real one, which never calls back so and is armed as before.
+// AfterFunc, on the arming goroutine before arming returned, would run it
+// inside the operator's arming, under the lock that arming holds (a
+// timer's slot, a mailbox), and deadlock or re-enter it. Such a call is
+// held until arming returns and f then runs on a goroutine of its own, as
+// a real timer's does. A call from another goroutine while arming runs (a
+// virtual clock advanced there, a timer due at once) runs f there and
+// then, as a real timer's may: moved to a goroutine of rx's, a panic of
+// the clock's inside f would end the program instead of reaching the
+// goroutine that advanced it. The check costs two small allocations per
+// arming on a clock other than the real one, which never calls back so
+// and is armed as before.
 func after(clk clock.Clock, d time.Duration, f func()) (stop func() bool) {
 	if isRealClock(clk) {
 		return clk.AfterFunc(d, f).Stop
 	}
-	a := &arming{f: f}
+	a := &arming{f: f, g: curg()}
 	if s, ok := clk.(Scheduler); ok {
 		stop = s.Schedule(d, a.fire)
 	} else {
@@ -47,6 +52,7 @@ func after(clk clock.Clock, d time.Duration, f func()) (stop func() bool) {
 // whether the clock called back before it did.
 type arming struct {
 	f     func()
+	g     uintptr      // curg() of the arming goroutine
 	state atomic.Int32 // 0, then armed or firedEarly, whichever comes first
 }
 
@@ -56,7 +62,7 @@ const (
 )
 
 func (a *arming) fire() {
-	if a.state.CompareAndSwap(0, firedEarly) {
+	if curg() == a.g && a.state.CompareAndSwap(0, firedEarly) {
 		return // inside the arming: after runs f once it has returned
 	}
 	a.f()
