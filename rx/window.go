@@ -21,13 +21,11 @@ package rx
 // others').
 func Window[T, B any](src Observable[T], boundaries Observable[B]) Observable[Observable[T]] {
 	return observableFunc[Observable[T]](func(down Observer[Observable[T]]) Subscription {
-		sc := ensureScope(down)
-		w := &windowBounded[T, B]{down: direct(down), sc: sc, up: newScope()}
-		w.pin = newSourcePin(w.up)
+		w := &windowBounded[T, B]{}
+		sc := w.start(down, "Window")
 		w.mb.h = w
 		w.bounds.w = w
 		w.up.initChild(&w.bounds.sc)
-		sc.onCancel(w.pin.release)
 		w.open()
 		if !w.up.cancelled() {
 			subscribeIn[T](src, w, w.up)
@@ -40,61 +38,23 @@ func Window[T, B any](src Observable[T], boundaries Observable[B]) Observable[Ob
 }
 
 type windowBounded[T, B any] struct {
-	down   Observer[Observable[T]]
-	sc     *scope
-	up     *scope
-	pin    *sourcePin
-	mb     mailbox[timed[T]]
-	bounds windowBoundary[T, B]
-
-	// read and written by the mailbox handler (and open, before the
-	// sources are subscribed) only
-	w    *pinnedSubject[T]
-	done bool
-}
-
-func (w *windowBounded[T, B]) open() {
-	w.w = newPinnedSubject[T](w.pin, "Window")
-	if !w.sc.cancelled() {
-		w.down.OnNext(w.w)
-	}
+	windows[T] // handled by the mailbox (and start and open, before the sources are subscribed)
+	mb         mailbox[timed[T]]
+	bounds     windowBoundary[T, B]
 }
 
 // handle runs one notification; a tick is a boundary.
 func (w *windowBounded[T, B]) handle(e timed[T]) {
-	if w.done || w.up.cancelled() {
-		return
-	}
-	if e.tick {
-		w.w.s.OnCompleted()
-		if !w.up.cancelled() {
-			w.open()
-		}
-		return
-	}
-	switch e.kind {
-	case kindNext:
+	switch {
+	case w.done || w.up.cancelled():
+	case e.tick:
+		w.next()
+	case e.kind == kindNext:
 		w.w.s.OnNext(e.v)
-	case kindError:
-		w.finish()
-		w.w.s.OnError(e.err)
-		if !w.sc.cancelled() {
-			w.down.OnError(e.err)
-		}
-		w.up.cancel()
 	default:
-		w.finish()
-		w.w.s.OnCompleted()
-		if !w.sc.cancelled() {
-			w.down.OnCompleted()
-		}
-		w.up.cancel()
+		w.mb.close()
+		w.end(e.note)
 	}
-}
-
-func (w *windowBounded[T, B]) finish() {
-	w.done = true
-	w.mb.close()
 }
 
 func (w *windowBounded[T, B]) OnNext(v T) {

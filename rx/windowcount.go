@@ -19,10 +19,8 @@ func WindowCount[T any](src Observable[T], n int) Observable[Observable[T]] {
 		return fail[Observable[T]](&ArgumentError{Op: "WindowCount", Arg: "n", Value: n, Reason: "must be positive"})
 	}
 	return observableFunc[Observable[T]](func(down Observer[Observable[T]]) Subscription {
-		sc := ensureScope(down)
-		w := &windowCounter[T]{down: direct(down), sc: sc, n: n, up: newScope()}
-		w.pin = newSourcePin(w.up)
-		sc.onCancel(w.pin.release)
+		w := &windowCounter[T]{n: n}
+		sc := w.start(down, "WindowCount")
 		w.open()
 		if !w.up.cancelled() {
 			subscribeIn[T](src, w, w.up)
@@ -34,56 +32,32 @@ func WindowCount[T any](src Observable[T], n int) Observable[Observable[T]] {
 // windowCounter observes the source; its calls are serialised by the
 // source's grammar.
 type windowCounter[T any] struct {
-	down     Observer[Observable[T]]
-	sc       *scope
-	n, count int
-	up       *scope
-	pin      *sourcePin
-	w        *pinnedSubject[T]
-	finished bool
-}
-
-func (w *windowCounter[T]) open() {
-	w.w, w.count = newPinnedSubject[T](w.pin, "WindowCount"), 0
-	if !w.sc.cancelled() {
-		w.down.OnNext(w.w)
-	}
+	windows[T]
+	n, count int // values in the open window
 }
 
 func (w *windowCounter[T]) OnNext(v T) {
-	if w.finished {
+	if w.done {
 		return
 	}
 	w.w.s.OnNext(v)
 	w.count++
 	if w.count == w.n && !w.up.cancelled() {
-		w.w.s.OnCompleted()
-		w.open()
+		w.count = 0
+		w.next()
 	}
 }
 
 func (w *windowCounter[T]) OnError(err error) {
-	if w.finished {
-		return
+	if !w.done {
+		w.end(note[T]{kind: kindError, err: err})
 	}
-	w.finished = true
-	w.w.s.OnError(err)
-	if !w.sc.cancelled() {
-		w.down.OnError(err)
-	}
-	w.up.cancel()
 }
 
 func (w *windowCounter[T]) OnCompleted() {
-	if w.finished {
-		return
+	if !w.done {
+		w.end(note[T]{kind: kindCompleted})
 	}
-	w.finished = true
-	w.w.s.OnCompleted()
-	if !w.sc.cancelled() {
-		w.down.OnCompleted()
-	}
-	w.up.cancel()
 }
 
 func (w *windowCounter[T]) rxScope() *scope { return w.up }

@@ -26,9 +26,8 @@ func WindowTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Obse
 		return fail[Observable[T]](&ArgumentError{Op: "WindowTime", Arg: "d", Value: d, Reason: "must be positive"})
 	}
 	return observableFunc[Observable[T]](func(down Observer[Observable[T]]) Subscription {
-		sc := ensureScope(down)
-		w := &windowTimer[T]{down: direct(down), sc: sc, up: newScope(), clk: clk, d: d, sw: newStopwatch(clk)}
-		w.pin = newSourcePin(w.up)
+		w := &windowTimer[T]{clk: clk, d: d, sw: newStopwatch(clk)}
+		sc := w.start(down, "WindowTime")
 		w.mb.h = w
 		w.tick = func() {
 			if w.up.cancelled() {
@@ -37,7 +36,6 @@ func WindowTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Obse
 			w.mb.postEnd(timed[T]{tick: true})
 		}
 		w.up.onCancel(w.timer.close)
-		sc.onCancel(w.pin.release)
 		w.open()
 		w.timer.arm(clk, d, w.tick)
 		if !w.up.cancelled() {
@@ -48,36 +46,20 @@ func WindowTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Obse
 }
 
 type windowTimer[T any] struct {
-	down  Observer[Observable[T]]
-	sc    *scope
-	up    *scope
-	pin   *sourcePin
-	clk   clock.Clock
-	d     time.Duration
-	sw    stopwatch
-	mb    mailbox[timed[T]]
-	timer timerSlot
-	tick  func()
-
-	// read and written by the mailbox handler (and open, before the source
-	// is subscribed) only
-	w      *pinnedSubject[T]
-	window int64 // windows ended
-	done   bool
-}
-
-func (w *windowTimer[T]) open() {
-	w.w = newPinnedSubject[T](w.pin, "WindowTime")
-	if !w.sc.cancelled() {
-		w.down.OnNext(w.w)
-	}
+	windows[T] // handled by the mailbox (and start and open, before the source is subscribed)
+	clk        clock.Clock
+	d          time.Duration
+	sw         stopwatch
+	mb         mailbox[timed[T]]
+	timer      timerSlot
+	tick       func()
+	window     int64 // windows ended; the mailbox handler's
 }
 
 func (w *windowTimer[T]) handle(e timed[T]) {
-	if w.done || w.up.cancelled() {
-		return
-	}
-	if e.tick {
+	switch {
+	case w.done || w.up.cancelled():
+	case e.tick:
 		end := time.Duration(w.window+1) * w.d
 		if rest := end - w.sw.elapsed(); rest > 0 { // a clock that fired early
 			w.timer.arm(w.clk, rest, w.tick)
@@ -85,36 +67,14 @@ func (w *windowTimer[T]) handle(e timed[T]) {
 		}
 		w.window++
 		w.timer.arm(w.clk, time.Duration(w.window+1)*w.d-w.sw.elapsed(), w.tick)
-		w.w.s.OnCompleted()
-		if !w.up.cancelled() {
-			w.open()
-		}
-		return
-	}
-	switch e.kind {
-	case kindNext:
+		w.next()
+	case e.kind == kindNext:
 		w.w.s.OnNext(e.v)
-	case kindError:
-		w.finish()
-		w.w.s.OnError(e.err)
-		if !w.sc.cancelled() {
-			w.down.OnError(e.err)
-		}
-		w.up.cancel()
 	default:
-		w.finish()
-		w.w.s.OnCompleted()
-		if !w.sc.cancelled() {
-			w.down.OnCompleted()
-		}
-		w.up.cancel()
+		w.mb.close()
+		w.timer.close()
+		w.end(e.note)
 	}
-}
-
-func (w *windowTimer[T]) finish() {
-	w.done = true
-	w.mb.close()
-	w.timer.close()
 }
 
 func (w *windowTimer[T]) OnNext(v T) {
