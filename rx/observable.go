@@ -71,8 +71,9 @@ func (f observableFunc[T]) Subscribe(o Observer[T]) Subscription {
 // scope here, so that a panic out of Subscribe (a user function, a clock,
 // over a source delivering inside Subscribe) releases what the chain holds
 // — timers, inner subscriptions, cleanups — as First, Collect and All do:
-// the caller has no Subscription to end it with. Fused stages see through
-// the forward (opsOf); other operators call it.
+// the caller has no Subscription to end it with. The forward only carries
+// that scope: fused stages see through it (opsOf), and other operators and
+// sources deliver past it (direct), so a value costs one call.
 func subscribeRoot[T any](o Observer[T], sub func(Observer[T]) Subscription) Subscription {
 	r := &rootObserver[T]{}
 	r.forward = forward[T]{down: o, sc: &r.sc}
