@@ -11,6 +11,7 @@ func Timer(due time.Duration, clk clock.Clock) Observable[time.Time] {
 	mustArg(clk == nil, "Timer", "clock")
 	return observableFunc[time.Time](func(o Observer[time.Time]) Subscription {
 		sc := ensureScope(o)
+		d := direct(o)
 		stop := after(clk, due, func() {
 			if sc.cancelled() {
 				return
@@ -19,7 +20,7 @@ func Timer(due time.Duration, clk clock.Clock) Observable[time.Time] {
 			if sc.cancelled() {
 				return
 			}
-			o.OnNext(now)
+			d.OnNext(now)
 			if !sc.cancelled() {
 				o.OnCompleted()
 			}
