@@ -216,11 +216,11 @@ type blindVolume struct {
 	failingScans
 }
 
-func (v *blindVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+func (v *blindVolume) ReadFile(ctx context.Context, name string, max int64) ([]byte, error) {
 	if v.on.Load() && strings.HasPrefix(name, "journal/") {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("input/output error")}
 	}
-	return v.Volume.ReadFile(ctx, name)
+	return v.Volume.ReadFile(ctx, name, max)
 }
 
 // TestReadyzWithTheFeedLiveFailsOnceTheReplicaMayHaveMissedRecordsForLongerThanFreshness:
@@ -271,11 +271,11 @@ type refusingFirstJournalRead struct {
 	refused atomic.Bool
 }
 
-func (v *refusingFirstJournalRead) ReadFile(ctx context.Context, name string) ([]byte, error) {
+func (v *refusingFirstJournalRead) ReadFile(ctx context.Context, name string, max int64) ([]byte, error) {
 	if strings.HasPrefix(name, "journal/") && v.refused.CompareAndSwap(false, true) {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("input/output error")}
 	}
-	return v.Volume.ReadFile(ctx, name)
+	return v.Volume.ReadFile(ctx, name, max)
 }
 
 // A replica whose journal tail is healthy re-derives its first snapshot on

@@ -64,11 +64,11 @@ func (s *slowableVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntr
 	return s.v.ReadDir(ctx, name)
 }
 
-func (s *slowableVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+func (s *slowableVolume) ReadFile(ctx context.Context, name string, max int64) ([]byte, error) {
 	if err := s.wait(ctx, "read", name); err != nil {
 		return nil, err
 	}
-	return s.v.ReadFile(ctx, name)
+	return s.v.ReadFile(ctx, name, max)
 }
 
 func (s *slowableVolume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {

@@ -79,11 +79,11 @@ func (s slowVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, er
 	return s.v.ReadDir(ctx, name)
 }
 
-func (s slowVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+func (s slowVolume) ReadFile(ctx context.Context, name string, max int64) ([]byte, error) {
 	if err := s.roundTrip(ctx, "readfile", name); err != nil {
 		return nil, err
 	}
-	return s.v.ReadFile(ctx, name)
+	return s.v.ReadFile(ctx, name, max)
 }
 
 func (s slowVolume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {

@@ -95,7 +95,7 @@ const copyMarker = "loadtest-modules"
 // 16 at a time: the volume's layout is the same on a directory and on
 // object storage.
 func copyVolume(ctx context.Context, dir string, v landing.Volume, modules int) error {
-	if got, err := v.ReadFile(ctx, copyMarker); err == nil && strings.TrimSpace(string(got)) == strconv.Itoa(modules) {
+	if got, err := v.ReadFile(ctx, copyMarker, 64); err == nil && strings.TrimSpace(string(got)) == strconv.Itoa(modules) {
 		return nil
 	}
 	g, gctx := errgroup.WithContext(ctx)

@@ -151,6 +151,10 @@ func (f keyFile) read(context.Context) ([]byte, error)      { return os.ReadFile
 func (f keyFile) write(_ context.Context, key string) error { return writeKeyFile(string(f), key) }
 func (f keyFile) String() string                            { return string(f) }
 
+// maxKeyFile bounds the read of a kept key: a key is a line of a few
+// dozen characters.
+const maxKeyFile = 1 << 10
+
 // volumeKey keeps the key in the object name on a module volume: written
 // whole by one PUT, read back like the file.
 type volumeKey struct {
@@ -158,7 +162,9 @@ type volumeKey struct {
 	name string
 }
 
-func (k volumeKey) read(ctx context.Context) ([]byte, error) { return k.v.ReadFile(ctx, k.name) }
+func (k volumeKey) read(ctx context.Context) ([]byte, error) {
+	return k.v.ReadFile(ctx, k.name, maxKeyFile)
+}
 func (k volumeKey) write(ctx context.Context, key string) error {
 	return k.v.WriteFile(ctx, k.name, []byte(key+"\n"))
 }

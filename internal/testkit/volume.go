@@ -18,7 +18,7 @@ type Volume interface {
 	WriteFile(ctx context.Context, name string, data []byte) error
 	Rename(ctx context.Context, oldname, newname string) error
 	ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error)
-	ReadFile(ctx context.Context, name string) ([]byte, error)
+	ReadFile(ctx context.Context, name string, max int64) ([]byte, error)
 	Stat(ctx context.Context, name string) (fs.FileInfo, error)
 	RemoveAll(ctx context.Context, name string) error
 	Open(ctx context.Context, name string) (io.ReadCloser, error)
@@ -109,9 +109,9 @@ func (c *CountedVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry
 	return c.v.ReadDir(ctx, name)
 }
 
-func (c *CountedVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+func (c *CountedVolume) ReadFile(ctx context.Context, name string, max int64) ([]byte, error) {
 	c.readFile.Add(1)
-	return c.v.ReadFile(ctx, name)
+	return c.v.ReadFile(ctx, name, max)
 }
 
 func (c *CountedVolume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {

@@ -33,12 +33,12 @@ func newLanding(t *testing.T, v Volume, opts Options) *ModuleLanding {
 // its files and its bundle in place, as recorded.
 func checkComplete(ctx context.Context, v Volume, act Activation) error {
 	for _, r := range act.Modules {
-		manifest, err := v.ReadFile(ctx, path.Join(r.FilesDir(), "MANIFEST"))
+		manifest, err := v.ReadFile(ctx, path.Join(r.FilesDir(), "MANIFEST"), 1<<20)
 		if err != nil {
 			return fmt.Errorf("%s@%s: manifest: %w", r.Module, r.Version, err)
 		}
 		for name := range strings.SplitSeq(string(manifest), "\n") {
-			got, err := v.ReadFile(ctx, path.Join(r.FilesDir(), name))
+			got, err := v.ReadFile(ctx, path.Join(r.FilesDir(), name), 1<<20)
 			if err != nil {
 				return fmt.Errorf("%s@%s: %w", r.Module, r.Version, err)
 			}
@@ -46,7 +46,7 @@ func checkComplete(ctx context.Context, v Volume, act Activation) error {
 				return fmt.Errorf("%s@%s: %s holds %q, want %q", r.Module, r.Version, name, got, want)
 			}
 		}
-		bundle, err := v.ReadFile(ctx, bundlePath(moduleKey(r.Module), r.Generation))
+		bundle, err := v.ReadFile(ctx, bundlePath(moduleKey(r.Module), r.Generation), 1<<30)
 		if err != nil {
 			return fmt.Errorf("%s@%s: bundle: %w", r.Module, r.Version, err)
 		}

@@ -283,15 +283,18 @@ func (l *ModuleLanding) readJournal(ctx context.Context, from uint64, limit int)
 	next := from
 	for len(out) < limit {
 		p := path.Join(journalEntryDir(next), journalEntry)
-		data, err := l.v.ReadFile(ctx, p)
+		data, err := l.v.ReadFile(ctx, p, maxEntryBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			break
 		}
-		if err != nil {
+		if err != nil && !IsTooLarge(err) {
 			return nil, from, volumeErr(ctx, "read journal entry "+p, err)
 		}
 		var f journalFormat
-		if err := json.Unmarshal(data, &f); err != nil || f.Format != 1 || ValidateModuleName(f.Module) != nil {
+		if err == nil {
+			err = json.Unmarshal(data, &f)
+		}
+		if err != nil || f.Format != 1 || ValidateModuleName(f.Module) != nil {
 			l.log.Warn("unreadable journal entry", "entry", p, "err", err)
 			f = journalFormat{}
 		}

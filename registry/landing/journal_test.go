@@ -1,7 +1,9 @@
 package landing
 
 import (
+	"bytes"
 	"fmt"
+	"path"
 	"sync"
 	"testing"
 	"time"
@@ -109,5 +111,29 @@ func TestEveryRecordWriteIsOnTheJournalAndATailReadsOnlyTheNewEntries(t *testing
 		head, err = b.JournalHead(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, next, head, "the head a listing finds is where the tail stopped")
+	})
+}
+
+// A journal entry larger than its bound is read as an unreadable one (an
+// entry with no module, which sends a reconciliation to a full walk) and
+// the journal moves past it, rather than failing every read at that place:
+// a replica would never tail past it. Negative control (run): with
+// readJournal failing on the volume's refusal, ReadJournal errors at
+// entry 2 on every kind.
+func TestAJournalEntryLargerThanItsBoundIsUnreadableAndTheJournalMovesPastIt(t *testing.T) {
+	forEachVolume(t, func(t *testing.T, k volumeKind) {
+		ctx := t.Context()
+		v := k.openVolume(t)
+		rec := Record{Module: "Big", ID: newRecordIDFromStamp(1, newStamp(time.Now()))}
+		fillJournal(t, v, rec, 1, 2, 3)
+		require.NoError(t, v.WriteFile(ctx, path.Join(journalEntryDir(2), journalEntry), bytes.Repeat([]byte(" "), maxEntryBytes+1)))
+		l := newLanding(t, v, Options{Replica: "r"})
+
+		entries, next, err := l.ReadJournal(ctx, 1, 10)
+		require.NoError(t, err)
+		require.Len(t, entries, 3)
+		assert.EqualValues(t, 4, next)
+		assert.Equal(t, []string{"Big", "", "Big"}, []string{entries[0].Module, entries[1].Module, entries[2].Module})
+		assert.EqualValues(t, 2, entries[1].Seq)
 	})
 }

@@ -484,7 +484,7 @@ func TestAScanCostsOperationsPerModuleNotPerRecord(t *testing.T) {
 					return err
 				}
 				for _, id := range recordIDs(recs) {
-					if _, err := cv.ReadFile(ctx, recordsDir(m.Name())+"/"+id+recordSuffix); err != nil {
+					if _, err := cv.ReadFile(ctx, recordsDir(m.Name())+"/"+id+recordSuffix, MaxRecordBytes); err != nil {
 						return err
 					}
 				}

@@ -297,9 +297,16 @@ func encodeRecord(r Record) ([]byte, error) {
 // MaxRecordBytes bounds a record file: encodeRecord writes a few hundred
 // bytes (every field but the replica's name is a checked name, stamp or
 // digest, and that name is at most 64 bytes), so a larger file is not one
-// of this build's records. The bound also keeps the strings of a chunk of
-// records within the 32-bit offsets the registry's index packs them with.
+// of this build's records. It is the bound of the volume's ReadFile of a
+// record, so a larger file is refused before it is read into memory, and
+// decodeRecord checks it again for a volume that reads more. The bound
+// also keeps the strings of a chunk of records within the 32-bit offsets
+// the registry's index packs them with.
 const MaxRecordBytes = 64 << 10
+
+// maxEntryBytes bounds a version claim or a journal entry, the landing's
+// other small files: they hold fewer fields than a record.
+const maxEntryBytes = MaxRecordBytes
 
 // decodeRecord parses and checks a record read from key's records directory.
 // A record is bad input like any other: it must name the module whose
@@ -416,7 +423,7 @@ func (s scanner) recordIDs(ctx context.Context, key string) ([]string, error) {
 func (s scanner) latestOf(ctx context.Context, key string, ids []string, want func(Record) bool) (r Record, found bool, bad []RecordError, err error) {
 	for i := len(ids) - 1; i >= 0; i-- {
 		p := path.Join(recordsDir(key), ids[i]+recordSuffix)
-		data, err := s.v.ReadFile(ctx, p)
+		data, err := s.v.ReadFile(ctx, p, MaxRecordBytes)
 		if err != nil {
 			if ctx.Err() != nil {
 				return Record{}, false, bad, volumeErr(ctx, "read record "+p, err)

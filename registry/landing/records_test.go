@@ -90,7 +90,8 @@ func TestAnUnreadableRecordIsReportedAndTheOlderOneServes(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "1.0.0", servedVersions(act)["Rec"], "served from the older record")
 			if assert.Len(t, act.Unreadable, 1) {
-				assert.ErrorContains(t, act.Unreadable[0], "a record is at most 65536")
+				assert.True(t, IsTooLarge(act.Unreadable[0]), "the volume refuses to read it: %v", act.Unreadable[0])
+				assert.ErrorContains(t, act.Unreadable[0], "65536 bytes")
 			}
 		})
 

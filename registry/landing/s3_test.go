@@ -87,14 +87,14 @@ func TestAnObjectStoreThatIsDownIsUnavailableAndAMissingBucketIsNot(t *testing.T
 	require.NoError(t, v.WriteFile(t.Context(), "a", []byte("x")))
 
 	srv.Stop()
-	_, err := v.ReadFile(t.Context(), "a")
+	_, err := v.ReadFile(t.Context(), "a", 1)
 	require.True(t, IsUnavailable(err), "%v", err)
 	var ose *s3volume.Error
 	require.ErrorAs(t, err, &ose)
 	assert.Equal(t, "GetObject", ose.Op)
 
 	require.NoError(t, srv.Restart())
-	got, err := v.ReadFile(t.Context(), "a")
+	got, err := v.ReadFile(t.Context(), "a", 1)
 	require.NoError(t, err, "the objects outlive the outage")
 	assert.Equal(t, []byte("x"), got)
 

@@ -140,9 +140,12 @@ func (l *ModuleLanding) claimVersion(ctx context.Context, key, module, version, 
 
 // readClaim reads the claim in dir; ok is false when there is none.
 func (l *ModuleLanding) readClaim(ctx context.Context, dir string) (versionClaim, bool, error) {
-	data, err := l.v.ReadFile(ctx, path.Join(dir, claimName))
+	data, err := l.v.ReadFile(ctx, path.Join(dir, claimName), maxEntryBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return versionClaim{}, false, nil
+	}
+	if IsTooLarge(err) {
+		return versionClaim{}, false, fmt.Errorf("registry: version claim %s is unreadable (%v); remove it to publish that version again", dir, err)
 	}
 	if err != nil {
 		return versionClaim{}, false, volumeErr(ctx, "read version claim "+dir, err)
@@ -216,7 +219,10 @@ func (s scanner) referenced(ctx context.Context, key string) (map[string]bool, e
 	ids := recordIDs(entries)
 	for i := len(ids) - 1; i >= 0; i-- {
 		p := path.Join(recordsDir(key), ids[i]+recordSuffix)
-		data, err := s.v.ReadFile(ctx, p)
+		data, err := s.v.ReadFile(ctx, p, MaxRecordBytes)
+		if IsTooLarge(err) {
+			return nil, RecordError{Path: p, Err: err}
+		}
 		if err != nil {
 			return nil, volumeErr(ctx, "read record "+p, err)
 		}

@@ -243,3 +243,30 @@ func TestAReplicaWhoseClockRunsAnHourAheadDoesNotCollectAGenerationAnotherIsAbou
 	require.NoError(t, err)
 	assert.NotContains(t, testkit.Generations(t, root, "Crm"), inFlight, "control: old on the volume too, collected")
 }
+
+// A version claim larger than its bound is reported unreadable, naming what
+// to do, like a claim that does not decode; not as an outage. Control: the
+// same landing once the claim is removed lands again. Negative control
+// (run): with readClaim passing the volume's refusal on as a read failure,
+// the error does not say the claim is unreadable.
+func TestAVersionClaimLargerThanItsBoundIsReportedUnreadable(t *testing.T) {
+	forEachVolume(t, func(t *testing.T, k volumeKind) {
+		ctx := t.Context()
+		v := k.openVolume(t)
+		l := newLanding(t, v, Options{Replica: "r"})
+		archive := testkit.ModuleArchive(t, "Claimed", "1.0.0", 1)
+		_, err := l.Land(ctx, "Claimed", "1.0.0", archive)
+		require.NoError(t, err)
+		claim := path.Join(versionClaimDir(moduleKey("Claimed"), "1.0.0"), claimName)
+		require.NoError(t, v.WriteFile(ctx, claim, bytes.Repeat([]byte(" "), maxEntryBytes+1)))
+
+		_, err = l.Land(ctx, "Claimed", "1.0.0", archive)
+		require.ErrorContains(t, err, "unreadable")
+		assert.ErrorContains(t, err, "remove it to publish that version again")
+		assert.False(t, IsUnavailable(err), "%v", err)
+
+		require.NoError(t, v.RemoveAll(ctx, path.Dir(claim)))
+		_, err = l.Land(ctx, "Claimed", "1.0.0", archive)
+		assert.NoError(t, err, "control: without the claim")
+	})
+}

@@ -28,8 +28,13 @@ type Volume interface {
 	Rename(ctx context.Context, oldname, newname string) error
 	// ReadDir lists the directory name, sorted by file name.
 	ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error)
-	// ReadFile returns the contents of name.
-	ReadFile(ctx context.Context, name string) ([]byte, error)
+	// ReadFile returns the contents of name, which must be at most max bytes
+	// (max ≥ 0): a larger file is refused with an error whose TooLarge method
+	// reports true (see IsTooLarge), having read at most max+1 bytes of it,
+	// so that a file grown by accident or by an attacker costs no more memory
+	// than the read allowed. The landing reads only its own small files whole
+	// (records, version claims, journal entries); bundles are Opened.
+	ReadFile(ctx context.Context, name string, max int64) ([]byte, error)
 	// Stat describes name.
 	Stat(ctx context.Context, name string) (fs.FileInfo, error)
 	// RemoveAll removes name and everything beneath it; a missing name is not an error.
@@ -79,6 +84,46 @@ var ErrUnavailable = errors.New("the volume is unavailable")
 func IsUnavailable(err error) bool {
 	var u interface{ Unavailable() bool }
 	return errors.Is(err, ErrUnavailable) || errors.As(err, &u) && u.Unavailable()
+}
+
+// FileTooLargeError is a volume's refusal to read a file whole that holds
+// more than the read allowed.
+type FileTooLargeError struct {
+	Name string // the file
+	Max  int64  // the read's bound, in bytes
+}
+
+func (e *FileTooLargeError) Error() string {
+	return fmt.Sprintf("volume file %s holds more than the %d bytes the read allows", e.Name, e.Max)
+}
+
+// TooLarge reports true: see IsTooLarge.
+func (e *FileTooLargeError) TooLarge() bool { return true }
+
+// IsTooLarge reports whether err says a Volume's ReadFile refused a file
+// larger than its bound: a *FileTooLargeError, or an error whose TooLarge
+// method reports true (as registry/landing/s3volume's do, which cannot
+// import this package).
+func IsTooLarge(err error) bool {
+	var t interface{ TooLarge() bool }
+	return errors.As(err, &t) && t.TooLarge()
+}
+
+// ReadAtMost reads r to its end when it holds at most max bytes, reading no
+// more than max+1 of them; a larger r is a *FileTooLargeError naming name.
+// It is a Volume implementation's ReadFile after the open.
+func ReadAtMost(r io.Reader, name string, max int64) ([]byte, error) {
+	if max < 0 {
+		return nil, fmt.Errorf("volume: read of %s with a negative bound %d", name, max)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, &FileTooLargeError{Name: name, Max: max}
+	}
+	return data, nil
 }
 
 // writeStream writes r to name on v, streaming when v can.
@@ -211,11 +256,23 @@ func (d *dirVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, er
 	return entries, err
 }
 
-func (d *dirVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+func (d *dirVolume) ReadFile(ctx context.Context, name string, max int64) ([]byte, error) {
+	if max < 0 {
+		return nil, fmt.Errorf("volume: read of %s with a negative bound %d", name, max)
+	}
 	var data []byte
 	err := d.do(ctx, "readfile", name, func(r *os.Root) error {
-		var err error
-		data, err = r.ReadFile(name)
+		f, err := r.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		// The size is not trusted (the file may grow while it is read), but
+		// a file already too large is refused without reading it.
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > max {
+			return &FileTooLargeError{Name: name, Max: max}
+		}
+		data, err = ReadAtMost(f, name, max)
 		return err
 	})
 	return data, err

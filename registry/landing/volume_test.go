@@ -1,11 +1,13 @@
 package landing
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/meshrx/meshrx/internal/testkit"
@@ -28,10 +30,10 @@ func TestADirVolumeRefusesNamesThatEscapeItsRoot(t *testing.T) {
 
 	v := DirVolume(root)
 	escapes := map[string]func() error{
-		"read via ..":            func() error { _, err := v.ReadFile(ctx, "../outside/secret"); return err },
-		"read absolute":          func() error { _, err := v.ReadFile(ctx, filepath.Join(outside, "secret")); return err },
-		"read via absolute link": func() error { _, err := v.ReadFile(ctx, "abslink/secret"); return err },
-		"read via relative link": func() error { _, err := v.ReadFile(ctx, "rellink/secret"); return err },
+		"read via ..":            func() error { _, err := v.ReadFile(ctx, "../outside/secret", 1<<10); return err },
+		"read absolute":          func() error { _, err := v.ReadFile(ctx, filepath.Join(outside, "secret"), 1<<10); return err },
+		"read via absolute link": func() error { _, err := v.ReadFile(ctx, "abslink/secret", 1<<10); return err },
+		"read via relative link": func() error { _, err := v.ReadFile(ctx, "rellink/secret", 1<<10); return err },
 		"open via link":          func() error { _, err := v.Open(ctx, "rellink/secret"); return err },
 		"list via link":          func() error { _, err := v.ReadDir(ctx, "rellink"); return err },
 		"stat via ..":            func() error { _, err := v.Stat(ctx, "../outside"); return err },
@@ -48,7 +50,7 @@ func TestADirVolumeRefusesNamesThatEscapeItsRoot(t *testing.T) {
 	assert.Equal(t, outsideBefore, testkit.Tree(t, outside), "nothing outside the root was touched")
 
 	// Control: the same operations on names inside the root work.
-	data, err := v.ReadFile(ctx, "inside")
+	data, err := v.ReadFile(ctx, "inside", 1<<10)
 	require.NoError(t, err)
 	assert.Equal(t, "inside", string(data))
 	require.NoError(t, v.MkdirAll(ctx, "a/b"))
@@ -95,16 +97,16 @@ func (p perOperationVolume) WriteFile(ctx context.Context, name string, data []b
 	return v.WriteFile(ctx, name, data)
 }
 
-func (p perOperationVolume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+func (p perOperationVolume) ReadFile(ctx context.Context, name string, max int64) ([]byte, error) {
 	v := DirVolume(p.root)
 	defer v.(io.Closer).Close()
-	return v.ReadFile(ctx, name)
+	return v.ReadFile(ctx, name, max)
 }
 
 func TestTheDirVolumeOpensItsRootOnceNotOnEveryOperation(t *testing.T) {
 	type readWriter interface {
 		WriteFile(ctx context.Context, name string, data []byte) error
-		ReadFile(ctx context.Context, name string) ([]byte, error)
+		ReadFile(ctx context.Context, name string, max int64) ([]byte, error)
 	}
 	// The root is moved away after the first operation: a volume holding
 	// its root keeps working on it; one that reopens the path fails.
@@ -142,4 +144,87 @@ func TestAClosedDirVolumeRefusesOperations(t *testing.T) {
 	var pe *fs.PathError
 	require.ErrorAs(t, err, &pe)
 	assert.ErrorIs(t, err, errVolumeClosed)
+}
+
+// Every volume reads a file whole only within the read's bound: at the
+// bound it reads it, one byte over it refuses with an error IsTooLarge
+// reports (not an outage), and a file far over it costs no more memory
+// than the bound, so a record file grown by accident or by an attacker
+// cannot exhaust a replica's memory. Negative control (run): with both
+// volumes' ReadFile reading the whole file and then comparing its length,
+// the bound checks hold and the memory check fails (16 MiB allocated).
+func TestEveryVolumeReadsAFileWholeOnlyWithinTheReadsBound(t *testing.T) {
+	forEachVolume(t, func(t *testing.T, k volumeKind) {
+		ctx := t.Context()
+		v := k.openVolume(t)
+		data := bytes.Repeat([]byte("x"), 100)
+		require.NoError(t, v.WriteFile(ctx, "f", data))
+
+		got, err := v.ReadFile(ctx, "f", 100)
+		require.NoError(t, err, "a file of exactly the bound")
+		assert.Equal(t, data, got)
+
+		got, err = v.ReadFile(ctx, "f", 99)
+		assert.True(t, IsTooLarge(err), "%v", err)
+		assert.False(t, IsUnavailable(err), "a file too large is not a volume down: %v", err)
+		assert.ErrorContains(t, err, "f")
+		assert.ErrorContains(t, err, "99 bytes")
+		assert.Nil(t, got)
+
+		require.NoError(t, v.WriteFile(ctx, "empty", nil))
+		got, err = v.ReadFile(ctx, "empty", 0)
+		require.NoError(t, err)
+		assert.Empty(t, got)
+
+		_, err = v.ReadFile(ctx, "f", -1)
+		assert.ErrorContains(t, err, "negative bound")
+		assert.False(t, IsTooLarge(err))
+		_, err = v.ReadFile(ctx, "missing", 10)
+		assert.ErrorIs(t, err, fs.ErrNotExist)
+
+		const huge = 16 << 20
+		require.NoError(t, v.WriteFile(ctx, "huge", make([]byte, huge)))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err = v.ReadFile(ctx, "huge", 1<<10)
+		runtime.ReadMemStats(&after)
+		require.True(t, IsTooLarge(err), "%v", err)
+		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(huge/4), "bytes allocated by the refused read")
+	})
+}
+
+// ReadAtMost, a volume's ReadFile after the open, takes at most one byte
+// past the bound from a reader that does not say its length (a file
+// growing while it is read, an object streamed without one).
+func TestReadAtMostTakesNoMoreThanOneBytePastTheBound(t *testing.T) {
+	for _, tc := range []struct {
+		size, max int64
+		tooLarge  bool
+	}{{0, 0, false}, {10, 10, false}, {11, 10, true}, {1 << 20, 10, true}, {5, 0, true}} {
+		r := &countingReader{r: io.LimitReader(zeros{}, tc.size)}
+		got, err := ReadAtMost(r, "n", tc.max)
+		assert.Equal(t, tc.tooLarge, IsTooLarge(err), "%d bytes, bound %d: %v", tc.size, tc.max, err)
+		if !tc.tooLarge {
+			require.NoError(t, err)
+			assert.Len(t, got, int(tc.size))
+		}
+		assert.LessOrEqual(t, r.n, tc.max+1, "bytes taken from %d, bound %d", tc.size, tc.max)
+	}
+	_, err := ReadAtMost(zeros{}, "n", -1)
+	assert.ErrorContains(t, err, "negative bound")
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

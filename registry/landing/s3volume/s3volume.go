@@ -423,21 +423,50 @@ func (v *Volume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error
 	return entries, nil
 }
 
-// ReadFile reads name whole (records, claims and journal entries: small).
-func (v *Volume) ReadFile(ctx context.Context, name string) ([]byte, error) {
+// ReadFile reads name whole when it holds at most max bytes (records,
+// claims and journal entries: small). A larger object is a *TooLargeError,
+// refused by its length before its body is read, or once max+1 bytes of a
+// body longer than announced have been.
+func (v *Volume) ReadFile(ctx context.Context, name string, max int64) ([]byte, error) {
 	key := v.key(name)
+	if max < 0 {
+		return nil, fmt.Errorf("s3volume: read of %s with a negative bound %d", name, max)
+	}
 	var data []byte
+	tooLarge := false
 	err := v.call(ctx, "GetObject", name, key, func(ctx context.Context) error {
 		out, err := v.c.GetObject(ctx, &s3.GetObjectInput{Bucket: &v.bucket, Key: &key})
 		if err != nil {
 			return err
 		}
 		defer out.Body.Close()
-		data, err = io.ReadAll(out.Body)
+		if aws.ToInt64(out.ContentLength) > max {
+			tooLarge = true
+			return nil
+		}
+		data, err = io.ReadAll(io.LimitReader(out.Body, max+1))
+		tooLarge = err == nil && int64(len(data)) > max
 		return err
 	})
+	if err == nil && tooLarge {
+		return nil, &TooLargeError{Key: key, Max: max}
+	}
 	return data, err
 }
+
+// TooLargeError is ReadFile's refusal of an object that holds more than the
+// read allows (landing.IsTooLarge reports true for it).
+type TooLargeError struct {
+	Key string // the object's key
+	Max int64  // the read's bound, in bytes
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("s3volume: object %s holds more than the %d bytes the read allows", e.Key, e.Max)
+}
+
+// TooLarge reports true: landing.IsTooLarge.
+func (e *TooLargeError) TooLarge() bool { return true }
 
 // Stat describes the object name or, when there is none, the directory
 // name: its modification time is that of the first object beneath it.

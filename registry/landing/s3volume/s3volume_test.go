@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -152,4 +155,74 @@ func TestADirectoryListingLongerThanAPageNamesEachDirectoryOnce(t *testing.T) {
 		}
 	}
 	assert.Equal(t, dirs, len(entries))
+}
+
+// ReadFile takes at most one byte past its bound from an object's body,
+// also when the answer does not announce its length (a chunked answer, a
+// store that lies): the length is checked first, the body read through a
+// limit. Negative control (run): reading the body whole, the unannounced
+// case takes all 1 MiB; without the length check the announced one takes
+// the bound's 1 KiB + 1 before refusing.
+func TestReadFileTakesNoMoreThanOneBytePastTheBoundFromAnyAnswer(t *testing.T) {
+	srv := s3test.Start(t)
+	const size, bound = 1 << 20, 1 << 10
+	for _, announced := range []bool{true, false} {
+		t.Run(fmt.Sprintf("announced=%v", announced), func(t *testing.T) {
+			tr := &bodyCounter{base: http.DefaultTransport.(*http.Transport).Clone(), hideLength: !announced}
+			t.Cleanup(tr.base.CloseIdleConnections)
+			opts := srv.Client().Options()
+			opts.HTTPClient = &http.Client{Transport: tr}
+			v, err := New(Options{Client: s3.New(opts), Bucket: srv.Bucket})
+			require.NoError(t, err)
+			require.NoError(t, v.WriteFile(t.Context(), "big", make([]byte, size)))
+
+			tr.read.Store(0)
+			_, err = v.ReadFile(t.Context(), "big", bound)
+			require.True(t, landing.IsTooLarge(err), "%v", err)
+			var tl *TooLargeError
+			require.ErrorAs(t, err, &tl)
+			assert.EqualValues(t, bound, tl.Max)
+			if announced {
+				assert.Zero(t, tr.read.Load(), "refused by its length, unread")
+			} else {
+				assert.LessOrEqual(t, tr.read.Load(), int64(bound+1), "bytes taken from the body")
+			}
+
+			got, err := v.ReadFile(t.Context(), "big", size)
+			require.NoError(t, err, "control: the same object within the bound")
+			assert.Len(t, got, size)
+		})
+	}
+}
+
+// bodyCounter counts the bytes read from GetObject answers' bodies and,
+// with hideLength, removes their announced length.
+type bodyCounter struct {
+	base       *http.Transport
+	hideLength bool
+	read       atomic.Int64
+}
+
+func (b *bodyCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := b.base.RoundTrip(r)
+	if err != nil || r.Method != http.MethodGet || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	if b.hideLength {
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+	}
+	resp.Body = countedBody{ReadCloser: resp.Body, n: &b.read}
+	return resp, nil
+}
+
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c countedBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

@@ -68,7 +68,7 @@ func TestEachKindOpensOneStorageForEveryReplicaHandle(t *testing.T) {
 		v, replica := k.Open(t)
 		require.NoError(t, v.MkdirAll(t.Context(), "x"))
 		require.NoError(t, v.WriteFile(t.Context(), "x/y", []byte("1")))
-		got, err := replica().ReadFile(t.Context(), "x/y")
+		got, err := replica().ReadFile(t.Context(), "x/y", 1)
 		require.NoError(t, err)
 		require.Equal(t, []byte("1"), got)
 		_, inner := v.(landing.ExclusiveVolume)
