@@ -24,15 +24,9 @@ func BufferTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Obse
 	}
 	return observableFunc[[]T](func(down Observer[[]T]) Subscription {
 		sc := ensureScope(down)
-		s := &bufferTimeSink[T]{down: direct(down), sc: sc, up: sc.child(), clk: clk, d: d, sw: newStopwatch(clk)}
-		s.mb.h = s
-		s.tick = func() {
-			if sc.cancelled() {
-				return
-			}
-			s.mb.postEnd(timed[T]{tick: true})
-		}
-		sc.onCancel(s.timer.close)
+		s := &bufferTimeSink[T]{down: direct(down), sc: sc, up: sc.child()}
+		s.src = s.up
+		s.startClock(s, clk, d, sc)
 		s.timer.arm(clk, d, s.tick)
 		subscribeIn[T](src, s, s.up)
 		return sc
@@ -40,20 +34,14 @@ func BufferTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Obse
 }
 
 type bufferTimeSink[T any] struct {
-	down  Observer[[]T]
-	sc    *scope
-	up    *scope
-	clk   clock.Clock
-	d     time.Duration
-	sw    stopwatch
-	mb    mailbox[timed[T]]
-	timer timerSlot
-	tick  func()
+	clocked[T]
+	down Observer[[]T]
+	sc   *scope
+	up   *scope
 
 	// read and written by the mailbox handler only
-	buf    []T
-	window int64 // windows emitted
-	done   bool
+	buf  []T
+	done bool
 }
 
 func (s *bufferTimeSink[T]) handle(e timed[T]) {
@@ -61,13 +49,9 @@ func (s *bufferTimeSink[T]) handle(e timed[T]) {
 		return
 	}
 	if e.tick {
-		end := time.Duration(s.window+1) * s.d
-		if rest := end - s.sw.elapsed(); rest > 0 { // a clock that fired early
-			s.timer.arm(s.clk, rest, s.tick)
+		if !s.periodEnded(true) {
 			return
 		}
-		s.window++
-		s.timer.arm(s.clk, time.Duration(s.window+1)*s.d-s.sw.elapsed(), s.tick)
 		if s.sc.cancelled() { // the clock's code ran, and arm may have waited for Unsubscribe's close
 			return
 		}
@@ -108,16 +92,6 @@ func (s *bufferTimeSink[T]) take() []T {
 
 func (s *bufferTimeSink[T]) finish() {
 	s.done = true
-	s.mb.close()
-	s.timer.close()
+	s.stopClock()
 	s.up.cancel()
 }
-
-func (s *bufferTimeSink[T]) OnNext(v T) {
-	s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}, s.up)
-}
-func (s *bufferTimeSink[T]) OnError(err error) {
-	s.mb.postEnd(timed[T]{note: note[T]{kind: kindError, err: err}})
-}
-func (s *bufferTimeSink[T]) OnCompleted()    { s.mb.postEnd(timed[T]{note: note[T]{kind: kindCompleted}}) }
-func (s *bufferTimeSink[T]) rxScope() *scope { return s.up }

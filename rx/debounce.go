@@ -23,30 +23,19 @@ func Debounce[T any](src Observable[T], d time.Duration, clk clock.Clock) Observ
 	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		s := &debounceSink[T]{down: direct(down), sc: sc, up: sc.child(), clk: clk, d: d, sw: newStopwatch(clk)}
-		s.mb.h = s
-		s.tick = func() {
-			if sc.cancelled() {
-				return
-			}
-			s.mb.postEnd(timed[T]{tick: true})
-		}
-		sc.onCancel(s.timer.close)
+		s := &debounceSink[T]{down: direct(down), sc: sc, up: sc.child()}
+		s.src = s.up
+		s.startClock(s, clk, d, sc)
 		subscribeIn[T](src, s, s.up)
 		return sc
 	})
 }
 
 type debounceSink[T any] struct {
-	down  Observer[T]
-	sc    *scope
-	up    *scope
-	clk   clock.Clock
-	d     time.Duration
-	sw    stopwatch
-	mb    mailbox[timed[T]]
-	timer timerSlot
-	tick  func()
+	clocked[T]
+	down Observer[T]
+	sc   *scope
+	up   *scope
 
 	// read and written by the mailbox handler only
 	pending T
@@ -110,14 +99,6 @@ func (s *debounceSink[T]) handle(e timed[T]) {
 
 func (s *debounceSink[T]) finish() {
 	s.done = true
-	s.mb.close()
-	s.timer.close()
+	s.stopClock()
 	s.up.cancel()
 }
-
-func (s *debounceSink[T]) OnNext(v T) { s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}, s.up) }
-func (s *debounceSink[T]) OnError(err error) {
-	s.mb.postEnd(timed[T]{note: note[T]{kind: kindError, err: err}})
-}
-func (s *debounceSink[T]) OnCompleted()    { s.mb.postEnd(timed[T]{note: note[T]{kind: kindCompleted}}) }
-func (s *debounceSink[T]) rxScope() *scope { return s.up }

@@ -24,16 +24,10 @@ func Sample[T any](src Observable[T], d time.Duration, clk clock.Clock) Observab
 	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
-		s := &sampler[T]{down: direct(down), sc: sc, clk: clk, d: d, sw: newStopwatch(clk)}
+		s := &sampler[T]{down: direct(down), sc: sc}
 		sc.initChild(&s.up)
-		s.mb.h = s
-		s.tick = func() {
-			if sc.cancelled() {
-				return
-			}
-			s.mb.postEnd(timed[T]{tick: true})
-		}
-		sc.onCancel(s.timer.close)
+		s.src = &s.up
+		s.startClock(s, clk, d, sc)
 		s.timer.arm(clk, d, s.tick)
 		subscribeIn[T](src, s, &s.up)
 		return sc
@@ -41,22 +35,16 @@ func Sample[T any](src Observable[T], d time.Duration, clk clock.Clock) Observab
 }
 
 type sampler[T any] struct {
-	down  Observer[T]
-	sc    *scope
-	up    scope
-	clk   clock.Clock
-	d     time.Duration
-	sw    stopwatch
-	mb    mailbox[timed[T]]
-	timer timerSlot
-	tick  func()
+	clocked[T]
+	down Observer[T]
+	sc   *scope
+	up   scope
 
 	// read and written by the mailbox handler only
-	v      T
-	has    bool
-	atEnd  bool
-	period int64 // periods ended
-	done   bool
+	v     T
+	has   bool
+	atEnd bool
+	done  bool
 }
 
 func (s *sampler[T]) handle(e timed[T]) {
@@ -64,14 +52,8 @@ func (s *sampler[T]) handle(e timed[T]) {
 		return
 	}
 	if e.tick {
-		end := time.Duration(s.period+1) * s.d
-		if rest := end - s.sw.elapsed(); rest > 0 { // a clock that fired early
-			s.timer.arm(s.clk, rest, s.tick)
+		if !s.periodEnded(!s.atEnd) {
 			return
-		}
-		s.period++
-		if !s.atEnd {
-			s.timer.arm(s.clk, time.Duration(s.period+1)*s.d-s.sw.elapsed(), s.tick)
 		}
 		if s.has && !s.sc.cancelled() { // the clock's code ran, and arm may have waited for Unsubscribe's close
 			v := s.v
@@ -104,16 +86,6 @@ func (s *sampler[T]) finish() {
 	s.done = true
 	var zero T
 	s.v = zero
-	s.mb.close()
-	s.timer.close()
+	s.stopClock()
 	s.up.cancel()
 }
-
-func (s *sampler[T]) OnNext(v T) {
-	s.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}, &s.up)
-}
-func (s *sampler[T]) OnError(err error) {
-	s.mb.postEnd(timed[T]{note: note[T]{kind: kindError, err: err}})
-}
-func (s *sampler[T]) OnCompleted()    { s.mb.postEnd(timed[T]{note: note[T]{kind: kindCompleted}}) }
-func (s *sampler[T]) rxScope() *scope { return &s.up }

@@ -23,7 +23,7 @@ func Window[T, B any](src Observable[T], boundaries Observable[B]) Observable[Ob
 	return observableFunc[Observable[T]](func(down Observer[Observable[T]]) Subscription {
 		w := &windowBounded[T, B]{}
 		sc := w.start(down, "Window")
-		w.mb.h = w
+		w.mb.h, w.src = w, w.up
 		w.bounds.w = w
 		w.up.initChild(&w.bounds.sc)
 		w.open()
@@ -39,8 +39,8 @@ func Window[T, B any](src Observable[T], boundaries Observable[B]) Observable[Ob
 
 type windowBounded[T, B any] struct {
 	windows[T] // handled by the mailbox (and start and open, before the sources are subscribed)
-	mb         mailbox[timed[T]]
-	bounds     windowBoundary[T, B]
+	timedIn[T]
+	bounds windowBoundary[T, B]
 }
 
 // handle runs one notification; a tick is a boundary.
@@ -56,17 +56,6 @@ func (w *windowBounded[T, B]) handle(e timed[T]) {
 		w.end(e.note)
 	}
 }
-
-func (w *windowBounded[T, B]) OnNext(v T) {
-	w.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}, w.up)
-}
-func (w *windowBounded[T, B]) OnError(err error) {
-	w.mb.postEnd(timed[T]{note: note[T]{kind: kindError, err: err}})
-}
-func (w *windowBounded[T, B]) OnCompleted() {
-	w.mb.postEnd(timed[T]{note: note[T]{kind: kindCompleted}})
-}
-func (w *windowBounded[T, B]) rxScope() *scope { return w.up }
 
 // windowBoundary observes boundaries: each value closes the open window,
 // and its end is the stream's.

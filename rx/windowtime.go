@@ -26,16 +26,10 @@ func WindowTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Obse
 		return fail[Observable[T]](&ArgumentError{Op: "WindowTime", Arg: "d", Value: d, Reason: "must be positive"})
 	}
 	return observableFunc[Observable[T]](func(down Observer[Observable[T]]) Subscription {
-		w := &windowTimer[T]{clk: clk, d: d, sw: newStopwatch(clk)}
+		w := &windowTimer[T]{}
 		sc := w.start(down, "WindowTime")
-		w.mb.h = w
-		w.tick = func() {
-			if w.up.cancelled() {
-				return
-			}
-			w.mb.postEnd(timed[T]{tick: true})
-		}
-		w.up.onCancel(w.timer.close)
+		w.src = w.up
+		w.startClock(w, clk, d, w.up)
 		w.open()
 		w.timer.arm(clk, d, w.tick)
 		if !w.up.cancelled() {
@@ -47,41 +41,20 @@ func WindowTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Obse
 
 type windowTimer[T any] struct {
 	windows[T] // handled by the mailbox (and start and open, before the source is subscribed)
-	clk        clock.Clock
-	d          time.Duration
-	sw         stopwatch
-	mb         mailbox[timed[T]]
-	timer      timerSlot
-	tick       func()
-	window     int64 // windows ended; the mailbox handler's
+	clocked[T]
 }
 
 func (w *windowTimer[T]) handle(e timed[T]) {
 	switch {
 	case w.done || w.up.cancelled():
 	case e.tick:
-		end := time.Duration(w.window+1) * w.d
-		if rest := end - w.sw.elapsed(); rest > 0 { // a clock that fired early
-			w.timer.arm(w.clk, rest, w.tick)
-			return
+		if w.periodEnded(true) {
+			w.next()
 		}
-		w.window++
-		w.timer.arm(w.clk, time.Duration(w.window+1)*w.d-w.sw.elapsed(), w.tick)
-		w.next()
 	case e.kind == kindNext:
 		w.w.s.OnNext(e.v)
 	default:
-		w.mb.close()
-		w.timer.close()
+		w.stopClock()
 		w.end(e.note)
 	}
 }
-
-func (w *windowTimer[T]) OnNext(v T) {
-	w.mb.post(timed[T]{note: note[T]{kind: kindNext, v: v}}, w.up)
-}
-func (w *windowTimer[T]) OnError(err error) {
-	w.mb.postEnd(timed[T]{note: note[T]{kind: kindError, err: err}})
-}
-func (w *windowTimer[T]) OnCompleted()    { w.mb.postEnd(timed[T]{note: note[T]{kind: kindCompleted}}) }
-func (w *windowTimer[T]) rxScope() *scope { return w.up }
