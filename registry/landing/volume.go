@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Volume is the file system a ModuleLanding works on: a local disk or a
@@ -153,6 +154,9 @@ type dirVolume struct {
 // path or a symbolic link) is refused with an error wrapping [fs.ErrInvalid]
 // or the operating system's refusal.
 //
+// ReadFile and Open read regular files only: a directory, a named pipe or
+// a device is refused with an error saying so, without waiting on it.
+//
 // The root is opened once, by the first operation, and that descriptor
 // serves every later one (a root that cannot be opened is tried again by the
 // next operation). The returned Volume is an [io.Closer] and a
@@ -262,20 +266,42 @@ func (d *dirVolume) ReadFile(ctx context.Context, name string, max int64) ([]byt
 	}
 	var data []byte
 	err := d.do(ctx, "readfile", name, func(r *os.Root) error {
-		f, err := r.Open(name)
+		f, size, err := openRegular(r, name)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		// The size is not trusted (the file may grow while it is read), but
 		// a file already too large is refused without reading it.
-		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > max {
+		if size > max {
 			return &FileTooLargeError{Name: name, Max: max}
 		}
 		data, err = ReadAtMost(f, name, max)
 		return err
 	})
 	return data, err
+}
+
+// errNotRegular refuses a read of a directory, a pipe or a device.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens name for reading if it is a regular file, and returns
+// its size. The open does not wait: a named pipe placed on the volume
+// would otherwise hold the open until a writer came, beyond any context.
+func openRegular(r *os.Root, name string) (*os.File, int64, error) {
+	f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = &fs.PathError{Op: "open", Path: name, Err: errNotRegular}
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, 0, err
+	}
+	return f, info.Size(), nil
 }
 
 func (d *dirVolume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
@@ -299,7 +325,7 @@ func (d *dirVolume) Open(ctx context.Context, name string) (io.ReadCloser, error
 	var f *os.File
 	err := d.do(ctx, "open", name, func(r *os.Root) error {
 		var err error
-		f, err = r.Open(name)
+		f, _, err = openRegular(r, name)
 		return err
 	})
 	if err != nil {
