@@ -155,7 +155,9 @@ type dirVolume struct {
 // or the operating system's refusal.
 //
 // ReadFile and Open read regular files only: a directory, a named pipe or
-// a device is refused with an error saying so, without waiting on it.
+// a device is refused with an error saying so, without waiting on it; a
+// named pipe where ReadDir expects a directory is refused without waiting
+// too.
 //
 // The root is opened once, by the first operation, and that descriptor
 // serves every later one (a root that cannot be opened is tried again by the
@@ -253,8 +255,13 @@ func (d *dirVolume) Rename(ctx context.Context, oldname, newname string) error {
 func (d *dirVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
 	var entries []fs.DirEntry
 	err := d.do(ctx, "readdir", name, func(r *os.Root) error {
-		var err error
-		entries, err = fs.ReadDir(r.FS(), name)
+		f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a pipe's open would wait
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		entries, err = f.ReadDir(-1)
+		slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 		return err
 	})
 	return entries, err

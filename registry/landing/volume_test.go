@@ -234,8 +234,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // A DirVolume reads only regular files: a named pipe put where a record
 // belongs is refused at once, not waited on (an open of a pipe waits for a
 // writer, beyond any context), and the landing serves the older record. A
-// directory is refused too. Negative control (run): with a plain open,
-// ReadFile of the pipe is still waiting at the bound.
+// directory is refused too, and so is a pipe where a directory belongs.
+// Negative control (run): with a plain open, ReadFile of the pipe is still
+// waiting at the bound (and ReadDir of it, through fs.ReadDir).
 func TestADirVolumeRefusesToReadAPipeOrADirectoryWithoutWaitingOnIt(t *testing.T) {
 	ctx := t.Context()
 	root := t.TempDir()
@@ -255,11 +256,16 @@ func TestADirVolumeRefusesToReadAPipeOrADirectoryWithoutWaitingOnIt(t *testing.T
 		"Open of a pipe":          func() error { _, err := v.Open(ctx, recordFile); return err },
 		"ReadFile of a directory": func() error { _, err := v.ReadFile(ctx, "modules", MaxRecordBytes); return err },
 		"Open of a directory":     func() error { _, err := v.Open(ctx, "modules"); return err },
+		"ReadDir of a pipe":       func() error { _, err := v.ReadDir(ctx, recordFile); return err },
 	}
 	for name, op := range ops {
 		done := make(chan error, 1)
 		go func() { done <- op() }()
 		err := testkit.Receive(t, done, name)
+		if name == "ReadDir of a pipe" {
+			assert.ErrorIs(t, err, syscall.ENOTDIR, name)
+			continue
+		}
 		assert.ErrorIs(t, err, errNotRegular, name)
 	}
 
