@@ -287,7 +287,11 @@ func (l *ModuleLanding) readJournal(ctx context.Context, from uint64, limit int)
 		if errors.Is(err, fs.ErrNotExist) {
 			break
 		}
-		if err != nil && !IsTooLarge(err) {
+		// An entry that is there but is no entry of this build (too large,
+		// not a file) is unreadable, or no tail would ever get past it;
+		// any other failure fails the read, and the next tail reads the
+		// entry again.
+		if err != nil && !IsTooLarge(err) && !errors.Is(err, errNotRegular) {
 			return nil, from, volumeErr(ctx, "read journal entry "+p, err)
 		}
 		var f journalFormat

@@ -425,7 +425,9 @@ func (s scanner) latestOf(ctx context.Context, key string, ids []string, want fu
 		p := path.Join(recordsDir(key), ids[i]+recordSuffix)
 		data, err := s.v.ReadFile(ctx, p, MaxRecordBytes)
 		if err != nil {
-			if ctx.Err() != nil {
+			// An outage is not a bad record: passing over the newest for
+			// the one beneath it would serve what it ended or replaced.
+			if ctx.Err() != nil || IsUnavailable(err) {
 				return Record{}, false, bad, volumeErr(ctx, "read record "+p, err)
 			}
 			bad = append(bad, RecordError{Path: p, Err: err})

@@ -154,10 +154,11 @@ type dirVolume struct {
 // path or a symbolic link) is refused with an error wrapping [fs.ErrInvalid]
 // or the operating system's refusal.
 //
-// ReadFile and Open read regular files only: a directory, a named pipe or
-// a device is refused with an error saying so, without waiting on it; a
-// named pipe where ReadDir expects a directory is refused without waiting
-// too.
+// An error of the share that holds root (an input/output error, a stale
+// handle, a time-out, a connection lost) is IsUnavailable, as an object
+// store's outage is. ReadFile and Open read regular files only: a
+// directory, a named pipe or a device is refused with an error saying so,
+// without waiting on it; ReadDir does not wait on a named pipe either.
 //
 // The root is opened once, by the first operation, and that descriptor
 // serves every later one (a root that cannot be opened is tried again by the
@@ -208,9 +209,28 @@ func (d *dirVolume) do(ctx context.Context, opName, name string, op func(r *os.R
 	}
 	r, err := d.open()
 	if err != nil {
-		return &fs.PathError{Op: opName, Path: name, Err: err}
+		return unreachable(&fs.PathError{Op: opName, Path: name, Err: err})
 	}
-	return op(r)
+	return unreachable(op(r))
+}
+
+// unreachable marks err unavailable when it is a share's that did not
+// answer (an NFS or SMB mount gone away or timing out, a failing disk): an
+// outage, as an object store's 5xx is, not an answer about the file. The
+// landing then fails the read instead of taking the file for a bad one
+// and reading an older record in its place.
+func unreachable(err error) error {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return err
+	}
+	switch errno {
+	case syscall.EIO, syscall.ESTALE, syscall.ETIMEDOUT, syscall.ENOTCONN, syscall.ECONNRESET,
+		syscall.ECONNREFUSED, syscall.ECONNABORTED, syscall.EHOSTDOWN, syscall.EHOSTUNREACH,
+		syscall.ENETDOWN, syscall.ENETUNREACH:
+		return fmt.Errorf("%w: %w", err, ErrUnavailable)
+	}
+	return err
 }
 
 func (d *dirVolume) WriteFrom(ctx context.Context, name string, src io.Reader) error {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/meshrx/meshrx/internal/testkit"
@@ -227,4 +228,31 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// A DirVolume's error that says its share did not answer (a network mount
+// gone away or timing out, a failing disk) is an outage, IsUnavailable like
+// an object store's 5xx, so that the landing fails the read rather than
+// take the file for a bad one (TestAnOutageReadingTheNewestRecordFailsTheReadInsteadOfServingTheOlderOne);
+// an answer about the file is not. The errors are made here: a share that
+// fails on demand is not something a test can mount. Negative control
+// (run): without the marking, every outage row fails.
+func TestADirVolumesErrorFromAShareThatDoesNotAnswerIsUnavailable(t *testing.T) {
+	d := DirVolume(t.TempDir()).(*dirVolume)
+	t.Cleanup(func() { _ = d.Close() })
+	for errno, want := range map[syscall.Errno]bool{
+		syscall.EIO: true, syscall.ESTALE: true, syscall.ETIMEDOUT: true, syscall.ENOTCONN: true,
+		syscall.ECONNRESET: true, syscall.ECONNREFUSED: true, syscall.ECONNABORTED: true,
+		syscall.EHOSTDOWN: true, syscall.EHOSTUNREACH: true, syscall.ENETDOWN: true, syscall.ENETUNREACH: true,
+		// Controls: answers about the file.
+		syscall.ENOENT: false, syscall.EACCES: false, syscall.EEXIST: false, syscall.ENOTDIR: false, syscall.EISDIR: false,
+	} {
+		err := d.do(t.Context(), "readfile", "f", func(*os.Root) error {
+			return &fs.PathError{Op: "read", Path: "f", Err: errno}
+		})
+		assert.Equal(t, want, IsUnavailable(err), "%v", err)
+		assert.ErrorIs(t, err, errno, "the cause is kept")
+	}
+	_, err := d.ReadFile(t.Context(), "missing", 1)
+	assert.False(t, IsUnavailable(err), "a real missing file: %v", err)
 }

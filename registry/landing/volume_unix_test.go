@@ -19,7 +19,8 @@ import (
 // A DirVolume reads only regular files: a named pipe put where a record
 // belongs is refused at once, not waited on (an open of a pipe waits for a
 // writer, beyond any context), and the landing serves the older record. A
-// directory is refused too, and so is a pipe where a directory belongs.
+// directory is refused too, and so is a pipe where a directory belongs; a
+// pipe where a journal entry belongs is an unreadable entry.
 // Negative control (run): with a plain open, ReadFile of the pipe is still
 // waiting at the bound (and ReadDir of it, through fs.ReadDir).
 func TestADirVolumeRefusesToReadAPipeOrADirectoryWithoutWaitingOnIt(t *testing.T) {
@@ -63,4 +64,21 @@ func TestADirVolumeRefusesToReadAPipeOrADirectoryWithoutWaitingOnIt(t *testing.T
 	act := testkit.Receive(t, done, "the activation")
 	assert.Equal(t, "1.0.0", servedVersions(act)["Rec"], "served from the older record")
 	assert.Len(t, act.Unreadable, 1)
+
+	// A pipe where a journal entry belongs is an unreadable entry: the
+	// journal moves past it.
+	entry := filepath.Join(root, journalEntryDir(2), journalEntry)
+	require.NoError(t, os.Remove(entry))
+	require.NoError(t, syscall.Mkfifo(entry, 0o644))
+	read := make(chan []JournalEntry, 1)
+	go func() {
+		entries, _, err := l.ReadJournal(ctx, 1, 10)
+		assert.NoError(t, err)
+		read <- entries
+	}()
+	entries := testkit.Receive(t, read, "the journal read")
+	if assert.Len(t, entries, 2) {
+		assert.Equal(t, "Rec", entries[0].Module)
+		assert.Empty(t, entries[1].Module, "the pipe is an unreadable entry")
+	}
 }
