@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -117,7 +118,7 @@ func ReadAtMost(r io.Reader, name string, max int64) ([]byte, error) {
 	if max < 0 {
 		return nil, fmt.Errorf("volume: read of %s with a negative bound %d", name, max)
 	}
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	data, err := io.ReadAll(io.LimitReader(r, max+min(1, math.MaxInt64-max))) // max+1, not past MaxInt64
 	if err != nil {
 		return nil, err
 	}

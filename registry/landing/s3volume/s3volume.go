@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -444,7 +445,7 @@ func (v *Volume) ReadFile(ctx context.Context, name string, max int64) ([]byte, 
 			tooLarge = true
 			return nil
 		}
-		data, err = io.ReadAll(io.LimitReader(out.Body, max+1))
+		data, err = io.ReadAll(io.LimitReader(out.Body, max+min(1, math.MaxInt64-max))) // max+1, not past MaxInt64
 		tooLarge = err == nil && int64(len(data)) > max
 		return err
 	})
