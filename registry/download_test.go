@@ -2,12 +2,15 @@ package registry
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 
@@ -171,4 +174,53 @@ func TestABundleCorruptedOnTheVolumeIsCutShort(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "the client must see a short body, not a whole corrupt bundle")
 	assert.Less(t, len(body), len(archive))
+}
+
+// oneFileOutage fails the reads of one file as a passing outage of the
+// volume does (an object store's 503): the next read may succeed.
+type oneFileOutage struct {
+	landing.Volume
+	down atomic.Pointer[string]
+}
+
+func (v *oneFileOutage) ReadFile(ctx context.Context, name string, max int64) ([]byte, error) {
+	if p := v.down.Load(); p != nil && *p == name {
+		return nil, fmt.Errorf("GetObject %s: 503 Slow Down: %w", name, landing.ErrUnavailable)
+	}
+	return v.Volume.ReadFile(ctx, name, max)
+}
+
+// A download of a module another replica has just uninstalled, while the
+// volume fails to answer for the uninstall's record, is a 503 with
+// Retry-After: not the bundle of the record beneath it, which this
+// replica's snapshot still lists. Once the volume answers it is the
+// refusal every missing bundle gets. Negative control (run): with the
+// landing passing an outage over as a bad record, the download is a 200
+// carrying the uninstalled bundle.
+func TestADownloadOfAModuleUninstalledElsewhereDuringAnOutageIsA503NotItsBundle(t *testing.T) {
+	var outage *oneFileOutage
+	f := newFixture(t, fixtureOptions{volume: func(v landing.Volume) landing.Volume {
+		outage = &oneFileOutage{Volume: v}
+		return outage
+	}})
+	f.publish("Acme.Crm", "1.0.0", "")
+	key := f.instance("acme", "free", "Plugins/Acme.Crm")
+	path := client.BundlesPath + "/Acme.Crm/1.0.0"
+	require.Equal(t, http.StatusOK, f.do(request{path: path, key: key}).status, "control: served before the uninstall")
+	missing := f.do(request{path: client.BundlesPath + "/Acme.Nothing/1.0.0", key: key})
+
+	other := newLanding(t, landing.DirVolume(f.root), landing.Options{Replica: "other"})
+	gone, err := other.Uninstall(t.Context(), "Acme.Crm")
+	require.NoError(t, err)
+	newest := "modules/acme.crm/records/" + gone.ID + ".json"
+	outage.down.Store(&newest)
+
+	got := f.do(request{path: path, key: key})
+	assert.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
+	assert.NotEmpty(t, got.header.Get("Retry-After"))
+
+	outage.down.Store(nil)
+	got = f.do(request{path: path, key: key})
+	assert.Equal(t, missing.status, got.status)
+	assert.Equal(t, missing.body, got.body, "the refusal of any missing bundle")
 }
