@@ -419,15 +419,25 @@ func (s scanner) recordIDs(ctx context.Context, key string) ([]string, error) {
 	return recordIDs(entries), nil
 }
 
+// notARecord reports whether a read of a record file failed because the
+// file is not one this build wrote: larger than a record, not a regular
+// file, or gone since it was listed.
+func notARecord(err error) bool {
+	return IsTooLarge(err) || errors.Is(err, errNotRegular) || errors.Is(err, fs.ErrNotExist)
+}
+
 // latestOf is latest over ids, key's record IDs listed oldest first.
 func (s scanner) latestOf(ctx context.Context, key string, ids []string, want func(Record) bool) (r Record, found bool, bad []RecordError, err error) {
 	for i := len(ids) - 1; i >= 0; i-- {
 		p := path.Join(recordsDir(key), ids[i]+recordSuffix)
 		data, err := s.v.ReadFile(ctx, p, MaxRecordBytes)
 		if err != nil {
-			// An outage is not a bad record: passing over the newest for
-			// the one beneath it would serve what it ended or replaced.
-			if ctx.Err() != nil || IsUnavailable(err) {
+			// Only a file that is no record of this build is passed over
+			// for the one beneath it. Any other failure (an outage, a
+			// credential refused, a disk error) says nothing about the
+			// record, which may end the module or replace its version:
+			// serving the older one would serve what it ended.
+			if !notARecord(err) {
 				return Record{}, false, bad, volumeErr(ctx, "read record "+p, err)
 			}
 			bad = append(bad, RecordError{Path: p, Err: err})
