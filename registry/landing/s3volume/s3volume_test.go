@@ -226,3 +226,40 @@ func (c countedBody) Read(p []byte) (int, error) {
 	c.n.Add(int64(n))
 	return n, err
 }
+
+// A store that asks to be called again later (5xx, and 408 and 429, which
+// stores that rate-limit answer) is unavailable: the landing fails the
+// read and the registry answers 503 with Retry-After. A refusal or a bad
+// request is not. Negative control (run): with 5xx alone unavailable, the
+// 408 and 429 rows fail.
+func TestAStoreAskingToBeCalledAgainLaterIsUnavailableAndARefusalIsNot(t *testing.T) {
+	srv := s3test.Start(t)
+	for status, want := range map[int]bool{
+		http.StatusRequestTimeout: true, http.StatusTooManyRequests: true,
+		http.StatusInternalServerError: true, http.StatusServiceUnavailable: true,
+		http.StatusForbidden: false, http.StatusBadRequest: false,
+	} {
+		opts := srv.Client().Options()
+		opts.HTTPClient = &http.Client{Transport: cannedStatus(status)}
+		opts.RetryMaxAttempts = 1 // the SDK's retries would sleep in real time
+		v, err := New(Options{Client: s3.New(opts), Bucket: srv.Bucket})
+		require.NoError(t, err)
+		_, err = v.ReadFile(t.Context(), "a", 10)
+		assert.Equal(t, want, landing.IsUnavailable(err), "%d: %v", status, err)
+		var se *Error
+		if assert.ErrorAs(t, err, &se) {
+			assert.Equal(t, status, se.Status)
+		}
+	}
+}
+
+// cannedStatus answers every request with its status and an S3 error.
+type cannedStatus int
+
+func (c cannedStatus) RoundTrip(r *http.Request) (*http.Response, error) {
+	body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>Canned</Code><Message>canned</Message></Error>`
+	return &http.Response{
+		StatusCode: int(c), Status: http.StatusText(int(c)), Request: r, ContentLength: int64(len(body)),
+		Header: http.Header{"Content-Type": {"application/xml"}}, Body: io.NopCloser(strings.NewReader(body)),
+	}, nil
+}
