@@ -95,8 +95,11 @@ type Activation struct {
 	// Modules: the marker, with the sequence number that ended the module,
 	// that keeps an older record read late from serving it again.
 	Ended []Record
-	// Unreadable lists records that were skipped because they could not be
-	// read or decoded; the module is served from its next older record.
+	// Unreadable lists record files that were skipped because they are no
+	// record of this build (they do not decode, are too large, are not
+	// regular files, or went away once listed); the module is served from
+	// its next older record. A read that fails otherwise (an outage, a
+	// refusal) fails the derivation instead.
 	Unreadable []RecordError
 
 	// journal is where the activation stands on the volume's journal
