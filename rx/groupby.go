@@ -100,13 +100,11 @@ func (g *grouper[T, K]) OnError(err error) {
 	g.finished = true
 	groups := g.order
 	g.groups, g.order = nil, nil
-	for _, s := range groups {
-		s.s.OnError(err)
-	}
+	defer g.up.cancel() // also when an observer panics
+	endGroups(groups, func(s *Subject[T]) { s.OnError(err) })
 	if !g.sc.cancelled() {
 		g.down.OnError(err)
 	}
-	g.up.cancel()
 }
 
 func (g *grouper[T, K]) OnCompleted() {
@@ -116,13 +114,26 @@ func (g *grouper[T, K]) OnCompleted() {
 	g.finished = true
 	groups := g.order
 	g.groups, g.order = nil, nil
-	for _, s := range groups {
-		s.s.OnCompleted()
-	}
+	defer g.up.cancel()
+	endGroups(groups, (*Subject[T]).OnCompleted)
 	if !g.sc.cancelled() {
 		g.down.OnCompleted()
 	}
-	g.up.cancel()
+}
+
+// endGroups ends every group with end. A panic out of one group's
+// observer goes on once the groups after it have ended too: the others'
+// subscribers are not left waiting for an end.
+func endGroups[T any](groups []*pinnedSubject[T], end func(*Subject[T])) {
+	i := 0
+	defer func() {
+		if i < len(groups) { // groups[i]'s observer panicked
+			endGroups(groups[i+1:], end)
+		}
+	}()
+	for ; i < len(groups); i++ {
+		end(groups[i].s)
+	}
 }
 
 func (g *grouper[T, K]) rxScope() *scope { return g.up }

@@ -1,6 +1,7 @@
 package rx_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -142,4 +143,42 @@ func TestAGroupSubscribedAfterTheEndGetsTheEnd(t *testing.T) {
 	assert.True(t, late.Completed())
 	assert.Empty(t, late.Values())
 	assert.Equal(t, []int{1, 3}, early, "control")
+}
+
+// A panic out of one group's observer as GroupBy ends goes on to the
+// caller once every other group has ended too, and releases the source:
+// once the outer subscription ends nothing is left subscribed. (GroupBy
+// ends here on its own error, an uncomparable key: a source that ends
+// itself would end its own subscription.) Negative control (run): with
+// the groups ended in a plain loop, the source cancelled after it and
+// pinRef releasing after its observer's end, the groups after the
+// panicking one never ended and the source stayed subscribed.
+func TestAPanicOutOfAGroupsEndEndsTheOtherGroupsAndLeavesNothingSubscribed(t *testing.T) {
+	var sctx context.Context
+	var src rx.Observer[int]
+	create := rx.Create(func(ctx context.Context, o rx.Observer[int]) { sctx, src = ctx, o })
+	key := func(v int) any {
+		if v == 99 {
+			return []int{v} // uncomparable: GroupBy fails
+		}
+		return v
+	}
+	ended := map[any]bool{}
+	sub := rx.GroupBy(create, key).Subscribe(rx.NewObserver(func(g rx.Group[any, int]) {
+		end := func() {
+			ended[g.Key] = true
+			if g.Key == 1 {
+				panic("boom")
+			}
+		}
+		g.Subscribe(rx.NewObserver(func(int) {}, func(error) { end() }, end))
+	}, nil, nil))
+	require.NotNil(t, src)
+	for _, v := range []int{1, 2, 3} {
+		src.OnNext(v)
+	}
+	assert.Equal(t, "boom", recovered(func() { src.OnNext(99) }))
+	assert.Equal(t, map[any]bool{1: true, 2: true, 3: true}, ended, "every group ended")
+	sub.Unsubscribe()
+	assert.Error(t, sctx.Err(), "the source is still subscribed")
 }

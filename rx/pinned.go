@@ -83,11 +83,11 @@ func (r *pinRef[T]) release() {
 
 func (r *pinRef[T]) OnNext(v T) { r.down.OnNext(v) }
 func (r *pinRef[T]) OnError(err error) {
+	defer r.release() // also when the observer panics
 	r.down.OnError(err)
-	r.release()
 }
 func (r *pinRef[T]) OnCompleted() {
+	defer r.release()
 	r.down.OnCompleted()
-	r.release()
 }
 func (r *pinRef[T]) rxScope() *scope { return r.sc }

@@ -50,7 +50,7 @@ func (w *windowBounded[T, B]) handle(e timed[T]) {
 	case e.tick:
 		w.next()
 	case e.kind == kindNext:
-		w.w.s.OnNext(e.v)
+		w.deliver(e.v)
 	default:
 		w.mb.close()
 		w.end(e.note)

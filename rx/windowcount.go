@@ -40,8 +40,14 @@ func (w *windowCounter[T]) OnNext(v T) {
 	if w.done {
 		return
 	}
-	w.w.s.OnNext(v)
+	w.closeFull() // one a panic out of the last value's delivery left open
 	w.count++
+	w.deliver(v)
+	w.closeFull()
+}
+
+// closeFull completes the open window once it holds n values.
+func (w *windowCounter[T]) closeFull() {
 	if w.count == w.n && !w.up.cancelled() {
 		w.count = 0
 		w.next()

@@ -10,7 +10,11 @@ type windows[T any] struct {
 	pin  *sourcePin
 	op   string
 	w    *pinnedSubject[T] // the open window
-	done bool              // the last window has ended
+	// unannounced says w has not been announced yet: a panic out of an
+	// observer (the previous window's completion) skipped that, and the
+	// next value or end announces it first.
+	unannounced bool
+	done        bool // the last window has ended
 }
 
 // start readies ws for down and returns the outer stream's scope. src stays
@@ -26,24 +30,45 @@ func (ws *windows[T]) start(down Observer[Observable[T]], op string) *scope {
 
 // open opens a window and announces it.
 func (ws *windows[T]) open() {
-	ws.w = newPinnedSubject[T](ws.pin, ws.op)
-	if !ws.sc.cancelled() {
-		ws.down.OnNext(ws.w)
+	ws.w, ws.unannounced = newPinnedSubject[T](ws.pin, ws.op), true
+	ws.announce()
+}
+
+// announce announces the open window, if it has not been.
+func (ws *windows[T]) announce() {
+	if ws.unannounced {
+		ws.unannounced = false
+		if !ws.sc.cancelled() {
+			ws.down.OnNext(ws.w)
+		}
 	}
 }
 
-// next completes the open window and opens the next one.
+// deliver passes v to the open window, announced first.
+func (ws *windows[T]) deliver(v T) {
+	ws.announce()
+	ws.w.s.OnNext(v)
+}
+
+// next completes the open window and opens the next one. The next is
+// made before the open one completes, so that a panic out of that
+// completion loses no value: the next value announces it first.
 func (ws *windows[T]) next() {
-	ws.w.s.OnCompleted()
+	done := ws.w
+	ws.w, ws.unannounced = newPinnedSubject[T](ws.pin, ws.op), true
+	done.s.OnCompleted()
 	if !ws.up.cancelled() {
-		ws.open()
+		ws.announce()
 	}
 }
 
 // end ends the open window and then the outer stream as n does (an error
-// or a completion), and releases the sources.
+// or a completion), and releases the sources, also when an observer's
+// panic cuts that short.
 func (ws *windows[T]) end(n note[T]) {
 	ws.done = true
+	defer ws.up.cancel()
+	ws.announce()
 	if n.kind == kindError {
 		ws.w.s.OnError(n.err)
 		if !ws.sc.cancelled() {
@@ -55,5 +80,4 @@ func (ws *windows[T]) end(n note[T]) {
 			ws.down.OnCompleted()
 		}
 	}
-	ws.up.cancel()
 }

@@ -52,7 +52,7 @@ func (w *windowTimer[T]) handle(e timed[T]) {
 			w.next()
 		}
 	case e.kind == kindNext:
-		w.w.s.OnNext(e.v)
+		w.deliver(e.v)
 	default:
 		w.stopClock()
 		w.end(e.note)
