@@ -25,7 +25,10 @@ var errNilSource = errors.New("rx: nil Observable")
 // panicking) unsubscribes src. However the loop ends, src's cleanups (a
 // Finally, a Using's release) have run by the time it has, also when the
 // end of ctx set them off on another goroutine, and a synchronous src
-// calls none of its functions after the body last returned.
+// calls none of its functions after the body last returned. One cleanup
+// is src's own business: a Finally whose src ends from a goroutine of its
+// own calls its function there after forwarding the end, as Rx.NET's
+// does, and that may still be running when the loop has ended.
 //
 // A slow loop slows its source rather than filling memory. The body always
 // runs on the ranging goroutine, which is also the goroutine that

@@ -21,8 +21,9 @@ import (
 // OnErrorKind or OnCompletedKind notification means ctx ended. The channel
 // is closed once src's subscription has ended: the cleanups that ending
 // runs (a Finally, a Using's release, a synchronous source's), on
-// ToChannel's goroutine or on the one the end of ctx set them off on, have
-// run by then, as when First or Collect return.
+// ToChannel's goroutine, on the one the end of ctx set them off on, or on
+// src's own as it ended, have run by then, as when First or Collect
+// return.
 func ToChannel[T any](ctx context.Context, src Observable[T], size int) <-chan Notification[T] {
 	if size < 0 {
 		size = 0
@@ -113,8 +114,13 @@ func (t *toChannel[T]) OnCompleted() {
 	t.end()
 }
 
-// end lets run unsubscribe src and then close the channel: closed here, it
-// told the reader src had ended while src's cleanups (a Finally after the
-// notification it forwarded) were still to run.
-func (t *toChannel[T]) end()            { close(t.ended) }
+// end unsubscribes src here, inside its end's delivery, so that a cleanup
+// src would run once the delivery returned (a Finally's function) runs
+// within this cancellation, which run waits for; then it lets run close
+// the channel. Closed here, it told the reader src had ended while those
+// cleanups were still to run.
+func (t *toChannel[T]) end() {
+	t.link.cancel()
+	close(t.ended)
+}
 func (t *toChannel[T]) rxScope() *scope { return t.sc }
