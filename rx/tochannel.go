@@ -37,7 +37,8 @@ type toChannel[T any] struct {
 	ctx context.Context
 	ch  chan Notification[T]
 	sc  *scope
-	// link is touched by run's goroutine only (see ctxLink)
+	// link is wired and settled by run's goroutine; a delivery's end or an
+	// abandoned send cancels through it from src's (see ctxLink)
 	link ctxLink
 	// mu is held by a send and by the close: the channel is closed only
 	// once no send can still be made on it. A send holds it only until the
