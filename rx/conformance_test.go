@@ -415,6 +415,47 @@ func rules() []rule {
 		{"nil arguments panic naming the argument", func(x entry) bool { return len(x.nils) > 0 }, ruleNils},
 		{fusedRuleName, isFusable, ruleFusedAndUnfusedAlike},
 		{"a value reaches the caller's observer in one call", isStream, ruleOneCallToTheCaller},
+		{"a panic out of the observer leaves nothing subscribed once unsubscribed", func(x entry) bool { return x.has(input) && !x.has(ownGoroutine) }, ruleReleasedAfterPanic},
+	}
+}
+
+// ruleReleasedAfterPanic: once a subscription whose observer panicked has
+// ended, nothing the operator subscribed or armed is left: no observer on
+// either input (Subject.HasObservers), no timer on the clock. Negative
+// control (run): ForgetsItsSourceWhenItsObserverPanics, in
+// TestTheConformanceRulesCatchBrokenOperators.
+func ruleReleasedAfterPanic(r reporter, x entry) {
+	r.Helper()
+	e := newEnv()
+	p := newCprobe()
+	var panicked atomic.Bool
+	p.onNext = func(v int) {
+		if panicked.CompareAndSwap(false, true) {
+			panic(bug{})
+		}
+	}
+	src := x.build(e)
+	// What the entry subscribed before the caller did (a subject over an
+	// input) is not the subscription's.
+	base, base2 := e.in.HasObservers(), e.in2.HasObservers()
+	var sub rx.Subscription
+	recovered(func() { sub = src.Subscribe(p) }) // a source may deliver inside Subscribe
+	for v := 1; v <= 3; v++ {
+		recovered(func() {
+			e.in.OnNext(v)
+			e.in2.OnNext(v)
+			e.clk.Advance(oneMilli)
+		})
+	}
+	recovered(func() { e.clk.Advance(settle) })
+	if sub != nil {
+		sub.Unsubscribe()
+	}
+	if e.in.HasObservers() != base || e.in2.HasObservers() != base2 {
+		r.Errorf("%s: an input is still subscribed after a panic and Unsubscribe (in: %v, in2: %v)", x.name, e.in.HasObservers(), e.in2.HasObservers())
+	}
+	if n := e.clk.Pending(); n > 0 {
+		r.Errorf("%s: %d timers left on the clock after a panic and Unsubscribe", x.name, n)
 	}
 }
 
@@ -918,6 +959,11 @@ type noop struct{}
 
 func (noop) Unsubscribe() {}
 
+// unsubscribeFunc is a Subscription made of a function.
+type unsubscribeFunc func()
+
+func (f unsubscribeFunc) Unsubscribe() { f() }
+
 // TestTheConformanceRulesCatchBrokenOperators runs, for every rule, an
 // operator broken in just that way through the rule: the rule must report
 // it. (These are the negative controls of the table.)
@@ -973,6 +1019,22 @@ func TestTheConformanceRulesCatchBrokenOperators(t *testing.T) {
 				}, o.OnError, o.OnCompleted))
 			})
 		}}, rulePanic},
+		{"released after a panic", entry{name: "ForgetsItsSourceWhenItsObserverPanics", flags: input, build: func(e *env) rx.Observable[int] {
+			return rawOp(func(o rx.Observer[int]) rx.Subscription {
+				var panicked atomic.Bool
+				inner := e.in.Subscribe(rx.NewObserver(func(v int) {
+					returned := false
+					defer func() { panicked.CompareAndSwap(false, !returned) }()
+					o.OnNext(v)
+					returned = true
+				}, o.OnError, o.OnCompleted))
+				return unsubscribeFunc(func() {
+					if !panicked.Load() {
+						inner.Unsubscribe()
+					}
+				})
+			})
+		}}, ruleReleasedAfterPanic},
 		{"re-entrancy", entry{name: "HandsOverAndWaits", flags: input, build: func(e *env) rx.Observable[int] {
 			return rawOp(func(o rx.Observer[int]) rx.Subscription {
 				next, ack := make(chan int), make(chan struct{})

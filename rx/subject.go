@@ -221,6 +221,13 @@ func (s *subjectCore[T]) add(sub *subscriber[T]) (note[T], bool) {
 	return note[T]{}, false
 }
 
+// HasObservers reports whether any observer is subscribed (Rx.NET's
+// HasObservers): one whose subscription has ended is not.
+func (s *subjectCore[T]) HasObservers() bool {
+	cur := s.list.Load()
+	return cur != nil && len(*cur) > 0
+}
+
 func (s *subjectCore[T]) remove(sub *subscriber[T]) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -55,3 +55,21 @@ func TestSubjectInputsFromManyGoroutinesReachObserversOneAtATime(t *testing.T) {
 	assert.True(t, rec.Completed())
 	assert.False(t, errors.Is(rec.Err(), rxtest.ErrTest))
 }
+
+// HasObservers says whether an observer is subscribed now: not before the
+// first, not once the last has unsubscribed, not once the subject has
+// ended (its observers have had their end).
+func TestHasObserversSaysWhetherAnObserverIsSubscribedNow(t *testing.T) {
+	s := rx.NewSubject[int]()
+	assert.False(t, s.HasObservers(), "none yet")
+	a := s.Subscribe(rx.NewObserver[int](nil, nil, nil))
+	b := s.Subscribe(rx.NewObserver[int](nil, nil, nil))
+	assert.True(t, s.HasObservers())
+	a.Unsubscribe()
+	assert.True(t, s.HasObservers(), "one left")
+	b.Unsubscribe()
+	assert.False(t, s.HasObservers(), "both gone")
+	s.Subscribe(rx.NewObserver[int](nil, nil, nil))
+	s.OnCompleted()
+	assert.False(t, s.HasObservers(), "ended")
+}
