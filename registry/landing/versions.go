@@ -220,7 +220,7 @@ func (s scanner) referenced(ctx context.Context, key string) (map[string]bool, e
 	for i := len(ids) - 1; i >= 0; i-- {
 		p := path.Join(recordsDir(key), ids[i]+recordSuffix)
 		data, err := s.v.ReadFile(ctx, p, MaxRecordBytes)
-		if IsTooLarge(err) {
+		if err != nil && notARecord(err) {
 			return nil, RecordError{Path: p, Err: err}
 		}
 		if err != nil {

@@ -282,7 +282,7 @@ func (d *dirVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, er
 		}
 		defer f.Close()
 		entries, err = f.ReadDir(-1)
-		slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+		slices.SortFunc(entries, compareEntries)
 		return err
 	})
 	return entries, err
