@@ -245,15 +245,14 @@ func takesContextAndObservable(fd *ast.FuncDecl) bool {
 // own goroutine started has run: First's answer, Collect's end and
 // ToChannel's end, delivered from a goroutine of the source's, cancel the
 // subscription there (ToChannel's so that a Finally's function runs within
-// it). Here that cancellation's Finally ends ctx (the consumer wakes) and
-// is held until the consumer has either returned or is waiting for it.
-// Negative control (run): with ctxLink waiting only for AfterFunc's
-// cancellation (as before), First and Collect returned before the Finally
-// had finished, and ToChannel, its end cancelling there, closed its
-// channel before it had. Not covered, and not kept:
-// All hands a terminal delivered from the source's goroutine over without
-// cancelling there (that would end the values it still has to yield), so
-// a Finally's function after it may still be running when the loop ends.
+// it; All's too, counted before the loop can see the end). Here that
+// cancellation's Finally ends ctx (the consumer wakes) and is held until
+// the consumer has either returned or is waiting for it. Negative controls
+// (run): with ctxLink waiting only for AfterFunc's cancellation (as
+// before), First and Collect returned before the Finally had finished, and
+// ToChannel, its end cancelling there, closed its channel before it had;
+// with All handing the end over without cancelling, its loop ended before
+// the Finally had finished.
 func TestABlockingConsumerReturnsOnlyOnceACancellationTheSourcesGoroutineStartedHasRun(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, c := range []struct {
@@ -264,6 +263,14 @@ func TestABlockingConsumerReturnsOnlyOnceACancellationTheSourcesGoroutineStarted
 		{"Collect", func(ctx context.Context, src rx.Observable[int]) error { _, err := rx.Collect(ctx, src); return err }},
 		{"ToChannel", func(ctx context.Context, src rx.Observable[int]) error {
 			for range rx.ToChannel(ctx, src, 0) {
+			}
+			return nil
+		}},
+		{"All", func(ctx context.Context, src rx.Observable[int]) error {
+			for _, err := range rx.All(ctx, src) {
+				if err != nil {
+					return err
+				}
 			}
 			return nil
 		}},

@@ -24,11 +24,12 @@ var errNilSource = errors.New("rx: nil Observable")
 // completion ends the loop. Breaking out of the loop (or returning, or
 // panicking) unsubscribes src. However the loop ends, src's cleanups (a
 // Finally, a Using's release) have run by the time it has, also when the
-// end of ctx set them off on another goroutine, and a synchronous src
-// calls none of its functions after the body last returned. One cleanup
-// is src's own business: a Finally whose src ends from a goroutine of its
-// own calls its function there after forwarding the end, as Rx.NET's
-// does, and that may still be running when the loop has ended.
+// end of ctx set them off on another goroutine, or src ended from a
+// goroutine of its own (All unsubscribes there once it has taken the end,
+// so a Finally's function after the end runs inside that, and the loop,
+// having yielded the values queued ahead of the end, waits for it); and a
+// synchronous src calls none of its functions after the body last
+// returned.
 //
 // A slow loop slows its source rather than filling memory. The body always
 // runs on the ranging goroutine, which is also the goroutine that
@@ -387,6 +388,13 @@ func (a *allObserver[T]) terminal(err error) {
 	}
 	a.termed = true
 	if curg() != a.m {
+		// Counted before the loop can see the end, so that the loop, once
+		// it has yielded it, waits for this cancellation (settle): a
+		// Finally's function after the end runs inside it, as the cleanups
+		// do. Nothing on the ranging goroutine stops at sc's end, so the
+		// values queued ahead of the end are still yielded.
+		a.link.elsewhere.Add(1)
+		defer a.link.doneElsewhere()
 		a.mu.Lock()
 		a.inEnd, a.inErr = true, err
 		a.pending.Store(true)
@@ -395,6 +403,7 @@ func (a *allObserver[T]) terminal(err error) {
 		case a.wake <- struct{}{}:
 		default:
 		}
+		a.sc.cancel()
 		return
 	}
 	if a.inBody {

@@ -565,3 +565,38 @@ func TestAllRunsTheBodyInsideTheSourcesLoopOnTheRangingGoroutine(t *testing.T) {
 	}
 	assert.Equal(t, int64(3), emitted.Load(), "the break stopped the source right after the value it was handling")
 }
+
+// A producer on another goroutine whose end All takes while values are
+// still queued ahead of it (the body holds the first until the producer's
+// OnCompleted has returned, having cancelled the subscription there) still
+// has every value yielded, then the completion. Negative control (run):
+// with yieldOne also stopping once the subscription is cancelled, the loop
+// yielded none of the 10.
+func TestAGoroutineSourcesEndCancelsItsSubscriptionWithoutDroppingTheValuesQueuedAheadOfIt(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ended := make(chan struct{})
+	finally := false
+	src := rx.Finally(rx.Create(func(_ context.Context, o rx.Observer[int]) {
+		go func() {
+			for i := range 10 {
+				o.OnNext(i)
+			}
+			o.OnCompleted()
+			close(ended)
+		}()
+	}), func() { finally = true })
+	var got []int
+	for v, err := range rx.All(context.Background(), src) {
+		require.NoError(t, err)
+		if v == 0 {
+			select {
+			case <-ended:
+			case <-time.After(30 * time.Second): // a hang guard, never reached when the test passes
+				t.Fatal("the producer did not end within 30s")
+			}
+			assert.True(t, finally, "the end's cancellation ran the Finally before OnCompleted returned")
+		}
+		got = append(got, v)
+	}
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, got)
+}
