@@ -235,27 +235,41 @@ func unreachable(err error) error {
 }
 
 func (d *dirVolume) WriteFrom(ctx context.Context, name string, src io.Reader) error {
-	return d.do(ctx, "writefrom", name, func(r *os.Root) error {
+	in := &sourceReader{ctx: ctx, r: src}
+	err := d.do(ctx, "writefrom", name, func(r *os.Root) error {
 		f, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(f, ctxReader{ctx: ctx, r: src})
+		_, err = io.Copy(f, in)
 		return errors.Join(err, f.Close())
 	})
+	if in.err != nil {
+		// The source's failure (a local spool file's EIO, say) is not the
+		// share's: never an outage of the volume.
+		return fmt.Errorf("writefrom %s: reading the source: %w", name, in.err)
+	}
+	return err
 }
 
-// ctxReader stops a copy between reads once ctx is done.
-type ctxReader struct {
+// sourceReader is WriteFrom's source: it stops a copy between reads once
+// ctx is done, and keeps the source's own failure apart from the share's.
+type sourceReader struct {
 	ctx context.Context
 	r   io.Reader
+	err error // the source's failure (io.EOF is none), or ctx's end
 }
 
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
+func (s *sourceReader) Read(p []byte) (int, error) {
+	if err := s.ctx.Err(); err != nil {
+		s.err = err
 		return 0, err
 	}
-	return c.r.Read(p)
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		s.err = err
+	}
+	return n, err
 }
 
 func (d *dirVolume) MkdirAll(ctx context.Context, name string) error {

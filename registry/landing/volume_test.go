@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
+	"testing/iotest"
 
 	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
@@ -258,4 +260,29 @@ func TestADirVolumesErrorFromAShareThatDoesNotAnswerIsUnavailable(t *testing.T) 
 	}
 	_, err := d.ReadFile(t.Context(), "missing", 1)
 	assert.False(t, IsUnavailable(err), "a real missing file: %v", err)
+}
+
+// A DirVolume's WriteFrom whose source fails (the landing's sources are its
+// local spool files) reports the source's failure, kept as the cause, and
+// never as an outage of the volume's share, whatever the errno: the volume
+// answered. The file written so far is the caller's to discard. Negative
+// control (run): with the source's error going through the share's marking,
+// the EIO and ESTALE rows are IsUnavailable.
+func TestADirVolumesWriteFromWhoseSourceFailsIsNoOutageOfTheVolume(t *testing.T) {
+	d := DirVolume(t.TempDir()).(*dirVolume)
+	t.Cleanup(func() { _ = d.Close() })
+	for _, errno := range []syscall.Errno{syscall.EIO, syscall.ESTALE, syscall.EACCES} {
+		src := io.MultiReader(strings.NewReader("part of a bundle"), iotest.ErrReader(&fs.PathError{Op: "read", Path: "spool", Err: errno}))
+		err := d.WriteFrom(t.Context(), "f", src)
+		require.Error(t, err, "%v", errno)
+		assert.False(t, IsUnavailable(err), "%v", err)
+		assert.ErrorIs(t, err, errno, "the cause is kept")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	assert.ErrorIs(t, d.WriteFrom(ctx, "f", strings.NewReader("x")), context.Canceled)
+	require.NoError(t, d.WriteFrom(t.Context(), "f", strings.NewReader("whole")))
+	data, err := d.ReadFile(t.Context(), "f", 16)
+	require.NoError(t, err)
+	assert.Equal(t, "whole", string(data))
 }
