@@ -95,7 +95,8 @@ func (s *Service) move(ctx context.Context, row mesh.Node) (string, error) {
 	case ok:
 		var h Notification
 		_ = json.Unmarshal(held.Content, &h) // undecodable: MovedFrom stays "" and it is a conflict
-		if !strings.EqualFold(h.MovedFrom, row.Path) {
+		// Exactly: paths are case-sensitive, and acme/docs is not acme/Docs.
+		if h.MovedFrom != row.Path {
 			return to, &ConflictError{Path: to, HeldFrom: h.MovedFrom, WantedFrom: row.Path}
 		}
 		// An earlier run copied it and stopped before deleting the old row.

@@ -222,3 +222,26 @@ func TestEveryLegacyNotificationOfTheSeedsSampleLandsWhereABellReadsIt(t *testin
 		assert.Equal(t, notifications.Report{Scanned: 202, Skipped: 202}, again, "a second run finds everything in place")
 	})
 }
+
+// Paths are case-sensitive in the stores: acme/Docs and acme/docs are two
+// entities, and a legacy row under each with the same id are two
+// notifications wanting one addressed slot. Before, the run took the second
+// for its own earlier copy (the copy's movedFrom was compared with
+// strings.EqualFold) and deleted it: one notification lost. Control run:
+// with EqualFold back, Moved is 2, Failed 0, and the second row is gone on
+// both stores.
+func TestALegacyRowUnderAnEntitySpelledInAnotherCaseIsNotTakenForAnEarlierCopy(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		putLegacy(t, fx.store, "acme/Docs/_Notification/n1", "about Docs", "alice")
+		putLegacy(t, fx.store, "acme/docs/_Notification/n1", "about docs", "alice")
+		require.Len(t, everyNotification(t, fx.store), 2, "two nodes: the store tells the paths apart")
+
+		report, err := fx.service().MigrateLegacy(ctx(t))
+		assert.Equal(t, notifications.Report{Scanned: 2, Moved: 1, Failed: 1}, report)
+		var conflict *notifications.ConflictError
+		assert.True(t, errors.As(err, &conflict), "got %v", err)
+
+		got := everyNotification(t, fx.store)
+		assert.Len(t, got, 2, "nothing lost: %v", got)
+	})
+}
