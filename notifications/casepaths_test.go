@@ -53,3 +53,31 @@ func TestTwoNotificationsWhosePathsDifferOnlyInCaseAreBothOnTheBell(t *testing.T
 		assert.Equal(t, []string{"upper"}, titles(st), "the other stays")
 	})
 }
+
+// A recipient spelled "Alice/Inbox" is delivered to the partition alice
+// (partition names fold ASCII case) at Alice/_Notification/{id}, and
+// alice's bell shows it; MarkRead("alice", id) read only
+// alice/_Notification/{id}, another path, and said alice had no such
+// notification. Control run: with MarkRead reading only that path, it
+// fails with *NotFoundError on both stores.
+func TestAViewerMarksReadANotificationDeliveredUnderAnotherASCIISpellingOfTheirPartition(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		svc := fx.service()
+		nodes, err := svc.Create(ctx(t), notifications.Notification{Title: "hi"}, "Alice/Inbox")
+		require.NoError(t, err)
+		require.Equal(t, "Alice/_Notification/"+nodes[0].ID, nodes[0].Path)
+		st, err := rx.First(ctx(t), svc.Bell("alice"))
+		require.NoError(t, err)
+		require.Equal(t, 1, st.Unread, "alice's bell shows it")
+
+		require.NoError(t, svc.MarkRead(ctx(t), "alice", nodes[0].ID))
+		n, ok := get(t, fx.store, nodes[0].Path)
+		require.True(t, ok)
+		assert.True(t, contentOf(t, n).IsRead)
+		_, ok = get(t, fx.store, "alice/_Notification/"+nodes[0].ID)
+		assert.False(t, ok, "no second node is written")
+
+		var notFound *notifications.NotFoundError
+		assert.ErrorAs(t, svc.MarkRead(ctx(t), "bob", nodes[0].ID), &notFound, "bob still has no such notification")
+	})
+}
