@@ -245,3 +245,27 @@ func TestALegacyRowUnderAnEntitySpelledInAnotherCaseIsNotTakenForAnEarlierCopy(t
 		assert.Len(t, got, 2, "nothing lost: %v", got)
 	})
 }
+
+// MigrateLegacy delivers "as Create would have": Create delivers to Admin
+// what the addressee's partition refuses (PostgreSQL cannot hold a
+// partition named pg_catalog). The migration counted such a row as failed
+// on every run and left it where no bell reads it. Control run: without
+// the fallback, the run fails with the *MoveError "partition pg_catalog
+// cannot be stored".
+func TestALegacyRowWhosePartitionTheStoreRefusesMovesToAdminAsCreateWouldDeliverIt(t *testing.T) {
+	fx := newPG(t)
+	putLegacy(t, fx.store, "acme/Docs/_Notification/n9", "for a reserved name", "pg_catalog")
+
+	report, err := fx.service().MigrateLegacy(ctx(t))
+	require.NoError(t, err)
+	assert.Equal(t, notifications.Report{Scanned: 1, Moved: 1}, report)
+	moved, ok := get(t, fx.store, "Admin/_Notification/n9")
+	require.True(t, ok, "at Admin, as Create delivers it")
+	assert.Equal(t, "acme/Docs/_Notification/n9", contentOf(t, moved).MovedFrom)
+	_, ok = get(t, fx.store, "acme/Docs/_Notification/n9")
+	assert.False(t, ok, "the legacy row is gone")
+
+	again, err := fx.service().MigrateLegacy(ctx(t))
+	require.NoError(t, err)
+	assert.Equal(t, notifications.Report{Scanned: 1, Skipped: 1}, again)
+}
