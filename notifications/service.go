@@ -190,9 +190,9 @@ func (s *Service) deliver(ctx context.Context, n Notification, addressee string)
 // MarkRead marks the viewer's notification id as read. Only the viewer's own
 // notifications can be marked (not the Admin ones a global admin sees),
 // those delivered under another ASCII spelling of the viewer's partition
-// included, as the bell shows them. It fails with *NotFoundError when the viewer has no such notification and
-// *InvalidError for a viewer or id that cannot name one. Marking a read
-// notification again writes nothing. The write is a compare-and-set on the
+// included, as the bell shows them. It fails with *NotFoundError when the
+// viewer has no such notification and *InvalidError for a viewer or id that
+// cannot name one. Marking a read notification again writes nothing. The write is a compare-and-set on the
 // version read, so a notification replaced or deleted meanwhile is read
 // again (NotFoundError once deleted), never written back.
 func (s *Service) MarkRead(ctx context.Context, viewer, id string) error {
