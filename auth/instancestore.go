@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -157,14 +158,19 @@ func (r *Instances) RotateKey(ctx context.Context, id string) (string, error) {
 }
 
 // RevokeKey revokes one key of instance id. key may be the raw key or its
-// hash (as listed in Instance.KeyHashes). The instance stops listing the
-// hash first, which refuses the key at once; then the index node goes.
+// hash (as listed in Instance.KeyHashes), with surrounding space ignored.
+// The instance stops listing the hash first, which refuses the key at once;
+// then the index node goes.
 func (r *Instances) RevokeKey(ctx context.Context, id, key string) error {
 	if err := ValidateInstanceID(id); err != nil {
 		return err
 	}
-	hash := strings.ToLower(strings.TrimSpace(key))
-	if IsWellFormedKey(key) {
+	// Trimmed first: a key pasted from a file keeps its newline. Anything
+	// that is not a hash is a key, or was meant to be one: only its hash is
+	// compared or shown.
+	key = strings.TrimSpace(key)
+	hash := strings.ToLower(key)
+	if !isKeyHash(hash) {
 		hash = HashKey(key)
 	}
 	_, err := r.update(ctx, id, func(inst *Instance) error {
@@ -179,6 +185,20 @@ func (r *Instances) RevokeKey(ctx context.Context, id, key string) error {
 		return err
 	}
 	return r.dropIndex(ctx, id, hash)
+}
+
+// isKeyHash reports whether h has the form of HashKey's result: 64
+// lower-case hex digits.
+func isKeyHash(h string) bool {
+	if len(h) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Disable refuses every key of instance id until Enable; keys and grant are

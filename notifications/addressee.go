@@ -43,15 +43,32 @@ func DeliveryNamespace(addressee string) string {
 // BellQuery returns the live query of one addressee's notifications, newest
 // first. It is pinned to the addressee's partition.
 func BellQuery(addressee string) string {
-	return "namespace:" + DeliveryNamespace(addressee) + " nodeType:" + NodeType + " sort:content.createdAt-desc"
+	return "namespace:" + queryValue(DeliveryNamespace(addressee)) + " nodeType:" + NodeType + " sort:content.createdAt-desc"
 }
 
 // RetentionQuery returns the query of the n least recently modified
 // notifications in partition, the candidates retention removes first. It is
 // pinned to the partition.
 func RetentionQuery(partition string, n int) string {
-	return "path:" + partition + " scope:descendants nodeType:" + NodeType +
+	return "path:" + queryValue(partition) + " scope:descendants nodeType:" + NodeType +
 		" sort:lastModified-asc limit:" + strconv.Itoa(n)
+}
+
+// queryValue is v as one value of the query language: bare when it is
+// made of letters, digits and "._-/" only, quoted otherwise. A partition
+// name may hold spaces, '|', quotes or parentheses, which bare would be
+// query syntax ("eve|alice" an alternation reaching alice's partition).
+func queryValue(v string) string {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !isQueryBare(c) {
+			return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
+		}
+	}
+	return v
+}
+
+func isQueryBare(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._-/", c) >= 0
 }
 
 // deliveryPath returns where the notification id for addressee is stored.

@@ -1,7 +1,6 @@
 package notifications
 
 import (
-	"strings"
 	"sync"
 
 	"github.com/meshrx/meshrx/mesh"
@@ -24,7 +23,7 @@ type adminFeed struct {
 	mu sync.Mutex
 	// Guarded by mu; mu is taken after Service.adminMu and before a
 	// bell's own lock, never the other way round.
-	items   map[string]Notification // by lower-cased path
+	items   map[string]Notification // by path (paths are case-sensitive)
 	snap    *adminSnapshot          // items as bells read them, replaced on each change, never changed
 	initial bool                    // sorted holds the read's Initial or later
 	ended   bool                    // the read failed or completed: no bell joins any more
@@ -112,11 +111,11 @@ func (f *adminFeed) frame(c mesh.Change) {
 				f.svc.log().Warn("notifications: stored notification does not decode; showing it by name",
 					"path", node.Path)
 			}
-			f.items[strings.ToLower(node.Path)] = n
+			f.items[node.Path] = n
 		}
 	case mesh.Removed:
 		for _, node := range c.Items {
-			delete(f.items, strings.ToLower(node.Path))
+			delete(f.items, node.Path)
 		}
 	}
 	if !f.initial {

@@ -219,7 +219,7 @@ type bell struct {
 
 type leg struct {
 	addressee string
-	items     map[string]Notification // by path; nil for the shared Admin leg
+	items     map[string]Notification // by path (case-sensitive); nil for the shared Admin leg
 	held      int                     // len(items), kept beside it: state reads it for every admin of a broadcast without touching the map (a cold line)
 	shared    *adminSnapshot          // the shared Admin leg's notifications; read-only
 	initial   bool
@@ -284,11 +284,11 @@ func (b *bell) frame(i int, c mesh.Change) {
 				b.svc.log().Warn("notifications: stored notification does not decode; showing it by name",
 					"path", node.Path)
 			}
-			l.items[strings.ToLower(node.Path)] = n
+			l.items[node.Path] = n
 		}
 	case mesh.Removed:
 		for _, node := range c.Items {
-			delete(l.items, strings.ToLower(node.Path))
+			delete(l.items, node.Path)
 		}
 	}
 	l.held = len(l.items)

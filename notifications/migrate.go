@@ -30,7 +30,9 @@ type Report struct {
 // would have delivered them: the first segment of their recipient, or Admin
 // when the recipient is blank or names no usable partition (most legacy
 // rows, plugin-update notices and import failures, have none: in the
-// entity's partition no bell would read them). A row stored directly in a
+// entity's partition no bell would read them), or Admin when the
+// addressee's partition refuses the write for any reason other than
+// unavailability. A row stored directly in a
 // partition's container ({partition}/_Notification/{id}) is taken as
 // delivered and left alone: that partition's bell reads it, and whether the
 // partition is a user's cannot be told here. Each row is written at
@@ -86,8 +88,24 @@ func (s *Service) move(ctx context.Context, row mesh.Node) (string, error) {
 	}
 	_, id := mesh.SplitPath(row.Path)
 	addressee, _ := ResolveAddressee(n.Recipient)
-	to := deliveryPath(addressee, id)
+	to, err := s.copyTo(ctx, row, n, id, addressee)
+	var conflict *ConflictError
+	if err != nil && addressee != Admin && ctx.Err() == nil && !mesh.IsUnavailable(err) && !errors.As(err, &conflict) {
+		// The partition refused it: to Admin, as Create delivers it.
+		s.log().Warn("notifications: addressee refused the legacy notification; moving it to Admin",
+			"from", row.Path, "addressee", addressee, "err", err)
+		to, err = s.copyTo(ctx, row, n, id, Admin)
+	}
+	if err != nil {
+		return to, err
+	}
+	return to, s.Mesh.Delete(ctx, row.Path)
+}
 
+// copyTo writes row, the legacy notification n with id, at addressee
+// (unless an earlier run did), and returns the addressed path.
+func (s *Service) copyTo(ctx context.Context, row mesh.Node, n Notification, id, addressee string) (string, error) {
+	to := deliveryPath(addressee, id)
 	held, ok, err := s.get(ctx, to)
 	switch {
 	case err != nil:
@@ -95,7 +113,8 @@ func (s *Service) move(ctx context.Context, row mesh.Node) (string, error) {
 	case ok:
 		var h Notification
 		_ = json.Unmarshal(held.Content, &h) // undecodable: MovedFrom stays "" and it is a conflict
-		if !strings.EqualFold(h.MovedFrom, row.Path) {
+		// Exactly: paths are case-sensitive, and acme/docs is not acme/Docs.
+		if h.MovedFrom != row.Path {
 			return to, &ConflictError{Path: to, HeldFrom: h.MovedFrom, WantedFrom: row.Path}
 		}
 		// An earlier run copied it and stopped before deleting the old row.
@@ -121,5 +140,5 @@ func (s *Service) move(ctx context.Context, row mesh.Node) (string, error) {
 			return to, err
 		}
 	}
-	return to, s.Mesh.Delete(ctx, row.Path)
+	return to, nil
 }

@@ -222,3 +222,50 @@ func TestEveryLegacyNotificationOfTheSeedsSampleLandsWhereABellReadsIt(t *testin
 		assert.Equal(t, notifications.Report{Scanned: 202, Skipped: 202}, again, "a second run finds everything in place")
 	})
 }
+
+// Paths are case-sensitive in the stores: acme/Docs and acme/docs are two
+// entities, and a legacy row under each with the same id are two
+// notifications wanting one addressed slot. Before, the run took the second
+// for its own earlier copy (the copy's movedFrom was compared with
+// strings.EqualFold) and deleted it: one notification lost. Control run:
+// with EqualFold back, Moved is 2, Failed 0, and the second row is gone on
+// both stores.
+func TestALegacyRowUnderAnEntitySpelledInAnotherCaseIsNotTakenForAnEarlierCopy(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		putLegacy(t, fx.store, "acme/Docs/_Notification/n1", "about Docs", "alice")
+		putLegacy(t, fx.store, "acme/docs/_Notification/n1", "about docs", "alice")
+		require.Len(t, everyNotification(t, fx.store), 2, "two nodes: the store tells the paths apart")
+
+		report, err := fx.service().MigrateLegacy(ctx(t))
+		assert.Equal(t, notifications.Report{Scanned: 2, Moved: 1, Failed: 1}, report)
+		var conflict *notifications.ConflictError
+		assert.True(t, errors.As(err, &conflict), "got %v", err)
+
+		got := everyNotification(t, fx.store)
+		assert.Len(t, got, 2, "nothing lost: %v", got)
+	})
+}
+
+// MigrateLegacy delivers "as Create would have": Create delivers to Admin
+// what the addressee's partition refuses (PostgreSQL cannot hold a
+// partition named pg_catalog). The migration counted such a row as failed
+// on every run and left it where no bell reads it. Control run: without
+// the fallback, the run fails with the *MoveError "partition pg_catalog
+// cannot be stored".
+func TestALegacyRowWhosePartitionTheStoreRefusesMovesToAdminAsCreateWouldDeliverIt(t *testing.T) {
+	fx := newPG(t)
+	putLegacy(t, fx.store, "acme/Docs/_Notification/n9", "for a reserved name", "pg_catalog")
+
+	report, err := fx.service().MigrateLegacy(ctx(t))
+	require.NoError(t, err)
+	assert.Equal(t, notifications.Report{Scanned: 1, Moved: 1}, report)
+	moved, ok := get(t, fx.store, "Admin/_Notification/n9")
+	require.True(t, ok, "at Admin, as Create delivers it")
+	assert.Equal(t, "acme/Docs/_Notification/n9", contentOf(t, moved).MovedFrom)
+	_, ok = get(t, fx.store, "acme/Docs/_Notification/n9")
+	assert.False(t, ok, "the legacy row is gone")
+
+	again, err := fx.service().MigrateLegacy(ctx(t))
+	require.NoError(t, err)
+	assert.Equal(t, notifications.Report{Scanned: 1, Skipped: 1}, again)
+}

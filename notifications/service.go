@@ -188,10 +188,13 @@ func (s *Service) deliver(ctx context.Context, n Notification, addressee string)
 }
 
 // MarkRead marks the viewer's notification id as read. Only the viewer's own
-// notifications can be marked (not the Admin ones a global admin sees).
-// It fails with *NotFoundError when the viewer has no such notification and
-// *InvalidError for a viewer or id that cannot name one. Marking a read
-// notification again writes nothing.
+// notifications can be marked (not the Admin ones a global admin sees),
+// those delivered under another ASCII spelling of the viewer's partition
+// included, as the bell shows them. It fails with *NotFoundError when the
+// viewer has no such notification and *InvalidError for a viewer or id that
+// cannot name one. Marking a read notification again writes nothing. The write is a compare-and-set on the
+// version read, so a notification replaced or deleted meanwhile is read
+// again (NotFoundError once deleted), never written back.
 func (s *Service) MarkRead(ctx context.Context, viewer, id string) error {
 	if s.Mesh == nil {
 		return errNoMesh
@@ -203,26 +206,63 @@ func (s *Service) MarkRead(ctx context.Context, viewer, id string) error {
 		return &InvalidError{Field: "id", Value: id, Reason: "not a notification id"}
 	}
 	path := deliveryPath(viewer, id)
-	node, ok, err := s.get(ctx, path)
-	if err != nil {
-		return fmt.Errorf("notifications: mark %s read: %w", path, err)
-	}
-	if !ok || !strings.EqualFold(node.NodeType, NodeType) {
-		return &NotFoundError{Viewer: viewer, ID: id}
-	}
-	content, changed, err := withField(node.Content, "isRead", true)
-	if err != nil {
-		return fmt.Errorf("notifications: mark %s read: stored content: %w", path, err)
-	}
-	if !changed {
+	// A compare-and-set on the version read: a plain Put would write back
+	// a notification replaced (same identity) or deleted since the read.
+	for attempt := 1; ; attempt++ {
+		node, ok, err := s.own(ctx, viewer, id)
+		if err != nil {
+			return fmt.Errorf("notifications: mark %s read: %w", path, err)
+		}
+		if !ok || !strings.EqualFold(node.NodeType, NodeType) {
+			return &NotFoundError{Viewer: viewer, ID: id}
+		}
+		content, changed, err := withField(node.Content, "isRead", true)
+		if err != nil {
+			return fmt.Errorf("notifications: mark %s read: stored content: %w", path, err)
+		}
+		if !changed {
+			return nil
+		}
+		node.Content = content
+		_, err = s.Mesh.PutIfVersion(ctx, node, node.Version)
+		if conflict := (*mesh.VersionConflictError)(nil); errors.As(err, &conflict) && attempt < maxMarkAttempts {
+			continue // changed since the read: read it again
+		}
+		if err != nil {
+			return fmt.Errorf("notifications: mark %s read: %w", path, err)
+		}
 		return nil
 	}
-	node.Content = content
-	if _, err := s.Mesh.Put(ctx, node); err != nil {
-		return fmt.Errorf("notifications: mark %s read: %w", path, err)
-	}
-	return nil
 }
+
+// own reads the viewer's notification id: at deliveryPath(viewer, id), or,
+// when none is there, delivered under another ASCII spelling of the
+// viewer's partition ("Alice/_Notification/id" for "alice"): the same
+// partition, which the viewer's bell reads (BellQuery matches it).
+func (s *Service) own(ctx context.Context, viewer, id string) (mesh.Node, bool, error) {
+	path := deliveryPath(viewer, id)
+	node, ok, err := s.get(ctx, path)
+	if err != nil || ok {
+		return node, ok, err
+	}
+	nodes, err := s.initial(ctx, "path:"+queryValue(path))
+	if err != nil {
+		return mesh.Node{}, false, err
+	}
+	for _, n := range nodes {
+		// Only the partition's spelling may differ: query matching folds
+		// the rest too, but there another spelling is another node.
+		p := mesh.Partition(n.Path)
+		if mesh.EqualNames(p, viewer) && n.Path[len(p):] == path[len(viewer):] {
+			return n, true, nil
+		}
+	}
+	return mesh.Node{}, false, nil
+}
+
+// maxMarkAttempts bounds how often MarkRead reads a notification again
+// after another writer changed it between its read and its write.
+const maxMarkAttempts = 8
 
 // Prune removes the addressee's least recently modified notifications beyond
 // the retention cap and reports how many it removed. It reads the
