@@ -34,6 +34,21 @@ func validAddressee(a string) bool {
 	return a != "" && !strings.HasPrefix(a, "_") && !strings.Contains(a, "/") && mesh.ValidatePath(a) == nil
 }
 
+// checkViewer refuses a viewer that cannot have a bell of its own: one
+// that names no partition, or names the Admin partition (in any ASCII
+// case, as a partition query matches it). Admin's notifications are shown
+// to global admins (Service.Admins) only: a user who happened to be named
+// "admin" must not read them as its own.
+func checkViewer(viewer string) error {
+	switch {
+	case !validAddressee(viewer):
+		return &InvalidError{Field: "viewer", Value: viewer, Reason: "not a partition name"}
+	case mesh.EqualNames(viewer, Admin):
+		return &InvalidError{Field: "viewer", Value: viewer, Reason: "names the Admin partition, whose notifications only global admins see"}
+	}
+	return nil
+}
+
 // DeliveryNamespace returns the namespace notifications for addressee are
 // stored in: {addressee}/_Notification.
 func DeliveryNamespace(addressee string) string {

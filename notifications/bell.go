@@ -58,15 +58,17 @@ func (s BellState) Len() int {
 // still waiting); Denied or Undetermined leave the Admin notifications out. Each read's first
 // frame is bounded by the store (Budgets.QueryInitial there).
 //
-// A viewer that is not a partition name fails with *InvalidError. The bell
+// A viewer that is not a partition name, or names the Admin partition (in
+// any case: Admin's notifications are for global admins only, not for a
+// user who happens to be called "admin"), fails with *InvalidError. The bell
 // fails when a read fails, and completes when every read has completed (the
 // store closed).
 func (s *Service) Bell(viewer string) rx.Observable[BellState] {
 	if s.Mesh == nil {
 		return rx.Throw[BellState](errNoMesh)
 	}
-	if !validAddressee(viewer) {
-		return rx.Throw[BellState](&InvalidError{Field: "viewer", Value: viewer, Reason: "not a partition name"})
+	if err := checkViewer(viewer); err != nil {
+		return rx.Throw[BellState](err)
 	}
 	return bellObservable{svc: s, viewer: viewer}
 }
@@ -92,7 +94,7 @@ type bellObservable struct {
 }
 
 // Subscribe opens a bell for o. When the global admin check is to be made
-// (Admins set, a viewer other than Admin) the legs are decided and
+// (Admins set) the legs are decided and
 // subscribed on a goroutine of the bell's own and Subscribe returns at once:
 // the check may wait up to Budgets.Permission, and the subscriber must be
 // able to end that wait — rx.First and Collect unsubscribe when their
@@ -108,7 +110,7 @@ func (bo bellObservable) Subscribe(o rx.Observer[BellState]) rx.Subscription {
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	b := &bell{svc: bo.svc, o: o, cancel: cancel}
-	if bo.svc.asksAdmins(bo.viewer) {
+	if bo.svc.Admins != nil {
 		check := bo.svc.adminCheck(ctx, bo.viewer) // its budget runs from now
 		go b.open(ctx, bo.viewer, check)
 	} else {
@@ -179,12 +181,6 @@ func (b *bell) open(ctx context.Context, viewer string, check func() access.Deci
 	}
 	b.dirty = true
 	b.drain()
-}
-
-// asksAdmins reports whether viewer's bell asks Admins whether viewer is a
-// global admin.
-func (s *Service) asksAdmins(viewer string) bool {
-	return s.Admins != nil && !strings.EqualFold(viewer, Admin)
 }
 
 // errUnsubscribed is the cause with which Unsubscribe ends a bell's

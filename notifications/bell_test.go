@@ -254,3 +254,28 @@ func TestAnObserverMayWriteFromInsideTheBell(t *testing.T) {
 	assert.Equal(t, []int{1, 2}, seen, "the state after the write follows, in order")
 	assert.True(t, slices.IsSorted(seen))
 }
+
+// A viewer named after the Admin partition, in any case, is no viewer: the
+// Admin notifications are shown to global admins only, and a user who is
+// called "admin" must not read them as its own, nor mark them read.
+// Negative control (run): before checkViewer, "admin" and "ADMIN" were
+// shown the platform alert by both stores with Admins nil, and MarkRead
+// marked it read.
+func TestAViewerNamedAdminInAnyCaseIsRefusedRatherThanShownTheAdminNotifications(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		svc := fx.service() // Admins nil: nobody sees the Admin notifications
+		id := create(t, svc, "platform alert", "", "")
+		for _, viewer := range []string{"Admin", "admin", "ADMIN", "aDmIn"} {
+			_, err := rx.First(ctx(t), svc.Bell(viewer))
+			var invalid *notifications.InvalidError
+			require.True(t, errors.As(err, &invalid), "viewer %q: %v", viewer, err)
+			assert.Equal(t, "viewer", invalid.Field)
+			err = svc.MarkRead(ctx(t), viewer, id)
+			require.True(t, errors.As(err, &invalid), "MarkRead by %q: %v", viewer, err)
+		}
+		// Control: a viewer whose name only begins like it has a bell.
+		st, err := rx.First(ctx(t), svc.Bell("admin2"))
+		require.NoError(t, err)
+		assert.Zero(t, st.Len())
+	})
+}

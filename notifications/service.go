@@ -192,15 +192,15 @@ func (s *Service) deliver(ctx context.Context, n Notification, addressee string)
 // those delivered under another ASCII spelling of the viewer's partition
 // included, as the bell shows them. It fails with *NotFoundError when the
 // viewer has no such notification and *InvalidError for a viewer or id that
-// cannot name one. Marking a read notification again writes nothing. The write is a compare-and-set on the
+// cannot name one (Admin, in any case, is no viewer: see Bell). Marking a read notification again writes nothing. The write is a compare-and-set on the
 // version read, so a notification replaced or deleted meanwhile is read
 // again (NotFoundError once deleted), never written back.
 func (s *Service) MarkRead(ctx context.Context, viewer, id string) error {
 	if s.Mesh == nil {
 		return errNoMesh
 	}
-	if !validAddressee(viewer) {
-		return &InvalidError{Field: "viewer", Value: viewer, Reason: "not a partition name"}
+	if err := checkViewer(viewer); err != nil {
+		return err
 	}
 	if strings.Contains(id, "/") || mesh.ValidatePath(id) != nil {
 		return &InvalidError{Field: "id", Value: id, Reason: "not a notification id"}
