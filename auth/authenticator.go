@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -381,14 +383,30 @@ func (a *Authenticator) refused(reason, hash string) Result {
 	return Result{Refused: reason}
 }
 
-// unavailable names the leg and why it could not be read, without saying the
-// leg's name twice when the error already starts with it.
+// unavailable names the leg and why it could not be read. The Result says
+// why in words fit for the caller (see publicReason); the error itself,
+// which may name the database, its host and its user, is logged.
 func (a *Authenticator) unavailable(stage, hash string, err error) Result {
 	reason := strings.TrimPrefix(err.Error(), stage+": ")
-	res := Result{Unavailable: stage + ": " + reason}
+	res := Result{Unavailable: stage + ": " + publicReason(err)}
 	a.logger().Warn("auth: could not find out whether the instance key is valid; answering unavailable, not unauthenticated",
 		"stage", stage, "reason", reason, "keyHashPrefix", HashPrefix(hash), "unavailable", mesh.IsUnavailable(err))
 	return res
+}
+
+// publicReason is why a leg could not be read, in fixed words: the read's
+// own bound when it ran out, else the kind of failure, never err's text.
+func publicReason(err error) string {
+	var timeout *rx.TimeoutError
+	switch {
+	case errors.As(err, &timeout):
+		return fmt.Sprintf("no answer within %s", timeout.After)
+	case mesh.IsUnavailable(err):
+		return "the store is unavailable"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "the read was cut short"
+	}
+	return "the read failed (the server's log says why)"
 }
 
 func (a *Authenticator) readBudget() time.Duration {

@@ -89,7 +89,7 @@ func TestThe503OfAClosedStoreNamesTheClosedStoreNotATimeout(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, a.status)
 	var body struct{ Error string }
 	require.NoError(t, jsonUnmarshal(a.body, &body))
-	assert.Contains(t, body.Error, "closed")
+	assert.Contains(t, body.Error, "the store is unavailable")
 	assert.NotContains(t, body.Error, "in time")
 	assert.Contains(t, body.Error, "NOT a statement about your key")
 }

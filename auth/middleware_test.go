@@ -1,16 +1,19 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/meshrx/meshrx/mesh"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -156,19 +159,50 @@ func TestAFailingStoreAnswers503Never401(t *testing.T) {
 	f.store.fail(GrantPath("acme"), errors.New("i/o error"))
 	a := get(t, srv, bearer(f.key))
 	assert.Equal(t, http.StatusServiceUnavailable, a.status)
-	assert.Equal(t, "grant: i/o error", a.reason)
+	assert.Equal(t, "grant: the read failed (the server's log says why)", a.reason)
 
 	require.NoError(t, f.store.Close())
 	a = get(t, srv, bearer(f.key))
 	assert.Equal(t, http.StatusServiceUnavailable, a.status)
 	// The key authenticated before: its first read is its instance (the
 	// index read is skipped, see authMemo), and that is the leg named.
-	assert.Contains(t, a.reason, StageInstance+": ")
-	assert.Contains(t, a.reason, "closed")
+	assert.Equal(t, StageInstance+": the store is unavailable", a.reason)
 
 	// A missing key is still a fast 401 on a dead store: that speaks of the
 	// header, not of the store.
 	assert.Equal(t, http.StatusUnauthorized, get(t, srv, "").status)
+}
+
+// A 503 names the leg and why in fixed words, never the store's error,
+// which may name the database, its host and its user (pgx's connection
+// errors do); that goes to the log. Negative control (run): with the
+// error's text as the reason (as before), every row's body held the
+// secrets.
+func TestA503NeverCarriesTheStoresErrorText(t *testing.T) {
+	const secret = "failed to connect to `user=regadmin database=registry`: 10.20.30.40:5432: dial error"
+	for _, c := range []struct {
+		name, reason string
+		err          error
+	}{
+		{"unavailable", "grant: the store is unavailable", &mesh.UnavailableError{Op: "read acme", Err: errors.New(secret)}},
+		{"unknown", "grant: the read failed (the server's log says why)", errors.New(secret)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			var log bytes.Buffer
+			a := f.authenticator(nil)
+			a.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			srv := server(t, Middleware(a, instanceEcho))
+			f.store.fail(GrantPath("acme"), c.err)
+			got := get(t, srv, bearer(f.key))
+			assert.Equal(t, http.StatusServiceUnavailable, got.status)
+			assert.Equal(t, c.reason, got.reason)
+			for _, s := range []string{"regadmin", "10.20.30.40", "database="} {
+				assert.NotContains(t, got.body, s)
+			}
+			assert.Contains(t, log.String(), "regadmin", "the log keeps the detail")
+		})
+	}
 }
 
 func TestARequestThatEndsBeforeItsKeyIsCheckedIs503(t *testing.T) {

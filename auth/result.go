@@ -10,8 +10,10 @@ import "context"
 //   - unauthenticated: Instance is nil and Unavailable is empty. Refused may
 //     say why, for logs (a missing or malformed key leaves it empty);
 //   - unavailable: Unavailable names the leg that could not be read and why,
-//     e.g. "instance: no answer within 10s". That is "could not find out",
-//     never a statement about the key: answer 503, not 401.
+//     in fixed words fit for the caller, e.g. "instance: no answer within
+//     10s" or "grant: the store is unavailable" (the store's error, which
+//     may name its host and user, is logged, not put here). That is "could
+//     not find out", never a statement about the key: answer 503, not 401.
 type Result struct {
 	Instance    *Instance
 	Grant       PluginGrant
