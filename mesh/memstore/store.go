@@ -94,8 +94,8 @@ type Store struct {
 	live    *liveindex.Index[*liveQuery]
 	changes mailbox.Notices // the Changes subscriptions
 
-	// closing fires once, on Close, and ends every query's stream: a query
-	// also merges Options.Providers, which may stay live forever.
+	// closing fires once, on Close, and ends the Options.Providers' part of
+	// every query: they may stay live forever.
 	closing *closeSignal
 
 	sec security // guarded by mu
@@ -140,8 +140,14 @@ func New(opts Options) (*Store, error) {
 			return nil, fmt.Errorf("memstore: Options.Providers[%d] is nil", i)
 		}
 	}
-	s.querier = &mesh.Querier{Backend: backend{s}, Router: s.router, Providers: slices.Clone(opts.Providers),
-		Clock: s.clk, InitialBudget: s.budgets.QueryInitial, Until: s.closing.Observable(),
+	// Close ends the providers' parts of each query; the store's own part
+	// completes once its queued frames are delivered, and with it the query.
+	providers := make([]mesh.Provider, len(opts.Providers))
+	for i, p := range opts.Providers {
+		providers[i] = untilClosed{Provider: p, closing: s.closing.Observable()}
+	}
+	s.querier = &mesh.Querier{Backend: backend{s}, Router: s.router, Providers: providers,
+		Clock: s.clk, InitialBudget: s.budgets.QueryInitial,
 		// Its full answers come sorted and limited (read) and its live
 		// frames say Added, Updated or Removed against its own result: with
 		// no Providers a query needs no fan-in, whose copy of the result
