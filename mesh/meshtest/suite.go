@@ -70,6 +70,7 @@ func (s *suite) checks() []check {
 		{"ConcurrentLiveQueriesAndWritersConvergeToAFreshInitial", s.convergence},
 		{"ABlockedSubscriberHoldsUpNoWriterAndCatchesUpOnRelease", s.slowSubscriber},
 		{"AmongThousandsOfLiveQueriesEachWriteReachesExactlyThoseItChanges", s.reach},
+		{"AQueryNamingManyPartitionsAndAGlobalSatelliteSeesWritesToEachOfThem", s.manySchemas},
 	}
 }
 
