@@ -1,11 +1,13 @@
 package mesh
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // State is the lifecycle state of a node. The zero value is StateActive.
@@ -157,5 +159,37 @@ func (n Node) NormalizeWrite() (Node, error) {
 		return Node{}, &NodeError{Path: n.Path, Field: "nodeType",
 			Reason: `a node needs a node type (set Node.NodeType, e.g. "Article"): queries select by it`}
 	}
+	// What PostgreSQL cannot hold no store takes: a node the embedded
+	// store accepts is one every store accepts.
+	for _, f := range [...]struct{ field, v string }{{"name", n.Name}, {"nodeType", n.NodeType}, {"mainNode", n.MainNode}} {
+		if !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
+			return Node{}, &NodeError{Path: n.Path, Field: f.field, Reason: "must be UTF-8 text without NUL characters"}
+		}
+	}
+	if len(n.NodeType) > MaxNodeTypeLen {
+		return Node{}, &NodeError{Path: n.Path, Field: "nodeType",
+			Reason: fmt.Sprintf("node type is %d bytes; the limit is %d", len(n.NodeType), MaxNodeTypeLen)}
+	}
+	if bytes.Contains(n.Content, []byte(`\u0000`)) && holdsNUL(n.Content) {
+		return Node{}, &NodeError{Path: n.Path, Field: "content", Reason: `a JSON string or key holds U+0000 ("\u0000")`}
+	}
 	return n, nil
+}
+
+// MaxNodeTypeLen bounds a written node's type, in bytes.
+const MaxNodeTypeLen = 256
+
+// holdsNUL reports whether a string or key of the valid JSON document
+// content decodes to text holding U+0000.
+func holdsNUL(content json.RawMessage) bool {
+	dec := json.NewDecoder(bytes.NewReader(content))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := tok.(string); ok && strings.ContainsRune(s, 0) {
+			return true
+		}
+	}
 }
