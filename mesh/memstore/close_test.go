@@ -1,7 +1,9 @@
 package memstore_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -64,4 +66,44 @@ func describePaths(items []mesh.Node) string {
 		out += p
 	}
 	return out
+}
+
+// namedProvider is livelyProvider under a name of its own: a fan-in needs
+// its providers' names to differ.
+type namedProvider struct {
+	livelyProvider
+	name string
+}
+
+func (p namedProvider) Name() string { return p.name }
+
+// Close never waits for a subscriber, whatever the providers fanned in:
+// ending each provider's part sends its fan-in a value, and a fan-in whose
+// subscriber is busy takes only so many before the sender waits. Control
+// run: with the close signal fired on Close's goroutine (the first form
+// of the fix above) Close, with 40 providers and the subscriber blocked,
+// waited out the bound: "Close waited for a blocked subscriber".
+func TestCloseWaitsForNoSubscriberWhateverItsProviders(t *testing.T) {
+	var providers []mesh.Provider
+	for i := range 40 {
+		providers = append(providers, namedProvider{name: fmt.Sprintf("p%02d", i)})
+	}
+	s := newStore(t, memstore.Options{Clock: rxtest.NewClock(), Providers: providers})
+	rec, blocked, release := gated(t, s.Query("namespace:acme/Q"))
+	put(t, s, "acme/Q/a", "Item", "")
+	await(t, blocked, "the subscriber to block on acme/Q/a's frame")
+
+	closed := make(chan struct{})
+	go func() { _ = s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(bound):
+		release()
+		<-closed
+		t.Fatal("Close waited for a blocked subscriber")
+	}
+	release()
+	require.True(t, rec.WaitTerminated(bound), "the query ends once its subscriber is back")
+	assert.True(t, rec.Completed(), "%v", rec.Err())
+	assert.Len(t, rec.Values(), 2, "the Initial and acme/Q/a's frame")
 }

@@ -228,7 +228,10 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 
 	s.start(startQ, startW)
-	s.closing.close()
+	// Ending a provider's part delivers a value into its query's fan-in,
+	// which waits while a busy subscriber's is full: not on Close's
+	// goroutine.
+	go s.closing.close()
 	s.log.Debug("memstore: closed", "liveQueriesEnded", len(ended))
 	return nil
 }
