@@ -198,7 +198,7 @@ func (s *Store) Stats() Stats {
 }
 
 // Close ends every live query (each completes once its queued frames are
-// delivered), completes every Changes subscription likewise, and releases
+// delivered: an idle one before Close returns), completes every Changes subscription likewise, and releases
 // the stored nodes. Afterwards reads fail with a *mesh.UnavailableError
 // wrapping ErrClosed, and writes with ErrClosed. Closing twice is harmless.
 func (s *Store) Close() error {
@@ -227,7 +227,12 @@ func (s *Store) Close() error {
 	s.liveMu.Unlock()
 	s.mu.Unlock()
 
-	s.start(startQ, startW)
+	// An idle query has only its completion to deliver: it completes here,
+	// before Close returns; a busy one after its queued frames, by its drain.
+	for _, lq := range startQ {
+		s.drain(lq)
+	}
+	startW.Start()
 	// Ending a provider's part delivers a value into its query's fan-in,
 	// which waits while a busy subscriber's is full: not on Close's
 	// goroutine.
