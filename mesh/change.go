@@ -86,8 +86,10 @@ func ParseWriteOp(s string) (WriteOp, bool) {
 // ChangeNotice announces one write. NodeType is what lets a live query skip
 // a write it cannot be affected by; "" means unknown, and then every live
 // query must re-read (fail-safe). A notice with an empty Path stands for the
-// notices a subscriber fell too far behind to receive (memstore sends one
-// rather than hold them or make writers wait): anything may have changed.
+// notices a subscriber did not receive: it fell too far behind (a store
+// sends one rather than hold them or make writers wait), or the store's
+// own feed had a gap (pgstore's listener reconnected). Anything may have
+// changed.
 type ChangeNotice struct {
 	Path     string
 	Op       WriteOp

@@ -1,11 +1,13 @@
 package mesh
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // State is the lifecycle state of a node. The zero value is StateActive.
@@ -144,10 +146,14 @@ func (n Node) Normalize() (Node, error) {
 	return n, nil
 }
 
-// NormalizeWrite is Normalize with the rule every store's write adds: a node
-// needs a NodeType. Queries select by it and live queries are re-run by it,
-// so a node without one could be written and never read by type; a store
-// refuses it with a *NodeError (Field "nodeType") and writes nothing.
+// NormalizeWrite is Normalize with the rules every store's write adds: a
+// node needs a NodeType. Queries select by it and live queries are re-run
+// by it, so a node without one could be written and never read by type; a
+// store refuses it with a *NodeError (Field "nodeType") and writes nothing.
+// And what one store cannot hold none takes: name, node type and main node
+// are UTF-8 without NUL, the node type at most MaxNodeTypeLen bytes, and
+// content holds no U+0000 in a string or key and no number beyond
+// PostgreSQL numeric's digits (131072 before the point, 16383 after).
 func (n Node) NormalizeWrite() (Node, error) {
 	n, err := n.Normalize()
 	if err != nil {
@@ -157,5 +163,99 @@ func (n Node) NormalizeWrite() (Node, error) {
 		return Node{}, &NodeError{Path: n.Path, Field: "nodeType",
 			Reason: `a node needs a node type (set Node.NodeType, e.g. "Article"): queries select by it`}
 	}
+	// What PostgreSQL cannot hold no store takes: a node the embedded
+	// store accepts is one every store accepts.
+	for _, f := range [...]struct{ field, v string }{{"name", n.Name}, {"nodeType", n.NodeType}, {"mainNode", n.MainNode}} {
+		if !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
+			return Node{}, &NodeError{Path: n.Path, Field: f.field, Reason: "must be UTF-8 text without NUL characters"}
+		}
+	}
+	if len(n.NodeType) > MaxNodeTypeLen {
+		return Node{}, &NodeError{Path: n.Path, Field: "nodeType",
+			Reason: fmt.Sprintf("node type is %d bytes; the limit is %d", len(n.NodeType), MaxNodeTypeLen)}
+	}
+	if bytes.Contains(n.Content, []byte(`\u0000`)) && holdsNUL(n.Content) {
+		return Node{}, &NodeError{Path: n.Path, Field: "content", Reason: `a JSON string or key holds U+0000 ("\u0000")`}
+	}
+	if lit, ok := numbersFit(n.Content); !ok {
+		return Node{}, &NodeError{Path: n.Path, Field: "content", Reason: fmt.Sprintf(
+			"the number %s has more than %d digits before the decimal point or %d after", quoteClipped(lit, 40), maxNumberInt, maxNumberFrac)}
+	}
 	return n, nil
+}
+
+// The digits a JSON number may have, before and after its decimal point:
+// PostgreSQL's numeric, which holds content's numbers, holds no more.
+const (
+	maxNumberInt  = 131072
+	maxNumberFrac = 16383
+)
+
+// numbersFit returns the first number of the valid JSON document content
+// that does not fit maxNumberInt and maxNumberFrac, and false; true when
+// every one does.
+func numbersFit(content json.RawMessage) (string, bool) {
+	for i := 0; i < len(content); i++ {
+		switch c := content[i]; {
+		case c == '"':
+			for i++; i < len(content) && content[i] != '"'; i++ {
+				if content[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || ('0' <= c && c <= '9'):
+			j := i
+			for j < len(content) && strings.IndexByte("+-.eE0123456789", content[j]) >= 0 {
+				j++
+			}
+			if lit := string(content[i:j]); !numberFits(lit) {
+				return lit, false
+			}
+			i = j - 1
+		}
+	}
+	return "", true
+}
+
+// numberFits reports whether the valid JSON number lit fits: its digits
+// from the first significant one to the decimal point, and its scale
+// (the digits written after the point, less the exponent), as PostgreSQL
+// counts them.
+func numberFits(lit string) bool {
+	mant, exp := strings.TrimPrefix(lit, "-"), 0
+	if i := strings.IndexAny(mant, "eE"); i >= 0 {
+		e, err := strconv.Atoi(mant[i+1:])
+		if err != nil || e >= 1<<30-1 || e <= -(1<<30-1) {
+			return false
+		}
+		mant, exp = mant[:i], e
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	if len(frac)-exp > maxNumberFrac {
+		return false
+	}
+	all := intPart + frac
+	significant := strings.TrimLeft(all, "0")
+	if significant == "" {
+		return true // zero
+	}
+	return len(intPart)+exp-(len(all)-len(significant)) <= maxNumberInt
+}
+
+// MaxNodeTypeLen bounds a written node's type, in bytes.
+const MaxNodeTypeLen = 256
+
+// holdsNUL reports whether a string or key of the valid JSON document
+// content decodes to text holding U+0000.
+func holdsNUL(content json.RawMessage) bool {
+	dec := json.NewDecoder(bytes.NewReader(content))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := tok.(string); ok && strings.ContainsRune(s, 0) {
+			return true
+		}
+	}
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"sync"
 
+	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
 )
 
-// closeSignal emits once and completes when the store closes; it is the
-// Until that ends every query's stream. Every live query subscribes to it,
+// closeSignal emits once and completes when the store closes; it ends
+// every provider's part of a query (untilClosed). Every live query subscribes to it,
 // so it keeps its observers in a map: subscribing and leaving cost O(1)
 // however many queries are live (a subject copies its observer list on
 // each). rx.Create gives each subscription the grammar and "nothing after
@@ -61,4 +62,17 @@ func (c *closeSignal) close() {
 		o.OnNext(struct{}{})
 		o.OnCompleted()
 	}
+}
+
+// untilClosed is a provider of Options.Providers whose part of a query
+// ends when the store closes. Only its part: a TakeUntil over the merged
+// query would also cut the store's frames still queued for a busy
+// subscriber, which Close promises to deliver.
+type untilClosed struct {
+	mesh.Provider
+	closing rx.Observable[struct{}]
+}
+
+func (p untilClosed) Query(q *mesh.Query) rx.Observable[mesh.Change] {
+	return rx.TakeUntil(p.Provider.Query(q), p.closing)
 }

@@ -351,3 +351,65 @@ func TestAGetWaitingBehindALongReadFailsWhenItsBudgetEnds(t *testing.T) {
 	require.NoError(t, err, "control: with the lock free, Get answers")
 	assert.Len(t, got, 1)
 }
+
+// A Get's wait for the store's lock ends with its subscription, as a
+// query's Initial does (and pgstore's Get): rx.First's context ending while
+// the Get waits behind a long read returns at once, long before the budget
+// on the store's clock (which this test never advances). Control run:
+// with Get's lock wait bounded by the budget alone (context.Background(),
+// before the fix) First returned only once the read ended: "Get did not
+// return when its subscription's context ended".
+func TestAGetWaitingBehindALongReadReturnsWhenItsSubscriptionEnds(t *testing.T) {
+	const bound = 30 * time.Second // a hang guard: the waits are on conditions
+	clk := rxtest.NewClock()
+	s, err := New(Options{Clock: clk})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Put(context.Background(), mesh.Node{Path: "acme/item", NodeType: "Item"})
+	require.NoError(t, err)
+
+	s.mu.RLock() // the long read
+	held := true
+	release := func() {
+		if held {
+			held = false
+			s.mu.RUnlock()
+		}
+	}
+	defer release()
+	writer := make(chan error, 1)
+	writerCtx := &doneWatched{Context: context.Background(), asked: make(chan struct{}, 1)}
+	go func() {
+		_, err := s.Put(writerCtx, mesh.Node{Path: "acme/other", NodeType: "Item"})
+		writer <- err
+	}()
+	select {
+	case <-writerCtx.asked:
+	case <-time.After(bound):
+		t.Fatal("the writer did not reach the store's lock")
+	}
+	waitForAQueuedWriter(t, s, bound)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := rx.First(ctx, s.Get("acme/item"))
+		done <- err
+	}()
+	require.NoError(t, clk.BlockUntil(1, bound), "the Get waits for the lock on the store's clock")
+	cancel()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(bound):
+		release()
+		<-done
+		t.Fatal("Get did not return when its subscription's context ended")
+	}
+	release()
+	require.NoError(t, <-writer)
+	got, err := rx.Collect(context.Background(), s.Get("acme/item"))
+	require.NoError(t, err, "control: with the lock free, Get answers")
+	assert.Len(t, got, 1)
+}

@@ -15,21 +15,39 @@ import (
 // path, where nothing can be stored). An invalid path fails with
 // *mesh.PathError; a closed store, or a read that could not take the
 // store's lock within Budgets.QueryInitial (queued behind a writer and the
-// reads ahead of it), with *mesh.UnavailableError.
+// reads ahead of it), with *mesh.UnavailableError. That wait also ends
+// when the subscription does.
 func (s *Store) Get(path string) rx.Observable[mesh.Node] {
 	if err := mesh.ValidatePath(path); err != nil {
 		return rx.Throw[mesh.Node](err)
 	}
 	return rx.Defer(func() rx.Observable[mesh.Node] {
-		n, ok, err := s.get(path)
-		switch {
-		case err != nil:
-			return rx.Throw[mesh.Node](err)
-		case !ok:
-			return rx.Empty[mesh.Node]()
+		if s.mu.TryRLock() { // the common case: no wait, no context to watch
+			return nodeOrNothing(s.getLocked(path))
 		}
-		return rx.Return(n)
+		return rx.Create(func(ctx context.Context, o rx.Observer[mesh.Node]) {
+			n, ok, err := s.get(ctx, path)
+			switch {
+			case err != nil:
+				o.OnError(err)
+			case ok:
+				o.OnNext(n)
+				o.OnCompleted()
+			default:
+				o.OnCompleted()
+			}
+		})
 	})
+}
+
+func nodeOrNothing(n mesh.Node, ok bool, err error) rx.Observable[mesh.Node] {
+	switch {
+	case err != nil:
+		return rx.Throw[mesh.Node](err)
+	case !ok:
+		return rx.Empty[mesh.Node]()
+	}
+	return rx.Return(n)
 }
 
 // rlockWithin takes the store's lock for reading, waiting (when it must)
@@ -43,18 +61,29 @@ func (s *Store) rlockWithin(ctx context.Context) error {
 	return s.mu.RLockContext(wait)
 }
 
-func (s *Store) get(path string) (mesh.Node, bool, error) {
-	schema, _, err := s.schemaOf(path)
-	if lockErr := s.rlockWithin(context.Background()); lockErr != nil {
+// get waits for the store's lock within its budget, or until ctx ends,
+// and reads path.
+func (s *Store) get(ctx context.Context, path string) (mesh.Node, bool, error) {
+	if err := s.rlockWithin(ctx); err != nil {
+		op := "read " + path + ": waiting for the store's lock"
+		if ctx.Err() != nil {
+			return mesh.Node{}, false, &mesh.UnavailableError{Op: op, Err: ctx.Err()}
+		}
 		// A read queued behind a writer waits for the reads ahead of it
 		// too: past a read's budget it cannot say what is there.
-		return mesh.Node{}, false, &mesh.UnavailableError{Op: "read " + path + ": waiting for the store's lock",
+		return mesh.Node{}, false, &mesh.UnavailableError{Op: op,
 			Err: fmt.Errorf("no answer within %s (Budgets.QueryInitial): %w", s.budgets.QueryInitial, rx.ErrTimeout)}
 	}
+	return s.getLocked(path)
+}
+
+// getLocked reads path; the caller holds mu for reading, which it releases.
+func (s *Store) getLocked(path string) (mesh.Node, bool, error) {
 	defer s.mu.RUnlock()
 	if s.closed {
 		return mesh.Node{}, false, unavailable("read " + path)
 	}
+	schema, _, err := s.schemaOf(path)
 	if err != nil {
 		return mesh.Node{}, false, nil // unroutable: nothing can live there
 	}

@@ -94,8 +94,8 @@ type Store struct {
 	live    *liveindex.Index[*liveQuery]
 	changes mailbox.Notices // the Changes subscriptions
 
-	// closing fires once, on Close, and ends every query's stream: a query
-	// also merges Options.Providers, which may stay live forever.
+	// closing fires once, on Close, and ends the Options.Providers' part of
+	// every query: they may stay live forever.
 	closing *closeSignal
 
 	sec security // guarded by mu
@@ -140,8 +140,14 @@ func New(opts Options) (*Store, error) {
 			return nil, fmt.Errorf("memstore: Options.Providers[%d] is nil", i)
 		}
 	}
-	s.querier = &mesh.Querier{Backend: backend{s}, Router: s.router, Providers: slices.Clone(opts.Providers),
-		Clock: s.clk, InitialBudget: s.budgets.QueryInitial, Until: s.closing.Observable(),
+	// Close ends the providers' parts of each query; the store's own part
+	// completes once its queued frames are delivered, and with it the query.
+	providers := make([]mesh.Provider, len(opts.Providers))
+	for i, p := range opts.Providers {
+		providers[i] = untilClosed{Provider: p, closing: s.closing.Observable()}
+	}
+	s.querier = &mesh.Querier{Backend: backend{s}, Router: s.router, Providers: providers,
+		Clock: s.clk, InitialBudget: s.budgets.QueryInitial,
 		// Its full answers come sorted and limited (read) and its live
 		// frames say Added, Updated or Removed against its own result: with
 		// no Providers a query needs no fan-in, whose copy of the result
@@ -192,7 +198,7 @@ func (s *Store) Stats() Stats {
 }
 
 // Close ends every live query (each completes once its queued frames are
-// delivered), completes every Changes subscription likewise, and releases
+// delivered: an idle one before Close returns), completes every Changes subscription likewise, and releases
 // the stored nodes. Afterwards reads fail with a *mesh.UnavailableError
 // wrapping ErrClosed, and writes with ErrClosed. Closing twice is harmless.
 func (s *Store) Close() error {
@@ -221,8 +227,16 @@ func (s *Store) Close() error {
 	s.liveMu.Unlock()
 	s.mu.Unlock()
 
-	s.start(startQ, startW)
-	s.closing.close()
+	// An idle query has only its completion to deliver: it completes here,
+	// before Close returns; a busy one after its queued frames, by its drain.
+	for _, lq := range startQ {
+		s.drain(lq)
+	}
+	startW.Start()
+	// Ending a provider's part delivers a value into its query's fan-in,
+	// which waits while a busy subscriber's is full: not on Close's
+	// goroutine.
+	go s.closing.close()
 	s.log.Debug("memstore: closed", "liveQueriesEnded", len(ended))
 	return nil
 }

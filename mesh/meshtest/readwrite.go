@@ -3,7 +3,9 @@ package meshtest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -130,4 +132,48 @@ func (s *suite) badInput(t testing.TB, svc mesh.Store) {
 	assert.JSONEq(t, `{"keep":true}`, string(got.Content))
 	_, err = firstErr(s.bound, svc.Get("acme/Docs/new"))
 	assert.ErrorIs(t, err, rx.ErrEmpty, "a cancelled write writes nothing")
+}
+
+// unstorable: a value one store cannot hold is refused by every store, with
+// the same *mesh.NodeError, and writes nothing: code written against the
+// embedded store must not meet its first refusal in production, on
+// PostgreSQL (text without NUL, valid UTF-8, node types within 256 bytes,
+// JSON strings and keys without U+0000, numbers within numeric's digits).
+func (s *suite) unstorable(t testing.TB, svc mesh.Store) {
+	for i, c := range []struct {
+		n     mesh.Node
+		field string
+	}{
+		{mesh.Node{NodeType: strings.Repeat("t", 257)}, "nodeType"},
+		{mesh.Node{NodeType: "Article\x00"}, "nodeType"},
+		{mesh.Node{NodeType: "Article", Name: "a\x00b"}, "name"},
+		{mesh.Node{NodeType: "Article", Name: "caf\xe9"}, "name"},
+		{mesh.Node{NodeType: "Article\xff"}, "nodeType"},
+		{withContent(mesh.Node{NodeType: "Article"}, `{"x":"a\u0000b"}`), "content"},
+		{withContent(mesh.Node{NodeType: "Article"}, `{"x":[{"\u0000":1}]}`), "content"},
+		{withContent(mesh.Node{NodeType: "Article"}, `{"x":1e131072}`), "content"},
+		{withContent(mesh.Node{NodeType: "Article"}, `{"x":[-1e-16384]}`), "content"},
+		{withContent(mesh.Node{NodeType: "Article"}, `{"x":1.5e-16383}`), "content"},
+		{withContent(mesh.Node{NodeType: "Article"}, `{"x":0e-16384}`), "content"},
+		{withContent(mesh.Node{NodeType: "Article"}, `[1e99999999999]`), "content"},
+	} {
+		c.n.Path = fmt.Sprintf("acme/Bad/n%d", i)
+		_, err := svc.Put(writeContext(t), c.n)
+		var nodeErr *mesh.NodeError
+		if assert.ErrorAs(t, err, &nodeErr, "%s (bad %s) is refused", c.n.Path, c.field) {
+			assert.Equal(t, c.field, nodeErr.Field, "%s", c.n.Path)
+		}
+		assert.False(t, mesh.IsUnavailable(err), "a value no store can hold is the caller's error: %v", err)
+		_, err = firstErr(s.bound, svc.Get(c.n.Path))
+		assert.ErrorIs(t, err, rx.ErrEmpty, "%s: a refused write writes nothing", c.n.Path)
+	}
+	// Controls: at the bound, and the text \u0000 (an escaped backslash),
+	// are stored.
+	put(t, svc, node("acme/Bad/long", strings.Repeat("t", 256)))
+	put(t, svc, withContent(node("acme/Bad/text", "Article"), `{"x":"\\u0000"}`))
+	for i, c := range []string{`{"x":1e131071}`, `{"x":-1e-16383}`, `{"x":0.001e5,"1e999999":"1e999999"}`, `[0e99999]`} {
+		put(t, svc, withContent(node(fmt.Sprintf("acme/Bad/number%d", i), "Article"), c))
+	}
+	got := firstOf(t, s.bound, "get acme/Bad/text", svc.Get("acme/Bad/text"))
+	assert.JSONEq(t, `{"x":"\\u0000"}`, string(got.Content))
 }

@@ -58,6 +58,7 @@ func (s *suite) checks() []check {
 		{"TheVersionBumpsOnlyOnARealChange", s.versions},
 		{"AConditionalWriteLandsOnlyAtTheExpectedVersion", s.conditionalWrites},
 		{"BadInputIsRefusedWithATypedErrorAndLosesNothing", s.badInput},
+		{"AValueOneStoreCannotHoldIsRefusedByEveryStore", s.unstorable},
 		{"APartitionNameIsASCIIAndNoOtherLetterReachesAnotherPartition", s.partitionNames},
 		{"SecurityNodesWhosePathsDifferOnlyInCaseAreBothMaterialised", s.securityCaseVariants},
 		{"EveryWriteOfAGatedTypeMovesTheSecurityVersionAndNoOtherWriteDoes", s.securityVersionMoves},
@@ -70,6 +71,7 @@ func (s *suite) checks() []check {
 		{"ConcurrentLiveQueriesAndWritersConvergeToAFreshInitial", s.convergence},
 		{"ABlockedSubscriberHoldsUpNoWriterAndCatchesUpOnRelease", s.slowSubscriber},
 		{"AmongThousandsOfLiveQueriesEachWriteReachesExactlyThoseItChanges", s.reach},
+		{"AQueryNamingManyPartitionsAndAGlobalSatelliteSeesWritesToEachOfThem", s.manySchemas},
 	}
 }
 

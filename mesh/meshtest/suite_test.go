@@ -74,6 +74,8 @@ func TestEachCheckFailsTheStoreItExistsToCatch(t *testing.T) {
 			"must receive exactly the frames of the writes that change its result"},
 		{"AmongThousandsOfLiveQueriesEachWriteReachesExactlyThoseItChanges", "sends every write to every query", sendsEveryWrite,
 			"must receive exactly the frames of the writes that change its result"},
+		{"AQueryNamingManyPartitionsAndAGlobalSatelliteSeesWritesToEachOfThem", "misses a global satellite's writes", missesGlobalSatellites,
+			"for Added _Access/g1"},
 		// The control of the controls: a fault a check does not look at passes it.
 		{"TheFirstFrameIsTheInitialWithTheFullMatchingSet", "ignores the sort", ignoresSort, ""},
 	} {
@@ -373,6 +375,19 @@ func (m partitionMissed) Query(q string) rx.Observable[mesh.Change] {
 		return m.Store.Query(q)
 	}
 	return rx.Filter(m.Store.Query(q), func(c mesh.Change) bool { return c.Kind == mesh.Initial })
+}
+
+type satelliteMissed struct{ wrapped }
+
+// missesGlobalSatellites loses the live frames of global satellites, as an
+// index that filed a query reading one with those reading partitions only
+// would.
+func missesGlobalSatellites(s *memstore.Store) mesh.Store { return satelliteMissed{wrapped{s}} }
+
+func (m satelliteMissed) Query(q string) rx.Observable[mesh.Change] {
+	return rx.Filter(m.Store.Query(q), func(c mesh.Change) bool {
+		return c.Kind == mesh.Initial || !slices.ContainsFunc(c.Items, func(n mesh.Node) bool { return strings.HasPrefix(n.Path, "_") })
+	})
 }
 
 type broadcasting struct {

@@ -28,8 +28,8 @@ import (
 // before. One goroutine sends the fences in increasing order, one for any
 // number of reads that ended before it started (10,000 Initials need not
 // send 10,000 NOTIFYs), and a query waits for its fence to be sent before
-// delivering what it read: a write made after seeing those frames commits
-// after the fence, so its row is applied.
+// delivering what it read (while its read's budget lasts): a write made
+// after seeing those frames commits after the fence, so its row is applied.
 
 // fences are the store's fences.
 type fences struct {
@@ -135,16 +135,19 @@ func (s *Store) sendFences() {
 	}
 }
 
-// fenceAfterRead gives lq a fence after its read and waits (bounded by
-// Budgets.Operation) for it to be sent.
-func (s *Store) fenceAfterRead(ctx context.Context, lq *liveQuery) {
+// fenceAfterRead gives lq a fence after its read, which started at
+// started, and waits for it to be sent while the read's budget
+// (Budgets.QueryInitial) lasts: the fence only spares later reads, and the
+// frames (an Initial among them) are owed within that budget.
+func (s *Store) fenceAfterRead(ctx context.Context, lq *liveQuery, started time.Time) {
 	n := s.fences.request()
 	lq.mu.Lock()
 	lq.fence = n
 	lq.mu.Unlock()
-	if !s.fences.awaitSent(ctx, s.clk, n, s.budgets.Operation) && ctx.Err() == nil {
-		s.log.Debug("pgstore: a live-query fence was not sent within its budget; the query delivers its frames anyway",
-			"query", lq.q.String(), "budget", s.budgets.Operation)
+	left := max(s.budgets.QueryInitial-s.clk.Since(started), 0)
+	if !s.fences.awaitSent(ctx, s.clk, n, left) && ctx.Err() == nil {
+		s.log.Debug("pgstore: a live-query fence was not sent within its read's budget; the query delivers its frames anyway",
+			"query", lq.q.String(), "budget", s.budgets.QueryInitial)
 	}
 }
 

@@ -3,11 +3,15 @@ package pgstore
 import (
 	"context"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 
+	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
@@ -72,4 +76,58 @@ func TestAWaitForAFenceToBeSentEndsWithItsBudgetOnTheStoresClock(t *testing.T) {
 	f.sentCh = make(chan struct{})
 	f.mu.Unlock()
 	assert.True(t, f.awaitSent(context.Background(), clk, n, budget))
+}
+
+// fenceGate is a QueryTracer (the seam Options gives every user) that holds
+// every fence statement until released, as a pool with no connection to
+// spare, or a server slow to answer, would.
+type fenceGate struct {
+	held, release chan struct{}
+	heldOnce      sync.Once
+	releaseOnce   sync.Once
+}
+
+func newFenceGate() *fenceGate {
+	return &fenceGate{held: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *fenceGate) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.HasPrefix(d.SQL, "-- fence") {
+		g.heldOnce.Do(func() { close(g.held) })
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+		}
+	}
+	return ctx
+}
+
+func (g *fenceGate) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (g *fenceGate) open() { g.releaseOnce.Do(func() { close(g.release) }) }
+
+// A live query's Initial comes within Budgets.QueryInitial of its read's
+// start, however long its fence takes to be sent: the fence only spares
+// later reads, so waiting for it must not hold the Initial past the budget
+// a reader (and a fan-in's stall timer) gives it. Control run: with the
+// fence waited for within Budgets.Operation (before the fix), the Initial
+// had not come once QueryInitial had passed on the store's clock: the wait
+// for it ran out.
+func TestASlowFenceDoesNotHoldAnInitialPastItsBudget(t *testing.T) {
+	t.Parallel()
+	clk := rxtest.NewClock()
+	gate := newFenceGate()
+	s := openStore(t, pg.Database(t), Options{Clock: clk, QueryTracer: gate, FeedCheck: 2 * time.Hour})
+	t.Cleanup(gate.open) // before the store closes: its fence goroutine is held
+	put(t, s, mesh.Node{Path: "acme/Docs/a", NodeType: "Article"})
+
+	live := watchQuery(t, s, "namespace:acme/Docs")
+	awaitClosed(t, gate.held, "the Initial's fence to be held")
+	clk.Advance(s.budgets.QueryInitial)
+	live.await(t, "the Initial, once QueryInitial has passed", kindOn(mesh.Initial, "acme/Docs/a"))
+
+	// The fence, sent at last, still serves: a write's row is applied.
+	gate.open()
+	put(t, s, mesh.Node{Path: "acme/Docs/b", NodeType: "Article"})
+	live.await(t, "Added b", kindOn(mesh.Added, "acme/Docs/b"))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/internal/mailbox"
 )
 
 // connectListener opens the listener's own connection and subscribes it to
@@ -40,8 +41,9 @@ func (s *Store) closeConn(conn *pgx.Conn) {
 
 // listen is the listener's goroutine: it turns notifications into change
 // notices and re-reads, and when the connection fails it reconnects with
-// backoff on the store's clock, reloads the known schemas and resets every
-// live query, since notices sent during the gap are lost.
+// backoff on the store's clock, reloads the known schemas, resets every
+// live query and sends Changes subscribers a gap notice, since notices
+// sent during the gap are lost.
 func (s *Store) listen(conn *pgx.Conn) {
 	defer s.wg.Done()
 	for {
@@ -60,6 +62,8 @@ func (s *Store) listen(conn *pgx.Conn) {
 		n := s.reconnects.Add(1)
 		s.feed.OnNext(FeedState{Connected: true, Reconnects: n})
 		s.resetAll("the change feed was lost; notices sent while it was down are gone", err, n)
+		// Changes subscribers too: one gap notice stands for the lost ones.
+		s.announce(mailbox.Gap)
 	}
 }
 

@@ -281,10 +281,11 @@ func (s *Store) serveOnce(ctx context.Context, lq *liveQuery) error {
 	if owed == pendingNone {
 		return nil
 	}
+	started := s.clk.Now()
 	if paths != nil {
 		frames, read, err := s.recheck(ctx, lq, paths, lq.last)
 		if read && err == nil {
-			s.fenceAfterRead(ctx, lq)
+			s.fenceAfterRead(ctx, lq, started)
 		}
 		if err == nil {
 			s.deliver(lq.o, since, frames)
@@ -302,7 +303,7 @@ func (s *Store) serveOnce(ctx context.Context, lq *liveQuery) error {
 		}
 		return err
 	}
-	s.fenceAfterRead(ctx, lq)
+	s.fenceAfterRead(ctx, lq, started)
 	switch owed {
 	case pendingInitial:
 		lq.o.OnNext(mesh.Change{Kind: mesh.Initial, Items: items, Partitions: parts})

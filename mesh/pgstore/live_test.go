@@ -214,6 +214,43 @@ func TestAListenerReconnectSendsResetNotASilentGap(t *testing.T) {
 	assert.Equal(t, int64(1), s.Stats().Resets)
 }
 
+// A Changes subscriber is told of the writes a listener outage lost, as
+// one that fell behind is (memstore never loses one): one gap notice
+// (empty Path, anything may have changed) after the reconnect, before the
+// notices of later writes. Control run: without the announcement on
+// reconnect (before the fix) the wait for the gap notice ran out with
+// only the notices of acme/Docs/a and acme/Docs/c received.
+func TestAChangesSubscriberIsToldOfTheWritesAListenerOutageLost(t *testing.T) {
+	t.Parallel()
+	clk := rxtest.NewClock()
+	url := pg.Database(t)
+	s := openStore(t, url, Options{Clock: clk})
+	feed := watchStream(t, "feed", s.Feed())
+	changes := watchStream(t, "changes", s.Changes())
+	put(t, s, mesh.Node{Path: "acme/Docs/a", NodeType: "Article"})
+	changes.await(t, "the notice of acme/Docs/a", noticeOf("acme/Docs/a"))
+
+	var terminated bool
+	require.NoError(t, connect(t, url).QueryRow(testContext(t), `SELECT pg_terminate_backend($1, 10000)`,
+		listenerPID(t, url)).Scan(&terminated))
+	require.True(t, terminated, "the listener's backend has exited")
+	down := feed.await(t, "the feed to go down", func(f FeedState) bool { return !f.Connected })
+	put(t, s, mesh.Node{Path: "acme/Docs/b", NodeType: "Article"}) // its notice is lost
+	clk.Advance(down.RetryIn)
+	feed.await(t, "the feed to be back", func(f FeedState) bool { return f.Connected && f.Reconnects == 1 })
+	put(t, s, mesh.Node{Path: "acme/Docs/c", NodeType: "Article"})
+	changes.await(t, "the notice of acme/Docs/c", noticeOf("acme/Docs/c"))
+	changes.await(t, "the gap notice standing for the lost ones", noticeOf(""))
+
+	var got []string
+	for _, n := range changes.values(t) {
+		got = append(got, n.Path)
+	}
+	assert.Equal(t, []string{"acme/Docs/a", "", "acme/Docs/c"}, got, "the gap comes before the later writes' notices")
+	gap := changes.values(t)[1]
+	assert.Equal(t, mesh.ChangeNotice{Op: mesh.WriteUpdate}, gap, "the gap notice a subscriber that fell behind gets")
+}
+
 func TestClosingTheStoreCompletesLiveQueriesAndEndsItsStreams(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, pg.Database(t), Options{})

@@ -407,7 +407,7 @@ type FeedState struct {
 // Feed returns the state of the change feed: the current state at once,
 // then every change, from the listener's goroutine; it completes on Close.
 // While the feed is down, live queries receive nothing; when it is back,
-// every live query gets a Reset.
+// every live query gets a Reset and every Changes subscriber a gap notice.
 func (s *Store) Feed() rx.Observable[FeedState] { return s.feed }
 
 // FeedDown is Feed as a value per state: nil while the feed is connected,
@@ -430,7 +430,9 @@ func (s *Store) FeedDown() rx.Observable[error] {
 // them (see NotifyChannel). It is hot: a subscriber sees the writes
 // announced after it subscribed. A write that changes a node's type is
 // announced with NodeType "". Writes made while the feed is down are not
-// announced (see Feed).
+// announced (see Feed): when it is back, one notice with an empty Path and
+// NodeType, Op WriteUpdate, stands for them (anything may have changed,
+// read again), as for a subscriber that fell behind.
 //
 // Each subscription is delivered from its own queue, never on the
 // listener's goroutine, so a slow subscriber delays neither the listener nor

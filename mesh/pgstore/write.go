@@ -4,18 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/pgstore/internal/sqlgen"
 )
-
-// maxNodeTypeLen is the node tables' bound on node_type, in bytes.
-const maxNodeTypeLen = 256
 
 // Put stores n, normalised (mesh.Node.Normalize), in the table
 // mesh.TableFor(path) of its partition's schema (created on the first write
@@ -62,9 +57,6 @@ func (s *Store) put(ctx context.Context, n mesh.Node, expected int64) (mesh.Node
 	}
 	n, err := n.NormalizeWrite()
 	if err != nil {
-		return mesh.Node{}, err
-	}
-	if err := checkStorable(n); err != nil {
 		return mesh.Node{}, err
 	}
 	schema, global, err := s.schemaFor(n.Path)
@@ -117,22 +109,6 @@ func (s *Store) writeRow(ctx context.Context, sql string, args ...any) (mesh.Nod
 	defer conn.Release()
 	n, err := scanNode(conn.QueryRow(ctx, sql, args...))
 	return n, sentWrite(err)
-}
-
-// checkStorable refuses values PostgreSQL cannot hold in a text column.
-func checkStorable(n mesh.Node) error {
-	for _, f := range []struct{ field, v string }{
-		{"name", n.Name}, {"nodeType", n.NodeType}, {"mainNode", n.MainNode},
-	} {
-		if !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
-			return &mesh.NodeError{Path: n.Path, Field: f.field, Reason: "must be UTF-8 text without NUL characters"}
-		}
-	}
-	if len(n.NodeType) > maxNodeTypeLen {
-		return &mesh.NodeError{Path: n.Path, Field: "nodeType",
-			Reason: fmt.Sprintf("node type is %d bytes; the limit is %d", len(n.NodeType), maxNodeTypeLen)}
-	}
-	return nil
 }
 
 // ensureSchema creates the schema on the first write to it.

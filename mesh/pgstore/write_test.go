@@ -214,7 +214,7 @@ func TestWritesNoSchemaCanHoldAreRefusedWithTypedErrorsAndCreateNothing(t *testi
 	_, err = s.Put(ctx, mesh.Node{Path: "acme/nul", NodeType: "Article", Name: "a\x00b"})
 	require.ErrorAs(t, err, &nodeErr)
 	assert.Equal(t, "name", nodeErr.Field)
-	_, err = s.Put(ctx, mesh.Node{Path: "acme/long", NodeType: strings.Repeat("t", maxNodeTypeLen+1)})
+	_, err = s.Put(ctx, mesh.Node{Path: "acme/long", NodeType: strings.Repeat("t", mesh.MaxNodeTypeLen+1)})
 	require.ErrorAs(t, err, &nodeErr)
 	assert.Equal(t, "nodeType", nodeErr.Field)
 	_, err = s.Put(ctx, mesh.Node{Path: "acme/json", NodeType: "Article", Content: json.RawMessage(`{"x": "\u0000"}`)})

@@ -24,7 +24,8 @@ import (
 
 // maxCells bounds the cells one entry is filed in: a query reading many
 // schemas, types and anchors at once is filed more coarsely (anchors
-// first, then types, then schemas become "any"), so its cost stays bounded.
+// first, then types, then schemas become "any", global satellites'
+// included), so its cost stays bounded.
 const maxCells = 64
 
 // Key is what a live query can match.
@@ -72,9 +73,13 @@ type cellKey struct {
 // Index holds entries of V, filed by what they can match.
 type Index[V any] struct {
 	bySchema  map[string]*schemaSet[V]
-	anySchema *schemaSet[V] // AllPartitions or too many schemas
-	n         int
-	epoch     uint64 // stamps the entries one Visit has reached
+	anySchema *schemaSet[V] // AllPartitions: visited by writes to partitions
+	// coarse holds the entries naming too many schemas to file one by one;
+	// every write visits them, since those schemas may include a global
+	// satellite's, which no write to a partition is.
+	coarse *schemaSet[V]
+	n      int
+	epoch  uint64 // stamps the entries one Visit has reached
 }
 
 // Entry is one filed value; keep it to Remove the value.
@@ -142,8 +147,9 @@ func (x *Index[V]) Add(k Key, v V) *Entry[V] {
 	if count() > maxCells {
 		types = nil
 	}
+	coarse := false
 	if count() > maxCells {
-		schemas, anySchema = nil, true
+		schemas, coarse = nil, !anySchema
 	}
 	if anySchema {
 		schemas = nil
@@ -173,6 +179,12 @@ func (x *Index[V]) Add(k Key, v V) *Entry[V] {
 			x.anySchema = &schemaSet[V]{any: true}
 		}
 		fileSchema(x.anySchema)
+	}
+	if coarse {
+		if x.coarse == nil {
+			x.coarse = &schemaSet[V]{any: true}
+		}
+		fileSchema(x.coarse)
 	}
 	for _, sc := range schemas {
 		ss := x.bySchema[sc]
@@ -252,9 +264,12 @@ func (x *Index[V]) prune(c *cell[V]) {
 	if ss.anyType != nil || len(ss.byType) > 0 {
 		return
 	}
-	if ss.any {
+	switch {
+	case ss == x.anySchema:
 		x.anySchema = nil
-	} else {
+	case ss == x.coarse:
+		x.coarse = nil
+	default:
 		delete(x.bySchema, ss.key)
 	}
 }
@@ -291,6 +306,7 @@ func (x *Index[V]) Visit(w Write, f func(V)) int {
 	if w.Partition {
 		visitSchema(x.anySchema)
 	}
+	visitSchema(x.coarse)
 	return visited
 }
 
@@ -358,6 +374,7 @@ func (x *Index[V]) All(f func(V)) {
 		}
 	}
 	visit(x.anySchema)
+	visit(x.coarse)
 	for _, ss := range x.bySchema {
 		visit(ss)
 	}

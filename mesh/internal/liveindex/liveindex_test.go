@@ -226,4 +226,31 @@ func TestAQueryReadingManySchemasIsFiledInABoundedNumberOfCells(t *testing.T) {
 	x.Remove(e)
 	assert.Empty(t, x.bySchema)
 	assert.Nil(t, x.anySchema)
+	assert.Nil(t, x.coarse)
+}
+
+// A query naming more schemas than are filed one by one, a global
+// satellite's among them, is visited by a write to that schema, which is
+// no partition. Control run: filed with the queries reading every
+// partition (before the fix) it was not visited (0 visits, not 1), and a
+// store's live access query missed the grant.
+func TestAQueryCoarsenedOverManySchemasIsVisitedByAWriteToAGlobalSatelliteItNames(t *testing.T) {
+	x := New[int]()
+	many := []string{"system_access"}
+	for i := range maxCells {
+		many = append(many, fmt.Sprintf("p%04d", i))
+	}
+	e := x.Add(Key{Schemas: many, Query: &mesh.Query{}}, 1)
+	x.Add(Key{AllPartitions: true, Query: &mesh.Query{}}, 2)
+	var got []int
+	x.Visit(Write{Schema: "system_access", Path: "_access/g1"}, func(id int) { got = append(got, id) })
+	assert.Equal(t, []int{1}, got, "the coarsened query, not the one reading partitions only")
+	got = nil
+	x.Visit(Write{Schema: "p0003", Partition: true, Path: "p0003/x"}, func(id int) { got = append(got, id) })
+	assert.ElementsMatch(t, []int{1, 2}, got, "a write to a partition visits both")
+	all := 0
+	x.All(func(int) { all++ })
+	assert.Equal(t, 2, all)
+	x.Remove(e)
+	assert.Nil(t, x.coarse, "removed, it leaves nothing behind")
 }
