@@ -43,8 +43,8 @@ func (c loadConfig) validate() error {
 	switch {
 	case c.users < 0 || c.admins < 0:
 		return fmt.Errorf("-users and -admins must not be negative (got %d and %d)", c.users, c.admins)
-	case c.users+c.admins > maxGeneratedUsers:
-		return fmt.Errorf("-users plus -admins must be at most %d (got %d)", maxGeneratedUsers, c.users+c.admins)
+	case c.users > maxGeneratedUsers-c.admins: // not users+admins, which can wrap negative
+		return fmt.Errorf("-users plus -admins must be at most %d (got %d and %d)", maxGeneratedUsers, c.users, c.admins)
 	case c.streams < 1 || c.streams > maxCap:
 		return fmt.Errorf("-max-streams must be between 1 and %d (got %d)", maxCap, c.streams)
 	case c.streamsPerViewer < 1 || c.streamsPerViewer > maxCap:

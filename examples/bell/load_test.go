@@ -64,7 +64,9 @@ func keys(m map[string]string) []string {
 }
 
 // TestTheLoadRunFlagsRefuseBadValuesNamingTheFlag: a negative, zero or
-// huge value is a clear error naming its flag, and nothing runs.
+// huge value is a clear error naming its flag, and nothing runs. Negative
+// control (run): with the check as users+admins > max, the two 2^63-1
+// cases pass validation.
 func TestTheLoadRunFlagsRefuseBadValuesNamingTheFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -73,6 +75,10 @@ func TestTheLoadRunFlagsRefuseBadValuesNamingTheFlag(t *testing.T) {
 		{[]string{"-users", "-1"}, "-users and -admins must not be negative"},
 		{[]string{"-admins", "-3"}, "-users and -admins must not be negative"},
 		{[]string{"-users", "100000", "-admins", "1"}, "-users plus -admins must be at most 100000"},
+		// Each alone in range of an int, their sum is not: it wrapped
+		// negative, passed, and the bell set out to make 2^63 users.
+		{[]string{"-users", "9223372036854775807", "-admins", "1"}, "-users plus -admins must be at most 100000"},
+		{[]string{"-users", "1", "-admins", "9223372036854775807"}, "-users plus -admins must be at most 100000"},
 		{[]string{"-max-streams", "0"}, "-max-streams must be between 1 and"},
 		{[]string{"-max-streams-per-viewer", "-2"}, "-max-streams-per-viewer must be between 1 and"},
 		{[]string{"-max-conns", "99999999"}, "-max-conns must be between 1 and"},
