@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"mime/multipart"
 	"net"
 	"net/http"
 	"net/url"
 	"regexp"
+	"runtime/pprof"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -388,4 +391,55 @@ func TestAFormTooLargeOrMalformedIsRefusedSayingSoAndWritesNothing(t *testing.T)
 	assert.Nil(t, v.find("percent"), "a malformed form wrote nothing")
 	assert.Nil(t, v.find("huge"), "a form over the limit wrote nothing")
 	assert.Nil(t, v.find("huge multipart"))
+}
+
+// TestAClientThatReadsNoResponseDoesNotHoldItsConnectionForEver: a client
+// that pipelines requests for the page and reads none of the answers (its
+// receive buffer small) fills its socket; the handler writing to it is cut
+// at the write timeout and the connection closed. Before, the bell set no
+// WriteTimeout: the handler waited on the socket for ever, holding its
+// goroutine and its connection, which counts as busy (never idle, so the
+// limiter never gives its slot to a new client): -max-conns such clients
+// left every new client waiting in the backlog. The event streams, taken
+// over from net/http, have budgets of their own. Negative control (run):
+// without WriteTimeout the handler is still writing at the bound.
+func TestAClientThatReadsNoResponseDoesNotHoldItsConnectionForEver(t *testing.T) {
+	lim := defaultLimits()
+	lim.write = 300 * time.Millisecond
+	base, _, _ := serveWith(t, lim)
+	d := net.Dialer{Timeout: bound, Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = setSmallRcvBuf(fd) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	// Far more answers than the sockets hold; written on a goroutine of
+	// its own, as the server may stop reading them. Ended by the
+	// connection's close.
+	go func() {
+		_, _ = conn.Write([]byte(strings.Repeat("GET / HTTP/1.1\r\nHost: bell\r\n\r\n", 2000)))
+	}()
+	writingThePage := func() int {
+		var dump bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&dump, 2) // a bytes.Buffer does not fail
+		n := 0
+		for _, g := range strings.Split(dump.String(), "\n\n") {
+			if strings.Contains(g, "bell.(*server).index") && strings.Contains(g, "waitWrite") {
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return writingThePage() > 0 }, bound, 5*time.Millisecond,
+		"control: the handler waits on the full socket")
+	require.Eventually(t, func() bool { return writingThePage() == 0 }, bound, 5*time.Millisecond,
+		"the handler gives up at the write timeout")
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(bound)))
+	_, err = io.Copy(io.Discard, conn)
+	var ne net.Error
+	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "the server closed the connection: %v", err)
 }
