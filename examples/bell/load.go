@@ -51,6 +51,10 @@ func (c loadConfig) validate() error {
 		return fmt.Errorf("-max-streams-per-viewer must be between 1 and %d (got %d)", maxCap, c.streamsPerViewer)
 	case c.conns < 1 || c.conns > maxCap:
 		return fmt.Errorf("-max-conns must be between 1 and %d (got %d)", maxCap, c.conns)
+	case c.conns <= c.streams:
+		// A stream holds its connection: with none left over, new
+		// clients wait in the backlog, unanswered, not even a 503.
+		return fmt.Errorf("-max-conns (%d) must be more than -max-streams (%d): each stream holds a connection, and the page, sends and refusals need some", c.conns, c.streams)
 	case c.tokensFile != "" && strings.TrimSpace(c.tokensFile) != c.tokensFile:
 		return fmt.Errorf("-tokens %q: the file name has leading or trailing spaces", c.tokensFile)
 	case c.pprof != "" && !loopback(c.pprof):

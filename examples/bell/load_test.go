@@ -65,8 +65,9 @@ func keys(m map[string]string) []string {
 
 // TestTheLoadRunFlagsRefuseBadValuesNamingTheFlag: a negative, zero or
 // huge value is a clear error naming its flag, and nothing runs. Negative
-// control (run): with the check as users+admins > max, the two 2^63-1
-// cases pass validation.
+// controls (run): with the check as users+admins > max, the two 2^63-1
+// cases pass validation; without the streams-under-connections check,
+// -max-streams 1000 alone passes.
 func TestTheLoadRunFlagsRefuseBadValuesNamingTheFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -82,6 +83,12 @@ func TestTheLoadRunFlagsRefuseBadValuesNamingTheFlag(t *testing.T) {
 		{[]string{"-max-streams", "0"}, "-max-streams must be between 1 and"},
 		{[]string{"-max-streams-per-viewer", "-2"}, "-max-streams-per-viewer must be between 1 and"},
 		{[]string{"-max-conns", "99999999"}, "-max-conns must be between 1 and"},
+		// Streams hold their connections: with as many streams as
+		// connections, every slot is a stream's and a new client (a
+		// stream past the cap, the page, a send) waits in the backlog for
+		// ever instead of being answered, 503 or not.
+		{[]string{"-max-streams", "1000"}, "-max-conns (512) must be more than -max-streams (1000)"},
+		{[]string{"-max-streams", "600", "-max-conns", "600"}, "-max-conns (600) must be more than -max-streams (600)"},
 		{[]string{"-tokens", " t"}, "leading or trailing spaces"},
 		{[]string{"-max-conns", "many"}, "invalid value"},
 		{[]string{"-pprof", ":6060"}, "-pprof \":6060\": profiles show the server's memory; serve them on a loopback address"},
