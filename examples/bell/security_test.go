@@ -405,7 +405,7 @@ func TestAFormTooLargeOrMalformedIsRefusedSayingSoAndWritesNothing(t *testing.T)
 // without WriteTimeout the handler is still writing at the bound.
 func TestAClientThatReadsNoResponseDoesNotHoldItsConnectionForEver(t *testing.T) {
 	lim := defaultLimits()
-	lim.write = 300 * time.Millisecond
+	lim.write = time.Second // long enough for the test to see the handler waiting
 	base, _, _ := serveWith(t, lim)
 	d := net.Dialer{Timeout: bound, Control: func(_, _ string, c syscall.RawConn) error {
 		var err error
