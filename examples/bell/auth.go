@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -260,6 +261,23 @@ func (s *server) signedIn(next func(w http.ResponseWriter, r *http.Request, user
 			// holds no connection and no memory.
 			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(formReadBudget))
+			// Parsed here, not by FormValue, which drops the error: a form
+			// cut at the limit, or one that does not decode, would be
+			// acted on with its fields missing.
+			err := r.ParseForm()
+			if err == nil {
+				if err = r.ParseMultipartForm(maxFormBytes); errors.Is(err, http.ErrNotMultipart) {
+					err = nil
+				}
+			}
+			if err != nil {
+				if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+					writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the form is larger than %d KiB", maxFormBytes>>10))
+					return
+				}
+				writeError(w, http.StatusBadRequest, "invalid form: "+err.Error())
+				return
+			}
 		}
 		next(w, r, user)
 	}

@@ -43,14 +43,18 @@ func (c loadConfig) validate() error {
 	switch {
 	case c.users < 0 || c.admins < 0:
 		return fmt.Errorf("-users and -admins must not be negative (got %d and %d)", c.users, c.admins)
-	case c.users+c.admins > maxGeneratedUsers:
-		return fmt.Errorf("-users plus -admins must be at most %d (got %d)", maxGeneratedUsers, c.users+c.admins)
+	case c.users > maxGeneratedUsers-c.admins: // not users+admins, which can wrap negative
+		return fmt.Errorf("-users plus -admins must be at most %d (got %d and %d)", maxGeneratedUsers, c.users, c.admins)
 	case c.streams < 1 || c.streams > maxCap:
 		return fmt.Errorf("-max-streams must be between 1 and %d (got %d)", maxCap, c.streams)
 	case c.streamsPerViewer < 1 || c.streamsPerViewer > maxCap:
 		return fmt.Errorf("-max-streams-per-viewer must be between 1 and %d (got %d)", maxCap, c.streamsPerViewer)
 	case c.conns < 1 || c.conns > maxCap:
 		return fmt.Errorf("-max-conns must be between 1 and %d (got %d)", maxCap, c.conns)
+	case c.conns <= c.streams:
+		// A stream holds its connection: with none left over, new
+		// clients wait in the backlog, unanswered, not even a 503.
+		return fmt.Errorf("-max-conns (%d) must be more than -max-streams (%d): each stream holds a connection, and the page, sends and refusals need some", c.conns, c.streams)
 	case c.tokensFile != "" && strings.TrimSpace(c.tokensFile) != c.tokensFile:
 		return fmt.Errorf("-tokens %q: the file name has leading or trailing spaces", c.tokensFile)
 	case c.pprof != "" && !loopback(c.pprof):

@@ -23,7 +23,7 @@ func TestWithoutTheLoadRunFlagsTheBellKeepsItsCapsAndDemoUsers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, defaultLimits(), cfg.load.limits(defaultLimits()))
 	assert.Equal(t, limits{streams: 256, streamsPerViewer: 8, recipients: 8, conns: 512,
-		readHeader: defaultLimits().readHeader, idle: defaultLimits().idle}, cfg.load.limits(defaultLimits()))
+		readHeader: defaultLimits().readHeader, idle: defaultLimits().idle, write: defaultLimits().write}, cfg.load.limits(defaultLimits()))
 	users, admins := cfg.load.generated()
 	assert.Empty(t, users)
 	assert.Empty(t, admins)
@@ -64,7 +64,10 @@ func keys(m map[string]string) []string {
 }
 
 // TestTheLoadRunFlagsRefuseBadValuesNamingTheFlag: a negative, zero or
-// huge value is a clear error naming its flag, and nothing runs.
+// huge value is a clear error naming its flag, and nothing runs. Negative
+// controls (run): with the check as users+admins > max, the two 2^63-1
+// cases pass validation; without the streams-under-connections check,
+// -max-streams 1000 alone passes.
 func TestTheLoadRunFlagsRefuseBadValuesNamingTheFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -73,9 +76,19 @@ func TestTheLoadRunFlagsRefuseBadValuesNamingTheFlag(t *testing.T) {
 		{[]string{"-users", "-1"}, "-users and -admins must not be negative"},
 		{[]string{"-admins", "-3"}, "-users and -admins must not be negative"},
 		{[]string{"-users", "100000", "-admins", "1"}, "-users plus -admins must be at most 100000"},
+		// Each alone in range of an int, their sum is not: it wrapped
+		// negative, passed, and the bell set out to make 2^63 users.
+		{[]string{"-users", "9223372036854775807", "-admins", "1"}, "-users plus -admins must be at most 100000"},
+		{[]string{"-users", "1", "-admins", "9223372036854775807"}, "-users plus -admins must be at most 100000"},
 		{[]string{"-max-streams", "0"}, "-max-streams must be between 1 and"},
 		{[]string{"-max-streams-per-viewer", "-2"}, "-max-streams-per-viewer must be between 1 and"},
 		{[]string{"-max-conns", "99999999"}, "-max-conns must be between 1 and"},
+		// Streams hold their connections: with as many streams as
+		// connections, every slot is a stream's and a new client (a
+		// stream past the cap, the page, a send) waits in the backlog for
+		// ever instead of being answered, 503 or not.
+		{[]string{"-max-streams", "1000"}, "-max-conns (512) must be more than -max-streams (1000)"},
+		{[]string{"-max-streams", "600", "-max-conns", "600"}, "-max-conns (600) must be more than -max-streams (600)"},
 		{[]string{"-tokens", " t"}, "leading or trailing spaces"},
 		{[]string{"-max-conns", "many"}, "invalid value"},
 		{[]string{"-pprof", ":6060"}, "-pprof \":6060\": profiles show the server's memory; serve them on a loopback address"},
@@ -89,7 +102,7 @@ func TestTheLoadRunFlagsRefuseBadValuesNamingTheFlag(t *testing.T) {
 	cfg, err := parseFlags([]string{"-users", "3", "-admins", "2", "-max-streams", "1000", "-max-streams-per-viewer", "1", "-max-conns", "2000", "-pprof", "127.0.0.1:0"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, limits{streams: 1000, streamsPerViewer: 1, recipients: 8, conns: 2000,
-		readHeader: defaultLimits().readHeader, idle: defaultLimits().idle}, cfg.load.limits(defaultLimits()))
+		readHeader: defaultLimits().readHeader, idle: defaultLimits().idle, write: defaultLimits().write}, cfg.load.limits(defaultLimits()))
 }
 
 // TestTheTokensFileIsItsOwnersOnlyAndSignsTheGeneratedUsersIn: -users,

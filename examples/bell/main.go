@@ -21,7 +21,8 @@
 //	                          only the demo users' links are printed
 //	-max-streams N            raise the cap on event streams (default 256)
 //	-max-streams-per-viewer N raise the per-viewer cap (default 8)
-//	-max-conns N              raise the cap on connections (default 512)
+//	-max-conns N              raise the cap on connections (default 512;
+//	                          more than -max-streams: each stream holds one)
 //	-pprof ADDR               serve net/http/pprof on ADDR, a loopback
 //	                          address, to profile a load run
 //

@@ -79,7 +79,11 @@ func measureUsers(n int) []string {
 
 func runMeasurement(ctx context.Context, url string, m measureConfig, logger *slog.Logger) (figures, error) {
 	f := figures{Partitions: m.partitions, Notifications: m.notifications, Samples: m.samples}
-	if m.partitions < 2 || m.notifications < 1 || m.samples < 1 {
+	if m.partitions < 2 || m.partitions > maxGeneratedUsers {
+		// Each partition is a user and a schema: a slice of them is made.
+		return f, fmt.Errorf("-partitions must be between 2 and %d (got %d)", maxGeneratedUsers, m.partitions)
+	}
+	if m.notifications < 1 || m.samples < 1 {
 		return f, fmt.Errorf("-measure needs at least 2 partitions, 1 notification and 1 sample (got %d, %d, %d)",
 			m.partitions, m.notifications, m.samples)
 	}

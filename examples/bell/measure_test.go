@@ -35,3 +35,16 @@ func TestThePinnedBellsLocksStayFlatWhileTheOldShapesGrowWithPartitions(t *testi
 	assert.Contains(t, out.String(), "9 partitions, 90 notifications")
 	assert.Contains(t, out.String(), "pinned bell")
 }
+
+// TestAHugePartitionsValueIsAClearErrorNotAPanic: -measure -partitions
+// beyond what a database holds is refused before anything is written.
+// Before, 2^62 passed the lower-bound check and made a slice of that many
+// users: a panic (makeslice); a value such as 2^40 would ask for 16 TB.
+// Negative control (run): without the upper bound the 2^62 case panics.
+func TestAHugePartitionsValueIsAClearErrorNotAPanic(t *testing.T) {
+	db := pg.Database(t)
+	for _, n := range []int{1 << 62, maxGeneratedUsers + 1} {
+		_, err := runMeasurement(t.Context(), db, measureConfig{partitions: n, notifications: 1, samples: 1}, discard())
+		assert.ErrorContains(t, err, "-partitions must be between 2 and 100000")
+	}
+}

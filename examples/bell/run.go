@@ -171,14 +171,16 @@ func seed(ctx context.Context, svc *notifications.Service) error {
 // then open requests get shutdownBudget to finish. It holds at most
 // h.lim.conns connections (an idle keep-alive one gives its slot to a new
 // client), closes a connection whose request headers do not arrive within
-// h.lim.readHeader and an idle one after h.lim.idle.
+// h.lim.readHeader, one whose answer is not written within h.lim.write,
+// and an idle one after h.lim.idle.
+//
+// Requests' contexts are not ended at shutdown: the streams are ended by
+// closeStreams, and a send or read under way finishes within the budget.
 func serve(ctx context.Context, ln net.Listener, h *server, logger *slog.Logger) error {
-	streams, endStreams := context.WithCancel(context.Background())
-	defer endStreams()
 	srv := &http.Server{
 		Handler:           h,
-		BaseContext:       func(net.Listener) context.Context { return streams },
 		ReadHeaderTimeout: h.lim.readHeader,
+		WriteTimeout:      h.lim.write, // a client that reads no answer holds no handler; streams set their own deadlines
 		IdleTimeout:       h.lim.idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
@@ -192,7 +194,6 @@ func serve(ctx context.Context, ln net.Listener, h *server, logger *slog.Logger)
 	case <-ctx.Done():
 	}
 	logger.Info("bell: shutting down")
-	endStreams()
 	h.closeStreams()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
 	defer cancel()

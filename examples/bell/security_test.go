@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"net/url"
 	"regexp"
+	"runtime/pprof"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -231,7 +236,7 @@ func TestASendNamesABoundedNumberOfKnownUsersAndMakesNoPartitionForAStranger(t *
 	assert.Zero(t, partition("mallory"), "no partition for a stranger")
 	assert.Zero(t, partition(strangers[0]))
 	status, _ = post(t, alice, base+"/send", url.Values{"to": {"alice"}, "title": {"huge"}, "message": {strings.Repeat("x", maxFormBytes)}})
-	assert.Equal(t, http.StatusBadRequest, status, "a form over the size limit is not read")
+	assert.Equal(t, http.StatusRequestEntityTooLarge, status, "a form over the size limit is not read")
 	status, _ = post(t, alice, base+"/send", url.Values{"to": {"alice, bob"}, "title": {"two"}})
 	assert.Equal(t, http.StatusOK, status, "control: two users are within the limit")
 
@@ -330,4 +335,111 @@ func TestThePageRunsOnlyItsOwnScriptAndCannotBeFramed(t *testing.T) {
 	}
 	assert.NotEqual(t, seen[0], seen[1], "a nonce per response")
 	assert.Equal(t, 0, strings.Count(indexHTML, "nonce="), "control: the page as stored names no nonce; the server adds it")
+}
+
+// TestAFormTooLargeOrMalformedIsRefusedSayingSoAndWritesNothing: a /send
+// or /read form over maxFormBytes is a 413 naming the limit, and a form
+// that does not decode (a bare % in a value, as a client that forgot to
+// encode "50%off" sends) is a 400 naming the form; neither writes
+// anything. Before, the form's error was dropped (FormValue): the large
+// form was a 400 saying "name at least one user" although it named one,
+// and the malformed one was sent with its message silently left out.
+// Negative control (run): without the check in signedIn the malformed
+// send is a 200 and the large one a 400; the same form encoded is sent.
+func TestAFormTooLargeOrMalformedIsRefusedSayingSoAndWritesNothing(t *testing.T) {
+	base, srv, _ := serveWith(t, defaultLimits())
+	as := func(user string) *http.Client {
+		return &http.Client{Transport: bearer{token: srv.accounts.tokens[user], next: client(t).Transport}, Timeout: bound}
+	}
+	alice := as("alice")
+	status, body := post(t, alice, base+"/send", url.Values{"to": {"bob"}, "title": {"huge"}, "message": {strings.Repeat("x", maxFormBytes)}})
+	assert.Equal(t, http.StatusRequestEntityTooLarge, status, "%v", body)
+	assert.Contains(t, body["error"], "64 KiB")
+	status, body = post(t, alice, base+"/read", url.Values{"id": {strings.Repeat("x", maxFormBytes)}})
+	assert.Equal(t, http.StatusRequestEntityTooLarge, status, "%v", body)
+	var mp bytes.Buffer
+	mw := multipart.NewWriter(&mp)
+	require.NoError(t, mw.WriteField("to", "bob"))
+	require.NoError(t, mw.WriteField("title", "huge multipart"))
+	require.NoError(t, mw.WriteField("message", strings.Repeat("x", maxFormBytes)))
+	require.NoError(t, mw.Close())
+	res, err := alice.Post(base+"/send", mw.FormDataContentType(), &mp)
+	require.NoError(t, err)
+	raw0, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	assert.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode, "a multipart form (curl -F) alike: %s", raw0)
+
+	raw := func(form string) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, base+"/send", strings.NewReader(form))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := alice.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	status, text := raw("to=bob&title=percent&message=50%off")
+	assert.Equal(t, http.StatusBadRequest, status, "%s", text)
+	assert.Contains(t, text, "form")
+	status, text = raw("to=bob&title=percent-ok&message=" + url.QueryEscape("50%off"))
+	require.Equal(t, http.StatusOK, status, "control: the same form encoded is sent: %s", text)
+
+	bob := openStream(t, as("bob"), base+"/events")
+	v := decodeBell(t, bob.next(t, "bell", has("percent-ok")).data)
+	assert.Equal(t, "50%off", v.find("percent-ok").Message)
+	assert.Nil(t, v.find("percent"), "a malformed form wrote nothing")
+	assert.Nil(t, v.find("huge"), "a form over the limit wrote nothing")
+	assert.Nil(t, v.find("huge multipart"))
+}
+
+// TestAClientThatReadsNoResponseDoesNotHoldItsConnectionForEver: a client
+// that pipelines requests for the page and reads none of the answers (its
+// receive buffer small) fills its socket; the handler writing to it is cut
+// at the write timeout and the connection closed. Before, the bell set no
+// WriteTimeout: the handler waited on the socket for ever, holding its
+// goroutine and its connection, which counts as busy (never idle, so the
+// limiter never gives its slot to a new client): -max-conns such clients
+// left every new client waiting in the backlog. The event streams, taken
+// over from net/http, have budgets of their own. Negative control (run):
+// without WriteTimeout the handler is still writing at the bound.
+func TestAClientThatReadsNoResponseDoesNotHoldItsConnectionForEver(t *testing.T) {
+	lim := defaultLimits()
+	lim.write = time.Second // long enough for the test to see the handler waiting
+	base, _, _ := serveWith(t, lim)
+	d := net.Dialer{Timeout: bound, Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = setSmallRcvBuf(fd) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	// Far more answers than the sockets hold; written on a goroutine of
+	// its own, as the server may stop reading them. Ended by the
+	// connection's close.
+	go func() {
+		_, _ = conn.Write([]byte(strings.Repeat("GET / HTTP/1.1\r\nHost: bell\r\n\r\n", 2000)))
+	}()
+	writingThePage := func() int {
+		var dump bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&dump, 2) // a bytes.Buffer does not fail
+		n := 0
+		for _, g := range strings.Split(dump.String(), "\n\n") {
+			if strings.Contains(g, "bell.(*server).index") && strings.Contains(g, "waitWrite") {
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return writingThePage() > 0 }, bound, 5*time.Millisecond,
+		"control: the handler waits on the full socket")
+	require.Eventually(t, func() bool { return writingThePage() == 0 }, bound, 5*time.Millisecond,
+		"the handler gives up at the write timeout")
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(bound)))
+	_, err = io.Copy(io.Discard, conn)
+	var ne net.Error
+	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "the server closed the connection: %v", err)
 }

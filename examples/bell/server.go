@@ -46,11 +46,13 @@ type limits struct {
 	conns            int           // connections open at once (registry.LimitConnections)
 	readHeader       time.Duration // a request's headers must arrive within this
 	idle             time.Duration // an idle keep-alive connection is closed after this
+	write            time.Duration // a response, from its request's headers on, must be written within this (not an event stream's)
 }
 
 // defaultLimits are the example's bounds.
 func defaultLimits() limits {
-	return limits{streams: 256, streamsPerViewer: 8, recipients: 8, conns: 512, readHeader: 5 * time.Second, idle: 30 * time.Second}
+	return limits{streams: 256, streamsPerViewer: 8, recipients: 8, conns: 512, readHeader: 5 * time.Second, idle: 30 * time.Second,
+		write: formReadBudget + actionBudget + 10*time.Second} // a form's arrival and its action come first
 }
 
 // server is the bell page's HTTP handler.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -10,11 +11,19 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/memstore"
+	"github.com/meshrx/meshrx/notifications"
+	"github.com/meshrx/meshrx/rx"
 )
 
 func TestTheEventStreamShowsTheSeededBellAndASentNotificationArrivesLive(t *testing.T) {
@@ -170,4 +179,112 @@ func TestAListenerOnEveryInterfaceIsPrintedAsAnAddressABrowserOpens(t *testing.T
 	assert.Equal(t, "localhost:8081", displayAddr(&net.TCPAddr{IP: net.IPv4zero, Port: 8081}))
 	// A specific address is printed as it is.
 	assert.Equal(t, "127.0.0.1:8081", displayAddr(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8081}))
+}
+
+// gatedStore holds each Put until gate is closed (or its context ends, as
+// a real store's write does), telling entered when one starts.
+type gatedStore struct {
+	mesh.Store
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gatedStore) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return mesh.Node{}, ctx.Err()
+	}
+	return g.Store.Put(ctx, n)
+}
+
+// closeSignal tells closed when the listener is closed: Shutdown has begun.
+type closeSignal struct {
+	net.Listener
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (l *closeSignal) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// TestASendUnderWayWhenShutdownStartsFinishes: a /send whose write is
+// under way when the bell is told to stop is given the shutdown budget to
+// finish, as serve promises, and is delivered. Before, every request's
+// context was ended as shutdown began (a BaseContext left from when event
+// streams were handlers), so the send failed with a 500. Negative
+// control (run): with that BaseContext back the send is a 500 and nothing
+// is delivered.
+func TestASendUnderWayWhenShutdownStartsFinishes(t *testing.T) {
+	store, err := memstore.New(memstore.Options{})
+	require.NoError(t, err)
+	defer store.Close()
+	svc := &notifications.Service{Mesh: store, Clock: clock.New(), Admins: demoAdmins{demoAdmin: true}}
+	gated := &gatedStore{Store: store, entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	svc.Mesh = gated
+	accts, err := newAccounts(demoUsers)
+	require.NoError(t, err)
+	srv := newServer(svc, accts, discard())
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ln := &closeSignal{Listener: inner, closed: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, ln, srv, discard()) }()
+
+	alice := &http.Client{Transport: bearer{token: accts.tokens["alice"], next: client(t).Transport}, Timeout: bound}
+	type answer struct {
+		status int
+		body   map[string]any
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		res, err := alice.PostForm("http://"+inner.Addr().String()+"/send", url.Values{"to": {"bob"}, "title": {"sent as it stops"}})
+		if err != nil {
+			answered <- answer{status: -1, body: map[string]any{"err": err.Error()}}
+			return
+		}
+		defer res.Body.Close()
+		a := answer{status: res.StatusCode, body: map[string]any{}}
+		_ = json.NewDecoder(res.Body).Decode(&a.body)
+		answered <- a
+	}()
+	select {
+	case <-gated.entered:
+	case <-time.After(bound):
+		require.FailNow(t, "the send's write did not start within the bound")
+	}
+	stop()
+	select {
+	case <-ln.closed:
+	case <-time.After(bound):
+		require.FailNow(t, "shutdown did not begin within the bound")
+	}
+	close(gated.gate)
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(bound):
+		require.FailNow(t, "the send was not answered within the bound")
+	}
+	assert.Equal(t, http.StatusOK, a.status, "%v", a.body)
+	select {
+	case err := <-served:
+		assert.NoError(t, err)
+	case <-time.After(bound):
+		require.FailNow(t, "serve did not return within the bound")
+	}
+	delivered, _ := a.body["delivered"].([]any)
+	require.Len(t, delivered, 1)
+	path, _ := delivered[0].(string)
+	node, err := rx.First(t.Context(), store.Get(path))
+	require.NoError(t, err)
+	assert.Contains(t, string(node.Content), "sent as it stops")
 }
