@@ -32,7 +32,9 @@
 // nodeTyp:Article or sort:nme, or a bare property such as createdAt — is a
 // *ParseError whose Field names it and whose Suggestion is the nearest known
 // field (nodeType, name) or the content property (content.createdAt): a
-// query never silently matches nothing because of a typo.
+// query never silently matches nothing because of a typo. A query with
+// select: gets nodes holding only the selected fields and their paths, in
+// every frame (Project); it is sorted and limited on the whole nodes.
 //
 // Parse returns a *Query; its String method gives the canonical form, and
 // Matches, Less and NodeTypes give its meaning over nodes, once, for every

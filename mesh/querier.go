@@ -80,7 +80,8 @@ type Querier struct {
 
 // Query parses q, routes it over the backend's partitions and returns its
 // live result, merged with the Providers by FanIn: an Initial with the full
-// result, then frames as writes land. A query that does not parse fails with
+// result, then frames as writes land. A query with select: has every
+// frame's nodes projected (Project) once merged. A query that does not parse fails with
 // *ParseError, one the router refuses with *UnanchoredQueryError, one the
 // backend can no longer serve with the backend's error; an unroutable one
 // answers an empty Initial and completes without touching the backend.
@@ -112,6 +113,10 @@ func (qr *Querier) Query(q string) rx.Observable[Change] {
 			providers = append(providers, own)
 			providers = append(providers, qr.Providers...)
 			merged = FanIn(parsed, providers, qr.Clock, qr.InitialBudget)
+		}
+		if len(parsed.Select) > 0 {
+			// After the fan-in, which keys, sorts and limits whole nodes.
+			merged = rx.Map(merged, projectFrame(parsed.Select))
 		}
 		if qr.Until != nil {
 			merged = rx.TakeUntil(merged, qr.Until)

@@ -21,7 +21,7 @@ type Query struct {
 	Scope         Scope    // how the anchor selects nodes
 	Sort          Sort     // order; the zero Sort is path ascending
 	Limit         int      // 0: none given; LimitAll: limit:all; otherwise N > 0
-	Select        []string // projected fields, canonical names
+	Select        []string // projected fields, canonical names: a store's frames hold only these and the path (Project)
 	AllPartitions bool     // partitions:all, an explicit mesh-wide declaration
 }
 
