@@ -52,10 +52,15 @@ type uploadKey struct{}
 // answered here; an accepted upload goes on to the route.
 func (s *Server) publishGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Until the upload is spooled, a refusal reads none of the body.
+		refuse := func(a answer.Answer) {
+			closeUnread(w, r)
+			writeAnswer(w, a)
+		}
 		if !s.publishAuthorized(r.Header.Get("Authorization")) {
 			a := errorAnswer(http.StatusUnauthorized, "publishing needs the registry's publish token (Authorization: Bearer <token>)")
 			a.Header.Set("WWW-Authenticate", "Bearer")
-			writeAnswer(w, a)
+			refuse(a)
 			return
 		}
 		// A query that does not parse in full (a ';', a bad escape) is
@@ -63,7 +68,7 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 		// repeated version or the tier.
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			writeAnswer(w, errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: the query %q does not parse: %v; give ?version=<v>&tier=<t> separated by '&'", r.URL.RawQuery, err)))
+			refuse(errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: the query %q does not parse: %v; give ?version=<v>&tier=<t> separated by '&'", r.URL.RawQuery, err)))
 			return
 		}
 		// A misspelt parameter would be ignored: a tier given as Tier= would
@@ -71,7 +76,7 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 		for k := range q {
 			for _, p := range []string{"version", "tier"} {
 				if k != p && strings.EqualFold(k, p) {
-					writeAnswer(w, errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: the parameter %q is not %q; give it in lower case", k, p)))
+					refuse(errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: the parameter %q is not %q; give it in lower case", k, p)))
 					return
 				}
 			}
@@ -80,30 +85,29 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 		// could land a version the publisher did not mean.
 		for _, p := range []string{"version", "tier"} {
 			if n := len(q[p]); n > 1 {
-				writeAnswer(w, errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: %s is given %d times; give it once", p, n)))
+				refuse(errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: %s is given %d times; give it once", p, n)))
 				return
 			}
 		}
 		up := upload{plugin: r.PathValue("plugin"), version: q.Get("version")}
 		up.tier = q.Get("tier")
 		if err := landing.ValidateModuleName(up.plugin); err != nil {
-			writeAnswer(w, errorAnswer(http.StatusBadRequest, err.Error()))
+			refuse(errorAnswer(http.StatusBadRequest, err.Error()))
 			return
 		}
 		if err := landing.ValidateVersion(up.version); err != nil {
-			writeAnswer(w, errorAnswer(http.StatusBadRequest, err.Error()+" (give it as ?version=)"))
+			refuse(errorAnswer(http.StatusBadRequest, err.Error()+" (give it as ?version=)"))
 			return
 		}
 		tier, err := canonicalTier(up.tier)
 		if err != nil {
-			writeAnswer(w, errorAnswer(http.StatusBadRequest, err.Error()))
+			refuse(errorAnswer(http.StatusBadRequest, err.Error()))
 			return
 		}
 		up.tier = tier
 		if r.ContentLength > s.maxPublish {
 			a := tooLarge(s.maxPublish)
-			a.Header.Set("Connection", "close") // the body is not read
-			writeAnswer(w, a)
+			refuse(a)
 			return
 		}
 		release, ok := s.takeUploadSlot()
@@ -112,8 +116,7 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 			a := errorAnswer(http.StatusServiceUnavailable,
 				fmt.Sprintf("%s: all %d are in use; publish again later", StageUploadSlots, cap(s.uploads)))
 			answer.SetRetryAfter(a.Header, 0)
-			a.Header.Set("Connection", "close") // the body is not read
-			writeAnswer(w, a)
+			refuse(a)
 			return
 		}
 		sp, refusal := s.spoolUpload(w, r, release)

@@ -341,9 +341,41 @@ func (s *Server) routes() http.Handler {
 		public := mux
 		mux = http.NewServeMux()
 		handle(routeMetrics, "GET "+MetricsPath, s.indexBudget, s.metricsRoute)
-		s.metricsHandler, mux = mux, public
+		s.metricsHandler, mux = closeUnreadBodies(mux), public
 	}
-	return mux
+	return closeUnreadBodies(mux)
+}
+
+// closeUnreadBodies answers a request with a body that its route does not
+// read (every route but publishing, and the mux's own 404 and 405) on a
+// connection it closes, reading nothing more of it (closeUnread).
+func closeUnreadBodies(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 {
+			if _, pattern := mux.Handler(r); pattern != publishPrefix {
+				closeUnread(w, r)
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// closeUnread makes the answer to a request whose body is not read close
+// its connection, and stops reading from it; a request without a body is
+// left alone. Otherwise net/http, to reuse
+// the connection, reads the rest of the body before it sends the answer:
+// a client that declares a body and sends none would hold the answer, and
+// a connection slot, until the server's ReadTimeout (forever without one),
+// past every route's budget.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	// Wall time: it bounds blocking reads of the connection. Not every
+	// ResponseWriter supports it; "Connection: close" alone still skips
+	// the read before the answer.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // MetricsHandler serves GET /metrics (when the server's Metrics is also a
