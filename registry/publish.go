@@ -177,10 +177,18 @@ func (s *Server) spoolUpload(w http.ResponseWriter, r *http.Request, release fun
 		release()
 		return nil, &a
 	}
+	// The registry's own failure (a missing directory, a full disk): 503
+	// with Retry-After, the cause and the spool's path in the log only.
+	cannotSpool := func(msg string, err error) answer.Answer {
+		s.log.Error(msg, slog.String("dir", s.spoolDir), slog.String("error", err.Error()))
+		a := errorAnswer(http.StatusServiceUnavailable, StageUpload+": the registry cannot spool uploads now; publish again later")
+		answer.SetRetryAfter(a.Header, 0)
+		closeUnread(w, r) // the rest of the body is not read
+		return a
+	}
 	f, err := os.CreateTemp(s.spoolDir, "meshrx-upload-*.zip")
 	if err != nil {
-		s.log.Error("registry: cannot create an upload spool file", slog.String("dir", s.spoolDir), slog.String("error", err.Error()))
-		return refuse(errorAnswer(http.StatusServiceUnavailable, StageUpload+": the registry cannot spool uploads now"))
+		return refuse(cannotSpool("registry: cannot create an upload spool file", err))
 	}
 	sp := &spool{f: f, refs: 1, done: release}
 	remaining := s.publishBudget - ledger.Elapsed()
@@ -189,7 +197,7 @@ func (s *Server) spoolUpload(w http.ResponseWriter, r *http.Request, release fun
 	// virtual clock can interrupt. Not every ResponseWriter supports it
 	// (then the server's ReadTimeout is the bound).
 	deadlineSet := rc.SetReadDeadline(time.Now().Add(remaining)) == nil
-	n, err := io.Copy(f, http.MaxBytesReader(w, r.Body, s.maxPublish))
+	n, err := io.Copy(spoolWriter{f}, http.MaxBytesReader(w, r.Body, s.maxPublish))
 	if err == nil {
 		if deadlineSet {
 			_ = rc.SetReadDeadline(time.Time{}) // the body is read: the connection may be reused
@@ -199,7 +207,10 @@ func (s *Server) spoolUpload(w http.ResponseWriter, r *http.Request, release fun
 	}
 	sp.release()
 	var big *http.MaxBytesError
+	var write *spoolWriteError
 	switch {
+	case errors.As(err, &write):
+		return nil, ptr(cannotSpool("registry: cannot write an upload to its spool file", write.err))
 	case errors.As(err, &big):
 		return nil, ptr(tooLarge(big.Limit))
 	case errors.Is(err, os.ErrDeadlineExceeded):
@@ -215,6 +226,24 @@ func (s *Server) spoolUpload(w http.ResponseWriter, r *http.Request, release fun
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// spoolWriter tells the spool file's write errors (the registry's) from
+// the upload's read errors (the publisher's).
+type spoolWriter struct{ f *os.File }
+
+func (w spoolWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		err = &spoolWriteError{err: err}
+	}
+	return n, err
+}
+
+// spoolWriteError is a failed write of an upload to its spool file.
+type spoolWriteError struct{ err error }
+
+func (e *spoolWriteError) Error() string { return "writing the upload spool: " + e.err.Error() }
+func (e *spoolWriteError) Unwrap() error { return e.err }
 
 // spool is an upload on disk, removed when its last holder releases it:
 // the gate, and a landing still reading it after its request was answered.
