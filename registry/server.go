@@ -348,7 +348,7 @@ func (s *Server) routes() http.Handler {
 
 // closeUnreadBodies answers a request with a body that its route does not
 // read (every route but publishing, and the mux's own 404 and 405) on a
-// connection it closes, reading nothing more of it (closeUnread).
+// connection it then closes (closeUnread).
 func closeUnreadBodies(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength != 0 {
@@ -360,12 +360,17 @@ func closeUnreadBodies(mux *http.ServeMux) http.Handler {
 	})
 }
 
+// unreadBodyGrace is how long a connection whose request body is not read
+// is still read from after its answer: the body a client is sending is
+// drained (up to net/http's 256 KiB) rather than reset under the answer.
+const unreadBodyGrace = time.Second
+
 // closeUnread makes the answer to a request whose body is not read close
-// its connection, and stops reading from it; a request without a body is
-// left alone. Otherwise net/http, to reuse
-// the connection, reads the rest of the body before it sends the answer:
-// a client that declares a body and sends none would hold the answer, and
-// a connection slot, until the server's ReadTimeout (forever without one),
+// its connection, and bounds what is still read from it by unreadBodyGrace;
+// a request without a body is left alone. Otherwise net/http, to reuse the
+// connection, reads the rest of the body before it sends the answer: a
+// client that declares a body and sends none would hold the answer, and a
+// connection slot, until the server's ReadTimeout (forever without one),
 // past every route's budget.
 func closeUnread(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength == 0 {
@@ -373,9 +378,9 @@ func closeUnread(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Connection", "close")
 	// Wall time: it bounds blocking reads of the connection. Not every
-	// ResponseWriter supports it; "Connection: close" alone still skips
-	// the read before the answer.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	// ResponseWriter supports it; "Connection: close" alone still sends
+	// the answer before any read.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyGrace))
 }
 
 // MetricsHandler serves GET /metrics (when the server's Metrics is also a
