@@ -205,6 +205,11 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	case opts.Mesh == nil:
 		return nil, &ConfigError{Setting: "ServerOptions.Mesh", Problem: "is required"}
 	}
+	// It would panic on every request (auth.Authenticator panics without
+	// its Mesh): refused where it is wired.
+	if a, ok := opts.Auth.(*auth.Authenticator); ok && (a == nil || a.Mesh == nil) {
+		return nil, &ConfigError{Setting: "ServerOptions.Auth", Problem: "is an *auth.Authenticator without a Mesh, which cannot check a key"}
+	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
