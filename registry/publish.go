@@ -119,6 +119,7 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 			refuse(a)
 			return
 		}
+		readingBody(w) // spoolUpload bounds the read
 		sp, refusal := s.spoolUpload(w, r, release)
 		if refusal != nil {
 			noteRefusal(r, StageUpload)

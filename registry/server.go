@@ -351,17 +351,14 @@ func (s *Server) routes() http.Handler {
 	return closeUnreadBodies(mux)
 }
 
-// closeUnreadBodies answers a request with a body that its route does not
-// read (every route but publishing, and the mux's own 404 and 405) on a
-// connection it then closes (closeUnread).
-func closeUnreadBodies(mux *http.ServeMux) http.Handler {
+// closeUnreadBodies answers every request with a body on a connection it
+// then closes (closeUnread): no route reads a body but publishing, whose
+// gate takes that back once it reads the upload (readingBody). The mux's
+// own answers (404, 405, a redirect to a clean path) read none either.
+func closeUnreadBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength != 0 {
-			if _, pattern := mux.Handler(r); pattern != publishPrefix {
-				closeUnread(w, r)
-			}
-		}
-		mux.ServeHTTP(w, r)
+		closeUnread(w, r)
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -386,6 +383,12 @@ func closeUnread(w http.ResponseWriter, r *http.Request) {
 	// ResponseWriter supports it; "Connection: close" alone still sends
 	// the answer before any read.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyGrace))
+}
+
+// readingBody undoes closeUnread for a route that reads the body: the
+// connection may be kept, and the route sets its own read deadline.
+func readingBody(w http.ResponseWriter) {
+	w.Header().Del("Connection")
 }
 
 // MetricsHandler serves GET /metrics (when the server's Metrics is also a

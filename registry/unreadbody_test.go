@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -36,6 +37,7 @@ func TestARequestDeclaringABodyItNeverSendsIsAnsweredAtOnceAndItsConnectionClose
 		{"publish with a wrong token", publish("?version=1.0.0", "wrong"), http.StatusUnauthorized},
 		{"publish with a misspelt parameter", publish("?version=1.0.0&Tier=pro", testPublishToken), http.StatusBadRequest},
 		{"publish with a bad version", publish("?version=..", testPublishToken), http.StatusBadRequest},
+		{"publish to a path that is not clean", "POST " + client.BundlesPath + "//Acme.New?version=1.0.0 HTTP/1.1\r\nAuthorization: Bearer " + testPublishToken + "\r\n", http.StatusTemporaryRedirect},
 	}
 	// Every request declares a body and sends none of it: a client that
 	// stalled, or one holding connections on purpose. The server behind
@@ -73,8 +75,27 @@ func TestARequestDeclaringABodyItNeverSendsIsAnsweredAtOnceAndItsConnectionClose
 		assert.ErrorIs(t, err, io.EOF, "%s: and the server closes it (after unreadBodyGrace) rather than wait for the body", c.name)
 	}
 	assert.NotContains(t, f.activation(), "Acme.New")
+
+	// A publication whose upload is read keeps its connection.
+	conn, err := net.Dial("tcp", f.http.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(testkit.Bound))) // a ceiling, as above
+	req, err := http.NewRequest(http.MethodPost, f.http.URL+client.BundlesPath+"/Acme.New?version=1.0.0",
+		bytes.NewReader(testkit.ModuleArchive(t, "Acme.New", "1.0.0", 1)))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testPublishToken)
+	require.NoError(t, req.Write(conn))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusCreated, resp.StatusCode)
+	assert.False(t, resp.Close, "the upload was read: the connection is kept")
 	// Negative control (run): without closeUnread, no answer came before the
-	// ceiling in any case. net/http reads what is left of a body the handler
+	// ceiling in any case; with closeUnread applied by the route the mux
+	// matched, the redirect of a publication to its clean path (matched as
+	// the publish route) still waited; without readingBody the publication
+	// above closed its connection. net/http reads what is left of a body the handler
 	// did not read before it sends the answer, to reuse the connection, so a
 	// 401 waited for the server's ReadTimeout (90 s in examples/registry,
 	// past every route's budget; none here) and held the connection slot.
