@@ -37,6 +37,7 @@ func (s *Server) downloadRoute(r *http.Request) rx.Observable[answer.Answer] {
 	ledger := answer.LedgerFrom(r.Context())
 	plugin, version := r.PathValue("plugin"), r.PathValue("version")
 	hold := bundleHoldFrom(r.Context())
+	head := r.Method == http.MethodHead
 	return s.authenticated(r, s.downloadBudget, func(res auth.Result) rx.Observable[answer.Answer] {
 		// An invalid name never reaches the volume.
 		if landing.ValidateModuleName(plugin) != nil || landing.ValidateVersion(version) != nil {
@@ -53,7 +54,13 @@ func (s *Server) downloadRoute(r *http.Request) rx.Observable[answer.Answer] {
 				if info == nil {
 					return noSuchBundle()
 				}
-				return bundleAnswer(*info, hold)
+				a := bundleAnswer(*info, hold)
+				if head {
+					// net/http drops a HEAD's body: reading the bundle would
+					// cost the volume its bytes for nothing. The hold closes it.
+					a.Stream = nil
+				}
+				return a
 			})
 		})
 	})

@@ -429,6 +429,16 @@ func (a *answerHeader) set(key, v string) {
 	a.h[key] = a.vals[n-1 : n : n]
 }
 
+// ifNoneMatch is the request's If-None-Match list, whether it came as one
+// field line or several (RFC 9110 §5.3: their values joined with commas).
+func ifNoneMatch(h http.Header) string {
+	vs := h.Values("If-None-Match")
+	if len(vs) > 1 {
+		return strings.Join(vs, ",")
+	}
+	return h.Get("If-None-Match")
+}
+
 // etagMatches applies If-None-Match's weak comparison: "*", or any listed
 // tag equal to etag once a W/ prefix is ignored.
 func etagMatches(header, etag string) bool {
@@ -545,7 +555,7 @@ func (s *Server) activation(ledger *answer.Ledger) rx.Observable[activationView]
 // client.SinceParam it answers the delta from the document the caller holds
 // (see deltaAnswer).
 func (s *Server) indexRoute(r *http.Request) rx.Observable[answer.Answer] {
-	q := &indexRequest{s: s, ledger: answer.LedgerFrom(r.Context()), ifNoneMatch: r.Header.Get("If-None-Match")}
+	q := &indexRequest{s: s, ledger: answer.LedgerFrom(r.Context()), ifNoneMatch: ifNoneMatch(r.Header)}
 	if r.URL.RawQuery != "" {
 		v, n, err := queryValues(r.URL, client.SinceParam)
 		switch {

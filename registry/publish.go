@@ -52,10 +52,15 @@ type uploadKey struct{}
 // answered here; an accepted upload goes on to the route.
 func (s *Server) publishGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Until the upload is spooled, a refusal reads none of the body.
+		refuse := func(a answer.Answer) {
+			closeUnread(w, r)
+			writeAnswer(w, a)
+		}
 		if !s.publishAuthorized(r.Header.Get("Authorization")) {
 			a := errorAnswer(http.StatusUnauthorized, "publishing needs the registry's publish token (Authorization: Bearer <token>)")
 			a.Header.Set("WWW-Authenticate", "Bearer")
-			writeAnswer(w, a)
+			refuse(a)
 			return
 		}
 		// A query that does not parse in full (a ';', a bad escape) is
@@ -63,7 +68,7 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 		// repeated version or the tier.
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			writeAnswer(w, errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: the query %q does not parse: %v; give ?version=<v>&tier=<t> separated by '&'", r.URL.RawQuery, err)))
+			refuse(errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: the query %q does not parse: %v; give ?version=<v>&tier=<t> separated by '&'", r.URL.RawQuery, err)))
 			return
 		}
 		// A misspelt parameter would be ignored: a tier given as Tier= would
@@ -71,7 +76,7 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 		for k := range q {
 			for _, p := range []string{"version", "tier"} {
 				if k != p && strings.EqualFold(k, p) {
-					writeAnswer(w, errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: the parameter %q is not %q; give it in lower case", k, p)))
+					refuse(errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: the parameter %q is not %q; give it in lower case", k, p)))
 					return
 				}
 			}
@@ -80,30 +85,29 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 		// could land a version the publisher did not mean.
 		for _, p := range []string{"version", "tier"} {
 			if n := len(q[p]); n > 1 {
-				writeAnswer(w, errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: %s is given %d times; give it once", p, n)))
+				refuse(errorAnswer(http.StatusBadRequest, fmt.Sprintf("registry: %s is given %d times; give it once", p, n)))
 				return
 			}
 		}
 		up := upload{plugin: r.PathValue("plugin"), version: q.Get("version")}
 		up.tier = q.Get("tier")
 		if err := landing.ValidateModuleName(up.plugin); err != nil {
-			writeAnswer(w, errorAnswer(http.StatusBadRequest, err.Error()))
+			refuse(errorAnswer(http.StatusBadRequest, err.Error()))
 			return
 		}
 		if err := landing.ValidateVersion(up.version); err != nil {
-			writeAnswer(w, errorAnswer(http.StatusBadRequest, err.Error()+" (give it as ?version=)"))
+			refuse(errorAnswer(http.StatusBadRequest, err.Error()+" (give it as ?version=)"))
 			return
 		}
 		tier, err := canonicalTier(up.tier)
 		if err != nil {
-			writeAnswer(w, errorAnswer(http.StatusBadRequest, err.Error()))
+			refuse(errorAnswer(http.StatusBadRequest, err.Error()))
 			return
 		}
 		up.tier = tier
 		if r.ContentLength > s.maxPublish {
 			a := tooLarge(s.maxPublish)
-			a.Header.Set("Connection", "close") // the body is not read
-			writeAnswer(w, a)
+			refuse(a)
 			return
 		}
 		release, ok := s.takeUploadSlot()
@@ -112,10 +116,10 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 			a := errorAnswer(http.StatusServiceUnavailable,
 				fmt.Sprintf("%s: all %d are in use; publish again later", StageUploadSlots, cap(s.uploads)))
 			answer.SetRetryAfter(a.Header, 0)
-			a.Header.Set("Connection", "close") // the body is not read
-			writeAnswer(w, a)
+			refuse(a)
 			return
 		}
+		readingBody(w) // spoolUpload bounds the read
 		sp, refusal := s.spoolUpload(w, r, release)
 		if refusal != nil {
 			noteRefusal(r, StageUpload)
@@ -174,10 +178,18 @@ func (s *Server) spoolUpload(w http.ResponseWriter, r *http.Request, release fun
 		release()
 		return nil, &a
 	}
+	// The registry's own failure (a missing directory, a full disk): 503
+	// with Retry-After, the cause and the spool's path in the log only.
+	cannotSpool := func(msg string, err error) answer.Answer {
+		s.log.Error(msg, slog.String("dir", s.spoolDir), slog.String("error", err.Error()))
+		a := errorAnswer(http.StatusServiceUnavailable, StageUpload+": the registry cannot spool uploads now; publish again later")
+		answer.SetRetryAfter(a.Header, 0)
+		closeUnread(w, r) // the rest of the body is not read
+		return a
+	}
 	f, err := os.CreateTemp(s.spoolDir, "meshrx-upload-*.zip")
 	if err != nil {
-		s.log.Error("registry: cannot create an upload spool file", slog.String("dir", s.spoolDir), slog.String("error", err.Error()))
-		return refuse(errorAnswer(http.StatusServiceUnavailable, StageUpload+": the registry cannot spool uploads now"))
+		return refuse(cannotSpool("registry: cannot create an upload spool file", err))
 	}
 	sp := &spool{f: f, refs: 1, done: release}
 	remaining := s.publishBudget - ledger.Elapsed()
@@ -186,7 +198,7 @@ func (s *Server) spoolUpload(w http.ResponseWriter, r *http.Request, release fun
 	// virtual clock can interrupt. Not every ResponseWriter supports it
 	// (then the server's ReadTimeout is the bound).
 	deadlineSet := rc.SetReadDeadline(time.Now().Add(remaining)) == nil
-	n, err := io.Copy(f, http.MaxBytesReader(w, r.Body, s.maxPublish))
+	n, err := io.Copy(spoolWriter{f}, http.MaxBytesReader(w, r.Body, s.maxPublish))
 	if err == nil {
 		if deadlineSet {
 			_ = rc.SetReadDeadline(time.Time{}) // the body is read: the connection may be reused
@@ -196,7 +208,10 @@ func (s *Server) spoolUpload(w http.ResponseWriter, r *http.Request, release fun
 	}
 	sp.release()
 	var big *http.MaxBytesError
+	var write *spoolWriteError
 	switch {
+	case errors.As(err, &write):
+		return nil, ptr(cannotSpool("registry: cannot write an upload to its spool file", write.err))
 	case errors.As(err, &big):
 		return nil, ptr(tooLarge(big.Limit))
 	case errors.Is(err, os.ErrDeadlineExceeded):
@@ -212,6 +227,24 @@ func (s *Server) spoolUpload(w http.ResponseWriter, r *http.Request, release fun
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// spoolWriter tells the spool file's write errors (the registry's) from
+// the upload's read errors (the publisher's).
+type spoolWriter struct{ f *os.File }
+
+func (w spoolWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		err = &spoolWriteError{err: err}
+	}
+	return n, err
+}
+
+// spoolWriteError is a failed write of an upload to its spool file.
+type spoolWriteError struct{ err error }
+
+func (e *spoolWriteError) Error() string { return "writing the upload spool: " + e.err.Error() }
+func (e *spoolWriteError) Unwrap() error { return e.err }
 
 // spool is an upload on disk, removed when its last holder releases it:
 // the gate, and a landing still reading it after its request was answered.
