@@ -126,8 +126,8 @@ func (c *concatMapper[T, U]) step() {
 		if c.outerDone {
 			c.done = true
 			c.mu.Unlock()
+			defer c.work.cancel() // also when the observer panics
 			c.out.OnCompleted()
-			c.work.cancel()
 			return
 		}
 		c.mu.Unlock()
@@ -153,8 +153,8 @@ func (c *concatMapper[T, U]) fail(err error) {
 	c.done = true
 	c.queue = nil
 	c.mu.Unlock()
+	defer c.work.cancel() // also when the observer panics
 	c.out.OnError(err)
-	c.work.cancel()
 }
 
 type concatMapOuter[T, U any] struct {

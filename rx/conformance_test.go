@@ -52,6 +52,21 @@ func (e *env) fn(v int) {
 
 func (e *env) setHook(h func(int)) { e.hook.Store(&h) }
 
+// toIn2 is the value whose inner, for the entries that map values to
+// streams, is env.in2: an inner that outlives its value and that the rules
+// end, so an inner's end meets a live outer and the outer's end a live
+// inner.
+const toIn2 = 7
+
+// inner is the stream a higher-order entry maps v to: Return(v), or env.in2
+// for toIn2.
+func (e *env) inner(v int) rx.Observable[int] {
+	if v == toIn2 {
+		return e.in2
+	}
+	return rx.Return(v)
+}
+
 // flags say which rules apply to an entry, and why others do not.
 type flags uint16
 
@@ -233,16 +248,16 @@ func tableBase() []entry {
 			return rx.Zip2(e.in, rx.Range(0, 10_000), func(v, _ int) int { e.fn(v); return v })
 		}, nils: []func(){func() { rx.Zip2[int, int, int](rx.Never[int](), rx.Never[int](), nil) }}},
 		{name: "SelectMany", flags: input | userFn, build: func(e *env) rx.Observable[int] {
-			return rx.SelectMany(e.in, func(v int) rx.Observable[int] { e.fn(v); return rx.Return(v) })
+			return rx.SelectMany(e.in, func(v int) rx.Observable[int] { e.fn(v); return e.inner(v) })
 		}, nils: []func(){func() { rx.SelectMany[int, int](rx.Never[int](), nil) }}},
 		{name: "ConcatMap", flags: input | userFn | holds, build: func(e *env) rx.Observable[int] {
-			return rx.ConcatMap(e.in, func(v int) rx.Observable[int] { e.fn(v); return rx.Return(v) })
+			return rx.ConcatMap(e.in, func(v int) rx.Observable[int] { e.fn(v); return e.inner(v) })
 		}, nils: []func(){func() { rx.ConcatMap[int, int](rx.Never[int](), nil) }}},
 		{name: "SwitchMap", flags: input | userFn, build: func(e *env) rx.Observable[int] {
-			return rx.SwitchMap(e.in, func(v int) rx.Observable[int] { e.fn(v); return rx.Return(v) })
+			return rx.SwitchMap(e.in, func(v int) rx.Observable[int] { e.fn(v); return e.inner(v) })
 		}, nils: []func(){func() { rx.SwitchMap[int, int](rx.Never[int](), nil) }}},
 		{name: "ExhaustMap", flags: input | userFn, build: func(e *env) rx.Observable[int] {
-			return rx.ExhaustMap(e.in, func(v int) rx.Observable[int] { e.fn(v); return rx.Return(v) })
+			return rx.ExhaustMap(e.in, func(v int) rx.Observable[int] { e.fn(v); return e.inner(v) })
 		}, nils: []func(){func() { rx.ExhaustMap[int, int](rx.Never[int](), nil) }}},
 		{name: "Catch", flags: input, build: func(e *env) rx.Observable[int] {
 			return rx.Catch(e.in, func(error) rx.Observable[int] { return rx.Return(-1) })
@@ -416,6 +431,7 @@ func rules() []rule {
 		{fusedRuleName, isFusable, ruleFusedAndUnfusedAlike},
 		{"a value reaches the caller's observer in one call", isStream, ruleOneCallToTheCaller},
 		{"a panic out of the observer leaves nothing subscribed once unsubscribed", func(x entry) bool { return x.has(input) && !x.has(ownGoroutine) }, ruleReleasedAfterPanic},
+		{"an observer panicking at the end leaves nothing subscribed", func(x entry) bool { return x.has(input) && !x.has(ownGoroutine) }, ruleReleasedAfterAPanicAtTheEnd},
 	}
 }
 
@@ -456,6 +472,76 @@ func ruleReleasedAfterPanic(r reporter, x entry) {
 	}
 	if n := e.clk.Pending(); n > 0 {
 		r.Errorf("%s: %d timers left on the clock after a panic and Unsubscribe", x.name, n)
+	}
+}
+
+// ruleReleasedAfterAPanicAtTheEnd: a subscription that has delivered its
+// terminal notification has ended, also when the observer panicked in it:
+// what the operator subscribed or armed is released then, not only at a
+// later Unsubscribe the caller may never make (Rx.NET disposes in a finally
+// around the terminal call). Each way an entry can end is tried: either
+// input failing or completing first, with an inner on env.in2 live
+// (toIn2). Negative control (run): ReleasesTheOtherInputAfterItsError, in
+// TestTheConformanceRulesCatchBrokenOperators; Merge, RetryWhen, ConcatMap,
+// ExhaustMap and the flatteners failed here before they deferred their
+// release.
+func ruleReleasedAfterAPanicAtTheEnd(r reporter, x entry) {
+	r.Helper()
+	type end func(e *env)
+	fail := func(s func(e *env) *rx.Subject[int]) end { return func(e *env) { s(e).OnError(rxtest.ErrTest) } }
+	complete := func(s func(e *env) *rx.Subject[int]) end { return func(e *env) { s(e).OnCompleted() } }
+	in := func(e *env) *rx.Subject[int] { return e.in }
+	in2 := func(e *env) *rx.Subject[int] { return e.in2 }
+	for name, ends := range map[string][]end{
+		"in fails":               {fail(in), fail(in2)},
+		"in2 fails":              {fail(in2), fail(in)},
+		"in completes, then in2": {complete(in), complete(in2)},
+		"in2 completes, then in": {complete(in2), complete(in)},
+	} {
+		e := newEnv()
+		p := newCprobe()
+		var panicked atomic.Bool
+		end := func(kind string) {
+			p.note(kind, 0)
+			if panicked.CompareAndSwap(false, true) {
+				panic(bug{})
+			}
+		}
+		o := rx.NewObserver(p.OnNext, func(error) { end("error") }, func() { end("completed") })
+		src := x.build(e)
+		base, base2 := e.in.HasObservers(), e.in2.HasObservers()
+		var sub rx.Subscription
+		recovered(func() { sub = src.Subscribe(o) })
+		steps := []func(){
+			func() { e.in.OnNext(1); e.in2.OnNext(1) },
+			func() { e.in.OnNext(toIn2) },
+			func() { e.clk.Advance(oneMilli) },
+		}
+		for _, end := range ends {
+			steps = append(steps, func() { end(e) }, func() { e.clk.Advance(settle) })
+		}
+		checked := false
+		for _, step := range steps {
+			recovered(step)
+			if !panicked.Load() || checked {
+				continue
+			}
+			checked = true
+			// What the entry subscribed before the caller did (a subject
+			// over an input) ends with that input, not here.
+			if (e.in.HasObservers() && !base) || (e.in2.HasObservers() && !base2) {
+				r.Errorf("%s, %s: an input is still subscribed after the observer panicked at the end (in: %v, in2: %v)", x.name, name, e.in.HasObservers(), e.in2.HasObservers())
+			}
+			if n := e.clk.Pending(); n > 0 {
+				r.Errorf("%s, %s: %d timers left on the clock after the observer panicked at the end", x.name, name, n)
+			}
+		}
+		if sub != nil {
+			sub.Unsubscribe()
+		}
+		if v := p.violations(); len(v) > 0 {
+			r.Errorf("%s, %s: grammar broken: %v", x.name, name, v)
+		}
 	}
 }
 
@@ -1035,6 +1121,27 @@ func TestTheConformanceRulesCatchBrokenOperators(t *testing.T) {
 				})
 			})
 		}}, ruleReleasedAfterPanic},
+		{"released after a panic at the end", entry{name: "ReleasesTheOtherInputAfterItsError", flags: input, build: func(e *env) rx.Observable[int] {
+			return rawOp(func(o rx.Observer[int]) rx.Subscription {
+				var subs [2]rx.Subscription
+				var mu sync.Mutex
+				for i, s := range []*rx.Subject[int]{e.in, e.in2} {
+					sub := s.Subscribe(rx.NewObserver(o.OnNext, func(err error) {
+						o.OnError(err)
+						mu.Lock()
+						other := subs[1-i]
+						mu.Unlock()
+						if other != nil {
+							other.Unsubscribe() // not deferred: a panic above skips it
+						}
+					}, nil))
+					mu.Lock()
+					subs[i] = sub
+					mu.Unlock()
+				}
+				return unsubscribeFunc(func() { subs[0].Unsubscribe(); subs[1].Unsubscribe() })
+			})
+		}}, ruleReleasedAfterAPanicAtTheEnd},
 		{"re-entrancy", entry{name: "HandsOverAndWaits", flags: input, build: func(e *env) rx.Observable[int] {
 			return rawOp(func(o rx.Observer[int]) rx.Subscription {
 				next, ack := make(chan int), make(chan struct{})

@@ -208,7 +208,8 @@
 // the grammar under concurrent termination, nothing after Unsubscribe
 // returned (from another goroutine, inside a user function, by a timer at
 // the same instant), panicking user functions, nothing left subscribed or
-// armed once a subscription whose observer panicked has ended, re-entrant
+// armed once a subscription whose observer panicked has ended (also by a
+// panic in its terminal notification, with no Unsubscribe), re-entrant
 // calls, the memory a blocked consumer lets producers use, goroutines left
 // behind, contexts honoured by All, First and Collect, and nil arguments.
 // A function missing from the table fails the build's tests.

@@ -30,13 +30,13 @@ type exhauster[T, U any] struct {
 }
 
 func (e *exhauster[T, U]) fail(err error) {
+	defer e.work.cancel() // also when the observer panics
 	e.out.OnError(err)
-	e.work.cancel()
 }
 
 func (e *exhauster[T, U]) complete() {
+	defer e.work.cancel() // also when the observer panics
 	e.out.OnCompleted()
-	e.work.cancel()
 }
 
 type exhaustOuter[T, U any] struct {

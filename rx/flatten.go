@@ -111,8 +111,8 @@ func (m *flattener[T, U]) step() {
 			m.done = end
 			m.mu.Unlock()
 			if end {
+				defer m.work.cancel() // also when the observer panics
 				m.out.OnCompleted()
-				m.work.cancel()
 			}
 			return
 		}
@@ -144,8 +144,8 @@ func (m *flattener[T, U]) fail(err error) {
 	m.done = true
 	m.queue = queue[T]{}
 	m.mu.Unlock()
+	defer m.work.cancel() // also when the observer panics
 	m.out.OnError(err)
-	m.work.cancel()
 }
 
 // flatOuter is the flattener as the outer stream's observer.

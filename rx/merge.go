@@ -66,14 +66,14 @@ func (m *merger[T]) subscribe(src Observable[T]) {
 
 func (m *merger[T]) doneOne() {
 	if m.active.Add(-1) == 0 {
+		defer m.work.cancel() // also when the observer panics
 		m.out.OnCompleted()
-		m.work.cancel()
 	}
 }
 
 func (m *merger[T]) fail(err error) {
+	defer m.work.cancel() // also when the observer panics
 	m.out.OnError(err)
-	m.work.cancel()
 }
 
 type mergeInner[T any] struct {
