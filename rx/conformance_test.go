@@ -482,9 +482,10 @@ func ruleReleasedAfterPanic(r reporter, x entry) {
 // around the terminal call). Each way an entry can end is tried: either
 // input failing or completing first, with an inner on env.in2 live
 // (toIn2). Negative control (run): ReleasesTheOtherInputAfterItsError, in
-// TestTheConformanceRulesCatchBrokenOperators; Merge, RetryWhen, ConcatMap,
-// ExhaustMap and the flatteners failed here before they deferred their
-// release.
+// TestTheConformanceRulesCatchBrokenOperators; before they deferred their
+// release (f79096e's parent), Merge, SelectMany, ConcatMap, ExhaustMap,
+// MergeAll, ConcatAll, SelectManyLimit, Expand, RetryWhen, TakeUntil,
+// ElementAt, Single, Find and IsEmpty failed here.
 func ruleReleasedAfterAPanicAtTheEnd(r reporter, x entry) {
 	r.Helper()
 	type end func(e *env)
