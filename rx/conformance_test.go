@@ -262,7 +262,14 @@ func tableBase() []entry {
 		{name: "Catch", flags: input, build: func(e *env) rx.Observable[int] {
 			return rx.Catch(e.in, func(error) rx.Observable[int] { return rx.Return(-1) })
 		}, nils: []func(){func() { rx.Catch(rx.Never[int](), nil) }}},
-		{name: "Finally", flags: input, build: func(e *env) rx.Observable[int] { return rx.Finally(e.in, func() {}) },
+		// f releases what the subscription holds: a subscription to env.in2,
+		// made when it starts, so the rules see whether f has run.
+		{name: "Finally", flags: input, build: func(e *env) rx.Observable[int] {
+			return rx.Defer(func() rx.Observable[int] {
+				held := e.in2.Subscribe(rx.NewObserver[int](nil, nil, nil))
+				return rx.Finally(e.in, held.Unsubscribe)
+			})
+		},
 			nils: []func(){func() { rx.Finally(rx.Never[int](), nil) }}},
 		{name: "Merge", flags: input, build: func(e *env) rx.Observable[int] { return rx.Merge[int](e.in, e.in2) }},
 		{name: "Concat", flags: input, build: func(e *env) rx.Observable[int] { return rx.Concat[int](e.in, e.in2) }},
@@ -485,7 +492,8 @@ func ruleReleasedAfterPanic(r reporter, x entry) {
 // TestTheConformanceRulesCatchBrokenOperators; before they deferred their
 // release (f79096e's parent), Merge, SelectMany, ConcatMap, ExhaustMap,
 // MergeAll, ConcatAll, SelectManyLimit, Expand, RetryWhen, TakeUntil,
-// ElementAt, Single, Find and IsEmpty failed here.
+// ElementAt, Single, Find and IsEmpty failed here; and, before they deferred
+// their cleanup (entries whose cleanup releases env.in2), Finally and Using.
 func ruleReleasedAfterAPanicAtTheEnd(r reporter, x entry) {
 	r.Helper()
 	type end func(e *env)
