@@ -108,9 +108,20 @@ func (c *concatMapper[T, U]) pump() {
 	if c.wip.Add(1) != 1 {
 		return
 	}
+	// A selector that panics loses its value and the panic goes on up to
+	// the caller; what it leaves (queued values, or the ending) is pumped
+	// on the way out, as the flattener's pump does.
+	finished := false
+	defer func() {
+		if !finished {
+			c.wip.Store(0)
+			c.pump()
+		}
+	}()
 	for {
 		c.step()
 		if c.wip.Add(-1) == 0 {
+			finished = true
 			return
 		}
 	}
@@ -139,7 +150,16 @@ func (c *concatMapper[T, U]) step() {
 	c.queue = c.queue[1:]
 	c.active = true
 	c.mu.Unlock()
+	returned := false
+	defer func() {
+		if !returned { // f panicked: no inner runs for its value
+			c.mu.Lock()
+			c.active = false
+			c.mu.Unlock()
+		}
+	}()
 	inner := c.f(v)
+	returned = true
 	if inner == nil {
 		c.fail(errNilInner)
 		return

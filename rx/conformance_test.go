@@ -438,6 +438,7 @@ func rules() []rule {
 		{fusedRuleName, isFusable, ruleFusedAndUnfusedAlike},
 		{"a value reaches the caller's observer in one call", isStream, ruleOneCallToTheCaller},
 		{"a panic out of the observer leaves nothing subscribed once unsubscribed", func(x entry) bool { return x.has(input) && !x.has(ownGoroutine) }, ruleReleasedAfterPanic},
+		{"a panicking user function loses its value, not the stream", func(x entry) bool { return x.has(input) && x.has(userFn) && !x.has(ownGoroutine) }, ruleGoesOnAfterAFunctionPanicked},
 		{"an observer panicking at the end leaves nothing subscribed", func(x entry) bool { return x.has(input) && !x.has(ownGoroutine) }, ruleReleasedAfterAPanicAtTheEnd},
 	}
 }
@@ -551,6 +552,54 @@ func ruleReleasedAfterAPanicAtTheEnd(r reporter, x entry) {
 		if v := p.violations(); len(v) > 0 {
 			r.Errorf("%s, %s: grammar broken: %v", x.name, name, v)
 		}
+	}
+}
+
+// ruleGoesOnAfterAFunctionPanicked: a user function's panic goes up to the
+// caller of OnNext and costs the value it was called with, nothing more:
+// the subscription stays live (as a panicking observer's does), so the
+// values after it are delivered and the stream ends as it would have. The
+// schedule is run without the panic and with it (at value 2, once); the
+// run with it must end the same way, short of at most the one value.
+// Negative control (run): StaysBusyAfterItsFunctionPanicked, in
+// TestTheConformanceRulesCatchBrokenOperators; ConcatMap and ExhaustMap,
+// whose busy flag a panicking f left set, failed here (nothing after the
+// panic, no completion) before they reset it.
+func ruleGoesOnAfterAFunctionPanicked(r reporter, x entry) {
+	r.Helper()
+	run := func(panics bool) (events []string, panicked bool) {
+		e := newEnv()
+		p := newCprobe()
+		var once atomic.Bool
+		e.setHook(func(v int) {
+			if panics && v == 2 && once.CompareAndSwap(false, true) {
+				panic(bug{})
+			}
+		})
+		x.build(e).Subscribe(p)
+		e.in.OnNext(1)
+		recovered(func() { e.in.OnNext(2); e.clk.Advance(settle) })
+		e.in.OnNext(3)
+		e.in.OnNext(4)
+		e.clk.Advance(settle)
+		finish(e)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return slices.Clone(p.events), once.Load()
+	}
+	want, _ := run(false)
+	got, panicked := run(true)
+	if !panicked {
+		return // the function never saw 2 (an operator answering at 1)
+	}
+	last := func(ev []string) string {
+		if len(ev) == 0 {
+			return "nothing"
+		}
+		return ev[len(ev)-1]
+	}
+	if last(got) != last(want) || len(got) < len(want)-1 {
+		r.Errorf("%s: without the panic %v; after a user function panicked at 2: %v", x.name, want, got)
 	}
 }
 
@@ -1130,6 +1179,24 @@ func TestTheConformanceRulesCatchBrokenOperators(t *testing.T) {
 				})
 			})
 		}}, ruleReleasedAfterPanic},
+		{"goes on after a function panicked", entry{name: "StaysBusyAfterItsFunctionPanicked", flags: input | userFn, build: func(e *env) rx.Observable[int] {
+			return rawOp(func(o rx.Observer[int]) rx.Subscription {
+				busy := false // as ConcatMap's active was: set around the function, not deferred
+				return e.in.Subscribe(rx.NewObserver(func(v int) {
+					if busy {
+						return
+					}
+					busy = true
+					e.fn(v)
+					o.OnNext(v)
+					busy = false
+				}, o.OnError, func() {
+					if !busy {
+						o.OnCompleted()
+					}
+				}))
+			})
+		}}, ruleGoesOnAfterAFunctionPanicked},
 		{"released after a panic at the end", entry{name: "ReleasesTheOtherInputAfterItsError", flags: input, build: func(e *env) rx.Observable[int] {
 			return rawOp(func(o rx.Observer[int]) rx.Subscription {
 				var subs [2]rx.Subscription

@@ -53,7 +53,16 @@ func (o *exhaustOuter[T, U]) OnNext(v T) {
 	}
 	e.active = true
 	e.mu.Unlock()
+	returned := false
+	defer func() {
+		if !returned { // f panicked: no inner runs for its value
+			e.mu.Lock()
+			e.active = false
+			e.mu.Unlock()
+		}
+	}()
 	inner := e.f(v)
+	returned = true
 	if inner == nil {
 		e.fail(errNilInner)
 		return
