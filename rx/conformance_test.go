@@ -438,6 +438,7 @@ func rules() []rule {
 		{fusedRuleName, isFusable, ruleFusedAndUnfusedAlike},
 		{"a value reaches the caller's observer in one call", isStream, ruleOneCallToTheCaller},
 		{"a panic out of the observer leaves nothing subscribed once unsubscribed", func(x entry) bool { return x.has(input) && !x.has(ownGoroutine) }, ruleReleasedAfterPanic},
+		{"Unsubscribe inside the end neither deadlocks nor leaves anything", func(x entry) bool { return x.has(input) && !x.has(ownGoroutine) }, ruleUnsubscribeInsideTheEnd},
 		{"a panicking user function loses its value, not the stream", func(x entry) bool { return x.has(input) && x.has(userFn) && !x.has(ownGoroutine) }, ruleGoesOnAfterAFunctionPanicked},
 		{"an observer panicking at the end leaves nothing subscribed", func(x entry) bool { return x.has(input) && !x.has(ownGoroutine) }, ruleReleasedAfterAPanicAtTheEnd},
 	}
@@ -551,6 +552,64 @@ func ruleReleasedAfterAPanicAtTheEnd(r reporter, x entry) {
 		}
 		if v := p.violations(); len(v) > 0 {
 			r.Errorf("%s, %s: grammar broken: %v", x.name, name, v)
+		}
+	}
+}
+
+// ruleUnsubscribeInsideTheEnd: an observer that unsubscribes from inside
+// OnError or OnCompleted (a consumer tidying up as it ends) neither
+// deadlocks with the operator's own ending nor leaves anything subscribed
+// or armed, and gets nothing after. Each way an entry can end is tried, as
+// in ruleReleasedAfterAPanicAtTheEnd. Negative control (run):
+// LocksAroundItsEnd, in TestTheConformanceRulesCatchBrokenOperators.
+func ruleUnsubscribeInsideTheEnd(r reporter, x entry) {
+	r.Helper()
+	for _, failFirst := range []bool{false, true} {
+		for _, in2First := range []bool{false, true} {
+			e := newEnv()
+			p := newCprobe()
+			var sub atomic.Pointer[rx.Subscription]
+			unsub := func() {
+				if s := sub.Load(); s != nil {
+					(*s).Unsubscribe()
+				}
+			}
+			o := rx.NewObserver(p.OnNext, func(err error) { p.OnError(err); unsub() }, func() { p.OnCompleted(); unsub() })
+			src := x.build(e)
+			base, base2 := e.in.HasObservers(), e.in2.HasObservers()
+			s := src.Subscribe(o)
+			sub.Store(&s)
+			first, second := e.in, e.in2
+			if in2First {
+				first, second = e.in2, e.in
+			}
+			what := fmt.Sprintf("%s (failing: %v, in2 first: %v)", x.name, failFirst, in2First)
+			if !bounded(r, what+": unsubscribing inside the end", func() {
+				e.in.OnNext(1)
+				e.in2.OnNext(1)
+				e.in.OnNext(toIn2)
+				e.clk.Advance(oneMilli)
+				for _, sj := range []*rx.Subject[int]{first, second} {
+					if failFirst {
+						sj.OnError(rxtest.ErrTest)
+					} else {
+						sj.OnCompleted()
+					}
+					e.clk.Advance(settle)
+				}
+			}) {
+				return
+			}
+			if (e.in.HasObservers() && !base) || (e.in2.HasObservers() && !base2) {
+				r.Errorf("%s: an input is still subscribed (in: %v, in2: %v)", what, e.in.HasObservers(), e.in2.HasObservers())
+			}
+			if n := e.clk.Pending(); n > 0 {
+				r.Errorf("%s: %d timers left on the clock", what, n)
+			}
+			s.Unsubscribe()
+			if v := p.violations(); len(v) > 0 {
+				r.Errorf("%s: grammar broken: %v", what, v)
+			}
 		}
 	}
 }
@@ -728,40 +787,42 @@ func ruleUnsubscribeFromAnotherGoroutine(r reporter, x entry) {
 
 func ruleUnsubscribeInside(r reporter, x entry) {
 	r.Helper()
-	e := newEnv()
-	p := newCprobe()
-	var sub atomic.Pointer[rx.Subscription]
-	var at atomic.Int64
-	at.Store(-1)
-	unsub := func() {
-		if s := sub.Load(); s != nil && at.Load() < 0 {
-			(*s).Unsubscribe()
-			at.Store(int64(p.count()))
-		}
-	}
-	if x.has(userFn) {
-		e.setHook(func(v int) {
-			if v == 2 {
-				unsub()
+	for _, who := range whoCalls(x) {
+		e := newEnv()
+		p := newCprobe()
+		var sub atomic.Pointer[rx.Subscription]
+		var at atomic.Int64
+		at.Store(-1)
+		unsub := func() {
+			if s := sub.Load(); s != nil && at.Load() < 0 {
+				(*s).Unsubscribe()
+				at.Store(int64(p.count()))
 			}
-		})
-	} else {
-		p.onNext = func(int) { unsub() }
-	}
-	s := x.build(e).Subscribe(p)
-	sub.Store(&s)
-	// A synchronous constructor delivers inside Subscribe, before its
-	// subscription exists (unsub does nothing then): for it the rule checks
-	// only what a timer or a later push delivers.
-	for v := 1; v <= 3; v++ {
-		e.in.OnNext(v)
-		e.clk.Advance(oneMilli)
-	}
-	finish(e)
-	if n := at.Load(); n >= 0 && int64(p.count()) > n {
-		p.mu.Lock()
-		r.Errorf("%s: delivered %v after unsubscribing from inside", x.name, p.events[n:])
-		p.mu.Unlock()
+		}
+		if who == "a user function" {
+			e.setHook(func(v int) {
+				if v == 2 {
+					unsub()
+				}
+			})
+		} else {
+			p.onNext = func(int) { unsub() }
+		}
+		s := x.build(e).Subscribe(p)
+		sub.Store(&s)
+		// A synchronous constructor delivers inside Subscribe, before its
+		// subscription exists (unsub does nothing then): for it the rule
+		// checks only what a timer or a later push delivers.
+		for v := 1; v <= 3; v++ {
+			e.in.OnNext(v)
+			e.clk.Advance(oneMilli)
+		}
+		finish(e)
+		if n := at.Load(); n >= 0 && int64(p.count()) > n {
+			p.mu.Lock()
+			r.Errorf("%s: delivered %v after %s unsubscribed", x.name, p.events[n:], who)
+			p.mu.Unlock()
+		}
 	}
 }
 
@@ -836,29 +897,48 @@ func rulePanic(r reporter, x entry) {
 	finish(e)
 }
 
+// ruleReentrant: the observer, and a user function of the operator
+// (Map's f, a SelectMany selector, a GroupBy key), feeding the source it is
+// called from, past the mailbox's 32.
 func ruleReentrant(r reporter, x entry) {
 	r.Helper()
-	e := newEnv()
-	p := newCprobe()
-	var fed atomic.Bool
-	p.onNext = func(v int) {
-		if fed.CompareAndSwap(false, true) {
-			for i := range 40 { // past the mailbox's 32
-				e.in.OnNext(100 + i)
+	for _, who := range whoCalls(x) {
+		e := newEnv()
+		p := newCprobe()
+		var fed atomic.Bool
+		feed := func(int) {
+			if fed.CompareAndSwap(false, true) {
+				for i := range 40 { // past the mailbox's 32
+					e.in.OnNext(100 + i)
+				}
 			}
 		}
+		if who == "a user function" {
+			e.setHook(feed)
+		} else {
+			p.onNext = feed
+		}
+		x.build(e).Subscribe(p)
+		if !bounded(r, x.name+": "+who+" feeding its own source", func() {
+			e.in.OnNext(1)
+			e.clk.Advance(settle)
+		}) {
+			return
+		}
+		finish(e)
+		if v := p.violations(); len(v) > 0 {
+			r.Errorf("%s, %s feeding its own source: grammar broken: %v", x.name, who, v)
+		}
 	}
-	x.build(e).Subscribe(p)
-	if !bounded(r, x.name+": an observer feeding its own source", func() {
-		e.in.OnNext(1)
-		e.clk.Advance(settle)
-	}) {
-		return
+}
+
+// whoCalls names what a rule acts from: the observer, and a user function
+// of the operator where it has one.
+func whoCalls(x entry) []string {
+	if x.has(userFn) {
+		return []string{"the observer", "a user function"}
 	}
-	finish(e)
-	if v := p.violations(); len(v) > 0 {
-		r.Errorf("%s: grammar broken: %v", x.name, v)
-	}
+	return []string{"the observer"}
 }
 
 // transitBound is what the memory rule allows producers to have handed
@@ -1179,6 +1259,26 @@ func TestTheConformanceRulesCatchBrokenOperators(t *testing.T) {
 				})
 			})
 		}}, ruleReleasedAfterPanic},
+		{"unsubscribe inside the end", entry{name: "LocksAroundItsEnd", flags: input, build: func(e *env) rx.Observable[int] {
+			return rawOp(func(o rx.Observer[int]) rx.Subscription {
+				mu := make(chan struct{}, 1) // held across the end, taken by Unsubscribe
+				end := func(f func()) {
+					if lock(mu) {
+						f()
+						<-mu
+					}
+				}
+				inner := e.in.Subscribe(rx.NewObserver(o.OnNext,
+					func(err error) { end(func() { o.OnError(err) }) },
+					func() { end(o.OnCompleted) }))
+				return unsubscribeFunc(func() {
+					if lock(mu) {
+						inner.Unsubscribe()
+						<-mu
+					}
+				})
+			})
+		}}, ruleUnsubscribeInsideTheEnd},
 		{"goes on after a function panicked", entry{name: "StaysBusyAfterItsFunctionPanicked", flags: input | userFn, build: func(e *env) rx.Observable[int] {
 			return rawOp(func(o rx.Observer[int]) rx.Subscription {
 				busy := false // as ConcatMap's active was: set around the function, not deferred
@@ -1245,6 +1345,39 @@ func TestTheConformanceRulesCatchBrokenOperators(t *testing.T) {
 						}
 					case <-abort:
 					}
+				}, nil, nil))
+			})
+		}}, ruleReentrant},
+		{"re-entrancy from a user function", entry{name: "CallsItsFunctionElsewhereAndWaits", flags: input | userFn, build: func(e *env) rx.Observable[int] {
+			return rawOp(func(o rx.Observer[int]) rx.Subscription {
+				next, ack := make(chan int), make(chan struct{})
+				go func() { // the function runs here; the caller waits for it
+					for {
+						select {
+						case v := <-next:
+							e.fn(v)
+							select {
+							case ack <- struct{}{}:
+							case <-abort:
+								return
+							}
+						case <-abort:
+							return
+						}
+					}
+				}()
+				return e.in.Subscribe(rx.NewObserver(func(v int) {
+					select {
+					case next <- v:
+						select {
+						case <-ack:
+						case <-abort:
+							return
+						}
+					case <-abort:
+						return
+					}
+					o.OnNext(v)
 				}, nil, nil))
 			})
 		}}, ruleReentrant},
