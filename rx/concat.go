@@ -108,9 +108,20 @@ func (c *concatMapper[T, U]) pump() {
 	if c.wip.Add(1) != 1 {
 		return
 	}
+	// A selector that panics loses its value and the panic goes on up to
+	// the caller; what it leaves (queued values, or the ending) is pumped
+	// on the way out, as the flattener's pump does.
+	finished := false
+	defer func() {
+		if !finished {
+			c.wip.Store(0)
+			c.pump()
+		}
+	}()
 	for {
 		c.step()
 		if c.wip.Add(-1) == 0 {
+			finished = true
 			return
 		}
 	}
@@ -126,8 +137,8 @@ func (c *concatMapper[T, U]) step() {
 		if c.outerDone {
 			c.done = true
 			c.mu.Unlock()
+			defer c.work.cancel() // also when the observer panics
 			c.out.OnCompleted()
-			c.work.cancel()
 			return
 		}
 		c.mu.Unlock()
@@ -139,13 +150,32 @@ func (c *concatMapper[T, U]) step() {
 	c.queue = c.queue[1:]
 	c.active = true
 	c.mu.Unlock()
+	returned := false
+	defer func() {
+		if !returned { // f panicked: no inner runs for its value
+			c.mu.Lock()
+			c.active = false
+			c.mu.Unlock()
+		}
+	}()
 	inner := c.f(v)
+	returned = true
 	if inner == nil {
 		c.fail(errNilInner)
 		return
 	}
 	in := c.work.child()
+	torn := true
+	defer func() {
+		if torn { // a panic out of the inner's Subscribe (its observer's, say) ends it
+			in.cancel()
+			c.mu.Lock()
+			c.active = false
+			c.mu.Unlock()
+		}
+	}()
 	subscribeIn[U](inner, &concatMapInner[T, U]{c: c, sc: in}, in)
+	torn = false
 }
 
 func (c *concatMapper[T, U]) fail(err error) {
@@ -153,8 +183,8 @@ func (c *concatMapper[T, U]) fail(err error) {
 	c.done = true
 	c.queue = nil
 	c.mu.Unlock()
+	defer c.work.cancel() // also when the observer panics
 	c.out.OnError(err)
-	c.work.cancel()
 }
 
 type concatMapOuter[T, U any] struct {

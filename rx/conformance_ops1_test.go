@@ -114,8 +114,11 @@ func tableOps1() []entry {
 		{name: "DelaySubscription", flags: input | timed, build: func(e *env) rx.Observable[int] {
 			return rx.DelaySubscription[int](e.in, oneMilli, e.clk)
 		}, nils: []func(){func() { rx.DelaySubscription(never, oneMilli, nil) }}},
+		// The resource is a subscription to env.in2, so the rules see
+		// whether it has been released.
 		{name: "Using", flags: input, build: func(e *env) rx.Observable[int] {
-			return rx.Using(func() (int, error) { return 0, nil }, func(int) rx.Observable[int] { return e.in }, func(int) {})
+			return rx.Using(func() (rx.Subscription, error) { return e.in2.Subscribe(rx.NewObserver[int](nil, nil, nil)), nil },
+				func(rx.Subscription) rx.Observable[int] { return e.in }, rx.Subscription.Unsubscribe)
 		}, nils: []func(){
 			func() { rx.Using[int, int](nil, func(int) rx.Observable[int] { return never }, func(int) {}) },
 			func() { rx.Using[int, int](func() (int, error) { return 0, nil }, nil, func(int) {}) },

@@ -7,12 +7,12 @@ import (
 // Conformance entries of the higher-order and multi-source operators of
 // issue 20 (batch 2); table() appends them.
 
-// ops2Returns maps each value of e.in to Return(v) through a user function.
-// ops2Returns maps each input to a stream of it. The Map is reached through
+// ops2Returns maps each value of e.in to a stream of it (env.inner) through a
+// user function. The Map is reached through
 // OnNext (unfused): the entries are about the flattening operator, and the
 // fusion rule covers Map over a subject on its own.
 func ops2Returns(e *env) rx.Observable[rx.Observable[int]] {
-	return rx.Map[int, rx.Observable[int]](unfused{e.in}, func(v int) rx.Observable[int] { e.fn(v); return rx.Return(v) })
+	return rx.Map[int, rx.Observable[int]](unfused{e.in}, func(v int) rx.Observable[int] { e.fn(v); return e.inner(v) })
 }
 
 func ops2Head(src rx.Observable[[]int]) rx.Observable[int] {
@@ -54,7 +54,7 @@ func tableOps2() []entry {
 		{name: "ConcatAll", flags: input | userFn, build: func(e *env) rx.Observable[int] { return rx.ConcatAll(ops2Returns(e)) }},
 		{name: "Switch", flags: input | userFn, build: func(e *env) rx.Observable[int] { return rx.Switch(ops2Returns(e)) }},
 		{name: "SelectManyLimit", flags: input | userFn, build: func(e *env) rx.Observable[int] {
-			return rx.SelectManyLimit(e.in, func(v int) rx.Observable[int] { e.fn(v); return rx.Return(v) }, 2)
+			return rx.SelectManyLimit(e.in, func(v int) rx.Observable[int] { e.fn(v); return e.inner(v) }, 2)
 		}, nils: []func(){func() { rx.SelectManyLimit[int, int](rx.Never[int](), nil, 1) }}},
 		{name: "Expand", flags: input | userFn, build: func(e *env) rx.Observable[int] {
 			return rx.Expand(e.in, func(v int) rx.Observable[int] {
@@ -62,12 +62,16 @@ func tableOps2() []entry {
 				if v < 0 {
 					return rx.Empty[int]()
 				}
+				if v == toIn2 {
+					return e.in2
+				}
 				return rx.Return(-1 - v)
 			})
 		}, nils: []func(){func() { rx.Expand[int](rx.Never[int](), nil) }}},
 		{name: "RetryWhen", flags: input, build: func(e *env) rx.Observable[int] {
 			return rx.RetryWhen(e.in, func(errs rx.Observable[error]) rx.Observable[int] {
-				return rx.Take(rx.Map(errs, func(error) int { return 0 }), 2)
+				// The notifier outlives each attempt: env.in2 keeps it subscribed.
+				return rx.Merge(rx.Take(rx.Map(errs, func(error) int { return 0 }), 2), rx.IgnoreElements(e.in2))
 			})
 		}, nils: []func(){func() { rx.RetryWhen[int, int](rx.Never[int](), nil) }}},
 		{name: "ShareReplay", flags: input, build: func(e *env) rx.Observable[int] { return rx.ShareReplay[int](e.in, 4) }},

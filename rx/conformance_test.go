@@ -52,6 +52,21 @@ func (e *env) fn(v int) {
 
 func (e *env) setHook(h func(int)) { e.hook.Store(&h) }
 
+// toIn2 is the value whose inner, for the entries that map values to
+// streams, is env.in2: an inner that outlives its value and that the rules
+// end, so an inner's end meets a live outer and the outer's end a live
+// inner.
+const toIn2 = 7
+
+// inner is the stream a higher-order entry maps v to: Return(v), or env.in2
+// for toIn2.
+func (e *env) inner(v int) rx.Observable[int] {
+	if v == toIn2 {
+		return e.in2
+	}
+	return rx.Return(v)
+}
+
 // flags say which rules apply to an entry, and why others do not.
 type flags uint16
 
@@ -233,21 +248,28 @@ func tableBase() []entry {
 			return rx.Zip2(e.in, rx.Range(0, 10_000), func(v, _ int) int { e.fn(v); return v })
 		}, nils: []func(){func() { rx.Zip2[int, int, int](rx.Never[int](), rx.Never[int](), nil) }}},
 		{name: "SelectMany", flags: input | userFn, build: func(e *env) rx.Observable[int] {
-			return rx.SelectMany(e.in, func(v int) rx.Observable[int] { e.fn(v); return rx.Return(v) })
+			return rx.SelectMany(e.in, func(v int) rx.Observable[int] { e.fn(v); return e.inner(v) })
 		}, nils: []func(){func() { rx.SelectMany[int, int](rx.Never[int](), nil) }}},
 		{name: "ConcatMap", flags: input | userFn | holds, build: func(e *env) rx.Observable[int] {
-			return rx.ConcatMap(e.in, func(v int) rx.Observable[int] { e.fn(v); return rx.Return(v) })
+			return rx.ConcatMap(e.in, func(v int) rx.Observable[int] { e.fn(v); return e.inner(v) })
 		}, nils: []func(){func() { rx.ConcatMap[int, int](rx.Never[int](), nil) }}},
 		{name: "SwitchMap", flags: input | userFn, build: func(e *env) rx.Observable[int] {
-			return rx.SwitchMap(e.in, func(v int) rx.Observable[int] { e.fn(v); return rx.Return(v) })
+			return rx.SwitchMap(e.in, func(v int) rx.Observable[int] { e.fn(v); return e.inner(v) })
 		}, nils: []func(){func() { rx.SwitchMap[int, int](rx.Never[int](), nil) }}},
 		{name: "ExhaustMap", flags: input | userFn, build: func(e *env) rx.Observable[int] {
-			return rx.ExhaustMap(e.in, func(v int) rx.Observable[int] { e.fn(v); return rx.Return(v) })
+			return rx.ExhaustMap(e.in, func(v int) rx.Observable[int] { e.fn(v); return e.inner(v) })
 		}, nils: []func(){func() { rx.ExhaustMap[int, int](rx.Never[int](), nil) }}},
 		{name: "Catch", flags: input, build: func(e *env) rx.Observable[int] {
 			return rx.Catch(e.in, func(error) rx.Observable[int] { return rx.Return(-1) })
 		}, nils: []func(){func() { rx.Catch(rx.Never[int](), nil) }}},
-		{name: "Finally", flags: input, build: func(e *env) rx.Observable[int] { return rx.Finally(e.in, func() {}) },
+		// f releases what the subscription holds: a subscription to env.in2,
+		// made when it starts, so the rules see whether f has run.
+		{name: "Finally", flags: input, build: func(e *env) rx.Observable[int] {
+			return rx.Defer(func() rx.Observable[int] {
+				held := e.in2.Subscribe(rx.NewObserver[int](nil, nil, nil))
+				return rx.Finally(e.in, held.Unsubscribe)
+			})
+		},
 			nils: []func(){func() { rx.Finally(rx.Never[int](), nil) }}},
 		{name: "Merge", flags: input, build: func(e *env) rx.Observable[int] { return rx.Merge[int](e.in, e.in2) }},
 		{name: "Concat", flags: input, build: func(e *env) rx.Observable[int] { return rx.Concat[int](e.in, e.in2) }},
@@ -416,6 +438,9 @@ func rules() []rule {
 		{fusedRuleName, isFusable, ruleFusedAndUnfusedAlike},
 		{"a value reaches the caller's observer in one call", isStream, ruleOneCallToTheCaller},
 		{"a panic out of the observer leaves nothing subscribed once unsubscribed", func(x entry) bool { return x.has(input) && !x.has(ownGoroutine) }, ruleReleasedAfterPanic},
+		{"Unsubscribe inside the end neither deadlocks nor leaves anything", func(x entry) bool { return x.has(input) && !x.has(ownGoroutine) }, ruleUnsubscribeInsideTheEnd},
+		{"a panicking user function loses its value, not the stream", func(x entry) bool { return x.has(input) && x.has(userFn) && !x.has(ownGoroutine) }, ruleGoesOnAfterAFunctionPanicked},
+		{"an observer panicking at the end leaves nothing subscribed", func(x entry) bool { return x.has(input) && !x.has(ownGoroutine) }, ruleReleasedAfterAPanicAtTheEnd},
 	}
 }
 
@@ -456,6 +481,184 @@ func ruleReleasedAfterPanic(r reporter, x entry) {
 	}
 	if n := e.clk.Pending(); n > 0 {
 		r.Errorf("%s: %d timers left on the clock after a panic and Unsubscribe", x.name, n)
+	}
+}
+
+// ruleReleasedAfterAPanicAtTheEnd: a subscription that has delivered its
+// terminal notification has ended, also when the observer panicked in it:
+// what the operator subscribed or armed is released then, not only at a
+// later Unsubscribe the caller may never make (Rx.NET disposes in a finally
+// around the terminal call). Each way an entry can end is tried: either
+// input failing or completing first, with an inner on env.in2 live
+// (toIn2). Negative control (run): ReleasesTheOtherInputAfterItsError, in
+// TestTheConformanceRulesCatchBrokenOperators; before they deferred their
+// release (f79096e's parent), Merge, SelectMany, ConcatMap, ExhaustMap,
+// MergeAll, ConcatAll, SelectManyLimit, Expand, RetryWhen, TakeUntil,
+// ElementAt, Single, Find and IsEmpty failed here; and, before they deferred
+// their cleanup (entries whose cleanup releases env.in2), Finally and Using.
+func ruleReleasedAfterAPanicAtTheEnd(r reporter, x entry) {
+	r.Helper()
+	type end func(e *env)
+	fail := func(s func(e *env) *rx.Subject[int]) end { return func(e *env) { s(e).OnError(rxtest.ErrTest) } }
+	complete := func(s func(e *env) *rx.Subject[int]) end { return func(e *env) { s(e).OnCompleted() } }
+	in := func(e *env) *rx.Subject[int] { return e.in }
+	in2 := func(e *env) *rx.Subject[int] { return e.in2 }
+	for name, ends := range map[string][]end{
+		"in fails":               {fail(in), fail(in2)},
+		"in2 fails":              {fail(in2), fail(in)},
+		"in completes, then in2": {complete(in), complete(in2)},
+		"in2 completes, then in": {complete(in2), complete(in)},
+	} {
+		e := newEnv()
+		p := newCprobe()
+		var panicked atomic.Bool
+		end := func(kind string) {
+			p.note(kind, 0)
+			if panicked.CompareAndSwap(false, true) {
+				panic(bug{})
+			}
+		}
+		o := rx.NewObserver(p.OnNext, func(error) { end("error") }, func() { end("completed") })
+		src := x.build(e)
+		base, base2 := e.in.HasObservers(), e.in2.HasObservers()
+		var sub rx.Subscription
+		recovered(func() { sub = src.Subscribe(o) })
+		steps := []func(){
+			func() { e.in.OnNext(1); e.in2.OnNext(1) },
+			func() { e.in.OnNext(toIn2) },
+			func() { e.clk.Advance(oneMilli) },
+		}
+		for _, end := range ends {
+			steps = append(steps, func() { end(e) }, func() { e.clk.Advance(settle) })
+		}
+		checked := false
+		for _, step := range steps {
+			recovered(step)
+			if !panicked.Load() || checked {
+				continue
+			}
+			checked = true
+			// What the entry subscribed before the caller did (a subject
+			// over an input) ends with that input, not here.
+			if (e.in.HasObservers() && !base) || (e.in2.HasObservers() && !base2) {
+				r.Errorf("%s, %s: an input is still subscribed after the observer panicked at the end (in: %v, in2: %v)", x.name, name, e.in.HasObservers(), e.in2.HasObservers())
+			}
+			if n := e.clk.Pending(); n > 0 {
+				r.Errorf("%s, %s: %d timers left on the clock after the observer panicked at the end", x.name, name, n)
+			}
+		}
+		if sub != nil {
+			sub.Unsubscribe()
+		}
+		if v := p.violations(); len(v) > 0 {
+			r.Errorf("%s, %s: grammar broken: %v", x.name, name, v)
+		}
+	}
+}
+
+// ruleUnsubscribeInsideTheEnd: an observer that unsubscribes from inside
+// OnError or OnCompleted (a consumer tidying up as it ends) neither
+// deadlocks with the operator's own ending nor leaves anything subscribed
+// or armed, and gets nothing after. Each way an entry can end is tried, as
+// in ruleReleasedAfterAPanicAtTheEnd. Negative control (run):
+// LocksAroundItsEnd, in TestTheConformanceRulesCatchBrokenOperators.
+func ruleUnsubscribeInsideTheEnd(r reporter, x entry) {
+	r.Helper()
+	for _, failFirst := range []bool{false, true} {
+		for _, in2First := range []bool{false, true} {
+			e := newEnv()
+			p := newCprobe()
+			var sub atomic.Pointer[rx.Subscription]
+			unsub := func() {
+				if s := sub.Load(); s != nil {
+					(*s).Unsubscribe()
+				}
+			}
+			o := rx.NewObserver(p.OnNext, func(err error) { p.OnError(err); unsub() }, func() { p.OnCompleted(); unsub() })
+			src := x.build(e)
+			base, base2 := e.in.HasObservers(), e.in2.HasObservers()
+			s := src.Subscribe(o)
+			sub.Store(&s)
+			first, second := e.in, e.in2
+			if in2First {
+				first, second = e.in2, e.in
+			}
+			what := fmt.Sprintf("%s (failing: %v, in2 first: %v)", x.name, failFirst, in2First)
+			if !bounded(r, what+": unsubscribing inside the end", func() {
+				e.in.OnNext(1)
+				e.in2.OnNext(1)
+				e.in.OnNext(toIn2)
+				e.clk.Advance(oneMilli)
+				for _, sj := range []*rx.Subject[int]{first, second} {
+					if failFirst {
+						sj.OnError(rxtest.ErrTest)
+					} else {
+						sj.OnCompleted()
+					}
+					e.clk.Advance(settle)
+				}
+			}) {
+				return
+			}
+			if (e.in.HasObservers() && !base) || (e.in2.HasObservers() && !base2) {
+				r.Errorf("%s: an input is still subscribed (in: %v, in2: %v)", what, e.in.HasObservers(), e.in2.HasObservers())
+			}
+			if n := e.clk.Pending(); n > 0 {
+				r.Errorf("%s: %d timers left on the clock", what, n)
+			}
+			s.Unsubscribe()
+			if v := p.violations(); len(v) > 0 {
+				r.Errorf("%s: grammar broken: %v", what, v)
+			}
+		}
+	}
+}
+
+// ruleGoesOnAfterAFunctionPanicked: a user function's panic goes up to the
+// caller of OnNext and costs the value it was called with, nothing more:
+// the subscription stays live (as a panicking observer's does), so the
+// values after it are delivered and the stream ends as it would have. The
+// schedule is run without the panic and with it (at value 2, once); the
+// run with it must end the same way, short of at most the one value.
+// Negative control (run): StaysBusyAfterItsFunctionPanicked, in
+// TestTheConformanceRulesCatchBrokenOperators; ConcatMap and ExhaustMap,
+// whose busy flag a panicking f left set, failed here (nothing after the
+// panic, no completion) before they reset it.
+func ruleGoesOnAfterAFunctionPanicked(r reporter, x entry) {
+	r.Helper()
+	run := func(panics bool) (events []string, panicked bool) {
+		e := newEnv()
+		p := newCprobe()
+		var once atomic.Bool
+		e.setHook(func(v int) {
+			if panics && v == 2 && once.CompareAndSwap(false, true) {
+				panic(bug{})
+			}
+		})
+		x.build(e).Subscribe(p)
+		e.in.OnNext(1)
+		recovered(func() { e.in.OnNext(2); e.clk.Advance(settle) })
+		e.in.OnNext(3)
+		e.in.OnNext(4)
+		e.clk.Advance(settle)
+		finish(e)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return slices.Clone(p.events), once.Load()
+	}
+	want, _ := run(false)
+	got, panicked := run(true)
+	if !panicked {
+		return // the function never saw 2 (an operator answering at 1)
+	}
+	last := func(ev []string) string {
+		if len(ev) == 0 {
+			return "nothing"
+		}
+		return ev[len(ev)-1]
+	}
+	if last(got) != last(want) || len(got) < len(want)-1 {
+		r.Errorf("%s: without the panic %v; after a user function panicked at 2: %v", x.name, want, got)
 	}
 }
 
@@ -584,40 +787,42 @@ func ruleUnsubscribeFromAnotherGoroutine(r reporter, x entry) {
 
 func ruleUnsubscribeInside(r reporter, x entry) {
 	r.Helper()
-	e := newEnv()
-	p := newCprobe()
-	var sub atomic.Pointer[rx.Subscription]
-	var at atomic.Int64
-	at.Store(-1)
-	unsub := func() {
-		if s := sub.Load(); s != nil && at.Load() < 0 {
-			(*s).Unsubscribe()
-			at.Store(int64(p.count()))
-		}
-	}
-	if x.has(userFn) {
-		e.setHook(func(v int) {
-			if v == 2 {
-				unsub()
+	for _, who := range whoCalls(x) {
+		e := newEnv()
+		p := newCprobe()
+		var sub atomic.Pointer[rx.Subscription]
+		var at atomic.Int64
+		at.Store(-1)
+		unsub := func() {
+			if s := sub.Load(); s != nil && at.Load() < 0 {
+				(*s).Unsubscribe()
+				at.Store(int64(p.count()))
 			}
-		})
-	} else {
-		p.onNext = func(int) { unsub() }
-	}
-	s := x.build(e).Subscribe(p)
-	sub.Store(&s)
-	// A synchronous constructor delivers inside Subscribe, before its
-	// subscription exists (unsub does nothing then): for it the rule checks
-	// only what a timer or a later push delivers.
-	for v := 1; v <= 3; v++ {
-		e.in.OnNext(v)
-		e.clk.Advance(oneMilli)
-	}
-	finish(e)
-	if n := at.Load(); n >= 0 && int64(p.count()) > n {
-		p.mu.Lock()
-		r.Errorf("%s: delivered %v after unsubscribing from inside", x.name, p.events[n:])
-		p.mu.Unlock()
+		}
+		if who == "a user function" {
+			e.setHook(func(v int) {
+				if v == 2 {
+					unsub()
+				}
+			})
+		} else {
+			p.onNext = func(int) { unsub() }
+		}
+		s := x.build(e).Subscribe(p)
+		sub.Store(&s)
+		// A synchronous constructor delivers inside Subscribe, before its
+		// subscription exists (unsub does nothing then): for it the rule
+		// checks only what a timer or a later push delivers.
+		for v := 1; v <= 3; v++ {
+			e.in.OnNext(v)
+			e.clk.Advance(oneMilli)
+		}
+		finish(e)
+		if n := at.Load(); n >= 0 && int64(p.count()) > n {
+			p.mu.Lock()
+			r.Errorf("%s: delivered %v after %s unsubscribed", x.name, p.events[n:], who)
+			p.mu.Unlock()
+		}
 	}
 }
 
@@ -692,29 +897,48 @@ func rulePanic(r reporter, x entry) {
 	finish(e)
 }
 
+// ruleReentrant: the observer, and a user function of the operator
+// (Map's f, a SelectMany selector, a GroupBy key), feeding the source it is
+// called from, past the mailbox's 32.
 func ruleReentrant(r reporter, x entry) {
 	r.Helper()
-	e := newEnv()
-	p := newCprobe()
-	var fed atomic.Bool
-	p.onNext = func(v int) {
-		if fed.CompareAndSwap(false, true) {
-			for i := range 40 { // past the mailbox's 32
-				e.in.OnNext(100 + i)
+	for _, who := range whoCalls(x) {
+		e := newEnv()
+		p := newCprobe()
+		var fed atomic.Bool
+		feed := func(int) {
+			if fed.CompareAndSwap(false, true) {
+				for i := range 40 { // past the mailbox's 32
+					e.in.OnNext(100 + i)
+				}
 			}
 		}
+		if who == "a user function" {
+			e.setHook(feed)
+		} else {
+			p.onNext = feed
+		}
+		x.build(e).Subscribe(p)
+		if !bounded(r, x.name+": "+who+" feeding its own source", func() {
+			e.in.OnNext(1)
+			e.clk.Advance(settle)
+		}) {
+			return
+		}
+		finish(e)
+		if v := p.violations(); len(v) > 0 {
+			r.Errorf("%s, %s feeding its own source: grammar broken: %v", x.name, who, v)
+		}
 	}
-	x.build(e).Subscribe(p)
-	if !bounded(r, x.name+": an observer feeding its own source", func() {
-		e.in.OnNext(1)
-		e.clk.Advance(settle)
-	}) {
-		return
+}
+
+// whoCalls names what a rule acts from: the observer, and a user function
+// of the operator where it has one.
+func whoCalls(x entry) []string {
+	if x.has(userFn) {
+		return []string{"the observer", "a user function"}
 	}
-	finish(e)
-	if v := p.violations(); len(v) > 0 {
-		r.Errorf("%s: grammar broken: %v", x.name, v)
-	}
+	return []string{"the observer"}
 }
 
 // transitBound is what the memory rule allows producers to have handed
@@ -1035,6 +1259,65 @@ func TestTheConformanceRulesCatchBrokenOperators(t *testing.T) {
 				})
 			})
 		}}, ruleReleasedAfterPanic},
+		{"unsubscribe inside the end", entry{name: "LocksAroundItsEnd", flags: input, build: func(e *env) rx.Observable[int] {
+			return rawOp(func(o rx.Observer[int]) rx.Subscription {
+				mu := make(chan struct{}, 1) // held across the end, taken by Unsubscribe
+				end := func(f func()) {
+					if lock(mu) {
+						f()
+						<-mu
+					}
+				}
+				inner := e.in.Subscribe(rx.NewObserver(o.OnNext,
+					func(err error) { end(func() { o.OnError(err) }) },
+					func() { end(o.OnCompleted) }))
+				return unsubscribeFunc(func() {
+					if lock(mu) {
+						inner.Unsubscribe()
+						<-mu
+					}
+				})
+			})
+		}}, ruleUnsubscribeInsideTheEnd},
+		{"goes on after a function panicked", entry{name: "StaysBusyAfterItsFunctionPanicked", flags: input | userFn, build: func(e *env) rx.Observable[int] {
+			return rawOp(func(o rx.Observer[int]) rx.Subscription {
+				busy := false // as ConcatMap's active was: set around the function, not deferred
+				return e.in.Subscribe(rx.NewObserver(func(v int) {
+					if busy {
+						return
+					}
+					busy = true
+					e.fn(v)
+					o.OnNext(v)
+					busy = false
+				}, o.OnError, func() {
+					if !busy {
+						o.OnCompleted()
+					}
+				}))
+			})
+		}}, ruleGoesOnAfterAFunctionPanicked},
+		{"released after a panic at the end", entry{name: "ReleasesTheOtherInputAfterItsError", flags: input, build: func(e *env) rx.Observable[int] {
+			return rawOp(func(o rx.Observer[int]) rx.Subscription {
+				var subs [2]rx.Subscription
+				var mu sync.Mutex
+				for i, s := range []*rx.Subject[int]{e.in, e.in2} {
+					sub := s.Subscribe(rx.NewObserver(o.OnNext, func(err error) {
+						o.OnError(err)
+						mu.Lock()
+						other := subs[1-i]
+						mu.Unlock()
+						if other != nil {
+							other.Unsubscribe() // not deferred: a panic above skips it
+						}
+					}, nil))
+					mu.Lock()
+					subs[i] = sub
+					mu.Unlock()
+				}
+				return unsubscribeFunc(func() { subs[0].Unsubscribe(); subs[1].Unsubscribe() })
+			})
+		}}, ruleReleasedAfterAPanicAtTheEnd},
 		{"re-entrancy", entry{name: "HandsOverAndWaits", flags: input, build: func(e *env) rx.Observable[int] {
 			return rawOp(func(o rx.Observer[int]) rx.Subscription {
 				next, ack := make(chan int), make(chan struct{})
@@ -1062,6 +1345,39 @@ func TestTheConformanceRulesCatchBrokenOperators(t *testing.T) {
 						}
 					case <-abort:
 					}
+				}, nil, nil))
+			})
+		}}, ruleReentrant},
+		{"re-entrancy from a user function", entry{name: "CallsItsFunctionElsewhereAndWaits", flags: input | userFn, build: func(e *env) rx.Observable[int] {
+			return rawOp(func(o rx.Observer[int]) rx.Subscription {
+				next, ack := make(chan int), make(chan struct{})
+				go func() { // the function runs here; the caller waits for it
+					for {
+						select {
+						case v := <-next:
+							e.fn(v)
+							select {
+							case ack <- struct{}{}:
+							case <-abort:
+								return
+							}
+						case <-abort:
+							return
+						}
+					}
+				}()
+				return e.in.Subscribe(rx.NewObserver(func(v int) {
+					select {
+					case next <- v:
+						select {
+						case <-ack:
+						case <-abort:
+							return
+						}
+					case <-abort:
+						return
+					}
+					o.OnNext(v)
 				}, nil, nil))
 			})
 		}}, ruleReentrant},

@@ -206,11 +206,15 @@
 // Every exported function of this package has an entry in one conformance
 // table (conformance_test.go) run against the same adversarial schedule:
 // the grammar under concurrent termination, nothing after Unsubscribe
-// returned (from another goroutine, inside a user function, by a timer at
-// the same instant), panicking user functions, nothing left subscribed or
-// armed once a subscription whose observer panicked has ended, re-entrant
-// calls, the memory a blocked consumer lets producers use, goroutines left
-// behind, contexts honoured by All, First and Collect, and nil arguments.
+// returned (from another goroutine, inside a user function or the
+// observer, by a timer at the same instant), an Unsubscribe inside the
+// terminal notification (no deadlock, nothing left), panicking user
+// functions (which lose their value, not the stream), nothing left
+// subscribed or armed once a subscription whose observer panicked has ended
+// (also by a panic in its terminal notification, with no Unsubscribe),
+// re-entrant calls (from the observer or a user function), the memory a
+// blocked consumer lets producers use, goroutines left behind, contexts
+// honoured by All, First and Collect, and nil arguments.
 // A function missing from the table fails the build's tests.
 //
 // # Examples

@@ -30,13 +30,13 @@ type exhauster[T, U any] struct {
 }
 
 func (e *exhauster[T, U]) fail(err error) {
+	defer e.work.cancel() // also when the observer panics
 	e.out.OnError(err)
-	e.work.cancel()
 }
 
 func (e *exhauster[T, U]) complete() {
+	defer e.work.cancel() // also when the observer panics
 	e.out.OnCompleted()
-	e.work.cancel()
 }
 
 type exhaustOuter[T, U any] struct {
@@ -53,13 +53,32 @@ func (o *exhaustOuter[T, U]) OnNext(v T) {
 	}
 	e.active = true
 	e.mu.Unlock()
+	returned := false
+	defer func() {
+		if !returned { // f panicked: no inner runs for its value
+			e.mu.Lock()
+			e.active = false
+			e.mu.Unlock()
+		}
+	}()
 	inner := e.f(v)
+	returned = true
 	if inner == nil {
 		e.fail(errNilInner)
 		return
 	}
 	in := e.work.child()
+	torn := true
+	defer func() {
+		if torn { // a panic out of the inner's Subscribe (its observer's, say) ends it
+			in.cancel()
+			e.mu.Lock()
+			e.active = false
+			e.mu.Unlock()
+		}
+	}()
 	subscribeIn[U](inner, &exhaustInner[T, U]{e: e, sc: in}, in)
+	torn = false
 }
 
 func (o *exhaustOuter[T, U]) OnError(err error) { o.e.fail(err) }

@@ -30,11 +30,11 @@ func (o *finallyObserver[T]) run() {
 
 func (o *finallyObserver[T]) OnNext(v T) { o.down.OnNext(v) }
 func (o *finallyObserver[T]) OnError(err error) {
+	defer o.run() // also when the observer panics: the subscription has ended
 	o.down.OnError(err)
-	o.run()
 }
 func (o *finallyObserver[T]) OnCompleted() {
+	defer o.run() // also when the observer panics
 	o.down.OnCompleted()
-	o.run()
 }
 func (o *finallyObserver[T]) rxScope() *scope { return o.sc }

@@ -111,8 +111,8 @@ func (m *flattener[T, U]) step() {
 			m.done = end
 			m.mu.Unlock()
 			if end {
+				defer m.work.cancel() // also when the observer panics
 				m.out.OnCompleted()
-				m.work.cancel()
 			}
 			return
 		}
@@ -133,10 +133,27 @@ func (m *flattener[T, U]) step() {
 		m.mu.Lock()
 		m.active++
 		m.mu.Unlock()
-		in := &flatInner[T, U]{m: m}
-		m.work.initChild(&in.sc)
-		subscribeIn[U](inner, in, &in.sc)
+		m.subscribeInner(inner)
 	}
+}
+
+// subscribeInner subscribes an inner counted in active. A panic out of its
+// Subscribe (its observer's, say) ends it: it is released and no longer
+// counted, and the pump's way out goes on with what is left.
+func (m *flattener[T, U]) subscribeInner(inner Observable[U]) {
+	in := &flatInner[T, U]{m: m}
+	m.work.initChild(&in.sc)
+	torn := true
+	defer func() {
+		if torn {
+			in.sc.cancel()
+			m.mu.Lock()
+			m.active--
+			m.mu.Unlock()
+		}
+	}()
+	subscribeIn[U](inner, in, &in.sc)
+	torn = false
 }
 
 func (m *flattener[T, U]) fail(err error) {
@@ -144,8 +161,8 @@ func (m *flattener[T, U]) fail(err error) {
 	m.done = true
 	m.queue = queue[T]{}
 	m.mu.Unlock()
+	defer m.work.cancel() // also when the observer panics
 	m.out.OnError(err)
-	m.work.cancel()
 }
 
 // flatOuter is the flattener as the outer stream's observer.

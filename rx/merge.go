@@ -61,19 +61,30 @@ type merger[T any] struct {
 func (m *merger[T]) subscribe(src Observable[T]) {
 	in := &mergeInner[T]{m: m}
 	m.work.initChild(&in.sc)
+	torn := true
+	defer func() {
+		// A panic out of the source's Subscribe (its observer's, say) ends
+		// it, with no completion: a SelectMany's outer is still counted
+		// (it is delivering), and a Merge whose Subscribe panicked is over.
+		if torn {
+			in.sc.cancel()
+			m.active.Add(-1)
+		}
+	}()
 	subscribeIn[T](src, in, &in.sc)
+	torn = false
 }
 
 func (m *merger[T]) doneOne() {
 	if m.active.Add(-1) == 0 {
+		defer m.work.cancel() // also when the observer panics
 		m.out.OnCompleted()
-		m.work.cancel()
 	}
 }
 
 func (m *merger[T]) fail(err error) {
+	defer m.work.cancel() // also when the observer panics
 	m.out.OnError(err)
-	m.work.cancel()
 }
 
 type mergeInner[T any] struct {

@@ -89,13 +89,13 @@ func (r *retryWhen[T, S]) pump() {
 }
 
 func (r *retryWhen[T, S]) fail(err error) {
+	defer r.work.cancel() // also when the observer panics
 	r.out.OnError(err)
-	r.work.cancel()
 }
 
 func (r *retryWhen[T, S]) complete() {
+	defer r.work.cancel() // also when the observer panics
 	r.out.OnCompleted()
-	r.work.cancel()
 }
 
 // retrySignal is the retryWhen as the notifier's observer.

@@ -81,17 +81,32 @@ func (s *scope) cancel() {
 	if parent != nil {
 		parent.forget(s)
 	}
-	for c := children; c != nil; {
-		next := c.next
-		c.cancel()
-		c = next
+	release(children, hooks)
+}
+
+// release cancels the children and runs the hooks that cancel detached. A
+// hook may be a user's cleanup (Finally's f, Using's release): if one
+// panics, the rest still run before the panic goes on up, since the scope
+// is done and no later cancel would reach them.
+func release(c *scope, h *hook) {
+	returned := false
+	defer func() {
+		if !returned {
+			release(c, h) // what follows the one that panicked
+		}
+	}()
+	for c != nil {
+		cur := c
+		c = c.next
+		cur.cancel()
 	}
-	for h := hooks; h != nil; {
-		next := h.next
-		h.next = nil
-		h.c.rxCancel()
-		h = next
+	for h != nil {
+		cur := h
+		h = h.next
+		cur.next = nil
+		cur.c.rxCancel()
 	}
+	returned = true
 }
 
 // doneChan returns a channel closed when the scope is cancelled; a nil scope

@@ -29,12 +29,12 @@ type skipUntil[T, S any] struct {
 }
 
 func (u *skipUntil[T, S]) end(err error) {
+	defer u.work.cancel() // also when the observer panics
 	if err != nil {
 		u.out.OnError(err)
 	} else {
 		u.out.OnCompleted()
 	}
-	u.work.cancel()
 }
 
 type skipUntilSource[T, S any] struct{ u *skipUntil[T, S] }

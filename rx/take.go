@@ -40,29 +40,29 @@ func (t *takeObserver[T]) OnNext(v T) {
 
 // end completes after the n-th value and unsubscribes the source.
 func (t *takeObserver[T]) end() {
+	defer t.up.cancel() // also when the observer panics
 	if !t.sc.cancelled() {
 		t.down.OnCompleted()
 	}
-	t.up.cancel()
 }
 
 func (t *takeObserver[T]) OnError(err error) {
 	if t.left > 0 {
 		t.left = 0
+		defer t.up.cancel() // also when the observer panics
 		if !t.sc.cancelled() {
 			t.down.OnError(err)
 		}
-		t.up.cancel()
 	}
 }
 
 func (t *takeObserver[T]) OnCompleted() {
 	if t.left > 0 {
 		t.left = 0
+		defer t.up.cancel() // also when the observer panics
 		if !t.sc.cancelled() {
 			t.down.OnCompleted()
 		}
-		t.up.cancel()
 	}
 }
 
@@ -90,12 +90,12 @@ type takeUntil[T, S any] struct {
 }
 
 func (u *takeUntil[T, S]) end(err error) {
+	defer u.work.cancel() // also when the observer panics
 	if err != nil {
 		u.out.OnError(err)
 	} else {
 		u.out.OnCompleted()
 	}
-	u.work.cancel()
 }
 
 type takeUntilSource[T, S any] struct{ u *takeUntil[T, S] }

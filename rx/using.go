@@ -76,11 +76,11 @@ func (u *usingObserver[T, R]) rxCancel() {
 
 func (u *usingObserver[T, R]) OnNext(v T) { u.down.OnNext(v) }
 func (u *usingObserver[T, R]) OnError(err error) {
+	defer u.rxCancel() // also when the observer panics: the subscription has ended
 	u.down.OnError(err)
-	u.rxCancel()
 }
 func (u *usingObserver[T, R]) OnCompleted() {
+	defer u.rxCancel() // also when the observer panics
 	u.down.OnCompleted()
-	u.rxCancel()
 }
 func (u *usingObserver[T, R]) rxScope() *scope { return u.sc }

@@ -28,13 +28,13 @@ func (v *verdict[R]) answer(r R) {
 		return
 	}
 	v.done = true
+	defer v.up.cancel() // also when the observer panics
 	if !v.sc.cancelled() {
 		v.down.OnNext(r)
 		if !v.sc.cancelled() {
 			v.down.OnCompleted()
 		}
 	}
-	v.up.cancel()
 }
 
 // fail ends the stream with err, then unsubscribes the source.
@@ -43,10 +43,10 @@ func (v *verdict[R]) fail(err error) {
 		return
 	}
 	v.done = true
+	defer v.up.cancel() // also when the observer panics
 	if !v.sc.cancelled() {
 		v.down.OnError(err)
 	}
-	v.up.cancel()
 }
 
 // over reports whether the answer has been given or the subscriber has
@@ -59,8 +59,8 @@ func (v *verdict[R]) complete() {
 		return
 	}
 	v.done = true
+	defer v.up.cancel() // also when the observer panics
 	if !v.sc.cancelled() {
 		v.down.OnCompleted()
 	}
-	v.up.cancel()
 }
