@@ -37,19 +37,20 @@ func BudgetsFrom(operation time.Duration) Budgets {
 	return Budgets{Operation: operation, Nested: nested, Permission: perm, QueryInitial: Nest(perm)}
 }
 
-// Validate reports budgets that are not positive and strictly nested. Its
-// error says to start from DefaultBudgets (or BudgetsFrom), and names the
+// Validate reports budgets that are not positive and strictly nested, with
+// an *OptionsError naming the first field at fault. Its error says to start from DefaultBudgets (or BudgetsFrom), and names the
 // fields left zero: only a wholly zero Budgets means the defaults.
 func (b Budgets) Validate() error {
 	if err := b.validate(); err != nil {
-		return fmt.Errorf("%w; %s", err, b.hint())
+		err.Problem += "; " + b.hint()
+		return err
 	}
 	return nil
 }
 
-func (b Budgets) validate() error {
+func (b Budgets) validate() *OptionsError {
 	if b.QueryInitial <= 0 {
-		return fmt.Errorf("mesh: budgets: QueryInitial must be positive, got %v", b.QueryInitial)
+		return &OptionsError{Setting: "mesh: Budgets.QueryInitial", Problem: fmt.Sprintf("must be positive, got %v", b.QueryInitial)}
 	}
 	pairs := []struct {
 		outer, inner         time.Duration
@@ -61,7 +62,8 @@ func (b Budgets) validate() error {
 	}
 	for _, p := range pairs {
 		if p.inner >= p.outer {
-			return fmt.Errorf("mesh: budgets: %s (%v) must be strictly smaller than %s (%v)", p.innerName, p.inner, p.outerName, p.outer)
+			return &OptionsError{Setting: "mesh: Budgets." + p.innerName,
+				Problem: fmt.Sprintf("(%v) must be strictly smaller than %s (%v)", p.inner, p.outerName, p.outer)}
 		}
 	}
 	return nil

@@ -137,7 +137,7 @@ func New(opts Options) (*Store, error) {
 	}
 	for i, p := range opts.Providers {
 		if p == nil {
-			return nil, fmt.Errorf("memstore: Options.Providers[%d] is nil", i)
+			return nil, &mesh.OptionsError{Setting: fmt.Sprintf("memstore: Options.Providers[%d]", i), Problem: "is nil"}
 		}
 	}
 	// Close ends the providers' parts of each query; the store's own part
@@ -157,7 +157,7 @@ func New(opts Options) (*Store, error) {
 	case s.queueFrames == 0:
 		s.queueFrames = DefaultQueueFrames
 	case s.queueFrames < 0:
-		return nil, fmt.Errorf("memstore: Options.QueueFrames is %d; it must be positive, or zero for the default", s.queueFrames)
+		return nil, &mesh.OptionsError{Setting: "memstore: Options.QueueFrames", Problem: fmt.Sprintf("is %d; it must be positive, or zero for the default", s.queueFrames)}
 	}
 	s.changes.Bound = s.queueFrames
 	if s.log == nil {

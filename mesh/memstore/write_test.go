@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -120,9 +121,23 @@ func TestPathsThatDifferOnlyInCaseAreTwoNodesThatMatchCaseInsensitively(t *testi
 	assert.Error(t, err, "the deleted variant is absent")
 }
 
+// Every setting New refuses is an *mesh.OptionsError naming it. Negative
+// control (run): with the errors made by fmt.Errorf (as before), errors.As
+// finds no OptionsError in the store's own rows.
 func TestNewRefusesOptionsItCannotHonour(t *testing.T) {
 	_, err := memstore.New(memstore.Options{Budgets: mesh.Budgets{Operation: time.Second, Nested: 2 * time.Second, Permission: time.Second, QueryInitial: time.Second}})
 	assert.ErrorContains(t, err, "must be strictly smaller", "budgets that do not nest")
+	for setting, opts := range map[string]memstore.Options{
+		"mesh: Budgets.Nested":           {Budgets: mesh.Budgets{Operation: time.Second, Nested: 2 * time.Second, Permission: time.Second, QueryInitial: time.Second}},
+		"memstore: Options.Providers[0]": {Providers: []mesh.Provider{nil}},
+		"memstore: Options.QueueFrames":  {QueueFrames: -1},
+	} {
+		_, err := memstore.New(opts)
+		var oe *mesh.OptionsError
+		if assert.True(t, errors.As(err, &oe), "%s: %v", setting, err) {
+			assert.Equal(t, setting, oe.Setting)
+		}
+	}
 	_, err = memstore.New(memstore.Options{Providers: []mesh.Provider{nil}})
 	assert.ErrorContains(t, err, "Providers[0] is nil")
 	s, err := memstore.New(memstore.Options{}) // the control

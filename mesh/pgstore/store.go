@@ -188,28 +188,28 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if s.queueFrames == 0 {
 		s.queueFrames = DefaultQueueFrames
 	} else if s.queueFrames < 0 {
-		return nil, fmt.Errorf("pgstore: Options.QueueFrames is %d; it must be positive, or zero for the default", s.queueFrames)
+		return nil, &mesh.OptionsError{Setting: "pgstore: Options.QueueFrames", Problem: fmt.Sprintf("is %d; it must be positive, or zero for the default", s.queueFrames)}
 	}
 	s.changes.Bound = s.queueFrames
 	if s.feedCheck == 0 {
 		s.feedCheck = DefaultFeedCheck
 	} else if s.feedCheck < 0 {
-		return nil, fmt.Errorf("pgstore: Options.FeedCheck is %v; it must be positive, or zero for the default", s.feedCheck)
+		return nil, &mesh.OptionsError{Setting: "pgstore: Options.FeedCheck", Problem: fmt.Sprintf("is %v; it must be positive, or zero for the default", s.feedCheck)}
 	}
 	if opts.MaxConns < 0 {
-		return nil, fmt.Errorf("pgstore: Options.MaxConns is %d; it must be positive, or zero for the URL's pool_max_conns", opts.MaxConns)
+		return nil, &mesh.OptionsError{Setting: "pgstore: Options.MaxConns", Problem: fmt.Sprintf("is %d; it must be positive, or zero for the URL's pool_max_conns", opts.MaxConns)}
 	}
 	if err := s.budgets.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
 	for i, t := range opts.GatedTypes {
 		if strings.TrimSpace(t) == "" {
-			return nil, fmt.Errorf("pgstore: Options.GatedTypes[%d] is empty", i)
+			return nil, &mesh.OptionsError{Setting: fmt.Sprintf("pgstore: Options.GatedTypes[%d]", i), Problem: "is empty"}
 		}
 	}
 	for i, p := range opts.Providers {
 		if p == nil {
-			return nil, fmt.Errorf("pgstore: Options.Providers[%d] is nil", i)
+			return nil, &mesh.OptionsError{Setting: fmt.Sprintf("pgstore: Options.Providers[%d]", i), Problem: "is nil"}
 		}
 	}
 	s.gated = mesh.WithSecurityTypes(opts.GatedTypes)
