@@ -22,6 +22,9 @@ func (s *suite) projection(t testing.TB, svc mesh.Store) {
 	whole := watchQuery(t, s.bound, svc, "namespace:acme/S sort:name-asc")
 
 	initial := w.await(t, "the Initial", func(mesh.Change) bool { return true })
+	// Both Initials before the write: on a store that reads them on its
+	// own goroutine, a later one would already hold acme/S/c.
+	whole.await(t, "the Initial, whole", func(mesh.Change) bool { return true })
 	require.Equal(t, mesh.Initial, initial.Kind)
 	require.Equal(t, []string{"acme/S/b", "acme/S/a"}, pathsOf(initial.Items), "sorted by name, which is selected")
 	b, a := initial.Items[0], initial.Items[1]
