@@ -81,7 +81,8 @@ type Options struct {
 	// Failures are reported by the returned errors, not logged.
 	Logger *slog.Logger
 	// HTTPClient makes the requests; nil means a client of its own. Its
-	// Timeout is replaced by the attempt timeouts.
+	// Timeout is replaced by the attempt timeouts, and its CheckRedirect
+	// is asked only about redirects within the registry's origin.
 	HTTPClient *http.Client
 }
 
@@ -160,8 +161,10 @@ func (e *ResponseError) Unwrap() error { return e.Err }
 // Client reads a registry's bundle index and downloads its bundles. Every
 // call makes a bounded number of attempts, each with its own timeout, and
 // waits before a retry for what the registry asked in Retry-After (capped).
-// Statuses other than 429 and 5xx are not retried. A Client is safe for
-// concurrent use.
+// Statuses other than 429 and 5xx are not retried. A redirect is followed
+// only within the registry's origin (scheme, host and port), so the key
+// goes nowhere else; any other is an *HTTPError with its 3xx. A Client is
+// safe for concurrent use.
 type Client struct {
 	base         *url.URL
 	key          string
@@ -483,6 +486,7 @@ func httpErrorFrom(resp *http.Response, u string, attempts int) *HTTPError {
 func newRetrying(hc *http.Client, attemptTimeout time.Duration, attempts int, maxWait time.Duration, logger *slog.Logger) *retryablehttp.Client {
 	bounded := *hc
 	bounded.Timeout = attemptTimeout
+	bounded.CheckRedirect = sameOrigin(hc.CheckRedirect)
 	return &retryablehttp.Client{
 		HTTPClient:   &bounded,
 		Logger:       debugLogger{logger},
@@ -505,6 +509,36 @@ func newRetrying(hc *http.Client, attemptTimeout time.Duration, attempts int, ma
 			return nil, err
 		},
 	}
+}
+
+// sameOrigin follows a redirect only within the origin (scheme, host and
+// port) of the first request, then as next (or Go's default) would: Go
+// keeps Authorization on a redirect to the same host name whatever the
+// port or scheme, so another service on the host, or plain http, would be
+// handed the key. A redirect elsewhere is answered by the 3xx itself.
+func sameOrigin(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		from := via[0].URL
+		if req.URL.Scheme != from.Scheme || canonicalHost(req.URL) != canonicalHost(from) {
+			return http.ErrUseLastResponse
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects") // Go's default; retryablehttp does not retry it
+		}
+		return nil
+	}
+}
+
+// canonicalHost is u's host and port, the port made explicit.
+func canonicalHost(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // retryable says whether an attempt may pass if repeated: a transport
