@@ -182,7 +182,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		}
 		defer func() { err = errors.Join(err, os.RemoveAll(dataDir)) }()
 	} else if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return fmt.Errorf("creating the data directory: %w", err)
+		return fmt.Errorf("creating the data directory (-data): %w", err)
 	}
 	token := cfg.publishToken
 	if token == "" {
@@ -244,6 +244,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		Version:      "meshrx-registry-example",
 		PublicURL:    cfg.publicURL,
 	})
+	if ce := (*registry.ConfigError)(nil); errors.As(err, &ce) && ce.Setting == "ServerOptions.PublicURL" {
+		return fmt.Errorf("-public-url: %w", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -263,7 +266,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
+		return fmt.Errorf("listening on %s (-addr): %w", cfg.addr, err)
 	}
 	ln = registry.LimitConnections(httpSrv, ln, cfg.maxConns) // an idle keep-alive connection never holds a slot a new client needs
 	metricsSrv, metricsLn, err := listenMetrics(cfg.metricsAddr, srv.MetricsHandler(), logger)
@@ -359,7 +362,7 @@ func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Stor
 	}
 	s, err := pgstore.Open(ctx, pgURL, pgstore.Options{Logger: logger, GatedTypes: gated})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("opening the PostgreSQL mesh: %w", err)
+		return nil, nil, nil, fmt.Errorf("opening the PostgreSQL mesh (-pg): %w", err)
 	}
 	return s, s.FeedDown(), s.Close, nil
 }
