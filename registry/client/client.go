@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -131,29 +132,32 @@ func (e *HTTPError) Error() string {
 // TransportError reports a call that got no answer to its last attempt: the
 // connection failed, an attempt timed out, or the context ended.
 type TransportError struct {
+	Method   string // "" means GET
 	URL      string
 	Attempts int
 	Err      error
 }
 
 func (e *TransportError) Error() string {
-	return fmt.Sprintf("registry: GET %s: no answer after %d attempt(s): %v", e.URL, e.Attempts, e.Err)
+	return fmt.Sprintf("registry: %s %s: no answer after %d attempt(s): %v", cmp.Or(e.Method, http.MethodGet), e.URL, e.Attempts, e.Err)
 }
 
 func (e *TransportError) Unwrap() error { return e.Err }
 
 // ResponseError reports an answer the client could not use.
 type ResponseError struct {
+	Method string // "" means GET
 	URL    string
 	Reason string
 	Err    error
 }
 
 func (e *ResponseError) Error() string {
+	method := cmp.Or(e.Method, http.MethodGet)
 	if e.Err == nil {
-		return fmt.Sprintf("registry: GET %s: %s", e.URL, e.Reason)
+		return fmt.Sprintf("registry: %s %s: %s", method, e.URL, e.Reason)
 	}
-	return fmt.Sprintf("registry: GET %s: %s: %v", e.URL, e.Reason, e.Err)
+	return fmt.Sprintf("registry: %s %s: %s: %v", method, e.URL, e.Reason, e.Err)
 }
 
 func (e *ResponseError) Unwrap() error { return e.Err }
@@ -331,7 +335,7 @@ func (c *Client) Index(ctx context.Context, etag string) (Index, string, error) 
 // asks for it only if it changed (and then holds nothing new).
 func (c *Client) fullIndex(ctx context.Context, etag string) (Index, string, error) {
 	u := c.base.JoinPath(IndexPath).String()
-	resp, err := c.get(ctx, c.index, u, func(h http.Header) {
+	resp, attempts, err := c.get(ctx, c.index, u, func(h http.Header) {
 		h.Set("Accept", "application/json")
 		if etag != "" {
 			h.Set("If-None-Match", etag)
@@ -346,7 +350,7 @@ func (c *Client) fullIndex(ctx context.Context, etag string) (Index, string, err
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIndexBytes+1))
 	if err != nil {
-		return Index{}, "", &TransportError{URL: u, Attempts: 1, Err: err}
+		return Index{}, "", &TransportError{URL: u, Attempts: attempts, Err: err}
 	}
 	if len(body) > maxIndexBytes {
 		return Index{}, "", &ResponseError{URL: u, Reason: fmt.Sprintf("the index is larger than %d bytes", maxIndexBytes)}
@@ -394,7 +398,7 @@ func (c *Client) Download(ctx context.Context, e IndexEntry) (io.ReadCloser, err
 		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: e.SHA256}
 	}
 	u := c.base.JoinPath(BundlesPath, e.Plugin, e.Version).String()
-	resp, err := c.get(ctx, c.download, u, nil, http.StatusOK)
+	resp, _, err := c.get(ctx, c.download, u, nil, http.StatusOK)
 	if err != nil {
 		return nil, err
 	}
@@ -441,16 +445,17 @@ func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
 type attemptsKey struct{}
 
 // get makes a GET with rc and returns the response if its status is one of
-// want; any other outcome is an *HTTPError or a *TransportError.
-func (c *Client) get(ctx context.Context, rc *retryablehttp.Client, u string, header func(http.Header), want ...int) (*http.Response, error) {
+// want, and the attempts made; any other outcome is an *HTTPError or a
+// *TransportError.
+func (c *Client) get(ctx context.Context, rc *retryablehttp.Client, u string, header func(http.Header), want ...int) (*http.Response, int, error) {
 	if c.key == "" { // a client made with only a publish token
-		return nil, &ConfigError{Setting: optionKey, Problem: "is empty; Index and Download need the instance key"}
+		return nil, 0, &ConfigError{Setting: optionKey, Problem: "is empty; Index and Download need the instance key"}
 	}
 	attempts := new(atomic.Int32)
 	ctx = context.WithValue(ctx, attemptsKey{}, attempts)
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, &ResponseError{URL: u, Reason: "cannot build the request", Err: err}
+		return nil, 0, &ResponseError{URL: u, Reason: "cannot build the request", Err: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	if header != nil {
@@ -462,16 +467,16 @@ func (c *Client) get(ctx context.Context, rc *retryablehttp.Client, u string, he
 		var he *HTTPError
 		if errors.As(err, &he) {
 			he.URL = u
-			return nil, he
+			return nil, n, he
 		}
-		return nil, &TransportError{URL: u, Attempts: n, Err: err}
+		return nil, n, &TransportError{URL: u, Attempts: n, Err: err}
 	}
 	for _, s := range want {
 		if resp.StatusCode == s {
-			return resp, nil
+			return resp, n, nil
 		}
 	}
-	return nil, httpErrorFrom(resp, u, n)
+	return nil, n, httpErrorFrom(resp, u, n)
 }
 
 // httpErrorFrom consumes resp into an *HTTPError.
