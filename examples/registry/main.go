@@ -6,7 +6,8 @@
 // It keeps the mesh in process (memstore) unless -pg names a PostgreSQL
 // database, in which case several processes on one database and one -data
 // directory are replicas. The module volume is a temporary directory,
-// removed on exit, unless -data names one. At start it lands three small
+// removed on exit, unless -data names one; on the embedded store that
+// directory is one process's, and a second start on it is refused. At start it lands three small
 // demo bundles with plan tiers, registers a demo instance granted
 // Plugins/*, and prints what a consumer needs. The demo instance's key is
 // issued once per database and kept in the data directory
@@ -183,6 +184,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		defer func() { err = errors.Join(err, os.RemoveAll(dataDir)) }()
 	} else if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return fmt.Errorf("creating the data directory (-data): %w", err)
+	}
+	if cfg.data != "" && cfg.pg == "" {
+		// Processes on one database share a directory as replicas; on
+		// the embedded store each has a mesh of its own.
+		unlock, lockErr := lockData(dataDir)
+		if lockErr != nil {
+			return lockErr
+		}
+		defer func() { err = errors.Join(err, unlock()) }()
 	}
 	token := cfg.publishToken
 	if token == "" {
