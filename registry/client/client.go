@@ -346,6 +346,10 @@ func (c *Client) fullIndex(ctx context.Context, etag string) (Index, string, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotModified {
+		if etag == "" {
+			// Not modified since nothing: a cache in the way, not the registry.
+			return Index{}, "", &ResponseError{URL: u, Reason: "it answered 304 Not Modified to a request that named no ETag"}
+		}
 		return Index{}, etag, ErrNotModified
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIndexBytes+1))
