@@ -6,7 +6,8 @@
 // It keeps the mesh in process (memstore) unless -pg names a PostgreSQL
 // database, in which case several processes on one database and one -data
 // directory are replicas. The module volume is a temporary directory,
-// removed on exit, unless -data names one. At start it lands three small
+// removed on exit, unless -data names one; on the embedded store that
+// directory is one process's, and a second start on it is refused. At start it lands three small
 // demo bundles with plan tiers, registers a demo instance granted
 // Plugins/*, and prints what a consumer needs. The demo instance's key is
 // issued once per database and kept in the data directory
@@ -182,7 +183,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		}
 		defer func() { err = errors.Join(err, os.RemoveAll(dataDir)) }()
 	} else if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return fmt.Errorf("creating the data directory: %w", err)
+		return fmt.Errorf("creating the data directory (-data): %w", err)
+	}
+	if cfg.data != "" && cfg.pg == "" {
+		// Processes on one database share a directory as replicas; on
+		// the embedded store each has a mesh of its own.
+		unlock, lockErr := lockData(dataDir)
+		if lockErr != nil {
+			return lockErr
+		}
+		defer func() { err = errors.Join(err, unlock()) }()
 	}
 	token := cfg.publishToken
 	if token == "" {
@@ -244,6 +254,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		Version:      "meshrx-registry-example",
 		PublicURL:    cfg.publicURL,
 	})
+	if ce := (*registry.ConfigError)(nil); errors.As(err, &ce) && ce.Setting == "ServerOptions.PublicURL" {
+		return fmt.Errorf("-public-url: %w", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -263,7 +276,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
+		return fmt.Errorf("listening on %s (-addr): %w", cfg.addr, err)
 	}
 	ln = registry.LimitConnections(httpSrv, ln, cfg.maxConns) // an idle keep-alive connection never holds a slot a new client needs
 	metricsSrv, metricsLn, err := listenMetrics(cfg.metricsAddr, srv.MetricsHandler(), logger)
@@ -359,7 +372,7 @@ func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Stor
 	}
 	s, err := pgstore.Open(ctx, pgURL, pgstore.Options{Logger: logger, GatedTypes: gated})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("opening the PostgreSQL mesh: %w", err)
+		return nil, nil, nil, fmt.Errorf("opening the PostgreSQL mesh (-pg): %w", err)
 	}
 	return s, s.FeedDown(), s.Close, nil
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -81,7 +82,8 @@ type Options struct {
 	// Failures are reported by the returned errors, not logged.
 	Logger *slog.Logger
 	// HTTPClient makes the requests; nil means a client of its own. Its
-	// Timeout is replaced by the attempt timeouts.
+	// Timeout is replaced by the attempt timeouts, and its CheckRedirect
+	// is asked only about redirects within the registry's origin.
 	HTTPClient *http.Client
 }
 
@@ -130,29 +132,32 @@ func (e *HTTPError) Error() string {
 // TransportError reports a call that got no answer to its last attempt: the
 // connection failed, an attempt timed out, or the context ended.
 type TransportError struct {
+	Method   string // "" means GET
 	URL      string
 	Attempts int
 	Err      error
 }
 
 func (e *TransportError) Error() string {
-	return fmt.Sprintf("registry: GET %s: no answer after %d attempt(s): %v", e.URL, e.Attempts, e.Err)
+	return fmt.Sprintf("registry: %s %s: no answer after %d attempt(s): %v", cmp.Or(e.Method, http.MethodGet), e.URL, e.Attempts, e.Err)
 }
 
 func (e *TransportError) Unwrap() error { return e.Err }
 
 // ResponseError reports an answer the client could not use.
 type ResponseError struct {
+	Method string // "" means GET
 	URL    string
 	Reason string
 	Err    error
 }
 
 func (e *ResponseError) Error() string {
+	method := cmp.Or(e.Method, http.MethodGet)
 	if e.Err == nil {
-		return fmt.Sprintf("registry: GET %s: %s", e.URL, e.Reason)
+		return fmt.Sprintf("registry: %s %s: %s", method, e.URL, e.Reason)
 	}
-	return fmt.Sprintf("registry: GET %s: %s: %v", e.URL, e.Reason, e.Err)
+	return fmt.Sprintf("registry: %s %s: %s: %v", method, e.URL, e.Reason, e.Err)
 }
 
 func (e *ResponseError) Unwrap() error { return e.Err }
@@ -160,8 +165,10 @@ func (e *ResponseError) Unwrap() error { return e.Err }
 // Client reads a registry's bundle index and downloads its bundles. Every
 // call makes a bounded number of attempts, each with its own timeout, and
 // waits before a retry for what the registry asked in Retry-After (capped).
-// Statuses other than 429 and 5xx are not retried. A Client is safe for
-// concurrent use.
+// Statuses other than 429 and 5xx are not retried. A redirect is followed
+// only within the registry's origin (scheme, host and port), so the key
+// goes nowhere else; any other is an *HTTPError with its 3xx. A Client is
+// safe for concurrent use.
 type Client struct {
 	base         *url.URL
 	key          string
@@ -328,7 +335,7 @@ func (c *Client) Index(ctx context.Context, etag string) (Index, string, error) 
 // asks for it only if it changed (and then holds nothing new).
 func (c *Client) fullIndex(ctx context.Context, etag string) (Index, string, error) {
 	u := c.base.JoinPath(IndexPath).String()
-	resp, err := c.get(ctx, c.index, u, func(h http.Header) {
+	resp, attempts, err := c.get(ctx, c.index, u, func(h http.Header) {
 		h.Set("Accept", "application/json")
 		if etag != "" {
 			h.Set("If-None-Match", etag)
@@ -339,11 +346,15 @@ func (c *Client) fullIndex(ctx context.Context, etag string) (Index, string, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotModified {
+		if etag == "" {
+			// Not modified since nothing: a cache in the way, not the registry.
+			return Index{}, "", &ResponseError{URL: u, Reason: "it answered 304 Not Modified to a request that named no ETag"}
+		}
 		return Index{}, etag, ErrNotModified
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIndexBytes+1))
 	if err != nil {
-		return Index{}, "", &TransportError{URL: u, Attempts: 1, Err: err}
+		return Index{}, "", &TransportError{URL: u, Attempts: attempts, Err: err}
 	}
 	if len(body) > maxIndexBytes {
 		return Index{}, "", &ResponseError{URL: u, Reason: fmt.Sprintf("the index is larger than %d bytes", maxIndexBytes)}
@@ -391,7 +402,7 @@ func (c *Client) Download(ctx context.Context, e IndexEntry) (io.ReadCloser, err
 		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: e.SHA256}
 	}
 	u := c.base.JoinPath(BundlesPath, e.Plugin, e.Version).String()
-	resp, err := c.get(ctx, c.download, u, nil, http.StatusOK)
+	resp, _, err := c.get(ctx, c.download, u, nil, http.StatusOK)
 	if err != nil {
 		return nil, err
 	}
@@ -438,16 +449,17 @@ func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
 type attemptsKey struct{}
 
 // get makes a GET with rc and returns the response if its status is one of
-// want; any other outcome is an *HTTPError or a *TransportError.
-func (c *Client) get(ctx context.Context, rc *retryablehttp.Client, u string, header func(http.Header), want ...int) (*http.Response, error) {
+// want, and the attempts made; any other outcome is an *HTTPError or a
+// *TransportError.
+func (c *Client) get(ctx context.Context, rc *retryablehttp.Client, u string, header func(http.Header), want ...int) (*http.Response, int, error) {
 	if c.key == "" { // a client made with only a publish token
-		return nil, &ConfigError{Setting: optionKey, Problem: "is empty; Index and Download need the instance key"}
+		return nil, 0, &ConfigError{Setting: optionKey, Problem: "is empty; Index and Download need the instance key"}
 	}
 	attempts := new(atomic.Int32)
 	ctx = context.WithValue(ctx, attemptsKey{}, attempts)
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, &ResponseError{URL: u, Reason: "cannot build the request", Err: err}
+		return nil, 0, &ResponseError{URL: u, Reason: "cannot build the request", Err: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	if header != nil {
@@ -459,16 +471,16 @@ func (c *Client) get(ctx context.Context, rc *retryablehttp.Client, u string, he
 		var he *HTTPError
 		if errors.As(err, &he) {
 			he.URL = u
-			return nil, he
+			return nil, n, he
 		}
-		return nil, &TransportError{URL: u, Attempts: n, Err: err}
+		return nil, n, &TransportError{URL: u, Attempts: n, Err: err}
 	}
 	for _, s := range want {
 		if resp.StatusCode == s {
-			return resp, nil
+			return resp, n, nil
 		}
 	}
-	return nil, httpErrorFrom(resp, u, n)
+	return nil, n, httpErrorFrom(resp, u, n)
 }
 
 // httpErrorFrom consumes resp into an *HTTPError.
@@ -483,6 +495,7 @@ func httpErrorFrom(resp *http.Response, u string, attempts int) *HTTPError {
 func newRetrying(hc *http.Client, attemptTimeout time.Duration, attempts int, maxWait time.Duration, logger *slog.Logger) *retryablehttp.Client {
 	bounded := *hc
 	bounded.Timeout = attemptTimeout
+	bounded.CheckRedirect = sameOrigin(hc.CheckRedirect)
 	return &retryablehttp.Client{
 		HTTPClient:   &bounded,
 		Logger:       debugLogger{logger},
@@ -505,6 +518,36 @@ func newRetrying(hc *http.Client, attemptTimeout time.Duration, attempts int, ma
 			return nil, err
 		},
 	}
+}
+
+// sameOrigin follows a redirect only within the origin (scheme, host and
+// port) of the first request, then as next (or Go's default) would: Go
+// keeps Authorization on a redirect to the same host name whatever the
+// port or scheme, so another service on the host, or plain http, would be
+// handed the key. A redirect elsewhere is answered by the 3xx itself.
+func sameOrigin(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		from := via[0].URL
+		if req.URL.Scheme != from.Scheme || canonicalHost(req.URL) != canonicalHost(from) {
+			return http.ErrUseLastResponse
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects") // Go's default; retryablehttp does not retry it
+		}
+		return nil
+	}
+}
+
+// canonicalHost is u's host and port, the port made explicit.
+func canonicalHost(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // retryable says whether an attempt may pass if repeated: a transport

@@ -130,7 +130,7 @@ func (c *Client) indexDelta(ctx context.Context, h *heldIndex, etag string) (Ind
 	since := hex.EncodeToString(h.root[:])
 	u := c.base.JoinPath(IndexPath)
 	u.RawQuery = SinceParam + "=" + since
-	resp, err := c.get(ctx, c.index, u.String(), func(hd http.Header) {
+	resp, attempts, err := c.get(ctx, c.index, u.String(), func(hd http.Header) {
 		hd.Set("Accept", "application/json")
 	}, http.StatusOK, http.StatusNotModified, http.StatusGone)
 	if err != nil {
@@ -148,7 +148,7 @@ func (c *Client) indexDelta(ctx context.Context, h *heldIndex, etag string) (Ind
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIndexBytes+1))
 	if err != nil {
-		return Index{}, "", &TransportError{URL: u.String(), Attempts: 1, Err: err}, true
+		return Index{}, "", &TransportError{URL: u.String(), Attempts: attempts, Err: err}, true
 	}
 	if len(body) > maxIndexBytes {
 		return Index{}, "", &ResponseError{URL: u.String(), Reason: fmt.Sprintf("the delta is larger than %d bytes", maxIndexBytes)}, true

@@ -130,7 +130,7 @@ func (c *Client) Publish(ctx context.Context, name, version, tier string, bundle
 	ctx = context.WithValue(ctx, attemptsKey{}, attempts)
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, u.String(), retryablehttp.ReaderFunc(body))
 	if err != nil {
-		return Published{}, &ResponseError{URL: u.String(), Reason: "cannot build the request", Err: err}
+		return Published{}, &ResponseError{Method: http.MethodPost, URL: u.String(), Reason: "cannot build the request", Err: err}
 	}
 	req.ContentLength = size // a registry with a smaller cap refuses before reading a byte
 	req.Header.Set("Authorization", "Bearer "+c.publishToken)
@@ -144,7 +144,7 @@ func (c *Client) Publish(ctx context.Context, name, version, tier string, bundle
 			he.Method, he.URL = http.MethodPost, u.String()
 			return Published{}, publishRefusal(he, name, version)
 		}
-		return Published{}, &TransportError{URL: u.String(), Attempts: n, Err: err}
+		return Published{}, &TransportError{Method: http.MethodPost, URL: u.String(), Attempts: n, Err: err}
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		he := httpErrorFrom(resp, u.String(), n)
@@ -154,7 +154,7 @@ func (c *Client) Publish(ctx context.Context, name, version, tier string, bundle
 	defer resp.Body.Close()
 	var p Published
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxErrorBodyBytes)).Decode(&p); err != nil {
-		return Published{}, &ResponseError{URL: u.String(), Reason: "the publication's answer is not its record", Err: err}
+		return Published{}, &ResponseError{Method: http.MethodPost, URL: u.String(), Reason: "the publication's answer is not its record", Err: err}
 	}
 	return p, nil
 }
