@@ -289,9 +289,9 @@ func (s *ServedActivation) patchAll(ps []patch) {
 // patchedSnap applies ps (one per module, in module-key order) to a
 // snapshot: its served modules (moduleList.patched) and its ended
 // markers. A patch whose record is not newer than the one held for its
-// module, served or ended, changes nothing: so a re-read that started
-// before an uninstall or removal and ends after it cannot serve the module
-// again. The snapshot returned keeps sn's Seq and DerivedAt.
+// module, served or ended, changes nothing (nor does one that found no
+// record): so a re-read that started before an uninstall or removal, or
+// before a first commit, and ends after it cannot undo it. The snapshot returned keeps sn's Seq and DerivedAt.
 func patchedSnap(sn Snapshot, ps []patch) (Snapshot, int) {
 	eff := ps[:0:0]
 	for _, p := range ps {
@@ -306,8 +306,13 @@ func patchedSnap(sn Snapshot, ps []patch) (Snapshot, int) {
 		switch {
 		case p.found && ok && p.rec.ID <= held.ID:
 			continue // what we hold is as new
-		case !p.found && !ok:
-			continue // nothing held, nothing to remove
+		case !p.found:
+			// Nothing held, nothing to remove; and a held record is never
+			// removed by a re-read that found none: records are never
+			// deleted, so that re-read listed the module before the
+			// record's commit (a tail reads the journal entry written
+			// first). A derivation replaces the snapshot whole.
+			continue
 		}
 		eff = append(eff, p)
 	}

@@ -185,7 +185,8 @@ func (l *ModuleLanding) Land(ctx context.Context, module, version string, archiv
 // it on the volume (a directory renamed into place, which fails when the
 // claim exists, so of concurrent landings on any replica exactly one
 // claims); landing the same bytes again returns the existing record with
-// created false and writes nothing; other bytes are refused with a
+// created false and writes nothing (after an uninstall or a removal it
+// lands them anew, created true); other bytes are refused with a
 // *VersionConflictError naming the sha256 the version holds. Module names
 // are compared without case: the first spelling landed is kept.
 //
@@ -249,21 +250,23 @@ func (l *ModuleLanding) land(ctx context.Context, module, version string, archiv
 	version = spelled
 	if !claimed {
 		// The version holds these bytes already: answer its record if one
-		// since the last removal serves them.
+		// since the module was last uninstalled or removed serves them. An
+		// uninstall ends the walk too: answering a record from before it
+		// would report the version published while nothing serves it.
 		prev, ok, bad, err := l.scan.latest(ctx, key, func(r Record) bool {
-			return r.State.Served() && equalNames(r.Version, version) && r.SHA256 == sum
+			return r.State == Uninstalled || r.State.Served() && equalNames(r.Version, version) && r.SHA256 == sum
 		})
 		l.reportUnreadable(bad)
 		if err != nil {
 			return Record{}, false, err
 		}
-		if ok {
+		if ok && prev.State.Served() {
 			l.log.Info("module version already landed with these bytes; nothing written",
 				"module", module, "version", version, "generation", prev.Generation)
 			return prev, false, nil
 		}
 		// Claimed with these bytes but never recorded (a landing that failed
-		// part way) or given up by a removal: land them again.
+		// part way) or given up by an uninstall or a removal: land them again.
 	}
 	rec := Record{
 		Module: module, State: Landed, Version: version, Generation: gen,
