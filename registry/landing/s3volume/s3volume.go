@@ -131,17 +131,28 @@ func New(opts Options) (*Volume, error) {
 // AWS environment variables and files. opts.Client, Bucket and Prefix are
 // taken from the URL.
 func Open(ctx context.Context, rawURL string, opts Options) (*Volume, error) {
+	// Errors name the URL without its query, user information or values
+	// (shown): a secret put there by mistake is not echoed to a log.
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("s3volume: URL: %w", err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("s3volume: the volume URL does not parse: %w", err)
 	}
-	if u.Scheme != "s3" || u.Host == "" {
-		return nil, fmt.Errorf("s3volume: URL %q: want s3://bucket/prefix?endpoint=…&region=…", rawURL)
+	shown := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	if u.Scheme != "s3" || u.Host == "" || u.User != nil {
+		return nil, fmt.Errorf("s3volume: URL %q: want s3://bucket/prefix?endpoint=…&region=… (credentials come from the AWS environment, never the URL)", shown)
 	}
-	q := u.Query()
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("s3volume: URL %q: its parameters do not parse", shown)
+	}
 	for k := range q {
 		if k != "endpoint" && k != "region" {
-			return nil, fmt.Errorf("s3volume: URL %q: unknown parameter %q (known: endpoint, region)", rawURL, k)
+			// Not named: a pasted secret may be the parameter's name.
+			return nil, fmt.Errorf("s3volume: URL %q: a parameter other than endpoint and region (the only ones known)", shown)
 		}
 	}
 	var loadOpts []func(*config.LoadOptions) error
@@ -162,7 +173,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Volume, error) {
 	endpoint := q.Get("endpoint")
 	if endpoint != "" {
 		if eu, err := url.Parse(endpoint); err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
-			return nil, fmt.Errorf("s3volume: URL %q: endpoint %q is not an http(s) URL", rawURL, endpoint)
+			return nil, fmt.Errorf("s3volume: URL %q: its endpoint is not an http(s) URL", shown)
 		}
 	}
 	// A transport of its own, so that Close can end its idle connections.
