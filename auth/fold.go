@@ -496,15 +496,15 @@ func permissionNamed(name string) (access.Permission, bool) {
 }
 
 // assignmentScope returns the scope an assignment in namespace ns applies
-// to: the path its _Access container hangs under.
+// to: the path its _Access container hangs under. The container is
+// recognised as mesh routes it (mesh.TableFor), whatever its case: a store
+// keeps acme/_access/x as an assignment of acme, and its deny must count.
 func assignmentScope(ns string) (string, bool) {
-	if ns == accessContainer {
-		return "", true
+	i := strings.LastIndexByte(ns, '/')
+	if mesh.TableFor(ns[i+1:]) != mesh.TableFor(accessContainer) {
+		return "", false
 	}
-	if scope, ok := strings.CutSuffix(ns, "/"+accessContainer); ok {
-		return scope, true
-	}
-	return "", false
+	return ns[:max(i, 0)], true
 }
 
 // decodeObject decodes a JSON object into v, reporting whether it could.
