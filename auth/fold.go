@@ -389,7 +389,9 @@ func BuildAccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Sn
 			}
 			switch {
 			case !inContainer:
-				markUnreadable(ns, bad("not in an "+accessContainer+" container"))
+				// Below a satellite container (acme/_Access/team/x) mesh
+				// still files it under the owner, whose deny it may be.
+				markUnreadable(mesh.OwnerOf(ns), bad("not in an "+accessContainer+" container"))
 			case !decodeObject(n.Content, &a):
 				markUnreadable(scope, bad(`content is not {"subject": ..., "roles": [{"role": ..., "denied": ...}]}`))
 			case strings.TrimSpace(a.Subject) == "":

@@ -37,3 +37,19 @@ func TestADenyInAnAccessContainerSpelledInAnotherCaseStillDenies(t *testing.T) {
 		})
 	}
 }
+
+// An assignment nested deeper in an _Access container (acme/_Access/team/x)
+// is still a satellite of acme to mesh (mesh.OwnerOf), but not one the fold
+// can place: it may be a deny for acme, so acme must be undetermined, not
+// decided without it. Control: marking its own namespace unreadable (the
+// code before the fix) left acme/doc Allowed.
+func TestAnAssignmentTheFoldCannotPlaceMakesItsOwnerUndetermined(t *testing.T) {
+	ctx := context.Background()
+	s := newSecurityStore(t)
+	putNode(t, s, "_Access/everyone", AssignmentNodeType, assignment("alice", roleGrant{Role: access.RoleViewer}))
+	fs := &FoldSource{Reader: s}
+	putNode(t, s, "acme/_Access/team/deny-alice", AssignmentNodeType, assignment("alice", roleGrant{Role: access.RoleViewer, Denied: true}))
+	assert.Equal(t, "acme", mesh.OwnerOf("acme/_Access/team/deny-alice"))
+	assert.Equal(t, access.Undetermined, fs.Decide(ctx, "alice", "acme/doc", access.Read))
+	assert.Equal(t, access.Allowed, fs.Decide(ctx, "alice", "beta/doc", access.Read), "the rest is decided")
+}
