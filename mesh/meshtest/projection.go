@@ -22,6 +22,8 @@ func (s *suite) projection(t testing.TB, svc mesh.Store) {
 	whole := watchQuery(t, s.bound, svc, "namespace:acme/S sort:name-asc")
 
 	initial := w.await(t, "the Initial", func(mesh.Change) bool { return true })
+	// Its Initial before the write, or the write may be in it, not Added.
+	whole.await(t, "the whole Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial })
 	require.Equal(t, mesh.Initial, initial.Kind)
 	require.Equal(t, []string{"acme/S/b", "acme/S/a"}, pathsOf(initial.Items), "sorted by name, which is selected")
 	b, a := initial.Items[0], initial.Items[1]
