@@ -389,7 +389,9 @@ func BuildAccessSnapshot(nodes []mesh.Node, gatedTypes []string) (snap access.Sn
 			}
 			switch {
 			case !inContainer:
-				markUnreadable(ns, bad("not in an "+accessContainer+" container"))
+				// Below a satellite container (acme/_Access/team/x) mesh
+				// still files it under the owner, whose deny it may be.
+				markUnreadable(mesh.OwnerOf(ns), bad("not in an "+accessContainer+" container"))
 			case !decodeObject(n.Content, &a):
 				markUnreadable(scope, bad(`content is not {"subject": ..., "roles": [{"role": ..., "denied": ...}]}`))
 			case strings.TrimSpace(a.Subject) == "":
@@ -496,15 +498,15 @@ func permissionNamed(name string) (access.Permission, bool) {
 }
 
 // assignmentScope returns the scope an assignment in namespace ns applies
-// to: the path its _Access container hangs under.
+// to: the path its _Access container hangs under. The container is
+// recognised as mesh routes it (mesh.TableFor), whatever its case: a store
+// keeps acme/_access/x as an assignment of acme, and its deny must count.
 func assignmentScope(ns string) (string, bool) {
-	if ns == accessContainer {
-		return "", true
+	i := strings.LastIndexByte(ns, '/')
+	if mesh.TableFor(ns[i+1:]) != mesh.TableFor(accessContainer) {
+		return "", false
 	}
-	if scope, ok := strings.CutSuffix(ns, "/"+accessContainer); ok {
-		return scope, true
-	}
-	return "", false
+	return ns[:max(i, 0)], true
 }
 
 // decodeObject decodes a JSON object into v, reporting whether it could.

@@ -216,8 +216,9 @@ func normalizePath(p string) string {
 //  4. roles denied there to any subject are removed, whoever they came from,
 //     so a deny beats a grant at the same scope; a grant at a deeper scope
 //     adds the role again;
-//  5. at the user's own partition (the scope equal to the user id, ignoring
-//     case) the user gets Admin, after the denies of that scope.
+//  5. at the user's own partition (the first segment equal to the user id,
+//     ignoring ASCII case; a global satellite, '_' first, is no partition)
+//     the user gets Admin, after the denies of that scope.
 //
 // The result is the union of the roles' permissions, plus for a signed-in
 // user the permissions Public holds by the same walk, limited by the cap,
@@ -238,7 +239,10 @@ func (f *Fold) Effective(user, path string) Permission {
 	}
 	signedIn := user != Anonymous && user != Public
 
-	own := f.walk(user, path, signedIn)
+	// Only a partition can be owned: one first segment, and not a global
+	// satellite ('_' first), which names no partition.
+	owner := signedIn && !strings.Contains(user, "/") && !strings.HasPrefix(user, "_")
+	own := f.walk(user, path, owner)
 	perms := own.roles
 	if signedIn {
 		perms |= f.walk(Public, path, false).roles

@@ -149,6 +149,15 @@ func tablesFor(q *mesh.Query) []string {
 	need := map[string]bool{}
 	for _, a := range anchors {
 		t := mesh.TableFor(a)
+		if star := strings.IndexByte(a, '*'); star >= 0 {
+			// A star runs over '/', so the glob may reach a satellite
+			// segment it does not spell; only a whole one before the
+			// first star fixes the table.
+			t = mesh.TableFor(a[:strings.LastIndexByte(a[:star], '/')+1])
+			if t == mesh.NodesTable {
+				return Tables()
+			}
+		}
 		switch {
 		case t != mesh.NodesTable && q.Scope != mesh.ScopeAncestors && q.Scope != mesh.ScopeHierarchy:
 			need[t] = true // everything at or below a satellite container is in its table

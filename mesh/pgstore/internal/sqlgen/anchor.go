@@ -27,8 +27,8 @@ func (b *builder) anchor(q *mesh.Query) pred {
 const slash = `\U0000002F`
 
 func (b *builder) scope(s mesh.Scope, anchor string) pred {
-	if tooManyStars(anchor) && s <= mesh.ScopeHierarchy {
-		b.residuals = append(b.residuals, "anchor "+anchor+": a glob with more stars than the database is asked to match")
+	if tooHard(anchor) && s <= mesh.ScopeHierarchy {
+		b.residuals = append(b.residuals, "anchor "+anchor+": "+tooHardWhy)
 		return superset
 	}
 	a := []rune(strings.ToLower(anchor))
@@ -54,7 +54,13 @@ func (b *builder) scope(s mesh.Scope, anchor string) pred {
 	if re == "" {
 		return predFalse // an unknown scope selects nothing in mesh either
 	}
-	spelled := func() pred { return exactly(col + " ~ " + b.param(re, "text")) }
+	spelled := func() pred {
+		if len(re) > maxPatternBytes {
+			b.residuals = append(b.residuals, "anchor "+anchor+": "+tooHardWhy)
+			return superset
+		}
+		return exactly(col + " ~ " + b.param(re, "text"))
+	}
 	key, k, ok := keyedScope(s, anchor)
 	if !ok {
 		return spelled()

@@ -16,6 +16,10 @@ func (b *builder) contentHas(prop string, inner func(h string) pred) pred {
 	segs := strings.Split(prop, ".")
 	keys := make([]string, len(segs))
 	for i, s := range segs {
+		if tooLong(s) {
+			b.residuals = append(b.residuals, "content."+prop+": "+tooHardWhy)
+			return superset
+		}
 		keys[i] = equalFoldPattern(s)
 	}
 	segsP, keysP := b.param(segs, "text[]"), b.param(keys, "text[]")

@@ -144,7 +144,7 @@ func (b *builder) keyedTextMatch(h, key string, c mesh.Cond) pred {
 	for _, w := range c.Values {
 		var pat strings.Builder
 		switch {
-		case tooManyStars(w):
+		case tooHard(w):
 			long = true
 			continue
 		case strings.Contains(w, "*"):
@@ -161,7 +161,12 @@ func (b *builder) keyedTextMatch(h, key string, c mesh.Cond) pred {
 		alts = append(alts, pat.String())
 		k.addValue(w)
 	}
-	if re := fullMatch(alts); re != "" {
+	if re := fullMatch(alts); len(re) > maxPatternBytes {
+		long = true
+		if key != "" {
+			parts = append(parts, b.keyedOr(func() string { return b.keyPred(key, k) }, func() pred { return superset }))
+		}
+	} else if re != "" {
 		if key != "" {
 			parts = append(parts, b.keyedOr(func() string { return b.keyPred(key, k) },
 				func() pred { return exactly(h + " ~ " + b.param(re, "text")) }))
@@ -170,7 +175,7 @@ func (b *builder) keyedTextMatch(h, key string, c mesh.Cond) pred {
 		}
 	}
 	if long {
-		b.residual(c, "a glob with more stars than the database is asked to match")
+		b.residual(c, tooHardWhy)
 		parts = append(parts, superset)
 	}
 	if numbers {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Case-insensitive matching is done with PostgreSQL regular expressions whose
@@ -118,6 +119,24 @@ func lowerPattern(b *strings.Builder, v string, glob bool) {
 const maxGlobStars = 16
 
 func tooManyStars(v string) bool { return strings.Count(v, "*") > maxGlobStars }
+
+// PostgreSQL refuses a regular expression past a size ("regular expression
+// is too complex", from some 26,000 spelled-out characters), which would end
+// the read with an error where mesh answers. A value longer than
+// maxPatternRunes, or a pattern longer than maxPatternBytes (an in-list, an
+// anchor's ancestors), is matched in Go instead.
+const (
+	maxPatternRunes = 1024
+	maxPatternBytes = 32 << 10
+)
+
+func tooLong(v string) bool { return utf8.RuneCountInString(v) > maxPatternRunes }
+
+// tooHard reports a value the database is not asked to match.
+func tooHard(v string) bool { return tooManyStars(v) || tooLong(v) }
+
+// tooHardWhy is the residual of a value or pattern matched in Go.
+const tooHardWhy = "a glob with more stars, or a value longer, than the database is asked to match"
 
 // fullMatch returns a regular expression matching exactly the strings that
 // one of alts (unanchored alternatives) matches whole. With no alternatives

@@ -49,8 +49,8 @@ func (b *builder) lastModifiedMatch(c mesh.Cond) pred {
 	var instants []pred
 	var parts []pred
 	for _, w := range c.Values {
-		if tooManyStars(w) {
-			b.residual(c, "a glob with more stars than the database is asked to match")
+		if tooHard(w) {
+			b.residual(c, tooHardWhy)
 			parts = append(parts, superset)
 			continue
 		}
@@ -69,6 +69,10 @@ func (b *builder) lastModifiedMatch(c mesh.Cond) pred {
 		if t, cut := floorMicro(t); !cut {
 			instants = append(instants, exactly(col+" = "+b.param(t, "timestamptz")))
 		}
+	}
+	if len(fullMatch(textAlts))+len(fullMatch(outsideAlts)) > maxPatternBytes {
+		b.residual(c, tooHardWhy)
+		return superset
 	}
 	if re := fullMatch(textAlts); re != "" {
 		parts = append(parts, exactly(goTimeText(col)+" ~ "+b.param(re, "text")))

@@ -16,8 +16,8 @@ func (b *builder) versionMatch(c mesh.Cond) pred {
 	var alts []string
 	var parts []pred
 	for _, w := range c.Values {
-		if tooManyStars(w) {
-			b.residual(c, "a glob with more stars than the database is asked to match")
+		if tooHard(w) {
+			b.residual(c, tooHardWhy)
 			parts = append(parts, superset)
 			continue
 		}
@@ -30,7 +30,10 @@ func (b *builder) versionMatch(c mesh.Cond) pred {
 		lowerPattern(&pat, w, glob)
 		alts = append(alts, pat.String())
 	}
-	if re := fullMatch(alts); re != "" {
+	if re := fullMatch(alts); len(re) > maxPatternBytes {
+		b.residual(c, tooHardWhy)
+		parts = append(parts, superset)
+	} else if re != "" {
 		parts = append(parts, exactly("n.version::text ~ "+b.param(re, "text")))
 	}
 	return anyOf(parts...)
