@@ -165,17 +165,11 @@ func (c *concatMapper[T, U]) step() {
 		return
 	}
 	in := c.work.child()
-	torn := true
-	defer func() {
-		if torn { // a panic out of the inner's Subscribe (its observer's, say) ends it
-			in.cancel()
-			c.mu.Lock()
-			c.active = false
-			c.mu.Unlock()
-		}
-	}()
-	subscribeIn[U](inner, &concatMapInner[T, U]{c: c, sc: in}, in)
-	torn = false
+	subscribeInner[U](inner, &concatMapInner[T, U]{c: c, sc: in}, in, func() {
+		c.mu.Lock()
+		c.active = false
+		c.mu.Unlock()
+	})
 }
 
 func (c *concatMapper[T, U]) fail(err error) {

@@ -68,17 +68,11 @@ func (o *exhaustOuter[T, U]) OnNext(v T) {
 		return
 	}
 	in := e.work.child()
-	torn := true
-	defer func() {
-		if torn { // a panic out of the inner's Subscribe (its observer's, say) ends it
-			in.cancel()
-			e.mu.Lock()
-			e.active = false
-			e.mu.Unlock()
-		}
-	}()
-	subscribeIn[U](inner, &exhaustInner[T, U]{e: e, sc: in}, in)
-	torn = false
+	subscribeInner[U](inner, &exhaustInner[T, U]{e: e, sc: in}, in, func() {
+		e.mu.Lock()
+		e.active = false
+		e.mu.Unlock()
+	})
 }
 
 func (o *exhaustOuter[T, U]) OnError(err error) { o.e.fail(err) }

@@ -143,17 +143,11 @@ func (m *flattener[T, U]) step() {
 func (m *flattener[T, U]) subscribeInner(inner Observable[U]) {
 	in := &flatInner[T, U]{m: m}
 	m.work.initChild(&in.sc)
-	torn := true
-	defer func() {
-		if torn {
-			in.sc.cancel()
-			m.mu.Lock()
-			m.active--
-			m.mu.Unlock()
-		}
-	}()
-	subscribeIn[U](inner, in, &in.sc)
-	torn = false
+	subscribeInner[U](inner, in, &in.sc, func() {
+		m.mu.Lock()
+		m.active--
+		m.mu.Unlock()
+	})
 }
 
 func (m *flattener[T, U]) fail(err error) {

@@ -61,18 +61,10 @@ type merger[T any] struct {
 func (m *merger[T]) subscribe(src Observable[T]) {
 	in := &mergeInner[T]{m: m}
 	m.work.initChild(&in.sc)
-	torn := true
-	defer func() {
-		// A panic out of the source's Subscribe (its observer's, say) ends
-		// it, with no completion: a SelectMany's outer is still counted
-		// (it is delivering), and a Merge whose Subscribe panicked is over.
-		if torn {
-			in.sc.cancel()
-			m.active.Add(-1)
-		}
-	}()
-	subscribeIn[T](src, in, &in.sc)
-	torn = false
+	// A source torn by a panic sends no completion: a SelectMany's outer
+	// is still counted (it is delivering), and a Merge whose Subscribe
+	// panicked is over.
+	subscribeInner[T](src, in, &in.sc, func() { m.active.Add(-1) })
 }
 
 func (m *merger[T]) doneOne() {

@@ -127,6 +127,22 @@ func subscribeIn[T any](src Observable[T], o Observer[T], sc *scope) {
 	sc.onCancel(sub.Unsubscribe)
 }
 
+// subscribeInner is subscribeIn for an inner stream an operator counts as
+// live: a panic out of its Subscribe (its observer's, say) ends it, since
+// it will deliver nothing more, so sc is cancelled and torn uncounts it
+// before the panic goes on.
+func subscribeInner[T any](src Observable[T], o Observer[T], sc *scope, torn func()) {
+	ok := false
+	defer func() {
+		if !ok {
+			sc.cancel()
+			torn()
+		}
+	}()
+	subscribeIn(src, o, sc)
+	ok = true
+}
+
 // guard protects the rest of a chain from a foreign source: it serialises
 // calls and drops anything after a terminal notification or cancellation.
 type guard[T any] struct {

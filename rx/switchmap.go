@@ -96,19 +96,13 @@ func (o *switchOuter[T, U]) OnNext(v T) {
 	if old != nil {
 		old.cancel()
 	}
-	torn := true
-	defer func() {
-		if torn { // a panic out of the inner's Subscribe (its observer's, say) ends it
-			in.cancel()
-			s.mu.Lock()
-			if id == s.latest.Load() {
-				s.innerActive, s.inner = false, nil
-			}
-			s.mu.Unlock()
+	subscribeInner[U](inner, &switchInner[T, U]{s: s, id: id, sc: in}, in, func() {
+		s.mu.Lock()
+		if id == s.latest.Load() {
+			s.innerActive, s.inner = false, nil
 		}
-	}()
-	subscribeIn[U](inner, &switchInner[T, U]{s: s, id: id, sc: in}, in)
-	torn = false
+		s.mu.Unlock()
+	})
 }
 
 func (o *switchOuter[T, U]) OnError(err error) { o.s.fail(err) }
