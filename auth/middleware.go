@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	httpanswer "github.com/meshrx/meshrx/internal/answer"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -50,6 +51,12 @@ func middleware(call string, a *Authenticator, next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, err := rx.First(r.Context(), a.Authenticate(r.Header.Get("Authorization")))
+		if err != nil || !res.Authenticated() {
+			// Refused unread: a body declared and never sent must not
+			// hold the answer (net/http reads it first to keep the
+			// connection) until the server's ReadTimeout, if it has one.
+			httpanswer.CloseUnread(w, r)
+		}
 		switch {
 		case errors.Is(err, rx.ErrEmpty):
 			// Authenticate always yields one Result; this would be a bug, and

@@ -1,14 +1,17 @@
 package auth
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,4 +230,33 @@ func TestARequestThatEndsBeforeItsKeyIsCheckedIs503(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, a.status, "no virtual time passed: the request context ended the wait")
 	assert.Contains(t, a.reason, "the request ended before the key could be checked")
 	assert.Zero(t, f.clk.Pending(), "the abandoned leg was unsubscribed and its bound disarmed")
+}
+
+// A request the middleware refuses (no key, a wrong one) that declares a
+// body and sends none is answered at once on a connection then closed:
+// net/http would otherwise read the body before answering, holding the
+// answer until the server's ReadTimeout (none here, as a zero http.Server
+// has none). Negative control (run): without CloseUnread, both rows got no
+// answer within the 15 s ceiling.
+func TestARefusedRequestDeclaringABodyItNeverSendsIsAnsweredAtOnce(t *testing.T) {
+	f := newFixture(t)
+	srv := server(t, Middleware(f.authenticator(nil), instanceEcho))
+	for _, c := range []struct{ name, auth, framing string }{
+		{"no key", "", "Content-Length: 100\r\n"},
+		{"a wrong key", "Authorization: Bearer mwi_" + strings.Repeat("A", 43) + "\r\n", "Transfer-Encoding: chunked\r\n"},
+	} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: svc.test\r\n"+c.auth+c.framing+"\r\n")
+		require.NoError(t, err)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(testkit.Bound))) // a ceiling, not a delay
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if !assert.NoError(t, err, "%s: answered without waiting for the body", c.name) {
+			continue
+		}
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, c.name)
+		assert.True(t, resp.Close, "%s: the answer says the connection closes", c.name)
+	}
 }

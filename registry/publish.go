@@ -54,7 +54,7 @@ func (s *Server) publishGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Until the upload is spooled, a refusal reads none of the body.
 		refuse := func(a answer.Answer) {
-			closeUnread(w, r)
+			answer.CloseUnread(w, r)
 			writeAnswer(w, a)
 		}
 		if !s.publishAuthorized(r.Header.Get("Authorization")) {
@@ -184,7 +184,7 @@ func (s *Server) spoolUpload(w http.ResponseWriter, r *http.Request, release fun
 		s.log.Error(msg, slog.String("dir", s.spoolDir), slog.String("error", err.Error()))
 		a := errorAnswer(http.StatusServiceUnavailable, StageUpload+": the registry cannot spool uploads now; publish again later")
 		answer.SetRetryAfter(a.Header, 0)
-		closeUnread(w, r) // the rest of the body is not read
+		answer.CloseUnread(w, r) // the rest of the body is not read
 		return a
 	}
 	f, err := os.CreateTemp(s.spoolDir, "meshrx-upload-*.zip")

@@ -352,40 +352,17 @@ func (s *Server) routes() http.Handler {
 }
 
 // closeUnreadBodies answers every request with a body on a connection it
-// then closes (closeUnread): no route reads a body but publishing, whose
+// then closes (answer.CloseUnread): no route reads a body but publishing, whose
 // gate takes that back once it reads the upload (readingBody). The mux's
 // own answers (404, 405, a redirect to a clean path) read none either.
 func closeUnreadBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		closeUnread(w, r)
+		answer.CloseUnread(w, r)
 		next.ServeHTTP(w, r)
 	})
 }
 
-// unreadBodyGrace is how long a connection whose request body is not read
-// is still read from after its answer: the body a client is sending is
-// drained (up to net/http's 256 KiB) rather than reset under the answer.
-const unreadBodyGrace = time.Second
-
-// closeUnread makes the answer to a request whose body is not read close
-// its connection, and bounds what is still read from it by unreadBodyGrace;
-// a request without a body is left alone. Otherwise net/http, to reuse the
-// connection, reads the rest of the body before it sends the answer: a
-// client that declares a body and sends none would hold the answer, and a
-// connection slot, until the server's ReadTimeout (forever without one),
-// past every route's budget.
-func closeUnread(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength == 0 {
-		return
-	}
-	w.Header().Set("Connection", "close")
-	// Wall time: it bounds blocking reads of the connection. Not every
-	// ResponseWriter supports it; "Connection: close" alone still sends
-	// the answer before any read.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyGrace))
-}
-
-// readingBody undoes closeUnread for a route that reads the body: the
+// readingBody undoes answer.CloseUnread for a route that reads the body: the
 // connection may be kept, and the route sets its own read deadline.
 func readingBody(w http.ResponseWriter) {
 	w.Header().Del("Connection")

@@ -72,7 +72,7 @@ func TestARequestDeclaringABodyItNeverSendsIsAnsweredAtOnceAndItsConnectionClose
 		assert.Equal(t, c.status, resp.StatusCode, c.name)
 		assert.True(t, resp.Close, "%s: the answer says the connection closes", c.name)
 		_, err = conns[i].br.ReadByte()
-		assert.ErrorIs(t, err, io.EOF, "%s: and the server closes it (after unreadBodyGrace) rather than wait for the body", c.name)
+		assert.ErrorIs(t, err, io.EOF, "%s: and the server closes it (after answer.UnreadBodyGrace) rather than wait for the body", c.name)
 	}
 	assert.NotContains(t, f.activation(), "Acme.New")
 
