@@ -1188,6 +1188,42 @@ type unsubscribeFunc func()
 
 func (f unsubscribeFunc) Unsubscribe() { f() }
 
+// handOff runs f on a goroutine of its own for each value given to the
+// function it returns, which waits until f has returned: an operator that
+// calls out on another goroutine and waits, which a call re-entering from
+// there cannot get past. It reports false when abort closed first.
+func handOff(abort <-chan struct{}, f func(int)) func(int) bool {
+	next, ack := make(chan int), make(chan struct{})
+	go func() {
+		for {
+			select {
+			case v := <-next:
+				f(v)
+				select {
+				case ack <- struct{}{}:
+				case <-abort:
+					return
+				}
+			case <-abort:
+				return
+			}
+		}
+	}()
+	return func(v int) bool {
+		select {
+		case next <- v:
+		case <-abort:
+			return false
+		}
+		select {
+		case <-ack:
+			return true
+		case <-abort:
+			return false
+		}
+	}
+}
+
 // TestTheConformanceRulesCatchBrokenOperators runs, for every rule, an
 // operator broken in just that way through the rule: the rule must report
 // it. (These are the negative controls of the table.)
@@ -1320,64 +1356,17 @@ func TestTheConformanceRulesCatchBrokenOperators(t *testing.T) {
 		}}, ruleReleasedAfterAPanicAtTheEnd},
 		{"re-entrancy", entry{name: "HandsOverAndWaits", flags: input, build: func(e *env) rx.Observable[int] {
 			return rawOp(func(o rx.Observer[int]) rx.Subscription {
-				next, ack := make(chan int), make(chan struct{})
-				go func() {
-					for {
-						select {
-						case v := <-next:
-							o.OnNext(v)
-							select {
-							case ack <- struct{}{}:
-							case <-abort:
-								return
-							}
-						case <-abort:
-							return
-						}
-					}
-				}()
-				return e.in.Subscribe(rx.NewObserver(func(v int) {
-					select {
-					case next <- v:
-						select {
-						case <-ack:
-						case <-abort:
-						}
-					case <-abort:
-					}
-				}, nil, nil))
+				deliver := handOff(abort, o.OnNext) // the observer is called elsewhere
+				return e.in.Subscribe(rx.NewObserver(func(v int) { deliver(v) }, nil, nil))
 			})
 		}}, ruleReentrant},
 		{"re-entrancy from a user function", entry{name: "CallsItsFunctionElsewhereAndWaits", flags: input | userFn, build: func(e *env) rx.Observable[int] {
 			return rawOp(func(o rx.Observer[int]) rx.Subscription {
-				next, ack := make(chan int), make(chan struct{})
-				go func() { // the function runs here; the caller waits for it
-					for {
-						select {
-						case v := <-next:
-							e.fn(v)
-							select {
-							case ack <- struct{}{}:
-							case <-abort:
-								return
-							}
-						case <-abort:
-							return
-						}
-					}
-				}()
+				call := handOff(abort, e.fn) // the function runs elsewhere
 				return e.in.Subscribe(rx.NewObserver(func(v int) {
-					select {
-					case next <- v:
-						select {
-						case <-ack:
-						case <-abort:
-							return
-						}
-					case <-abort:
-						return
+					if call(v) {
+						o.OnNext(v)
 					}
-					o.OnNext(v)
 				}, nil, nil))
 			})
 		}}, ruleReentrant},

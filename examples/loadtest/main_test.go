@@ -200,14 +200,16 @@ func summaryFields(t *testing.T, out string) map[string]float64 {
 // while the pollers run, and a poll after a change downloads the delta, a
 // fraction of the document (2,000 modules: under load one poll may carry
 // several publications' entries, still a small part). Control: with -deltas=false the same run
-// downloads the whole document after every change.
+// downloads the whole document after every change. (The control reuses the
+// first run's landed modules through -dir: landing 2,000 is most of a run.)
 func TestPublishingWhilePollingSendsDeltasNotTheDocument(t *testing.T) {
+	dir := t.TempDir()
 	run1 := func(deltas string) map[string]float64 {
 		var out, errs bytes.Buffer
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		err := run(ctx, []string{"-modules", "2000", "-pollers", "4", "-duration", "600ms", "-warmup", "100ms", "-latency", "0s", "-interval", "50ms",
-			"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-deltas=" + deltas}, &out, &errs)
+			"-grace", "1s", "-baseline=false", "-publish-every", "100ms", "-deltas=" + deltas, "-dir", dir}, &out, &errs)
 		require.NoError(t, err, "stderr: %s", errs.String())
 		t.Log(out.String())
 		return summaryFields(t, out.String())

@@ -7,7 +7,10 @@
 // database, in which case several processes on one database and one -data
 // directory are replicas. The module volume is a temporary directory,
 // removed on exit, unless -data names one; on the embedded store that
-// directory is one process's, and a second start on it is refused. At start it lands three small
+// directory is one process's, and a second start on it is refused, and it
+// keeps the mesh as well (mesh.jsonl: each write appended and synced before
+// it is answered, replayed at start), so a restart keeps the instances,
+// their keys and the packages' tiers. At start it lands three small
 // demo bundles with plan tiers, registers a demo instance granted
 // Plugins/*, and prints what a consumer needs. The demo instance's key is
 // issued once per database and kept in the data directory
@@ -205,7 +208,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 
 	startCtx, cancelStart := context.WithTimeout(ctx, startBudget)
 	defer cancelStart()
-	store, feed, closeStore, err := openMesh(startCtx, cfg.pg, logger)
+	keepDir := "" // the embedded store keeps its nodes where the modules are kept
+	if cfg.data != "" {
+		keepDir = dataDir
+	}
+	store, feed, closeStore, err := openMesh(startCtx, cfg.pg, keepDir, logger)
 	if err != nil {
 		return err
 	}
@@ -214,6 +221,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	var volume landing.Volume
 	var keeper keyKeeper
 	if cfg.volume != "" {
+		if cfg.pg == "" {
+			logger.Warn("registry: -volume without -pg: the embedded store keeps nothing across a restart, so the next start issues a new demo key and serves the bundles published now to nobody; give -pg to keep them")
+		}
 		s3v, err := s3volume.Open(startCtx, cfg.volume, s3volume.Options{})
 		if err != nil {
 			return fmt.Errorf("-volume: %w", err)
@@ -355,14 +365,22 @@ func listenMetrics(addr string, h http.Handler, logger *slog.Logger) (*http.Serv
 	}, ln, nil
 }
 
-// openMesh opens the store -pg names, or an in-process one, and the state
+// openMesh opens the store -pg names, or an in-process one (kept in
+// keepDir's mesh.jsonl when keepDir is set: see keptStore), and the state
 // of its change feed (nil for memstore, whose feed does not drop). Both
 // gate the authentication's node types (auth.DecisionTypes) beside the
 // access fold's: a write to a key, an instance or a grant then moves the
 // store's security version, so the authenticator answers a key's warm
 // requests from the decision it kept at that version.
-func openMesh(ctx context.Context, pgURL string, logger *slog.Logger) (mesh.Store, rx.Observable[error], func() error, error) {
+func openMesh(ctx context.Context, pgURL, keepDir string, logger *slog.Logger) (mesh.Store, rx.Observable[error], func() error, error) {
 	gated := append(auth.SecurityTypes(), auth.DecisionTypes()...)
+	if pgURL == "" && keepDir != "" {
+		s, err := openKeptStore(ctx, keepDir, memstore.Options{Logger: logger, GatedTypes: gated}, logger)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return s, nil, s.Close, nil
+	}
 	if pgURL == "" {
 		s, err := memstore.New(memstore.Options{Logger: logger, GatedTypes: gated})
 		if err != nil {

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +40,7 @@ type started struct {
 	metrics               string // the /metrics URL on its own listener
 	client                *http.Client
 	done                  <-chan error
+	stop                  func() // shuts it down (once; the test's cleanup does it too)
 }
 
 func start(t *testing.T, h hooks, flags ...string) *started {
@@ -51,7 +54,7 @@ func start(t *testing.T, h hooks, flags ...string) *started {
 		done <- err
 	}()
 	s := &started{client: &http.Client{Transport: &http.Transport{}, Timeout: bound}, done: done}
-	t.Cleanup(func() {
+	s.stop = sync.OnceFunc(func() {
 		s.client.CloseIdleConnections()
 		cancel()
 		select {
@@ -60,9 +63,12 @@ func start(t *testing.T, h hooks, flags ...string) *started {
 		case <-time.After(bound):
 			t.Error("the registry did not shut down within the bound")
 		}
-		_, err := os.Stat(s.data)
-		assert.True(t, os.IsNotExist(err), "the temporary data directory is removed on exit")
+		if !slices.Contains(flags, "-data") {
+			_, err := os.Stat(s.data)
+			assert.True(t, os.IsNotExist(err), "the temporary data directory is removed on exit")
+		}
 	})
+	t.Cleanup(s.stop)
 
 	lines := make(chan string)
 	go func() {

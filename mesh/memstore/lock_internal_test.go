@@ -121,6 +121,42 @@ func waitForAQueuedWriter(t *testing.T, s *Store, bound time.Duration) {
 	}
 }
 
+// behindALongRead holds the store's lock for a long read and queues a
+// writer of an Item at path behind it, so that a reader arriving now waits
+// for both. release ends the read (at most once: call it early and defer
+// it); writer gets the write's error once it went on.
+func behindALongRead(t *testing.T, s *Store, path string, bound time.Duration) (release func(), writer <-chan error) {
+	t.Helper()
+	s.mu.RLock()
+	held := true
+	release = func() {
+		if held {
+			held = false
+			s.mu.RUnlock()
+		}
+	}
+	queued := false
+	defer func() {
+		if !queued { // a t.Fatal below: free the lock for the writer
+			release()
+		}
+	}()
+	written := make(chan error, 1)
+	ctx := &doneWatched{Context: context.Background(), asked: make(chan struct{}, 1)}
+	go func() {
+		_, err := s.Put(ctx, mesh.Node{Path: path, NodeType: "Item"})
+		written <- err
+	}()
+	select {
+	case <-ctx.asked:
+	case <-time.After(bound):
+		t.Fatal("the writer did not reach the store's lock")
+	}
+	waitForAQueuedWriter(t, s, bound)
+	queued = true
+	return release, written
+}
+
 func (c *doneWatched) Done() <-chan struct{} {
 	select {
 	case c.asked <- struct{}{}:
@@ -144,27 +180,8 @@ func TestSecurityReadsWaitingBehindALongReadReturnWhenTheirContextEnds(t *testin
 	_, err = s.Put(context.Background(), mesh.Node{Path: "acme/_Access/r1", NodeType: mesh.RoleType})
 	require.NoError(t, err) // the materialisation is not built for this version yet
 
-	s.mu.RLock() // the long read
-	held := true
-	release := func() {
-		if held {
-			held = false
-			s.mu.RUnlock()
-		}
-	}
+	release, writer := behindALongRead(t, s, "acme/item", bound) // readers now wait
 	defer release()
-	writer := make(chan error, 1)
-	writerCtx := &doneWatched{Context: context.Background(), asked: make(chan struct{}, 1)}
-	go func() {
-		_, err := s.Put(writerCtx, mesh.Node{Path: "acme/item", NodeType: "Item"})
-		writer <- err
-	}()
-	select {
-	case <-writerCtx.asked:
-	case <-time.After(bound):
-		t.Fatal("the writer did not reach the store's lock")
-	}
-	waitForAQueuedWriter(t, s, bound) // readers now wait behind it
 
 	for _, r := range []struct {
 		name string
@@ -221,27 +238,8 @@ func TestAQueryWaitingBehindALongReadFailsWhenItsInitialBudgetEnds(t *testing.T)
 	_, err = s.Put(context.Background(), mesh.Node{Path: "acme/item", NodeType: "Item"})
 	require.NoError(t, err)
 
-	s.mu.RLock() // the long read
-	held := true
-	release := func() {
-		if held {
-			held = false
-			s.mu.RUnlock()
-		}
-	}
+	release, writer := behindALongRead(t, s, "acme/other", bound) // readers now wait
 	defer release()
-	writer := make(chan error, 1)
-	writerCtx := &doneWatched{Context: context.Background(), asked: make(chan struct{}, 1)}
-	go func() {
-		_, err := s.Put(writerCtx, mesh.Node{Path: "acme/other", NodeType: "Item"})
-		writer <- err
-	}()
-	select {
-	case <-writerCtx.asked:
-	case <-time.After(bound):
-		t.Fatal("the writer did not reach the store's lock")
-	}
-	waitForAQueuedWriter(t, s, bound) // readers now wait behind it
 
 	pending := clk.Pending()
 	done := make(chan error, 1)
@@ -300,27 +298,8 @@ func TestAGetWaitingBehindALongReadFailsWhenItsBudgetEnds(t *testing.T) {
 	_, err = s.Put(context.Background(), mesh.Node{Path: "acme/item", NodeType: "Item"})
 	require.NoError(t, err)
 
-	s.mu.RLock() // the long read
-	held := true
-	release := func() {
-		if held {
-			held = false
-			s.mu.RUnlock()
-		}
-	}
+	release, writer := behindALongRead(t, s, "acme/other", bound) // readers now wait
 	defer release()
-	writer := make(chan error, 1)
-	writerCtx := &doneWatched{Context: context.Background(), asked: make(chan struct{}, 1)}
-	go func() {
-		_, err := s.Put(writerCtx, mesh.Node{Path: "acme/other", NodeType: "Item"})
-		writer <- err
-	}()
-	select {
-	case <-writerCtx.asked:
-	case <-time.After(bound):
-		t.Fatal("the writer did not reach the store's lock")
-	}
-	waitForAQueuedWriter(t, s, bound)
 
 	done := make(chan error, 1)
 	go func() {
@@ -368,27 +347,8 @@ func TestAGetWaitingBehindALongReadReturnsWhenItsSubscriptionEnds(t *testing.T) 
 	_, err = s.Put(context.Background(), mesh.Node{Path: "acme/item", NodeType: "Item"})
 	require.NoError(t, err)
 
-	s.mu.RLock() // the long read
-	held := true
-	release := func() {
-		if held {
-			held = false
-			s.mu.RUnlock()
-		}
-	}
+	release, writer := behindALongRead(t, s, "acme/other", bound) // readers now wait
 	defer release()
-	writer := make(chan error, 1)
-	writerCtx := &doneWatched{Context: context.Background(), asked: make(chan struct{}, 1)}
-	go func() {
-		_, err := s.Put(writerCtx, mesh.Node{Path: "acme/other", NodeType: "Item"})
-		writer <- err
-	}()
-	select {
-	case <-writerCtx.asked:
-	case <-time.After(bound):
-		t.Fatal("the writer did not reach the store's lock")
-	}
-	waitForAQueuedWriter(t, s, bound)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

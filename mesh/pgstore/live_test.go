@@ -179,10 +179,7 @@ func TestAListenerReconnectSendsResetNotASilentGap(t *testing.T) {
 	live := watchQuery(t, s, "namespace:acme/Docs nodeType:Article")
 	live.await(t, "Initial with a", kindOn(mesh.Initial, "acme/Docs/a"))
 
-	var terminated bool
-	require.NoError(t, connect(t, url).QueryRow(testContext(t), `SELECT pg_terminate_backend($1, 10000)`,
-		listenerPID(t, url)).Scan(&terminated))
-	require.True(t, terminated, "the listener's backend has exited")
+	terminate(t, url, listenerPID(t, url)) // the listener's backend has exited
 	down := feed.await(t, "the feed to go down", func(f FeedState) bool { return !f.Connected })
 	assert.Error(t, down.Err, "the state says why the feed is down")
 	assert.Equal(t, MinReconnectDelay, down.RetryIn)
@@ -230,10 +227,7 @@ func TestAChangesSubscriberIsToldOfTheWritesAListenerOutageLost(t *testing.T) {
 	put(t, s, mesh.Node{Path: "acme/Docs/a", NodeType: "Article"})
 	changes.await(t, "the notice of acme/Docs/a", noticeOf("acme/Docs/a"))
 
-	var terminated bool
-	require.NoError(t, connect(t, url).QueryRow(testContext(t), `SELECT pg_terminate_backend($1, 10000)`,
-		listenerPID(t, url)).Scan(&terminated))
-	require.True(t, terminated, "the listener's backend has exited")
+	terminate(t, url, listenerPID(t, url)) // the listener's backend has exited
 	down := feed.await(t, "the feed to go down", func(f FeedState) bool { return !f.Connected })
 	put(t, s, mesh.Node{Path: "acme/Docs/b", NodeType: "Article"}) // its notice is lost
 	clk.Advance(down.RetryIn)

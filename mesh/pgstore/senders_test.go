@@ -115,10 +115,7 @@ func TestAResetOfTheLiveQueriesIsLoggedWithItsCause(t *testing.T) {
 	live.await(t, "the Initial", func(c mesh.Change) bool { return c.Kind == mesh.Initial })
 	require.Empty(t, logs.matching("pgstore: resetting every live query"))
 
-	var terminated bool
-	require.NoError(t, connect(t, url).QueryRow(testContext(t), `SELECT pg_terminate_backend($1, 10000)`,
-		listenerPID(t, url)).Scan(&terminated))
-	require.True(t, terminated)
+	terminate(t, url, listenerPID(t, url)) // the listener's backend has exited
 	down := feed.await(t, "the feed to go down", func(f FeedState) bool { return !f.Connected })
 	clk.Advance(down.RetryIn)
 	live.await(t, "a Reset after the reconnect", func(c mesh.Change) bool { return c.Kind == mesh.Reset })
