@@ -73,3 +73,53 @@ func TestHasObserversSaysWhetherAnObserverIsSubscribedNow(t *testing.T) {
 	s.OnCompleted()
 	assert.False(t, s.HasObservers(), "ended")
 }
+
+// A subject subscribed by a chain that has already ended (its subscriber
+// unsubscribed from inside SelectMany's projection, which then returns the
+// subject under a Map) calls nothing in that chain: not Map's function, not
+// the observer. Each row has a value or an ending to replay at once.
+// Negative control (run): with AsyncSubject replaying to the ended chain as
+// before, its row failed with "map" (the value went into Map's function
+// after Unsubscribe had returned); the other rows passed.
+func TestASubjectSubscribedByAChainThatHasEndedCallsNothingInIt(t *testing.T) {
+	done := func(s interface{ OnCompleted() }) { s.OnCompleted() }
+	sources := map[string]func() rx.Observable[int]{
+		"Subject failed":  func() rx.Observable[int] { s := rx.NewSubject[int](); s.OnError(rxtest.ErrTest); return s },
+		"BehaviorSubject": func() rx.Observable[int] { return rx.NewBehaviorSubject(5) },
+		"ReplaySubject":   func() rx.Observable[int] { s := rx.NewReplaySubject[int](2); s.OnNext(5); return s },
+		"ReplaySubject ended": func() rx.Observable[int] {
+			s := rx.NewReplaySubject[int](2)
+			s.OnNext(5)
+			done(s)
+			return s
+		},
+		"AsyncSubject": func() rx.Observable[int] { s := rx.NewAsyncSubject[int](); s.OnNext(5); done(s); return s },
+		"AsyncSubject failed": func() rx.Observable[int] {
+			s := rx.NewAsyncSubject[int]()
+			s.OnError(rxtest.ErrTest)
+			return s
+		},
+		"Share":       func() rx.Observable[int] { return rx.Share(rx.Of(5)) },
+		"ShareReplay": func() rx.Observable[int] { return rx.ShareReplay(rx.Of(5), 1) },
+	}
+	for name, source := range sources {
+		t.Run(name, func(t *testing.T) {
+			run := func(unsubscribe bool) []string {
+				outer := rx.NewSubject[int]()
+				var sub rx.Subscription
+				var calls []string
+				log := func(s string) func() { return func() { calls = append(calls, s) } }
+				sub = rx.SelectMany[int, int](outer, func(int) rx.Observable[int] {
+					if unsubscribe {
+						sub.Unsubscribe()
+					}
+					return rx.Map(source(), func(v int) int { log("map")(); return v })
+				}).Subscribe(rx.NewObserver(func(int) { log("next")() }, func(error) { log("error")() }, log("completed")))
+				outer.OnNext(1)
+				return calls
+			}
+			assert.Empty(t, run(true), "called after Unsubscribe had returned")
+			assert.NotEmpty(t, run(false), "control: the live chain is called")
+		})
+	}
+}
