@@ -18,7 +18,8 @@ import (
 // is abandoned (its notification dropped) and the channel is closed without
 // a terminal notification, so a reader that stops reading must end ctx, and
 // the goroutine then exits whatever src does. A channel closed without an
-// OnErrorKind or OnCompletedKind notification means ctx ended. The channel
+// OnErrorKind or OnCompletedKind notification means ctx ended (under a ctx
+// ended already, src is not subscribed at all). The channel
 // is closed once src's subscription has ended: the cleanups that ending
 // runs (a Finally, a Using's release, a synchronous source's), on
 // ToChannel's goroutine, on the one the end of ctx set them off on, or on
@@ -49,6 +50,12 @@ type toChannel[T any] struct {
 }
 
 func (t *toChannel[T]) run(src Observable[T]) {
+	if t.ctx.Err() != nil {
+		// The reader has gone already: start nothing (as First, Collect
+		// and All subscribe nothing under an ended ctx).
+		t.close()
+		return
+	}
 	t.link.wire(t.ctx, t.sc)
 	// A panic out of src's Subscribe (a user function) ends this
 	// goroutine's program as any goroutine's panic would; the channel is
