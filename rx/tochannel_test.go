@@ -2,6 +2,7 @@ package rx_test
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -174,4 +175,27 @@ func TestABlockingConsumerGivenAnEndedCtxSubscribesNothing(t *testing.T) {
 			assert.EqualValues(t, 1, subscribed.Load(), "control")
 		})
 	}
+}
+
+// A size too large for a buffer is refused, never a panic (math.MaxInt
+// made makechan panic; sizes short of that asked the runtime for
+// gigabytes or terabytes at once, a fatal out-of-memory error): the
+// channel carries one *ArgumentError and closes, and src is not
+// subscribed. Negative control (run): without the bound, the first case
+// panicked with "makechan: size out of range". ToChannelLimit itself is
+// the control of the bound.
+func TestToChannelRefusesASizeOverToChannelLimitWithAnArgumentError(t *testing.T) {
+	for _, size := range []int{math.MaxInt, rx.ToChannelLimit + 1} {
+		var subscribed atomic.Int32
+		src := rx.Defer(func() rx.Observable[int] { subscribed.Add(1); return rx.Of(1) })
+		got := drainNotes(t, rx.ToChannel(context.Background(), src, size))
+		require.Len(t, got, 1, "size %d", size)
+		var ae *rx.ArgumentError
+		require.ErrorAs(t, got[0].Err, &ae, "size %d", size)
+		assert.Equal(t, "ToChannel", ae.Op)
+		assert.Equal(t, "size", ae.Arg)
+		assert.Zero(t, subscribed.Load(), "size %d: src was subscribed", size)
+	}
+	got := drainNotes(t, rx.ToChannel(context.Background(), rx.Of(1), rx.ToChannelLimit))
+	assert.Equal(t, []rx.Notification[int]{{Kind: rx.OnNextKind, Value: 1}, {Kind: rx.OnCompletedKind}}, got, "control")
 }
