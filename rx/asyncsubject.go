@@ -70,7 +70,11 @@ func (s *AsyncSubject[T]) Subscribe(o Observer[T]) Subscription {
 	sc := ensureScope(o)
 	sub := newSubscriber(o, sc)
 	if t, ok := s.add(sub); ok {
-		s.replayTo(t, sub)
+		// A chain that has already ended (unsubscribed inside a user
+		// function, say) must not be called, as in the delivery above.
+		if !sc.cancelled() {
+			s.replayTo(t, sub)
+		}
 		return sc
 	}
 	sc.onCancel(func() { s.remove(sub) })

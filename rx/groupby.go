@@ -23,7 +23,9 @@ type Group[K comparable, T any] struct {
 // every group subscription having ended first) never notifies, as in
 // Rx.NET; one subscribed after src ended gets that end at once.
 //
-// Bounds: at most GroupLimit groups (then an *OverflowError). A group holds
+// Bounds: at most GroupLimit groups (then an *OverflowError); once the
+// outer subscription has ended, a value whose key has no group yet is
+// dropped, opening none (nobody could see it). A group holds
 // no values: it is a hot stream, and a value reaches the observers
 // subscribed to its group at that moment, so subscribe inside OnNext of the
 // Group to see its first value (a value for a group nobody observes is
@@ -76,6 +78,12 @@ func (g *grouper[T, K]) OnNext(v T) {
 	}
 	s, ok := g.groups[k]
 	if !ok {
+		if g.sc.cancelled() {
+			// The outer subscription has ended: nobody can ever see this
+			// group, and holding it would count towards GroupLimit and
+			// fail the groups still observed.
+			return
+		}
 		if len(g.groups) >= GroupLimit {
 			g.OnError(&OverflowError{Op: "GroupBy", Limit: GroupLimit, What: "groups"})
 			return

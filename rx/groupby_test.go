@@ -182,3 +182,30 @@ func TestAPanicOutOfAGroupsEndEndsTheOtherGroupsAndLeavesNothingSubscribed(t *te
 	sub.Unsubscribe()
 	assert.Error(t, sctx.Err(), "the source is still subscribed")
 }
+
+// Once the outer subscription has ended nobody can see a new group, so a
+// value of a new key opens none: the groups still observed go on to the
+// source's end, however many other keys follow, and nothing is held for
+// those keys. Negative control (run): with such groups opened as before,
+// the GroupLimit+1-th key failed the observed group with an
+// *OverflowError naming groups nobody could have observed.
+func TestAGroupObservedAfterTheOuterEndedIsNotFailedByKeysNobodyCanSee(t *testing.T) {
+	s := rx.NewSubject[int]()
+	var group *rxtest.Recorder[int]
+	outer := rx.GroupBy[int](s, func(v int) int { return v }).Subscribe(rx.NewObserver(func(g rx.Group[int, int]) {
+		if g.Key == 0 {
+			group = rxtest.Record(nil, rx.Observable[int](g))
+		}
+	}, nil, nil))
+	s.OnNext(0)
+	outer.Unsubscribe()
+	for k := 1; k <= rx.GroupLimit+1; k++ {
+		s.OnNext(k)
+	}
+	s.OnNext(0)
+	s.OnCompleted()
+	require.NotNil(t, group)
+	require.NoError(t, group.Err())
+	assert.Equal(t, []int{0, 0}, group.Values())
+	assert.True(t, group.Completed())
+}

@@ -68,7 +68,9 @@ func (s *Subject[T]) Subscribe(o Observer[T]) Subscription {
 	sc := ensureScope(o)
 	sub := newSubscriber(o, sc)
 	if t, ok := s.add(sub); ok {
-		t.replay(o)
+		if !sc.cancelled() { // a chain that has already ended is not called
+			t.replay(o)
+		}
 		return sc
 	}
 	sc.onCancel(func() { s.remove(sub) })

@@ -73,3 +73,59 @@ func TestHasObserversSaysWhetherAnObserverIsSubscribedNow(t *testing.T) {
 	s.OnCompleted()
 	assert.False(t, s.HasObservers(), "ended")
 }
+
+// A subject subscribed by a chain that has already ended (its subscriber
+// unsubscribed from inside SelectMany's projection, which then returns the
+// subject under DefaultIfEmpty and Map) calls nothing in that chain: not
+// Map's function, not the observer, whether it has values or only an
+// ending to replay at once. Negative controls (run): with AsyncSubject
+// replaying to the ended chain as before, its rows "AsyncSubject" and
+// "AsyncSubject empty" failed with "map" (its value, or DefaultIfEmpty's
+// default, went into Map's function after Unsubscribe had returned); with
+// Subject doing so, "Subject completed" failed with "map" (DefaultIfEmpty,
+// given the completion, emitted its default into Map). The other rows
+// passed both times.
+func TestASubjectSubscribedByAChainThatHasEndedCallsNothingInIt(t *testing.T) {
+	done := func(s interface{ OnCompleted() }) { s.OnCompleted() }
+	sources := map[string]func() rx.Observable[int]{
+		"Subject completed": func() rx.Observable[int] { s := rx.NewSubject[int](); done(s); return s },
+		"Subject failed":    func() rx.Observable[int] { s := rx.NewSubject[int](); s.OnError(rxtest.ErrTest); return s },
+		"BehaviorSubject":   func() rx.Observable[int] { return rx.NewBehaviorSubject(5) },
+		"ReplaySubject":     func() rx.Observable[int] { s := rx.NewReplaySubject[int](2); s.OnNext(5); return s },
+		"ReplaySubject ended": func() rx.Observable[int] {
+			s := rx.NewReplaySubject[int](2)
+			s.OnNext(5)
+			done(s)
+			return s
+		},
+		"AsyncSubject":       func() rx.Observable[int] { s := rx.NewAsyncSubject[int](); s.OnNext(5); done(s); return s },
+		"AsyncSubject empty": func() rx.Observable[int] { s := rx.NewAsyncSubject[int](); done(s); return s },
+		"AsyncSubject failed": func() rx.Observable[int] {
+			s := rx.NewAsyncSubject[int]()
+			s.OnError(rxtest.ErrTest)
+			return s
+		},
+		"Share":       func() rx.Observable[int] { return rx.Share(rx.Of(5)) },
+		"ShareReplay": func() rx.Observable[int] { return rx.ShareReplay(rx.Of(5), 1) },
+	}
+	for name, source := range sources {
+		t.Run(name, func(t *testing.T) {
+			run := func(unsubscribe bool) []string {
+				outer := rx.NewSubject[int]()
+				var sub rx.Subscription
+				var calls []string
+				log := func(s string) func() { return func() { calls = append(calls, s) } }
+				sub = rx.SelectMany[int, int](outer, func(int) rx.Observable[int] {
+					if unsubscribe {
+						sub.Unsubscribe()
+					}
+					return rx.Map(rx.DefaultIfEmpty(source(), 7), func(v int) int { log("map")(); return v })
+				}).Subscribe(rx.NewObserver(func(int) { log("next")() }, func(error) { log("error")() }, log("completed")))
+				outer.OnNext(1)
+				return calls
+			}
+			assert.Empty(t, run(true), "called after Unsubscribe had returned")
+			assert.NotEmpty(t, run(false), "control: the live chain is called")
+		})
+	}
+}

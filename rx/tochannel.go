@@ -2,15 +2,23 @@ package rx
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
+
+// ToChannelLimit bounds ToChannel's size: a channel's buffer is made at its
+// full size at once, and one far larger fails to be made (a panic, or a
+// fatal out-of-memory error the caller cannot recover from).
+const ToChannelLimit = 1 << 16
 
 // ToChannel subscribes to src on a goroutine of its own and sends its
 // notifications on the returned channel: each value as an OnNextKind
 // Notification, then its error or completion, after which the channel is
 // closed. The channel holds at most size notifications (size < 0 counts as
-// 0: unbuffered); a full channel makes src wait — its OnNext returns only
-// once the reader has room — so a slow reader slows src, and memory stays
+// 0: unbuffered; over ToChannelLimit, src is not subscribed and the
+// channel carries only an *ArgumentError); a full channel makes src wait —
+// its OnNext returns only once the reader has room — so a slow reader
+// slows src, and memory stays
 // bounded whatever src's rate (samber/ro's ToChannel(size) and RxGo's
 // Observe hand their values over so too).
 //
@@ -18,7 +26,8 @@ import (
 // is abandoned (its notification dropped) and the channel is closed without
 // a terminal notification, so a reader that stops reading must end ctx, and
 // the goroutine then exits whatever src does. A channel closed without an
-// OnErrorKind or OnCompletedKind notification means ctx ended. The channel
+// OnErrorKind or OnCompletedKind notification means ctx ended (under a ctx
+// ended already, src is not subscribed at all). The channel
 // is closed once src's subscription has ended: the cleanups that ending
 // runs (a Finally, a Using's release, a synchronous source's), on
 // ToChannel's goroutine, on the one the end of ctx set them off on, or on
@@ -27,6 +36,13 @@ import (
 func ToChannel[T any](ctx context.Context, src Observable[T], size int) <-chan Notification[T] {
 	if size < 0 {
 		size = 0
+	}
+	if size > ToChannelLimit {
+		ch := make(chan Notification[T], 1)
+		ch <- Notification[T]{Kind: OnErrorKind, Err: &ArgumentError{Op: "ToChannel", Arg: "size", Value: size,
+			Reason: fmt.Sprintf("must be at most ToChannelLimit (%d)", ToChannelLimit)}}
+		close(ch)
+		return ch
 	}
 	t := &toChannel[T]{ctx: ctx, ch: make(chan Notification[T], size), sc: newScope(), ended: make(chan struct{})}
 	go t.run(src)
@@ -49,6 +65,12 @@ type toChannel[T any] struct {
 }
 
 func (t *toChannel[T]) run(src Observable[T]) {
+	if t.ctx.Err() != nil {
+		// The reader has gone already: start nothing (as First, Collect
+		// and All subscribe nothing under an ended ctx).
+		t.close()
+		return
+	}
 	t.link.wire(t.ctx, t.sc)
 	// A panic out of src's Subscribe (a user function) ends this
 	// goroutine's program as any goroutine's panic would; the channel is

@@ -2,6 +2,7 @@ package rx_test
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,12 +85,18 @@ func TestToChannelBackPressuresTheSourceAndLeavesNoGoroutineWhenTheReaderStops(t
 // the reader's context, and its OnNext returns. Negative control: with
 // send ignoring ctx (a plain ch <- n), the producer's OnNext never returned.
 func TestToChannelReleasesAProducerBlockedOnAFullChannel(t *testing.T) {
-	returned := make(chan struct{})
+	returned, subscribed := make(chan struct{}), make(chan struct{})
 	src := rx.Create(func(_ context.Context, o rx.Observer[int]) {
+		close(subscribed)
 		go func() { defer close(returned); o.OnNext(1) }() // nobody reads
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := rx.ToChannel(ctx, src, 0)
+	select { // under an ended ctx ToChannel subscribes nothing
+	case <-subscribed:
+	case <-time.After(30 * time.Second): // catches a hang only
+		t.Fatal("ToChannel did not subscribe within 30s")
+	}
 	cancel()
 	select {
 	case <-returned:
@@ -128,4 +135,67 @@ func TestToChannelClosesItsChannelOnlyAfterTheSourcesCleanupsHaveRun(t *testing.
 		require.Len(t, got, 3, name)
 		assert.False(t, closedFirst.Load(), "%s: the channel was closed before the cleanup ran", name)
 	}
+}
+
+// A blocking consumer given a ctx that has already ended subscribes
+// nothing (no factory runs, no work starts) and reports the end: All, First
+// and Collect return ctx's error, ToChannel closes its channel without a
+// terminal notification. Negative control (run): with ToChannel's
+// goroutine subscribing regardless, as before, its row failed with the
+// factory run once (the source started work for a reader already gone);
+// the other rows passed. The live ctx below is each row's control.
+func TestABlockingConsumerGivenAnEndedCtxSubscribesNothing(t *testing.T) {
+	consumers := map[string]func(ctx context.Context, src rx.Observable[int]) error{
+		"All": func(ctx context.Context, src rx.Observable[int]) error {
+			for _, err := range rx.All(ctx, src) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"First":   func(ctx context.Context, src rx.Observable[int]) error { _, err := rx.First(ctx, src); return err },
+		"Collect": func(ctx context.Context, src rx.Observable[int]) error { _, err := rx.Collect(ctx, src); return err },
+		"ToChannel": func(ctx context.Context, src rx.Observable[int]) error {
+			if got := drainNotes(t, rx.ToChannel(ctx, src, 0)); len(got) == 0 || got[len(got)-1].Kind == rx.OnNextKind {
+				return ctx.Err() // closed without a terminal notification: ctx ended
+			}
+			return nil
+		},
+	}
+	for name, consume := range consumers {
+		t.Run(name, func(t *testing.T) {
+			var subscribed atomic.Int32
+			src := rx.Defer(func() rx.Observable[int] { subscribed.Add(1); return rx.Of(1) })
+			ended, cancel := context.WithCancel(context.Background())
+			cancel()
+			assert.ErrorIs(t, consume(ended, src), context.Canceled)
+			assert.Zero(t, subscribed.Load(), "subscribed under an ended ctx")
+			assert.NoError(t, consume(context.Background(), src), "control")
+			assert.EqualValues(t, 1, subscribed.Load(), "control")
+		})
+	}
+}
+
+// A size too large for a buffer is refused, never a panic (math.MaxInt
+// made makechan panic; sizes short of that asked the runtime for
+// gigabytes or terabytes at once, a fatal out-of-memory error): the
+// channel carries one *ArgumentError and closes, and src is not
+// subscribed. Negative control (run): without the bound, the first case
+// panicked with "makechan: size out of range". ToChannelLimit itself is
+// the control of the bound.
+func TestToChannelRefusesASizeOverToChannelLimitWithAnArgumentError(t *testing.T) {
+	for _, size := range []int{math.MaxInt, rx.ToChannelLimit + 1} {
+		var subscribed atomic.Int32
+		src := rx.Defer(func() rx.Observable[int] { subscribed.Add(1); return rx.Of(1) })
+		got := drainNotes(t, rx.ToChannel(context.Background(), src, size))
+		require.Len(t, got, 1, "size %d", size)
+		var ae *rx.ArgumentError
+		require.ErrorAs(t, got[0].Err, &ae, "size %d", size)
+		assert.Equal(t, "ToChannel", ae.Op)
+		assert.Equal(t, "size", ae.Arg)
+		assert.Zero(t, subscribed.Load(), "size %d: src was subscribed", size)
+	}
+	got := drainNotes(t, rx.ToChannel(context.Background(), rx.Of(1), rx.ToChannelLimit))
+	assert.Equal(t, []rx.Notification[int]{{Kind: rx.OnNextKind, Value: 1}, {Kind: rx.OnCompletedKind}}, got, "control")
 }
