@@ -31,7 +31,11 @@ func produce[T any](ctx context.Context, src rx.Observable[T], next chan<- rxgo.
 	p := &producer[T]{ctx: ctx, next: next, done: make(chan struct{}), closing: make(chan struct{}), halt: rx.NewSubject[struct{}]()}
 	// TakeUntil lets a send that gave up stop src from inside OnNext, before
 	// Subscribe has returned the subscription (an endless synchronous source
-	// never returns it).
+	// never returns it). The consumer's cancellation halts src too, from
+	// ctx's goroutine: a synchronous source that sends nothing (its values
+	// filtered out) never meets a send that would notice it.
+	stop := context.AfterFunc(ctx, func() { p.halt.OnNext(struct{}{}) })
+	defer stop()
 	sub := rx.TakeUntil(src, p.halt).Subscribe(p)
 	select {
 	case <-p.done:
