@@ -13,25 +13,42 @@ import (
 
 // A consumer's cancellation must reach a source that is busy inside its
 // Subscribe without sending anything: here an endless synchronous Range
-// whose every value a Filter drops, so no send ever meets the context.
+// whose every value a Filter drops, so no send ever meets the context. The
+// context may end while the source runs, or before Observe is even called.
 //
-// Negative control (run): with produce's context.AfterFunc removed the
-// producing goroutine loops on forever — the rx subscription never ends
-// ("waited 5s for the rx subscription to end after the consumer cancelled").
+// Negative controls (run): with produce's context.AfterFunc removed, both
+// cases fail — the producing goroutine loops on forever ("waited 5s for the
+// rx subscription to end after the consumer cancelled"); with the halt a
+// plain Subject again, the already-cancelled case failed 20 runs in 20 (the
+// halt was sent before TakeUntil had subscribed to it, and lost).
 func TestToRxGoEndsASynchronousSourceThatSendsNothingWhenTheConsumerCancels(t *testing.T) {
-	unsubscribed := make(chan struct{})
-	subscribed := make(chan struct{})
-	src := rx.Finally(rx.Filter(rx.Range(0, math.MaxInt), func(v int) bool {
-		if v == 0 {
-			close(subscribed)
+	for _, early := range []bool{false, true} {
+		name := "cancelled while the source runs"
+		if early {
+			name = "cancelled before Observe"
 		}
-		return false
-	}), func() { close(unsubscribed) })
-	ctx, cancel := context.WithCancel(boundedCtx(t))
-	items := rxgoadapt.ToRxGo(src).Observe(rxgo.WithContext(ctx))
-	waitClosed(t, subscribed, "the producer to subscribe")
-	cancel()
-	waitClosed(t, unsubscribed, "the rx subscription to end after the consumer cancelled")
-	readRxGo(t, items)
-	goleak.VerifyNone(t)
+		t.Run(name, func(t *testing.T) {
+			unsubscribed := make(chan struct{})
+			subscribed := make(chan struct{})
+			src := rx.Finally(rx.Filter(rx.Range(0, math.MaxInt), func(v int) bool {
+				if v == 0 {
+					close(subscribed)
+				}
+				return false
+			}), func() { close(unsubscribed) })
+			ctx, cancel := context.WithCancel(boundedCtx(t))
+			defer cancel()
+			if early {
+				cancel()
+			}
+			items := rxgoadapt.ToRxGo(src).Observe(rxgo.WithContext(ctx))
+			if !early {
+				waitClosed(t, subscribed, "the producer to subscribe")
+				cancel()
+			}
+			waitClosed(t, unsubscribed, "the rx subscription to end after the consumer cancelled")
+			readRxGo(t, items)
+			goleak.VerifyNone(t)
+		})
+	}
 }
