@@ -35,8 +35,16 @@ func produce[T any](ctx context.Context, src rx.Observable[T], next chan<- rxgo.
 	// ctx's goroutine (at once when ctx has already ended): a synchronous
 	// source that sends nothing (its values filtered out) never meets a
 	// send that would notice it.
-	stop := context.AfterFunc(ctx, func() { p.halt.OnNext(struct{}{}) })
-	defer stop()
+	halted := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(halted)
+		p.halt.OnNext(struct{}{})
+	})
+	defer func() {
+		if !stop() {
+			<-halted // the halt's goroutine ends src's cleanups before next closes
+		}
+	}()
 	sub := rx.TakeUntil(src, p.halt).Subscribe(p)
 	select {
 	case <-p.done:
