@@ -28,10 +28,23 @@ func ToRxGo[T any](src rx.Observable[T]) rxgo.Observable {
 // produce runs one subscription to src and returns once nothing more can be
 // sent to next, which rxgo.Defer closes as soon as it returns.
 func produce[T any](ctx context.Context, src rx.Observable[T], next chan<- rxgo.Item) {
-	p := &producer[T]{ctx: ctx, next: next, done: make(chan struct{}), closing: make(chan struct{}), halt: rx.NewSubject[struct{}]()}
+	p := &producer[T]{ctx: ctx, next: next, done: make(chan struct{}), closing: make(chan struct{}), halt: rx.NewReplaySubject[struct{}](1)}
 	// TakeUntil lets a send that gave up stop src from inside OnNext, before
 	// Subscribe has returned the subscription (an endless synchronous source
-	// never returns it).
+	// never returns it). The consumer's cancellation halts src too, from
+	// ctx's goroutine (at once when ctx has already ended): a synchronous
+	// source that sends nothing (its values filtered out) never meets a
+	// send that would notice it.
+	halted := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(halted)
+		p.halt.OnNext(struct{}{})
+	})
+	defer func() {
+		if !stop() {
+			<-halted // the halt's goroutine ends src's cleanups before next closes
+		}
+	}()
 	sub := rx.TakeUntil(src, p.halt).Subscribe(p)
 	select {
 	case <-p.done:
@@ -44,9 +57,9 @@ func produce[T any](ctx context.Context, src rx.Observable[T], next chan<- rxgo.
 type producer[T any] struct {
 	ctx     context.Context
 	next    chan<- rxgo.Item
-	done    chan struct{} // closed when src has terminated or a send gave up
-	closing chan struct{} // closed when produce is about to return
-	halt    *rx.Subject[struct{}]
+	done    chan struct{}               // closed when src has terminated or a send gave up
+	closing chan struct{}               // closed when produce is about to return
+	halt    *rx.ReplaySubject[struct{}] // replays: a halt sent before TakeUntil subscribes still stops src
 	ended   sync.Once
 
 	mu       sync.Mutex
