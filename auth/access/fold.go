@@ -59,8 +59,8 @@ type Fold struct {
 	// folded; "" is the root and covers every path.
 	unreadable []string
 
-	// subjects caches each asked-about user's transitive groups. It only
-	// grows with the distinct users asked about, and dies with the Fold.
+	// subjects caches the transitive groups of each member of a membership
+	// asked about: bounded by the snapshot, and dies with the Fold.
 	subjects sync.Map // string → subjectSet
 }
 
