@@ -130,6 +130,11 @@ type foldBuild struct {
 // when the snapshot version has not changed. It fails when the nodes could
 // not be read within the budget, or cannot make a usable fold.
 func (s *FoldSource) Fold(ctx context.Context) (*access.Fold, error) {
+	if s.Reader == nil {
+		// Read on the fold's own goroutine, a nil Reader would end the
+		// process.
+		return nil, fmt.Errorf("auth: reading the access fold: %w", &ConfigError{Setting: "FoldSource.Reader", Problem: "is nil (set it to the store's security reader)"})
+	}
 	if f, answered, err := s.warm(ctx); answered {
 		return f, err
 	}
