@@ -130,6 +130,11 @@ type foldBuild struct {
 // when the snapshot version has not changed. It fails when the nodes could
 // not be read within the budget, or cannot make a usable fold.
 func (s *FoldSource) Fold(ctx context.Context) (*access.Fold, error) {
+	if s.Reader == nil {
+		// Read on the fold's own goroutine, a nil Reader would end the
+		// process.
+		return nil, fmt.Errorf("auth: reading the access fold: %w", &ConfigError{Setting: "FoldSource.Reader", Problem: "is nil (set it to the store's security reader)"})
+	}
 	if f, answered, err := s.warm(ctx); answered {
 		return f, err
 	}
@@ -154,8 +159,13 @@ func (s *FoldSource) Fold(ctx context.Context) (*access.Fold, error) {
 }
 
 // Decide answers whether user holds every permission in need at path.
-// A fold that could not be read is Undetermined, which denies.
+// A fold that could not be read is Undetermined, which denies. A user named
+// after the Admin partition (GlobalAdminScope, in any ASCII case) holds
+// nothing in it: the fold would make them Admin of it as their own.
 func (s *FoldSource) Decide(ctx context.Context, user, path string, need access.Permission) access.Decision {
+	if mesh.EqualNames(user, GlobalAdminScope) && mesh.EqualNames(mesh.Partition(strings.TrimLeft(path, "/")), GlobalAdminScope) {
+		return access.Denied
+	}
 	f, err := s.Fold(ctx)
 	if err != nil {
 		s.logger().Warn("auth: access undetermined: the fold could not be read", "user", user, "path", path, "error", err)

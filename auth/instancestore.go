@@ -424,6 +424,9 @@ func (r *Instances) instance(ctx context.Context, id string) (*Instance, int64, 
 // putInstance writes inst's node if it is still at version expected (0:
 // absent); otherwise it fails with the *mesh.VersionConflictError.
 func (r *Instances) putInstance(ctx context.Context, inst *Instance, expected int64) error {
+	if err := r.usable(); err != nil {
+		return err
+	}
 	content, err := encodeInstance(inst)
 	if err != nil {
 		return err
@@ -436,6 +439,9 @@ func (r *Instances) putInstance(ctx context.Context, inst *Instance, expected in
 }
 
 func (r *Instances) put(ctx context.Context, n mesh.Node) error {
+	if err := r.usable(); err != nil {
+		return err
+	}
 	if _, err := r.Mesh.Put(ctx, n); err != nil {
 		return fmt.Errorf("auth: registry: writing %s: %w", n.Path, err)
 	}
@@ -444,6 +450,9 @@ func (r *Instances) put(ctx context.Context, n mesh.Node) error {
 
 // read is one bounded point read: the node and true, false when absent.
 func (r *Instances) read(ctx context.Context, stage, path string) (mesh.Node, bool, error) {
+	if err := r.usable(); err != nil {
+		return mesh.Node{}, false, err
+	}
 	budget := r.ReadBudget
 	if budget <= 0 {
 		budget = DefaultReadBudget
@@ -456,6 +465,16 @@ func (r *Instances) read(ctx context.Context, stage, path string) (mesh.Node, bo
 		return mesh.Node{}, false, fmt.Errorf("auth: registry: reading %s: %w", path, err)
 	}
 	return n, true, nil
+}
+
+// usable refuses an Instances without its store: every method reads or
+// writes through read, put or putInstance first, so none reaches a nil
+// Mesh.
+func (r *Instances) usable() error {
+	if r.Mesh == nil {
+		return &ConfigError{Setting: "Instances.Mesh", Problem: "is nil (set it to the store holding the instances)"}
+	}
+	return nil
 }
 
 func (r *Instances) clock() clock.Clock {

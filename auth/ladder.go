@@ -105,6 +105,10 @@ func (l *PlanTierLadder) read() rx.Observable[ladderOutcome] {
 // start runs f on the ladder's own subscription: no caller can cancel it,
 // and the timeout ends it, so it needs no owner to stop it.
 func (l *PlanTierLadder) start(f *ladderFill, clk clock.Clock) {
+	if l.Mesh == nil {
+		l.finish(f, PlanTierRanks{}, &ConfigError{Setting: "PlanTierLadder.Mesh", Problem: "is nil (set it to the store holding the plan tiers)"})
+		return
+	}
 	initial := rx.Take(rx.Filter(l.Mesh.Query(tierQuery), func(c mesh.Change) bool { return c.Kind == mesh.Initial }), 1)
 	var got *mesh.Change
 	rx.TimeoutStage(initial, StagePlanTiers, l.readTimeout(), clk).Subscribe(rx.NewObserver(

@@ -48,6 +48,9 @@ func (r *Instances) checkPlan(ctx context.Context, plan string) error {
 // cheapest first, in one read bounded by ReadBudget. A registry checks a
 // package's tier against it.
 func (r *Instances) KnownPlans(ctx context.Context) ([]string, error) {
+	if err := r.usable(); err != nil {
+		return nil, err
+	}
 	budget := r.ReadBudget
 	if budget <= 0 {
 		budget = DefaultReadBudget

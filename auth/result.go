@@ -51,3 +51,12 @@ func FromContext(ctx context.Context) (Result, bool) {
 	r, ok := ctx.Value(resultKey{}).(Result)
 	return r, ok
 }
+
+// ConfigError reports a value of this package used without a field it
+// needs, such as a FoldSource without its Reader: it decides nothing.
+type ConfigError struct {
+	Setting string // e.g. "FoldSource.Reader"
+	Problem string
+}
+
+func (e *ConfigError) Error() string { return "auth: " + e.Setting + " " + e.Problem }

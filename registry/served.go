@@ -331,8 +331,13 @@ func (d *derivation) wasSuperseded() bool {
 	return d.superseded
 }
 
-// NewServedActivation serves the activation of l.
+// NewServedActivation serves the activation of l. It panics, naming the
+// argument, when l is nil: the service's own goroutines start here, and one
+// of them would otherwise end the process on it.
 func NewServedActivation(l *landing.ModuleLanding, opts ServedOptions) *ServedActivation {
+	if l == nil {
+		panic("registry: NewServedActivation: the *landing.ModuleLanding is nil (landing.NewModuleLanding makes one)")
+	}
 	s := &ServedActivation{landing: l, clk: opts.Clock, freshness: opts.Freshness, budget: opts.DerivationBudget, log: opts.Logger}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -49,30 +49,36 @@ func (e *SnapshotError) Error() string {
 // and it is safe for concurrent use; build a new one with NewFold when the
 // security legs change. A Fold must not be copied.
 type Fold struct {
-	rolePerms map[string]Permission  // role id → permissions, built-ins included
-	groupsOf  map[string][]string    // member → the groups it is directly in
-	scopes    map[string]*scopeRules // scope → what applies there
-	gates     map[string]bool        // paths opened for Read to everyone
-	// unreadable are the scopes of Snapshot.Unreadable; "" is the root and
-	// covers every path.
+	rolePerms map[string]Permission // role id → permissions, built-ins included
+	groupsOf  map[string][]string   // member → the groups it is directly in
+	// scopes maps a scope, its partition folded (foldPartition), to what
+	// applies there: every spelling of a partition is one partition.
+	scopes map[string]*scopeRules
+	gates  map[string]bool // paths opened for Read to everyone
+	// unreadable are the scopes of Snapshot.Unreadable, their partition
+	// folded; "" is the root and covers every path.
 	unreadable []string
 
-	// subjects caches each asked-about user's transitive groups. It only
-	// grows with the distinct users asked about, and dies with the Fold.
+	// subjects caches the transitive groups of each member of a membership
+	// asked about: bounded by the snapshot, and dies with the Fold.
 	subjects sync.Map // string → subjectSet
 }
 
-// scopeRules is everything the walk needs at one scope, found with a single
-// lookup.
+// scopeRules is everything the walk needs at one scope, whatever the ASCII
+// case its partition is spelled in, found with a single lookup. What
+// restricts (a deny, a cap, broken inheritance) applies to every spelling;
+// what grants (a role, a public read) only to the one it was written at:
+// narrower, never wider.
 type scopeRules struct {
 	grants    []scopedGrant
 	hasPolicy bool
 	cap       Permission
 	breaks    bool
-	public    bool
+	publicAt  []string // the spellings whose policy grants public read
 }
 
 type scopedGrant struct {
+	at      string // the scope as written
 	subject string
 	role    string
 	denied  bool
@@ -148,18 +154,29 @@ func NewFold(s Snapshot) (*Fold, error) {
 				continue
 			}
 			rules := f.rulesAt(scope)
-			rules.grants = append(rules.grants, scopedGrant{subject: a.Subject, role: rg.Role, denied: rg.Denied})
+			rules.grants = append(rules.grants, scopedGrant{at: scope, subject: a.Subject, role: rg.Role, denied: rg.Denied})
 		}
 	}
 
+	policyAt := make(map[string]bool, len(s.Policies))
 	for i, p := range s.Policies {
 		scope := normalizePath(p.Scope)
-		rules := f.rulesAt(scope)
-		if rules.hasPolicy {
+		if policyAt[scope] {
 			bad("policy", i, "a second policy for scope %q", scope)
 			continue
 		}
-		rules.hasPolicy, rules.cap, rules.breaks, rules.public = true, p.Cap(), p.BreaksInheritance, p.PublicRead
+		policyAt[scope] = true
+		rules := f.rulesAt(scope)
+		if !rules.hasPolicy {
+			rules.hasPolicy, rules.cap = true, defined
+		}
+		// Another spelling of the partition may have a policy too: both
+		// restrict.
+		rules.cap &= p.Cap()
+		rules.breaks = rules.breaks || p.BreaksInheritance
+		if p.PublicRead {
+			rules.publicAt = append(rules.publicAt, scope)
+		}
 	}
 
 	for i, g := range s.Gates {
@@ -175,7 +192,7 @@ func NewFold(s Snapshot) (*Fold, error) {
 	}
 
 	for _, u := range s.Unreadable {
-		f.unreadable = append(f.unreadable, normalizePath(u))
+		f.unreadable = append(f.unreadable, foldPartition(normalizePath(u)))
 	}
 
 	if len(errs) > 0 {
@@ -185,12 +202,36 @@ func NewFold(s Snapshot) (*Fold, error) {
 }
 
 func (f *Fold) rulesAt(scope string) *scopeRules {
-	r := f.scopes[scope]
+	key := foldPartition(scope)
+	r := f.scopes[key]
 	if r == nil {
 		r = &scopeRules{}
-		f.scopes[scope] = r
+		f.scopes[key] = r
 	}
 	return r
+}
+
+// foldPartition is p with its first segment, the partition, folded with the
+// name rule (ASCII case only), as the stores fold it into a schema; the
+// rest keeps its case, as node paths do. It allocates only when the
+// partition has an upper-case letter.
+func foldPartition(p string) string {
+	end := strings.IndexByte(p, '/')
+	if end < 0 {
+		end = len(p)
+	}
+	for i := 0; i < end; i++ {
+		if 'A' <= p[i] && p[i] <= 'Z' {
+			b := []byte(p)
+			for j := i; j < end; j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return p
 }
 
 // normalizePath drops empty segments, so "/a//b/" is the scope "a/b". It
@@ -224,7 +265,11 @@ func normalizePath(p string) string {
 // user the permissions Public holds by the same walk, limited by the cap,
 // plus the PublicRead grant, plus Read at a gated path (see Gate), for
 // everyone. Unknown role ids grant nothing. At or below an unreadable scope
-// (Snapshot.Unreadable) nothing is granted. A deny on a user
+// (Snapshot.Unreadable) nothing is granted. A partition is one whatever the
+// ASCII case of its name: a deny, a cap, broken inheritance or an unreadable
+// scope at any spelling of it holds for every spelling, while a grant or a
+// public read holds only for the spelling it was written at; below the
+// partition, scopes keep their case, as node paths do. A deny on a user
 // or group does not take away what Public holds. A nil Fold grants nothing.
 func (f *Fold) Effective(user, path string) Permission {
 	if f == nil {
@@ -237,15 +282,16 @@ func (f *Fold) Effective(user, path string) Permission {
 	if f.unreadableAt(path) {
 		return None
 	}
+	folded := foldPartition(path)
 	signedIn := user != Anonymous && user != Public
 
 	// Only a partition can be owned: one first segment, and not a global
 	// satellite ('_' first), which names no partition.
 	owner := signedIn && !strings.Contains(user, "/") && !strings.HasPrefix(user, "_")
-	own := f.walk(user, path, owner)
+	own := f.walk(user, path, folded, owner)
 	perms := own.roles
 	if signedIn {
-		perms |= f.walk(Public, path, false).roles
+		perms |= f.walk(Public, path, folded, false).roles
 	}
 	perms = perms&own.cap | own.publicGrant
 	if f.gates[path] {
@@ -254,8 +300,13 @@ func (f *Fold) Effective(user, path string) Permission {
 	return perms
 }
 
-// unreadableAt reports whether path is at or below an unreadable scope.
+// unreadableAt reports whether path is at or below an unreadable scope, in
+// any spelling of its partition.
 func (f *Fold) unreadableAt(path string) bool {
+	if len(f.unreadable) == 0 {
+		return false
+	}
+	path = foldPartition(path)
 	for _, u := range f.unreadable {
 		if u == "" || path == u || strings.HasPrefix(path, u) && path[len(u)] == '/' {
 			return true
@@ -270,7 +321,9 @@ type walkResult struct {
 	publicGrant Permission
 }
 
-func (f *Fold) walk(user, path string, ownPartition bool) walkResult {
+// walk is the walk of Effective for user down path; folded is path with its
+// partition folded (foldPartition), which finds a scope's rules.
+func (f *Fold) walk(user, path, folded string, ownPartition bool) walkResult {
 	subjects := f.subjectsOf(user)
 	var buf [16]string
 	roles := buf[:0]
@@ -278,19 +331,19 @@ func (f *Fold) walk(user, path string, ownPartition bool) walkResult {
 
 	for end := 0; ; {
 		scope := path[:end]
-		if rules := f.scopes[scope]; rules != nil {
+		if rules := f.scopes[folded[:end]]; rules != nil {
 			if rules.breaks {
 				roles = roles[:0]
 				capPerm = defined
 			}
 			for _, g := range rules.grants {
-				if !g.denied && subjects.has(g.subject) && !contains(roles, g.role) {
+				if !g.denied && g.at == scope && subjects.has(g.subject) && !contains(roles, g.role) {
 					roles = append(roles, g.role)
 				}
 			}
 			if rules.hasPolicy {
 				capPerm &= rules.cap
-				if rules.public {
+				if contains(rules.publicAt, scope) {
 					publicGrant |= Read
 				}
 			}

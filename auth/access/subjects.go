@@ -1,16 +1,28 @@
 package access
 
-// subjectSet is a user and every group it reaches.
-type subjectSet map[string]struct{}
+// subjectSet is a user and every group it reaches. A user in no group is
+// just itself (set nil), which costs no map and is never kept.
+type subjectSet struct {
+	user string
+	set  map[string]struct{}
+}
 
 func (s subjectSet) has(subject string) bool {
-	_, ok := s[subject]
+	if s.set == nil {
+		return subject == s.user
+	}
+	_, ok := s.set[subject]
 	return ok
 }
 
 // subjectsOf walks the membership edges breadth-first from user. Visited
-// subjects are not expanded again, so cycles terminate.
+// subjects are not expanded again, so cycles terminate. Only a member of
+// the snapshot's memberships is kept: Decide is asked about any name a
+// caller gives, and the Fold lives until the next security write.
 func (f *Fold) subjectsOf(user string) subjectSet {
+	if len(f.groupsOf[user]) == 0 {
+		return subjectSet{user: user}
+	}
 	if s, ok := f.subjects.Load(user); ok {
 		return s.(subjectSet)
 	}
@@ -20,7 +32,7 @@ func (f *Fold) subjectsOf(user string) subjectSet {
 }
 
 func (f *Fold) closure(user string) subjectSet {
-	set := subjectSet{user: {}}
+	set := map[string]struct{}{user: {}}
 	queue := []string{user}
 	for len(queue) > 0 {
 		m := queue[0]
@@ -32,5 +44,5 @@ func (f *Fold) closure(user string) subjectSet {
 			}
 		}
 	}
-	return set
+	return subjectSet{user: user, set: set}
 }

@@ -80,6 +80,14 @@ type Options struct {
 	Clock clock.Clock
 }
 
+// OptionsError reports an Options field New cannot make a volume with.
+type OptionsError struct {
+	Setting string // e.g. "Options.Bucket"
+	Problem string
+}
+
+func (e *OptionsError) Error() string { return "s3volume: " + e.Setting + " " + e.Problem }
+
 // Volume is a module volume on an S3 bucket (AWS S3, or any store speaking its
 // protocol: MinIO, SeaweedFS, Ceph RGW, R2). Directories are key prefixes:
 // MkdirAll costs nothing and a directory exists while an object is beneath
@@ -98,18 +106,18 @@ type Volume struct {
 // New returns a volume on opts.Bucket under opts.Prefix. It does no I/O.
 func New(opts Options) (*Volume, error) {
 	if opts.Client == nil {
-		return nil, errors.New("s3volume: New needs Options.Client")
+		return nil, &OptionsError{Setting: "Options.Client", Problem: "is nil (New needs a client; Open builds one)"}
 	}
 	if opts.Bucket == "" {
-		return nil, errors.New("s3volume: New needs Options.Bucket")
+		return nil, &OptionsError{Setting: "Options.Bucket", Problem: "is empty"}
 	}
 	if opts.CallBudget < 0 {
-		return nil, fmt.Errorf("s3volume: Options.CallBudget is %s; it must not be negative (zero takes the default)", opts.CallBudget)
+		return nil, &OptionsError{Setting: "Options.CallBudget", Problem: fmt.Sprintf("is %s; it must not be negative (zero takes the default)", opts.CallBudget)}
 	}
 	prefix := strings.Trim(opts.Prefix, "/")
 	if prefix != "" {
 		if !fs.ValidPath(prefix) {
-			return nil, fmt.Errorf("s3volume: Options.Prefix %q is not a slash-separated relative path", opts.Prefix)
+			return nil, &OptionsError{Setting: "Options.Prefix", Problem: fmt.Sprintf("%q is not a slash-separated relative path", opts.Prefix)}
 		}
 		prefix += "/"
 	}
