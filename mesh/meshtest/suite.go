@@ -53,6 +53,7 @@ func (s *suite) checks() []check {
 		{"WritesReachALiveQueryAsAddedUpdatedAndRemovedFrames", s.liveFrames},
 		{"TheInitialIsOrderedBySortFieldThenPath", s.ordering},
 		{"ALimitKeepsTheFirstRowsInQueryOrder", s.limit},
+		{"ALimitedLiveQueryShowsANodeDeletedAndWrittenAgainWhileItsSubscriberWasBusy", s.limitedRewrite},
 		{"ASelectKeepsOnlyTheSelectedFieldsOfEveryFramesNodes", s.projection},
 		{"GetAnswersTheNodeWhenPresentAndNothingWhenAbsent", s.getPresentAbsent},
 		{"AClosedStoreAnswersUnavailableNeverAbsent", s.closedIsUnavailable},
