@@ -75,3 +75,38 @@ func (s *suite) limitedRewrite(t testing.TB, svc mesh.Store) {
 	assert.JSONEq(t, `{"v":"new"}`, shown,
 		"the subscriber shows acme/Top/a as written again, not as it was before its delete")
 }
+
+// limitedFrames: a limited live query keeps its first N as writes push
+// nodes in and out: a node that sorts into them enters and pushes the
+// last one out, one beyond them sends nothing, one that leaves them lets
+// the next one in.
+func (s *suite) limitedFrames(t testing.TB, svc mesh.Store) {
+	put(t, svc, node("acme/L/p1", "Item"))
+	put(t, svc, node("acme/L/p3", "Item"))
+	const q = "namespace:acme/L limit:2"
+	w := watchQuery(t, s.bound, svc, q)
+	initial := w.await(t, "the Initial", func(mesh.Change) bool { return true })
+	require.Equal(t, []string{"acme/L/p1", "acme/L/p3"}, pathsOf(initial.Items))
+
+	put(t, svc, node("acme/L/p2", "Item"))
+	w.await(t, "Removed acme/L/p3, pushed out by acme/L/p2", kindOn(mesh.Removed, "acme/L/p3"))
+	put(t, svc, node("acme/L/p4", "Item")) // beyond the first two: no frame
+	put(t, svc, withContent(node("acme/L/p2", "Item"), `{"v":2}`))
+	w.await(t, "Updated acme/L/p2", kindOn(mesh.Updated, "acme/L/p2"))
+	del(t, svc, "acme/L/p1")
+	w.await(t, "Removed acme/L/p1", kindOn(mesh.Removed, "acme/L/p1"))
+	w.await(t, "Added acme/L/p3, let in by the delete of acme/L/p1", kindOn(mesh.Added, "acme/L/p3"))
+
+	var got []string
+	for _, c := range w.received(t) {
+		got = append(got, describe(c))
+	}
+	assert.Equal(t, []string{
+		"initial [acme/L/p1 acme/L/p3] partitions=[acme]",
+		"added [acme/L/p2] partitions=[acme]",
+		"removed [acme/L/p3] partitions=[acme]",
+		"updated [acme/L/p2] partitions=[acme]",
+		"added [acme/L/p3] partitions=[acme]",
+		"removed [acme/L/p1] partitions=[acme]",
+	}, got, "one frame per kind of change to the first two, in write order; the write beyond them sends none")
+}

@@ -54,6 +54,7 @@ func (s *suite) checks() []check {
 		{"TheInitialIsOrderedBySortFieldThenPath", s.ordering},
 		{"ALimitKeepsTheFirstRowsInQueryOrder", s.limit},
 		{"ALimitedLiveQueryShowsANodeDeletedAndWrittenAgainWhileItsSubscriberWasBusy", s.limitedRewrite},
+		{"ALimitedLiveQueryKeepsItsFirstNAsWritesPushNodesInAndOut", s.limitedFrames},
 		{"ASelectKeepsOnlyTheSelectedFieldsOfEveryFramesNodes", s.projection},
 		{"GetAnswersTheNodeWhenPresentAndNothingWhenAbsent", s.getPresentAbsent},
 		{"AClosedStoreAnswersUnavailableNeverAbsent", s.closedIsUnavailable},
