@@ -68,6 +68,7 @@ func (s *suite) checks() []check {
 		{"ASatelliteLivesInItsOwnersPartition", s.satellites},
 		{"AGlobalSatelliteIsPinnedToItsRegisteredSchema", s.globalSatellites},
 		{"AnUnregisteredGlobalSatelliteIsUnroutableAndCannotBeWritten", s.unregisteredGlobal},
+		{"APartitionNamedAfterAGlobalSatellitesSchemaIsRefusedAndNoFanOutReadsTheSatellite", s.globalSchemaName},
 		{"AnUnanchoredQueryIsRefusedUnlessItDeclaresPartitionsAll", s.unanchored},
 		{"AWriteOfAnUnrelatedTypeSendsNoFrameToAConstrainedQuery", s.relevance},
 		{"EveryWriteIsAnnouncedWithItsPathOpAndNodeType", s.notices},
