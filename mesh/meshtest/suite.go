@@ -63,6 +63,7 @@ func (s *suite) checks() []check {
 		{"BadInputIsRefusedWithATypedErrorAndLosesNothing", s.badInput},
 		{"AValueOneStoreCannotHoldIsRefusedByEveryStore", s.unstorable},
 		{"APartitionNameIsASCIIAndNoOtherLetterReachesAnotherPartition", s.partitionNames},
+		{"APartitionNamePostgreSQLReservesOrTruncatesIsRefusedByEveryStore", s.reservedPartitionNames},
 		{"SecurityNodesWhosePathsDifferOnlyInCaseAreBothMaterialised", s.securityCaseVariants},
 		{"EveryWriteOfAGatedTypeMovesTheSecurityVersionAndNoOtherWriteDoes", s.securityVersionMoves},
 		{"ASatelliteLivesInItsOwnersPartition", s.satellites},
