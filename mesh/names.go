@@ -1,5 +1,10 @@
 package mesh
 
+import (
+	"fmt"
+	"strings"
+)
+
 // The name rule. Names — partitions, node types, module and package names,
 // versions, grant entries — are compared with ASCII case folding and
 // nothing else: 'A'–'Z' equal 'a'–'z', every other byte equals only itself.
@@ -44,4 +49,27 @@ func lowerASCII(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
+}
+
+// MaxPartitionNameLen is the longest partition name, in bytes: PostgreSQL's
+// identifier limit, past which a schema name is truncated and could name
+// another partition's schema.
+const MaxPartitionNameLen = 63
+
+// PartitionNameProblem says why name, a path's first segment that is not a
+// global satellite, cannot name a partition in every store, or "" when it
+// can. A partition is a schema in PostgreSQL, which reserves the names
+// starting with pg_, public and information_schema, and truncates names
+// past MaxPartitionNameLen bytes.
+func PartitionNameProblem(name string) string {
+	schema := FoldName(name)
+	switch {
+	case len(schema) > MaxPartitionNameLen:
+		return fmt.Sprintf("the lower-cased name is %d bytes; schema names are limited to %d", len(schema), MaxPartitionNameLen)
+	case strings.HasPrefix(schema, "pg_"):
+		return "names starting with pg_ are reserved by PostgreSQL"
+	case schema == "public" || schema == "information_schema":
+		return "the name belongs to a schema that is not a partition"
+	}
+	return ""
 }

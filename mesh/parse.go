@@ -251,12 +251,18 @@ func (p *parser) parseTerm(depth int) (item, error) {
 		p.pos++
 		name, ok := p.fieldName()
 		if !ok {
+			if err := p.unnamedProperty(); err != nil {
+				return item{}, err
+			}
 			return item{}, p.errAt(start, "- must be followed by field:value, as in -state:deleted")
 		}
 		return p.fieldTerm(start, name, true)
 	}
 	if name, ok := p.fieldName(); ok {
 		return p.fieldTerm(start, name, false)
+	}
+	if err := p.unnamedProperty(); err != nil {
+		return item{}, err
 	}
 	for !p.atBoundary() {
 		_, n := p.peekRune()
@@ -277,6 +283,32 @@ func (p *parser) fieldName() (string, bool) {
 	name := p.src[p.pos:end]
 	p.pos = end + 1
 	return name, true
+}
+
+// unnamedProperty reports content.x:value at the cursor whose property
+// name has a character a field name cannot hold: read as free text, it
+// would silently match nothing.
+func (p *parser) unnamedProperty() error {
+	rest := p.src[p.pos:]
+	if len(rest) < len("content.") || !strings.EqualFold(rest[:len("content.")], "content.") {
+		return nil
+	}
+	bad := -1
+	for i, r := range rest[len("content."):] {
+		switch {
+		case r == ':':
+			if bad < 0 {
+				return nil
+			}
+			return p.errAt(p.pos+len("content.")+bad, "a content property name holds only ASCII letters, digits and _ $ - . ; "+
+				"quote the whole term to search for it as text")
+		case unicode.IsSpace(r) || r == '(' || r == ')':
+			return nil // the word ends before any colon: free text
+		case bad < 0 && (r >= utf8.RuneSelf || !isFieldChar(byte(r), false)):
+			bad = i
+		}
+	}
+	return nil
 }
 
 func isFieldChar(c byte, first bool) bool {

@@ -158,6 +158,11 @@ func TestParseErrorsNameTheOffsetAndSayWhatToDo(t *testing.T) {
 		{"version:>=1|2", 11, "a comparison takes one value", "version:>=1"},
 		{`name:"a"b`, 8, "unexpected character after closing quote", `name:"ab"`},
 		{"name:a(b)", 6, "quote a value that contains parentheses", `name:"a(b)"`},
+		// Not free text that silently matches nothing: a content property
+		// the grammar cannot name is an error, however it is negated.
+		{"content.título:Foo", 9, "content property name", "content.titulo:Foo"},
+		{"namespace:acme -Content.Straße:x", 28, "content property name", "namespace:acme -Content.Strasse:x"},
+		{"content.a.Key:>1", 10, "content property name", `"content.a.Key:>1"`},
 		{"- state:deleted", 0, "- must be followed by field:value", "-state:deleted"},
 		{"-deleted", 0, "- must be followed by field:value", "-state:deleted"},
 		{"scope:sideways", 6, `unknown scope "sideways"; use one of exact, children`, "scope:subtree"},

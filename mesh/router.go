@@ -276,6 +276,19 @@ func (r *Router) SchemaFor(path string) (schema string, ok bool) {
 	return r.schemaFor(first)
 }
 
+// GlobalSchema reports whether schema (any ASCII case) holds a registered
+// global satellite. A store must not keep a partition there: a fan-out over
+// the partitions would then read the satellite.
+func (r *Router) GlobalSchema(schema string) bool {
+	schema = FoldName(schema)
+	for _, s := range r.globals {
+		if s == schema {
+			return true
+		}
+	}
+	return false
+}
+
 // locationsFor returns the declared schemas of nodeType. Never-narrowed types
 // have none, whatever was declared: they fail open to a full fan-out.
 func (r *Router) locationsFor(nodeType string) ([]string, bool) {

@@ -423,3 +423,15 @@ func TestARouterWithoutGatedTypesRefusesToNarrowEverySecurityType(t *testing.T) 
 	_, err := NewRouter(RouterConfig{InstanceLocations: map[string][]string{"Widget": {"path:acme"}}})
 	require.NoError(t, err)
 }
+
+func TestGlobalSchemaReportsTheSchemasOfRegisteredGlobalSatellitesInAnyASCIICase(t *testing.T) {
+	r, err := NewRouter(RouterConfig{GlobalSatellites: map[string]string{"_Access": "system_access", "_Policy": "System_Policy"}})
+	require.NoError(t, err)
+	for _, s := range []string{"system_access", "SYSTEM_ACCESS", "system_policy"} {
+		assert.True(t, r.GlobalSchema(s), s)
+	}
+	// Controls: a partition's schema, and a global satellite's segment.
+	for _, s := range []string{"acme", "_access", "system_acces"} {
+		assert.False(t, r.GlobalSchema(s), s)
+	}
+}

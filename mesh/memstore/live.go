@@ -144,7 +144,9 @@ func (lq *liveQuery) topChanges(items []mesh.Node, parts []string) []mesh.Change
 		switch {
 		case !had:
 			added = append(added, n)
-		case old.Version != n.Version:
+		case old.Version != n.Version || !old.LastModified.Equal(n.LastModified) || !sameVisible(old, n):
+			// Not the version alone: a node deleted and written again
+			// starts at version 1 once more.
 			updated = append(updated, n)
 		}
 	}

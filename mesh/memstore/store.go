@@ -269,11 +269,21 @@ func (s *Store) start(queries []*liveQuery, watchers mailbox.Starts) {
 
 // schemaOf returns the schema that holds path, and whether it is a global
 // satellite schema. A path whose first segment starts with _ resolves
-// through the router's registry of global satellites.
+// through the router's registry of global satellites. A partition whose
+// name no store can hold (mesh.PartitionNameProblem), or whose schema is a
+// global satellite's, is a *mesh.PathError.
 func (s *Store) schemaOf(path string) (schema string, global bool, err error) {
 	first := mesh.Partition(path)
 	if !strings.HasPrefix(first, "_") {
-		return mesh.FoldName(first), false, nil
+		if why := mesh.PartitionNameProblem(first); why != "" {
+			return "", false, &mesh.PathError{Path: path, Reason: fmt.Sprintf("partition %q: %s", first, why)}
+		}
+		schema := mesh.FoldName(first)
+		if s.router.GlobalSchema(schema) {
+			return "", false, &mesh.PathError{Path: path, Reason: fmt.Sprintf(
+				"partition %q would share schema %q with a global satellite, which no fan-out may read", first, schema)}
+		}
+		return schema, false, nil
 	}
 	route, err := s.router.Route(&mesh.Query{Path: first}, nil)
 	if err != nil || route.Kind != mesh.Pinned {

@@ -19,7 +19,10 @@ import (
 // receive the write from their own queues.
 //
 // Put fails with the *mesh.NodeError of an invalid node, an
-// *mesh.UnroutablePathError for a path no partition can hold, ctx's error when ctx
+// *mesh.UnroutablePathError for a path no partition can hold, a
+// *mesh.PathError for a partition name no store can hold
+// (mesh.PartitionNameProblem) or one naming a global satellite's schema
+// (System_Access), ctx's error when ctx
 // ends before the write (nothing is written), or ErrClosed.
 func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
 	return s.put(ctx, n, unconditional)

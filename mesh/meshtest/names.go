@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/rx"
 )
 
 // partitionNames checks the name rule on partitions: a partition name is
@@ -72,4 +73,24 @@ func (s *suite) securityCaseVariants(t testing.TB, svc mesh.Store) {
 	assert.Equal(t, 2, count(), "both policies are in the materialisation")
 	del(t, svc, "acme/docs/_Policy")
 	assert.Equal(t, 1, count(), "deleting one leaves the other")
+}
+
+// reservedPartitionNames: a partition name PostgreSQL cannot give a schema
+// of its own (pg_..., public, information_schema, past 63 bytes, where it
+// would be truncated onto another name) is refused by every store, and
+// writes nothing: code written against the embedded store must not meet
+// its first refusal in production.
+func (s *suite) reservedPartitionNames(t testing.TB, svc mesh.Store) {
+	for _, path := range []string{"pg_x/a", "PG_Temp/a", "public/a", "Information_Schema/a",
+		strings.Repeat("p", 64) + "/a"} {
+		_, err := svc.Put(writeContext(t), node(path, "Article"))
+		assert.Error(t, err, "put %s: the partition name is refused", path)
+		assert.False(t, mesh.IsUnavailable(err), "put %s: the name is the caller's error: %v", path, err)
+		_, err = firstErr(s.bound, svc.Get(path))
+		assert.ErrorIs(t, err, rx.ErrEmpty, "get %s: the refused write stored nothing", path)
+	}
+	// Controls: at the bound, and pg or public inside a longer name.
+	for _, path := range []string{strings.Repeat("p", 63) + "/a", "pgx/a", "publics/a", "acme/public"} {
+		put(t, svc, node(path, "Article"))
+	}
 }

@@ -130,3 +130,25 @@ func (s *suite) notices(t testing.TB, svc mesh.Store) {
 	assert.Equal(t, want, ours, "one notice per write, in write order")
 	assert.NoError(t, w.rec.Err(), "Changes does not fail")
 }
+
+// globalSchemaName: a partition whose schema would be a global satellite's
+// (System_Access, by the default router) is refused, so the satellite's
+// nodes never sit in a partition and no fan-out over the partitions reads
+// them. A store that took the write mixed _Access/... into the partition
+// system_access, and partitions:all returned the grant.
+func (s *suite) globalSchemaName(t testing.TB, svc mesh.Store) {
+	_, err := svc.Put(writeContext(t), node("System_Access/a", "AccessAssignment"))
+	assert.Error(t, err, "a partition named after the global satellite schema %s is refused", globalAccessSchema)
+	assert.False(t, mesh.IsUnavailable(err), "the name is the caller's error: %v", err)
+	_, err = firstErr(s.bound, svc.Get("System_Access/a"))
+	assert.ErrorIs(t, err, rx.ErrEmpty, "the refused write stored nothing")
+
+	put(t, svc, node("_Access/g1", "AccessAssignment"))
+	put(t, svc, node("acme/_Access/g2", "AccessAssignment"))
+	first := initialOf(t, s.bound, svc, "nodeType:AccessAssignment partitions:all")
+	assert.Equal(t, []string{"acme/_Access/g2"}, pathsOf(first.Items), "a fan-out over the partitions reads no global satellite")
+	assert.NotContains(t, first.Partitions, globalAccessSchema)
+	// Control: the global satellite is there, pinned.
+	pinned := initialOf(t, s.bound, svc, "path:_Access/g1")
+	assert.Equal(t, []string{"_Access/g1"}, pathsOf(pinned.Items))
+}

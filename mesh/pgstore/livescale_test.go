@@ -36,7 +36,9 @@ func scaleViewerQuery(v int) string {
 // none): take returns what a notice made it owe.
 func liveStoreOf(tb testing.TB, n int) (*Store, []*liveQuery) {
 	tb.Helper()
-	s := &Store{live: newLiveIndex(), schemas: newSchemaSet(), fences: newFences()}
+	router, err := mesh.NewRouter(mesh.RouterConfig{})
+	require.NoError(tb, err)
+	s := &Store{live: newLiveIndex(), schemas: newSchemaSet(), fences: newFences(), router: router}
 	lqs := make([]*liveQuery, 0, n)
 	for v := range n {
 		q, err := mesh.Parse(scaleViewerQuery(v))

@@ -136,13 +136,11 @@ func SchemaName(partition string) (string, error) {
 	case strings.HasPrefix(partition, "_"):
 		return bad("a name starting with '_' is a global satellite, routed through its registry, not a partition")
 	}
+	if why := mesh.PartitionNameProblem(partition); why != "" {
+		return bad(why) // the rule every store keeps
+	}
 	schema := mesh.FoldName(partition)
-	switch {
-	case len(schema) > MaxSchemaNameLen:
-		return bad(fmt.Sprintf("the lower-cased name is %d bytes; schema names are limited to %d", len(schema), MaxSchemaNameLen))
-	case strings.HasPrefix(schema, "pg_"):
-		return bad("names starting with pg_ are reserved by PostgreSQL")
-	case schema == "public" || schema == "information_schema" || schema == GlobalAccessSchema:
+	if schema == GlobalAccessSchema {
 		return bad("the name belongs to a schema that is not a partition")
 	}
 	return schema, nil

@@ -540,6 +540,10 @@ func (s *Store) schemaFor(path string) (schema string, global bool, err error) {
 		return schema, true, nil
 	}
 	schema, err = SchemaName(first)
+	if err == nil && s.router.GlobalSchema(schema) {
+		return "", false, &PartitionNameError{Partition: first,
+			Reason: fmt.Sprintf("the schema %q holds a global satellite, which no fan-out may read", schema)}
+	}
 	return schema, false, err
 }
 

@@ -256,6 +256,13 @@ func TestAGlobalSatelliteRegisteredInTheRouterGetsASchemaNoFanOutReads(t *testin
 	assert.Equal(t, []string{"_Policy/root"}, pathsOf(pinned.Items))
 	assert.Equal(t, []string{"system_policy"}, pinned.Partitions, "the read is pinned to the registered schema")
 
+	// A partition spelled as the registered schema would share it with the
+	// satellite. Control: without the router's GlobalSchema check in
+	// schemaFor the write is accepted into system_policy.
+	_, err = s.Put(testContext(t), mesh.Node{Path: "System_Policy/x", NodeType: "PartitionAccessPolicy"})
+	var nameErr *PartitionNameError
+	assert.ErrorAs(t, err, &nameErr, "a partition named after a registered global satellite's schema is refused")
+
 	all := initialOf(t, s, "nodeType:PartitionAccessPolicy partitions:all")
 	assert.Equal(t, []string{"acme/doc"}, pathsOf(all.Items), "a global satellite schema is not a partition")
 	assert.NotContains(t, all.Partitions, "system_policy")
