@@ -268,10 +268,8 @@ func (c *Clock) Timer(d time.Duration) *clock.Timer { return c.useMock().Timer(d
 // own some time after Advance, and read its error without its lock: the
 // race detector reported an Err read while the deadline passed.)
 func (c *Clock) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
-	// The plain timers (Timer, AfterFunc, Ticker) move with Advance from here
-	// on, as they did when this deadline was one of them: a test that mixes
-	// them with deadlines keeps its timing.
-	c.useMock()
+	// No mock here: plain timers register it themselves when made, and
+	// moving an empty one costs Advance its 1 ms real sleep per instant.
 	if cur, ok := parent.Deadline(); ok && !cur.After(d) {
 		return context.WithCancel(parent) // the parent's deadline comes first
 	}
