@@ -171,9 +171,14 @@ func (o *timeoutObserver[T]) OnNext(v T) {
 	if s&timeoutDone != 0 || !t.state.CompareAndSwap(s, s|timeoutEmitting) {
 		return
 	}
+	// Deferred: an observer's panic costs its value, not the bound, which
+	// would otherwise find the value still being forwarded at every firing.
+	defer t.forwarded()
 	t.down.OnNext(v)
-	t.state.Store(int64(t.elapsed()) << timeoutShift)
 }
+
+// forwarded restarts the bound once a value has been forwarded.
+func (t *timeoutSink[T]) forwarded() { t.state.Store(int64(t.elapsed()) << timeoutShift) }
 
 func (o *timeoutObserver[T]) OnError(err error) {
 	t := (*timeoutSink[T])(o)

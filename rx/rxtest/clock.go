@@ -25,8 +25,11 @@ var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 //
 // After, Sleep, WithTimeout and WithDeadline are timed as rx timers are.
 // Timers made through the other plain clock.Clock methods (AfterFunc, Timer,
-// Ticker, Tick) behave as *clock.Mock's do: Advance moves them, but their
-// callbacks and channel sends happen on their own goroutines.
+// Ticker, Tick) behave as *clock.Mock's do: Advance moves them, but
+// AfterFunc callbacks run on their own goroutines, and a Timer's send is
+// made inside Advance, under the mock's lock: a Timer Reset while the value
+// of its last firing is still in C (which a time.Timer allows since Go
+// 1.23) makes the Advance that reaches it again wait until C is read.
 type Clock struct {
 	now atomic.Int64 // nanoseconds since its start
 
@@ -268,10 +271,8 @@ func (c *Clock) Timer(d time.Duration) *clock.Timer { return c.useMock().Timer(d
 // own some time after Advance, and read its error without its lock: the
 // race detector reported an Err read while the deadline passed.)
 func (c *Clock) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
-	// The plain timers (Timer, AfterFunc, Ticker) move with Advance from here
-	// on, as they did when this deadline was one of them: a test that mixes
-	// them with deadlines keeps its timing.
-	c.useMock()
+	// No mock here: plain timers register it themselves when made, and
+	// moving an empty one costs Advance its 1 ms real sleep per instant.
 	if cur, ok := parent.Deadline(); ok && !cur.After(d) {
 		return context.WithCancel(parent) // the parent's deadline comes first
 	}
