@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -91,7 +92,13 @@ func (s *ServedActivation) tail() {
 			s.tailed(started, err)
 			return
 		}
-		s.absorbJournal(entries)
+		if err := s.absorbJournal(entries); err != nil {
+			// The entries are read again next round: moving past a module
+			// whose re-read failed would leave its record unserved until
+			// the Reconcile cadence, with the tail reported healthy.
+			s.tailed(started, err)
+			return
+		}
 		s.mu.Lock()
 		moved := s.journalNext != next // a snapshot placed the tail meanwhile: it goes on from there next round
 		if !moved {
@@ -133,7 +140,9 @@ func (s *ServedActivation) fellBehindTrim(e *landing.JournalTrimmedError) {
 // record was not yet committed at an earlier tail, and patches the
 // snapshot with what it finds. A record still not committed stays pending
 // for as long as a commit may take (landing.CommitBudget, and a period).
-func (s *ServedActivation) absorbJournal(entries []landing.JournalEntry) {
+// It fails when a module could not be re-read: the caller reads the
+// entries again.
+func (s *ServedActivation) absorbJournal(entries []landing.JournalEntry) error {
 	now := s.clk.Now()
 	want := map[string]string{} // module key -> newest record named
 	undecodable := false
@@ -161,17 +170,19 @@ func (s *ServedActivation) absorbJournal(entries []landing.JournalEntry) {
 			}
 		}
 	})
+	var failed []string
 	for batch := range slices.Chunk(keys, absorbBatch) {
 		ps := make([]patch, 0, len(batch))
 		for _, key := range batch {
 			select {
 			case <-s.stop:
-				return
+				return landing.ErrClosed
 			default:
 			}
 			p, ok := s.absorb(key)
 			if !ok {
-				continue // a full derivation was claimed instead
+				failed = append(failed, key) // a full derivation was claimed too
+				continue
 			}
 			ps = append(ps, p)
 			s.mu.Lock()
@@ -203,6 +214,10 @@ func (s *ServedActivation) absorbJournal(entries []landing.JournalEntry) {
 		}
 		s.patchAll(ps)
 	}
+	if len(failed) > 0 {
+		return fmt.Errorf("registry: re-reading %d module(s) named on the journal failed (%s first); the tail reads them again", len(failed), failed[0])
+	}
+	return nil
 }
 
 // claimNow starts a full derivation for the current write generation.
