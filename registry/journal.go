@@ -92,13 +92,7 @@ func (s *ServedActivation) tail() {
 			s.tailed(started, err)
 			return
 		}
-		if err := s.absorbJournal(entries); err != nil {
-			// The entries are read again next round: moving past a module
-			// whose re-read failed would leave its record unserved until
-			// the Reconcile cadence, with the tail reported healthy.
-			s.tailed(started, err)
-			return
-		}
+		absorbErr := s.absorbJournal(entries)
 		s.mu.Lock()
 		moved := s.journalNext != next // a snapshot placed the tail meanwhile: it goes on from there next round
 		if !moved {
@@ -106,6 +100,12 @@ func (s *ServedActivation) tail() {
 		}
 		s.mu.Unlock()
 		next = n
+		if absorbErr != nil {
+			// The modules not re-read stay pending and are re-read next
+			// round; until then the tail does not cover the snapshot.
+			s.tailed(started, absorbErr)
+			return
+		}
 		if moved {
 			return // the round the snapshot started reports
 		}
@@ -140,8 +140,8 @@ func (s *ServedActivation) fellBehindTrim(e *landing.JournalTrimmedError) {
 // record was not yet committed at an earlier tail, and patches the
 // snapshot with what it finds. A record still not committed stays pending
 // for as long as a commit may take (landing.CommitBudget, and a period).
-// It fails when a module could not be re-read: the caller reads the
-// entries again.
+// It fails when a module could not be re-read: that module stays pending,
+// re-read by the next tail, however long that takes.
 func (s *ServedActivation) absorbJournal(entries []landing.JournalEntry) error {
 	now := s.clk.Now()
 	want := map[string]string{} // module key -> newest record named
@@ -181,7 +181,18 @@ func (s *ServedActivation) absorbJournal(entries []landing.JournalEntry) error {
 			}
 			p, ok := s.absorb(key)
 			if !ok {
-				failed = append(failed, key) // a full derivation was claimed too
+				// Pending until a re-read succeeds (a full derivation was
+				// claimed too): passing over it left its record unserved
+				// until the Reconcile cadence, the tail reported healthy.
+				s.mu.Lock()
+				pe, had := s.pendingJournal[key]
+				if !had {
+					pe.firstSeen = now
+				}
+				pe.record = max(pe.record, want[key])
+				s.pendingJournal[key] = pe
+				s.mu.Unlock()
+				failed = append(failed, key)
 				continue
 			}
 			ps = append(ps, p)
@@ -215,7 +226,7 @@ func (s *ServedActivation) absorbJournal(entries []landing.JournalEntry) error {
 		s.patchAll(ps)
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("registry: re-reading %d module(s) named on the journal failed (%s first); the tail reads them again", len(failed), failed[0])
+		return fmt.Errorf("registry: re-reading %d module(s) named on the journal failed (%s first); the next tail reads them again", len(failed), failed[0])
 	}
 	return nil
 }
