@@ -434,7 +434,12 @@ func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, erro
 func (l *ModuleLanding) journalAgainIfOvertaken(ctx context.Context, seq uint64, e JournalEntry) {
 	cctx, cancel := l.clk.WithTimeout(context.WithoutCancel(ctx), CommitBudget)
 	defer cancel()
-	_, err := l.v.Stat(cctx, path.Join(journalEntryDir(seq+walkBacklog), journalEntry))
+	// A read, not a Stat: on object storage a Stat of a missing key costs
+	// a listing too.
+	_, err := l.v.ReadFile(cctx, path.Join(journalEntryDir(seq+walkBacklog), journalEntry), maxEntryBytes)
+	if IsTooLarge(err) || errors.Is(err, errNotRegular) {
+		err = nil // there, if no entry of this build
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return // not overtaken: every walk since places its next pass at or before seq
 	}
