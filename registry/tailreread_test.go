@@ -33,12 +33,12 @@ func (v *recordsOutage) ReadDir(ctx context.Context, name string) ([]fs.DirEntry
 
 // A record another replica commits is served here within Freshness even
 // when this replica's journal tail met an outage re-reading its module
-// (and the full derivation that failure starts met it too): the tail round
-// fails and reads the entry again, instead of moving past it and reporting
-// the round healthy, which left the record unserved until the Reconcile
-// cadence (5 min) while /readyz said ready. Control run (absorbJournal
-// ignoring the failed re-read, as before): the record is not served after
-// Freshness, on both volumes.
+// (and the full derivation that failure starts met it too): the round
+// fails and the module stays pending, re-read by the next rounds, instead
+// of being passed over with the round reported healthy, which left the
+// record unserved until the Reconcile cadence (5 min) while /readyz said
+// ready. Control run (absorbJournal passing over the failed re-read, as
+// before): the record is not served 25 s later, on both volumes.
 func TestARecordWhoseReReadByTheJournalTailFailsIsServedWithinFreshnessOnceTheVolumeAnswers(t *testing.T) {
 	volumetest.ForEach(t, func(t *testing.T, k volumetest.Kind) {
 		inner, replica := k.Open(t)
