@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -91,7 +92,7 @@ func (s *ServedActivation) tail() {
 			s.tailed(started, err)
 			return
 		}
-		s.absorbJournal(entries)
+		absorbErr := s.absorbJournal(entries)
 		s.mu.Lock()
 		moved := s.journalNext != next // a snapshot placed the tail meanwhile: it goes on from there next round
 		if !moved {
@@ -99,6 +100,12 @@ func (s *ServedActivation) tail() {
 		}
 		s.mu.Unlock()
 		next = n
+		if absorbErr != nil {
+			// The modules not re-read stay pending and are re-read next
+			// round; until then the tail does not cover the snapshot.
+			s.tailed(started, absorbErr)
+			return
+		}
 		if moved {
 			return // the round the snapshot started reports
 		}
@@ -133,7 +140,9 @@ func (s *ServedActivation) fellBehindTrim(e *landing.JournalTrimmedError) {
 // record was not yet committed at an earlier tail, and patches the
 // snapshot with what it finds. A record still not committed stays pending
 // for as long as a commit may take (landing.CommitBudget, and a period).
-func (s *ServedActivation) absorbJournal(entries []landing.JournalEntry) {
+// It fails when a module could not be re-read: that module stays pending,
+// re-read by the next tail, however long that takes.
+func (s *ServedActivation) absorbJournal(entries []landing.JournalEntry) error {
 	now := s.clk.Now()
 	want := map[string]string{} // module key -> newest record named
 	undecodable := false
@@ -161,17 +170,30 @@ func (s *ServedActivation) absorbJournal(entries []landing.JournalEntry) {
 			}
 		}
 	})
+	var failed []string
 	for batch := range slices.Chunk(keys, absorbBatch) {
 		ps := make([]patch, 0, len(batch))
 		for _, key := range batch {
 			select {
 			case <-s.stop:
-				return
+				return landing.ErrClosed
 			default:
 			}
 			p, ok := s.absorb(key)
 			if !ok {
-				continue // a full derivation was claimed instead
+				// Pending until a re-read succeeds (a full derivation was
+				// claimed too): passing over it left its record unserved
+				// until the Reconcile cadence, the tail reported healthy.
+				s.mu.Lock()
+				pe, had := s.pendingJournal[key]
+				if !had {
+					pe.firstSeen = now
+				}
+				pe.record = max(pe.record, want[key])
+				s.pendingJournal[key] = pe
+				s.mu.Unlock()
+				failed = append(failed, key)
+				continue
 			}
 			ps = append(ps, p)
 			s.mu.Lock()
@@ -203,6 +225,10 @@ func (s *ServedActivation) absorbJournal(entries []landing.JournalEntry) {
 		}
 		s.patchAll(ps)
 	}
+	if len(failed) > 0 {
+		return fmt.Errorf("registry: re-reading %d module(s) named on the journal failed (%s first); the next tail reads them again", len(failed), failed[0])
+	}
+	return nil
 }
 
 // claimNow starts a full derivation for the current write generation.

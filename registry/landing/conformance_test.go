@@ -9,13 +9,16 @@ import (
 	"go/token"
 	"io"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/meshrx/meshrx/internal/s3test"
 	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -89,15 +92,54 @@ func TestEveryVolumeIsInTheConformanceTable(t *testing.T) {
 }
 
 // volumeConstructors lists the exported functions of this package and of
-// its volume packages (s3volume) whose first result is Volume or a type
-// named …Volume (or Volume): every volume the landing ships.
-func volumeConstructors(t *testing.T) []string {
+// every package beneath its directory (s3volume, and any volume package
+// added beside it) whose first result is Volume or a type named …Volume:
+// every volume the landing ships.
+func volumeConstructors(t *testing.T) []string { return volumeConstructorsUnder(t, ".") }
+
+// volumeConstructorsUnder is volumeConstructors for the package in root
+// and those beneath it, each named by its directory (root's own unprefixed).
+func volumeConstructorsUnder(t *testing.T, root string) []string {
 	var out []string
-	for dir, prefix := range map[string]string{".": "", "s3volume": "s3volume."} {
-		out = append(out, constructorsIn(t, dir, prefix)...)
-	}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if p != root && (strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		prefix := ""
+		if p != root {
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			prefix = filepath.ToSlash(rel) + "."
+		}
+		out = append(out, constructorsIn(t, p, prefix)...)
+		return nil
+	})
+	require.NoError(t, err)
 	slices.Sort(out)
 	return out
+}
+
+// A volume package added beside s3volume is scanned: its constructor is
+// found, so a table without it fails TestEveryVolumeIsInTheConformanceTable.
+// The scan read only this package and s3volume before, so such a volume
+// ran through no conformance test and no test said so (control run: with
+// that fixed list this test fails).
+func TestTheConformanceScanFindsAVolumeInAPackageAddedBesideS3volume(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, src string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(src), 0o644))
+	}
+	write("volume.go", "package landing\n\ntype Volume interface{}\n\nfunc DirVolume(root string) Volume { return nil }\n")
+	write("s3volume/s3volume.go", "package s3volume\n\ntype Volume struct{}\n\nfunc New() (*Volume, error) { return nil, nil }\n")
+	write("nfsvolume/nfs.go", "package nfsvolume\n\ntype Volume struct{}\n\nfunc Mount(addr string) (*Volume, error) { return nil, nil }\n")
+	write("nfsvolume/nfs_test.go", "package nfsvolume\n\nfunc NewTestVolume() *Volume { return nil }\n")
+	assert.Equal(t, []string{"DirVolume", "nfsvolume.Mount", "s3volume.New"}, volumeConstructorsUnder(t, root))
 }
 
 func constructorsIn(t *testing.T, dir, prefix string) []string {

@@ -64,21 +64,21 @@ func journalEntryDir(seq uint64) string {
 	return path.Join(journalSegmentDir(seq), fmt.Sprintf("%020d", seq))
 }
 
-// journal claims the next journal sequence number for e. It runs on the
-// landing lane, before the record's commit.
-func (l *ModuleLanding) journal(ctx context.Context, e JournalEntry) error {
+// journal claims the next journal sequence number for e and returns it. It
+// runs on the landing lane, before the record's commit.
+func (l *ModuleLanding) journal(ctx context.Context, e JournalEntry) (uint64, error) {
 	data, err := json.Marshal(journalFormat{Format: 1, JournalEntry: e})
 	if err != nil {
-		return fmt.Errorf("registry: encode journal entry: %w", err)
+		return 0, fmt.Errorf("registry: encode journal entry: %w", err)
 	}
 	xv, exclusive := l.v.(ExclusiveVolume)
 	stage := path.Join(stagingDir, e.Record+"-journal")
 	if !exclusive {
 		if err := l.v.MkdirAll(ctx, stage); err != nil {
-			return l.abandon(ctx, stage, volumeErr(ctx, "create staging directory "+stage, err))
+			return 0, l.abandon(ctx, stage, volumeErr(ctx, "create staging directory "+stage, err))
 		}
 		if err := l.v.WriteFile(ctx, path.Join(stage, journalEntry), data); err != nil {
-			return l.abandon(ctx, stage, volumeErr(ctx, "write journal entry", err))
+			return 0, l.abandon(ctx, stage, volumeErr(ctx, "write journal entry", err))
 		}
 	}
 	l.mu.Lock()
@@ -90,7 +90,7 @@ func (l *ModuleLanding) journal(ctx context.Context, e JournalEntry) error {
 		if next == 0 || probes == journalProbes {
 			head, err := l.scanJournalHead(ctx)
 			if err != nil {
-				return l.abandon(ctx, stage, err)
+				return 0, l.abandon(ctx, stage, err)
 			}
 			next, probes, scanned = max(next, head), 0, true
 		}
@@ -102,37 +102,37 @@ func (l *ModuleLanding) journal(ctx context.Context, e JournalEntry) error {
 			case err == nil:
 				if retake, err := l.belowFloor(ctx, next, scanned, stage); retake || err != nil {
 					if err != nil {
-						return err
+						return 0, err
 					}
 					next = 0
 					continue
 				}
 				l.advanceJournal(next + 1)
-				return nil
+				return next, nil
 			case !errors.Is(err, fs.ErrExist):
-				return volumeErr(ctx, "claim journal entry "+journalEntryDir(next), err)
+				return 0, volumeErr(ctx, "claim journal entry "+journalEntryDir(next), err)
 			}
 			next++ // taken by another write
 			probes++
 			continue
 		}
 		if err := l.v.MkdirAll(ctx, journalSegmentDir(next)); err != nil {
-			return l.abandon(ctx, stage, volumeErr(ctx, "create "+journalSegmentDir(next), err))
+			return 0, l.abandon(ctx, stage, volumeErr(ctx, "create "+journalSegmentDir(next), err))
 		}
 		renameErr := l.v.Rename(ctx, stage, journalEntryDir(next))
 		if renameErr == nil {
 			if retake, err := l.belowFloor(ctx, next, scanned, stage); retake || err != nil {
 				if err != nil {
-					return err
+					return 0, err
 				}
 				next = 0
 				continue
 			}
 			l.advanceJournal(next + 1)
-			return nil
+			return next, nil
 		}
 		if _, err := l.v.Stat(ctx, journalEntryDir(next)); err != nil {
-			return l.abandon(ctx, stage, volumeErr(ctx, "claim journal entry "+journalEntryDir(next), renameErr))
+			return 0, l.abandon(ctx, stage, volumeErr(ctx, "claim journal entry "+journalEntryDir(next), renameErr))
 		}
 		next++ // taken by another write
 		probes++

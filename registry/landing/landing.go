@@ -385,12 +385,15 @@ func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, erro
 	final := path.Join(dir, r.ID+recordSuffix)
 	if xv, ok := l.v.(ExclusiveVolume); ok {
 		// Object storage: the record's conditional create is its commit.
-		if err := l.journal(ctx, JournalEntry{Module: r.Module, Record: r.ID, Replica: r.Replica}); err != nil {
+		entry := JournalEntry{Module: r.Module, Record: r.ID, Replica: r.Replica}
+		seq, err := l.journal(ctx, entry)
+		if err != nil {
 			return Record{}, err
 		}
 		if err := l.commit(ctx, final, func(cctx context.Context) error { return xv.CreateExclusive(cctx, final, data) }); err != nil {
 			return Record{}, err
 		}
+		l.journalAgainIfOvertaken(ctx, seq, entry)
 		return r, nil
 	}
 	tmp := path.Join(dir, ".tmp-"+r.ID+recordSuffix)
@@ -404,7 +407,9 @@ func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, erro
 	// The journal entry goes first: a replica tailing the journal learns of
 	// the write even if this process dies right after its commit, before it
 	// can announce it anywhere else (see journal.go).
-	if err := l.journal(ctx, JournalEntry{Module: r.Module, Record: r.ID, Replica: r.Replica}); err != nil {
+	entry := JournalEntry{Module: r.Module, Record: r.ID, Replica: r.Replica}
+	seq, err := l.journal(ctx, entry)
+	if err != nil {
 		l.removeQuietly(ctx, tmp)
 		return Record{}, err
 	}
@@ -415,7 +420,36 @@ func (l *ModuleLanding) writeRecord(ctx context.Context, r Record) (Record, erro
 		}
 		return Record{}, err
 	}
+	l.journalAgainIfOvertaken(ctx, seq, entry)
 	return r, nil
+}
+
+// journalAgainIfOvertaken claims a second journal entry for a record
+// committed after walkBacklog later entries were claimed (one volume
+// operation finds out): a full walk that read the journal's head meanwhile
+// may have listed the module before the commit and placed the next pass
+// past seq, and without a new entry at the head no pass or tail would read
+// the record until the next full walk (an hour). The write is done: a
+// failure here is logged, not returned.
+func (l *ModuleLanding) journalAgainIfOvertaken(ctx context.Context, seq uint64, e JournalEntry) {
+	cctx, cancel := l.clk.WithTimeout(context.WithoutCancel(ctx), CommitBudget)
+	defer cancel()
+	// A read, not a Stat: on object storage a Stat of a missing key costs
+	// a listing too.
+	_, err := l.v.ReadFile(cctx, path.Join(journalEntryDir(seq+walkBacklog), journalEntry), maxEntryBytes)
+	if IsTooLarge(err) || errors.Is(err, errNotRegular) {
+		err = nil // there, if no entry of this build
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return // not overtaken: every walk since places its next pass at or before seq
+	}
+	if err == nil {
+		_, err = l.journal(cctx, e)
+	}
+	if err != nil {
+		l.log.Warn("a record committed late may be missed by replicas that walked meanwhile until their next full walk: its journal entry could not be claimed again",
+			"module", e.Module, "record", e.Record, "seq", seq, "err", err)
+	}
 }
 
 // commit places the record at final (place renames it there, or on an

@@ -305,7 +305,8 @@ func TestAJournalEntryWhoseRecordIsNotYetCommittedIsReadAgainByTheNextPass(t *te
 			stamp, at := a.stamp()
 			rec := Record{Module: module, State: Uninstalled, RecordedAt: at, Replica: "a",
 				ID: newRecordIDFromStamp(nextSeq(ids), stamp)}
-			require.NoError(t, a.journal(ctx, JournalEntry{Module: module, Record: rec.ID, Replica: "a"}))
+			_, err = a.journal(ctx, JournalEntry{Module: module, Record: rec.ID, Replica: "a"})
+			require.NoError(t, err)
 			return func() {
 				data, err := encodeRecord(rec)
 				require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,10 +27,28 @@ func TestEveryVolumeConstructorIsAKind(t *testing.T) {
 			listed[c] = true
 		}
 	}
+	// The landing's package and every package beneath it: a volume
+	// package added beside s3volume is scanned too.
 	var found []string
-	for dir, prefix := range map[string]string{"..": "", "../s3volume": "s3volume."} {
-		found = append(found, constructorsIn(t, dir, prefix)...)
-	}
+	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if p != ".." && (strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		prefix := ""
+		if p != ".." {
+			rel, err := filepath.Rel("..", p)
+			if err != nil {
+				return err
+			}
+			prefix = filepath.ToSlash(rel) + "."
+		}
+		found = append(found, constructorsIn(t, p, prefix)...)
+		return nil
+	})
+	require.NoError(t, err)
 	require.Contains(t, found, "s3volume.New", "control: the scan finds the S3 volume")
 	for _, c := range found {
 		require.True(t, listed[c], "%s returns a Volume but no kind lists it", c)
