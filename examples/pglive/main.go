@@ -35,6 +35,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 )
 
@@ -46,7 +48,10 @@ func main() {
 		}
 		return
 	}
-	ctx := context.Background()
+	// Cancelling on a signal lets run stop its children and remove its
+	// throwaway server; dying at it would leave the server's directory.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if _, err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "pglive:", err)
 		os.Exit(1)
