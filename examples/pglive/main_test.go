@@ -226,3 +226,23 @@ func TestATerminatedRunRemovesItsThrowawayServer(t *testing.T) {
 	}
 	assert.Empty(t, names, "what the run left in its TMPDIR")
 }
+
+// The summary line main.go's doc shows, its X and N read as figures, has
+// the shape the program prints. Negative control: the doc as it was
+// (listener_cpu_us_per_notice, and no dispatch, Put or write → frame
+// fields) failed.
+func TestTheDocsSummaryLineIsTheOneTheProgramPrints(t *testing.T) {
+	src, err := os.ReadFile("main.go")
+	require.NoError(t, err)
+	var doc string
+	for line := range strings.SplitSeq(string(src), "\n") {
+		if rest, ok := strings.CutPrefix(line, "//\tsummary: "); ok {
+			doc = "summary: " + rest
+		}
+	}
+	require.NotEmpty(t, doc, "main.go's doc shows the summary line")
+	doc = regexp.MustCompile(`=X\b`).ReplaceAllString(doc, "=1.5")
+	doc = regexp.MustCompile(`=N\b`).ReplaceAllString(doc, "=7")
+	assert.Regexp(t, summaryLine, doc)
+	assert.Regexp(t, summaryLine, summary{replicas: 2}.String(), "control: a line String wrote")
+}
