@@ -319,7 +319,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		whose = "the registry's process; the pollers ran in a child process"
 	}
 	fmt.Fprintf(stdout, "served: gc_cycles=%d gc_pause_max_ms=%.3f alloc_mb_per_s=%.1f heap_live_mb=%.1f gc_cpu_s=%.2f gc_assist_cpu_s=%.2f gc_mark_busy_cpu_s=%.2f gc_mark_idle_cpu_s=%.2f heap_scan_mb=%.1f (%s)\n",
-		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/cfg.duration.Seconds(), served.gc.liveMB, served.gc.cpu, served.gc.assistCPU,
+		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/served.gc.span.Seconds(), served.gc.liveMB, served.gc.cpu, served.gc.assistCPU,
 		served.gc.busyMark, served.gc.idleMark, served.gc.scanMB, whose)
 	if cfg.publishEvery > 0 {
 		p := served.published

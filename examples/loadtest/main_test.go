@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -396,4 +397,36 @@ func TestTheWarmUpIsPolledFirstAndReportedApart(t *testing.T) {
 	control := summarize(shaped)
 	assert.Equal(t, time.Second, control.p99, "control: the same polls counted as measured")
 	assert.Nil(t, control.warm)
+}
+
+// alloc_mb_per_s is the bytes allocated while the pollers ran over the time
+// they ran: the collector's figures are read before the warm-up and after
+// the grace, so the bytes are those of the whole span, not of -duration
+// alone. The test reads the same counter around the whole run (landing and
+// starting the replica included): no rate over a span of at least
+// warmup+duration can exceed that total over warmup+duration. Negative
+// control: dividing by -duration (as the line did) printed a rate about
+// eleven times too high with this warm-up, beyond the bound.
+func TestTheAllocationRateIsOverTheSpanItsBytesWereCountedIn(t *testing.T) {
+	const warmup, duration = 3 * time.Second, 300 * time.Millisecond
+	allocs := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	var out, errs bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	before := allocs()
+	err := run(ctx, []string{"-modules", "20", "-pollers", "8", "-duration", duration.String(), "-warmup", warmup.String(),
+		"-latency", "0s", "-interval", "5ms", "-grace", "300ms", "-baseline=false"}, &out, &errs)
+	total := float64(allocs()-before) / 1e6
+	require.NoError(t, err, "stderr: %s", errs.String())
+	m := regexp.MustCompile(`alloc_mb_per_s=([0-9.]+)`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	rate, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	bound := total / (warmup + duration).Seconds()
+	t.Logf("alloc_mb_per_s=%.1f; the whole run allocated %.1f MB, at most %.1f MB/s over warm-up and run", rate, total, bound)
+	assert.LessOrEqual(t, rate, bound+0.1, "the rate's figure is rounded to 0.1")
 }
