@@ -135,6 +135,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.pgCtl != "" && c.pg == "" {
 		return config{}, errors.New("-pg-ctl needs -pg")
 	}
+	switch {
+	case c.pollers < 1:
+		return config{}, fmt.Errorf("-pollers must be at least 1, not %d", c.pollers)
+	case c.publishEvery <= 0:
+		return config{}, fmt.Errorf("-publish-every must be positive, not %s", c.publishEvery)
+	case c.notifyEvery <= 0:
+		return config{}, fmt.Errorf("-notify-every must be positive, not %s", c.notifyEvery)
+	case c.quiet < 0:
+		return config{}, fmt.Errorf("-quiet must not be negative (0: the schedule's default), not %s", c.quiet)
+	case c.freshness < 0:
+		return config{}, fmt.Errorf("-freshness must not be negative (0: the default), not %s", c.freshness)
+	case c.warmup < 0:
+		return config{}, fmt.Errorf("-warmup must not be negative (0: the default), not %s", c.warmup)
+	}
 	short := c.schedule == "short"
 	if c.freshness <= 0 {
 		c.freshness = map[bool]time.Duration{true: 3 * time.Second, false: registry.DefaultFreshness}[short]

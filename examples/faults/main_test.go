@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -170,4 +171,35 @@ func TestReadyzCountsA200OnlyInsideAWindowTheDatabaseWasHeldDown(t *testing.T) {
 	assert.Equal(t, readyzInterval, d)
 	assert.Contains(t, out.String(), "replica a answered /readyz 200")
 	assert.NotContains(t, out.String(), "replica early")
+}
+
+// A flag value the run cannot use is refused, naming its flag, before
+// anything starts. Negative control: without the checks -publish-every 0
+// (and -notify-every 0) passed, the run started PostgreSQL and both
+// replicas, then panicked in time.NewTicker ("non-positive interval"),
+// leaving the server's directory and both replica processes behind; a
+// negative -pollers, -quiet, -freshness or -warmup was silently taken as
+// none or as the default.
+func TestABadFlagValueIsRefusedNamingItsFlag(t *testing.T) {
+	for _, c := range []struct{ args []string }{
+		{[]string{"-publish-every", "0s"}},
+		{[]string{"-publish-every", "-1s"}},
+		{[]string{"-notify-every", "0s"}},
+		{[]string{"-pollers", "0"}},
+		{[]string{"-pollers", "-3"}},
+		{[]string{"-quiet", "-5s"}},
+		{[]string{"-freshness", "-1s"}},
+		{[]string{"-warmup", "-1s"}},
+	} {
+		var stderr bytes.Buffer
+		_, err := run(t.Context(), append([]string{"-schedule", "short"}, c.args...), io.Discard, &stderr)
+		if assert.Error(t, err, "%q", c.args) {
+			assert.Contains(t, err.Error(), c.args[0], "the error names the flag")
+		}
+	}
+	// Control: the same flags at usable values parse (0 is the documented
+	// default for -quiet, -freshness and -warmup).
+	cfg, err := parseFlags([]string{"-publish-every", "1s", "-notify-every", "1s", "-pollers", "1", "-quiet", "0s", "-freshness", "0s", "-warmup", "0s"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, cfg.publishEvery)
 }
