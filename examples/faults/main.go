@@ -75,7 +75,7 @@ import (
 
 func main() {
 	if config := os.Getenv(childEnv); config != "" {
-		if err := runChild(config, os.Stdout, os.Stderr); err != nil {
+		if err := runChild(config, os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "faults replica:", err)
 			os.Exit(1)
 		}

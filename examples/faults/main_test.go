@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,7 +28,7 @@ import (
 func TestMain(m *testing.M) {
 	// The run starts its replicas as this binary again (see child.go).
 	if config := os.Getenv(childEnv); config != "" {
-		if err := runChild(config, os.Stdout, os.Stderr); err != nil {
+		if err := runChild(config, os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "faults replica:", err)
 			os.Exit(1)
 		}
@@ -202,4 +206,69 @@ func TestABadFlagValueIsRefusedNamingItsFlag(t *testing.T) {
 	cfg, err := parseFlags([]string{"-publish-every", "1s", "-notify-every", "1s", "-pollers", "1", "-quiet", "0s", "-freshness", "0s", "-warmup", "0s"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, time.Second, cfg.publishEvery)
+}
+
+// A replica process ends, shutting down, when the run that started it is
+// gone without stopping it (killed, or dead of a panic): the run holds the
+// replica's stdin open, and the kernel closes it when the run dies, which
+// the test does by hand. Negative control: a replica that did not watch
+// its stdin (as before) served on; the runs that had panicked left two
+// registries listening, parented to init, until someone killed them.
+func TestAReplicaEndsWhenTheRunThatStartedItIsGone(t *testing.T) {
+	db := pgtest.ProgramDatabase(t, "faults")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if db == "" {
+		srv, err := pgtest.Config{}.Start(ctx)
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, srv.Stop()) }()
+		db, err = srv.CreateDatabase(ctx, "faults")
+		require.NoError(t, err)
+	}
+	dir := t.TempDir()
+	cc, err := json.Marshal(childConfig{Name: "a", PGURL: db, Data: dir, Addr: "127.0.0.1:0", Token: "t",
+		Control: filepath.Join(dir, "control"), Freshness: 3 * time.Second})
+	require.NoError(t, err)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), childEnv+"="+string(cc))
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	listening, exited := make(chan struct{}), make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for seen := false; sc.Scan(); {
+			if !seen && strings.HasPrefix(sc.Text(), "listening on ") {
+				seen = true
+				close(listening)
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	stopped := func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	select {
+	case <-listening:
+	case err := <-exited:
+		t.Fatalf("the replica ended before it listened: %v\n%s", err, logs.String())
+	case <-ctx.Done():
+		stopped()
+		t.Fatalf("waiting for the replica to listen: %v\n%s", ctx.Err(), logs.String())
+	}
+	require.NoError(t, stdin.Close()) // what the run's death does
+	select {
+	case err := <-exited:
+		assert.NoError(t, err, "it shut down cleanly\n%s", logs.String())
+	case <-time.After(30 * time.Second):
+		stopped()
+		t.Fatal("the replica still served 30s after its run was gone")
+	}
 }
