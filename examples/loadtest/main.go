@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -62,6 +63,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/meshrx/meshrx/internal/gcsetting"
 	"github.com/meshrx/meshrx/registry"
@@ -162,6 +164,21 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, errors.New("-absorb must not be negative and -freshness must be positive")
 	case c.duration <= 0, c.interval <= 0, c.latency < 0, c.grace < 0, c.warmup < 0:
 		return config{}, errors.New("-duration and -interval must be positive; -latency, -grace and -warmup must not be negative")
+	case c.duration > math.MaxInt64-c.warmup-c.grace: // the run's end would wrap into the past
+		return config{}, fmt.Errorf("-duration %s with -warmup %s and -grace %s is longer than a run can be (%s)", c.duration, c.warmup, c.grace, time.Duration(math.MaxInt64))
+	case c.pg != "" && c.absorb == 0:
+		return config{}, errors.New("-pg is the database of the -absorb replicas: give -absorb N too")
+	}
+	if c.pg != "" {
+		if _, err := pgx.ParseConfig(c.pg); err != nil {
+			return config{}, fmt.Errorf("-pg: %w", err)
+		}
+	}
+	// Checked before the landing, which takes minutes at 100,000 modules.
+	for name := range strings.SplitSeq(c.volumes, ",") {
+		if name != "dir" && name != "s3" && !strings.HasPrefix(name, "s3://") {
+			return config{}, fmt.Errorf("-volumes: %q is not dir, s3 or an s3:// URL", name)
+		}
 	}
 	return c, nil
 }

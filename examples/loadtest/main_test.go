@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -429,4 +430,35 @@ func TestTheAllocationRateIsOverTheSpanItsBytesWereCountedIn(t *testing.T) {
 	bound := total / (warmup + duration).Seconds()
 	t.Logf("alloc_mb_per_s=%.1f; the whole run allocated %.1f MB, at most %.1f MB/s over warm-up and run", rate, total, bound)
 	assert.LessOrEqual(t, rate, bound+0.1, "the rate's figure is rounded to 0.1")
+}
+
+// A flag value the run cannot use is refused naming its flag, and before
+// the modules are landed (minutes at 100,000). Negative control: before,
+// -volumes foo was refused after the landing, -pg without -absorb was
+// ignored, an unparsable -pg was refused as "pgstore: parsing the
+// database URL" (after the landing), and a -duration whose end with the
+// grace wraps past the largest time.Duration failed at once with "served
+// on dir: context canceled".
+func TestABadFlagValueIsRefusedNamingItsFlagBeforeTheLanding(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"-volumes", "dir,foo"}, "-volumes"},
+		{[]string{"-pg", "postgres://localhost/x"}, "-pg"},
+		{[]string{"-pg", "garbage", "-absorb", "1"}, "-pg"},
+		{[]string{"-duration", "2562047h", "-grace", "1h"}, "-duration"},
+	} {
+		var out, errs bytes.Buffer
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		err := run(ctx, append([]string{"-modules", "5", "-latency", "0s"}, c.args...), &out, &errs)
+		cancel()
+		if assert.Error(t, err, "%q", c.args) {
+			assert.Contains(t, err.Error(), c.flag, "%q", c.args)
+		}
+		assert.NotContains(t, errs.String(), "landed", "%q: refused before the landing", c.args)
+	}
+	// Control: a -volumes list and -pg with -absorb that are usable parse.
+	_, err := parseFlags([]string{"-volumes", "dir,s3,s3://b/p?endpoint=http://127.0.0.1:1&region=r", "-pg", "postgres://localhost/x", "-absorb", "1"}, io.Discard)
+	require.NoError(t, err)
 }
