@@ -95,6 +95,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, errors.New("-live, -writes, -partitions and -writers must be at least 1")
 	case c.interval <= 0 || c.budget <= 0:
 		return config{}, errors.New("-interval and -budget must be positive")
+	case c.interval > c.budget/time.Duration(c.writes): // divided: the product may wrap
+		return config{}, fmt.Errorf("-writes %d, one every -interval %s, take longer than the run's -budget %s", c.writes, c.interval, c.budget)
 	}
 	return c, nil
 }

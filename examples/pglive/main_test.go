@@ -109,6 +109,28 @@ func TestTheRecorderCountsMissingDuplicateAndMisroutedFrames(t *testing.T) {
 	assert.Equal(t, []int64{now.UnixNano(), 0, 0}, rec.frameAt)
 }
 
+// A schedule of writes longer than -budget cannot finish: it is refused,
+// naming the flags, instead of failing when the budget runs out (after ten
+// minutes by default). Negative control: without the check, -writes
+// 1000000 -interval 1ms (16m40s) was accepted against the default 10m
+// budget, and -writes 1000000 -interval 10000h, whose schedule wraps past
+// the largest duration, too.
+func TestAScheduleLongerThanTheBudgetIsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"-writes", "1000000", "-interval", "1ms"},
+		{"-writes", "1000000", "-interval", "10000h", "-budget", "2562047h"},
+	} {
+		_, err := parseFlags(args, &bytes.Buffer{})
+		if assert.Error(t, err, "%q", args) {
+			for _, flag := range []string{"-writes", "-interval", "-budget"} {
+				assert.Contains(t, err.Error(), flag, "%q", args)
+			}
+		}
+	}
+	_, err := parseFlags([]string{"-writes", "1000000", "-interval", "1ms", "-budget", "30m"}, &bytes.Buffer{})
+	assert.NoError(t, err, "control: the same schedule with the budget it needs")
+}
+
 func TestBadFlagsAreRefused(t *testing.T) {
 	for _, args := range [][]string{{"-live", "0"}, {"-interval", "0s"}, {"extra"}} {
 		_, err := parseFlags(args, &bytes.Buffer{})
@@ -181,7 +203,7 @@ func TestATerminatedRunRemovesItsThrowawayServer(t *testing.T) {
 	require.NoError(t, err)
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp,
-		mainArgsEnv+"=-live 20 -writes 1000000 -interval 5ms -budget 2m")
+		mainArgsEnv+"=-live 20 -writes 20000 -interval 5ms -budget 2m")
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
 	stdout, err := cmd.StdoutPipe()
