@@ -329,6 +329,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 		out("  recovered in %s (change feeds back in %s); quiet %s\n", seconds(ph.recovery), seconds(ph.feedBack), f.quiet)
 		wait(ctx, max(0, f.quiet-time.Since(end)))
 	}
+	if err := ctx.Err(); err != nil {
+		// Verifying needs reads the ended context refuses: what it counted
+		// would be losses nobody saw.
+		return sum, fmt.Errorf("interrupted before the verification: %w", err)
+	}
 	rssAfter := rssMB()
 
 	// Verification: no more writes; what was acknowledged must be there.

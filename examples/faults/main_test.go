@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,4 +272,49 @@ func TestAReplicaEndsWhenTheRunThatStartedItIsGone(t *testing.T) {
 		stopped()
 		t.Fatal("the replica still served 30s after its run was gone")
 	}
+}
+
+// cancelOn cancels when a line containing marker is written.
+type cancelOn struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	marker string
+	cancel context.CancelFunc
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	if strings.Contains(c.buf.String(), c.marker) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+func (c *cancelOn) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
+// An interrupted run (SIGINT, SIGTERM) ends with the interrupt, not with a
+// verification it could not do. Negative control: the run verified under
+// the ended context, every read failed, and it reported what it read as
+// lost and returned a summary that was not clean (exit
+// status 1: "an invariant was broken"); interrupted in the warm-up, it
+// counted both live queries as silent gaps.
+func TestAnInterruptedRunEndsWithTheInterruptAndReportsNoLoss(t *testing.T) {
+	args := pgArgs(t, "-schedule", "short", "-publish-every", "200ms", "-notify-every", "200ms")
+	ctx, cancel := context.WithTimeout(t.Context(), shortBudget)
+	defer cancel()
+	runCtx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	out := &cancelOn{marker: "warm-up", cancel: interrupt}
+	var logs bytes.Buffer
+	sum, err := run(runCtx, args, out, &logs)
+	t.Logf("output:\n%s", out.String())
+	require.ErrorIs(t, err, context.Canceled, "logs:\n%s", logs.String())
+	assert.NotContains(t, out.String(), "summary:", "no summary of a verification it could not do")
+	assert.True(t, sum.clean(), "no invariant reported broken")
 }
