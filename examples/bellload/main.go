@@ -374,9 +374,10 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 	if c.profile != "" {
 		cmd.Args = append(cmd.Args, "-pprof", "127.0.0.1:0")
 	}
-	// The server logs each stream, which is not what is measured; the tail
-	// is kept for the reason of a bell that exits before it listens.
-	stderr := &tail{max: 4 << 10}
+	// The server logs each stream, which is not what is measured; the
+	// first lines are kept for the reason of a bell that exits before it
+	// listens.
+	stderr := &head{max: 4 << 10}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -436,27 +437,27 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 	}
 }
 
-// tail keeps the last max bytes written to it.
-type tail struct {
+// head keeps the first max bytes written to it: a bell that exits before
+// it listens says why first, and the stream logs after that cost little.
+type head struct {
 	mu  sync.Mutex
 	max int
 	b   []byte
 }
 
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
+func (h *head) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
 	}
 	return len(p), nil
 }
 
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
+func (h *head) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return string(h.b)
 }
 
 // stop ends the server (SIGTERM, then kill after 10s) and removes the build.
