@@ -174,7 +174,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return config{}, fmt.Errorf("-pg: %w", err)
 		}
 	}
-	// Checked before the landing, which takes minutes at 100,000 modules.
+	// Checked before the landing, which takes minutes at 100,000 modules,
+	// and the run, whose figures a file failing after it would lose.
+	for _, out := range []struct{ flag, path string }{
+		{"-cpuprofile", c.cpuProfile}, {"-memprofile", c.memProfile}, {"-trace", c.traceFile}, {"-poll-log", c.pollLog},
+	} {
+		if out.path == "" {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Dir(out.path)); err != nil || !fi.IsDir() {
+			return config{}, fmt.Errorf("%s %s: its directory does not exist", out.flag, out.path)
+		}
+	}
 	for name := range strings.SplitSeq(c.volumes, ",") {
 		if name != "dir" && name != "s3" && !strings.HasPrefix(name, "s3://") {
 			return config{}, fmt.Errorf("-volumes: %q is not dir, s3 or an s3:// URL", name)

@@ -462,3 +462,24 @@ func TestABadFlagValueIsRefusedNamingItsFlagBeforeTheLanding(t *testing.T) {
 	_, err := parseFlags([]string{"-volumes", "dir,s3,s3://b/p?endpoint=http://127.0.0.1:1&region=r", "-pg", "postgres://localhost/x", "-absorb", "1"}, io.Discard)
 	require.NoError(t, err)
 }
+
+// A profile, trace or poll log that cannot be written (its directory does
+// not exist) is refused naming its flag before anything is landed or
+// polled. Negative control: before, each failed only when written — the
+// CPU profile and trace after the landing, the poll log and the heap
+// profile after the whole measured run, whose figures were then never
+// printed — and the error named a path, not the flag.
+func TestAnOutputFileThatCannotBeWrittenIsRefusedBeforeTheRun(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing", "out")
+	for _, flag := range []string{"-cpuprofile", "-memprofile", "-trace", "-poll-log"} {
+		var out, errs bytes.Buffer
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		err := run(ctx, []string{"-modules", "5", "-latency", "0s", "-pollers", "2", "-duration", "200ms", "-warmup", "0s",
+			"-interval", "50ms", "-baseline=false", flag, missing}, &out, &errs)
+		cancel()
+		if assert.Error(t, err, flag) {
+			assert.Contains(t, err.Error(), flag)
+		}
+		assert.NotContains(t, errs.String(), "landed", "%s: refused before the landing", flag)
+	}
+}
