@@ -55,6 +55,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -373,7 +374,11 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 	if c.profile != "" {
 		cmd.Args = append(cmd.Args, "-pprof", "127.0.0.1:0")
 	}
-	cmd.Stderr = io.Discard // the server logs each stream; not what is measured
+	// The server logs each stream, which is not what is measured; the
+	// first lines are kept for the reason of a bell that exits before it
+	// listens.
+	stderr := &head{max: 4 << 10}
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -385,7 +390,9 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 	b := &bell{cmd: cmd, dir: dir}
 	found := make(chan string, 1)
 	pprofAt := make(chan string, 1)
+	ended := make(chan struct{}) // its stdout ended: it exited
 	go func() {
+		defer close(ended)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if addr, ok := strings.CutPrefix(sc.Text(), "pprof on "); ok {
@@ -417,6 +424,10 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 			return nil, err
 		}
 		return b, nil
+	case <-ended:
+		b.stop()
+		return nil, fmt.Errorf("the bell exited before it listened (%v; bellload passes -viewers as its -users, -admins as its -admins): %s",
+			cmd.ProcessState, strings.TrimSpace(stderr.String()))
 	case <-timer.C:
 		b.stop()
 		return nil, fmt.Errorf("the bell did not say where it listens within %s", c.bound)
@@ -424,6 +435,29 @@ func startBell(ctx context.Context, c config) (*bell, error) {
 		b.stop()
 		return nil, ctx.Err()
 	}
+}
+
+// head keeps the first max bytes written to it: a bell that exits before
+// it listens says why first, and the stream logs after that cost little.
+type head struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (h *head) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (h *head) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return string(h.b)
 }
 
 // stop ends the server (SIGTERM, then kill after 10s) and removes the build.

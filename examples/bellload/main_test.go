@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -270,4 +271,33 @@ func TestTheEndCheckNamesAStreamMissingWhatWasSentToIt(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `stream of admin00002: "b" is not in its state at the end`)
 	assert.Contains(t, err.Error(), "stream of admin00002: 1 notifications at the end, admin00001's 2")
+}
+
+// A run the bell refuses (here more users than it generates) fails as soon
+// as the bell exits, with the bell's own reason. Negative control: with
+// the bell's stderr discarded and its exit unnoticed (as it was), the run
+// waited the whole -bound and said only that the bell "did not say where
+// it listens": the test failed on both counts.
+func TestARunTheBellRefusesFailsAtOnceWithTheBellsReason(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the bell")
+	}
+	const bound = 30 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "bell") // built first: the bound is the start's, not the build's
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "../bell")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	c := config{viewers: 100_000, admins: 1, sends: 1, dial: 1, readers: 1, bound: bound, bin: bin}
+	began := time.Now()
+	srv, err := startBell(ctx, c)
+	if err == nil {
+		srv.stop()
+	}
+	require.Error(t, err)
+	t.Log(err)
+	assert.Contains(t, err.Error(), "-users plus -admins must be at most", "the bell's reason")
+	assert.Contains(t, err.Error(), "-viewers", "bellload's flag behind the bell's -users")
+	assert.Less(t, time.Since(began), bound, "it did not wait for the bound")
 }

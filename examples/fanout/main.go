@@ -56,6 +56,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"os/signal"
@@ -124,8 +125,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("-rows must be at least 1, not %d", c.rows)
 	case c.iterations < 1:
 		return c, fmt.Errorf("-iterations must be at least 1, not %d", c.iterations)
-	case c.readers < 1:
-		return c, fmt.Errorf("-readers must be at least 1, not %d", c.readers)
+	case c.readers < 1 || c.readers > maxReaders:
+		return c, fmt.Errorf("-readers must be between 1 and %d, not %d", maxReaders, c.readers)
 	case c.writes < 1:
 		return c, fmt.Errorf("-writes must be at least 1, not %d", c.writes)
 	case c.live < 1:
@@ -137,6 +138,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	return c, nil
 }
+
+// maxReaders keeps the store's pool (the readers, the writer and room for
+// the store's own re-reads) within its int32 size.
+const maxReaders = math.MaxInt32 - 4
 
 // run parses args, finds the database, measures and prints the report.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {

@@ -178,6 +178,11 @@ func TestBadFlagsAreRefusedWithAClearError(t *testing.T) {
 		{[]string{"-partitions", "1001"}, "-partitions must be between 1 and 1000"},
 		{[]string{"-rows", "-1"}, "-rows must be at least 1"},
 		{[]string{"-live", "0"}, "-live must be at least 1"},
+		// The pool's size is an int32 with room for the writer: a count
+		// beyond it wrapped negative and was refused as pgstore's
+		// Options.MaxConns, after the server had started.
+		{[]string{"-readers", "2147483645"}, "-readers must be between 1 and 2147483643"},
+		{[]string{"-readers", "0"}, "-readers must be between 1 and"},
 		{[]string{"-phase-budget", "0s"}, "-phase-budget must be positive"},
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"-scale", "10"}, "below the 50 Items"},

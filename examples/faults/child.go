@@ -55,8 +55,9 @@ const (
 // runChild runs one replica as examples/registry serves it — one pgstore,
 // a landing on the shared volume, a ServedActivation with the change feed
 // and the journal's tail (the defaults), the registry's server — until
-// SIGTERM. It prints "listening on ADDR" once it serves.
-func runChild(config string, stdout, stderr io.Writer) error {
+// SIGTERM, or until stdin ends. It prints "listening on ADDR" once it
+// serves.
+func runChild(config string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var cc childConfig
 	if err := json.Unmarshal([]byte(config), &cc); err != nil {
 		return fmt.Errorf("%s: %w", childEnv, err)
@@ -68,6 +69,13 @@ func runChild(config string, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("replica", cc.Name)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// The run holds our stdin open; its end means the run is gone (killed,
+	// or dead of a panic) without stopping us: shut down rather than serve
+	// on, parented to init.
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		stop()
+	}()
 	startCtx, cancel := context.WithTimeout(ctx, childStartWait)
 	defer cancel()
 

@@ -75,7 +75,7 @@ import (
 
 func main() {
 	if config := os.Getenv(childEnv); config != "" {
-		if err := runChild(config, os.Stdout, os.Stderr); err != nil {
+		if err := runChild(config, os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "faults replica:", err)
 			os.Exit(1)
 		}
@@ -134,6 +134,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.pgCtl != "" && c.pg == "" {
 		return config{}, errors.New("-pg-ctl needs -pg")
+	}
+	switch {
+	case c.pollers < 1:
+		return config{}, fmt.Errorf("-pollers must be at least 1, not %d", c.pollers)
+	case c.publishEvery <= 0:
+		return config{}, fmt.Errorf("-publish-every must be positive, not %s", c.publishEvery)
+	case c.notifyEvery <= 0:
+		return config{}, fmt.Errorf("-notify-every must be positive, not %s", c.notifyEvery)
+	case c.quiet < 0:
+		return config{}, fmt.Errorf("-quiet must not be negative (0: the schedule's default), not %s", c.quiet)
+	case c.freshness < 0:
+		return config{}, fmt.Errorf("-freshness must not be negative (0: the default), not %s", c.freshness)
+	case c.warmup < 0:
+		return config{}, fmt.Errorf("-warmup must not be negative (0: the default), not %s", c.warmup)
 	}
 	short := c.schedule == "short"
 	if c.freshness <= 0 {
@@ -314,6 +328,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (sum summ
 		wg.Wait()
 		out("  recovered in %s (change feeds back in %s); quiet %s\n", seconds(ph.recovery), seconds(ph.feedBack), f.quiet)
 		wait(ctx, max(0, f.quiet-time.Since(end)))
+	}
+	if err := ctx.Err(); err != nil {
+		// Verifying needs reads the ended context refuses: what it counted
+		// would be losses nobody saw.
+		return sum, fmt.Errorf("interrupted before the verification: %w", err)
 	}
 	rssAfter := rssMB()
 

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +29,7 @@ import (
 func TestMain(m *testing.M) {
 	// The run starts its replicas as this binary again (see child.go).
 	if config := os.Getenv(childEnv); config != "" {
-		if err := runChild(config, os.Stdout, os.Stderr); err != nil {
+		if err := runChild(config, os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "faults replica:", err)
 			os.Exit(1)
 		}
@@ -170,4 +176,145 @@ func TestReadyzCountsA200OnlyInsideAWindowTheDatabaseWasHeldDown(t *testing.T) {
 	assert.Equal(t, readyzInterval, d)
 	assert.Contains(t, out.String(), "replica a answered /readyz 200")
 	assert.NotContains(t, out.String(), "replica early")
+}
+
+// A flag value the run cannot use is refused, naming its flag, before
+// anything starts. Negative control: without the checks -publish-every 0
+// (and -notify-every 0) passed, the run started PostgreSQL and both
+// replicas, then panicked in time.NewTicker ("non-positive interval"),
+// leaving the server's directory and both replica processes behind; a
+// negative -pollers, -quiet, -freshness or -warmup was silently taken as
+// none or as the default.
+func TestABadFlagValueIsRefusedNamingItsFlag(t *testing.T) {
+	for _, c := range []struct{ args []string }{
+		{[]string{"-publish-every", "0s"}},
+		{[]string{"-publish-every", "-1s"}},
+		{[]string{"-notify-every", "0s"}},
+		{[]string{"-pollers", "0"}},
+		{[]string{"-pollers", "-3"}},
+		{[]string{"-quiet", "-5s"}},
+		{[]string{"-freshness", "-1s"}},
+		{[]string{"-warmup", "-1s"}},
+	} {
+		var stderr bytes.Buffer
+		_, err := run(t.Context(), append([]string{"-schedule", "short"}, c.args...), io.Discard, &stderr)
+		if assert.Error(t, err, "%q", c.args) {
+			assert.Contains(t, err.Error(), c.args[0], "the error names the flag")
+		}
+	}
+	// Control: the same flags at usable values parse (0 is the documented
+	// default for -quiet, -freshness and -warmup).
+	cfg, err := parseFlags([]string{"-publish-every", "1s", "-notify-every", "1s", "-pollers", "1", "-quiet", "0s", "-freshness", "0s", "-warmup", "0s"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, cfg.publishEvery)
+}
+
+// A replica process ends, shutting down, when the run that started it is
+// gone without stopping it (killed, or dead of a panic): the run holds the
+// replica's stdin open, and the kernel closes it when the run dies, which
+// the test does by hand. Negative control: a replica that did not watch
+// its stdin (as before) served on; the runs that had panicked left two
+// registries listening, parented to init, until someone killed them.
+func TestAReplicaEndsWhenTheRunThatStartedItIsGone(t *testing.T) {
+	db := pgtest.ProgramDatabase(t, "faults")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if db == "" {
+		srv, err := pgtest.Config{}.Start(ctx)
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, srv.Stop()) }()
+		db, err = srv.CreateDatabase(ctx, "faults")
+		require.NoError(t, err)
+	}
+	dir := t.TempDir()
+	cc, err := json.Marshal(childConfig{Name: "a", PGURL: db, Data: dir, Addr: "127.0.0.1:0", Token: "t",
+		Control: filepath.Join(dir, "control"), Freshness: 3 * time.Second})
+	require.NoError(t, err)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), childEnv+"="+string(cc))
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	listening, exited := make(chan struct{}), make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for seen := false; sc.Scan(); {
+			if !seen && strings.HasPrefix(sc.Text(), "listening on ") {
+				seen = true
+				close(listening)
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	stopped := func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	select {
+	case <-listening:
+	case err := <-exited:
+		t.Fatalf("the replica ended before it listened: %v\n%s", err, logs.String())
+	case <-ctx.Done():
+		stopped()
+		t.Fatalf("waiting for the replica to listen: %v\n%s", ctx.Err(), logs.String())
+	}
+	require.NoError(t, stdin.Close()) // what the run's death does
+	select {
+	case err := <-exited:
+		assert.NoError(t, err, "it shut down cleanly\n%s", logs.String())
+	case <-time.After(30 * time.Second):
+		stopped()
+		t.Fatal("the replica still served 30s after its run was gone")
+	}
+}
+
+// cancelOn cancels when a line containing marker is written.
+type cancelOn struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	marker string
+	cancel context.CancelFunc
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	if strings.Contains(c.buf.String(), c.marker) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+func (c *cancelOn) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
+// An interrupted run (SIGINT, SIGTERM) ends with the interrupt, not with a
+// verification it could not do. Negative control: the run verified under
+// the ended context, every read failed, and it reported what it read as
+// lost and returned a summary that was not clean (exit
+// status 1: "an invariant was broken"); interrupted in the warm-up, it
+// counted both live queries as silent gaps.
+func TestAnInterruptedRunEndsWithTheInterruptAndReportsNoLoss(t *testing.T) {
+	args := pgArgs(t, "-schedule", "short", "-publish-every", "200ms", "-notify-every", "200ms")
+	ctx, cancel := context.WithTimeout(t.Context(), shortBudget)
+	defer cancel()
+	runCtx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	out := &cancelOn{marker: "warm-up", cancel: interrupt}
+	var logs bytes.Buffer
+	sum, err := run(runCtx, args, out, &logs)
+	t.Logf("output:\n%s", out.String())
+	require.ErrorIs(t, err, context.Canceled, "logs:\n%s", logs.String())
+	assert.NotContains(t, out.String(), "summary:", "no summary of a verification it could not do")
+	assert.True(t, sum.clean(), "no invariant reported broken")
 }

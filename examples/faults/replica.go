@@ -130,6 +130,11 @@ func (r *replica) start(ctx context.Context) (err error) {
 	cmd := exec.Command(exe)
 	cmd.Env = append(append(os.Environ(), r.cfg.env...), childEnv+"="+string(cc))
 	cmd.Stderr = r.cfg.stderr
+	// Held open while the replica runs (Wait closes it): if this process
+	// dies without stopping the replica, the replica sees its stdin end.
+	if _, err := cmd.StdinPipe(); err != nil {
+		return err
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err

@@ -66,7 +66,7 @@ func runAbsorb(ctx, setupCtx context.Context, cfg config, dir string, logger *sl
 	if cfg.pg != "" {
 		pa, err := pgstore.Open(setupCtx, cfg.pg, pgstore.Options{Logger: logger, GatedTypes: auth.DecisionTypes()})
 		if err != nil {
-			return err
+			return fmt.Errorf("-pg: %w", err)
 		}
 		defer func() { err = errors.Join(err, pa.Close()) }()
 		store = pa
@@ -82,7 +82,7 @@ func runAbsorb(ctx, setupCtx context.Context, cfg config, dir string, logger *sl
 	if cfg.pg != "" {
 		pb, err := pgstore.Open(setupCtx, cfg.pg, pgstore.Options{Logger: logger, GatedTypes: auth.DecisionTypes()})
 		if err != nil {
-			return err
+			return fmt.Errorf("-pg: %w", err)
 		}
 		defer func() { err = errors.Join(err, pb.Close()) }()
 		storeB = pb

@@ -7,6 +7,7 @@ import (
 
 // gcSample is what the collector had done by one instant.
 type gcSample struct {
+	at     time.Time
 	cycles uint64
 	pauses *metrics.Float64Histogram // stop-the-world pauses for GC, in seconds
 	alloc  uint64                    // bytes allocated so far
@@ -26,7 +27,7 @@ func readGC() gcSample {
 		{Name: "/gc/heap/live:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/assist:cpu-seconds"},
 		{Name: "/cpu/classes/gc/mark/dedicated:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/idle:cpu-seconds"}, {Name: "/gc/scan/heap:bytes"}}
 	metrics.Read(s)
-	return gcSample{cycles: s[0].Value.Uint64(), pauses: s[1].Value.Float64Histogram(), alloc: s[2].Value.Uint64(),
+	return gcSample{at: time.Now(), cycles: s[0].Value.Uint64(), pauses: s[1].Value.Float64Histogram(), alloc: s[2].Value.Uint64(),
 		live: s[3].Value.Uint64(), cpu: s[4].Value.Float64(), assist: s[5].Value.Float64(),
 		busyMark: s[6].Value.Float64(), idleMark: s[7].Value.Float64(), scan: s[8].Value.Uint64()}
 }
@@ -37,6 +38,7 @@ func readGC() gcSample {
 type gcDuring struct {
 	cycles    uint64
 	allocMB   float64
+	span      time.Duration // between the two samples: what allocMB was allocated in
 	maxPause  time.Duration
 	liveMB    float64 // the live heap at the last cycle by the end
 	cpu       float64 // the collector's CPU seconds in between (an estimate of the runtime's)
@@ -47,7 +49,7 @@ type gcDuring struct {
 }
 
 func gcBetween(a, b gcSample) gcDuring {
-	d := gcDuring{cycles: b.cycles - a.cycles, allocMB: float64(b.alloc-a.alloc) / 1e6, liveMB: float64(b.live) / 1e6,
+	d := gcDuring{span: b.at.Sub(a.at), cycles: b.cycles - a.cycles, allocMB: float64(b.alloc-a.alloc) / 1e6, liveMB: float64(b.live) / 1e6,
 		cpu: b.cpu - a.cpu, assistCPU: b.assist - a.assist, busyMark: b.busyMark - a.busyMark, idleMark: b.idleMark - a.idleMark,
 		scanMB: float64(b.scan) / 1e6}
 	for i := len(b.pauses.Counts) - 1; i >= 0; i-- {

@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -62,6 +63,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/meshrx/meshrx/internal/gcsetting"
 	"github.com/meshrx/meshrx/registry"
@@ -162,6 +164,32 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, errors.New("-absorb must not be negative and -freshness must be positive")
 	case c.duration <= 0, c.interval <= 0, c.latency < 0, c.grace < 0, c.warmup < 0:
 		return config{}, errors.New("-duration and -interval must be positive; -latency, -grace and -warmup must not be negative")
+	case c.duration > math.MaxInt64-c.warmup-c.grace: // the run's end would wrap into the past
+		return config{}, fmt.Errorf("-duration %s with -warmup %s and -grace %s is longer than a run can be (%s)", c.duration, c.warmup, c.grace, time.Duration(math.MaxInt64))
+	case c.pg != "" && c.absorb == 0:
+		return config{}, errors.New("-pg is the database of the -absorb replicas: give -absorb N too")
+	}
+	if c.pg != "" {
+		if _, err := pgx.ParseConfig(c.pg); err != nil {
+			return config{}, fmt.Errorf("-pg: %w", err)
+		}
+	}
+	// Checked before the landing, which takes minutes at 100,000 modules,
+	// and the run, whose figures a file failing after it would lose.
+	for _, out := range []struct{ flag, path string }{
+		{"-cpuprofile", c.cpuProfile}, {"-memprofile", c.memProfile}, {"-trace", c.traceFile}, {"-poll-log", c.pollLog},
+	} {
+		if out.path == "" {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Dir(out.path)); err != nil || !fi.IsDir() {
+			return config{}, fmt.Errorf("%s %s: its directory does not exist", out.flag, out.path)
+		}
+	}
+	for name := range strings.SplitSeq(c.volumes, ",") {
+		if name != "dir" && name != "s3" && !strings.HasPrefix(name, "s3://") {
+			return config{}, fmt.Errorf("-volumes: %q is not dir, s3 or an s3:// URL", name)
+		}
 	}
 	return c, nil
 }
@@ -319,7 +347,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		whose = "the registry's process; the pollers ran in a child process"
 	}
 	fmt.Fprintf(stdout, "served: gc_cycles=%d gc_pause_max_ms=%.3f alloc_mb_per_s=%.1f heap_live_mb=%.1f gc_cpu_s=%.2f gc_assist_cpu_s=%.2f gc_mark_busy_cpu_s=%.2f gc_mark_idle_cpu_s=%.2f heap_scan_mb=%.1f (%s)\n",
-		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/cfg.duration.Seconds(), served.gc.liveMB, served.gc.cpu, served.gc.assistCPU,
+		served.gc.cycles, msf(served.gc.maxPause), served.gc.allocMB/served.gc.span.Seconds(), served.gc.liveMB, served.gc.cpu, served.gc.assistCPU,
 		served.gc.busyMark, served.gc.idleMark, served.gc.scanMB, whose)
 	if cfg.publishEvery > 0 {
 		p := served.published

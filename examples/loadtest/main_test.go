@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -398,4 +400,88 @@ func TestTheWarmUpIsPolledFirstAndReportedApart(t *testing.T) {
 	control := summarize(shaped)
 	assert.Equal(t, time.Second, control.p99, "control: the same polls counted as measured")
 	assert.Nil(t, control.warm)
+}
+
+// alloc_mb_per_s is the bytes allocated while the pollers ran over the time
+// they ran: the collector's figures are read before the warm-up and after
+// the grace, so the bytes are those of the whole span, not of -duration
+// alone. The test reads the same counter around the whole run (landing and
+// starting the replica included): no rate over a span of at least
+// warmup+duration can exceed that total over warmup+duration. Negative
+// control: dividing by -duration (as the line did) printed a rate about
+// eleven times too high with this warm-up, beyond the bound.
+func TestTheAllocationRateIsOverTheSpanItsBytesWereCountedIn(t *testing.T) {
+	const warmup, duration = 3 * time.Second, 300 * time.Millisecond
+	allocs := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	var out, errs bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	before := allocs()
+	err := run(ctx, []string{"-modules", "20", "-pollers", "8", "-duration", duration.String(), "-warmup", warmup.String(),
+		"-latency", "0s", "-interval", "5ms", "-grace", "300ms", "-baseline=false"}, &out, &errs)
+	total := float64(allocs()-before) / 1e6
+	require.NoError(t, err, "stderr: %s", errs.String())
+	m := regexp.MustCompile(`alloc_mb_per_s=([0-9.]+)`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	rate, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	bound := total / (warmup + duration).Seconds()
+	t.Logf("alloc_mb_per_s=%.1f; the whole run allocated %.1f MB, at most %.1f MB/s over warm-up and run", rate, total, bound)
+	assert.LessOrEqual(t, rate, bound+0.1, "the rate's figure is rounded to 0.1")
+}
+
+// A flag value the run cannot use is refused naming its flag, and before
+// the modules are landed (minutes at 100,000). Negative control: before,
+// -volumes foo was refused after the landing, -pg without -absorb was
+// ignored, an unparsable -pg was refused as "pgstore: parsing the
+// database URL" (after the landing), and a -duration whose end with the
+// grace wraps past the largest time.Duration failed at once with "served
+// on dir: context canceled".
+func TestABadFlagValueIsRefusedNamingItsFlagBeforeTheLanding(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"-volumes", "dir,foo"}, "-volumes"},
+		{[]string{"-pg", "postgres://localhost/x"}, "-pg"},
+		{[]string{"-pg", "garbage", "-absorb", "1"}, "-pg"},
+		{[]string{"-duration", "2562047h", "-grace", "1h"}, "-duration"},
+	} {
+		var out, errs bytes.Buffer
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		err := run(ctx, append([]string{"-modules", "5", "-latency", "0s"}, c.args...), &out, &errs)
+		cancel()
+		if assert.Error(t, err, "%q", c.args) {
+			assert.Contains(t, err.Error(), c.flag, "%q", c.args)
+		}
+		assert.NotContains(t, errs.String(), "landed", "%q: refused before the landing", c.args)
+	}
+	// Control: a -volumes list and -pg with -absorb that are usable parse.
+	_, err := parseFlags([]string{"-volumes", "dir,s3,s3://b/p?endpoint=http://127.0.0.1:1&region=r", "-pg", "postgres://localhost/x", "-absorb", "1"}, io.Discard)
+	require.NoError(t, err)
+}
+
+// A profile, trace or poll log that cannot be written (its directory does
+// not exist) is refused naming its flag before anything is landed or
+// polled. Negative control: before, each failed only when written — the
+// CPU profile and trace after the landing, the poll log and the heap
+// profile after the whole measured run, whose figures were then never
+// printed — and the error named a path, not the flag.
+func TestAnOutputFileThatCannotBeWrittenIsRefusedBeforeTheRun(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing", "out")
+	for _, flag := range []string{"-cpuprofile", "-memprofile", "-trace", "-poll-log"} {
+		var out, errs bytes.Buffer
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		err := run(ctx, []string{"-modules", "5", "-latency", "0s", "-pollers", "2", "-duration", "200ms", "-warmup", "0s",
+			"-interval", "50ms", "-baseline=false", flag, missing}, &out, &errs)
+		cancel()
+		if assert.Error(t, err, flag) {
+			assert.Contains(t, err.Error(), flag)
+		}
+		assert.NotContains(t, errs.String(), "landed", "%s: refused before the landing", flag)
+	}
 }

@@ -15,17 +15,20 @@
 // environment). Every wait has a budget and says what it waited for. The
 // last line is
 //
-//	summary: replicas=2 live_queries=N writes=N notice_to_frame_p50_ms=X notice_to_frame_p99_ms=X listener_cpu_us_per_notice=X put_return_to_frame_p50_ms=X put_return_to_frame_p99_ms=X lost=N duplicates=N misrouted=N write_errors=N observer_errors=N
+//	summary: replicas=2 live_queries=N writes=N notice_to_frame_p50_ms=X notice_to_frame_p99_ms=X notice_dispatch_p50_ms=X notice_dispatch_p99_ms=X put_p50_ms=X put_p99_ms=X write_to_frame_p50_ms=X write_to_frame_p99_ms=X put_return_to_frame_p50_ms=X put_return_to_frame_p99_ms=X replica_cpu_us_per_notice=X lost=N duplicates=N misrouted=N write_errors=N observer_errors=N
 //
-// notice_to_frame is from the start of the writer's Put (its commit is
-// inside that round trip) to the frame reaching the live query's observer
-// on a replica, over both replicas; put_return_to_frame is from the Put's
+// over both replicas (each replica's own figures are printed above it).
+// notice_to_frame is from the change notice's arrival at a replica's
+// listener to the frame reaching the live query's observer, and
+// notice_dispatch the listener's part of it; put is the writer's Put,
+// start to return (its commit is inside it); write_to_frame is from the
+// start of the Put to the frame; put_return_to_frame from the Put's
 // return (the commit acknowledged to the writer) to the frame, negative
-// when the frame came first; each replica's own figures are printed
-// above it. listener_cpu_us_per_notice is the replicas' process CPU
-// (user + system) during the writes divided by the change notices their
-// listeners received: the listener, dispatch, the woken queries' reads and
-// the frames, everything the notices cost a replica.
+// when the frame came first. replica_cpu_us_per_notice is the replicas'
+// process CPU (user + system) during the writes divided by the change
+// notices their listeners received: the listener, dispatch, the woken
+// queries' reads and the frames, everything the notices cost a replica.
+// docs/live-queries.md says more of each span.
 package main
 
 import (
@@ -35,6 +38,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 )
 
@@ -46,7 +51,10 @@ func main() {
 		}
 		return
 	}
-	ctx := context.Background()
+	// Cancelling on a signal lets run stop its children and remove its
+	// throwaway server; dying at it would leave the server's directory.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if _, err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "pglive:", err)
 		os.Exit(1)
@@ -87,6 +95,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, errors.New("-live, -writes, -partitions and -writers must be at least 1")
 	case c.interval <= 0 || c.budget <= 0:
 		return config{}, errors.New("-interval and -budget must be positive")
+	case c.interval > c.budget/time.Duration(c.writes): // divided: the product may wrap
+		return config{}, fmt.Errorf("-writes %d, one every -interval %s, take longer than the run's -budget %s", c.writes, c.interval, c.budget)
 	}
 	return c, nil
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,8 +31,18 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// A test runs the program as a user does: main with these arguments.
+	if args := os.Getenv(mainArgsEnv); args != "" {
+		os.Args = append([]string{"pglive"}, strings.Fields(args)...)
+		main()
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
 }
+
+// mainArgsEnv makes this test binary run main with its (space-separated)
+// arguments.
+const mainArgsEnv = "PGLIVE_TEST_MAIN_ARGS"
 
 // summaryLine is the last line's exact shape.
 var summaryLine = regexp.MustCompile(`^summary: replicas=2 live_queries=\d+ writes=\d+ notice_to_frame_p50_ms=[\d.]+ notice_to_frame_p99_ms=[\d.]+ notice_dispatch_p50_ms=[\d.]+ notice_dispatch_p99_ms=[\d.]+ put_p50_ms=[\d.]+ put_p99_ms=[\d.]+ write_to_frame_p50_ms=[\d.]+ write_to_frame_p99_ms=[\d.]+ put_return_to_frame_p50_ms=-?[\d.]+ put_return_to_frame_p99_ms=-?[\d.]+ replica_cpu_us_per_notice=[\d.]+ lost=\d+ duplicates=\d+ misrouted=\d+ write_errors=\d+ observer_errors=\d+$`)
@@ -96,6 +109,28 @@ func TestTheRecorderCountsMissingDuplicateAndMisroutedFrames(t *testing.T) {
 	assert.Equal(t, []int64{now.UnixNano(), 0, 0}, rec.frameAt)
 }
 
+// A schedule of writes longer than -budget cannot finish: it is refused,
+// naming the flags, instead of failing when the budget runs out (after ten
+// minutes by default). Negative control: without the check, -writes
+// 1000000 -interval 1ms (16m40s) was accepted against the default 10m
+// budget, and -writes 1000000 -interval 10000h, whose schedule wraps past
+// the largest duration, too.
+func TestAScheduleLongerThanTheBudgetIsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"-writes", "1000000", "-interval", "1ms"},
+		{"-writes", "1000000", "-interval", "10000h", "-budget", "2562047h"},
+	} {
+		_, err := parseFlags(args, &bytes.Buffer{})
+		if assert.Error(t, err, "%q", args) {
+			for _, flag := range []string{"-writes", "-interval", "-budget"} {
+				assert.Contains(t, err.Error(), flag, "%q", args)
+			}
+		}
+	}
+	_, err := parseFlags([]string{"-writes", "1000000", "-interval", "1ms", "-budget", "30m"}, &bytes.Buffer{})
+	assert.NoError(t, err, "control: the same schedule with the budget it needs")
+}
+
 func TestBadFlagsAreRefused(t *testing.T) {
 	for _, args := range [][]string{{"-live", "0"}, {"-interval", "0s"}, {"extra"}} {
 		_, err := parseFlags(args, &bytes.Buffer{})
@@ -147,4 +182,89 @@ func TestAChildsUnreadOutputNeverBlocksTheChild(t *testing.T) {
 	_, err = c.expect(t.Context(), "result ", time.Second)
 	assert.ErrorContains(t, err, "the process ended", "nothing after the end")
 	assert.ErrorContains(t, err, "84 lines of its output were dropped unread", "a failed wait says what was dropped")
+}
+
+// A run told to stop (SIGTERM, as a supervisor or `kill` sends; SIGINT
+// alike) stops its children and its throwaway PostgreSQL and removes the
+// server's directory, as the doc promises ("removes it afterwards").
+// Negative control: main without signal.NotifyContext (as it was) died at
+// the signal, leaving the initdb'ed directory (≈ 50 MB) behind in TMPDIR:
+// the test failed listing it.
+func TestATerminatedRunRemovesItsThrowawayServer(t *testing.T) {
+	if len(pgArgs(t)) > 0 {
+		t.Skip("the tests give the run a server (MESHRX_PG_URL): it starts none of its own")
+	}
+	tmp, err := os.MkdirTemp("", "pglive-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	require.NoError(t, os.Chmod(tmp, 0o755)) // the server may run as another user
+
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp,
+		mainArgsEnv+"=-live 20 -writes 20000 -interval 5ms -budget 2m")
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	ready := make(chan struct{})
+	exited := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		seen := false
+		for sc.Scan() {
+			if !seen && strings.Contains(sc.Text(), "ready in") {
+				seen = true
+				close(ready)
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	select {
+	case <-ready:
+	case err := <-exited:
+		t.Fatalf("the run ended before its replicas were ready: %v\n%s", err, logs.String())
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("waiting (at most 2m) for the replicas to be ready\n%s", logs.String())
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err = <-exited:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("waiting (at most 1m) for the run to end after SIGTERM\n%s", logs.String())
+	}
+	t.Logf("exit: %v\n%s", err, logs.String())
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	assert.Empty(t, names, "what the run left in its TMPDIR")
+}
+
+// The summary line main.go's doc shows, its X and N read as figures, has
+// the shape the program prints. Negative control: the doc as it was
+// (listener_cpu_us_per_notice, and no dispatch, Put or write → frame
+// fields) failed.
+func TestTheDocsSummaryLineIsTheOneTheProgramPrints(t *testing.T) {
+	src, err := os.ReadFile("main.go")
+	require.NoError(t, err)
+	var doc string
+	for line := range strings.SplitSeq(string(src), "\n") {
+		if rest, ok := strings.CutPrefix(line, "//\tsummary: "); ok {
+			doc = "summary: " + rest
+		}
+	}
+	require.NotEmpty(t, doc, "main.go's doc shows the summary line")
+	doc = regexp.MustCompile(`=X\b`).ReplaceAllString(doc, "=1.5")
+	doc = regexp.MustCompile(`=N\b`).ReplaceAllString(doc, "=7")
+	assert.Regexp(t, summaryLine, doc)
+	assert.Regexp(t, summaryLine, summary{replicas: 2}.String(), "control: a line String wrote")
 }
