@@ -65,7 +65,7 @@ func (s BellState) Len() int {
 // store closed).
 func (s *Service) Bell(viewer string) rx.Observable[BellState] {
 	if s.Mesh == nil {
-		return rx.Throw[BellState](errNoMesh)
+		return rx.Throw[BellState](noMesh())
 	}
 	if err := checkViewer(viewer); err != nil {
 		return rx.Throw[BellState](err)

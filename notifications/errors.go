@@ -5,6 +5,15 @@ import (
 	"strconv"
 )
 
+// ConfigError reports a Service field a call cannot work without. Nothing
+// was read or written.
+type ConfigError struct {
+	Setting string // e.g. "Service.Mesh"
+	Problem string
+}
+
+func (e *ConfigError) Error() string { return "notifications: " + e.Setting + " " + e.Problem }
+
 // InvalidError reports input the service refuses: a notification, viewer or
 // id that cannot be used. Nothing was written.
 type InvalidError struct {

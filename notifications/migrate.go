@@ -47,7 +47,7 @@ type Report struct {
 func (s *Service) MigrateLegacy(ctx context.Context) (Report, error) {
 	var r Report
 	if s.Mesh == nil {
-		return r, errNoMesh
+		return r, noMesh()
 	}
 	rows, err := s.initial(ctx, LegacyQuery)
 	if err != nil {

@@ -94,7 +94,8 @@ func (s *Service) retention() int {
 	return s.Retention
 }
 
-var errNoMesh = errors.New("notifications: Service.Mesh is not set")
+// noMesh is the error of every call on a Service without its store.
+func noMesh() error { return &ConfigError{Setting: "Service.Mesh", Problem: "is not set"} }
 
 // Create delivers n to the addressee of each recipient path (its first
 // segment) at {addressee}/_Notification/{id}, and returns the stored nodes.
@@ -112,7 +113,7 @@ var errNoMesh = errors.New("notifications: Service.Mesh is not set")
 // to the retention cap; a pruning failure is logged, not returned.
 func (s *Service) Create(ctx context.Context, n Notification, recipients ...string) ([]mesh.Node, error) {
 	if s.Mesh == nil {
-		return nil, errNoMesh
+		return nil, noMesh()
 	}
 	typ, err := ParseType(string(n.Type))
 	if err != nil {
@@ -197,7 +198,7 @@ func (s *Service) deliver(ctx context.Context, n Notification, addressee string)
 // again (NotFoundError once deleted), never written back.
 func (s *Service) MarkRead(ctx context.Context, viewer, id string) error {
 	if s.Mesh == nil {
-		return errNoMesh
+		return noMesh()
 	}
 	if err := checkViewer(viewer); err != nil {
 		return err
@@ -272,7 +273,7 @@ const maxMarkAttempts = 8
 // entity, waiting for MigrateLegacy) are never removed.
 func (s *Service) Prune(ctx context.Context, addressee string) (removed int, err error) {
 	if s.Mesh == nil {
-		return 0, errNoMesh
+		return 0, noMesh()
 	}
 	if !validAddressee(addressee) {
 		return 0, &InvalidError{Field: "addressee", Value: addressee, Reason: "not a partition name"}

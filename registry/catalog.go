@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -113,6 +114,7 @@ type catalog struct {
 	mu      sync.Mutex
 	state   *catalogState                   // nil until the first Initial
 	first   *rx.AsyncSubject[*catalogState] // completes with the first Initial
+	changed chan struct{}                   // closed (and replaced) when state or live changes
 	live    bool                            // the current query has sent its Initial
 	problem string
 	since   time.Time
@@ -139,6 +141,7 @@ func newCatalog(svc mesh.Store, source string, clk clock.Clock, retry time.Durat
 		retry:   retry,
 		log:     log,
 		first:   rx.NewAsyncSubject[*catalogState](),
+		changed: make(chan struct{}),
 		problem: "waiting for the package catalog's first answer",
 		since:   clk.Now(),
 	}
@@ -200,6 +203,7 @@ func (c *catalog) apply(attempt uint64, ch mesh.Change) {
 		c.since = time.Time{}
 	}
 	subject := c.first
+	c.signal()
 	c.mu.Unlock()
 
 	for _, u := range unreadable {
@@ -232,6 +236,7 @@ func (c *catalog) failed(attempt uint64, err error) {
 	}
 	c.attempt++ // frames still queued from the failed subscription are ignored
 	c.sub = nil
+	c.signal()
 	c.mu.Unlock()
 
 	if wasLive {
@@ -282,6 +287,7 @@ func (c *catalog) feedState(down error) {
 	if wasLive || c.since.IsZero() {
 		c.since = c.clk.Now()
 	}
+	c.signal()
 	c.mu.Unlock()
 	if wasLive {
 		c.log.Warn("registry: the store's change feed is down; packages published meanwhile are withheld until it is back",
@@ -314,6 +320,53 @@ func (c *catalog) current() (*catalogState, bool) {
 	return c.state, c.state != nil
 }
 
+// signal wakes the publications waiting in knows; c.mu is held.
+func (c *catalog) signal() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// catalogCatchUpMessage is the debug line a publication logs when it waits
+// for the catalog to learn its package.
+const catalogCatchUpMessage = "registry: a publication waits for the package catalog to learn its package"
+
+// catalogCatchUp bounds how long a publication waits for this replica's
+// catalog to learn a package node it has just written (a frame of the live
+// query, normally within milliseconds).
+const catalogCatchUp = 5 * time.Second
+
+// knows waits until the catalog holds package key, so that a publication
+// answered next is listed by this replica's next index read, and reports
+// whether it does. It returns at once while the live query is not running
+// (the catalog cannot catch up then; the package is listed once it does,
+// as any change is), and at the latest when ctx ends or catalogCatchUp
+// passes on the clock. Its answer never fails a publication.
+func (c *catalog) knows(ctx context.Context, key string) bool {
+	ctx, cancel := c.clk.WithTimeout(ctx, catalogCatchUp)
+	defer cancel()
+	for waited := false; ; waited = true {
+		c.mu.Lock()
+		st, live, changed := c.state, c.live && !c.closed, c.changed
+		c.mu.Unlock()
+		if st != nil {
+			if _, ok := st.packages.get(key); ok {
+				return true
+			}
+		}
+		if !live {
+			return false
+		}
+		if !waited {
+			c.log.Debug(catalogCatchUpMessage, slog.String("package", key))
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // Complete reports whether the catalog knows every package's tier now: its
 // first answer has arrived and its live query is running. While it is not,
 // reason says why; packages it does not know are withheld from every index
@@ -343,6 +396,7 @@ func (c *catalog) close() {
 		return
 	}
 	c.closed = true
+	c.signal()
 	sub, timer, feed, first, waiting := c.sub, c.timer, c.feed, c.first, c.state == nil
 	c.sub, c.timer, c.feed = nil, nil, nil
 	c.mu.Unlock()

@@ -313,9 +313,11 @@ type PublishAnswer struct {
 // written. The package node is written first, for a package the catalog
 // does not have (an existing package, found without regard to case, keeps
 // its spelling and its tier): so a bundle becomes visible only once its
-// tier is durable, and a publication that fails leaves nothing served. The
-// landing then goes through Served, which patches the snapshot before it
-// answers, so this replica's next index read lists the version — also when
+// tier is durable, and a publication that fails leaves nothing served. It
+// waits (at most catalogCatchUp, and not while the catalog's live query is
+// down) until this replica's catalog has the package's tier. The landing
+// then goes through Served, which patches the snapshot before it answers, so
+// this replica's next index read lists the version — also when
 // it answers 200 because the version had landed already with the same bytes
 // (perhaps on a replica that died before announcing it): that answer is
 // patched in and announced too. Other bytes for a published version are a
@@ -346,6 +348,11 @@ func (s *Server) publishRoute(r *http.Request) rx.Observable[answer.Answer] {
 		ctx, cancel := withinBudget(ctx)
 		defer cancel()
 		t, err := s.publishTarget(ctx, up)
+		if err == nil && t.refusal == nil {
+			// This replica's next index read must list what it answers
+			// published: its catalog must know the package's tier first.
+			s.catalog.knows(ctx, moduleKey(up.plugin))
+		}
 		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("registry: the publish budget of %s ran out while waiting on %s; nothing was published: %w (%w)", s.publishBudget, StagePackageNode, err, ctx.Err())
 		}

@@ -104,10 +104,20 @@ type ModuleLanding struct {
 	clk clock.Clock
 }
 
-// NewModuleLanding returns a ModuleLanding on v. It does no I/O.
+// OptionsError reports an argument or Options field NewModuleLanding
+// cannot make a landing with.
+type OptionsError struct {
+	Setting string // e.g. "Options.ReadPool"
+	Problem string
+}
+
+func (e *OptionsError) Error() string { return "registry: landing " + e.Setting + " " + e.Problem }
+
+// NewModuleLanding returns a ModuleLanding on v. It does no I/O. An
+// argument it cannot use is an *OptionsError naming it.
 func NewModuleLanding(v Volume, opts Options) (*ModuleLanding, error) {
 	if v == nil {
-		return nil, errors.New("registry: NewModuleLanding needs a Volume")
+		return nil, &OptionsError{Setting: "Volume", Problem: "is nil (NewModuleLanding needs a Volume)"}
 	}
 	for _, o := range []struct {
 		name string
@@ -117,12 +127,12 @@ func NewModuleLanding(v Volume, opts Options) (*ModuleLanding, error) {
 		{"MaxFileSize", opts.MaxFileSize}, {"MaxExpanded", opts.MaxExpanded}, {"MaxRatio", opts.MaxRatio},
 	} {
 		if o.val < 0 {
-			return nil, fmt.Errorf("registry: landing.Options.%s is %d; it must not be negative (zero takes the default)", o.name, o.val)
+			return nil, &OptionsError{Setting: "Options." + o.name, Problem: fmt.Sprintf("is %d; it must not be negative (zero takes the default)", o.val)}
 		}
 	}
 	if opts.Replica != "" {
 		if reason := checkName(opts.Replica, 64, "._-"); reason != "" {
-			return nil, fmt.Errorf("registry: landing.Options.Replica %q: %s", opts.Replica, reason)
+			return nil, &OptionsError{Setting: "Options.Replica", Problem: fmt.Sprintf("%q: %s", opts.Replica, reason)}
 		}
 	}
 	orDefault := func(v, d int64) int64 {

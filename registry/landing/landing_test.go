@@ -559,13 +559,31 @@ func TestClosingRefusesNewWorkReleasesWaitersAndShutdownWaitsWithinItsBound(t *t
 	require.NoError(t, testkit.Receive(t, shut, "Shutdown returning once nothing runs"))
 }
 
+// Every refusal is an *OptionsError naming the setting (control run: with
+// the volume's and the negative values' fmt.Errorf errors back, 7 rows
+// failed errors.As).
 func TestNewModuleLandingRefusesNonsenseOptions(t *testing.T) {
-	_, err := NewModuleLanding(nil, Options{})
-	require.Error(t, err)
-	_, err = NewModuleLanding(DirVolume(t.TempDir()), Options{ReadPool: -1})
-	require.ErrorContains(t, err, "ReadPool")
-	_, err = NewModuleLanding(DirVolume(t.TempDir()), Options{Replica: "../x"})
-	require.ErrorContains(t, err, "Replica")
+	for _, c := range []struct {
+		setting string
+		v       Volume
+		opts    Options
+	}{
+		{"Volume", nil, Options{}},
+		{"Options.ReadPool", DirVolume(t.TempDir()), Options{ReadPool: -1}},
+		{"Options.MaxArchive", DirVolume(t.TempDir()), Options{MaxArchive: -1}},
+		{"Options.MaxEntries", DirVolume(t.TempDir()), Options{MaxEntries: -1}},
+		{"Options.MaxFileSize", DirVolume(t.TempDir()), Options{MaxFileSize: -1}},
+		{"Options.MaxExpanded", DirVolume(t.TempDir()), Options{MaxExpanded: -1}},
+		{"Options.MaxRatio", DirVolume(t.TempDir()), Options{MaxRatio: -1}},
+		{"Options.Replica", DirVolume(t.TempDir()), Options{Replica: "../x"}},
+	} {
+		_, err := NewModuleLanding(c.v, c.opts)
+		var bad *OptionsError
+		if assert.ErrorAs(t, err, &bad, c.setting) {
+			assert.Equal(t, c.setting, bad.Setting)
+			assert.Contains(t, err.Error(), c.setting)
+		}
+	}
 	l, err := NewModuleLanding(DirVolume(t.TempDir()), Options{Logger: quietLogger()})
 	require.NoError(t, err, "control: zero options take the defaults")
 	require.NoError(t, l.Close())
