@@ -12,6 +12,12 @@ import (
 // allows, so bound it with a deadline or bound src with Timeout; it starts no
 // goroutine of its own (context.AfterFunc runs the cancellation when ctx
 // ends). Whichever way First returns, src's cleanups have run by then.
+//
+// Called on a Subject from inside that Subject's own delivery, First waits
+// for its next value, which the Subject cannot deliver until the delivery
+// First is inside returns: First returns only when ctx ends. (A
+// BehaviorSubject or ReplaySubject answers at once from what it holds.) Use
+// the value being delivered instead, or call First from another goroutine.
 func First[T any](ctx context.Context, src Observable[T]) (T, error) {
 	if err := ctx.Err(); err != nil {
 		var zero T
