@@ -468,7 +468,8 @@ func (l *ModuleLanding) journalAgainIfOvertaken(ctx context.Context, seq uint64,
 // it runs on its own context, detached from ctx and bounded by CommitBudget,
 // so that a caller's end (a request's budget) never leaves a record in place
 // behind a reported failure. A rename that fails is checked: if final exists
-// the commit took place; if neither can be told, *CommitUnknownError.
+// the commit took place; if neither can be told (also when final is absent
+// but the rename failed unanswered, IsUnavailable), *CommitUnknownError.
 func (l *ModuleLanding) commit(ctx context.Context, final string, place func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return volumeErr(ctx, "commit record "+final+" (not started)", err)
@@ -485,6 +486,13 @@ func (l *ModuleLanding) commit(ctx context.Context, final string, place func(con
 		l.log.Warn("placing a record (its commit) reported a failure but the record is in place; the write is done",
 			"record", final, "err", renameErr)
 		return nil
+	case errors.Is(statErr, fs.ErrNotExist) && IsUnavailable(renameErr):
+		// The volume gave no answer: the request may yet be applied (an
+		// object store's PUT after its client gave up), so "not there yet"
+		// is not "not written". statErr is not wrapped: the record is not
+		// known to be absent.
+		return &CommitUnknownError{Record: final, RenameErr: renameErr,
+			CheckErr: fmt.Errorf("%v, but the volume did not answer the commit and may still apply it", statErr)}
 	case errors.Is(statErr, fs.ErrNotExist):
 		return volumeErr(cctx, "commit record "+final+" (commit budget "+CommitBudget.String()+")", renameErr)
 	default:
@@ -494,8 +502,10 @@ func (l *ModuleLanding) commit(ctx context.Context, final string, place func(con
 
 // CommitUnknownError reports a write whose commit (the rename of its record
 // into place) failed and whose outcome could not be checked within
-// CommitBudget: the record may be in place and served. Landing the same
-// bytes again is safe: a version that landed answers with its record.
+// CommitBudget, or failed unanswered (IsUnavailable) with its record not
+// yet found: the record may be in place and served, and the version keeps
+// its claim. Landing the same bytes again is safe: a version that landed
+// answers with its record.
 type CommitUnknownError struct {
 	Record    string // the record's path on the volume
 	RenameErr error

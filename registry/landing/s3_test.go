@@ -149,7 +149,8 @@ func (v lostAnswer) CreateExclusive(ctx context.Context, name string, data []byt
 // that reports a failure but took place is a landing (the commit checks
 // for the record, as it does after a failed rename). Negative control: a
 // create that did not take place is a failed landing, and nothing is
-// served.
+// served; as it failed unanswered, the outcome was unknown to the landing,
+// which keeps the version's claim.
 func TestARecordCreateThatReportsAFailureButTookPlaceIsALanding(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := t.Context()
@@ -161,12 +162,21 @@ func TestARecordCreateThatReportsAFailureButTookPlaceIsALanding(t *testing.T) {
 	assert.Equal(t, map[string]string{"Lost": "1.0.0"}, servedVersions(act))
 
 	dropped := newLanding(t, lostAnswer{ExclusiveVolume: s3Volume(t, srv, s3volume.Options{Prefix: "dropped"}), drop: true}, Options{})
-	_, err = dropped.Land(ctx, "Lost", "1.0.0", testkit.ModuleArchive(t, "Lost", "1.0.0", 1))
-	require.True(t, IsUnavailable(err), "%v", err)
+	_, landErr := dropped.Land(ctx, "Lost", "1.0.0", testkit.ModuleArchive(t, "Lost", "1.0.0", 1))
+	require.True(t, IsUnavailable(landErr), "%v", landErr)
 	act, err = dropped.Activation(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, act.Modules, "control: a commit that did not take place serves nothing")
+	// A create that failed unanswered may still be applied by the store
+	// (TestARecordPutTheStoreAppliesAfterTheLandingLookedForItKeepsTheVersionsClaim):
+	// its outcome is unknown and the version keeps its claim.
+	var unknown *CommitUnknownError
+	require.ErrorAs(t, landErr, &unknown)
 	again := newLanding(t, s3Volume(t, srv, s3volume.Options{Prefix: "dropped"}), Options{})
 	_, err = again.Land(ctx, "Lost", "1.0.0", testkit.ModuleArchive(t, "Lost", "1.0.0", 2))
-	require.NoError(t, err, "and its claim was given back: other bytes may land")
+	var conflict *VersionConflictError
+	require.ErrorAs(t, err, &conflict, "other bytes are refused: the claim stayed")
+	_, created, err := landBytes(ctx, again, "Lost", "1.0.0", testkit.ModuleArchive(t, "Lost", "1.0.0", 1))
+	require.NoError(t, err, "the same bytes land")
+	assert.True(t, created, "nothing had been served: they land anew")
 }
