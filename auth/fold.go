@@ -89,7 +89,9 @@ func (e *UndeclaredSecurityTypesError) Error() string {
 // when the snapshot's Version changes; the cache is the value's own, so use
 // one FoldSource per store and share it. Each read is bounded by Budget on
 // Clock, and the Reader must honour the context it is given, which is
-// cancelled when the budget is spent.
+// cancelled when the budget is spent. A Reader (or Logger) that panics
+// fails that read with a *PanicError: the decision is Undetermined and the
+// next one reads again.
 //
 // A Reader that is also a mesh.SecurityVersioner (memstore, pgstore) makes
 // a warm decision cheap: with a fold built, a decision reads only the
@@ -228,7 +230,15 @@ func (s *FoldSource) warm(ctx context.Context) (f *access.Fold, answered bool, e
 }
 
 // readVersion reads the security version within the budget on the clock.
-func (s *FoldSource) readVersion(ctx context.Context, v mesh.SecurityVersioner) (mesh.SecurityVersion, error) {
+func (s *FoldSource) readVersion(ctx context.Context, v mesh.SecurityVersioner) (_ mesh.SecurityVersion, err error) {
+	// The versioner is the caller's code: a panic out of it is this read's
+	// error, as it is on the cold path's goroutine, and never serves the
+	// kept fold.
+	defer func() {
+		if p := recovered("reading the security version", recover()); p != nil {
+			err = p
+		}
+	}()
 	budget := s.budget()
 	expired := &rx.TimeoutError{Stage: StageAccessFold, After: budget}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -259,7 +269,13 @@ func (s *FoldSource) load(ctx context.Context) (*access.Fold, error) {
 	seq := s.reads
 	s.mu.Unlock()
 
-	snap, err := s.Reader.SecurityNodes(ctx)
+	// The Reader is the caller's code on the fold's own goroutine: its
+	// panic is this read's error, not the end of the process.
+	var snap mesh.SecuritySnapshot
+	var err error
+	if p := guard("reading the security nodes", func() { snap, err = s.Reader.SecurityNodes(ctx) }); p != nil {
+		return nil, p
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the security nodes: %w", err)
 	}
@@ -283,7 +299,17 @@ func (s *FoldSource) load(ctx context.Context) (*access.Fold, error) {
 	}
 	s.mu.Unlock()
 
-	nb.fold, nb.err = s.build(snap)
+	// build logs through the caller's Logger. A panic there fails this
+	// build and those sharing it, and is no fact about the version: the
+	// build is dropped, so the next read builds it again.
+	if p := guard("building the access fold", func() { nb.fold, nb.err = s.build(snap) }); p != nil {
+		nb.fold, nb.err = nil, p
+		s.mu.Lock()
+		if s.cur == nb {
+			s.cur = b
+		}
+		s.mu.Unlock()
+	}
 	close(nb.done)
 	return nb.fold, nb.err
 }
