@@ -132,6 +132,12 @@ type foldBuild struct {
 // when the snapshot version has not changed. It fails when the nodes could
 // not be read within the budget, or cannot make a usable fold.
 func (s *FoldSource) Fold(ctx context.Context) (*access.Fold, error) {
+	switch {
+	case s == nil:
+		return nil, fmt.Errorf("auth: reading the access fold: %w", &ConfigError{Setting: "FoldSource", Problem: "is nil (use one FoldSource per store, set up with its Reader)"})
+	case ctx == nil:
+		return nil, fmt.Errorf("auth: reading the access fold: %w", &ConfigError{Setting: "ctx", Problem: "is nil (pass the request's context, or context.Background())"})
+	}
 	if s.Reader == nil {
 		// Read on the fold's own goroutine, a nil Reader would end the
 		// process.
@@ -163,9 +169,15 @@ func (s *FoldSource) Fold(ctx context.Context) (*access.Fold, error) {
 // Decide answers whether user holds every permission in need at path.
 // A fold that could not be read is Undetermined, which denies. A user named
 // after the Admin partition (GlobalAdminScope, in any ASCII case) holds
-// nothing in it: the fold would make them Admin of it as their own.
+// nothing in it: the fold would make them Admin of it as their own. A path
+// with a "." or ".." segment names no node (mesh.ValidatePath) and holds
+// nothing: a grant at its literal prefix would otherwise answer for the
+// scope a caller that cleans the path reads.
 func (s *FoldSource) Decide(ctx context.Context, user, path string, need access.Permission) access.Decision {
 	if mesh.EqualNames(user, GlobalAdminScope) && mesh.EqualNames(mesh.Partition(strings.TrimLeft(path, "/")), GlobalAdminScope) {
+		return access.Denied
+	}
+	if hasDotSegment(path) {
 		return access.Denied
 	}
 	f, err := s.Fold(ctx)
@@ -353,7 +365,22 @@ func (s *FoldSource) clock() clock.Clock {
 	return s.Clock
 }
 
-func (s *FoldSource) logger() *slog.Logger { return orDefault(s.Logger) }
+func (s *FoldSource) logger() *slog.Logger {
+	if s == nil {
+		return slog.Default()
+	}
+	return orDefault(s.Logger)
+}
+
+// hasDotSegment reports whether path has a "." or ".." segment.
+func hasDotSegment(path string) bool {
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
 
 // SecurityNodeError reports a security node whose content or place the fold
 // cannot use.
