@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/auth/access"
+	"github.com/meshrx/meshrx/rx"
 )
 
 // A nil *FoldSource, or a nil context, decides nothing: the fold's error is
@@ -124,4 +125,24 @@ func TestAPathWithADotSegmentIsGrantedNothing(t *testing.T) {
 		assert.Equal(t, access.Denied, fs.Decide(ctx, "root", p, access.Read), "path %q", p)
 	}
 	assert.Equal(t, access.Allowed, fs.Decide(ctx, "root", "Admin/..x/.y", access.Read), "dots inside a segment are a name")
+}
+
+// AuthenticateNow with a nil context reads no security version (as with
+// within <= 0) and returns the legs, which decide as Authenticate does:
+// never a panic, never a kept decision unverified. Negative control, run by
+// hand: without the nil check, a key seen before panicked with "cannot
+// create context from nil parent".
+func TestAuthenticateNowWithANilContextReadsNoVersionAndTheLegsDecide(t *testing.T) {
+	f := newFixture(t)
+	a := f.authenticator(slog.New(slog.DiscardHandler))
+	h := "Bearer " + f.key
+	require.True(t, first(t, a.Authenticate(h)).Authenticated(), "negative control: the key authenticates")
+
+	var nilCtx context.Context
+	var res Result
+	var legs rx.Observable[Result]
+	require.NoError(t, noPanic(t, func() error { res, legs = a.AuthenticateNow(nilCtx, h, bound); return nil }))
+	require.NotNil(t, legs, "no version read, so no kept decision answers at once")
+	assert.False(t, res.Authenticated())
+	assert.True(t, first(t, legs).Authenticated(), "the legs decide")
 }
