@@ -146,3 +146,22 @@ func TestAuthenticateNowWithANilContextReadsNoVersionAndTheLegsDecide(t *testing
 	assert.False(t, res.Authenticated())
 	assert.True(t, first(t, legs).Authenticated(), "the legs decide")
 }
+
+// A GrantEntry built in code without its source (the zero value, which
+// ParseGrantEntry never returns) names nothing and matches nothing: not
+// even a blank source asked about by mistake. Negative control, run by
+// hand: without the blank check in Matches, the zero entry matched ("",
+// "any") and a grant holding it allowed that pull.
+func TestAGrantEntryWithoutASourceMatchesNothing(t *testing.T) {
+	ranks := NewPlanTierRanks([]PlanTier{{ID: "free", Rank: 0}})
+	for _, e := range []GrantEntry{{}, {Package: AllPackages}, {Source: " ", Package: "x"}} {
+		for _, source := range []string{"", " ", "Plugins"} {
+			assert.False(t, e.Matches(source, "x"), "%#v matches (%q, x)", e, source)
+			assert.False(t, PluginGrant{Entries: []GrantEntry{e}}.Allows(source, "x", "", ranks, "free"), "%#v allows (%q, x)", e, source)
+		}
+	}
+	named, err := ParseGrantEntry("Plugins")
+	require.NoError(t, err)
+	assert.True(t, named.Matches("plugins", "x"), "negative control: a named source matches")
+	assert.False(t, named.Matches("", "x"))
+}
