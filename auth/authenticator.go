@@ -120,7 +120,8 @@ func (a *Authenticator) Authenticate(header string) rx.Observable[Result] {
 // legs: for a key that authenticated before (a decision kept for it, or
 // its instance in the memo) on a store that gates DecisionTypes, bounded by
 // ReadBudget, by within when that is shorter (a caller with a budget of its
-// own passes what is left of it), and by ctx; within <= 0 reads nothing.
+// own passes what is left of it), and by ctx; within <= 0, or a nil ctx,
+// reads nothing.
 // An unknown key reads no version: it costs what Authenticate costs.
 //
 // When legs is nil, res is the answer, decided on the caller's goroutine:
@@ -149,7 +150,7 @@ func (a *Authenticator) AuthenticateNow(ctx context.Context, header string, with
 	}
 	var version mesh.SecurityVersion
 	keep := false
-	if seen && within > 0 {
+	if seen && within > 0 && ctx != nil {
 		version, keep = a.securityVersion(ctx, min(within, a.readBudget()))
 	}
 	if keep {

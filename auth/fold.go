@@ -89,7 +89,9 @@ func (e *UndeclaredSecurityTypesError) Error() string {
 // when the snapshot's Version changes; the cache is the value's own, so use
 // one FoldSource per store and share it. Each read is bounded by Budget on
 // Clock, and the Reader must honour the context it is given, which is
-// cancelled when the budget is spent.
+// cancelled when the budget is spent. A Reader (or Logger) that panics
+// fails that read with a *PanicError: the decision is Undetermined and the
+// next one reads again.
 //
 // A Reader that is also a mesh.SecurityVersioner (memstore, pgstore) makes
 // a warm decision cheap: with a fold built, a decision reads only the
@@ -130,6 +132,12 @@ type foldBuild struct {
 // when the snapshot version has not changed. It fails when the nodes could
 // not be read within the budget, or cannot make a usable fold.
 func (s *FoldSource) Fold(ctx context.Context) (*access.Fold, error) {
+	switch {
+	case s == nil:
+		return nil, fmt.Errorf("auth: reading the access fold: %w", &ConfigError{Setting: "FoldSource", Problem: "is nil (use one FoldSource per store, set up with its Reader)"})
+	case ctx == nil:
+		return nil, fmt.Errorf("auth: reading the access fold: %w", &ConfigError{Setting: "ctx", Problem: "is nil (pass the request's context, or context.Background())"})
+	}
 	if s.Reader == nil {
 		// Read on the fold's own goroutine, a nil Reader would end the
 		// process.
@@ -161,9 +169,15 @@ func (s *FoldSource) Fold(ctx context.Context) (*access.Fold, error) {
 // Decide answers whether user holds every permission in need at path.
 // A fold that could not be read is Undetermined, which denies. A user named
 // after the Admin partition (GlobalAdminScope, in any ASCII case) holds
-// nothing in it: the fold would make them Admin of it as their own.
+// nothing in it: the fold would make them Admin of it as their own. A path
+// with a "." or ".." segment names no node (mesh.ValidatePath) and holds
+// nothing: a grant at its literal prefix would otherwise answer for the
+// scope a caller that cleans the path reads.
 func (s *FoldSource) Decide(ctx context.Context, user, path string, need access.Permission) access.Decision {
 	if mesh.EqualNames(user, GlobalAdminScope) && mesh.EqualNames(mesh.Partition(strings.TrimLeft(path, "/")), GlobalAdminScope) {
+		return access.Denied
+	}
+	if hasDotSegment(path) {
 		return access.Denied
 	}
 	f, err := s.Fold(ctx)
@@ -228,7 +242,15 @@ func (s *FoldSource) warm(ctx context.Context) (f *access.Fold, answered bool, e
 }
 
 // readVersion reads the security version within the budget on the clock.
-func (s *FoldSource) readVersion(ctx context.Context, v mesh.SecurityVersioner) (mesh.SecurityVersion, error) {
+func (s *FoldSource) readVersion(ctx context.Context, v mesh.SecurityVersioner) (_ mesh.SecurityVersion, err error) {
+	// The versioner is the caller's code: a panic out of it is this read's
+	// error, as it is on the cold path's goroutine, and never serves the
+	// kept fold.
+	defer func() {
+		if p := recovered("reading the security version", recover()); p != nil {
+			err = p
+		}
+	}()
 	budget := s.budget()
 	expired := &rx.TimeoutError{Stage: StageAccessFold, After: budget}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -259,7 +281,13 @@ func (s *FoldSource) load(ctx context.Context) (*access.Fold, error) {
 	seq := s.reads
 	s.mu.Unlock()
 
-	snap, err := s.Reader.SecurityNodes(ctx)
+	// The Reader is the caller's code on the fold's own goroutine: its
+	// panic is this read's error, not the end of the process.
+	var snap mesh.SecuritySnapshot
+	var err error
+	if p := guard("reading the security nodes", func() { snap, err = s.Reader.SecurityNodes(ctx) }); p != nil {
+		return nil, p
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the security nodes: %w", err)
 	}
@@ -283,7 +311,17 @@ func (s *FoldSource) load(ctx context.Context) (*access.Fold, error) {
 	}
 	s.mu.Unlock()
 
-	nb.fold, nb.err = s.build(snap)
+	// build logs through the caller's Logger. A panic there fails this
+	// build and those sharing it, and is no fact about the version: the
+	// build is dropped, so the next read builds it again.
+	if p := guard("building the access fold", func() { nb.fold, nb.err = s.build(snap) }); p != nil {
+		nb.fold, nb.err = nil, p
+		s.mu.Lock()
+		if s.cur == nb {
+			s.cur = b
+		}
+		s.mu.Unlock()
+	}
 	close(nb.done)
 	return nb.fold, nb.err
 }
@@ -327,7 +365,22 @@ func (s *FoldSource) clock() clock.Clock {
 	return s.Clock
 }
 
-func (s *FoldSource) logger() *slog.Logger { return orDefault(s.Logger) }
+func (s *FoldSource) logger() *slog.Logger {
+	if s == nil {
+		return slog.Default()
+	}
+	return orDefault(s.Logger)
+}
+
+// hasDotSegment reports whether path has a "." or ".." segment.
+func hasDotSegment(path string) bool {
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
 
 // SecurityNodeError reports a security node whose content or place the fold
 // cannot use.

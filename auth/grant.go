@@ -109,9 +109,10 @@ func (e GrantEntry) String() string {
 // Matches reports whether the entry names source and pkg, both compared
 // with ASCII case folding only (mesh.EqualNames: a package has one identity
 // whatever its ASCII case, and no other letter folds into one), or pkg by
-// "*". Plans are not considered.
+// "*". Plans are not considered. An entry without a source (the zero
+// value; ParseGrantEntry never returns one) matches nothing.
 func (e GrantEntry) Matches(source, pkg string) bool {
-	if !mesh.EqualNames(e.Source, source) {
+	if strings.TrimSpace(e.Source) == "" || !mesh.EqualNames(e.Source, source) {
 		return false
 	}
 	return e.Package == "" || e.Package == AllPackages || mesh.EqualNames(e.Package, pkg)

@@ -471,6 +471,9 @@ func (r *Instances) read(ctx context.Context, stage, path string) (mesh.Node, bo
 // writes through read, put or putInstance first, so none reaches a nil
 // Mesh.
 func (r *Instances) usable() error {
+	if r == nil {
+		return &ConfigError{Setting: "Instances", Problem: "is nil (set up an Instances with its Mesh)"}
+	}
 	if r.Mesh == nil {
 		return &ConfigError{Setting: "Instances.Mesh", Problem: "is nil (set it to the store holding the instances)"}
 	}

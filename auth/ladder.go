@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -35,9 +36,11 @@ const tierQuery = "namespace:" + TierNamespace + " nodeType:" + TierNodeType
 // touching the mesh. Otherwise one fill runs, however many callers ask at
 // once, in an internal/flight slot: the fill runs on the ladder's own
 // subscription (so a caller that gives up does not cancel it), and the slot
-// is released only if it still holds that fill. A fill is bounded by ReadTimeout; when it fails, readers
-// get the last snapshot, or the empty ladder if there never was one (unknown
-// plans license nothing), and a warning is logged.
+// is released only if it still holds that fill. A fill is bounded by
+// ReadTimeout, and a store or Logger that panics during it fails it with a
+// *PanicError; when it fails, readers get the last snapshot, or the empty
+// ladder if there never was one (unknown plans license nothing), and a
+// warning is logged.
 //
 // A PlanTierLadder must not be copied after first use.
 type PlanTierLadder struct {
@@ -109,20 +112,46 @@ func (l *PlanTierLadder) start(f *ladderFill, clk clock.Clock) {
 		l.finish(f, PlanTierRanks{}, &ConfigError{Setting: "PlanTierLadder.Mesh", Problem: "is nil (set it to the store holding the plan tiers)"})
 		return
 	}
+	var finished atomic.Bool
+	once := func(ranks PlanTierRanks, err error) {
+		if finished.CompareAndSwap(false, true) {
+			l.finish(f, ranks, err)
+		}
+	}
+	// The store's Query and its subscription are the caller's code, run
+	// for every reader of this fill: a panic there fails the fill, so the
+	// slot is released and its readers answered, instead of leaving it
+	// claimed forever. A panic after the fill finished (a reader's own
+	// observer, answered from here) is not the fill's and goes on up.
+	defer func() {
+		if finished.Load() {
+			return
+		}
+		if p := recovered("listing the plan tiers", recover()); p != nil {
+			once(PlanTierRanks{}, p)
+		}
+	}()
 	initial := rx.Take(rx.Filter(l.Mesh.Query(tierQuery), func(c mesh.Change) bool { return c.Kind == mesh.Initial }), 1)
 	var got *mesh.Change
 	rx.TimeoutStage(initial, StagePlanTiers, l.readTimeout(), clk).Subscribe(rx.NewObserver(
 		func(c mesh.Change) { got = &c },
-		func(err error) { l.finish(f, PlanTierRanks{}, err) },
+		func(err error) { once(PlanTierRanks{}, err) },
 		func() {
 			switch {
 			case got == nil:
-				l.finish(f, PlanTierRanks{}, errors.New("the tier listing completed without its Initial frame"))
+				once(PlanTierRanks{}, errors.New("the tier listing completed without its Initial frame"))
 			case len(got.SilentProviders) > 0:
 				// A floor, not the ladder: a missing tier would read as unknown.
-				l.finish(f, PlanTierRanks{}, fmt.Errorf("provider(s) %s sent no tiers", strings.Join(got.SilentProviders, ", ")))
+				once(PlanTierRanks{}, fmt.Errorf("provider(s) %s sent no tiers", strings.Join(got.SilentProviders, ", ")))
 			default:
-				l.finish(f, l.ranksOf(got.Items), nil)
+				// ranksOf logs through the caller's Logger, maybe on the
+				// store's goroutine: its panic fails the fill too.
+				var ranks PlanTierRanks
+				if p := guard("reading the plan tiers", func() { ranks = l.ranksOf(got.Items) }); p != nil {
+					once(PlanTierRanks{}, p)
+					return
+				}
+				once(ranks, nil)
 			}
 		},
 	))
@@ -156,6 +185,8 @@ func (l *PlanTierLadder) finish(f *ladderFill, ranks PlanTierRanks, err error) {
 	}
 	l.mu.Unlock()
 	l.inflight.Release(f)
+	// Deferred: a Logger that panics still leaves the readers answered.
+	defer f.Resolve(out)
 	if err != nil {
 		if out.stale {
 			l.logger().Warn("auth: could not read the plan-tier ladder; serving the last snapshot", "stage", StagePlanTiers, "error", err)
@@ -163,7 +194,6 @@ func (l *PlanTierLadder) finish(f *ladderFill, ranks PlanTierRanks, err error) {
 			l.logger().Warn("auth: could not read the plan-tier ladder and have no snapshot; plan-scoped entries license nothing", "stage", StagePlanTiers, "error", err)
 		}
 	}
-	f.Resolve(out)
 }
 
 func (l *PlanTierLadder) clock() clock.Clock {

@@ -48,12 +48,16 @@ func NewContext(ctx context.Context, r Result) context.Context {
 // FromContext returns the Result Middleware resolved for this request, and
 // false when there is none (the handler is not behind Middleware).
 func FromContext(ctx context.Context) (Result, bool) {
+	if ctx == nil {
+		return Result{}, false
+	}
 	r, ok := ctx.Value(resultKey{}).(Result)
 	return r, ok
 }
 
 // ConfigError reports a value of this package used without a field it
-// needs, such as a FoldSource without its Reader: it decides nothing.
+// needs, such as a FoldSource without its Reader, or a nil value or
+// context where one is needed: it decides nothing.
 type ConfigError struct {
 	Setting string // e.g. "FoldSource.Reader"
 	Problem string

@@ -141,7 +141,16 @@ var ErrClosed = errors.New("sockbatch: the ring is closed")
 // entries).
 const MaxEntries = 4096
 
+// OptionsError reports an argument of New it cannot make a ring with, on
+// every platform: a caller's mistake, never errors.ErrUnsupported.
+type OptionsError struct {
+	Setting string // e.g. "entries"
+	Problem string // the value given and the range allowed
+}
+
+func (e *OptionsError) Error() string { return "sockbatch: " + e.Setting + " " + e.Problem }
+
 // badEntries is New's error for entries out of range.
 func badEntries(entries int) error {
-	return fmt.Errorf("sockbatch: %d entries: want 1 to %d", entries, MaxEntries)
+	return &OptionsError{Setting: "entries", Problem: fmt.Sprintf("is %d: want 1 to %d (MaxEntries)", entries, MaxEntries)}
 }

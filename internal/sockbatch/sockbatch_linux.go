@@ -122,7 +122,8 @@ type Ring struct {
 // New sets up a ring for batches of up to entries sends each (larger
 // batches are submitted entries at a time), its waits bounded as opts say.
 // It fails with an error wrapping errors.ErrUnsupported when io_uring is
-// unavailable here.
+// unavailable here, and with an *OptionsError when entries is not 1 to
+// MaxEntries.
 func New(entries int, opts Options) (*Ring, error) {
 	if entries < 1 || entries > MaxEntries {
 		return nil, badEntries(entries)

@@ -11,7 +11,7 @@ import (
 type Ring struct{}
 
 // New fails with an error wrapping errors.ErrUnsupported: io_uring is Linux
-// only.
+// only. Entries not 1 to MaxEntries is an *OptionsError first, as on Linux.
 func New(entries int, opts Options) (*Ring, error) {
 	if entries < 1 || entries > MaxEntries {
 		return nil, badEntries(entries)

@@ -87,6 +87,15 @@ var zeroRows = map[string]func(t *testing.T, ctx context.Context){
 		assert.Equal(t, "client.Options.BaseURL", ce.Setting)
 	},
 	"internal/sockbatch.Options": func(t *testing.T, ctx context.Context) {
+		// New's other argument at its zero value too: no entries is
+		// refused naming it, on every platform. Negative control, run by
+		// hand: with New's old fmt.Errorf refusal this row failed
+		// (errors.As found no *sockbatch.OptionsError).
+		_, err := sockbatch.New(0, sockbatch.Options{})
+		var oe *sockbatch.OptionsError
+		require.ErrorAs(t, err, &oe)
+		assert.Equal(t, "entries", oe.Setting)
+
 		r, err := sockbatch.New(1, sockbatch.Options{})
 		if err != nil {
 			require.ErrorIs(t, err, errors.ErrUnsupported, "the one way it may fail here")
