@@ -109,14 +109,13 @@ func (m *mailbox[E]) postAs(e E, sc *scope, end bool) {
 // calls leave.
 //
 // Per value this fast path makes two locked instructions, the take and the
-// release in leave, and that is its floor: taking needs a read-modify-write
-// (two producers must not both deliver), and a release must see whether a
-// value was queued meanwhile, a store then a load in that order, which Go
-// gives only as a locked instruction. Keeping ownership across calls (one
-// per value) would strand a value queued while the owner is away from its
-// mailbox, since no other goroutine can tell "away" from "delivering"
-// without a fence on the owner's side. B16 (rx/rxbench) measures the two
-// beside a call: see docs/performance.md.
+// release in leave: taking needs a read-modify-write (two producers must not
+// both deliver), and a release must see whether a value was queued
+// meanwhile, a store then a load in that order, which Go gives only as a
+// locked instruction. Keeping ownership across calls instead (a biased
+// mailbox, revoked with an asymmetric fence) was built and measured: in
+// place the two cost about 1 ns of a Subject's 14, and the bias saved
+// nothing (docs/performance.md, "What a Subject row is made of").
 func (m *mailbox[E]) take(g uintptr) bool { return m.owner.CompareAndSwap(0, g) }
 
 // leave gives the mailbox back once its owner g has delivered its value

@@ -18,12 +18,10 @@ import (
 //   - op=one-add: one locked add per value, the floor of any protocol that
 //     makes one read-modify-write per value.
 //
-// A serialiser whose producers queue and return needs per value a
-// read-modify-write to take the word (mutual exclusion) and a release that
-// sees whether a value was queued meanwhile (a store then a load, ordered:
-// a locked instruction in Go), so cas-pair is the floor of such a protocol
-// without ownership kept across calls (which another goroutine could only
-// revoke with a fence on the owner's side: see docs/performance.md).
+// These are the costs in a loop that does nothing else. Inside
+// Subject.OnNext the CPU overlaps the two compare-and-swaps with the
+// delivery, and they cost about 1 ns there: rx's BenchmarkSubjectParts and
+// rx/rxbench/ablate_subject.sh measure them in place (docs/performance.md).
 func BenchmarkB16MailboxAtomics(b *testing.B) {
 	xs := make([]int, b14N)
 	for i := range xs {
