@@ -11,6 +11,9 @@ package rx
 // n < 1 fails with an *ArgumentError; n == 1 is ConcatMap.
 func SelectManyLimit[T, U any](src Observable[T], f func(T) Observable[U], n int) Observable[U] {
 	mustArg(f == nil, "SelectManyLimit", "function f")
+	if src == nil {
+		return nilSource[U]("SelectManyLimit", "src")
+	}
 	if n < 1 {
 		return fail[U](&ArgumentError{Op: "SelectManyLimit", Arg: "n", Value: n, Reason: "must be positive"})
 	}
