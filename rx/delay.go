@@ -10,7 +10,9 @@ import (
 // Delay shifts every value and the completion by d on clk, keeping their
 // order. An error is not delayed: it is delivered at once and drops the
 // values still waiting. One timer per subscription, armed for the earliest
-// waiting value.
+// waiting value. It holds the values of the last d by meaning (each until
+// its time comes), so its memory is the source's rate times d: bound the
+// rate where that can be large (Throttle, Sample).
 func Delay[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
 	mustArg(clk == nil, "Delay", "clock")
 	return observableFunc[T](func(down Observer[T]) Subscription {
