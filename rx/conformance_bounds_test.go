@@ -2,6 +2,7 @@ package rx_test
 
 import (
 	"errors"
+	"runtime"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -119,7 +120,8 @@ func holdTable() []holdEntry {
 		holdEntry{name: "ToMap", class: holdsCollection, how: "one entry per value: the result"},
 		holdEntry{name: "Distinct", class: holdsCollection, how: "every distinct value seen"},
 		holdEntry{name: "DistinctBy", class: holdsCollection, how: "every distinct key seen"},
-		holdEntry{name: "Delay", class: holdsTime, how: "the values of the last d"},
+		holdEntry{name: "Delay", class: holdsLimitWaits, how: "QueueLimit values waiting for their time", limit: rx.QueueLimit,
+			build: func(e *env) rx.Observable[int] { return rx.Delay(e.in, oneMilli, e.clk) }},
 		holdEntry{name: "BufferTime", class: holdsTime, how: "the values of the current window"},
 		holdEntry{name: "GroupBy", class: holdsLimitFails, how: "GroupLimit groups; a group holds no value"},
 		holdEntry{name: "Expand", class: holdsLimitFails, how: "QueueLimit values waiting for f; inners as many as are live"},
@@ -209,10 +211,22 @@ func checkHeldWithin(t *testing.T, x holdEntry) {
 	waitParkedOrPast(&accepted, int64(x.limit))
 	n := accepted.Load()
 	close(rec.release)
-	if !bounded(t, x.name+": the producer once the consumer goes on", func() { <-producer }) {
-		return
+	// The consumer goes on, and so does the clock of a time-based entry.
+	for deadline := time.Now().Add(hangBound(t)); ; {
+		select {
+		case <-producer:
+		default:
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the producer is still blocked once the consumer goes on", x.name)
+			}
+			e.clk.Advance(oneMilli)
+			runtime.Gosched()
+			continue
+		}
+		break
 	}
 	e.in2.OnCompleted()
+	e.clk.Advance(settle)
 	var err error
 	select {
 	case <-rec.ended:

@@ -61,14 +61,15 @@
 // loop that calls it. Some operators hold values by their meaning, not in
 // transit, each within the bound its doc comment states (the bound table,
 // conformance_bounds_test.go, classifies every function). ConcatMap queues
-// at most QueueLimit outer values while an inner runs; a producer on another
-// goroutine beyond that waits for room, as at a mailbox, until its
-// subscription ends, so nothing is lost and the order is kept (a value that
-// must not wait — re-entrant, or from a source emitting inside Subscribe —
-// fails the stream with an *OverflowError). Delay and BufferTime hold what
-// arrives within their duration (bound the source's rate); Collect, ToMap,
-// Distinct, DistinctBy and a ReplaySubject of size <= 0 hold their result,
-// the whole input or its distinct keys (bound an open source).
+// at most QueueLimit outer values while an inner runs, and Delay at most
+// QueueLimit values waiting for their time; a producer on another goroutine
+// beyond that waits for room, as at a mailbox, until its subscription ends,
+// so nothing is lost and the order is kept (a value that must not wait —
+// re-entrant, or from a source emitting inside Subscribe — fails the stream
+// with an *OverflowError). BufferTime's window holds what arrives within it
+// (bound the source's rate); Collect, ToMap, Distinct, DistinctBy and a
+// ReplaySubject of size <= 0 hold their result, the whole input or its
+// distinct keys (bound an open source).
 //
 // # Cancellation
 //
@@ -179,8 +180,8 @@
 // ShareReplay multicasts with a replay of the last n values. Those that
 // hold values say how many: GroupBy at most GroupLimit groups (a group
 // holds none), ConcatAll, SelectManyLimit and Expand at most QueueLimit
-// waiting sources, ConcatMap at most QueueLimit waiting values (a producer
-// on another goroutine beyond that waits for room), Zip at most ZipLimit values per source ahead,
+// waiting sources, ConcatMap and Delay at most QueueLimit waiting values (a
+// producer on another goroutine beyond that waits for room), Zip at most ZipLimit values per source ahead,
 // ShareReplay n values, WithLatestFrom and Sample one; beyond a bound the
 // stream fails with an *OverflowError. Each doc comment names the
 // reference (Rx.NET or RxJS) it follows where the two differ.
