@@ -29,7 +29,8 @@ const (
 	holdsNothing holdClass = iota
 	// holdsTransit: the values in transit through a serialising stage (a
 	// mailbox: 32 queued, producers beyond wait); the main table's
-	// memory rule ("a blocked consumer bounds memory") checks it.
+	// memory rule ("a blocked consumer bounds memory") checks it where
+	// it applies (an input, no timer).
 	holdsTransit
 	// holdsConstant: a fixed number by meaning (the latest value, one per
 	// source, an accumulator), plus transit where it serialises.
@@ -41,8 +42,8 @@ const (
 	// comment says so.
 	holdsCollection
 	// holdsTime: what arrives within a duration the caller passes
-	// (Delay's d, BufferTime's window): bound the source's rate; its doc
-	// comment says so.
+	// (BufferTime's window, which is also its result): bound the source's
+	// rate; its doc comment says so.
 	holdsTime
 	// holdsLimitFails: at most a named limit, beyond which the stream
 	// fails with an *OverflowError.
