@@ -109,7 +109,9 @@ func (w *firstObserver[T]) rxScope() *scope   { return &w.sc }
 // or the values so far with src's error. If ctx ends first it returns nil
 // (no values: a delivery racing with the end could still be appending) with
 // ctx's error, and src is unsubscribed. It starts no goroutine. Whichever
-// way Collect returns, src's cleanups have run by then.
+// way Collect returns, src's cleanups have run by then. The result is the
+// whole stream: it holds every value until src ends, so bound an open src
+// (Take, TakeUntil, Timeout).
 func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
 	if src == nil {
 		src = nilSource[T]("Collect", "src")

@@ -79,7 +79,19 @@ func (i *concatInner[T]) rxScope() *scope { return &i.sc }
 
 // ConcatMap maps each value to an observable and concatenates them: the inner
 // for a value is subscribed when the previous inner has completed; values
-// arriving meanwhile wait in order.
+// arriving meanwhile wait in order, at most QueueLimit of them. A producer
+// on another goroutine that finds QueueLimit values waiting waits for room
+// (until the subscription ends, which drops its value and returns), so an
+// outer stream faster than its inners is slowed to their pace and loses
+// nothing. A value that must not wait fails the stream with an
+// *OverflowError instead, as ConcatAll's does: one that arrives on a
+// goroutine running this stage (from inside an inner's delivery or the
+// selector, re-entrantly: waiting there would wait for itself), or from a
+// source emitting inside Subscribe (a synchronous outer longer than
+// QueueLimit whose inners do not complete at once). A producer that also
+// drives the inners to completion (a test pushing into a hot source, then
+// advancing the inners' virtual clock) must not push more than QueueLimit
+// values in between: it would wait for itself.
 func ConcatMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
 	mustArg(f == nil, "ConcatMap", "function f")
 	if src == nil {
@@ -90,6 +102,8 @@ func ConcatMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[
 		c := &concatMapper[T, U]{f: f, work: sc.child()}
 		c.out.initStage(down, sc, c.work)
 		outer := c.work.child()
+		c.subscribing.Store(curg())
+		defer c.subscribing.Store(0)
 		subscribeIn[T](src, &concatMapOuter[T, U]{c: c, sc: outer}, outer)
 		return sc
 	})
@@ -101,8 +115,14 @@ type concatMapper[T, U any] struct {
 	work *scope
 	wip  atomic.Int64
 
+	// The goroutines that must not wait for room (curg(), 0 for none):
+	// the one inside Subscribe, the one running the pump, and the one
+	// delivering an inner's value (an inner's calls never overlap).
+	subscribing, pumping, delivering atomic.Uintptr
+
 	mu        sync.Mutex
-	queue     []T
+	queue     queue[T]
+	space     chan struct{} // closed when a value leaves a full queue; made on demand
 	active    bool
 	outerDone bool
 	done      bool
@@ -114,11 +134,14 @@ func (c *concatMapper[T, U]) pump() {
 	if c.wip.Add(1) != 1 {
 		return
 	}
+	g := curg()
+	c.pumping.Store(g)
 	// A selector that panics loses its value and the panic goes on up to
 	// the caller; what it leaves (queued values, or the ending) is pumped
 	// on the way out, as the flattener's pump does.
 	finished := false
 	defer func() {
+		c.pumping.CompareAndSwap(g, 0) // a pump started since is not ours to clear
 		if !finished {
 			c.wip.Store(0)
 			c.pump()
@@ -139,7 +162,7 @@ func (c *concatMapper[T, U]) step() {
 		c.mu.Unlock()
 		return
 	}
-	if len(c.queue) == 0 {
+	if c.queue.len() == 0 {
 		if c.outerDone {
 			c.done = true
 			c.mu.Unlock()
@@ -150,11 +173,9 @@ func (c *concatMapper[T, U]) step() {
 		c.mu.Unlock()
 		return
 	}
-	v := c.queue[0]
-	var zero T
-	c.queue[0] = zero
-	c.queue = c.queue[1:]
+	v := c.queue.pop()
 	c.active = true
+	c.wake()
 	c.mu.Unlock()
 	returned := false
 	defer func() {
@@ -178,10 +199,59 @@ func (c *concatMapper[T, U]) step() {
 	})
 }
 
+// wake lets the producers waiting for room look again; c.mu is held.
+func (c *concatMapper[T, U]) wake() {
+	if c.space != nil {
+		close(c.space)
+		c.space = nil
+	}
+}
+
+// mayWait reports whether the calling goroutine g may wait for room: not
+// when it is inside Subscribe, running the pump or delivering an inner's
+// value, where nothing else would make the room.
+func (c *concatMapper[T, U]) mayWait(g uintptr) bool {
+	return g != c.subscribing.Load() && g != c.pumping.Load() && g != c.delivering.Load()
+}
+
+// enqueue queues v for its inner, waiting for room as ConcatMap's doc says.
+func (c *concatMapper[T, U]) enqueue(v T) {
+	c.mu.Lock()
+	for {
+		if c.done {
+			c.mu.Unlock()
+			return
+		}
+		if c.queue.len() < QueueLimit {
+			break
+		}
+		if !c.mayWait(curg()) {
+			c.mu.Unlock()
+			c.fail(&OverflowError{Op: "ConcatMap", Limit: QueueLimit, What: "values waiting for their inner"})
+			return
+		}
+		if c.space == nil {
+			c.space = make(chan struct{})
+		}
+		space := c.space
+		c.mu.Unlock()
+		select {
+		case <-space:
+		case <-c.work.doneChan():
+			return
+		}
+		c.mu.Lock()
+	}
+	c.queue.push(v)
+	c.mu.Unlock()
+	c.pump()
+}
+
 func (c *concatMapper[T, U]) fail(err error) {
 	c.mu.Lock()
 	c.done = true
-	c.queue = nil
+	c.queue = queue[T]{}
+	c.wake()
 	c.mu.Unlock()
 	defer c.work.cancel() // also when the observer panics
 	c.out.OnError(err)
@@ -192,16 +262,7 @@ type concatMapOuter[T, U any] struct {
 	sc *scope
 }
 
-func (o *concatMapOuter[T, U]) OnNext(v T) {
-	o.c.mu.Lock()
-	if o.c.done {
-		o.c.mu.Unlock()
-		return
-	}
-	o.c.queue = append(o.c.queue, v)
-	o.c.mu.Unlock()
-	o.c.pump()
-}
+func (o *concatMapOuter[T, U]) OnNext(v T)        { o.c.enqueue(v) }
 func (o *concatMapOuter[T, U]) OnError(err error) { o.c.fail(err) }
 func (o *concatMapOuter[T, U]) OnCompleted() {
 	o.sc.cancel()
@@ -217,7 +278,11 @@ type concatMapInner[T, U any] struct {
 	sc *scope
 }
 
-func (i *concatMapInner[T, U]) OnNext(v U)        { i.c.out.OnNext(v) }
+func (i *concatMapInner[T, U]) OnNext(v U) {
+	prev := i.c.delivering.Swap(curg())
+	defer i.c.delivering.Store(prev)
+	i.c.out.OnNext(v)
+}
 func (i *concatMapInner[T, U]) OnError(err error) { i.c.fail(err) }
 func (i *concatMapInner[T, U]) OnCompleted() {
 	i.sc.cancel()

@@ -84,7 +84,8 @@ const (
 	atEnd
 	// holds: the operator holds values by its meaning (ConcatMap's queue,
 	// Zip2's side ahead, Delay, BufferTime's window): the transit bound of
-	// the memory rule does not apply; its own documented bound does.
+	// the memory rule does not apply; its own documented bound does, which
+	// the bound table (conformance_bounds_test.go) states and measures.
 	holds
 	// consumer: All, First, Collect: checked for honouring ctx.
 	consumer

@@ -2,6 +2,7 @@ package rx
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -11,6 +12,17 @@ import (
 // order. An error is not delayed: it is delivered at once and drops the
 // values still waiting. One timer per subscription, armed for the earliest
 // waiting value.
+//
+// It holds the values of the last d, at most QueueLimit of them: a producer
+// on another goroutine that finds QueueLimit values waiting for their time
+// waits for room (until the subscription ends, which drops its value), so a
+// source faster than QueueLimit values per d is slowed and loses nothing;
+// its values then leave later than d after they were offered. A value that
+// must not wait fails the stream with an *OverflowError instead: one
+// delivered from inside this stage's own delivery (re-entrantly), or by a
+// source emitting inside Subscribe. A producer that also advances clk (a
+// test on a virtual clock) must not push more than QueueLimit values
+// between two advances: it would wait for itself.
 func Delay[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
 	mustArg(clk == nil, "Delay", "clock")
 	if src == nil {
@@ -21,6 +33,8 @@ func Delay[T any](src Observable[T], d time.Duration, clk clock.Clock) Observabl
 		s := &delaySink[T]{clk: clk, d: d, sw: newStopwatch(clk), sc: sc, up: sc.child()}
 		s.out.init(down, sc)
 		sc.onCancel(s.stopTimer)
+		s.subscribing.Store(curg())
+		defer s.subscribing.Store(0)
 		subscribeIn[T](src, s, s.up)
 		return sc
 	})
@@ -39,8 +53,13 @@ type delaySink[T any] struct {
 	sc  *scope
 	up  *scope
 
+	// The goroutines that must not wait for room (curg(), 0 for none): the
+	// one inside Subscribe and the one delivering what is due.
+	subscribing, delivering atomic.Uintptr
+
 	mu      sync.Mutex
-	queue   []delayed[T]
+	queue   queue[delayed[T]]
+	space   chan struct{} // closed when values leave a full queue; made on demand
 	armed   bool
 	stop    func() bool
 	stopped bool
@@ -48,11 +67,28 @@ type delaySink[T any] struct {
 
 func (s *delaySink[T]) enqueue(n note[T]) {
 	s.mu.Lock()
+	for n.kind == kindNext && s.queue.len() >= QueueLimit && !s.stopped && !s.up.cancelled() {
+		if g := curg(); g == s.subscribing.Load() || g == s.delivering.Load() {
+			s.mu.Unlock()
+			s.OnError(&OverflowError{Op: "Delay", Limit: QueueLimit, What: "values waiting for their time"})
+			return
+		}
+		if s.space == nil {
+			s.space = make(chan struct{})
+		}
+		space := s.space
+		s.mu.Unlock()
+		select {
+		case <-space:
+		case <-s.up.doneChan():
+		}
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
-	if s.stopped {
+	if s.stopped || s.up.cancelled() {
 		return
 	}
-	s.queue = append(s.queue, delayed[T]{at: s.sw.elapsed() + s.d, n: n})
+	s.queue.push(delayed[T]{at: s.sw.elapsed() + s.d, n: n})
 	if !s.armed {
 		s.armed = true
 		s.stop = after(s.clk, s.d, s.fire)
@@ -65,13 +101,14 @@ func (s *delaySink[T]) fire() {
 	}
 	now := s.sw.elapsed()
 	s.mu.Lock()
-	i := 0
-	for i < len(s.queue) && s.queue[i].at <= now {
-		i++
+	var due []delayed[T]
+	for s.queue.len() > 0 && s.queue.front().at <= now {
+		due = append(due, s.queue.pop())
 	}
-	due := append([]delayed[T](nil), s.queue[:i]...)
-	s.queue = s.queue[i:]
+	s.wake()
 	s.mu.Unlock()
+	prev := s.delivering.Swap(curg())
+	defer s.delivering.Store(prev)
 	// Deliver before re-arming so a later batch can never overtake this one.
 	for _, e := range due {
 		switch e.n.kind {
@@ -85,17 +122,26 @@ func (s *delaySink[T]) fire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.armed = false
-	if s.stopped || len(s.queue) == 0 {
+	if s.stopped || s.queue.len() == 0 {
 		return
 	}
 	s.armed = true
-	s.stop = after(s.clk, s.queue[0].at-s.sw.elapsed(), s.fire)
+	s.stop = after(s.clk, s.queue.front().at-s.sw.elapsed(), s.fire)
+}
+
+// wake lets the producers waiting for room look again; s.mu is held.
+func (s *delaySink[T]) wake() {
+	if s.space != nil {
+		close(s.space)
+		s.space = nil
+	}
 }
 
 func (s *delaySink[T]) stopTimer() {
 	s.mu.Lock()
 	s.stopped = true
-	s.queue = nil
+	s.queue = queue[delayed[T]]{}
+	s.wake()
 	stop := s.stop
 	s.mu.Unlock()
 	if stop != nil {

@@ -58,10 +58,18 @@
 //   - A terminal notification is never made to wait.
 //
 // Synchronous chains need none of this: a slow observer simply slows the
-// loop that calls it. Two operators hold values by their meaning, not in
-// transit: Delay holds what it has not yet released (bound the source's rate),
-// and ConcatMap queues outer values while an inner runs, as Rx.NET's Concat
-// does (use it on outers whose size is known).
+// loop that calls it. Some operators hold values by their meaning, not in
+// transit, each within the bound its doc comment states (the bound table,
+// conformance_bounds_test.go, classifies every function). ConcatMap queues
+// at most QueueLimit outer values while an inner runs, and Delay at most
+// QueueLimit values waiting for their time; a producer on another goroutine
+// beyond that waits for room, as at a mailbox, until its subscription ends,
+// so nothing is lost and the order is kept (a value that must not wait —
+// re-entrant, or from a source emitting inside Subscribe — fails the stream
+// with an *OverflowError). BufferTime's window holds what arrives within it
+// (bound the source's rate); Collect, ToMap, Distinct, DistinctBy and a
+// ReplaySubject of size <= 0 hold their result, the whole input or its
+// distinct keys (bound an open source).
 //
 // # Cancellation
 //
@@ -178,7 +186,8 @@
 // ShareReplay multicasts with a replay of the last n values. Those that
 // hold values say how many: GroupBy at most GroupLimit groups (a group
 // holds none), ConcatAll, SelectManyLimit and Expand at most QueueLimit
-// waiting sources, Zip at most ZipLimit values per source ahead,
+// waiting sources, ConcatMap and Delay at most QueueLimit waiting values (a
+// producer on another goroutine beyond that waits for room), Zip at most ZipLimit values per source ahead,
 // ShareReplay n values, WithLatestFrom and Sample one; beyond a bound the
 // stream fails with an *OverflowError. Each doc comment names the
 // reference (Rx.NET or RxJS) it follows where the two differ.
@@ -221,7 +230,12 @@
 // re-entrant calls (from the observer or a user function), the memory a
 // blocked consumer lets producers use, goroutines left behind, contexts
 // honoured by All, First and Collect, and nil arguments.
-// A function missing from the table fails the build's tests.
+// A function missing from the table fails the build's tests. A second
+// table (conformance_bounds_test.go) classifies every function by what
+// bounds the values it holds (nothing, transit, a constant, a count the
+// caller passes, its result, a duration, or a named limit) and measures the
+// named limits with a producer racing ahead of a blocked consumer; a
+// function missing from it fails too.
 //
 // # Examples
 //

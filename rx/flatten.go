@@ -8,7 +8,10 @@ import (
 // QueueLimit bounds the sources that SelectManyLimit, ConcatAll and Expand
 // keep waiting for a free slot: an outer value (or an expanded one) that
 // would make the queue longer ends the stream with an *OverflowError rather
-// than growing memory without bound.
+// than growing memory without bound. It bounds ConcatMap's outer values
+// waiting for their inner, and Delay's values waiting for their time, too,
+// where a producer on another goroutine waits for room instead (see
+// ConcatMap and Delay).
 const QueueLimit = 1 << 16
 
 // flattener subscribes the inner observables of an outer stream, at most

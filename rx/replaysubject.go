@@ -11,7 +11,9 @@ type ReplaySubject[T any] struct {
 }
 
 // NewReplaySubject returns a ReplaySubject that keeps the last size values;
-// size <= 0 keeps every value.
+// size <= 0 keeps every value it ever receives, for as long as the subject
+// is reachable (a collection, unbounded by meaning: give a size to a
+// subject fed by an open stream).
 func NewReplaySubject[T any](size int) *ReplaySubject[T] {
 	s := &ReplaySubject[T]{size: size}
 	s.mb.h = s

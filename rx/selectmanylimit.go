@@ -8,7 +8,9 @@ package rx
 // serialised as in SelectMany (one OnNext at this stage delivers its own
 // value plus at most 64 others'). It completes when src and every inner
 // have completed; any error ends the stream and unsubscribes everything.
-// n < 1 fails with an *ArgumentError; n == 1 is ConcatMap.
+// n < 1 fails with an *ArgumentError; n == 1 runs the inners as ConcatMap
+// does, except that a value beyond QueueLimit fails the stream where
+// ConcatMap makes its producer wait.
 func SelectManyLimit[T, U any](src Observable[T], f func(T) Observable[U], n int) Observable[U] {
 	mustArg(f == nil, "SelectManyLimit", "function f")
 	if src == nil {

@@ -67,6 +67,7 @@ type queue[T any] struct {
 
 func (q *queue[T]) len() int { return len(q.vs) - q.head }
 func (q *queue[T]) push(v T) { q.vs = append(q.vs, v) }
+func (q *queue[T]) front() T { return q.vs[q.head] }
 func (q *queue[T]) pop() (v T) {
 	v, q.vs[q.head] = q.vs[q.head], v
 	q.head++

@@ -1,0 +1,215 @@
+package rx_test
+
+import (
+	"errors"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/rx"
+)
+
+// onGoroutine is an inner that delivers v on a goroutine of its own
+// (FromChannel's) and completes: the inner of a ConcatMap whose consumer a
+// test blocks while the outer's producer runs on.
+func onGoroutine(v int) rx.Observable[int] {
+	ch := make(chan int, 1)
+	ch <- v
+	close(ch)
+	return rx.FromChannel(ch)
+}
+
+// firstOnGoroutine is onGoroutine for the first producer value (1000) and
+// Return for the others.
+func firstOnGoroutine(v int) rx.Observable[int] {
+	if v == 1000 {
+		return onGoroutine(v)
+	}
+	return rx.Return(v)
+}
+
+// seqRecorder records a stream's values and end; its OnNext blocks on the
+// first value >= 1000 until release is closed.
+type seqRecorder struct {
+	mu      sync.Mutex
+	vs      []int
+	err     error
+	ended   chan struct{}
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func newSeqRecorder() *seqRecorder {
+	return &seqRecorder{ended: make(chan struct{}), entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (r *seqRecorder) OnNext(v int) {
+	r.mu.Lock()
+	r.vs = append(r.vs, v)
+	r.mu.Unlock()
+	if v >= 1000 {
+		first := false
+		r.once.Do(func() { first = true; close(r.entered) })
+		if first {
+			<-r.release
+		}
+	}
+}
+func (r *seqRecorder) OnError(err error) { r.err = err; close(r.ended) }
+func (r *seqRecorder) OnCompleted()      { close(r.ended) }
+
+func (r *seqRecorder) values() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.vs)
+}
+
+// waitParkedOrPast lets producers run until accepted exceeds limit or every
+// other goroutine is parked (the producers wait for room), within a bound
+// for a hang; it observes, and asserts nothing.
+func waitParkedOrPast(accepted *atomic.Int64, limit int64) {
+	for deadline := time.Now().Add(memoryBound); time.Now().Before(deadline) && accepted.Load() <= limit; {
+		runtime.Gosched()
+		if othersParked() && accepted.Load() <= limit {
+			return
+		}
+	}
+}
+
+// A producer on another goroutine feeding ConcatMap faster than its inners
+// complete fills the outer queue up to QueueLimit and then waits for room:
+// the queue stays within its bound, and once the consumer goes on every
+// value arrives, in order.
+//
+// Negative control, run by hand: without the wait in concatMapper.enqueue
+// (the queue appended to without a bound, as before), the producer handed
+// over all 66,536 values while the consumer was blocked and the test
+// failed with "producer handed over 66536 values (bound 65537)".
+func TestConcatMapHoldsAtMostQueueLimitOuterValuesWhileAFasterProducerWaits(t *testing.T) {
+	outer := rx.NewSubject[int]()
+	rec := newSeqRecorder()
+	sub := rx.ConcatMap(outer, firstOnGoroutine).Subscribe(rec)
+	defer sub.Unsubscribe()
+	const total = rx.QueueLimit + 1000
+	var accepted atomic.Int64
+	producer := make(chan struct{})
+	go func() {
+		defer close(producer)
+		for i := range total {
+			outer.OnNext(1000 + i)
+			accepted.Add(1)
+		}
+		outer.OnCompleted()
+	}()
+	select {
+	case <-rec.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the consumer was never reached")
+	}
+	waitParkedOrPast(&accepted, rx.QueueLimit+1)
+	// One value is in its inner (blocked in the consumer), QueueLimit wait.
+	n := accepted.Load()
+	close(rec.release)
+	select {
+	case <-rec.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not end once the consumer went on")
+	}
+	<-producer
+	assert.LessOrEqual(t, n, int64(rx.QueueLimit+1), "producer handed over %d values (bound %d)", n, rx.QueueLimit+1)
+	require.NoError(t, rec.err)
+	got := rec.values()
+	require.Len(t, got, total, "every value arrives")
+	for i, v := range got {
+		if v != 1000+i {
+			t.Fatalf("value %d is %d, want %d: the order was not kept", i, v, 1000+i)
+		}
+	}
+}
+
+// A value emitted into ConcatMap's outer stream from inside an inner's
+// delivery, on the goroutine running the stage, never waits for room, even
+// with the queue full: waiting there would wait for itself. It fails the
+// stream with an *OverflowError instead (nothing is lost silently).
+//
+// Negative control, run by hand: with mayWait always true, the re-entrant
+// OnNext waited for room that only its own goroutine could make, and the
+// test failed with "the re-entrant value waited".
+func TestAReentrantConcatMapValueNeverWaitsForRoom(t *testing.T) {
+	outer, first := rx.NewSubject[int](), rx.NewSubject[int]()
+	inners := func(v int) rx.Observable[int] {
+		if v == 0 {
+			return first
+		}
+		return rx.Return(v)
+	}
+	done := make(chan error, 1)
+	var once sync.Once
+	reentered := make(chan struct{})
+	sub := rx.ConcatMap(outer, inners).Subscribe(rx.NewObserver(func(v int) {
+		if v == 1 {
+			// The queue holds QueueLimit-1 values: the first fills it,
+			// the second finds it full, on the goroutine delivering.
+			outer.OnNext(-1)
+			outer.OnNext(-2)
+			once.Do(func() { close(reentered) })
+		}
+	}, func(err error) { done <- err }, func() { done <- nil }))
+	defer sub.Unsubscribe()
+	outer.OnNext(0) // its inner, first, runs until completed
+	for i := 1; i <= rx.QueueLimit; i++ {
+		outer.OnNext(i)
+	}
+	// first completes on a goroutine of its own: the pump runs there and delivers 1,
+	// whose observer feeds the outer stream again.
+	go first.OnCompleted()
+	select {
+	case <-reentered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the re-entrant value waited")
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not end")
+	}
+	var oe *rx.OverflowError
+	require.True(t, errors.As(err, &oe), "want an *OverflowError, got %v", err)
+	assert.Equal(t, "ConcatMap", oe.Op)
+	assert.Equal(t, rx.QueueLimit, oe.Limit)
+}
+
+// An outer stream that emits inside Subscribe (a synchronous source) more
+// than QueueLimit values while its first inner runs fails ConcatMap with an
+// *OverflowError rather than waiting inside Subscribe, where no room could
+// come (the inner may need the caller to go on, as a virtual clock does).
+//
+// Negative control, run by hand: with mayWait always true, Subscribe waited
+// for room and the test failed with "Subscribe waited".
+func TestASynchronousOuterPastQueueLimitFailsConcatMapInsteadOfWaiting(t *testing.T) {
+	never := rx.Never[int]()
+	done := make(chan error, 1)
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		rx.ConcatMap(rx.Range(0, rx.QueueLimit+2), func(int) rx.Observable[int] { return never }).
+			Subscribe(rx.NewObserver(func(int) {}, func(err error) { done <- err }, func() { done <- nil }))
+	}()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Subscribe waited")
+	}
+	var oe *rx.OverflowError
+	err := <-done
+	require.True(t, errors.As(err, &oe), "want an *OverflowError, got %v", err)
+	assert.Equal(t, rx.QueueLimit, oe.Limit)
+}
