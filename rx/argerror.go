@@ -23,3 +23,24 @@ func fail[T any](err error) Observable[T] {
 		return noSubscription{}
 	})
 }
+
+// nilSource is the stream an operator returns for a nil source (arg names
+// it): it fails with an *ArgumentError at subscription, so the mistake
+// reaches whoever consumes the stream as an error, not as a nil
+// dereference inside a delivery.
+func nilSource[T any](op, arg string) Observable[T] {
+	return fail[T](&ArgumentError{Op: op, Arg: arg, Value: nil, Reason: "must be an observable"})
+}
+
+// nilAt returns the index of the first nil among srcs, or -1.
+func nilAt[T any](srcs []Observable[T]) int {
+	for i, s := range srcs {
+		if s == nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// indexArg names element i of the list argument arg.
+func indexArg(arg string, i int) string { return fmt.Sprintf("%s[%d]", arg, i) }

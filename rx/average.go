@@ -6,6 +6,9 @@ package rx
 // (InvalidOperationException). The sum is kept in a float64, so it is exact
 // while the integer total stays below 2^53; a NaN value makes the mean NaN.
 func Average[T Number](src Observable[T]) Observable[float64] {
+	if src == nil {
+		return nilSource[float64]("Average", "src")
+	}
 	return observableFunc[float64](func(down Observer[float64]) Subscription {
 		a := &averageObserver[T]{}
 		return startVerdict[T, float64](&a.verdict, down, src, a)

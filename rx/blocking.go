@@ -19,6 +19,9 @@ import (
 // BehaviorSubject or ReplaySubject answers at once from what it holds.) Use
 // the value being delivered instead, or call First from another goroutine.
 func First[T any](ctx context.Context, src Observable[T]) (T, error) {
+	if src == nil {
+		src = nilSource[T]("First", "src")
+	}
 	if err := ctx.Err(); err != nil {
 		var zero T
 		return zero, err
@@ -110,6 +113,9 @@ func (w *firstObserver[T]) rxScope() *scope   { return &w.sc }
 // whole stream: it holds every value until src ends, so bound an open src
 // (Take, TakeUntil, Timeout).
 func Collect[T any](ctx context.Context, src Observable[T]) ([]T, error) {
+	if src == nil {
+		src = nilSource[T]("Collect", "src")
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,9 @@ package rx
 // drops the values held. Each emitted slice is the receiver's to keep.
 // n <= 0 fails with an *ArgumentError.
 func BufferCount[T any](src Observable[T], n int) Observable[[]T] {
+	if src == nil {
+		return nilSource[[]T]("BufferCount", "src")
+	}
 	if n <= 0 {
 		return fail[[]T](&ArgumentError{Op: "BufferCount", Arg: "n", Value: n, Reason: "must be positive"})
 	}

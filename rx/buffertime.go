@@ -19,6 +19,9 @@ import (
 // Unsubscribe has returned.
 func BufferTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[[]T] {
 	mustArg(clk == nil, "BufferTime", "clock")
+	if src == nil {
+		return nilSource[[]T]("BufferTime", "src")
+	}
 	if d <= 0 {
 		return fail[[]T](&ArgumentError{Op: "BufferTime", Arg: "d", Value: d, Reason: "must be positive"})
 	}

@@ -4,6 +4,9 @@ package rx
 // observable from handler passes the error on.
 func Catch[T any](src Observable[T], handler func(error) Observable[T]) Observable[T] {
 	mustArg(handler == nil, "Catch", "function handler")
+	if src == nil {
+		return nilSource[T]("Catch", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		c := &catchObserver[T]{down: direct(down), sc: sc, handler: handler}

@@ -5,6 +5,12 @@ package rx
 // or as soon as one completes without ever having emitted (no pair can form).
 func CombineLatest2[A, B, R any](a Observable[A], b Observable[B], f func(A, B) R) Observable[R] {
 	mustArg(f == nil, "CombineLatest2", "function f")
+	if a == nil {
+		return nilSource[R]("CombineLatest2", "a")
+	}
+	if b == nil {
+		return nilSource[R]("CombineLatest2", "b")
+	}
 	return observableFunc[R](func(down Observer[R]) Subscription {
 		sc := ensureScope(down)
 		c := &combiner[A, B, R]{down: direct(down), f: f, sc: sc, work: sc.child()}

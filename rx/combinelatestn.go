@@ -9,6 +9,9 @@ package rx
 // holds one value per source; values are serialised as in Merge (one OnNext
 // at this stage delivers its own value plus at most 64 others').
 func CombineLatest[T any](srcs ...Observable[T]) Observable[[]T] {
+	if i := nilAt(srcs); i >= 0 {
+		return nilSource[[]T]("CombineLatest", indexArg("srcs", i))
+	}
 	return observableFunc[[]T](func(down Observer[[]T]) Subscription {
 		if len(srcs) == 0 {
 			down.OnCompleted()

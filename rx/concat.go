@@ -8,6 +8,9 @@ import (
 // Concat subscribes to each source in turn, the next when the previous has
 // completed. Synchronous sources do not grow the stack.
 func Concat[T any](srcs ...Observable[T]) Observable[T] {
+	if i := nilAt(srcs); i >= 0 {
+		return nilSource[T]("Concat", indexArg("srcs", i))
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		c := &concatSink[T]{down: direct(down), sc: sc, srcs: srcs}
@@ -91,6 +94,9 @@ func (i *concatInner[T]) rxScope() *scope { return &i.sc }
 // values in between: it would wait for itself.
 func ConcatMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
 	mustArg(f == nil, "ConcatMap", "function f")
+	if src == nil {
+		return nilSource[U]("ConcatMap", "src")
+	}
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
 		c := &concatMapper[T, U]{f: f, work: sc.child()}

@@ -9,6 +9,9 @@ package rx
 // everything. A nil inner fails the stream. The output is serialised as in
 // Merge: one OnNext delivers its own value plus at most 64 others'.
 func ConcatAll[T any](src Observable[Observable[T]]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("ConcatAll", "src")
+	}
 	return flattenLimited(src, "ConcatAll", sameObservable[Observable[T]], 1, nil)
 }
 

@@ -8,6 +8,9 @@ package rx
 // uncomparable dynamic type, on which == panics) fails the stream with an
 // *UncomparableError when it arrives.
 func Contains[T comparable](src Observable[T], v T) Observable[bool] {
+	if src == nil {
+		return nilSource[bool]("Contains", "src")
+	}
 	check := mayHoldUncomparable[T]()
 	return observableFunc[bool](func(down Observer[bool]) Subscription {
 		c := &containsObserver[T]{v: v, check: check}

@@ -18,6 +18,9 @@ import (
 // returned, even by a timer callback already running.
 func Debounce[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
 	mustArg(clk == nil, "Debounce", "clock")
+	if src == nil {
+		return nilSource[T]("Debounce", "src")
+	}
 	if d <= 0 {
 		return src
 	}

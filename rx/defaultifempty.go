@@ -3,6 +3,9 @@ package rx
 // DefaultIfEmpty forwards src, and emits v before the completion if src
 // completed without a value.
 func DefaultIfEmpty[T any](src Observable[T], v T) Observable[T] {
+	if src == nil {
+		return nilSource[T]("DefaultIfEmpty", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // it checks for an unsubscription between the notifications it makes at the end
 		return subscribe[T](src, &defaultObserver[T]{down: direct(down), v: v, sc: sc}, sc)

@@ -25,6 +25,9 @@ import (
 // between two advances: it would wait for itself.
 func Delay[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
 	mustArg(clk == nil, "Delay", "clock")
+	if src == nil {
+		return nilSource[T]("Delay", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		s := &delaySink[T]{clk: clk, d: d, sw: newStopwatch(clk), sc: sc, up: sc.child()}

@@ -13,6 +13,9 @@ import (
 // once. One timer per subscription, nothing held.
 func DelaySubscription[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
 	mustArg(clk == nil, "DelaySubscription", "clock")
+	if src == nil {
+		return nilSource[T]("DelaySubscription", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		if d <= 0 {

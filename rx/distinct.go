@@ -12,6 +12,9 @@ package rx
 // A value holding a dynamic type == cannot compare (T an interface) fails
 // the stream with an *UncomparableError.
 func Distinct[T comparable](src Observable[T]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Distinct", "src")
+	}
 	check := mayHoldUncomparable[T]()
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := scopeOf(down)

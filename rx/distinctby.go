@@ -12,6 +12,9 @@ package rx
 // stream with an *UncomparableError.
 func DistinctBy[T any, K comparable](src Observable[T], key func(T) K) Observable[T] {
 	mustArg(key == nil, "DistinctBy", "function key")
+	if src == nil {
+		return nilSource[T]("DistinctBy", "src")
+	}
 	check := mayHoldUncomparable[K]()
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // see Map

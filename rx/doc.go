@@ -107,7 +107,13 @@
 // A nil function, clock or observer passed to any function of this package
 // is a programming error: it panics at that call with a message naming the
 // argument ("rx.Timeout: nil clock", "rx.Map.Subscribe: nil observer"),
-// never later as a nil dereference inside a delivery.
+// never later as a nil dereference inside a delivery. A nil source (an
+// observable argument, or one in a list of sources) is an input the caller
+// may get from data, a lookup that found nothing: the stream the function
+// returns fails at subscription with an *ArgumentError naming the function
+// and the argument ("rx.Map: src = <nil> must be an observable"), and First,
+// Collect, All and ToChannel answer with it; OnErrorResumeNext skips a nil
+// source as it skips a failing one.
 //
 // Subjects keep no subscriber that has ended, also one that ends during its
 // own replay; ReplaySubject and BehaviorSubject never record a value that

@@ -8,6 +8,9 @@ package rx
 // subscribed (Rx.NET throws at the call; this package never panics on a
 // value).
 func ElementAt[T any](src Observable[T], index int) Observable[T] {
+	if src == nil {
+		return nilSource[T]("ElementAt", "src")
+	}
 	if index < 0 {
 		return fail[T](&ArgumentError{Op: "ElementAt", Arg: "index", Value: index, Reason: "must not be negative"})
 	}

@@ -6,6 +6,9 @@ package rx
 // included.
 func Every[T any](src Observable[T], ok func(T) bool) Observable[bool] {
 	mustArg(ok == nil, "Every", "function ok")
+	if src == nil {
+		return nilSource[bool]("Every", "src")
+	}
 	return observableFunc[bool](func(down Observer[bool]) Subscription {
 		e := &everyObserver[T]{ok: ok}
 		return startVerdict[T, bool](&e.verdict, down, src, e)

@@ -9,6 +9,9 @@ import "sync"
 // unsubscribes everything.
 func ExhaustMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
 	mustArg(f == nil, "ExhaustMap", "function f")
+	if src == nil {
+		return nilSource[U]("ExhaustMap", "src")
+	}
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
 		e := &exhauster[T, U]{work: sc.child(), f: f}

@@ -13,6 +13,9 @@ package rx
 // others'.
 func Expand[T any](src Observable[T], f func(T) Observable[T]) Observable[T] {
 	mustArg(f == nil, "Expand", "function f")
+	if src == nil {
+		return nilSource[T]("Expand", "src")
+	}
 	return flattenLimited(src, "Expand", f, 0, func(m *flattener[T, T]) {
 		m.echo = m.out.OnNext
 		m.feed = m.enqueue

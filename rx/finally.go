@@ -6,6 +6,9 @@ import "sync/atomic"
 // notification has been forwarded, or when it is unsubscribed.
 func Finally[T any](src Observable[T], f func()) Observable[T] {
 	mustArg(f == nil, "Finally", "function f")
+	if src == nil {
+		return nilSource[T]("Finally", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		o := &finallyObserver[T]{down: direct(down), sc: sc, f: f}

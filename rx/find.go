@@ -8,6 +8,9 @@ package rx
 // match, nor once the subscriber has unsubscribed.
 func Find[T any](src Observable[T], match func(T) bool) Observable[T] {
 	mustArg(match == nil, "Find", "function match")
+	if src == nil {
+		return nilSource[T]("Find", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		f := &findObserver[T]{match: match}
 		return startVerdict[T, T](&f.verdict, down, src, f)

@@ -9,6 +9,9 @@ package rx
 // holds one value per source; the sources' notifications are serialised
 // through one stage (a producer waits for room, as in Merge).
 func ForkJoin[T any](srcs ...Observable[T]) Observable[[]T] {
+	if i := nilAt(srcs); i >= 0 {
+		return nilSource[[]T]("ForkJoin", indexArg("srcs", i))
+	}
 	return observableFunc[[]T](func(down Observer[[]T]) Subscription {
 		if len(srcs) == 0 {
 			down.OnCompleted()

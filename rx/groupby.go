@@ -37,6 +37,9 @@ type Group[K comparable, T any] struct {
 // *UncomparableError.
 func GroupBy[T any, K comparable](src Observable[T], key func(T) K) Observable[Group[K, T]] {
 	mustArg(key == nil, "GroupBy", "function key")
+	if src == nil {
+		return nilSource[Group[K, T]]("GroupBy", "src")
+	}
 	check := mayHoldUncomparable[K]()
 	return observableFunc[Group[K, T]](func(down Observer[Group[K, T]]) Subscription {
 		sc := ensureScope(down)

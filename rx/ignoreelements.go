@@ -3,6 +3,9 @@ package rx
 // IgnoreElements drops every value and forwards only src's error or
 // completion (Rx.NET's IgnoreElements, RxJS's ignoreElements()).
 func IgnoreElements[T any](src Observable[T]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("IgnoreElements", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := scopeOf(down)
 		return subscribe[T](src, &ignoreObserver[T]{down: direct(down), sc: sc}, sc)

@@ -4,6 +4,9 @@ package rx
 // true if src completes without one. Rx.NET's IsEmpty and RxJS's isEmpty()
 // agree.
 func IsEmpty[T any](src Observable[T]) Observable[bool] {
+	if src == nil {
+		return nilSource[bool]("IsEmpty", "src")
+	}
 	return observableFunc[bool](func(down Observer[bool]) Subscription {
 		e := &isEmptyObserver[T]{}
 		return startVerdict[T, bool](&e.verdict, down, src, e)

@@ -2,13 +2,10 @@ package rx
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"sync"
 	"sync/atomic"
 )
-
-var errNilSource = errors.New("rx: nil Observable")
 
 // All ranges over src under ctx:
 //
@@ -97,14 +94,13 @@ var errNilSource = errors.New("rx: nil Observable")
 // Range, say) propagates to the ranging goroutine as any call's would. A nil
 // src yields an error.
 func All[T any](ctx context.Context, src Observable[T]) iter.Seq2[T, error] {
+	if src == nil {
+		src = nilSource[T]("All", "src")
+	}
 	return func(yield func(T, error) bool) {
 		var zero T
 		if err := ctx.Err(); err != nil {
 			yield(zero, err)
-			return
-		}
-		if src == nil {
-			yield(zero, errNilSource)
 			return
 		}
 		a := &allObserver[T]{

@@ -5,6 +5,9 @@ package rx
 // LastAsync (InvalidOperationException) and RxJS's last() (EmptyError)
 // agree. It holds one value.
 func Last[T any](src Observable[T]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Last", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		l := &lastObserver[T]{}
 		return startVerdict[T, T](&l.verdict, down, src, l)

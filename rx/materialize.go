@@ -4,6 +4,9 @@ package rx
 // its error or completion as a last Notification, after which the stream
 // completes (Rx.NET's Materialize, RxJS's materialize()). It never fails.
 func Materialize[T any](src Observable[T]) Observable[Notification[T]] {
+	if src == nil {
+		return nilSource[Notification[T]]("Materialize", "src")
+	}
 	return observableFunc[Notification[T]](func(down Observer[Notification[T]]) Subscription {
 		sc := ensureScope(down) // it checks for an unsubscription between the two notifications it makes at the end
 		return subscribe[T](src, &materializeObserver[T]{down: direct(down), sc: sc}, sc)
@@ -40,6 +43,9 @@ func (m *materializeObserver[T]) rxScope() *scope { return m.sc }
 // unknown kind fails the stream with an *ArgumentError. src's own error or
 // completion is forwarded.
 func Dematerialize[T any](src Observable[Notification[T]]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Dematerialize", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		d := &dematerializeObserver[T]{}
 		return startVerdict[Notification[T], T](&d.verdict, down, src, d)

@@ -14,6 +14,9 @@ var errNilInner = errors.New("rx: selector returned a nil Observable")
 // ends the stream and unsubscribes everything.
 func SelectMany[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
 	mustArg(f == nil, "SelectMany", "function f")
+	if src == nil {
+		return nilSource[U]("SelectMany", "src")
+	}
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
 		// The merger and the outer's observer are one allocation.
@@ -31,6 +34,9 @@ func SelectMany[T, U any](src Observable[T], f func(T) Observable[U]) Observable
 
 // Merge merges the values of srcs as they arrive; it completes when all have.
 func Merge[T any](srcs ...Observable[T]) Observable[T] {
+	if i := nilAt(srcs); i >= 0 {
+		return nilSource[T]("Merge", indexArg("srcs", i))
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		if len(srcs) == 0 {
 			down.OnCompleted()

@@ -8,5 +8,8 @@ package rx
 // stream and unsubscribes everything. A nil inner fails the stream. Use
 // SelectManyLimit to bound how many inners run at once.
 func MergeAll[T any](src Observable[Observable[T]]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("MergeAll", "src")
+	}
 	return SelectMany(src, sameObservable[Observable[T]])
 }

@@ -9,6 +9,9 @@ import "cmp"
 // non-nullable type (RxJS's min() completes without a value instead). It
 // holds one value.
 func Min[T cmp.Ordered](src Observable[T]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Min", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		m := &extremeObserver[T]{op: "Min", less: true}
 		return startVerdict[T, T](&m.verdict, down, src, m)
@@ -21,6 +24,9 @@ func Min[T cmp.Ordered](src Observable[T]) Observable[T] {
 // with a *SequenceError wrapping ErrEmpty, as Rx.NET's Max (RxJS's max()
 // completes without a value instead). It holds one value.
 func Max[T cmp.Ordered](src Observable[T]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Max", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		m := &extremeObserver[T]{op: "Max"}
 		return startVerdict[T, T](&m.verdict, down, src, m)

@@ -4,6 +4,9 @@ package rx
 // instead (samber/ro's and RxGo's OnErrorReturn; Rx.NET writes it
 // Catch(Return(v))). The error is dropped: use Catch to look at it.
 func OnErrorReturn[T any](src Observable[T], v T) Observable[T] {
+	if src == nil {
+		return nilSource[T]("OnErrorReturn", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		o := &onErrorReturnObserver[T]{down: direct(down), sc: sc, v: v}

@@ -4,6 +4,9 @@ package rx
 // from src's second value on (RxJS's pairwise(); Rx.NET spells it
 // Buffer(2, 1) without the final single). It holds one value.
 func Pairwise[T any](src Observable[T]) Observable[[2]T] {
+	if src == nil {
+		return nilSource[[2]T]("Pairwise", "src")
+	}
 	return observableFunc[[2]T](func(down Observer[[2]T]) Subscription {
 		sc := scopeOf(down)
 		return subscribe[T](src, &pairwiseObserver[T]{down: direct(down), sc: sc}, sc)

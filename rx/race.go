@@ -9,6 +9,9 @@ import "sync/atomic"
 // sources it never notifies (both references). It holds nothing: the
 // winner's notifications pass straight through, on its goroutine.
 func Race[T any](srcs ...Observable[T]) Observable[T] {
+	if i := nilAt(srcs); i >= 0 {
+		return nilSource[T]("Race", indexArg("srcs", i))
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		r := &racer[T]{down: direct(down), sc: sc, ins: make([]raceIn[T], len(srcs))}

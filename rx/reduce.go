@@ -5,6 +5,9 @@ package rx
 // and nothing is emitted.
 func Reduce[T, A any](src Observable[T], seed A, f func(A, T) A) Observable[A] {
 	mustArg(f == nil, "Reduce", "function f")
+	if src == nil {
+		return nilSource[A]("Reduce", "src")
+	}
 	return observableFunc[A](func(down Observer[A]) Subscription {
 		sc := ensureScope(down) // it checks for an unsubscription between the notifications it makes at the end
 		return subscribe[T](src, &reduceObserver[T, A]{down: direct(down), acc: seed, f: f, sc: sc}, sc)

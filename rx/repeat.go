@@ -10,6 +10,9 @@ import "sync/atomic"
 // math.MaxInt. Repeating a synchronous source does not grow the stack, and
 // an unsubscription stops it between two runs.
 func Repeat[T any](src Observable[T], count int) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Repeat", "src")
+	}
 	if count <= 0 {
 		return Empty[T]()
 	}

@@ -6,6 +6,9 @@ import "sync/atomic"
 // all (attempts < 1 counts as 1); the error of the last attempt is passed on.
 // Retrying a synchronous failure does not grow the stack.
 func Retry[T any](src Observable[T], attempts int) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Retry", "src")
+	}
 	if attempts < 1 {
 		attempts = 1
 	}

@@ -15,6 +15,9 @@ import (
 // cancels the retry; nothing is delivered after Unsubscribe has returned.
 func RetryBackoff[T any](src Observable[T], attempts int, initial, max time.Duration, clk clock.Clock) Observable[T] {
 	mustArg(clk == nil, "RetryBackoff", "clock")
+	if src == nil {
+		return nilSource[T]("RetryBackoff", "src")
+	}
 	if attempts < 1 {
 		attempts = 1
 	}

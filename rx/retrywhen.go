@@ -20,6 +20,9 @@ import (
 // delivers its own value plus at most 64 others').
 func RetryWhen[T, S any](src Observable[T], handler func(errs Observable[error]) Observable[S]) Observable[T] {
 	mustArg(handler == nil, "RetryWhen", "function handler")
+	if src == nil {
+		return nilSource[T]("RetryWhen", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		r := &retryWhen[T, S]{src: src, errs: NewSubject[error]()}

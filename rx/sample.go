@@ -19,6 +19,9 @@ import (
 // *ArgumentError. Nothing is delivered after Unsubscribe has returned.
 func Sample[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
 	mustArg(clk == nil, "Sample", "clock")
+	if src == nil {
+		return nilSource[T]("Sample", "src")
+	}
 	if d <= 0 {
 		return fail[T](&ArgumentError{Op: "Sample", Arg: "d", Value: d, Reason: "must be positive"})
 	}

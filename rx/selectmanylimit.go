@@ -13,6 +13,9 @@ package rx
 // ConcatMap makes its producer wait.
 func SelectManyLimit[T, U any](src Observable[T], f func(T) Observable[U], n int) Observable[U] {
 	mustArg(f == nil, "SelectManyLimit", "function f")
+	if src == nil {
+		return nilSource[U]("SelectManyLimit", "src")
+	}
 	if n < 1 {
 		return fail[U](&ArgumentError{Op: "SelectManyLimit", Arg: "n", Value: n, Reason: "must be positive"})
 	}

@@ -15,6 +15,12 @@ package rx
 // on which == panics) fails the stream with an *UncomparableError when its
 // second value arrives.
 func SequenceEqual[T comparable](a, b Observable[T]) Observable[bool] {
+	if a == nil {
+		return nilSource[bool]("SequenceEqual", "a")
+	}
+	if b == nil {
+		return nilSource[bool]("SequenceEqual", "b")
+	}
 	check := mayHoldUncomparable[T]()
 	return observableFunc[bool](func(down Observer[bool]) Subscription {
 		sc := ensureScope(down)

@@ -8,6 +8,9 @@ import "sync"
 // Publish().RefCount(), except that once src has terminated, the next
 // subscriber starts a fresh connection instead of receiving the old ending.
 func Share[T any](src Observable[T]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Share", "src")
+	}
 	s := &shared[T]{src: src}
 	return observableFunc[T](s.subscribe)
 }

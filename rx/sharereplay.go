@@ -14,6 +14,9 @@ import "sync"
 // at most n values, for as long as the ShareReplay observable is
 // reachable once src has completed. n < 1 fails with an *ArgumentError.
 func ShareReplay[T any](src Observable[T], n int) Observable[T] {
+	if src == nil {
+		return nilSource[T]("ShareReplay", "src")
+	}
 	if n < 1 {
 		return fail[T](&ArgumentError{Op: "ShareReplay", Arg: "n", Value: n, Reason: "must be positive"})
 	}

@@ -5,6 +5,9 @@ package rx
 // unsubscribes src; an empty src fails with one wrapping ErrEmpty. Rx.NET's
 // SingleAsync and RxJS's single() agree on both. It holds one value.
 func Single[T any](src Observable[T]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Single", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		s := &singleObserver[T]{}
 		return startVerdict[T, T](&s.verdict, down, src, s)

@@ -2,6 +2,9 @@ package rx
 
 // Skip drops the first n values and forwards the rest. n <= 0 forwards all.
 func Skip[T any](src Observable[T], n int) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Skip", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := scopeOf(down)
 		return subscribe[T](src, &skipObserver[T]{down: direct(down), left: n, sc: sc}, sc)

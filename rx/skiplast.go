@@ -5,6 +5,9 @@ package rx
 // (Rx.NET's SkipLast(count), RxJS's skipLast()). It holds at most n values,
 // in a ring grown only as values arrive. n <= 0 forwards every value.
 func SkipLast[T any](src Observable[T], n int) Observable[T] {
+	if src == nil {
+		return nilSource[T]("SkipLast", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := scopeOf(down)
 		return subscribe[T](src, &skipLastObserver[T]{down: direct(down), n: n, sc: sc}, sc)

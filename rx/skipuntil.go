@@ -9,6 +9,12 @@ import "sync/atomic"
 // src's completion still ends the stream. The first error of either ends
 // it.
 func SkipUntil[T, S any](src Observable[T], start Observable[S]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("SkipUntil", "src")
+	}
+	if start == nil {
+		return nilSource[T]("SkipUntil", "start")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		u := &skipUntil[T, S]{work: sc.child()}

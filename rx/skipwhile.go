@@ -4,6 +4,9 @@ package rx
 // from the first one for which it returns false (skip is not called again).
 func SkipWhile[T any](src Observable[T], skip func(T) bool) Observable[T] {
 	mustArg(skip == nil, "SkipWhile", "function skip")
+	if src == nil {
+		return nilSource[T]("SkipWhile", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // see Map
 		return subscribe[T](src, &skipWhileObserver[T]{down: direct(down), skip: skip, sc: sc}, sc)

@@ -17,6 +17,9 @@ type Number interface {
 // rather than wrapping around. Floating-point sums follow IEEE 754 (they
 // reach ±Inf, or NaN).
 func Sum[T Number](src Observable[T]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Sum", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		s := &sumObserver[T]{}
 		return startVerdict[T, T](&s.verdict, down, src, s)

@@ -6,5 +6,8 @@ package rx
 // inner have completed, and any error ends the stream. It is SwitchMap with
 // the identity selector and holds no values.
 func Switch[T any](src Observable[Observable[T]]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Switch", "src")
+	}
 	return SwitchMap(src, sameObservable[Observable[T]])
 }

@@ -14,6 +14,9 @@ import (
 // arriving, but never after a value of the new inner.
 func SwitchMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
 	mustArg(f == nil, "SwitchMap", "function f")
+	if src == nil {
+		return nilSource[U]("SwitchMap", "src")
+	}
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		sc := ensureScope(down)
 		s := &switcher[T, U]{down: direct(down), sc: sc, work: sc.child(), f: f}

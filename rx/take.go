@@ -4,6 +4,9 @@ package rx
 // as soon as the n-th value has been forwarded, so Take over an endless
 // synchronous source terminates. n <= 0 completes without subscribing.
 func Take[T any](src Observable[T], n int) Observable[T] {
+	if src == nil {
+		return nilSource[T]("Take", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		if n <= 0 {
 			down.OnCompleted()
@@ -71,6 +74,12 @@ func (t *takeObserver[T]) rxScope() *scope { return &t.up }
 // TakeUntil forwards values from src until stop emits its first value, then
 // completes. stop completing without a value does not end the stream.
 func TakeUntil[T, S any](src Observable[T], stop Observable[S]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("TakeUntil", "src")
+	}
+	if stop == nil {
+		return nilSource[T]("TakeUntil", "stop")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		u := &takeUntil[T, S]{work: sc.child()}

@@ -5,6 +5,9 @@ package rx
 // at most n values (a ring, grown only as values arrive). n <= 0 forwards
 // nothing but the completion.
 func TakeLast[T any](src Observable[T], n int) Observable[T] {
+	if src == nil {
+		return nilSource[T]("TakeLast", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // it checks for an unsubscription between the notifications it makes at the end
 		return subscribe[T](src, &takeLastObserver[T]{down: direct(down), n: n, sc: sc}, sc)

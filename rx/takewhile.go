@@ -5,6 +5,9 @@ package rx
 // over an endless synchronous source terminates. That value is dropped.
 func TakeWhile[T any](src Observable[T], keep func(T) bool) Observable[T] {
 	mustArg(keep == nil, "TakeWhile", "function keep")
+	if src == nil {
+		return nilSource[T]("TakeWhile", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		t := &takeWhileObserver[T]{down: direct(down), keep: keep, sc: sc, up: sc.child()}

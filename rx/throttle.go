@@ -12,6 +12,9 @@ import (
 // value reads the clock once. d <= 0 forwards every value.
 func Throttle[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[T] {
 	mustArg(clk == nil, "Throttle", "clock")
+	if src == nil {
+		return nilSource[T]("Throttle", "src")
+	}
 	if d <= 0 {
 		return src
 	}

@@ -6,6 +6,9 @@ package rx
 // error from it fails the stream with ErrNilError, as OnError(nil) does.
 func ThrowIfEmpty[T any](src Observable[T], errf func() error) Observable[T] {
 	mustArg(errf == nil, "ThrowIfEmpty", "function errf")
+	if src == nil {
+		return nilSource[T]("ThrowIfEmpty", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // it checks for an unsubscription made by errf
 		return subscribe[T](src, &throwIfEmptyObserver[T]{down: direct(down), errf: errf, sc: sc}, sc)

@@ -19,6 +19,9 @@ type IntervalValue[T any] struct {
 // (on the real clock, its monotonic part only) and arms no timer.
 func TimeInterval[T any](src Observable[T], clk clock.Clock) Observable[IntervalValue[T]] {
 	mustArg(clk == nil, "TimeInterval", "clock")
+	if src == nil {
+		return nilSource[IntervalValue[T]]("TimeInterval", "src")
+	}
 	return observableFunc[IntervalValue[T]](func(down Observer[IntervalValue[T]]) Subscription {
 		sc := ensureScope(down) // a clock is user code: see OnNext
 		return subscribe[T](src, &timeIntervalObserver[T]{down: direct(down), sw: newStopwatch(clk), sc: sc}, sc)

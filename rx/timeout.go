@@ -21,6 +21,9 @@ import (
 // value, never before.
 func Timeout[T any](src Observable[T], due time.Duration, clk clock.Clock) Observable[T] {
 	mustArg(clk == nil, "Timeout", "clock")
+	if src == nil {
+		return nilSource[T]("Timeout", "src")
+	}
 	return TimeoutStage(src, "", due, clk)
 }
 
@@ -29,6 +32,9 @@ func Timeout[T any](src Observable[T], due time.Duration, clk clock.Clock) Obser
 // "instance key: no answer within 10s".
 func TimeoutStage[T any](src Observable[T], stage string, due time.Duration, clk clock.Clock) Observable[T] {
 	mustArg(clk == nil, "TimeoutStage", "clock")
+	if src == nil {
+		return nilSource[T]("TimeoutStage", "src")
+	}
 	return &timeoutObservable[T]{src: src, stage: stage, due: due, clk: clk, mono: isRealClock(clk)}
 }
 

@@ -18,6 +18,9 @@ type TimestampValue[T any] struct {
 // no timer.
 func Timestamp[T any](src Observable[T], clk clock.Clock) Observable[TimestampValue[T]] {
 	mustArg(clk == nil, "Timestamp", "clock")
+	if src == nil {
+		return nilSource[TimestampValue[T]]("Timestamp", "src")
+	}
 	return observableFunc[TimestampValue[T]](func(down Observer[TimestampValue[T]]) Subscription {
 		sc := ensureScope(down) // a clock is user code: see OnNext
 		return subscribe[T](src, &timestampObserver[T]{down: direct(down), clk: clk, sc: sc}, sc)

@@ -34,6 +34,9 @@ const ToChannelLimit = 1 << 16
 // src's own as it ended, have run by then, as when First or Collect
 // return.
 func ToChannel[T any](ctx context.Context, src Observable[T], size int) <-chan Notification[T] {
+	if src == nil {
+		src = nilSource[T]("ToChannel", "src")
+	}
 	if size < 0 {
 		size = 0
 	}

@@ -13,6 +13,9 @@ package rx
 // stream with an *UncomparableError.
 func ToMap[T any, K comparable, V any](src Observable[T], project func(T) (K, V)) Observable[map[K]V] {
 	mustArg(project == nil, "ToMap", "function project")
+	if src == nil {
+		return nilSource[map[K]V]("ToMap", "src")
+	}
 	check := mayHoldUncomparable[K]()
 	return observableFunc[map[K]V](func(down Observer[map[K]V]) Subscription {
 		m := &toMapObserver[T, K, V]{project: project, m: map[K]V{}, check: check}

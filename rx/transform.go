@@ -4,6 +4,9 @@ package rx
 // or from another goroutine while f runs) is not forwarded.
 func Map[T, U any](src Observable[T], f func(T) U) Observable[U] {
 	mustArg(f == nil, "Map", "function f")
+	if src == nil {
+		return nilSource[U]("Map", "src")
+	}
 	return observableFunc[U](func(down Observer[U]) Subscription {
 		// The stages that call a user function hold a scope even for a
 		// plain observer, so that they can see an unsubscription made
@@ -36,6 +39,9 @@ func (m *mapObserver[T, U]) rxScope() *scope   { return m.sc }
 // not unsubscribe).
 func Filter[T any](src Observable[T], keep func(T) bool) Observable[T] {
 	mustArg(keep == nil, "Filter", "function keep")
+	if src == nil {
+		return nilSource[T]("Filter", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down)
 		f := &filterObserver[T]{down: direct(down), keep: keep, sc: sc}
@@ -63,6 +69,9 @@ func (f *filterObserver[T]) rxScope() *scope   { return f.sc }
 // Scan emits the running accumulation of f over the values, starting from seed.
 func Scan[T, A any](src Observable[T], seed A, f func(A, T) A) Observable[A] {
 	mustArg(f == nil, "Scan", "function f")
+	if src == nil {
+		return nilSource[A]("Scan", "src")
+	}
 	return observableFunc[A](func(down Observer[A]) Subscription {
 		sc := ensureScope(down)
 		s := &scanObserver[T, A]{down: direct(down), acc: seed, f: f, sc: sc}
@@ -91,6 +100,9 @@ func (s *scanObserver[T, A]) rxScope() *scope   { return s.sc }
 // value holding a dynamic type == cannot compare (T an interface) fails the
 // stream with an *UncomparableError.
 func DistinctUntilChanged[T comparable](src Observable[T]) Observable[T] {
+	if src == nil {
+		return nilSource[T]("DistinctUntilChanged", "src")
+	}
 	if mayHoldUncomparable[T]() {
 		return checkedDistinctUntilChanged(src)
 	}
@@ -130,6 +142,9 @@ func (d *distinctObserver[T]) rxScope() *scope   { return d.sc }
 // unsubscribed).
 func Do[T any](src Observable[T], next func(T)) Observable[T] {
 	mustArg(next == nil, "Do", "function next")
+	if src == nil {
+		return nilSource[T]("Do", "src")
+	}
 	return observableFunc[T](func(down Observer[T]) Subscription {
 		sc := ensureScope(down) // see Map
 		return subscribe[T](src, &doObserver[T]{down: direct(down), next: next, sc: sc}, sc)

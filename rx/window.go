@@ -20,6 +20,12 @@ package rx
 // through one stage (one OnNext delivers its own value plus at most 64
 // others').
 func Window[T, B any](src Observable[T], boundaries Observable[B]) Observable[Observable[T]] {
+	if src == nil {
+		return nilSource[Observable[T]]("Window", "src")
+	}
+	if boundaries == nil {
+		return nilSource[Observable[T]]("Window", "boundaries")
+	}
 	return observableFunc[Observable[T]](func(down Observer[Observable[T]]) Subscription {
 		w := &windowBounded[T, B]{}
 		sc := w.start(down, "Window")

@@ -15,6 +15,9 @@ package rx
 // the window to see all of it. Deliveries into a window are serialised as
 // a Subject's (one OnNext delivers its own value plus at most 64 others').
 func WindowCount[T any](src Observable[T], n int) Observable[Observable[T]] {
+	if src == nil {
+		return nilSource[Observable[T]]("WindowCount", "src")
+	}
 	if n < 1 {
 		return fail[Observable[T]](&ArgumentError{Op: "WindowCount", Arg: "n", Value: n, Reason: "must be positive"})
 	}

@@ -22,6 +22,9 @@ import (
 // stage (one OnNext delivers its own value plus at most 64 others').
 func WindowTime[T any](src Observable[T], d time.Duration, clk clock.Clock) Observable[Observable[T]] {
 	mustArg(clk == nil, "WindowTime", "clock")
+	if src == nil {
+		return nilSource[Observable[T]]("WindowTime", "src")
+	}
 	if d <= 0 {
 		return fail[Observable[T]](&ArgumentError{Op: "WindowTime", Arg: "d", Value: d, Reason: "must be positive"})
 	}

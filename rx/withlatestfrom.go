@@ -10,6 +10,12 @@ package rx
 // most 64 others'. Rx.NET and RxJS agree on all of this.
 func WithLatestFrom[T, O, R any](src Observable[T], other Observable[O], f func(T, O) R) Observable[R] {
 	mustArg(f == nil, "WithLatestFrom", "function f")
+	if src == nil {
+		return nilSource[R]("WithLatestFrom", "src")
+	}
+	if other == nil {
+		return nilSource[R]("WithLatestFrom", "other")
+	}
 	return observableFunc[R](func(down Observer[R]) Subscription {
 		sc := ensureScope(down)
 		w := &latestFrom[T, O, R]{down: direct(down), f: f, sc: sc}

@@ -32,6 +32,12 @@ func (e *OverflowError) Error() string {
 // subscribed, so zip such sources only when they are shorter than that.
 func Zip2[A, B, R any](a Observable[A], b Observable[B], f func(A, B) R) Observable[R] {
 	mustArg(f == nil, "Zip2", "function f")
+	if a == nil {
+		return nilSource[R]("Zip2", "a")
+	}
+	if b == nil {
+		return nilSource[R]("Zip2", "b")
+	}
 	return observableFunc[R](func(down Observer[R]) Subscription {
 		sc := ensureScope(down)
 		z := &zipper[A, B, R]{down: direct(down), sc: sc, work: sc.child(), f: f}

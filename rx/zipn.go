@@ -14,6 +14,9 @@ package rx
 // serialised through one stage: one OnNext delivers its own row plus at
 // most 64 others'.
 func Zip[T any](srcs ...Observable[T]) Observable[[]T] {
+	if i := nilAt(srcs); i >= 0 {
+		return nilSource[[]T]("Zip", indexArg("srcs", i))
+	}
 	return observableFunc[[]T](func(down Observer[[]T]) Subscription {
 		if len(srcs) == 0 {
 			down.OnCompleted()

@@ -32,11 +32,15 @@ func (d Decision) String() string {
 
 // Decide answers whether user holds every permission in need at path. A nil
 // Fold (the legs could not be read) is Undetermined, and so is a path at or
-// below an unreadable scope (Snapshot.Unreadable); otherwise asking for None
-// is Allowed.
+// below an unreadable scope (Snapshot.Unreadable). Asking for None is
+// Denied: a request that names no permission (a field left at its zero
+// value) is a mistake, and grants nothing.
 func (f *Fold) Decide(user, path string, need Permission) Decision {
 	if f == nil || f.unreadableAt(normalizePath(path)) {
 		return Undetermined
+	}
+	if need == None {
+		return Denied
 	}
 	if f.Effective(user, path).Has(need) {
 		return Allowed

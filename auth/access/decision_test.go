@@ -26,7 +26,23 @@ func TestAFoldThatCouldNotBeReadIsUndeterminedAndUndeterminedDenies(t *testing.T
 	assert.True(t, f.Decide("alice", "acme/doc", Read).Allows())
 	assert.Equal(t, Denied, f.Decide("alice", "acme/doc", Read|Update))
 	assert.False(t, f.Decide("alice", "acme/doc", Read|Update).Allows())
-	assert.Equal(t, Allowed, f.Decide("bob", "acme/doc", None), "asking for nothing is allowed")
+}
+
+// A request that names no permission is a caller's mistake (a Permission
+// field left at its zero value), not a question the fold can answer yes to.
+// Negative control, run by hand: with Decide's None check removed, bob (who
+// holds nothing) was Allowed at acme/doc and at the root.
+func TestAskingForNoPermissionGrantsNothing(t *testing.T) {
+	f, err := NewFold(Snapshot{Assignments: []Assignment{
+		{Scope: "acme", Subject: "alice", Roles: []RoleGrant{{Role: RoleAdmin}}},
+	}})
+	require.NoError(t, err)
+	for _, user := range []string{"bob", "alice", ""} {
+		for _, path := range []string{"acme/doc", "acme", "", "other/x"} {
+			assert.Equal(t, Denied, f.Decide(user, path, None), "%q asking for no permission at %q", user, path)
+		}
+	}
+	assert.Equal(t, Allowed, f.Decide("alice", "acme/doc", Read), "a permission named is decided as before")
 }
 
 func TestAnUnreadableScopeIsUndeterminedAtAndBelowItAndNowhereElse(t *testing.T) {
