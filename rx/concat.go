@@ -122,7 +122,7 @@ type concatMapper[T, U any] struct {
 
 	mu        sync.Mutex
 	queue     queue[T]
-	space     chan struct{} // closed when a value leaves a full queue; made on demand
+	room      room // where producers wait for a value to leave a full queue
 	active    bool
 	outerDone bool
 	done      bool
@@ -200,12 +200,7 @@ func (c *concatMapper[T, U]) step() {
 }
 
 // wake lets the producers waiting for room look again; c.mu is held.
-func (c *concatMapper[T, U]) wake() {
-	if c.space != nil {
-		close(c.space)
-		c.space = nil
-	}
-}
+func (c *concatMapper[T, U]) wake() { c.room.wake() }
 
 // mayWait reports whether the calling goroutine g may wait for room: not
 // when it is inside Subscribe, running the pump or delivering an inner's
@@ -230,17 +225,9 @@ func (c *concatMapper[T, U]) enqueue(v T) {
 			c.fail(&OverflowError{Op: "ConcatMap", Limit: QueueLimit, What: "values waiting for their inner"})
 			return
 		}
-		if c.space == nil {
-			c.space = make(chan struct{})
-		}
-		space := c.space
-		c.mu.Unlock()
-		select {
-		case <-space:
-		case <-c.work.doneChan():
+		if !c.room.wait(&c.mu, c.work.doneChan()) {
 			return
 		}
-		c.mu.Lock()
 	}
 	c.queue.push(v)
 	c.mu.Unlock()

@@ -65,6 +65,25 @@ func (r *seqRecorder) OnNext(v int) {
 func (r *seqRecorder) OnError(err error) { r.err = err; close(r.ended) }
 func (r *seqRecorder) OnCompleted()      { close(r.ended) }
 
+// requireEveryValueInOrder waits (bounded) for the stream to end without
+// an error and checks it delivered first, first+1, ... total values.
+func (r *seqRecorder) requireEveryValueInOrder(t *testing.T, stuck string, total, first int) {
+	t.Helper()
+	select {
+	case <-r.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal(stuck)
+	}
+	require.NoError(t, r.err)
+	got := r.values()
+	require.Len(t, got, total, "every value arrives")
+	for i, v := range got {
+		if v != first+i {
+			t.Fatalf("value %d is %d, want %d: the order was not kept", i, v, first+i)
+		}
+	}
+}
+
 func (r *seqRecorder) values() []int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -117,21 +136,9 @@ func TestConcatMapHoldsAtMostQueueLimitOuterValuesWhileAFasterProducerWaits(t *t
 	// One value is in its inner (blocked in the consumer), QueueLimit wait.
 	n := accepted.Load()
 	close(rec.release)
-	select {
-	case <-rec.ended:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the stream did not end once the consumer went on")
-	}
+	rec.requireEveryValueInOrder(t, "the stream did not end once the consumer went on", total, 1000)
 	<-producer
 	assert.LessOrEqual(t, n, int64(rx.QueueLimit+1), "producer handed over %d values (bound %d)", n, rx.QueueLimit+1)
-	require.NoError(t, rec.err)
-	got := rec.values()
-	require.Len(t, got, total, "every value arrives")
-	for i, v := range got {
-		if v != 1000+i {
-			t.Fatalf("value %d is %d, want %d: the order was not kept", i, v, 1000+i)
-		}
-	}
 }
 
 // A value emitted into ConcatMap's outer stream from inside an inner's

@@ -59,7 +59,7 @@ type delaySink[T any] struct {
 
 	mu      sync.Mutex
 	queue   queue[delayed[T]]
-	space   chan struct{} // closed when values leave a full queue; made on demand
+	room    room // where producers wait for values to leave a full queue
 	armed   bool
 	stop    func() bool
 	stopped bool
@@ -73,16 +73,9 @@ func (s *delaySink[T]) enqueue(n note[T]) {
 			s.OnError(&OverflowError{Op: "Delay", Limit: QueueLimit, What: "values waiting for their time"})
 			return
 		}
-		if s.space == nil {
-			s.space = make(chan struct{})
+		if !s.room.wait(&s.mu, s.up.doneChan()) {
+			s.mu.Lock() // and find up cancelled
 		}
-		space := s.space
-		s.mu.Unlock()
-		select {
-		case <-space:
-		case <-s.up.doneChan():
-		}
-		s.mu.Lock()
 	}
 	defer s.mu.Unlock()
 	if s.stopped || s.up.cancelled() {
@@ -130,12 +123,7 @@ func (s *delaySink[T]) fire() {
 }
 
 // wake lets the producers waiting for room look again; s.mu is held.
-func (s *delaySink[T]) wake() {
-	if s.space != nil {
-		close(s.space)
-		s.space = nil
-	}
-}
+func (s *delaySink[T]) wake() { s.room.wake() }
 
 func (s *delaySink[T]) stopTimer() {
 	s.mu.Lock()

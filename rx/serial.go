@@ -65,8 +65,8 @@ type mailboxHandler[E any] interface{ handle(E) }
 type mailboxQueue[E any] struct {
 	q      []E
 	spare  []E
-	fullBy uintptr       // a drainer that spent its budget: newcomers wait
-	space  chan struct{} // closed to wake waiting producers; made on demand
+	fullBy uintptr // a drainer that spent its budget: newcomers wait
+	room   room    // where producers wait for room
 }
 
 // queue returns the mailbox's queue, making it on first use; m.mu is held.
@@ -181,17 +181,9 @@ func (m *mailbox[E]) postSlow(e E, g uintptr, sc *scope, end bool) {
 		if end || m.delivering(g) || (len(mq.q) < mailboxCap && mq.fullBy == 0) {
 			break
 		}
-		if mq.space == nil {
-			mq.space = make(chan struct{})
-		}
-		space := mq.space
-		m.mu.Unlock()
-		select {
-		case <-space:
-		case <-sc.doneChan():
+		if !mq.room.wait(&m.mu, sc.doneChan()) {
 			return
 		}
-		m.mu.Lock()
 	}
 	mq := m.queue()
 	mq.q = append(mq.q, e)
@@ -306,9 +298,8 @@ func (m *mailbox[E]) requeue(rest []E) {
 
 // wake lets waiting producers look again; m.mu is held.
 func (m *mailbox[E]) wake() {
-	if mq := m.slow; mq != nil && mq.space != nil {
-		close(mq.space)
-		mq.space = nil
+	if mq := m.slow; mq != nil {
+		mq.room.wake()
 	}
 }
 
