@@ -181,8 +181,9 @@ func serve(ctx context.Context, ln net.Listener, h *server, logger *slog.Logger)
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: h.lim.readHeader,
-		ReadTimeout:       h.lim.read,  // a body that never arrives: net/http waits for it before answering, with no bound of its own
-		WriteTimeout:      h.lim.write, // a client that reads no answer holds no handler; streams set their own deadlines
+		MaxHeaderBytes:    h.lim.headerBytes, // not net/http's default megabyte per connection
+		ReadTimeout:       h.lim.read,        // a body that never arrives: net/http waits for it before answering, with no bound of its own
+		WriteTimeout:      h.lim.write,       // a client that reads no answer holds no handler; streams set their own deadlines
 		IdleTimeout:       h.lim.idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

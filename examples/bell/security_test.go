@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -513,5 +514,31 @@ func TestARequestWithTwoAuthorizationHeadersIsRefusedNotReadAsTheFirst(t *testin
 	}
 	// Control: one header signs in.
 	res, body := do(t, client(t), http.MethodGet, base+"/whoami", nil, http.Header{"Authorization": {alice}})
+	assert.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+}
+
+// TestARequestWithHeadersBeyondTheBoundIsRefusedUnread: request headers
+// larger than lim.headerBytes (64 KiB) are a 431, whatever they hold (here
+// an Authorization header of 100 KiB), so that the bell's -max-conns
+// connections hold at most that much each while their requests are read,
+// not net/http's default megabyte. Negative control, run by hand: without
+// the server's MaxHeaderBytes, the request was read and answered 401.
+func TestARequestWithHeadersBeyondTheBoundIsRefusedUnread(t *testing.T) {
+	base, srv, _ := serveWith(t, defaultLimits())
+	// Over a connection of its own: net/http's client reports the reset
+	// of the request's unread rest rather than the answer.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	require.NoError(t, conn.SetDeadline(time.Now().Add(bound)))
+	go func() { // ended by the connection's close
+		_, _ = conn.Write([]byte("GET /whoami HTTP/1.1\r\nHost: bell\r\nAuthorization: Bearer " + strings.Repeat("x", 100<<10) + "\r\n\r\n"))
+	}()
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, res.StatusCode)
+	// Control: headers just within the bound are read (the token is valid).
+	within := http.Header{"Authorization": {"Bearer " + srv.accounts.tokens["alice"]}, "X-Padding": {strings.Repeat("x", 60<<10)}}
+	res, body := do(t, client(t), http.MethodGet, base+"/whoami", nil, within)
 	assert.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
 }

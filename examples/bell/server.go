@@ -45,6 +45,7 @@ type limits struct {
 	recipients       int           // recipients one /send may name
 	conns            int           // connections open at once (registry.LimitConnections)
 	readHeader       time.Duration // a request's headers must arrive within this
+	headerBytes      int           // a request's headers are at most this large (431 beyond)
 	read             time.Duration // a request, headers and body, must arrive within this (an event stream's connection is taken over at its headers)
 	idle             time.Duration // an idle keep-alive connection is closed after this
 	write            time.Duration // a response, from its request's headers on, must be written within this (not an event stream's)
@@ -52,7 +53,7 @@ type limits struct {
 
 // defaultLimits are the example's bounds.
 func defaultLimits() limits {
-	return limits{streams: 256, streamsPerViewer: 8, recipients: 8, conns: 512, readHeader: 5 * time.Second, idle: 30 * time.Second,
+	return limits{streams: 256, streamsPerViewer: 8, recipients: 8, conns: 512, headerBytes: 64 << 10, readHeader: 5 * time.Second, idle: 30 * time.Second,
 		read:  5*time.Second + formReadBudget,                 // the headers, then a form's arrival
 		write: formReadBudget + actionBudget + 10*time.Second} // a form's arrival and its action come first
 }
