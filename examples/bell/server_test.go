@@ -288,3 +288,33 @@ func TestASendUnderWayWhenShutdownStartsFinishes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(node.Content), "sent as it stops")
 }
+
+// TestASendWhoseTextNoStoreHoldsIsABadRequestAndReachesNoOne: a title,
+// message, icon or target that is not UTF-8 or holds a NUL is the sender's
+// mistake: a 400 naming the field, and nothing is written, to the recipient
+// or to Admin. Before, the store's refusal was taken for the recipient's
+// partition refusing it: Create delivered it to Admin instead (which
+// refused it too) and the send answered 500. Negative control, run by hand:
+// without Create's check, each send answered 500 "send: failed".
+func TestASendWhoseTextNoStoreHoldsIsABadRequestAndReachesNoOne(t *testing.T) {
+	a := startRun(t, config{addr: "127.0.0.1:0"})
+	for _, f := range []struct{ field, value string }{
+		{"title", "\xc0\x80"}, {"title", "a\x00b"}, {"message", "a\x00b"}, {"message", "\xff"},
+		{"icon", "\x00"}, {"target", "acme/\x00"},
+	} {
+		form := url.Values{"to": {"alice"}, "title": {"refused"}}
+		form.Set(f.field, f.value)
+		status, body := post(t, a.as(t, "ops"), a.url+"/send", form)
+		assert.Equal(t, http.StatusBadRequest, status, "%s %q: %v", f.field, f.value, body)
+		assert.Contains(t, body["error"], "invalid", "%s %q", f.field, f.value)
+	}
+	for _, viewer := range []string{"alice", "ops"} { // ops sees the Admin notifications
+		s := openStream(t, a.as(t, viewer), a.url+"/events")
+		v := decodeBell(t, s.next(t, "bell", func(string) bool { return true }).data)
+		assert.Nil(t, v.find("refused"), "%s's bell", viewer)
+		assert.Nil(t, v.find("\xc0\x80"), "%s's bell", viewer)
+	}
+	// Control: the same send with plain text is delivered.
+	status, body := post(t, a.as(t, "ops"), a.url+"/send", url.Values{"to": {"alice"}, "title": {"fine"}, "message": {"plain"}})
+	assert.Equal(t, http.StatusOK, status, "%v", body)
+}
