@@ -542,3 +542,44 @@ func TestARequestWithHeadersBeyondTheBoundIsRefusedUnread(t *testing.T) {
 	res, body := do(t, client(t), http.MethodGet, base+"/whoami", nil, within)
 	assert.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
 }
+
+// TestAFieldGivenTwiceIsRefusedOrAllOfItsValuesCount: a form field or
+// ?viewer= given more than once is never read as its first value only.
+// Every "to" counts (a form may repeat it, as a multiple select does); any
+// other field given twice, in the body or the query, is a 400 naming it;
+// a ?viewer= naming someone else anywhere is a 403. Before, the first value
+// won: to=alice&to=bob delivered to alice alone and answered 200, and
+// ?viewer=alice&viewer=bob served alice's bell without a word. Negative
+// control, run by hand: without the checks, bob got nothing, the repeated
+// fields were acted on (200, 200, 404) and the stream opened (the request
+// hung until the client's timeout).
+func TestAFieldGivenTwiceIsRefusedOrAllOfItsValuesCount(t *testing.T) {
+	base, srv, store := serveWith(t, defaultLimits())
+	alice := http.Header{"Authorization": {"Bearer " + srv.accounts.tokens["alice"]}}
+	res, body := do(t, client(t), http.MethodPost, base+"/send", url.Values{"to": {"alice", "bob"}, "title": {"to both"}}, alice)
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+	for _, user := range []string{"alice", "bob"} {
+		ch, err := rx.First(t.Context(), store.Query(notifications.BellQuery(user)))
+		require.NoError(t, err)
+		found := false
+		for _, n := range ch.Items {
+			found = found || n.Name == "to both"
+		}
+		assert.True(t, found, "delivered to %s", user)
+	}
+	for _, r := range []struct {
+		path  string
+		form  url.Values
+		field string
+	}{
+		{"/send", url.Values{"to": {"bob"}, "title": {"one", "two"}}, "title"},
+		{"/send?from=bob", url.Values{"to": {"bob"}, "title": {"x"}, "from": {"alice"}}, "from"},
+		{"/read", url.Values{"id": {"a", "b"}}, "id"},
+	} {
+		res, body := do(t, client(t), http.MethodPost, base+r.path, r.form, alice)
+		assert.Equal(t, http.StatusBadRequest, res.StatusCode, "%s %v: %s", r.path, r.form, body)
+		assert.Contains(t, body, `field \"`+r.field+`\" is given 2 times`, "%s %v", r.path, r.form)
+	}
+	res, body = do(t, client(t), http.MethodGet, base+"/events?viewer=alice&viewer=bob", nil, alice)
+	assert.Equal(t, http.StatusForbidden, res.StatusCode, "%s", body)
+}

@@ -261,8 +261,9 @@ func viewOf(viewer string, st notifications.BellState) bellView {
 	return v
 }
 
-// send creates a notification from the form fields to, title, message, type
-// and target, sent by the signed-in user, and answers with where it was
+// send creates a notification from the form fields to (each one a
+// comma-separated list, and every one counts), title, message, type and
+// target, sent by the signed-in user, and answers with where it was
 // delivered. It names at most limits.recipients recipients, each one of the
 // example's users: a notification to anyone else would create a partition
 // per request for a user who does not exist.
@@ -282,7 +283,7 @@ func (s *server) send(w http.ResponseWriter, r *http.Request, sender string) {
 		Icon:       r.FormValue("icon"),
 	}
 	var to []string
-	for _, recipient := range strings.Split(r.FormValue("to"), ",") {
+	for _, recipient := range strings.Split(strings.Join(r.Form["to"], ","), ",") { // every "to" field
 		recipient = strings.TrimSpace(recipient)
 		if recipient == "" {
 			continue
