@@ -328,7 +328,9 @@ func (s *server) send(w http.ResponseWriter, r *http.Request, sender string) {
 	writeJSON(w, http.StatusOK, map[string]any{"delivered": delivered})
 }
 
-// read marks the signed-in viewer's notification id as read.
+// read marks the signed-in viewer's notification id as read: 204, or 404
+// when the viewer has none such, 409 when another writer kept changing it
+// meanwhile (retry), 503 with Retry-After when the store could not tell.
 func (s *server) read(w http.ResponseWriter, r *http.Request, viewer string) {
 	ctx, cancel := context.WithTimeout(r.Context(), actionBudget)
 	defer cancel()
@@ -343,12 +345,17 @@ func (s *server) read(w http.ResponseWriter, r *http.Request, viewer string) {
 func (s *server) failed(w http.ResponseWriter, what string, err error, extra map[string]any) {
 	var invalid *notifications.InvalidError
 	var notFound *notifications.NotFoundError
+	var conflict *mesh.VersionConflictError
 	status := http.StatusInternalServerError
 	switch {
 	case errors.As(err, &invalid):
 		status = http.StatusBadRequest
 	case errors.As(err, &notFound):
 		status = http.StatusNotFound
+	case errors.As(err, &conflict):
+		// Another writer kept changing it (MarkRead retries a few times):
+		// nothing failed here, and the client may try again.
+		status = http.StatusConflict
 	case mesh.IsUnavailable(err), errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
 		answer.SetRetryAfter(w.Header(), 0)
