@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/benbjohnson/clock"
 
@@ -107,7 +108,9 @@ func noMesh() error { return &ConfigError{Setting: "Service.Mesh", Problem: "is 
 // Create sets ID (a hash of n.Identity when set, so the same identity
 // replaces its earlier notification; random otherwise), CreatedAt (the
 // clock's time), Recipient and IsRead; Type "" means General. It fails with
-// an *InvalidError, writing nothing, for a blank title or an unknown type.
+// an *InvalidError, writing nothing, for a blank title, an unknown type, or
+// a title, message, icon, target or creator that is not UTF-8 or holds a
+// NUL.
 // Deliveries that fail are reported as *DeliveryError values joined into the
 // error; the others still happen. After each delivery the addressee is pruned
 // to the retention cap; a pruning failure is logged, not returned.
@@ -122,6 +125,15 @@ func (s *Service) Create(ctx context.Context, n Notification, recipients ...stri
 	n.Type = typ
 	if n.Title = strings.TrimSpace(n.Title); n.Title == "" {
 		return nil, &InvalidError{Field: "title", Value: n.Title, Reason: "a notification needs a title"}
+	}
+	// Checked here, not left to the store: its refusal would be taken for
+	// the addressee's partition refusing it, and the notification sent to
+	// Admin instead.
+	for _, f := range [...]struct{ field, v string }{{"title", n.Title}, {"message", n.Message}, {"icon", n.Icon},
+		{"targetPath", n.TargetPath}, {"createdBy", n.CreatedBy}} {
+		if !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
+			return nil, &InvalidError{Field: f.field, Value: f.v, Reason: "must be UTF-8 text without NUL characters"}
+		}
 	}
 	n.ID = newID()
 	if n.Identity != "" {

@@ -136,6 +136,37 @@ func TestCreateRefusesABlankTitleOrUnknownTypeAndWritesNothing(t *testing.T) {
 	assert.Empty(t, initial(t, fx.store, notifications.BellQuery("alice")))
 }
 
+// TestCreateRefusesTextNoStoreHoldsAndWritesNothingAnywhere: a title,
+// message, icon, target or creator that is not UTF-8 or holds a NUL is an
+// *InvalidError naming the field, and nothing is written to the addressee
+// or to Admin: the store's refusal of such a node was taken for the
+// addressee's partition refusing it and the notification sent to Admin.
+// Negative control, run by hand: without the check, Create answered a
+// *DeliveryError for Admin.
+func TestCreateRefusesTextNoStoreHoldsAndWritesNothingAnywhere(t *testing.T) {
+	fx := newMem(t)
+	svc := fx.service()
+	for _, c := range []struct {
+		field string
+		n     notifications.Notification
+	}{
+		{"title", notifications.Notification{Title: "\xc0\x80"}},
+		{"title", notifications.Notification{Title: "a\x00b"}},
+		{"message", notifications.Notification{Title: "x", Message: "\xff"}},
+		{"message", notifications.Notification{Title: "x", Message: "\x00"}},
+		{"icon", notifications.Notification{Title: "x", Icon: "\x00"}},
+		{"targetPath", notifications.Notification{Title: "x", TargetPath: "acme/\x00"}},
+		{"createdBy", notifications.Notification{Title: "x", CreatedBy: "\x00"}},
+	} {
+		_, err := svc.Create(ctx(t), c.n, "alice")
+		var invalid *notifications.InvalidError
+		require.True(t, errors.As(err, &invalid), "%s: got %v", c.field, err)
+		assert.Equal(t, c.field, invalid.Field)
+	}
+	assert.Empty(t, initial(t, fx.store, notifications.BellQuery("alice")))
+	assert.Empty(t, initial(t, fx.store, notifications.BellQuery(notifications.Admin)))
+}
+
 func TestMarkReadChangesOnlyTheViewersOwnNotification(t *testing.T) {
 	eachStore(t, func(t *testing.T, fx fixture) {
 		svc := fx.service()

@@ -170,11 +170,21 @@ const (
 	noAuth authMethod = iota
 	bearerAuth
 	cookieAuth
+	twoAuths // more than one Authorization header: acts for nobody (see ambiguous)
 )
+
+// ambiguous answers a request with more than one Authorization header: 400,
+// never read as one of them (a proxy in front may have checked another).
+func ambiguous(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusBadRequest, fmt.Sprintf("send one Authorization header, not %d", len(r.Header.Values("Authorization"))))
+}
 
 // who returns the signed-in user of r: by a Bearer token, else by the
 // session cookie.
 func (a *accounts) who(r *http.Request) (string, authMethod) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		return "", twoAuths
+	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, _ := strings.Cut(strings.TrimSpace(h), " ")
 		if len(scheme) == 6 && strings.EqualFold(scheme, "Bearer") {
@@ -229,6 +239,10 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 // whoami answers the signed-in user, or 401.
 func (s *server) whoami(w http.ResponseWriter, r *http.Request) {
 	user, how := s.accounts.who(r)
+	if how == twoAuths {
+		ambiguous(w, r)
+		return
+	}
 	if how == noAuth {
 		writeError(w, http.StatusUnauthorized, "not signed in: open a sign-in link the bell printed when it started")
 		return
@@ -237,20 +251,27 @@ func (s *server) whoami(w http.ResponseWriter, r *http.Request) {
 }
 
 // signedIn runs next with the signed-in user. It answers 401 without one,
-// 403 for a ?viewer= naming someone else (there is no choosing), and 403
-// for a state-changing request carried by the session cookie from another
-// origin (CSRF).
+// 400 for more than one Authorization header, 403 for a ?viewer= naming
+// someone else (there is no choosing), 403 for a state-changing request
+// carried by the session cookie from another origin (CSRF), and 400 for a
+// form field other than "to" given more than once.
 func (s *server) signedIn(next func(w http.ResponseWriter, r *http.Request, user string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		user, how := s.accounts.who(r)
+		if how == twoAuths {
+			ambiguous(w, r)
+			return
+		}
 		if how == noAuth {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="bell"`)
 			writeError(w, http.StatusUnauthorized, "not signed in: open a sign-in link the bell printed when it started, or send Authorization: Bearer <token>")
 			return
 		}
-		if v := strings.TrimSpace(r.URL.Query().Get("viewer")); v != "" && v != user {
-			writeError(w, http.StatusForbidden, fmt.Sprintf("signed in as %s: a viewer sees only their own bell", user))
-			return
+		for _, v := range r.URL.Query()["viewer"] { // every one: the first is not the only one a client meant
+			if v = strings.TrimSpace(v); v != "" && v != user {
+				writeError(w, http.StatusForbidden, fmt.Sprintf("signed in as %s: a viewer sees only their own bell", user))
+				return
+			}
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if how == cookieAuth && !sameOrigin(r) {
@@ -277,6 +298,15 @@ func (s *server) signedIn(next func(w http.ResponseWriter, r *http.Request, user
 				}
 				writeError(w, http.StatusBadRequest, "invalid form: "+err.Error())
 				return
+			}
+			// A field is read as its first value (FormValue): one given
+			// twice would be acted on with the other dropped. Only "to"
+			// holds several, and every one counts.
+			for k, vs := range r.Form {
+				if len(vs) > 1 && k != "to" {
+					writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid form: field %q is given %d times (in the body and the query together); give it once", k, len(vs)))
+					return
+				}
 			}
 		}
 		next(w, r, user)

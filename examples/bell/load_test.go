@@ -23,7 +23,7 @@ func TestWithoutTheLoadRunFlagsTheBellKeepsItsCapsAndDemoUsers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, defaultLimits(), cfg.load.limits(defaultLimits()))
 	assert.Equal(t, limits{streams: 256, streamsPerViewer: 8, recipients: 8, conns: 512,
-		readHeader: defaultLimits().readHeader, idle: defaultLimits().idle, write: defaultLimits().write}, cfg.load.limits(defaultLimits()))
+		headerBytes: defaultLimits().headerBytes, readHeader: defaultLimits().readHeader, read: defaultLimits().read, idle: defaultLimits().idle, write: defaultLimits().write}, cfg.load.limits(defaultLimits()))
 	users, admins := cfg.load.generated()
 	assert.Empty(t, users)
 	assert.Empty(t, admins)
@@ -102,7 +102,7 @@ func TestTheLoadRunFlagsRefuseBadValuesNamingTheFlag(t *testing.T) {
 	cfg, err := parseFlags([]string{"-users", "3", "-admins", "2", "-max-streams", "1000", "-max-streams-per-viewer", "1", "-max-conns", "2000", "-pprof", "127.0.0.1:0"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, limits{streams: 1000, streamsPerViewer: 1, recipients: 8, conns: 2000,
-		readHeader: defaultLimits().readHeader, idle: defaultLimits().idle, write: defaultLimits().write}, cfg.load.limits(defaultLimits()))
+		headerBytes: defaultLimits().headerBytes, readHeader: defaultLimits().readHeader, read: defaultLimits().read, idle: defaultLimits().idle, write: defaultLimits().write}, cfg.load.limits(defaultLimits()))
 }
 
 // TestTheTokensFileIsItsOwnersOnlyAndSignsTheGeneratedUsersIn: -users,

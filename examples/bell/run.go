@@ -171,7 +171,8 @@ func seed(ctx context.Context, svc *notifications.Service) error {
 // then open requests get shutdownBudget to finish. It holds at most
 // h.lim.conns connections (an idle keep-alive one gives its slot to a new
 // client), closes a connection whose request headers do not arrive within
-// h.lim.readHeader, one whose answer is not written within h.lim.write,
+// h.lim.readHeader, one whose request (body included) does not arrive
+// within h.lim.read, one whose answer is not written within h.lim.write,
 // and an idle one after h.lim.idle.
 //
 // Requests' contexts are not ended at shutdown: the streams are ended by
@@ -180,7 +181,9 @@ func serve(ctx context.Context, ln net.Listener, h *server, logger *slog.Logger)
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: h.lim.readHeader,
-		WriteTimeout:      h.lim.write, // a client that reads no answer holds no handler; streams set their own deadlines
+		MaxHeaderBytes:    h.lim.headerBytes, // not net/http's default megabyte per connection
+		ReadTimeout:       h.lim.read,        // a body that never arrives: net/http waits for it before answering, with no bound of its own
+		WriteTimeout:      h.lim.write,       // a client that reads no answer holds no handler; streams set their own deadlines
 		IdleTimeout:       h.lim.idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

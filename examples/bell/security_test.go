@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -442,4 +443,143 @@ func TestAClientThatReadsNoResponseDoesNotHoldItsConnectionForEver(t *testing.T)
 	_, err = io.Copy(io.Discard, conn)
 	var ne net.Error
 	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "the server closed the connection: %v", err)
+}
+
+// TestARequestWhoseBodyNeverArrivesIsClosedAtTheReadTimeout: a request
+// that declares a body and never sends it, to any route, signed in or not,
+// is closed once lim.read has passed since it began. net/http reads such a
+// body (to discard it) before it writes the answer, with no deadline of its
+// own: each such connection held its handler and its connection slot (busy,
+// never idle) for as long as the client liked, so -max-conns of them left
+// every new client in the backlog. Only a signed-in form had a read
+// deadline. Negative control, run by hand: without the server's
+// ReadTimeout, every connection was still open at the bound (i/o timeout).
+func TestARequestWhoseBodyNeverArrivesIsClosedAtTheReadTimeout(t *testing.T) {
+	lim := defaultLimits()
+	lim.read = 300 * time.Millisecond
+	base, _, _ := serveWith(t, lim)
+	requests := []string{
+		"GET / HTTP/1.1\r\nHost: bell\r\nContent-Length: 100\r\n\r\n",
+		"GET /whoami HTTP/1.1\r\nHost: bell\r\nContent-Length: 100\r\n\r\n",
+		"POST /send HTTP/1.1\r\nHost: bell\r\nContent-Length: 100\r\n\r\n",
+		"POST /read HTTP/1.1\r\nHost: bell\r\nAuthorization: Bearer wrong\r\nContent-Length: 100\r\n\r\n",
+	}
+	conns := make([]net.Conn, len(requests))
+	for i, req := range requests {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = conn.Close() })
+		_, err = conn.Write([]byte(req))
+		require.NoError(t, err)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(bound)))
+		conns[i] = conn
+	}
+	for i, conn := range conns {
+		_, err := io.Copy(io.Discard, conn)
+		var ne net.Error
+		assert.False(t, errors.As(err, &ne) && ne.Timeout(), "%q: the server closed the connection: %v", requests[i], err)
+	}
+}
+
+// TestARequestWithTwoAuthorizationHeadersIsRefusedNotReadAsTheFirst: a
+// request carrying more than one Authorization header is a 400 saying so,
+// on every route, and acts for nobody: the bell read the first header
+// only, so alice's token followed by bob's (or by a wrong one, which a
+// proxy in front might be the one to check) signed the request in as alice.
+// Negative control, run by hand: without the check, whoami answered 200
+// as alice and the send was delivered.
+func TestARequestWithTwoAuthorizationHeadersIsRefusedNotReadAsTheFirst(t *testing.T) {
+	base, srv, store := serveWith(t, defaultLimits())
+	alice, bob := "Bearer "+srv.accounts.tokens["alice"], "Bearer "+srv.accounts.tokens["bob"]
+	for _, auth := range [][]string{{alice, bob}, {alice, "Bearer wrong"}, {alice, alice}} {
+		h := http.Header{"Authorization": auth}
+		for _, r := range []struct {
+			method, path string
+			form         url.Values
+		}{
+			{http.MethodGet, "/whoami", nil},
+			{http.MethodGet, "/events", nil},
+			{http.MethodPost, "/read", url.Values{"id": {"x"}}},
+			{http.MethodPost, "/send", url.Values{"to": {"bob"}, "title": {"two headers"}}},
+		} {
+			res, body := do(t, client(t), r.method, base+r.path, r.form, h)
+			assert.Equal(t, http.StatusBadRequest, res.StatusCode, "%s %s with %d headers: %s", r.method, r.path, len(auth), body)
+			assert.Contains(t, body, "one Authorization header", "%s %s", r.method, r.path)
+		}
+	}
+	nodes, err := rx.First(t.Context(), store.Query(notifications.BellQuery("bob")))
+	require.NoError(t, err)
+	for _, n := range nodes.Items {
+		assert.NotEqual(t, "two headers", n.Name, "nothing was sent")
+	}
+	// Control: one header signs in.
+	res, body := do(t, client(t), http.MethodGet, base+"/whoami", nil, http.Header{"Authorization": {alice}})
+	assert.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+}
+
+// TestARequestWithHeadersBeyondTheBoundIsRefusedUnread: request headers
+// larger than lim.headerBytes (64 KiB) are a 431, whatever they hold (here
+// an Authorization header of 100 KiB), so that the bell's -max-conns
+// connections hold at most that much each while their requests are read,
+// not net/http's default megabyte. Negative control, run by hand: without
+// the server's MaxHeaderBytes, the request was read and answered 401.
+func TestARequestWithHeadersBeyondTheBoundIsRefusedUnread(t *testing.T) {
+	base, srv, _ := serveWith(t, defaultLimits())
+	// Over a connection of its own: net/http's client reports the reset
+	// of the request's unread rest rather than the answer.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	require.NoError(t, conn.SetDeadline(time.Now().Add(bound)))
+	go func() { // ended by the connection's close
+		_, _ = conn.Write([]byte("GET /whoami HTTP/1.1\r\nHost: bell\r\nAuthorization: Bearer " + strings.Repeat("x", 100<<10) + "\r\n\r\n"))
+	}()
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, res.StatusCode)
+	// Control: headers just within the bound are read (the token is valid).
+	within := http.Header{"Authorization": {"Bearer " + srv.accounts.tokens["alice"]}, "X-Padding": {strings.Repeat("x", 60<<10)}}
+	res, body := do(t, client(t), http.MethodGet, base+"/whoami", nil, within)
+	assert.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+}
+
+// TestAFieldGivenTwiceIsRefusedOrAllOfItsValuesCount: a form field or
+// ?viewer= given more than once is never read as its first value only.
+// Every "to" counts (a form may repeat it, as a multiple select does); any
+// other field given twice, in the body or the query, is a 400 naming it;
+// a ?viewer= naming someone else anywhere is a 403. Before, the first value
+// won: to=alice&to=bob delivered to alice alone and answered 200, and
+// ?viewer=alice&viewer=bob served alice's bell without a word. Negative
+// control, run by hand: without the checks, bob got nothing, the repeated
+// fields were acted on (200, 200, 404) and the stream opened (the request
+// hung until the client's timeout).
+func TestAFieldGivenTwiceIsRefusedOrAllOfItsValuesCount(t *testing.T) {
+	base, srv, store := serveWith(t, defaultLimits())
+	alice := http.Header{"Authorization": {"Bearer " + srv.accounts.tokens["alice"]}}
+	res, body := do(t, client(t), http.MethodPost, base+"/send", url.Values{"to": {"alice", "bob"}, "title": {"to both"}}, alice)
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+	for _, user := range []string{"alice", "bob"} {
+		ch, err := rx.First(t.Context(), store.Query(notifications.BellQuery(user)))
+		require.NoError(t, err)
+		found := false
+		for _, n := range ch.Items {
+			found = found || n.Name == "to both"
+		}
+		assert.True(t, found, "delivered to %s", user)
+	}
+	for _, r := range []struct {
+		path  string
+		form  url.Values
+		field string
+	}{
+		{"/send", url.Values{"to": {"bob"}, "title": {"one", "two"}}, "title"},
+		{"/send?from=bob", url.Values{"to": {"bob"}, "title": {"x"}, "from": {"alice"}}, "from"},
+		{"/read", url.Values{"id": {"a", "b"}}, "id"},
+	} {
+		res, body := do(t, client(t), http.MethodPost, base+r.path, r.form, alice)
+		assert.Equal(t, http.StatusBadRequest, res.StatusCode, "%s %v: %s", r.path, r.form, body)
+		assert.Contains(t, body, `field \"`+r.field+`\" is given 2 times`, "%s %v", r.path, r.form)
+	}
+	res, body = do(t, client(t), http.MethodGet, base+"/events?viewer=alice&viewer=bob", nil, alice)
+	assert.Equal(t, http.StatusForbidden, res.StatusCode, "%s", body)
 }

@@ -45,13 +45,16 @@ type limits struct {
 	recipients       int           // recipients one /send may name
 	conns            int           // connections open at once (registry.LimitConnections)
 	readHeader       time.Duration // a request's headers must arrive within this
+	headerBytes      int           // a request's headers are at most this large (431 beyond)
+	read             time.Duration // a request, headers and body, must arrive within this (an event stream's connection is taken over at its headers)
 	idle             time.Duration // an idle keep-alive connection is closed after this
 	write            time.Duration // a response, from its request's headers on, must be written within this (not an event stream's)
 }
 
 // defaultLimits are the example's bounds.
 func defaultLimits() limits {
-	return limits{streams: 256, streamsPerViewer: 8, recipients: 8, conns: 512, readHeader: 5 * time.Second, idle: 30 * time.Second,
+	return limits{streams: 256, streamsPerViewer: 8, recipients: 8, conns: 512, headerBytes: 64 << 10, readHeader: 5 * time.Second, idle: 30 * time.Second,
+		read:  5*time.Second + formReadBudget,                 // the headers, then a form's arrival
 		write: formReadBudget + actionBudget + 10*time.Second} // a form's arrival and its action come first
 }
 
@@ -258,8 +261,9 @@ func viewOf(viewer string, st notifications.BellState) bellView {
 	return v
 }
 
-// send creates a notification from the form fields to, title, message, type
-// and target, sent by the signed-in user, and answers with where it was
+// send creates a notification from the form fields to (each one a
+// comma-separated list, and every one counts), title, message, type and
+// target, sent by the signed-in user, and answers with where it was
 // delivered. It names at most limits.recipients recipients, each one of the
 // example's users: a notification to anyone else would create a partition
 // per request for a user who does not exist.
@@ -279,7 +283,7 @@ func (s *server) send(w http.ResponseWriter, r *http.Request, sender string) {
 		Icon:       r.FormValue("icon"),
 	}
 	var to []string
-	for _, recipient := range strings.Split(r.FormValue("to"), ",") {
+	for _, recipient := range strings.Split(strings.Join(r.Form["to"], ","), ",") { // every "to" field
 		recipient = strings.TrimSpace(recipient)
 		if recipient == "" {
 			continue
@@ -324,7 +328,9 @@ func (s *server) send(w http.ResponseWriter, r *http.Request, sender string) {
 	writeJSON(w, http.StatusOK, map[string]any{"delivered": delivered})
 }
 
-// read marks the signed-in viewer's notification id as read.
+// read marks the signed-in viewer's notification id as read: 204, or 404
+// when the viewer has none such, 409 when another writer kept changing it
+// meanwhile (retry), 503 with Retry-After when the store could not tell.
 func (s *server) read(w http.ResponseWriter, r *http.Request, viewer string) {
 	ctx, cancel := context.WithTimeout(r.Context(), actionBudget)
 	defer cancel()
@@ -339,12 +345,17 @@ func (s *server) read(w http.ResponseWriter, r *http.Request, viewer string) {
 func (s *server) failed(w http.ResponseWriter, what string, err error, extra map[string]any) {
 	var invalid *notifications.InvalidError
 	var notFound *notifications.NotFoundError
+	var conflict *mesh.VersionConflictError
 	status := http.StatusInternalServerError
 	switch {
 	case errors.As(err, &invalid):
 		status = http.StatusBadRequest
 	case errors.As(err, &notFound):
 		status = http.StatusNotFound
+	case errors.As(err, &conflict):
+		// Another writer kept changing it (MarkRead retries a few times):
+		// nothing failed here, and the client may try again.
+		status = http.StatusConflict
 	case mesh.IsUnavailable(err), errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
 		answer.SetRetryAfter(w.Header(), 0)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -287,4 +288,87 @@ func TestASendUnderWayWhenShutdownStartsFinishes(t *testing.T) {
 	node, err := rx.First(t.Context(), store.Get(path))
 	require.NoError(t, err)
 	assert.Contains(t, string(node.Content), "sent as it stops")
+}
+
+// TestASendWhoseTextNoStoreHoldsIsABadRequestAndReachesNoOne: a title,
+// message, icon or target that is not UTF-8 or holds a NUL is the sender's
+// mistake: a 400 naming the field, and nothing is written, to the recipient
+// or to Admin. Before, the store's refusal was taken for the recipient's
+// partition refusing it: Create delivered it to Admin instead (which
+// refused it too) and the send answered 500. Negative control, run by hand:
+// without Create's check, each send answered 500 "send: failed".
+func TestASendWhoseTextNoStoreHoldsIsABadRequestAndReachesNoOne(t *testing.T) {
+	a := startRun(t, config{addr: "127.0.0.1:0"})
+	for _, f := range []struct{ field, value string }{
+		{"title", "\xc0\x80"}, {"title", "a\x00b"}, {"message", "a\x00b"}, {"message", "\xff"},
+		{"icon", "\x00"}, {"target", "acme/\x00"},
+	} {
+		form := url.Values{"to": {"alice"}, "title": {"refused"}}
+		form.Set(f.field, f.value)
+		status, body := post(t, a.as(t, "ops"), a.url+"/send", form)
+		assert.Equal(t, http.StatusBadRequest, status, "%s %q: %v", f.field, f.value, body)
+		assert.Contains(t, body["error"], "invalid", "%s %q", f.field, f.value)
+	}
+	for _, viewer := range []string{"alice", "ops"} { // ops sees the Admin notifications
+		s := openStream(t, a.as(t, viewer), a.url+"/events")
+		v := decodeBell(t, s.next(t, "bell", func(string) bool { return true }).data)
+		assert.Nil(t, v.find("refused"), "%s's bell", viewer)
+		assert.Nil(t, v.find("\xc0\x80"), "%s's bell", viewer)
+	}
+	// Control: the same send with plain text is delivered.
+	status, body := post(t, a.as(t, "ops"), a.url+"/send", url.Values{"to": {"alice"}, "title": {"fine"}, "message": {"plain"}})
+	assert.Equal(t, http.StatusOK, status, "%v", body)
+}
+
+// TestADatabaseOutageIsAnswered503AndAnOpenStreamCatchesUpAfterIt: while
+// the bell's PostgreSQL database refuses connections, a mark-read and a
+// send answer 503 with Retry-After (never a 500, never a success), a
+// stream opened then says "failure" and ends (its EventSource retries), and
+// once the database is back a notification sent reaches the stream that
+// stayed open through the outage. (Found sound in review; kept as its
+// guard.)
+func TestADatabaseOutageIsAnswered503AndAnOpenStreamCatchesUpAfterIt(t *testing.T) {
+	db := pg.Database(t)
+	a := startRun(t, config{addr: "127.0.0.1:0", pg: db})
+	alice := openStream(t, a.as(t, "alice"), a.url+"/events")
+	alice.next(t, "bell", has("Review requested"))
+
+	cfg, err := pgx.ParseConfig(db)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, pg.Server(t).URL())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	name := pgx.Identifier{cfg.Database}.Sanitize()
+	_, err = admin.Exec(ctx, `ALTER DATABASE `+name+` ALLOW_CONNECTIONS false`)
+	require.NoError(t, err)
+	back := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		_, err := admin.Exec(ctx, `ALTER DATABASE `+name+` ALLOW_CONNECTIONS true`)
+		assert.NoError(t, err)
+	}
+	t.Cleanup(back) // before the connection closes; a second ALTER is harmless
+	_, err = admin.Exec(ctx, `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = $1`, cfg.Database)
+	require.NoError(t, err)
+
+	for _, r := range []struct {
+		path string
+		form url.Values
+	}{{"/read", url.Values{"id": {"x"}}}, {"/send", url.Values{"to": {"alice"}, "title": {"during the outage"}}}} {
+		res, body := do(t, a.as(t, "bob"), http.MethodPost, a.url+r.path, r.form, nil)
+		assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "%s: %s", r.path, body)
+		assert.NotEmpty(t, res.Header.Get("Retry-After"), "%s", r.path)
+	}
+	during := openStream(t, a.as(t, "alice"), a.url+"/events")
+	assert.Equal(t, http.StatusOK, during.status)
+	during.next(t, "failure", func(string) bool { return true })
+	during.ended(t)
+
+	back()
+	status, body := post(t, a.as(t, "bob"), a.url+"/send", url.Values{"to": {"alice"}, "title": {"after the outage"}})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	v := decodeBell(t, alice.next(t, "bell", has("after the outage")).data)
+	assert.Nil(t, v.find("during the outage"), "the refused send wrote nothing")
 }
