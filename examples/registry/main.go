@@ -96,6 +96,10 @@ const (
 	readTimeout       = registry.DownloadBudget + 30*time.Second // a publication's upload
 	writeTimeout      = 2 * registry.DownloadBudget
 	idleTimeout       = 2 * time.Minute
+	// maxHeaderBytes bounds a request's headers (a 431 beyond): a client
+	// needs a few KiB, and net/http's default of 1 MiB per connection,
+	// times the connection cap, is memory an attacker holds for nothing.
+	maxHeaderBytes = 64 << 10
 )
 
 func main() {
@@ -282,6 +286,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
@@ -361,6 +366,7 @@ func listenMetrics(addr string, h http.Handler, logger *slog.Logger) (*http.Serv
 		ReadTimeout:       readHeaderTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}, ln, nil
 }
