@@ -22,7 +22,10 @@
 // S3-compatible object storage instead (landing.OpenS3Volume; credentials
 // from the standard AWS environment variables and files): replicas on
 // separate machines then share nothing but the database and the bucket,
-// and the demo key is kept on the volume (demo/instance-key).
+// and the demo key is kept on the volume (demo/instance-key). Without -pg
+// the embedded store is this process's alone, so it claims the bucket and
+// prefix at start (a leased claim object, see claimVolume): a second such
+// registry there is refused with a *VolumeClaimedError naming the holder.
 //
 //	publish token: …
 //	demo instance key: mwi_…
@@ -62,6 +65,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -116,6 +120,8 @@ type hooks struct {
 	// metricsDefault, if set, stands for -metrics-addr's default (a test
 	// cannot count on 127.0.0.1:9090 being free on a shared machine).
 	metricsDefault string
+	// clock, if set, times the volume claim's lease (claimVolume).
+	clock clock.Clock
 }
 
 // defaultMetricsAddr is -metrics-addr's default.
@@ -224,6 +230,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 
 	var volume landing.Volume
 	var keeper keyKeeper
+	var claim *volumeClaim // held on the embedded store with -volume
 	if cfg.volume != "" {
 		if cfg.pg == "" {
 			logger.Warn("registry: -volume without -pg: the embedded store keeps nothing across a restart, so the next start issues a new demo key and serves the bundles published now to nobody; give -pg to keep them")
@@ -233,11 +240,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 			return fmt.Errorf("-volume: %w", err)
 		}
 		volume, keeper = s3v, volumeKey{v: s3v, name: demoKeyObject}
+		if cfg.pg == "" {
+			// The embedded store is this process's alone: claim the
+			// bucket and prefix for it (see claimVolume).
+			id, err := storeID(keepDir)
+			if err != nil {
+				_ = s3v.Close()
+				return err
+			}
+			host, _ := os.Hostname()
+			if claim, err = claimVolume(startCtx, s3v, cmp.Or[clock.Clock](h.clock, clock.New()), id, host+" "+cfg.addr, logger); err != nil {
+				_ = s3v.Close()
+				return err
+			}
+		}
 	} else {
 		volume, keeper = landing.DirVolume(dataDir), keyFile(filepath.Join(dataDir, demoKeyFile))
 	}
 	if c, ok := volume.(io.Closer); ok { // it keeps the root open, or connections
 		defer func() { err = errors.Join(err, c.Close()) }()
+	}
+	if claim != nil { // released before the volume closes
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+			defer cancel()
+			err = errors.Join(err, claim.release(sctx))
+		}()
 	}
 	landing, err := landing.NewModuleLanding(volume, landing.Options{Logger: logger})
 	if err != nil {
