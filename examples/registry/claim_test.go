@@ -207,3 +207,28 @@ func TestStartersRacingForAnExpiredClaimExactlyOneWins(t *testing.T) {
 	won, _ = race(func(i int) string { return "own-" + string(rune('a'+i)) })
 	assert.Equal(t, starters, won, "control: with nothing at stake every starter wins")
 }
+
+// With -volume, -data keeps the embedded store (mesh.jsonl and its store
+// id) while the modules are on the bucket: a restart on the same -data
+// prints the same demo key and holds the claim again. Control: a start
+// with another -data on that bucket is another store, refused while the
+// first runs.
+// Negative control, run by hand: with -data and -volume refused together
+// (as before), the first start failed ("the registry stopped before it
+// listened").
+func TestWithVolumeDataKeepsTheEmbeddedStoreAndARestartHoldsItsClaim(t *testing.T) {
+	s3Env(t)
+	srv := s3test.Start(t)
+	dir := t.TempDir()
+	a := start(t, hooks{}, "-data", dir, "-volume", srv.VolumeURL("kept"))
+	a.stop()
+	b := start(t, hooks{}, "-data", dir, "-volume", srv.VolumeURL("kept"))
+	assert.Equal(t, a.key, b.key, "the restart keeps the mesh and so the demo key")
+
+	ctx, cancel := context.WithTimeout(t.Context(), bound)
+	defer cancel()
+	err := run(ctx, []string{"-addr", "127.0.0.1:0", "-metrics-addr", "", "-data", t.TempDir(), "-volume", srv.VolumeURL("kept")}, io.Discard, io.Discard, hooks{})
+	var claimed *VolumeClaimedError
+	require.ErrorAs(t, err, &claimed, "control: another store is refused")
+	b.stop()
+}
