@@ -1,6 +1,6 @@
 // Command registry runs the meshrx plugin registry with demo packages.
 //
-//	go run ./examples/registry [-addr 127.0.0.1:8080] [-metrics-addr 127.0.0.1:9090] [-data DIR | -volume s3://BUCKET/PREFIX?endpoint=URL&region=R] [-pg URL] [-publish-token TOKEN]
+//	go run ./examples/registry [-addr 127.0.0.1:8080] [-metrics-addr 127.0.0.1:9090] [-data DIR] [-volume s3://BUCKET/PREFIX?endpoint=URL&region=R] [-pg URL] [-publish-token TOKEN]
 //	                           [-public-url https://registry.example.com] [-max-conns 1024] [-rotate-demo-key]
 //
 // It keeps the mesh in process (memstore) unless -pg names a PostgreSQL
@@ -22,7 +22,11 @@
 // S3-compatible object storage instead (landing.OpenS3Volume; credentials
 // from the standard AWS environment variables and files): replicas on
 // separate machines then share nothing but the database and the bucket,
-// and the demo key is kept on the volume (demo/instance-key).
+// and the demo key is kept on the volume (demo/instance-key); -data then
+// keeps only the embedded store's mesh (and its store id). Without -pg
+// the embedded store is this process's alone, so it claims the bucket and
+// prefix at start (a leased claim object, see claimVolume): a second such
+// registry there is refused with a *VolumeClaimedError naming the holder.
 //
 //	publish token: …
 //	demo instance key: mwi_…
@@ -62,6 +66,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -116,6 +121,8 @@ type hooks struct {
 	// metricsDefault, if set, stands for -metrics-addr's default (a test
 	// cannot count on 127.0.0.1:9090 being free on a shared machine).
 	metricsDefault string
+	// clock, if set, times the volume claim's lease (claimVolume).
+	clock clock.Clock
 }
 
 // defaultMetricsAddr is -metrics-addr's default.
@@ -142,7 +149,7 @@ func parseFlags(args []string, stderr io.Writer, h hooks) (config, error) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; :0 picks a free port)")
 	metricsDefault := cmp.Or(h.metricsDefault, defaultMetricsAddr)
 	fs.StringVar(&c.metricsAddr, "metrics-addr", metricsDefault, "address to serve /metrics on, kept off the public listener (\"\" turns it off; each process on a machine needs its own)")
-	fs.StringVar(&c.data, "data", "", "module volume directory (default: a temporary directory removed on exit)")
+	fs.StringVar(&c.data, "data", "", "module volume directory (default: a temporary directory removed on exit); with -volume, it keeps only the embedded store's mesh")
 	fs.StringVar(&c.volume, "volume", "", "module volume on S3-compatible object storage: s3://bucket/prefix?endpoint=URL&region=REGION (default: the -data directory)")
 	fs.StringVar(&c.pg, "pg", "", "PostgreSQL URL for the mesh (default: in-process memstore)")
 	fs.StringVar(&c.publishToken, "publish-token", "", "bearer token that authorises publishing (default: a random token, printed)")
@@ -155,9 +162,6 @@ func parseFlags(args []string, stderr io.Writer, h hooks) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if c.volume != "" && c.data != "" {
-		return config{}, errors.New("-data and -volume both name the module volume: give one")
 	}
 	if c.volume != "" && !strings.HasPrefix(c.volume, "s3://") {
 		return config{}, fmt.Errorf("-volume %q: want s3://bucket/prefix?endpoint=…&region=…", c.volume)
@@ -182,8 +186,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	defer cfg.gc.Apply()()
 
 	dataDir := cfg.data
-	if cfg.volume != "" {
-		// Nothing of the module volume is local.
+	if cfg.volume != "" && dataDir == "" {
+		// Nothing is local.
 	} else if dataDir == "" {
 		if dataDir, err = os.MkdirTemp("", "meshrx-registry-"); err != nil {
 			return fmt.Errorf("creating the data directory: %w", err)
@@ -224,20 +228,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 
 	var volume landing.Volume
 	var keeper keyKeeper
+	var claim *volumeClaim // held on the embedded store with -volume
 	if cfg.volume != "" {
-		if cfg.pg == "" {
-			logger.Warn("registry: -volume without -pg: the embedded store keeps nothing across a restart, so the next start issues a new demo key and serves the bundles published now to nobody; give -pg to keep them")
+		if cfg.pg == "" && cfg.data == "" {
+			logger.Warn("registry: -volume without -pg: the embedded store keeps nothing across a restart, so the next start issues a new demo key and serves the bundles published now to nobody; give -pg, or -data to keep the mesh in a directory")
 		}
 		s3v, err := s3volume.Open(startCtx, cfg.volume, s3volume.Options{})
 		if err != nil {
 			return fmt.Errorf("-volume: %w", err)
 		}
 		volume, keeper = s3v, volumeKey{v: s3v, name: demoKeyObject}
+		if cfg.pg == "" {
+			// The embedded store is this process's alone: claim the
+			// bucket and prefix for it (see claimVolume).
+			id, err := storeID(keepDir)
+			if err != nil {
+				_ = s3v.Close()
+				return err
+			}
+			host, _ := os.Hostname()
+			if claim, err = claimVolume(startCtx, s3v, cmp.Or[clock.Clock](h.clock, clock.New()), id, host+" "+cfg.addr, logger); err != nil {
+				_ = s3v.Close()
+				return err
+			}
+		}
 	} else {
 		volume, keeper = landing.DirVolume(dataDir), keyFile(filepath.Join(dataDir, demoKeyFile))
 	}
 	if c, ok := volume.(io.Closer); ok { // it keeps the root open, or connections
 		defer func() { err = errors.Join(err, c.Close()) }()
+	}
+	if claim != nil { // released before the volume closes
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+			defer cancel()
+			err = errors.Join(err, claim.release(sctx))
+		}()
 	}
 	landing, err := landing.NewModuleLanding(volume, landing.Options{Logger: logger})
 	if err != nil {
