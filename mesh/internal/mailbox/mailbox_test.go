@@ -13,7 +13,7 @@ func collect(m *Mailbox[int], gap int) (got []int, completed bool) {
 	m.Drain(func(v int) { got = append(got, v) }, func() []int {
 		m.Reset()
 		return []int{gap}
-	}, func() { completed = true })
+	}, func() { completed = true }, func(p any, _ []byte) { panic(p) })
 	return got, completed
 }
 
