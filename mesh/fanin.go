@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -23,8 +24,17 @@ import (
 // later one holds is an Updated; a Removed for a path a later one holds is
 // an Updated with its node). With a limit, the frames are what changed in
 // the merged first N. A provider's Reset re-sends the merged result as a
-// Reset. Any provider error ends the read.
+// Reset. Any provider error ends the read. With no providers the merged
+// Initial is empty, sent at once, and the read completes. A budget that is
+// not positive is refused with an *OptionsError.
 func FanIn(q *Query, providers []Provider, clk clock.Clock, budget time.Duration) rx.Observable[Change] {
+	if budget <= 0 {
+		return rx.Throw[Change](&OptionsError{Setting: "mesh: FanIn budget",
+			Problem: fmt.Sprintf("must be positive, got %v; a query's is Budgets.QueryInitial (mesh.DefaultBudgets)", budget)})
+	}
+	if len(providers) == 0 {
+		return rx.Return(Change{Kind: Initial})
+	}
 	return rx.Defer(func() rx.Observable[Change] {
 		st := newFanIn(q, providers, budget)
 		// heard replays to late subscribers: providers that answer while being

@@ -1,13 +1,17 @@
 package mesh_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxtest"
@@ -264,4 +268,51 @@ func pathTwoProvidersHold(t *testing.T, q string) {
 	assert.Equal(t, []string{"removed acme/y Config"},
 		frames(func() { b.frames.OnNext(mesh.Change{Kind: mesh.Removed, Items: []mesh.Node{node("acme/y", "Config")}}) }))
 	assert.NoError(t, rec.GrammarErr())
+}
+
+// All of no providers have answered: the merged Initial is empty, sent at
+// once, and the read completes, as every provider has. Negative control,
+// run by hand: without FanIn's case for no providers, nothing was sent
+// until the budget passed, and the read then failed with a
+// *ProviderStalledError naming no provider ("provider(s)  sent no initial
+// result within 1s").
+func TestAFanInOfNoProvidersAnswersAnEmptyInitialAtOnceAndCompletes(t *testing.T) {
+	clk := rxtest.NewClock()
+	rec := rxtest.Record(clk, mesh.FanIn(mustParse(t, "namespace:acme"), nil, clk, time.Second))
+	require.Len(t, rec.Values(), 1, "the Initial comes without waiting for the budget")
+	assert.Equal(t, mesh.Initial, rec.Values()[0].Kind)
+	assert.Empty(t, rec.Values()[0].Items)
+	assert.True(t, rec.Completed())
+	clk.Advance(time.Minute)
+	assert.NoError(t, rec.Err(), "no stall is reported later either")
+	assert.NoError(t, rec.GrammarErr())
+}
+
+// A budget that is not positive cannot bound anything: on a real clock a
+// zero one raced the providers' own synchronous answers, and a negative one
+// meant the same. FanIn refuses it with an *OptionsError naming it, before
+// subscribing to any provider. Negative control, run by hand: without the
+// check, budget 0 on the real clock was taken ("An error is expected but
+// got nil": the provider's replayed Initial won the race against a stall
+// timer already due).
+func TestAFanInBudgetThatIsNotPositiveIsRefusedWithAnOptionsError(t *testing.T) {
+	for _, budget := range []time.Duration{0, -time.Second} {
+		a := newScripted("store")
+		a.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/a", "T")}})
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
+		_, err := rx.First(ctx, mesh.FanIn(mustParse(t, "namespace:acme"), []mesh.Provider{a}, clock.New(), budget))
+		cancel()
+		var oe *mesh.OptionsError
+		require.ErrorAs(t, err, &oe, "budget %v", budget)
+		assert.Contains(t, oe.Error(), "budget")
+		assert.Contains(t, oe.Error(), budget.String())
+	}
+	// Control: a positive budget reads the provider's answer.
+	a := newScripted("store")
+	a.frames.OnNext(mesh.Change{Kind: mesh.Initial, Items: []mesh.Node{node("acme/a", "T")}})
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Bound)
+	defer cancel()
+	c, err := rx.First(ctx, mesh.FanIn(mustParse(t, "namespace:acme"), []mesh.Provider{a}, clock.New(), time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"acme/a"}, paths(c))
 }

@@ -63,7 +63,9 @@ type Querier struct {
 	Router *Router
 	// Providers are fanned in beside the backend on every routed query.
 	Providers []Provider
-	// Clock and InitialBudget bound each provider's Initial in the fan-in.
+	// Clock and InitialBudget bound each provider's Initial in the fan-in;
+	// with Providers (or without Merged), InitialBudget must be positive,
+	// or every query fails with FanIn's *OptionsError.
 	Clock         clock.Clock
 	InitialBudget time.Duration
 	// Merged says the backend's frames already have the shape FanIn gives a

@@ -14,7 +14,10 @@ type Store interface {
 	// (and Reset after a gap in the feed). A query that does not parse fails
 	// with *ParseError, one the router refuses with *UnanchoredQueryError, an
 	// unroutable one answers an empty Initial. A provider that stays silent
-	// past the initial budget ends it with *ProviderStalledError.
+	// past the initial budget ends it with *ProviderStalledError. An
+	// observer that panics on a frame the store delivers from its own
+	// goroutine ends only its own subscription, with *ObserverPanicError
+	// (likewise for Changes).
 	Query(q string) rx.Observable[Change]
 
 	// Get reads one node: the node then completion when it is present,

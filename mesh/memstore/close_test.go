@@ -107,3 +107,25 @@ func TestCloseWaitsForNoSubscriberWhateverItsProviders(t *testing.T) {
 	assert.True(t, rec.Completed(), "%v", rec.Err())
 	assert.Len(t, rec.Values(), 2, "the Initial and acme/Q/a's frame")
 }
+
+// Close completes idle live queries on its own goroutine: an observer that
+// panics on its completion must not take Close, or the other queries'
+// completion, with it. Negative control, run by hand: without the recover
+// in mailbox.Drain, Close panicked with "observer bug on completion" and
+// the calm query was never completed.
+func TestAnObserverPanickingOnItsCompletionLeavesCloseAndTheOtherQueriesWhole(t *testing.T) {
+	s := newStore(t, memstore.Options{})
+	panicky := s.Query("namespace:acme/A").Subscribe(rx.NewObserver[mesh.Change](nil, nil,
+		func() { panic("observer bug on completion") }))
+	defer panicky.Unsubscribe()
+	calm := rxtest.Record[mesh.Change](nil, s.Query("namespace:acme/B"))
+	defer calm.Unsubscribe()
+	changes := rxtest.Record[mesh.ChangeNotice](nil, s.Changes())
+	defer changes.Unsubscribe()
+
+	require.NotPanics(t, func() { require.NoError(t, s.Close()) })
+	assert.True(t, calm.WaitTerminated(bound), "the other query ends")
+	assert.True(t, calm.Completed(), "and completes: %v", calm.Err())
+	assert.True(t, changes.WaitTerminated(bound), "the Changes subscription ends")
+	assert.Zero(t, s.Stats().LiveQueries)
+}

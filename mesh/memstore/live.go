@@ -107,7 +107,13 @@ func (s *Store) register(ctx context.Context, lq *liveQuery) {
 
 // drain delivers lq's queued frames until none is left; see mailbox.
 func (s *Store) drain(lq *liveQuery) {
-	lq.box.Drain(lq.o.OnNext, func() []mesh.Change { return s.collapse(lq) }, lq.o.OnCompleted)
+	lq.box.Drain(lq.o.OnNext, func() []mesh.Change { return s.collapse(lq) }, lq.o.OnCompleted,
+		func(p any, stack []byte) {
+			// The observer panicked: only this query ends (see
+			// mesh.ObserverPanicError).
+			s.unregister(lq)
+			mailbox.EndPanicked(s.log, "query "+lq.q.String(), lq.o.OnError, p, stack)
+		})
 }
 
 // collapse reads lq's current result for the frames that stand for those

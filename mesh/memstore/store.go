@@ -163,6 +163,7 @@ func New(opts Options) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.changes.Log = s.log
 	return s, nil
 }
 

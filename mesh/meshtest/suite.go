@@ -75,6 +75,7 @@ func (s *suite) checks() []check {
 		{"EveryWriteIsAnnouncedWithItsPathOpAndNodeType", s.notices},
 		{"ConcurrentLiveQueriesAndWritersConvergeToAFreshInitial", s.convergence},
 		{"ABlockedSubscriberHoldsUpNoWriterAndCatchesUpOnRelease", s.slowSubscriber},
+		{"AnObserverThatPanicsOnADeliveryEndsOnlyItsOwnSubscription", s.observerPanics},
 		{"AmongThousandsOfLiveQueriesEachWriteReachesExactlyThoseItChanges", s.reach},
 		{"AQueryNamingManyPartitionsAndAGlobalSatelliteSeesWritesToEachOfThem", s.manySchemas},
 	}

@@ -76,6 +76,8 @@ func TestEachCheckFailsTheStoreItExistsToCatch(t *testing.T) {
 			"must receive exactly the frames of the writes that change its result"},
 		{"AQueryNamingManyPartitionsAndAGlobalSatelliteSeesWritesToEachOfThem", "misses a global satellite's writes", missesGlobalSatellites,
 			"for Added _Access/g1"},
+		{"AnObserverThatPanicsOnADeliveryEndsOnlyItsOwnSubscription", "swallows its observers' panics", swallowsObserverPanics,
+			"the panicking subscription ends"},
 		// The control of the controls: a fault a check does not look at passes it.
 		{"TheFirstFrameIsTheInitialWithTheFullMatchingSet", "ignores the sort", ignoresSort, ""},
 	} {
@@ -427,6 +429,30 @@ func (u unanchoredServed) Query(q string) rx.Observable[mesh.Change] {
 }
 
 type silent struct{ wrapped }
+
+type panicSwallowed struct{ wrapped }
+
+// swallowsObserverPanics recovers its observers' panics and goes on
+// delivering to them, as a store would that kept the process alive but not
+// its subscriber's stream whole (the frame it panicked on is lost to it).
+func swallowsObserverPanics(s *memstore.Store) mesh.Store { return panicSwallowed{wrapped{s}} }
+
+func (p panicSwallowed) Query(q string) rx.Observable[mesh.Change] {
+	return swallowing(p.Store.Query(q))
+}
+func (p panicSwallowed) Changes() rx.Observable[mesh.ChangeNotice] {
+	return swallowing(p.Store.Changes())
+}
+
+func swallowing[T any](src rx.Observable[T]) rx.Observable[T] {
+	return rx.Create(func(ctx context.Context, o rx.Observer[T]) {
+		sub := src.Subscribe(rx.NewObserver(func(v T) {
+			defer func() { _ = recover() }()
+			o.OnNext(v)
+		}, o.OnError, o.OnCompleted))
+		context.AfterFunc(ctx, sub.Unsubscribe)
+	})
+}
 
 func announcesNothing(s *memstore.Store) mesh.Store { return silent{wrapped{s}} }
 

@@ -3,12 +3,15 @@ package pgstore
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/internal/liveindex"
+	"github.com/meshrx/meshrx/mesh/internal/mailbox"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -246,11 +249,21 @@ func (s *Store) serve(lq *liveQuery) {
 	defer s.wg.Done()
 	ctx, stop := s.scoped(lq.sub)
 	defer stop()
+	// finishing is set once this runner ends the query itself: a panic
+	// after it (an observer's, in its OnCompleted or OnError) only needs
+	// logging. One before it is the observer's on a frame.
+	finishing := false
+	defer func() {
+		if p := recover(); p != nil {
+			s.observerPanicked(lq, finishing, p, debug.Stack())
+		}
+	}()
 	for {
 		lq.mu.Lock()
 		if lq.ended || ctx.Err() != nil {
 			lq.ended = true
 			lq.mu.Unlock()
+			finishing = true
 			s.finish(lq)
 			return
 		}
@@ -267,11 +280,33 @@ func (s *Store) serve(lq *liveQuery) {
 			s.log.Warn("pgstore: live query read failed; ending it", "query", lq.q.String(), "err", err)
 			s.unregister(lq)
 			lq.stopEnd()
+			finishing = true
+			defer s.wg.Done() // the query's
 			lq.o.OnError(unavailable(lq.op(), err))
-			s.wg.Done() // the query's
 			return
 		}
 	}
+}
+
+// observerPanicked ends lq, whose observer panicked on its runner: a
+// goroutine of the store, where the panic would end the process and every
+// other subscriber with it. Only this query ends, with a
+// *mesh.ObserverPanicError (see mailbox.EndPanicked). finished says the
+// runner had already ended the query, and the panic came from its last
+// notification: then there is only the panic to log.
+func (s *Store) observerPanicked(lq *liveQuery, finished bool, p any, stack []byte) {
+	if finished {
+		s.log.Error("mesh: an observer panicked on a store's delivery goroutine; ending its subscription",
+			"subscription", lq.op(), "panic", fmt.Sprint(p), "stack", string(stack))
+		return
+	}
+	lq.mu.Lock()
+	lq.ended = true
+	lq.mu.Unlock()
+	s.unregister(lq)
+	lq.stopEnd()
+	defer s.wg.Done() // the query's
+	mailbox.EndPanicked(s.log, lq.op(), lq.o.OnError, p, stack)
 }
 
 // serveOnce takes the read owed and sends its frames. It returns the error

@@ -191,6 +191,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, &mesh.OptionsError{Setting: "pgstore: Options.QueueFrames", Problem: fmt.Sprintf("is %d; it must be positive, or zero for the default", s.queueFrames)}
 	}
 	s.changes.Bound = s.queueFrames
+	s.changes.Log = s.log
 	if s.feedCheck == 0 {
 		s.feedCheck = DefaultFeedCheck
 	} else if s.feedCheck < 0 {

@@ -5,7 +5,12 @@ package mailbox
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"sync"
+
+	"github.com/meshrx/meshrx/mesh"
 )
 
 // DefaultBound is the bound stores use for a subscriber's queue when their
@@ -202,7 +207,23 @@ func AwaitAll(ctx context.Context, chans []<-chan struct{}) (int, error) {
 // Drain delivers until the queue is empty, outside every lock. collapse
 // returns the deliveries that stand for dropped ones (none, e.g. when the
 // store closed) and must call Reset; complete ends the stream.
-func (m *Mailbox[T]) Drain(deliver func(T), collapse func() []T, complete func()) {
+//
+// A panic in deliver, collapse or complete has no caller to go up to on a
+// drain's own goroutine: it would end the process, every other subscriber
+// with it. Drain recovers it, stops all delivery as Leave does (the
+// subscriber's stream is broken), and hands it to failed with the stack,
+// which ends the subscription; failed runs outside every lock of m.
+func (m *Mailbox[T]) Drain(deliver func(T), collapse func() []T, complete func(), failed func(p any, stack []byte)) {
+	defer func() {
+		if p := recover(); p != nil {
+			stack := debug.Stack()
+			m.mu.Lock()
+			m.done, m.running, m.queue = true, false, nil
+			m.wakeAll()
+			m.mu.Unlock()
+			failed(p, stack)
+		}
+	}()
 	for {
 		m.mu.Lock()
 		switch {
@@ -243,4 +264,24 @@ func (m *Mailbox[T]) Drain(deliver func(T), collapse func() []T, complete func()
 			return
 		}
 	}
+}
+
+// EndPanicked ends a subscription whose observer panicked with p on a
+// store's delivery goroutine (see Drain): it logs the panic with its stack
+// and tells onError a *mesh.ObserverPanicError naming op. A panic in
+// onError as well is logged, not raised: it too has no caller to go to.
+// The caller has already stopped all delivery to the subscription.
+func EndPanicked(log *slog.Logger, op string, onError func(error), p any, stack []byte) {
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Error("mesh: an observer panicked on a store's delivery goroutine; ending its subscription",
+		"subscription", op, "panic", fmt.Sprint(p), "stack", string(stack))
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("mesh: an observer panicked again on the error ending its subscription",
+				"subscription", op, "panic", fmt.Sprint(p))
+		}
+	}()
+	onError(&mesh.ObserverPanicError{Op: op, Value: p})
 }

@@ -3,6 +3,7 @@ package mailbox
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,7 @@ func collect(m *Mailbox[int], gap int) (got []int, completed bool) {
 	m.Drain(func(v int) { got = append(got, v) }, func() []int {
 		m.Reset()
 		return []int{gap}
-	}, func() { completed = true })
+	}, func() { completed = true }, func(p any, _ []byte) { panic(p) })
 	return got, completed
 }
 
@@ -73,4 +74,35 @@ func TestAwaitAllSaysHowManyWereStillOpenWhenItsContextEnds(t *testing.T) {
 	n, err = AwaitAll(context.Background(), []<-chan struct{}{closed}) // the control
 	assert.Zero(t, n)
 	assert.NoError(t, err)
+}
+
+// A panic in a delivery has no caller on a drain's goroutine: Drain hands
+// it to failed and stops all delivery, releasing whoever waits to settle.
+// Negative control, run by hand: without Drain's recover the panic went
+// up through Drain (this test failed with "observer bug"), and on a
+// store's own goroutine it ended the process.
+func TestADeliveryThatPanicsEndsOnlyThatMailboxAndReleasesItsWaiters(t *testing.T) {
+	m := &Mailbox[int]{Bound: 4}
+	m.Push(1)
+	m.Push(2)
+	settled := m.Settled()
+	var got []int
+	var failedWith any
+	assert.NotPanics(t, func() {
+		m.Drain(func(v int) {
+			got = append(got, v)
+			panic("observer bug")
+		}, func() []int { return nil }, func() {}, func(p any, stack []byte) {
+			failedWith = p
+			assert.NotEmpty(t, stack)
+		})
+	})
+	assert.Equal(t, []int{1}, got, "nothing is delivered after the panic")
+	assert.Equal(t, "observer bug", failedWith)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := AwaitAll(ctx, []<-chan struct{}{settled})
+	assert.NoError(t, err, "a waiter to settle is released")
+	assert.False(t, m.Push(3), "the mailbox takes nothing more: no drain is started")
+	assert.Nil(t, m.Settled())
 }

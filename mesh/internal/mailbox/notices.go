@@ -2,6 +2,7 @@ package mailbox
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 
 	"github.com/meshrx/meshrx/mesh"
@@ -17,6 +18,9 @@ var Gap = mesh.ChangeNotice{Op: mesh.WriteUpdate}
 // subscriber's code or waits for it. Bound must be set before use.
 type Notices struct {
 	Bound int
+	// Log receives the panics of subscribers' observers (EndPanicked); nil
+	// means slog.Default().
+	Log *slog.Logger
 
 	mu     sync.Mutex
 	closed bool
@@ -25,6 +29,7 @@ type Notices struct {
 
 // watcher is one subscription.
 type watcher struct {
+	n   *Notices
 	o   rx.Observer[mesh.ChangeNotice]
 	box Mailbox[mesh.ChangeNotice]
 }
@@ -44,14 +49,19 @@ func (w *watcher) drain() {
 	w.box.Drain(w.o.OnNext, func() []mesh.ChangeNotice {
 		w.box.Reset()
 		return []mesh.ChangeNotice{Gap}
-	}, w.o.OnCompleted)
+	}, w.o.OnCompleted, func(p any, stack []byte) {
+		w.n.mu.Lock()
+		delete(w.n.subs, w)
+		w.n.mu.Unlock()
+		EndPanicked(w.n.Log, "changes", w.o.OnError, p, stack)
+	})
 }
 
 // Observable is the stream: a subscriber sees the notices announced after
 // it subscribed, and completes after Close (at once if subscribed after).
 func (n *Notices) Observable() rx.Observable[mesh.ChangeNotice] {
 	return rx.Defer(func() rx.Observable[mesh.ChangeNotice] {
-		w := &watcher{box: Mailbox[mesh.ChangeNotice]{Bound: n.Bound}}
+		w := &watcher{n: n, box: Mailbox[mesh.ChangeNotice]{Bound: n.Bound}}
 		feed := rx.Create(func(_ context.Context, o rx.Observer[mesh.ChangeNotice]) {
 			w.o = o
 			n.mu.Lock()
