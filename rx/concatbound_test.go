@@ -90,6 +90,22 @@ func (r *seqRecorder) values() []int {
 	return slices.Clone(r.vs)
 }
 
+// produce feeds 1000, 1001, ... (total values) into src and completes it,
+// on a goroutine of its own, counting in accepted each value OnNext
+// returned from; the channel closes when it is done.
+func produce(src *rx.Subject[int], total int, accepted *atomic.Int64) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range total {
+			src.OnNext(1000 + i)
+			accepted.Add(1)
+		}
+		src.OnCompleted()
+	}()
+	return done
+}
+
 // waitParkedOrPast lets producers run until accepted exceeds limit or every
 // other goroutine is parked (the producers wait for room), within a bound
 // for a hang; it observes, and asserts nothing.
@@ -118,15 +134,7 @@ func TestConcatMapHoldsAtMostQueueLimitOuterValuesWhileAFasterProducerWaits(t *t
 	defer sub.Unsubscribe()
 	const total = rx.QueueLimit + 1000
 	var accepted atomic.Int64
-	producer := make(chan struct{})
-	go func() {
-		defer close(producer)
-		for i := range total {
-			outer.OnNext(1000 + i)
-			accepted.Add(1)
-		}
-		outer.OnCompleted()
-	}()
+	producer := produce(outer, total, &accepted)
 	select {
 	case <-rec.entered:
 	case <-time.After(10 * time.Second):

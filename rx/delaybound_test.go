@@ -31,15 +31,7 @@ func TestDelayHoldsAtMostQueueLimitValuesWhileAFasterProducerWaits(t *testing.T)
 	defer sub.Unsubscribe()
 	const total = rx.QueueLimit + 100
 	var accepted atomic.Int64
-	producer := make(chan struct{})
-	go func() {
-		defer close(producer)
-		for i := range total {
-			src.OnNext(1000 + i)
-			accepted.Add(1)
-		}
-		src.OnCompleted()
-	}()
+	producer := produce(src, total, &accepted)
 	waitParkedOrPast(&accepted, rx.QueueLimit)
 	n := accepted.Load()
 	for deadline := time.Now().Add(10 * time.Second); ; {

@@ -10,8 +10,9 @@ var errNilInner = errors.New("rx: selector returned a nil Observable")
 // SelectMany maps each value to an observable and merges their values as they
 // arrive (no ordering between inners; unbounded concurrency, as in Rx.NET:
 // it holds no value, but runs as many inners as outer values are live, so
-// use SelectManyLimit to bound them). It completes when the source and every inner have completed; any error
-// ends the stream and unsubscribes everything.
+// use SelectManyLimit to bound them). It completes when the source and every
+// inner have completed; any error ends the stream and unsubscribes
+// everything.
 func SelectMany[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
 	mustArg(f == nil, "SelectMany", "function f")
 	if src == nil {
