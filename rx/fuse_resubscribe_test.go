@@ -2,9 +2,7 @@ package rx_test
 
 import (
 	"errors"
-	"fmt"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/meshrx/meshrx/rx"
@@ -58,40 +56,6 @@ func TestResubscribingAFusedChainRestartsEveryStageAsUnfused(t *testing.T) {
 // again by w; a Subject source is fed after subscription, and its values
 // reach each subscription made while they are fed.
 func resubscribeRun(so fsource, names []string, split bool, sc scenario, w func(rx.Observable[int]) rx.Observable[int]) []string {
-	e := newEnv()
-	var log []string
-	stop := rx.NewSubject[int]()
-	fnCalls, values := 0, 0
-	unsub := func() {
-		log = append(log, "unsubscribe")
-		stop.OnNext(0)
-	}
-	e.setHook(func(v int) {
-		fnCalls++
-		log = append(log, "fn "+strconv.Itoa(v))
-		if fnCalls == sc.unsubAtFn {
-			unsub()
-		}
-		if fnCalls == sc.panicAtFn {
-			panic(bug{})
-		}
-	})
-	o := rx.NewObserver(func(v int) {
-		values++
-		log = append(log, "next "+strconv.Itoa(v))
-		if values == sc.unsubAtValue {
-			unsub()
-		}
-		if values == sc.panicAtValue {
-			panic(bug{})
-		}
-	}, func(err error) { log = append(log, "error "+err.Error()) }, func() { log = append(log, "completed") })
-	src, drive, _ := so.make()
-	if p := recovered(func() {
-		rx.TakeUntil(w(buildChain(e, src, names, split)), stop).Subscribe(o)
-		drive()
-	}); p != nil {
-		log = append(log, fmt.Sprintf("panic %T", p))
-	}
+	log, _ := runChainIn(so, names, split, sc, w, true)
 	return log
 }

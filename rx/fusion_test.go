@@ -169,6 +169,20 @@ func buildChain(e *env, src rx.Observable[int], names []string, split bool) rx.O
 // cancelled at once, as by Unsubscribe): a synchronous source delivers
 // inside Subscribe, before any Subscription exists.
 func runChain(so fsource, names []string, split bool, sc scenario) []string {
+	log, subj := runChainIn(so, names, split, sc, func(o rx.Observable[int]) rx.Observable[int] { return o }, false)
+	if subj != nil {
+		// The subject stays usable after a panic in a chain it fed.
+		later := rxtest.Record[int](nil, subj)
+		subj.OnNext(100)
+		log = append(log, fmt.Sprintf("later subscriber got %v", later.Values()))
+	}
+	return log
+}
+
+// runChainIn is runChain with the chain wrapped by w before TakeUntil, and
+// errors logged with their text when errText is set; it returns the source
+// subject too (nil for other sources).
+func runChainIn(so fsource, names []string, split bool, sc scenario, w func(rx.Observable[int]) rx.Observable[int], errText bool) ([]string, *rx.Subject[int]) {
 	e := newEnv()
 	var log []string
 	stop := rx.NewSubject[int]()
@@ -196,22 +210,21 @@ func runChain(so fsource, names []string, split bool, sc scenario) []string {
 		if values == sc.panicAtValue {
 			panic(bug{})
 		}
-	}, func(error) { log = append(log, "error") }, func() { log = append(log, "completed") })
+	}, func(err error) {
+		if errText {
+			log = append(log, "error "+err.Error())
+		} else {
+			log = append(log, "error")
+		}
+	}, func() { log = append(log, "completed") })
 	src, drive, subj := so.make()
-	p := recovered(func() {
-		rx.TakeUntil(buildChain(e, src, names, split), stop).Subscribe(o)
+	if p := recovered(func() {
+		rx.TakeUntil(w(buildChain(e, src, names, split)), stop).Subscribe(o)
 		drive()
-	})
-	if p != nil {
+	}); p != nil {
 		log = append(log, fmt.Sprintf("panic %T", p))
 	}
-	if subj != nil {
-		// The subject stays usable after a panic in a chain it fed.
-		later := rxtest.Record[int](nil, subj)
-		subj.OnNext(100)
-		log = append(log, fmt.Sprintf("later subscriber got %v", later.Values()))
-	}
-	return log
+	return log, subj
 }
 
 // afterUnsubscribe returns what the log holds after its first
