@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
 )
 
@@ -126,24 +126,6 @@ func TestWithoutPgItStartsAThrowawayServerAndRemovesItAtExit(t *testing.T) {
 	assert.NoError(t, err)
 }
 
-// cancelOn is a writer that cancels when what is written contains marker.
-type cancelOn struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	marker string
-	cancel context.CancelFunc
-}
-
-func (c *cancelOn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.buf.Write(p)
-	if strings.Contains(c.buf.String(), c.marker) {
-		c.cancel()
-	}
-	return len(p), nil
-}
-
 func TestAnInterruptedRunEndsWithTheInterruptAndLeavesNothingRunning(t *testing.T) {
 	t.Parallel()
 	dbURL := pg.Database(t)
@@ -153,19 +135,19 @@ func TestAnInterruptedRunEndsWithTheInterruptAndLeavesNothingRunning(t *testing.
 	defer interrupt()
 	// Interrupted once the fan-out readers run and the writer starts:
 	// readers and writer are all busy, and must all stop.
-	stderr := &cancelOn{marker: "c: writer beside 3 fan-out readers: readers running; the writer starts", cancel: interrupt}
+	stderr := &testkit.CancelOn{Marker: "c: writer beside 3 fan-out readers: readers running; the writer starts", Cancel: interrupt}
 	var out bytes.Buffer
 	cfg := small{partitions: "4", rows: "3", iterations: "200", readers: "3", writes: "10", live: "2"}
 	err := run(runCtx, cfg.args(dbURL), &out, stderr)
-	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), stderr.buf.String())
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.Canceled, "the run ends with the interrupt")
 	assert.NotContains(t, out.String(), "summary:", "an interrupted run prints no summary")
 	// Control: the marker was reached, so the interrupt came mid-run, in
 	// the phase with the most goroutines; none is left behind: goleak
 	// checks when the tests end.
-	assert.Contains(t, stderr.buf.String(), stderr.marker)
-	assert.NotContains(t, stderr.buf.String(), "c: writer beside 3 fan-out readers: done")
+	assert.Contains(t, stderr.String(), stderr.Marker)
+	assert.NotContains(t, stderr.String(), "c: writer beside 3 fan-out readers: done")
 }
 
 func TestBadFlagsAreRefusedWithAClearError(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh/pgstore/pgtest"
 )
 
@@ -274,30 +274,6 @@ func TestAReplicaEndsWhenTheRunThatStartedItIsGone(t *testing.T) {
 	}
 }
 
-// cancelOn cancels when a line containing marker is written.
-type cancelOn struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	marker string
-	cancel context.CancelFunc
-}
-
-func (c *cancelOn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.buf.Write(p)
-	if strings.Contains(c.buf.String(), c.marker) {
-		c.cancel()
-	}
-	return len(p), nil
-}
-
-func (c *cancelOn) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.String()
-}
-
 // An interrupted run (SIGINT, SIGTERM) ends with the interrupt, not with a
 // verification it could not do. Negative control: the run verified under
 // the ended context, every read failed, and it reported what it read as
@@ -310,7 +286,7 @@ func TestAnInterruptedRunEndsWithTheInterruptAndReportsNoLoss(t *testing.T) {
 	defer cancel()
 	runCtx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
-	out := &cancelOn{marker: "warm-up", cancel: interrupt}
+	out := &testkit.CancelOn{Marker: "warm-up", Cancel: interrupt}
 	var logs bytes.Buffer
 	sum, err := run(runCtx, args, out, &logs)
 	t.Logf("output:\n%s", out.String())
