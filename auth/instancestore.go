@@ -169,7 +169,7 @@ func (r *Instances) RevokeKey(ctx context.Context, id, key string) error {
 	// that is not a hash is a key, or was meant to be one: only its hash is
 	// compared or shown.
 	key = strings.TrimSpace(key)
-	hash := strings.ToLower(key)
+	hash := mesh.FoldName(key)
 	if !isKeyHash(hash) {
 		hash = HashKey(key)
 	}
