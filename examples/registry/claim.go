@@ -112,8 +112,9 @@ type volumeClaim struct {
 	halt     context.CancelFunc
 	done     chan struct{} // closed when renew returns
 
-	lost context.Context // ended, with its *ClaimLostError as cause, on the loss
-	lose context.CancelCauseFunc
+	lost     context.Context // ended, with its *ClaimLostError as cause, on the loss
+	lose     context.CancelCauseFunc
+	failOnce sync.Once
 
 	renewing sync.Mutex // one renewal (or release) at a time
 
@@ -318,17 +319,17 @@ func (c *volumeClaim) err() error {
 			expires.UTC().Format(time.RFC3339), claimMargin)})
 }
 
-// fail records the loss (the first one found) and logs it, once; it
-// returns the loss recorded.
+// fail logs and records the loss (the first one found), once, logged
+// before anyone waiting on c.lost learns of it; it returns the loss
+// recorded.
 func (c *volumeClaim) fail(e *ClaimLostError) error {
-	c.lose(e)
-	got := context.Cause(c.lost)
-	if got == error(e) {
+	c.failOnce.Do(func() {
 		c.logger.Error("registry: the volume's claim is lost; the registry stops writing to the volume and shuts down",
 			slog.String("volume", e.Volume), slog.String("holder", e.Holder), slog.String("store", e.Store),
 			slog.String("claim", claimName(c.gen)), slog.String("reason", e.Reason))
-	}
-	return got
+		c.lose(e)
+	})
+	return context.Cause(c.lost)
 }
 
 // announce records holder (the address the registry listens on, known
