@@ -27,6 +27,8 @@
 // the embedded store is this process's alone, so it claims the bucket and
 // prefix at start (a leased claim object, see claimVolume): a second such
 // registry there is refused with a *VolumeClaimedError naming the holder.
+// One that loses its claim while it runs (taken over, or not renewed in
+// time) writes nothing more there and exits with a *ClaimLostError.
 //
 //	publish token: …
 //	demo instance key: mwi_…
@@ -237,21 +239,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		if err != nil {
 			return fmt.Errorf("-volume: %w", err)
 		}
-		volume, keeper = s3v, volumeKey{v: s3v, name: demoKeyObject}
+		volume = s3v
 		if cfg.pg == "" {
 			// The embedded store is this process's alone: claim the
-			// bucket and prefix for it (see claimVolume).
+			// bucket and prefix for it (see claimVolume), and use the
+			// volume through the claim, which refuses every call once
+			// the claim is lost.
 			id, err := storeID(keepDir)
 			if err != nil {
 				_ = s3v.Close()
 				return err
 			}
-			host, _ := os.Hostname()
-			if claim, err = claimVolume(startCtx, s3v, cmp.Or[clock.Clock](h.clock, clock.New()), id, host+" "+cfg.addr, logger); err != nil {
+			// The address as given until the registry listens; then
+			// the bound one (see announce below).
+			if claim, err = claimVolume(startCtx, s3v, cmp.Or[clock.Clock](h.clock, clock.New()), id, holderName(cfg.addr), logger); err != nil {
 				_ = s3v.Close()
 				return err
 			}
+			volume = claim.volume()
 		}
+		keeper = volumeKey{v: volume, name: demoKeyObject}
 	} else {
 		volume, keeper = landing.DirVolume(dataDir), keyFile(filepath.Join(dataDir, demoKeyFile))
 	}
@@ -319,6 +326,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 	if err != nil {
 		return fmt.Errorf("listening on %s (-addr): %w", cfg.addr, err)
 	}
+	if claim != nil {
+		// The claim names the address bound (-addr :0 picks the port).
+		if err := claim.announce(startCtx, holderName(ln.Addr().String())); err != nil {
+			if lost := (*ClaimLostError)(nil); errors.As(err, &lost) {
+				_ = ln.Close()
+				return err
+			}
+			logger.Warn("registry: recording the listening address in the volume's claim failed; the next renewal records it", slog.Any("err", err))
+		}
+	}
 	ln = registry.LimitConnections(httpSrv, ln, cfg.maxConns) // an idle keep-alive connection never holds a slot a new client needs
 	metricsSrv, metricsLn, err := listenMetrics(cfg.metricsAddr, srv.MetricsHandler(), logger)
 	if err != nil {
@@ -351,6 +368,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 			<-metricsErr // bounded: Serve returns once the server is shut down or closed
 		}()
 	}
+	var claimLost <-chan struct{} // nil (never) without a claim
+	if claim != nil {
+		claimLost = claim.lost.Done()
+	}
+	var stopped error // why it stops, when not asked to
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("serving: %w", err)
@@ -359,6 +381,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		<-serveErr
 		metricsErr <- err // for the deferred shutdown's receive
 		return fmt.Errorf("serving metrics: %w", err)
+	case <-claimLost:
+		// Another registry may hold the volume now: nothing is written
+		// there any more (the volume refuses every call), and the
+		// process stops so that its supervisor restarts it.
+		stopped = claim.err()
 	case <-ctx.Done():
 	}
 	logger.Info("registry: shutting down", slog.Duration("budget", shutdownBudget))
@@ -368,10 +395,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) 
 		// Requests still running past the budget are cut off.
 		_ = httpSrv.Close()
 		<-serveErr
-		return fmt.Errorf("shutting down the HTTP server within %s: %w", shutdownBudget, err)
+		return errors.Join(stopped, fmt.Errorf("shutting down the HTTP server within %s: %w", shutdownBudget, err))
 	}
 	<-serveErr // Serve has returned http.ErrServerClosed
-	return nil
+	return stopped
+}
+
+// holderName is how a volume's claim names this registry: its host name
+// and the address it listens on.
+func holderName(addr string) string {
+	host, _ := os.Hostname()
+	return host + " " + addr
 }
 
 // listenMetrics listens on addr for /metrics; an empty addr serves none.

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +43,9 @@ type started struct {
 	client                *http.Client
 	done                  <-chan error
 	stop                  func() // shuts it down (once; the test's cleanup does it too)
+	// exited waits, within the bound, for the registry to stop on its
+	// own and returns run's error; stop then only checks it is gone.
+	exited func() error
 }
 
 func start(t *testing.T, h hooks, flags ...string) *started {
@@ -54,9 +59,22 @@ func start(t *testing.T, h hooks, flags ...string) *started {
 		done <- err
 	}()
 	s := &started{client: &http.Client{Transport: &http.Transport{}, Timeout: bound}, done: done}
+	var ended atomic.Bool // exited took run's result
+	s.exited = func() error {
+		select {
+		case err := <-done:
+			ended.Store(true)
+			return err
+		case <-time.After(bound):
+			return errors.New("the registry did not stop on its own within the bound")
+		}
+	}
 	s.stop = sync.OnceFunc(func() {
 		s.client.CloseIdleConnections()
 		cancel()
+		if ended.Load() {
+			return
+		}
 		select {
 		case err := <-done:
 			assert.NoError(t, err, "the registry's shutdown")
