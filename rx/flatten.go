@@ -227,16 +227,21 @@ func (o *flatOuter[T, U]) rxScope() *scope { return &o.outer }
 type flatInner[T, U any] struct {
 	m  *flattener[T, U]
 	sc scope
-	// delivering is the goroutine inside this inner's OnNext (0 for none;
-	// an inner's calls never overlap), which must not wait for room.
+	// delivering is the goroutine that last delivered a value of this
+	// inner (0 for none): the one inside its OnNext, if any (an inner's
+	// calls never overlap), which must not wait for room. Left set after
+	// the call, it costs no store per value when one goroutine delivers
+	// them all; it then also keeps a goroutine feeding this live inner from
+	// waiting for room only the inner's progress may make.
 	delivering atomic.Uintptr
 	prev, next *flatInner[T, U] // in m.live, guarded by m.mu
 	ended      bool             // over has run; guarded by m.mu
 }
 
 func (i *flatInner[T, U]) OnNext(v U) {
-	prev := i.delivering.Swap(curg())
-	defer i.delivering.Store(prev)
+	if g := curg(); i.delivering.Load() != g {
+		i.delivering.Store(g)
+	}
 	i.m.out.OnNext(v)
 	if i.m.feed != nil && !i.sc.cancelled() {
 		i.m.feed(v)
