@@ -190,13 +190,17 @@ func (s *FoldSource) Decide(ctx context.Context, user, path string, need access.
 
 // IsGlobalAdmin answers whether user holds, at GlobalAdminScope, every
 // permission of the Admin role: an Admin grant at Admin (or inherited from
-// the root) and no deny there. A fold that could not be read is
+// the root) and no deny there; it answers as Decide(ctx, user,
+// GlobalAdminScope, the Admin role's permissions). A user named after the
+// Admin partition (in any ASCII case; nothing trimmed, no Unicode folding:
+// mesh.EqualNames) is refused. A fold that could not be read is
 // Undetermined.
 func (s *FoldSource) IsGlobalAdmin(ctx context.Context, user string) access.Decision {
-	if strings.EqualFold(strings.TrimSpace(user), GlobalAdminScope) {
+	if mesh.EqualNames(user, GlobalAdminScope) {
 		// The fold makes every user Admin of their own partition; a user
 		// whose id is the admin partition's name must not become global
-		// admin by that rule.
+		// admin by that rule. The name rule, as Decide's own check: one
+		// answer for one user.
 		return access.Denied
 	}
 	admin, _ := access.BuiltInRole(access.RoleAdmin)
@@ -523,7 +527,8 @@ func roleOf(n mesh.Node) (access.Role, string) {
 const knownPermissions = access.All | access.Sync | access.Compile
 
 // parsePermissions reads a permission set given as its number or as a list
-// of flag names ("Read", "All", ...; case-insensitive).
+// of flag names ("Read", "All", ...; in any ASCII case, mesh.EqualNames: "ſync"
+// is no flag, and a role naming it is left out).
 func parsePermissions(raw json.RawMessage) (access.Permission, bool) {
 	var n uint32
 	if json.Unmarshal(raw, &n) == nil {
@@ -547,14 +552,14 @@ func parsePermissions(raw json.RawMessage) (access.Permission, bool) {
 
 func permissionNamed(name string) (access.Permission, bool) {
 	for flag := access.Permission(1); flag&knownPermissions != 0; flag <<= 1 {
-		if strings.EqualFold(flag.String(), name) {
+		if mesh.EqualNames(flag.String(), name) {
 			return flag, true
 		}
 	}
 	switch {
-	case strings.EqualFold(name, access.All.String()):
+	case mesh.EqualNames(name, access.All.String()):
 		return access.All, true
-	case strings.EqualFold(name, access.None.String()):
+	case mesh.EqualNames(name, access.None.String()):
 		return access.None, true
 	}
 	return 0, false

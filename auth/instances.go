@@ -79,29 +79,42 @@ func (e *InstanceIDError) Error() string {
 	return fmt.Sprintf("auth: instance id %q: %s", e.ID, e.Problem)
 }
 
-// ValidateInstanceID reports whether id can name an instance: 1 to 64 ASCII
-// letters, digits, '.', '_' or '-', starting with a letter or digit, so it
-// is one path segment and never a satellite ('_') or a relative ('.') name.
+// ValidateInstanceID reports whether id can name an instance: 1 to 64
+// lower-case ASCII letters, digits, '.', '_' or '-', starting with a letter
+// or digit, so it is one path segment and never a satellite ('_') or a
+// relative ('.') name. An upper-case letter is refused: the store keeps
+// paths that differ only in case as two nodes, while the name rule
+// (mesh.EqualNames) and every query read them as one, so "Acme" beside
+// "acme" would be two instances under one name. Every Instances method and
+// the authenticator's read of a key's index node apply it.
 func ValidateInstanceID(id string) error {
 	switch {
 	case id == "":
 		return &InstanceIDError{ID: id, Problem: "blank"}
 	case len(id) > maxInstanceIDLen:
 		return &InstanceIDError{ID: id, Problem: fmt.Sprintf("longer than %d bytes", maxInstanceIDLen)}
-	case !isAlnum(id[0]):
+	case !isAlnum(id[0]) && !isUpper(id[0]):
 		return &InstanceIDError{ID: id, Problem: "must start with a letter or a digit"}
 	}
 	for i := 0; i < len(id); i++ {
-		if c := id[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+		switch c := id[i]; {
+		case isUpper(c):
+			return &InstanceIDError{ID: id, Problem: fmt.Sprintf("upper-case letter %q at %d: an instance id is lower case, so that two ids never differ only in case (%q)", c, i, mesh.FoldName(id))}
+		case c >= 0x80:
+			return &InstanceIDError{ID: id, Problem: fmt.Sprintf("byte 0x%02x at %d is not ASCII; an id is ASCII letters, digits, '.', '_' or '-'", c, i)}
+		case !isAlnum(c) && c != '.' && c != '_' && c != '-':
 			return &InstanceIDError{ID: id, Problem: fmt.Sprintf("character %q at %d is not a letter, digit, '.', '_' or '-'", c, i)}
 		}
 	}
 	return nil
 }
 
+// isAlnum reports whether c is a lower-case ASCII letter or a digit.
 func isAlnum(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z'
 }
+
+func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
 
 // ContentError reports a registry node whose content cannot be read. It is
 // not a fact about a key or a grant: the authenticator answers it as

@@ -169,7 +169,7 @@ func (r *Instances) RevokeKey(ctx context.Context, id, key string) error {
 	// that is not a hash is a key, or was meant to be one: only its hash is
 	// compared or shown.
 	key = strings.TrimSpace(key)
-	hash := strings.ToLower(key)
+	hash := mesh.FoldName(key)
 	if !isKeyHash(hash) {
 		hash = HashKey(key)
 	}
@@ -262,15 +262,14 @@ func (r *Instances) SetGrant(ctx context.Context, id, grantedBy string, entries 
 	return g, nil
 }
 
-// SetPlanTier writes one rung of the plan ladder, under its canonical id.
+// SetPlanTier writes one rung of the plan ladder, under its canonical id
+// (trimmed, lower case). An id that is not, once canonical, a valid
+// instance id ([ValidateInstanceID]) is refused with a *PlanTierError; every
+// reader of the ladder ([ParsePlanTier]) refuses the same ids.
 func (r *Instances) SetPlanTier(ctx context.Context, t PlanTier) error {
-	id := canonicalPlan(t.ID)
-	if err := ValidateInstanceID(id); err != nil {
-		problem := err.Error()
-		if idErr := (*InstanceIDError)(nil); errors.As(err, &idErr) {
-			problem = idErr.Problem
-		}
-		return &PlanTierError{ID: t.ID, Field: "id", Problem: problem}
+	id, err := planTierID(t.ID)
+	if err != nil {
+		return err
 	}
 	content, err := encodeContent(tierContent{Rank: t.Rank, AllAccess: t.AllAccess})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+
+	"github.com/meshrx/meshrx/mesh"
 )
 
 // KeyPrefix starts every instance key, so a key found in a log or a config
@@ -126,7 +128,8 @@ func HashesEqual(a, b string) bool {
 
 // KeyFromHeader extracts an instance key from an Authorization header value:
 // "Bearer mwi_…" or "Basic base64(user:mwi_…)", where the password is the key
-// and the user name is ignored. Schemes are matched case-insensitively.
+// and the user name is ignored. Schemes are matched in any ASCII case
+// (mesh.EqualNames: "Baſic" is no scheme).
 //
 // It reports ok=false for anything else: a missing header, one over 512
 // bytes, an unknown scheme, bad base64, a Basic payload without a colon, or a
@@ -143,12 +146,12 @@ func KeyFromHeader(header string) (key string, ok bool) {
 	}
 	rest = trimSpace(rest)
 	switch {
-	case asciiEqualFold(scheme, "Bearer"):
+	case mesh.EqualNames(scheme, "Bearer"):
 		if wellFormedKey(rest) {
 			return rest, true
 		}
 		return "", false
-	case asciiEqualFold(scheme, "Basic"):
+	case mesh.EqualNames(scheme, "Basic"):
 		return keyFromBasic(rest)
 	default:
 		return "", false
@@ -203,25 +206,4 @@ func trimSpace(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s
-}
-
-// asciiEqualFold compares an auth scheme ASCII-case-insensitively. Unicode
-// folding (strings.EqualFold) would accept "Baſic" for "Basic".
-func asciiEqualFold(s, want string) bool {
-	if len(s) != len(want) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		a, b := s[i], want[i]
-		if 'A' <= a && a <= 'Z' {
-			a += 'a' - 'A'
-		}
-		if 'A' <= b && b <= 'Z' {
-			b += 'a' - 'A'
-		}
-		if a != b {
-			return false
-		}
-	}
-	return true
 }

@@ -3,6 +3,7 @@ package auth
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -57,6 +58,21 @@ func NewPlanTierRanks(rows []PlanTier) PlanTierRanks {
 
 // canonicalPlan is the comparison form of a plan id: trimmed, lower-case.
 func canonicalPlan(id string) string { return mesh.FoldName(strings.TrimSpace(id)) }
+
+// planTierID is the id a tier is written and read under: canonicalPlan of
+// id, which must then be a valid instance id. The one rule of
+// Instances.SetPlanTier and ParsePlanTier.
+func planTierID(id string) (string, error) {
+	canonical := canonicalPlan(id)
+	if err := ValidateInstanceID(canonical); err != nil {
+		problem := err.Error()
+		if idErr := (*InstanceIDError)(nil); errors.As(err, &idErr) {
+			problem = idErr.Problem
+		}
+		return "", &PlanTierError{ID: id, Field: "id", Problem: problem}
+	}
+	return canonical, nil
+}
 
 // RankOf returns the rank of tier, and false when tier is blank or unknown.
 func (r PlanTierRanks) RankOf(tier string) (int, bool) {
@@ -190,10 +206,16 @@ func (e *PlanTierError) Error() string {
 // null or absent (false). A missing or unreadable rank is an error rather
 // than a default: reading it as 0 would put that tier's packages at the
 // baseline and widen every licence.
+//
+// id is read as [Instances.SetPlanTier] writes it: the result's ID is its
+// canonical form (trimmed, lower case), and an id SetPlanTier refuses
+// (blank, with a '/', a space, a NUL or a non-ASCII byte, ...) is refused
+// here with the same *PlanTierError, so a tier node another writer put at
+// such an id never joins the ladder.
 func ParsePlanTier(id string, content json.RawMessage) (PlanTier, error) {
-	id = strings.TrimSpace(id)
-	if id == "" {
-		return PlanTier{}, &PlanTierError{ID: id, Field: "id", Problem: "blank"}
+	id, err := planTierID(id)
+	if err != nil {
+		return PlanTier{}, err
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(content, &obj); err != nil || obj == nil {

@@ -109,8 +109,8 @@ func noMesh() error { return &ConfigError{Setting: "Service.Mesh", Problem: "is 
 // replaces its earlier notification; random otherwise), CreatedAt (the
 // clock's time), Recipient and IsRead; Type "" means General. It fails with
 // an *InvalidError, writing nothing, for a blank title, an unknown type, or
-// a title, message, icon, target or creator that is not UTF-8 or holds a
-// NUL.
+// a title, message, icon, target, creator or recipient that is not UTF-8 or
+// holds a NUL (a blank recipient is no such input: it means Admin).
 // Deliveries that fail are reported as *DeliveryError values joined into the
 // error; the others still happen. After each delivery the addressee is pruned
 // to the retention cap; a pruning failure is logged, not returned.
@@ -133,6 +133,13 @@ func (s *Service) Create(ctx context.Context, n Notification, recipients ...stri
 		{"targetPath", n.TargetPath}, {"createdBy", n.CreatedBy}} {
 		if !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
 			return nil, &InvalidError{Field: f.field, Value: f.v, Reason: "must be UTF-8 text without NUL characters"}
+		}
+	}
+	// A recipient is stored too (Recipient): all are checked before the
+	// first delivery, so a bad one writes nothing anywhere.
+	for _, r := range recipients {
+		if !utf8.ValidString(r) || strings.ContainsRune(r, 0) {
+			return nil, &InvalidError{Field: "recipient", Value: r, Reason: "must be UTF-8 text without NUL characters"}
 		}
 	}
 	n.ID = newID()

@@ -243,3 +243,43 @@ func TestRetentionKeepsTheNewestNotificationsPerAddresseeAndNeverALegacyRow(t *t
 		assert.True(t, errors.As(err, &invalid))
 	})
 }
+
+// TestARecipientThatIsNotTextIsBadInputNotADeliveryFailure: a recipient
+// that is not UTF-8 or holds a NUL is an *InvalidError naming the
+// recipient, before anything is written: it is stored in the notification
+// (Recipient), which no store holds, and the store's refusal was taken for
+// the addressee's partition refusing it, sent on to Admin, refused again and
+// reported as a *DeliveryError, the sign of a failing store. A blank
+// recipient, or none, is no such input: it means Admin, as documented
+// (TestARecipientThatNamesNoPartitionIsDeliveredToAdmin).
+//
+// The check comes before any store call, so the memory store shows it (a
+// second database would cost this test its time budget).
+//
+// Negative control, run by hand (on memstore and pgstore alike): without
+// the recipient check in Create, each recipient with a NUL answered a
+// *DeliveryError for Admin, and those that are not UTF-8 were delivered
+// with the recipient rewritten to U+FFFD.
+func TestARecipientThatIsNotTextIsBadInputNotADeliveryFailure(t *testing.T) {
+	fx := newMem(t)
+	svc := fx.service()
+	for _, recipients := range [][]string{
+		{"alice\x00"},
+		{"alice/x\x00y"},
+		{"\x00"},
+		{"alice/\xff"},
+		{"\xc0\x80"},
+		{"bob", "alice\x00"}, // a good recipient first: nothing is delivered to it either
+	} {
+		_, err := svc.Create(ctx(t), notifications.Notification{Title: "x"}, recipients...)
+		var invalid *notifications.InvalidError
+		if assert.ErrorAs(t, err, &invalid, "recipients %q", recipients) {
+			assert.Equal(t, "recipient", invalid.Field, "recipients %q", recipients)
+		}
+		var delivery *notifications.DeliveryError
+		assert.False(t, errors.As(err, &delivery), "recipients %q: no delivery failed: %v", recipients, err)
+	}
+	for _, addressee := range []string{"alice", "bob", notifications.Admin} {
+		assert.Empty(t, initial(t, fx.store, notifications.BellQuery(addressee)), "nothing was delivered to %s", addressee)
+	}
+}

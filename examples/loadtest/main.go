@@ -200,6 +200,10 @@ type result struct {
 	volume      string
 	stats       stats
 	derivations int64
+	// derivationsRun is how many derivations ran while the pollers did,
+	// over runFor: the steady state, without the first or any before it.
+	derivationsRun int64
+	runFor         time.Duration
 
 	readyIn       time.Duration
 	snapshotBytes int64 // heap the first snapshot holds
@@ -326,7 +330,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			msf(r.published.median()), msf(r.published.slowest))
 	}
 	fmt.Fprintf(stdout, "served: ready_s=%.1f derivations_per_30s=%.2f snapshot_bytes_per_module=%d catalog_bytes_per_module=%d index_bytes=%d index_first_ms=%.1f index_304_ms=%.3f\n",
-		served.readyIn.Seconds(), float64(served.derivations-1)/(cfg.duration.Seconds()/30),
+		served.readyIn.Seconds(), float64(served.derivationsRun)/(served.runFor.Seconds()/30),
 		served.snapshotBytes/int64(cfg.modules), served.catalogBytes/int64(cfg.modules), served.indexBytes, msf(served.indexFirst), msf(served.index304))
 	{
 		st, run := served.stats, cfg.warmup+cfg.duration+cfg.grace
@@ -431,6 +435,7 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, t targ
 	}
 	res.etag = etag
 	gcBefore, cpuBefore := readGC(), processCPU()
+	derivedBefore, runStart := rep.derivations(), time.Now()
 	if cfg.separate {
 		t := childTarget{url: rep.url, key: rep.key, etag: res.etag}
 		if publish {
@@ -462,6 +467,7 @@ func runMode(ctx, setupCtx context.Context, cfg config, dir, mode string, t targ
 		}
 	}
 	res.gc, res.cpuSelf = gcBetween(gcBefore, readGC()), processCPU()-cpuBefore
+	res.derivationsRun, res.runFor = rep.derivations()-derivedBefore, time.Since(runStart)
 	if err := ctx.Err(); err != nil {
 		return result{}, err
 	}

@@ -494,3 +494,27 @@ func TestAnOutputFileThatCannotBeWrittenIsRefusedBeforeTheRun(t *testing.T) {
 		assert.NotContains(t, errs.String(), "landed", "%s: refused before the landing", flag)
 	}
 }
+
+// The served line's derivation rate counts the derivations made while the
+// pollers ran over the time they ran. With re-derivation on -freshness
+// alone (no feed, no journal) the snapshot is derived at most once per
+// freshness, so the rate is at most 30 s / freshness per 30 s. Negative
+// control, run by hand: with the line dividing every derivation since the
+// replica started (the warm-up's included) by -duration, as it did, this
+// run printed derivations_per_30s=2200.00, beyond the bound of 330.
+func TestTheDerivationRateIsOverTheSpanItsDerivationsWereCountedIn(t *testing.T) {
+	const freshness = 100 * time.Millisecond
+	var out, errs bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	err := run(ctx, []string{"-modules", "20", "-pollers", "4", "-duration", "300ms", "-warmup", "2s", "-latency", "0s",
+		"-interval", "20ms", "-grace", "300ms", "-baseline=false", "-feed=false", "-journal=false", "-freshness", freshness.String()}, &out, &errs)
+	require.NoError(t, err, "stderr: %s", errs.String())
+	m := regexp.MustCompile(`derivations_per_30s=([0-9.]+)`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	rate, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	require.Greater(t, summaryFields(t, out.String())["derivations"], 2.0, "the run re-derived (else the bound says nothing)")
+	bound := 1.1 * (30 * time.Second).Seconds() / freshness.Seconds()
+	assert.LessOrEqual(t, rate, bound, "derivations_per_30s=%.2f", rate)
+}
