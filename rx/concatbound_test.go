@@ -228,3 +228,78 @@ func TestASynchronousOuterPastQueueLimitFailsConcatMapInsteadOfWaiting(t *testin
 	require.True(t, errors.As(err, &oe), "want an *OverflowError, got %v", err)
 	assert.Equal(t, rx.QueueLimit, oe.Limit)
 }
+
+// A value emitted into the outer stream of an operator that queues its
+// sources (ConcatMap, ConcatAll, SelectManyLimit) from inside an inner's
+// delivery, on that inner's goroutine, never waits for room, even with the
+// queue full and every slot taken: the room may have to come from that very
+// inner. It fails the stream with an *OverflowError instead. Every slot's
+// inner counts, not only the last one started.
+//
+// Negative control, run by hand: with mayWait looking only at the goroutines
+// inside Subscribe and running the pump (not at the live inners'
+// deliveries), every row waited and failed with "the re-entrant value
+// waited".
+func TestAValueFromInsideAnyInnersDeliveryNeverWaitsForRoom(t *testing.T) {
+	for _, row := range []struct {
+		name  string
+		slots int
+		build func(outer rx.Observable[int], f func(int) rx.Observable[int]) rx.Observable[int]
+	}{
+		{"ConcatMap", 1, rx.ConcatMap[int, int]},
+		{"ConcatAll", 1, func(outer rx.Observable[int], f func(int) rx.Observable[int]) rx.Observable[int] {
+			return rx.ConcatAll(rx.Map(outer, f))
+		}},
+		{"SelectManyLimit(1)", 1, func(outer rx.Observable[int], f func(int) rx.Observable[int]) rx.Observable[int] {
+			return rx.SelectManyLimit(outer, f, 1)
+		}},
+		{"SelectManyLimit(3)", 3, func(outer rx.Observable[int], f func(int) rx.Observable[int]) rx.Observable[int] {
+			return rx.SelectManyLimit(outer, f, 3)
+		}},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			outer := rx.NewSubject[int]()
+			running := make([]*rx.Subject[int], row.slots)
+			for i := range running {
+				running[i] = rx.NewSubject[int]()
+			}
+			inners := func(v int) rx.Observable[int] {
+				if v >= 0 && v < row.slots {
+					return running[v]
+				}
+				return rx.Return(v)
+			}
+			done := make(chan error, 1)
+			reentered := make(chan struct{})
+			sub := row.build(outer, inners).Subscribe(rx.NewObserver(func(v int) {
+				if v == -7 {
+					outer.OnNext(-1) // the queue is full
+					close(reentered)
+				}
+			}, func(err error) { done <- err }, func() { done <- nil }))
+			defer sub.Unsubscribe()
+			for i := range row.slots { // every slot taken
+				outer.OnNext(i)
+			}
+			for i := range rx.QueueLimit {
+				outer.OnNext(1000 + i)
+			}
+			// The first slot's inner delivers on a goroutine of its own.
+			go running[0].OnNext(-7)
+			select {
+			case <-reentered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the re-entrant value waited")
+			}
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the stream did not end")
+			}
+			var oe *rx.OverflowError
+			require.True(t, errors.As(err, &oe), "want an *OverflowError, got %v", err)
+			assert.Equal(t, rx.QueueLimit, oe.Limit)
+		})
+	}
+}

@@ -1010,7 +1010,11 @@ const memoryBound = 10 * time.Second
 // something (a channel, a lock, a condition, the network or a system
 // call) rather than being able to run: then no producer can make progress
 // until the caller acts. A goroutine that is runnable, running or
-// preempted, however long the machine has paused it, is not parked.
+// preempted, however long the machine has paused it, is not parked; nor is
+// one the runtime holds for a moment (helping or waiting for the garbage
+// collector, a stop of the world: an allocation that starts a collection
+// waits in a plain "semacquire", which sync's locks and groups name
+// otherwise), which goes on by itself.
 func othersParked() bool {
 	buf := make([]byte, 1<<16)
 	for {
@@ -1033,7 +1037,9 @@ func othersParked() bool {
 		state, _, _ = strings.Cut(state, "]")
 		state, _, _ = strings.Cut(state, ",") // "select, 2 minutes", "chan receive, locked to thread"
 		switch state {
-		case "running", "runnable", "preempted", "sleep":
+		case "running", "runnable", "preempted", "sleep",
+			"semacquire", "GC assist wait", "GC assist marking", "garbage collection",
+			"stopping the world", "flushing proc caches", "GC weak to strong wait":
 			return false
 		}
 	}

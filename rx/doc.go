@@ -185,9 +185,10 @@
 // value per period; RetryWhen resubscribes when a notifier says so;
 // ShareReplay multicasts with a replay of the last n values. Those that
 // hold values say how many: GroupBy at most GroupLimit groups (a group
-// holds none), ConcatAll, SelectManyLimit and Expand at most QueueLimit
-// waiting sources, ConcatMap and Delay at most QueueLimit waiting values (a
-// producer on another goroutine beyond that waits for room), Zip at most ZipLimit values per source ahead,
+// holds none), ConcatMap, ConcatAll, SelectManyLimit, Expand and Delay at
+// most QueueLimit waiting values (a producer on another goroutine beyond
+// that waits for room, except Expand's), Zip at most ZipLimit values per
+// source ahead,
 // ShareReplay n values, WithLatestFrom and Sample one; beyond a bound the
 // stream fails with an *OverflowError. Each doc comment names the
 // reference (Rx.NET or RxJS) it follows where the two differ.

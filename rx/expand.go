@@ -6,7 +6,8 @@ package rx
 // Rx.NET has no Expand). It completes when src and every inner have
 // completed; any error ends the stream. Values waiting for f to be applied
 // are queued, at most QueueLimit of them (beyond that the stream fails with
-// an *OverflowError), so an expansion that never ends must be cut by Take
+// an *OverflowError: the queue is Expand's own work, emptied only by the
+// loop that fills it, so no producer waits for room), so an expansion that never ends must be cut by Take
 // or by f returning Empty. Synchronous inners are subscribed from a loop,
 // not recursively: a deep expansion does not grow the stack. The output is
 // serialised as in Merge: one OnNext delivers its own value plus at most 64

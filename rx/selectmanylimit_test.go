@@ -57,7 +57,7 @@ func TestSelectManyLimitFailsWhenMoreThanQueueLimitSourcesWait(t *testing.T) {
 	var oe *rx.OverflowError
 	require.True(t, errors.As(rec.Err(), &oe), "got %v", rec.Err())
 	assert.Equal(t, "SelectManyLimit", oe.Op)
-	assert.Contains(t, oe.Error(), "sources waiting")
+	assert.Contains(t, oe.Error(), "values waiting for a free slot")
 
 	ctl := rxtest.Record(nil, rx.SelectManyLimit(rx.Range(0, rx.QueueLimit+1), never, 1))
 	assert.False(t, ctl.Terminated(), "control: one running and QueueLimit waiting")
