@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"log/slog"
-	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxtest"
@@ -236,7 +232,7 @@ func TestEveryMeshFunctionRefusesANilArgumentWithATypedError(t *testing.T) {
 	rows := nilArgRows(t)
 	covered := map[string]bool{}
 	for _, r := range rows {
-		covered[r.fn+" "+r.param] = true
+		covered[r.fn+" "+r.param] = true // before the call: a failing row is still a row
 		name := r.fn + " " + r.param
 		if r.arg != "" {
 			name += " (" + r.arg + ")"
@@ -269,12 +265,16 @@ func TestEveryMeshFunctionRefusesANilArgumentWithATypedError(t *testing.T) {
 		}
 	}
 	var missing []string
-	for _, fn := range exportedNilables(t, ".") {
-		for _, param := range fn.params {
-			if !covered[fn.name+" "+param] && !isExcluded(fn.name, param) {
-				missing = append(missing, fn.name+" "+param)
+	funcs := testkit.NilableParams(t, ".", knownForeign)
+	if len(funcs) < 15 {
+		t.Errorf("only %d functions with a nilable parameter: is the test reading package mesh?", len(funcs))
+	}
+	for _, fn := range funcs {
+		for _, param := range fn.Params {
+			if !covered[fn.Name+" "+param] && !isExcluded(fn.Name, param) {
+				missing = append(missing, fn.Name+" "+param)
 			}
-			delete(covered, fn.name+" "+param)
+			delete(covered, fn.Name+" "+param)
 		}
 	}
 	sort.Strings(missing)
@@ -292,13 +292,6 @@ func recovered(f func()) (p any) {
 	return nil
 }
 
-// nilableFunc is an exported function or method and its parameters that
-// can be nil ("receiver" for a receiver that can).
-type nilableFunc struct {
-	name   string // "FanIn", "(*Router).Route", "And.String"
-	params []string
-}
-
 // knownForeign says, for a type of another package in a signature,
 // whether it can be nil; a type not listed fails the test, to be added.
 var knownForeign = map[string]bool{
@@ -309,114 +302,4 @@ var knownForeign = map[string]bool{
 	"rx.Observer":     true,
 	"time.Duration":   false,
 	"time.Time":       false,
-}
-
-// exportedNilables reads the exported functions and methods (of exported
-// types) declared in the non-test files of the package in dir, as
-// rx/conformance_nilsource_test.go reads package rx's.
-func exportedNilables(t *testing.T, dir string) []nilableFunc {
-	t.Helper()
-	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	// The package's own types: which can be nil.
-	local := map[string]ast.Expr{}
-	for _, f := range files {
-		for _, d := range f.Decls {
-			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
-				for _, s := range g.Specs {
-					ts := s.(*ast.TypeSpec)
-					local[ts.Name.Name] = ts.Type
-				}
-			}
-		}
-	}
-	var nilable func(e ast.Expr) bool
-	nilable = func(e ast.Expr) bool {
-		switch x := e.(type) {
-		case *ast.StarExpr, *ast.MapType, *ast.FuncType, *ast.ChanType, *ast.InterfaceType, *ast.Ellipsis:
-			return true
-		case *ast.ArrayType:
-			return x.Len == nil
-		case *ast.IndexExpr:
-			return nilable(x.X)
-		case *ast.Ident:
-			if x.Name == "error" || x.Name == "any" {
-				return true
-			}
-			if under, ok := local[x.Name]; ok {
-				if _, isStruct := under.(*ast.StructType); isStruct {
-					return false
-				}
-				return nilable(under)
-			}
-			return false // a predeclared type
-		case *ast.SelectorExpr:
-			name := x.X.(*ast.Ident).Name + "." + x.Sel.Name
-			can, known := knownForeign[name]
-			if !known {
-				t.Errorf("type %s in a signature: say in knownForeign whether it can be nil", name)
-			}
-			return can
-		}
-		t.Errorf("unclassified type %T in a signature", e)
-		return false
-	}
-	var out []nilableFunc
-	for _, f := range files {
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || !fd.Name.IsExported() {
-				continue
-			}
-			nf := nilableFunc{name: fd.Name.Name}
-			if fd.Recv != nil {
-				rt := fd.Recv.List[0].Type
-				recv := rt
-				if st, ok := rt.(*ast.StarExpr); ok {
-					recv = st.X
-				}
-				id := recv.(*ast.Ident)
-				if !id.IsExported() {
-					continue
-				}
-				if _, ptr := rt.(*ast.StarExpr); ptr {
-					nf.name = "(*" + id.Name + ")." + nf.name
-				} else {
-					nf.name = id.Name + "." + nf.name
-				}
-				if nilable(rt) {
-					nf.params = append(nf.params, "receiver")
-				}
-			}
-			for _, p := range fd.Type.Params.List {
-				if nilable(p.Type) {
-					for _, n := range p.Names {
-						nf.params = append(nf.params, n.Name)
-					}
-				}
-			}
-			if len(nf.params) > 0 {
-				out = append(out, nf)
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b nilableFunc) int { return strings.Compare(a.name, b.name) })
-	if len(out) < 15 {
-		t.Errorf("only %d functions with a nilable parameter: is the test reading package mesh?", len(out))
-	}
-	return out
 }
