@@ -44,8 +44,11 @@ func DefaultAllowList() (*AllowList, error) {
 
 // ParseAllowList reads an allow list: one shape per line, blank lines and
 // lines starting with # ignored. A line that is not a shape, or a shape listed
-// twice, is an *AllowListError.
+// twice, is an *AllowListError; a nil r an *ArgumentError.
 func ParseAllowList(r io.Reader) (*AllowList, error) {
+	if r == nil {
+		return nil, nilArg("mesh.ParseAllowList", "r")
+	}
 	a := &AllowList{set: map[string]bool{}}
 	sc := bufio.NewScanner(io.LimitReader(r, maxAllowListBytes+1))
 	line, read := 0, 0

@@ -68,6 +68,16 @@
 // Names are compared with ASCII case folding only (EqualNames, FoldName);
 // partition names are ASCII. See names.go.
 //
+// # Arguments
+//
+// A nil where one makes no sense — a nil *Query, clock, io.Reader, a nil
+// Provider in a list, a Router or Querier not made ready (nil, zero, or
+// missing its Backend) — is an *ArgumentError naming the function and the
+// argument, returned, or for a stream delivered at subscription; never a
+// panic. memstore and pgstore refuse a nil context or a Store not made by
+// their constructor likewise. Subscribing a nil observer still panics:
+// there is no one to tell.
+//
 // # Logging
 //
 // Every *slog.Logger option of this package (RouterConfig.Logger) may be nil, which

@@ -26,8 +26,20 @@ import (
 // the merged first N. A provider's Reset re-sends the merged result as a
 // Reset. Any provider error ends the read. With no providers the merged
 // Initial is empty, sent at once, and the read completes. A budget that is
-// not positive is refused with an *OptionsError.
+// not positive is refused with an *OptionsError; a nil q, clk or provider
+// in the list with an *ArgumentError. Both arrive at subscription.
 func FanIn(q *Query, providers []Provider, clk clock.Clock, budget time.Duration) rx.Observable[Change] {
+	if q == nil {
+		return rx.Throw[Change](nilArg("mesh.FanIn", "q"))
+	}
+	for i, p := range providers {
+		if p == nil {
+			return rx.Throw[Change](nilArg("mesh.FanIn", fmt.Sprintf("providers[%d]", i)))
+		}
+	}
+	if clk == nil {
+		return rx.Throw[Change](nilArg("mesh.FanIn", "clk"))
+	}
 	if budget <= 0 {
 		return rx.Throw[Change](&OptionsError{Setting: "mesh: FanIn budget",
 			Problem: fmt.Sprintf("must be positive, got %v; a query's is Budgets.QueryInitial (mesh.DefaultBudgets)", budget)})

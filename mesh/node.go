@@ -33,15 +33,20 @@ func (s State) String() string {
 	return "state(" + strconv.Itoa(int(s)) + ")"
 }
 
-// ParseState returns the State named s (case-insensitive).
-func ParseState(s string) (State, error) {
+// ParseState returns the State named s (case-insensitive); any other s is
+// an *ArgumentError.
+func ParseState(s string) (State, error) { return parseState("mesh.ParseState", "s", s) }
+
+// parseState is ParseState for the function fn, whose argument arg held s.
+func parseState(fn, arg, s string) (State, error) {
 	names := stateNames()
 	for i, name := range names {
 		if strings.EqualFold(s, name) {
 			return State(i), nil
 		}
 	}
-	return 0, fmt.Errorf("mesh: unknown node state %q; want one of %s", s, strings.Join(names[:], ", "))
+	return 0, &ArgumentError{Func: fn, Arg: arg,
+		Reason: fmt.Sprintf("names an unknown node state %q; want one of %s", s, strings.Join(names[:], ", "))}
 }
 
 // MarshalText encodes s as its name; it fails for a value with no name.
@@ -52,9 +57,14 @@ func (s State) MarshalText() ([]byte, error) {
 	return []byte(s.String()), nil
 }
 
-// UnmarshalText decodes a state name (case-insensitive).
+// UnmarshalText decodes a state name (case-insensitive). A nil s, or b
+// that is no state name (nil or empty included), is an *ArgumentError.
 func (s *State) UnmarshalText(b []byte) error {
-	v, err := ParseState(string(b))
+	const fn = "mesh.(*State).UnmarshalText"
+	if s == nil {
+		return nilArg(fn, "receiver")
+	}
+	v, err := parseState(fn, "b", string(b))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -64,8 +65,9 @@ type Querier struct {
 	// Providers are fanned in beside the backend on every routed query.
 	Providers []Provider
 	// Clock and InitialBudget bound each provider's Initial in the fan-in;
-	// with Providers (or without Merged), InitialBudget must be positive,
-	// or every query fails with FanIn's *OptionsError.
+	// with Providers (or without Merged), Clock must be set and
+	// InitialBudget positive, or every query fails with an *ArgumentError
+	// or FanIn's *OptionsError.
 	Clock         clock.Clock
 	InitialBudget time.Duration
 	// Merged says the backend's frames already have the shape FanIn gives a
@@ -88,8 +90,13 @@ type Querier struct {
 // backend can no longer serve with the backend's error; an unroutable one
 // answers an empty Initial and completes without touching the backend.
 // Subscribing a nil observer panics, naming the query, before the backend
-// is asked for anything.
+// is asked for anything. A nil Querier, or one whose Backend, Router
+// (nil, or not made by NewRouter), a Provider, or Clock where a fan-in
+// needs it, is nil, fails every query with an *ArgumentError naming it.
 func (qr *Querier) Query(q string) rx.Observable[Change] {
+	if err := qr.check(); err != nil {
+		return rx.Throw[Change](err)
+	}
 	parsed, err := Parse(q)
 	if err != nil {
 		return rx.Throw[Change](err)
@@ -125,6 +132,28 @@ func (qr *Querier) Query(q string) rx.Observable[Change] {
 		}
 		return merged
 	})}
+}
+
+// check returns the *ArgumentError for a Querier that cannot serve a query.
+func (qr *Querier) check() error {
+	const fn = "mesh.(*Querier).Query"
+	switch {
+	case qr == nil:
+		return nilArg(fn, "receiver")
+	case qr.Backend == nil:
+		return nilArg(fn, "Querier.Backend")
+	case !qr.Router.made():
+		return &ArgumentError{Func: fn, Arg: "Querier.Router", Reason: "must be made by mesh.NewRouter"}
+	}
+	for i, p := range qr.Providers {
+		if p == nil {
+			return nilArg(fn, fmt.Sprintf("Querier.Providers[%d]", i))
+		}
+	}
+	if qr.Clock == nil && !(qr.Merged && len(qr.Providers) == 0) {
+		return nilArg(fn, "Querier.Clock")
+	}
+	return nil
 }
 
 // backendProvider is the backend's part of one query's fan-in.

@@ -1,7 +1,6 @@
 package mesh
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -96,7 +95,10 @@ func (e *InstanceLocationError) Error() string {
 func (e *InstanceLocationError) Unwrap() error { return e.Err }
 
 // Router decides which partition schemas serve a query. It is immutable and
-// safe for concurrent use.
+// safe for concurrent use. Make one with NewRouter: a nil or zero Router
+// knows no schema (Route refuses every query with an *ArgumentError,
+// SchemaFor and GlobalSchema answer false) and narrows nothing
+// (NeverNarrowed answers true).
 type Router struct {
 	globals       map[string]string   // lower-cased _segment → schema
 	allow         *AllowList          //
@@ -195,10 +197,17 @@ func (r *Router) declare(nodeType string, locs []string) error {
 }
 
 // NeverNarrowed reports whether reads of nodeType are never narrowed to
-// declared instance locations.
+// declared instance locations; always true for a Router not made by
+// NewRouter.
 func (r *Router) NeverNarrowed(nodeType string) bool {
+	if !r.made() {
+		return true
+	}
 	return r.neverNarrowed[strings.ToLower(nodeType)]
 }
+
+// made reports whether r was made by NewRouter, which always sets globals.
+func (r *Router) made() bool { return r != nil && r.globals != nil }
 
 // Route returns the schemas that serve q, given partitions, the store's
 // known partition schemas.
@@ -212,9 +221,14 @@ func (r *Router) NeverNarrowed(nodeType string) bool {
 // schemas) unless it says partitions:all or its shape is on the allow list.
 // An allowed unanchored fan-out reads partitions, narrowed to the declared
 // instance locations of its single node type, and logs one warning.
+//
+// A nil q, or a Router not made by NewRouter, is an *ArgumentError.
 func (r *Router) Route(q *Query, partitions []string) (Route, error) {
+	if !r.made() {
+		return Route{}, &ArgumentError{Func: "mesh.(*Router).Route", Arg: "receiver", Reason: "must be made by mesh.NewRouter"}
+	}
 	if q == nil {
-		return Route{}, errors.New("mesh: Route needs a query, got nil")
+		return Route{}, nilArg("mesh.(*Router).Route", "q")
 	}
 	shape := DescribeShape(q)
 	if firsts, ok := anchorSegments(q); ok {
@@ -267,10 +281,11 @@ func (r *Router) Route(q *Query, partitions []string) (Route, error) {
 
 // SchemaFor returns the schema that holds path: its lower-cased partition, or
 // for a _-prefixed first segment the registered global-satellite schema. ok is
-// false for an unregistered global satellite or an empty path.
+// false for an unregistered global satellite or an empty path, and for a
+// Router not made by NewRouter.
 func (r *Router) SchemaFor(path string) (schema string, ok bool) {
 	first := Partition(path)
-	if first == "" {
+	if first == "" || !r.made() {
 		return "", false
 	}
 	return r.schemaFor(first)
@@ -278,8 +293,12 @@ func (r *Router) SchemaFor(path string) (schema string, ok bool) {
 
 // GlobalSchema reports whether schema (any ASCII case) holds a registered
 // global satellite. A store must not keep a partition there: a fan-out over
-// the partitions would then read the satellite.
+// the partitions would then read the satellite. A Router not made by
+// NewRouter registers none.
 func (r *Router) GlobalSchema(schema string) bool {
+	if !r.made() {
+		return false
+	}
 	schema = FoldName(schema)
 	for _, s := range r.globals {
 		if s == schema {

@@ -18,6 +18,9 @@ import (
 // reads ahead of it), with *mesh.UnavailableError. That wait also ends
 // when the subscription does.
 func (s *Store) Get(path string) rx.Observable[mesh.Node] {
+	if err := s.usable("Get", nil, false); err != nil {
+		return rx.Throw[mesh.Node](err)
+	}
 	if err := mesh.ValidatePath(path); err != nil {
 		return rx.Throw[mesh.Node](err)
 	}
@@ -106,6 +109,9 @@ func (s *Store) getLocked(path string) (mesh.Node, bool, error) {
 // an unroutable one answers an empty Initial and completes, since nothing
 // can ever be stored there. Close completes every live query.
 func (s *Store) Query(q string) rx.Observable[mesh.Change] {
+	if err := s.usable("Query", nil, false); err != nil {
+		return rx.Throw[mesh.Change](err)
+	}
 	return s.querier.Query(q)
 }
 

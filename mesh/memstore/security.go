@@ -74,6 +74,9 @@ func (s *security) gates(nodeType string) bool {
 // reader of the same version and must not be modified; reading an unchanged
 // set costs no copy.
 func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error) {
+	if err := s.usable("SecurityNodes", ctx, true); err != nil {
+		return mesh.SecuritySnapshot{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return mesh.SecuritySnapshot{}, fmt.Errorf("memstore: security nodes: %w", err)
 	}
@@ -109,6 +112,9 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 // SecurityVersion returns the version SecurityNodes would return now,
 // without building the set.
 func (s *Store) SecurityVersion(ctx context.Context) (mesh.SecurityVersion, error) {
+	if err := s.usable("SecurityVersion", ctx, true); err != nil {
+		return mesh.SecurityVersion{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return mesh.SecurityVersion{}, fmt.Errorf("memstore: security version: %w", err)
 	}

@@ -31,7 +31,8 @@ type Options struct {
 	// mesh.DefaultBudgets. Queries use Budgets.QueryInitial.
 	Budgets mesh.Budgets
 	// Router routes queries and resolves global satellites; nil means
-	// mesh.NewRouter with GatedTypes.
+	// mesh.NewRouter with GatedTypes. One not made by mesh.NewRouter
+	// (&mesh.Router{}) is an *mesh.OptionsError.
 	Router *mesh.Router
 	// Providers are fanned in beside the store on every routed query, such as
 	// static configuration.
@@ -60,7 +61,9 @@ var (
 const providerName = "memstore"
 
 // Store is a mesh.Store kept in process memory. It is safe for concurrent
-// use. Its zero value is not usable: call New.
+// use. Its zero value is not usable: call New. Every method of a nil or
+// zero Store, and every method given a nil context, fails with a
+// *mesh.ArgumentError (Stats answers zero counts).
 //
 // Nodes the store returns share their Content with the store: treat it as
 // read-only.
@@ -128,7 +131,13 @@ func New(opts Options) (*Store, error) {
 	if err := s.budgets.Validate(); err != nil {
 		return nil, fmt.Errorf("memstore: %w", err)
 	}
-	if s.router == nil {
+	if s.router != nil {
+		// Route refuses a Router not made by mesh.NewRouter (&mesh.Router{}),
+		// whatever the query: the store could then neither read nor write.
+		if _, err := s.router.Route(&mesh.Query{Path: "probe"}, nil); err != nil {
+			return nil, &mesh.OptionsError{Setting: "memstore: Options.Router", Problem: "was not made by mesh.NewRouter; leave it nil for the default"}
+		}
+	} else {
 		r, err := mesh.NewRouter(mesh.RouterConfig{GatedTypes: opts.GatedTypes})
 		if err != nil {
 			return nil, fmt.Errorf("memstore: default router: %w", err)
@@ -179,6 +188,9 @@ type Stats struct {
 
 // Stats returns the counters so far.
 func (s *Store) Stats() Stats {
+	if s.usable("Stats", nil, false) != nil {
+		return Stats{}
+	}
 	s.mu.RLock()
 	nodes := 0
 	for _, p := range s.parts {
@@ -203,6 +215,9 @@ func (s *Store) Stats() Stats {
 // the stored nodes. Afterwards reads fail with a *mesh.UnavailableError
 // wrapping ErrClosed, and writes with ErrClosed. Closing twice is harmless.
 func (s *Store) Close() error {
+	if err := s.usable("Close", nil, false); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -253,7 +268,12 @@ func (s *Store) Close() error {
 // Options.QueueFrames notices receives, in their place, one notice with an
 // empty Path and NodeType, Op WriteUpdate: anything may have changed, read
 // again. Close completes every subscription.
-func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] { return s.changes.Observable() }
+func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] {
+	if err := s.usable("Changes", nil, false); err != nil {
+		return rx.Throw[mesh.ChangeNotice](err)
+	}
+	return s.changes.Observable()
+}
 
 // announce queues n for every Changes subscriber. The caller holds mu for
 // writing; it returns the drains to start once mu is released.
@@ -332,6 +352,9 @@ func unavailable(op string) error {
 // Called from inside an observer's OnNext it waits for that delivery too,
 // so it can only end with ctx there.
 func (s *Store) Settle(ctx context.Context) error {
+	if err := s.usable("Settle", ctx, true); err != nil {
+		return err
+	}
 	s.liveMu.Lock()
 	var pending []<-chan struct{}
 	s.live.All(func(lq *liveQuery) {

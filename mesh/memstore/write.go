@@ -25,6 +25,9 @@ import (
 // (System_Access), ctx's error when ctx
 // ends before the write (nothing is written), or ErrClosed.
 func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	if err := s.usable("Put", ctx, true); err != nil {
+		return mesh.Node{}, err
+	}
 	return s.put(ctx, n, unconditional)
 }
 
@@ -33,6 +36,9 @@ func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
 // nothing and fails with *mesh.VersionConflictError. A negative expected
 // version is a *mesh.NodeError.
 func (s *Store) PutIfVersion(ctx context.Context, n mesh.Node, expected int64) (mesh.Node, error) {
+	if err := s.usable("PutIfVersion", ctx, true); err != nil {
+		return mesh.Node{}, err
+	}
 	if expected < 0 {
 		return mesh.Node{}, &mesh.NodeError{Path: n.Path, Field: "version",
 			Reason: fmt.Sprintf("expected version %d is negative", expected)}
@@ -120,6 +126,9 @@ func (s *Store) put(ctx context.Context, n mesh.Node, expected int64) (mesh.Node
 // for an invalid path, ctx's error when ctx ends first (nothing is deleted),
 // or ErrClosed.
 func (s *Store) Delete(ctx context.Context, path string) error {
+	if err := s.usable("Delete", ctx, true); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memstore: delete %q: %w", path, err)
 	}

@@ -48,6 +48,12 @@ type BackfillReport struct {
 // in one); the backfill's advisory lock is held by its session, which runs
 // with SearchPath until BackfillKeys returns (then with its own again).
 func BackfillKeys(ctx context.Context, conn *pgx.Conn) (BackfillReport, error) {
+	switch {
+	case ctx == nil:
+		return BackfillReport{}, nilArg("BackfillKeys", "ctx")
+	case conn == nil:
+		return BackfillReport{}, nilArg("BackfillKeys", "conn")
+	}
 	var rep BackfillReport
 	var got bool
 	var callersPath string

@@ -38,6 +38,9 @@ const rollbackBudget = 5 * time.Second
 // A database that does not answer within Budgets.QueryInitial, or a closed
 // store, is a *mesh.UnavailableError.
 func (s *Store) LocksHeld(ctx context.Context, q string) (int, error) {
+	if err := s.usable("LocksHeld", ctx, true); err != nil {
+		return 0, err
+	}
 	parsed, err := mesh.Parse(q)
 	if err != nil {
 		return 0, err

@@ -96,8 +96,12 @@ func (l Latency) MarshalJSON() ([]byte, error) {
 	return json.Marshal(l.counts[:n])
 }
 
-// UnmarshalJSON reads what MarshalJSON wrote.
+// UnmarshalJSON reads what MarshalJSON wrote. A nil l is an
+// *mesh.ArgumentError.
 func (l *Latency) UnmarshalJSON(b []byte) error {
+	if l == nil {
+		return nilArg("(*Latency).UnmarshalJSON", "receiver")
+	}
 	var counts []int64
 	if err := json.Unmarshal(b, &counts); err != nil {
 		return err

@@ -19,6 +19,9 @@ import (
 // by ctx. It is safe to run again and beside running stores. The role in
 // url needs the right to create schemas, tables, functions and indexes.
 func MigrateURL(ctx context.Context, url string) error {
+	if ctx == nil {
+		return nilArg("MigrateURL", "ctx")
+	}
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return fmt.Errorf("pgstore: parsing the database URL: %w", err)
@@ -50,6 +53,9 @@ func MigrateURL(ctx context.Context, url string) error {
 // TABLE) is bounded by TableLockBudget, as Migrate's is: running out is a
 // *LockTimeoutError. The caller's lock_timeout is as it was.
 func CheckMigrated(ctx context.Context, db DB) error {
+	if err := ctxDB("CheckMigrated", ctx, db); err != nil {
+		return err
+	}
 	return checkMigrated(ctx, db, TableLockBudget)
 }
 

@@ -22,6 +22,9 @@ import (
 // not answer within Budgets.QueryInitial — never "absent" for "could not
 // find out". An invalid path fails with *mesh.PathError.
 func (s *Store) Get(path string) rx.Observable[mesh.Node] {
+	if err := s.usable("Get", nil, false); err != nil {
+		return rx.Throw[mesh.Node](err)
+	}
 	if err := mesh.ValidatePath(path); err != nil {
 		return rx.Throw[mesh.Node](err)
 	}
@@ -93,7 +96,12 @@ func (s *Store) get(ctx context.Context, path string) (mesh.Node, bool, error) {
 // its live frames say Added, Updated or Removed against its own result), so
 // with no Options.Providers there is no fan-in (measured by
 // BenchmarkPinnedInitial).
-func (s *Store) Query(q string) rx.Observable[mesh.Change] { return s.querier.Query(q) }
+func (s *Store) Query(q string) rx.Observable[mesh.Change] {
+	if err := s.usable("Query", nil, false); err != nil {
+		return rx.Throw[mesh.Change](err)
+	}
+	return s.querier.Query(q)
+}
 
 // backend is the store's mesh.Backend: its partitions and live reads.
 type backend struct{ s *Store }

@@ -152,6 +152,9 @@ func SchemaName(partition string) (string, error) {
 // first write to a partition; concurrent calls for one partition create it
 // once and all succeed.
 func EnsurePartition(ctx context.Context, db DB, partition string) (schema string, err error) {
+	if err := ctxDB("EnsurePartition", ctx, db); err != nil {
+		return "", err
+	}
 	schema, err = SchemaName(partition)
 	if err != nil {
 		return "", err
@@ -179,6 +182,9 @@ func EnsurePartition(ctx context.Context, db DB, partition string) (schema strin
 // given (the router lower-cases it); a name that cannot be a schema is a
 // *PartitionNameError.
 func EnsureGlobalSchema(ctx context.Context, db DB, schema string) error {
+	if err := ctxDB("EnsureGlobalSchema", ctx, db); err != nil {
+		return err
+	}
 	bad := func(reason string) error { return &PartitionNameError{Partition: schema, Reason: reason} }
 	switch {
 	case schema == "" || !utf8.ValidString(schema) || strings.ContainsRune(schema, 0):
@@ -213,6 +219,9 @@ func EnsureGlobalSchema(ctx context.Context, db DB, schema string) error {
 // *LockTimeoutError naming what was waited on, and changes nothing. The
 // caller's lock_timeout is as it was when Migrate returns.
 func Migrate(ctx context.Context, db DB) error {
+	if err := ctxDB("Migrate", ctx, db); err != nil {
+		return err
+	}
 	return migrate(ctx, db, TableLockBudget)
 }
 

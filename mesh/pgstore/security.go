@@ -19,6 +19,9 @@ import (
 // database that cannot answer within Budgets.Permission is a
 // *mesh.UnavailableError.
 func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error) {
+	if err := s.usable("SecurityNodes", ctx, true); err != nil {
+		return mesh.SecuritySnapshot{}, err
+	}
 	const op = "read the security fold"
 	if s.isClosed() {
 		return mesh.SecuritySnapshot{}, unavailable(op, ErrClosed)
@@ -61,6 +64,9 @@ func (s *Store) SecurityNodes(ctx context.Context) (mesh.SecuritySnapshot, error
 // database that cannot answer within Budgets.Permission is a
 // *mesh.UnavailableError.
 func (s *Store) SecurityVersion(ctx context.Context) (mesh.SecurityVersion, error) {
+	if err := s.usable("SecurityVersion", ctx, true); err != nil {
+		return mesh.SecurityVersion{}, err
+	}
 	const op = "read the security fold version"
 	if s.isClosed() {
 		return mesh.SecurityVersion{}, unavailable(op, ErrClosed)

@@ -37,7 +37,8 @@ type Options struct {
 	// Operation.
 	Budgets mesh.Budgets
 	// Router routes queries and resolves global satellites; nil means
-	// mesh.NewRouter with GatedTypes and Logger.
+	// mesh.NewRouter with GatedTypes and Logger. One not made by
+	// mesh.NewRouter (&mesh.Router{}) is an *mesh.OptionsError.
 	Router *mesh.Router
 	// Providers are fanned in beside the store on every routed query, such
 	// as static configuration.
@@ -112,7 +113,10 @@ const listenerAppName = "meshrx-pgstore-listener"
 const providerName = "pgstore"
 
 // Store is a mesh.Store and mesh.SecurityReader on PostgreSQL. It is safe
-// for concurrent use. Make one with Open and release it with Close.
+// for concurrent use. Make one with Open and release it with Close. Every
+// method of a nil or zero Store, and every function or method of this
+// package given a nil context or DB, fails with a *mesh.ArgumentError
+// (Stats answers zero counts).
 type Store struct {
 	pool      *pgxpool.Pool
 	listenCfg *pgx.ConnConfig
@@ -162,6 +166,9 @@ type Store struct {
 // security fold, and starts the store's one listener connection on
 // NotifyChannel. Open is bounded by ctx and by twice Budgets.Operation.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if ctx == nil {
+		return nil, nilArg("Open", "ctx")
+	}
 	s := &Store{
 		clk:         opts.Clock,
 		budgets:     opts.Budgets,
@@ -214,7 +221,13 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 	}
 	s.gated = mesh.WithSecurityTypes(opts.GatedTypes)
-	if s.router == nil {
+	if s.router != nil {
+		// Route refuses a Router not made by mesh.NewRouter (&mesh.Router{}),
+		// whatever the query: the store could then neither read nor write.
+		if _, err := s.router.Route(&mesh.Query{Path: "probe"}, nil); err != nil {
+			return nil, &mesh.OptionsError{Setting: "pgstore: Options.Router", Problem: "was not made by mesh.NewRouter; leave it nil for the default"}
+		}
+	} else {
 		r, err := mesh.NewRouter(mesh.RouterConfig{GatedTypes: opts.GatedTypes, Logger: opts.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("pgstore: default router: %w", err)
@@ -376,6 +389,9 @@ type Stats struct {
 
 // Stats returns the counters so far.
 func (s *Store) Stats() Stats {
+	if s.usable("Stats", nil, false) != nil {
+		return Stats{}
+	}
 	s.mu.Lock()
 	live := s.live.Len()
 	s.mu.Unlock()
@@ -409,12 +425,20 @@ type FeedState struct {
 // then every change, from the listener's goroutine; it completes on Close.
 // While the feed is down, live queries receive nothing; when it is back,
 // every live query gets a Reset and every Changes subscriber a gap notice.
-func (s *Store) Feed() rx.Observable[FeedState] { return s.feed }
+func (s *Store) Feed() rx.Observable[FeedState] {
+	if err := s.usable("Feed", nil, false); err != nil {
+		return rx.Throw[FeedState](err)
+	}
+	return s.feed
+}
 
 // FeedDown is Feed as a value per state: nil while the feed is connected,
 // why it is down while it is not (the form registry.ServerOptions.Feed and
 // other readiness checks take).
 func (s *Store) FeedDown() rx.Observable[error] {
+	if err := s.usable("FeedDown", nil, false); err != nil {
+		return rx.Throw[error](err)
+	}
 	return rx.Map(s.feed, func(f FeedState) error {
 		switch {
 		case f.Connected:
@@ -441,7 +465,12 @@ func (s *Store) FeedDown() rx.Observable[error] {
 // Options.QueueFrames notices receives, in their place, one notice with an
 // empty Path and NodeType, Op WriteUpdate: anything may have changed, read
 // again. Close completes every subscription.
-func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] { return s.changes.Observable() }
+func (s *Store) Changes() rx.Observable[mesh.ChangeNotice] {
+	if err := s.usable("Changes", nil, false); err != nil {
+		return rx.Throw[mesh.ChangeNotice](err)
+	}
+	return s.changes.Observable()
+}
 
 // announce queues n for every Changes subscriber and starts the drains it
 // makes due; it never waits for a subscriber.
@@ -456,6 +485,9 @@ func (s *Store) endChanges() { s.changes.Close().Start() }
 // with ErrClosed. Closing twice is harmless. Close must not be called from
 // an observer of the store's streams.
 func (s *Store) Close() error {
+	if err := s.usable("Close", nil, false); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

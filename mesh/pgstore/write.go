@@ -31,6 +31,9 @@ import (
 // write waits, so such an error matches context.Canceled or
 // context.DeadlineExceeded as well: check mesh.ErrOutcomeUnknown first.
 func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	if err := s.usable("Put", ctx, true); err != nil {
+		return mesh.Node{}, err
+	}
 	return s.put(ctx, n, unconditional)
 }
 
@@ -41,6 +44,9 @@ func (s *Store) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
 // *mesh.VersionConflictError. A negative expected version is a
 // *mesh.NodeError.
 func (s *Store) PutIfVersion(ctx context.Context, n mesh.Node, expected int64) (mesh.Node, error) {
+	if err := s.usable("PutIfVersion", ctx, true); err != nil {
+		return mesh.Node{}, err
+	}
 	if expected < 0 {
 		return mesh.Node{}, &mesh.NodeError{Path: n.Path, Field: "version",
 			Reason: fmt.Sprintf("expected version %d is negative", expected)}
@@ -245,6 +251,9 @@ func (s *Store) compareAndSet(ctx context.Context, schema string, n mesh.Node, e
 // may have committed; such an error may also match context.Canceled or
 // context.DeadlineExceeded, so check mesh.ErrOutcomeUnknown first).
 func (s *Store) Delete(ctx context.Context, path string) error {
+	if err := s.usable("Delete", ctx, true); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pgstore: delete %q: %w", path, err)
 	}
