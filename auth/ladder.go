@@ -169,7 +169,15 @@ func (l *PlanTierLadder) ranksOf(nodes []mesh.Node) PlanTierRanks {
 		}
 		rows = append(rows, t)
 	}
-	return NewPlanTierRanks(rows)
+	ranks := NewPlanTierRanks(rows)
+	warned := map[string]bool{}
+	for _, t := range rows {
+		if _, ok := ranks.RankOf(t.ID); !ok && !warned[t.ID] {
+			warned[t.ID] = true
+			l.logger().Warn("auth: plan tier left out of the ladder: its tier nodes disagree (rank or allAccess), so the plan licenses nothing until one is removed", "plan", t.ID)
+		}
+	}
+	return ranks
 }
 
 // finish publishes a fill: a success becomes the cache, a failure falls back

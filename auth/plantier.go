@@ -38,14 +38,31 @@ type PlanTierRanks struct {
 	allAccess map[string]bool
 }
 
-// NewPlanTierRanks builds a ladder from rows. Blank ids are skipped; when two
-// rows name the same id (ignoring case and surrounding space) the later rank
-// wins and either row can make the plan all-access.
+// NewPlanTierRanks builds a ladder from rows. Blank ids are skipped. Rows
+// naming one id (ignoring case and surrounding space: "Admin/Tiers/Pro"
+// and "Admin/Tiers/pro") that agree count once; rows that disagree (rank
+// or all-access) leave that plan out of the ladder, unknown, so it
+// licenses nothing and no package of its tier is covered. No row order
+// decides: two stores listing the tiers in different orders build the
+// same ladder, and a second row cannot widen a plan.
 func NewPlanTierRanks(rows []PlanTier) PlanTierRanks {
 	r := PlanTierRanks{ranks: make(map[string]int, len(rows)), allAccess: make(map[string]bool)}
+	var conflicted map[string]bool
 	for _, row := range rows {
 		id := canonicalPlan(row.ID)
-		if id == "" {
+		if id == "" || conflicted[id] {
+			continue
+		}
+		if rank, seen := r.ranks[id]; seen {
+			if rank == row.Rank && r.allAccess[id] == row.AllAccess {
+				continue
+			}
+			if conflicted == nil {
+				conflicted = make(map[string]bool)
+			}
+			conflicted[id] = true
+			delete(r.ranks, id)
+			delete(r.allAccess, id)
 			continue
 		}
 		r.ranks[id] = row.Rank

@@ -44,11 +44,37 @@ func TestIdsAreOrderedByRankThenById(t *testing.T) {
 	assert.Equal(t, []string{"z", "a", "b"}, r.IDs())
 }
 
-func TestALaterRowForTheSameIdWins(t *testing.T) {
-	r := NewPlanTierRanks([]PlanTier{{ID: "pro", Rank: 2}, {ID: "PRO", Rank: 5}})
-	rank, _ := r.RankOf("pro")
-	assert.Equal(t, 5, rank)
-	assert.Equal(t, []string{"pro"}, r.IDs())
+// Two rows naming one plan that disagree leave the plan out, in either
+// order: the ladder is the same whichever order a store lists the tier
+// nodes in, and the second row cannot widen the plan (a higher rank, or
+// all-access). Rows that agree count once. Negative control, run by hand:
+// with the later row winning (as before), the reversed order gave rank 2
+// where the first gave 5, and "Pro" made "pro" all-access.
+func TestRowsThatDisagreeOnAPlanLeaveItOutWhateverTheirOrder(t *testing.T) {
+	rows := []PlanTier{{ID: "free", Rank: 0}, {ID: "pro", Rank: 2}, {ID: "PRO ", Rank: 5}, {ID: "team", Rank: 3}, {ID: "Team", Rank: 3},
+		{ID: "gold", Rank: 4}, {ID: "Gold", Rank: 4, AllAccess: true}}
+	for _, order := range [][]PlanTier{rows, reversed(rows)} {
+		r := NewPlanTierRanks(order)
+		_, known := r.RankOf("pro")
+		assert.False(t, known, "pro: rows disagree on its rank")
+		_, known = r.RankOf("gold")
+		assert.False(t, known, "gold: rows disagree on all-access")
+		assert.False(t, r.IsAllAccess("gold"))
+		rank, known := r.RankOf("team")
+		assert.True(t, known, "team: rows agree")
+		assert.Equal(t, 3, rank)
+		assert.Equal(t, []string{"free", "team"}, r.IDs())
+		assert.False(t, r.Covers("pro", "free"), "an ambiguous plan licenses nothing")
+		assert.False(t, r.CoversInstance("team", "pro"), "no package of an ambiguous tier is covered")
+	}
+}
+
+func reversed(rows []PlanTier) []PlanTier {
+	out := make([]PlanTier, len(rows))
+	for i, r := range rows {
+		out[len(rows)-1-i] = r
+	}
+	return out
 }
 
 func TestTheZeroLadderLicensesNoPlanScopedEntryButLeavesPlanlessEntriesAlone(t *testing.T) {
