@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/rx"
+	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
 // onGoroutine is an inner that delivers v on a goroutine of its own
@@ -300,6 +301,48 @@ func TestAValueFromInsideAnyInnersDeliveryNeverWaitsForRoom(t *testing.T) {
 			var oe *rx.OverflowError
 			require.True(t, errors.As(err, &oe), "want an *OverflowError, got %v", err)
 			assert.Equal(t, rx.QueueLimit, oe.Limit)
+		})
+	}
+}
+
+// A producer waiting for room in an operator whose queue is full returns
+// when the subscription ends (its value dropped): an Unsubscribe from
+// another goroutine releases it, for every operator whose producers wait
+// (the holdsLimitWaits rows of the bound table).
+//
+// Negative control, run by hand: with room.wait ignoring the done channel
+// (waiting for the space channel alone), the ConcatMap, ConcatAll and
+// SelectManyLimit rows failed with "the waiting producer did not return
+// once the subscription ended"; Delay's passed, its cancellation also
+// waking its room.
+func TestAProducerWaitingForRoomReturnsWhenTheSubscriptionEnds(t *testing.T) {
+	never := func(int) rx.Observable[int] { return rx.Never[int]() }
+	for name, build := range map[string]func(in rx.Observable[int], clk *rxtest.Clock) rx.Observable[int]{
+		"ConcatMap":          func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] { return rx.ConcatMap(in, never) },
+		"ConcatAll":          func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] { return rx.ConcatAll(rx.Map(in, never)) },
+		"SelectManyLimit(2)": func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] { return rx.SelectManyLimit(in, never, 2) },
+		"Delay":              func(in rx.Observable[int], clk *rxtest.Clock) rx.Observable[int] { return rx.Delay(in, time.Second, clk) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			in, clk := rx.NewSubject[int](), rxtest.NewClock()
+			sub := build(in, clk).Subscribe(rx.NewObserver(func(int) {}, nil, nil))
+			var accepted atomic.Int64
+			producer := make(chan struct{})
+			go func() {
+				defer close(producer)
+				for i := range rx.QueueLimit + 10 {
+					in.OnNext(i)
+					accepted.Add(1)
+				}
+			}()
+			waitParkedOrPast(&accepted, rx.QueueLimit+2)
+			require.Less(t, accepted.Load(), int64(rx.QueueLimit+10), "the producer is waiting for room")
+			sub.Unsubscribe()
+			select {
+			case <-producer:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiting producer did not return once the subscription ended")
+			}
 		})
 	}
 }
