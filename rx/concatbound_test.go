@@ -318,10 +318,16 @@ func TestAValueFromInsideAnyInnersDeliveryNeverWaitsForRoom(t *testing.T) {
 func TestAProducerWaitingForRoomReturnsWhenTheSubscriptionEnds(t *testing.T) {
 	never := func(int) rx.Observable[int] { return rx.Never[int]() }
 	for name, build := range map[string]func(in rx.Observable[int], clk *rxtest.Clock) rx.Observable[int]{
-		"ConcatMap":          func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] { return rx.ConcatMap(in, never) },
-		"ConcatAll":          func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] { return rx.ConcatAll(rx.Map(in, never)) },
-		"SelectManyLimit(2)": func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] { return rx.SelectManyLimit(in, never, 2) },
-		"Delay":              func(in rx.Observable[int], clk *rxtest.Clock) rx.Observable[int] { return rx.Delay(in, time.Second, clk) },
+		"ConcatMap": func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] { return rx.ConcatMap(in, never) },
+		"ConcatAll": func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] {
+			return rx.ConcatAll(rx.Map(in, never))
+		},
+		"SelectManyLimit(2)": func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] {
+			return rx.SelectManyLimit(in, never, 2)
+		},
+		"Delay": func(in rx.Observable[int], clk *rxtest.Clock) rx.Observable[int] {
+			return rx.Delay(in, time.Second, clk)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			in, clk := rx.NewSubject[int](), rxtest.NewClock()
