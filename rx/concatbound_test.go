@@ -317,18 +317,24 @@ func TestAValueFromInsideAnyInnersDeliveryNeverWaitsForRoom(t *testing.T) {
 // waking its room.
 func TestAProducerWaitingForRoomReturnsWhenTheSubscriptionEnds(t *testing.T) {
 	never := func(int) rx.Observable[int] { return rx.Never[int]() }
-	for name, build := range map[string]func(in rx.Observable[int], clk *rxtest.Clock) rx.Observable[int]{
+	rows := map[string]func(in rx.Observable[int], clk *rxtest.Clock) rx.Observable[int]{
 		"ConcatMap": func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] { return rx.ConcatMap(in, never) },
 		"ConcatAll": func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] {
 			return rx.ConcatAll(rx.Map(in, never))
 		},
-		"SelectManyLimit(2)": func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] {
-			return rx.SelectManyLimit(in, never, 2)
+		"SelectManyLimit": func(in rx.Observable[int], _ *rxtest.Clock) rx.Observable[int] {
+			return rx.SelectManyLimit(in, never, 2) // both slots taken
 		},
 		"Delay": func(in rx.Observable[int], clk *rxtest.Clock) rx.Observable[int] {
 			return rx.Delay(in, time.Second, clk)
 		},
-	} {
+	}
+	for _, x := range holdTable() {
+		if _, listed := rows[x.name]; x.class == holdsLimitWaits && !listed {
+			t.Errorf("%s makes producers wait for room (holdsLimitWaits) but has no row here", x.name)
+		}
+	}
+	for name, build := range rows {
 		t.Run(name, func(t *testing.T) {
 			in, clk := rx.NewSubject[int](), rxtest.NewClock()
 			sub := build(in, clk).Subscribe(rx.NewObserver(func(int) {}, nil, nil))
