@@ -308,7 +308,9 @@ func TestAValueFromInsideAnyInnersDeliveryNeverWaitsForRoom(t *testing.T) {
 // A producer waiting for room in an operator whose queue is full returns
 // when the subscription ends (its value dropped): an Unsubscribe from
 // another goroutine releases it, for every operator whose producers wait
-// (the holdsLimitWaits rows of the bound table).
+// (the holdsLimitWaits rows of the bound table; one missing here fails the
+// test: run by hand with the Delay row renamed, "Delay makes producers wait
+// for room (holdsLimitWaits) but has no row here").
 //
 // Negative control, run by hand: with room.wait ignoring the done channel
 // (waiting for the space channel alone), the ConcatMap, ConcatAll and
