@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -239,7 +238,7 @@ func TestEveryMeshFunctionRefusesANilArgumentWithATypedError(t *testing.T) {
 		}
 		var got error
 		var wrong string
-		if p := recovered(func() {
+		if p := testkit.Recovered(func() {
 			if r.answer != nil {
 				wrong = r.answer()
 				return
@@ -264,32 +263,11 @@ func TestEveryMeshFunctionRefusesANilArgumentWithATypedError(t *testing.T) {
 			t.Errorf("%s: got %v, want an *mesh.ArgumentError for mesh.%s's %s", name, got, r.fn, arg)
 		}
 	}
-	var missing []string
 	funcs := testkit.NilableParams(t, ".", knownForeign)
 	if len(funcs) < 15 {
 		t.Errorf("only %d functions with a nilable parameter: is the test reading package mesh?", len(funcs))
 	}
-	for _, fn := range funcs {
-		for _, param := range fn.Params {
-			if !covered[fn.Name+" "+param] && !isExcluded(fn.Name, param) {
-				missing = append(missing, fn.Name+" "+param)
-			}
-			delete(covered, fn.Name+" "+param)
-		}
-	}
-	sort.Strings(missing)
-	if len(missing) > 0 {
-		t.Errorf("exported functions with a nilable parameter without a row: %v", missing)
-	}
-	if len(covered) > 0 {
-		t.Errorf("rows for no declared (function, nilable parameter): %v", covered)
-	}
-}
-
-func recovered(f func()) (p any) {
-	defer func() { p = recover() }()
-	f()
-	return nil
+	testkit.CheckNilableRows(t, funcs, covered, isExcluded)
 }
 
 // knownForeign says, for a type of another package in a signature,

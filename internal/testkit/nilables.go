@@ -131,3 +131,36 @@ func NilableParams(t testing.TB, dir string, foreign map[string]bool) []NilableF
 	}
 	return out
 }
+
+// CheckNilableRows fails t for each nilable parameter of funcs that covered
+// (keyed "Name param", as NilableFunc names them) has no row for, unless
+// excluded (may be nil) says it needs none, and for each row of covered
+// that names no such parameter: the completeness check of a table of nil
+// arguments. It empties covered.
+func CheckNilableRows(t testing.TB, funcs []NilableFunc, covered map[string]bool, excluded func(fn, param string) bool) {
+	t.Helper()
+	var missing []string
+	for _, fn := range funcs {
+		for _, param := range fn.Params {
+			key := fn.Name + " " + param
+			if !covered[key] && (excluded == nil || !excluded(fn.Name, param)) {
+				missing = append(missing, key)
+			}
+			delete(covered, key)
+		}
+	}
+	slices.Sort(missing)
+	if len(missing) > 0 {
+		t.Errorf("exported functions with a nilable parameter without a row: %v", missing)
+	}
+	if len(covered) > 0 {
+		t.Errorf("rows for no declared (function, nilable parameter): %v", covered)
+	}
+}
+
+// Recovered runs f and returns what it panicked with (nil when it did not).
+func Recovered(f func()) (p any) {
+	defer func() { p = recover() }()
+	f()
+	return nil
+}

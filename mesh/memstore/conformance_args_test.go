@@ -3,7 +3,6 @@ package memstore_test
 import (
 	"context"
 	"errors"
-	"sort"
 	"strings"
 	"testing"
 
@@ -95,7 +94,7 @@ func TestEveryMemstoreMethodRefusesANilArgumentWithATypedError(t *testing.T) {
 			covered["(*Store)."+r.fn+" "+r.param] = true
 		}
 		var err error
-		if p := recovered(func() { err = r.call() }); p != nil {
+		if p := testkit.Recovered(func() { err = r.call() }); p != nil {
 			t.Errorf("%s: panicked with %v", name, p)
 			continue
 		}
@@ -112,30 +111,10 @@ func TestEveryMemstoreMethodRefusesANilArgumentWithATypedError(t *testing.T) {
 			t.Errorf("%s: got %v, want an *mesh.ArgumentError for %s's %s", name, err, fn, r.param)
 		}
 	}
-	var missing []string
-	for _, fn := range testkit.NilableParams(t, ".", map[string]bool{
+	funcs := testkit.NilableParams(t, ".", map[string]bool{
 		"context.Context": true, "rx.Observable": true, "mesh.Node": false, "mesh.Change": false,
-	}) {
-		for _, param := range fn.Params {
-			key := fn.Name + " " + param
-			excluded := strings.HasPrefix(fn.Name, "(*SettleError).") // an error's own Error/Unwrap: see mesh's table
-			if !covered[key] && !excluded {
-				missing = append(missing, key)
-			}
-			delete(covered, key)
-		}
-	}
-	sort.Strings(missing)
-	if len(missing) > 0 {
-		t.Errorf("exported methods with a nilable parameter without a row: %v", missing)
-	}
-	if len(covered) > 0 {
-		t.Errorf("rows for no declared (method, nilable parameter): %v", covered)
-	}
-}
-
-func recovered(f func()) (p any) {
-	defer func() { p = recover() }()
-	f()
-	return nil
+	})
+	testkit.CheckNilableRows(t, funcs, covered, func(fn, _ string) bool {
+		return strings.HasPrefix(fn, "(*SettleError).") // an error's own Error/Unwrap: see mesh's table
+	})
 }

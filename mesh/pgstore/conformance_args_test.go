@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sort"
 	"strings"
 	"testing"
 
@@ -151,7 +150,7 @@ func TestEveryPgstoreFunctionRefusesANilArgumentWithATypedError(t *testing.T) {
 			covered[name] = true
 		}
 		var err error
-		if p := recovered(func() { err = r.call() }); p != nil {
+		if p := testkit.Recovered(func() { err = r.call() }); p != nil {
 			t.Errorf("%s: panicked with %v", name, p)
 			continue
 		}
@@ -166,32 +165,12 @@ func TestEveryPgstoreFunctionRefusesANilArgumentWithATypedError(t *testing.T) {
 			t.Errorf("%s: got %v, want an *mesh.ArgumentError for pgstore.%s's %s", name, err, r.fn, r.param)
 		}
 	}
-	var missing []string
-	for _, fn := range testkit.NilableParams(t, ".", map[string]bool{
+	funcs := testkit.NilableParams(t, ".", map[string]bool{
 		"context.Context": true, "rx.Observable": true, "mesh.Node": false, "time.Duration": false,
-	}) {
-		for _, param := range fn.Params {
-			key := fn.Name + " " + param
-			recv, method, _ := strings.Cut(fn.Name, ").")
-			// An error's own Error/Unwrap: see mesh's table.
-			excluded := strings.HasSuffix(recv, "Error") && (method == "Error" || method == "Unwrap")
-			if !covered[key] && !excluded {
-				missing = append(missing, key)
-			}
-			delete(covered, key)
-		}
-	}
-	sort.Strings(missing)
-	if len(missing) > 0 {
-		t.Errorf("exported functions with a nilable parameter without a row: %v", missing)
-	}
-	if len(covered) > 0 {
-		t.Errorf("rows for no declared (function, nilable parameter): %v", covered)
-	}
-}
-
-func recovered(f func()) (p any) {
-	defer func() { p = recover() }()
-	f()
-	return nil
+	})
+	testkit.CheckNilableRows(t, funcs, covered, func(fn, _ string) bool {
+		// An error's own Error/Unwrap: see mesh's table.
+		recv, method, _ := strings.Cut(fn, ").")
+		return strings.HasSuffix(recv, "Error") && (method == "Error" || method == "Unwrap")
+	})
 }
