@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/examples/bell/bellstate"
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/notifications"
 )
 
@@ -297,7 +297,7 @@ func pipeStream(t *testing.T, s *server, w *writers, viewer string, release func
 // ("the writers' queue is full" logged): this test fails, as it did when
 // run so.
 func TestAStreamClosedWhileQueuedKeepsItsSlotUntilAWriterTakesIt(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	s := &server{log: slog.New(slog.NewTextHandler(&logs, nil)), streams: map[*eventStream]struct{}{}, viewers: map[string]int{}}
 	s.lim.streams, s.lim.streamsPerViewer = 2, 2
 	w := &writers{due: make(chan *eventStream, s.lim.streams), stop: make(chan struct{}), log: s.log}
@@ -337,24 +337,6 @@ func TestAStreamClosedWhileQueuedKeepsItsSlotUntilAWriterTakesIt(t *testing.T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	assert.Zero(t, s.open, "every slot came back")
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's goroutines and a test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // readEvent reads one event ("...\n\n") from c within promptly.

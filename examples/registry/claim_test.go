@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/internal/s3test"
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/registry/landing/s3volume"
 	"github.com/meshrx/meshrx/rx/rxtest"
@@ -236,24 +236,6 @@ func TestWithVolumeDataKeepsTheEmbeddedStoreAndARestartHoldsItsClaim(t *testing.
 	b.stop()
 }
 
-// syncBuffer is a log sink safe for the claim's goroutine and the test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // lostWithin waits, within the bound, for c to count its claim lost and
 // returns the loss.
 func lostWithin(t *testing.T, c *volumeClaim) *ClaimLostError {
@@ -285,7 +267,7 @@ func TestAHolderWhoseClaimWasTakenOverCountsItLostAtItsNextRenewal(t *testing.T)
 	srv := s3test.Start(t)
 	v := claimTestVolume(t, srv, "p")
 	clk := rxtest.NewClock()
-	var log syncBuffer
+	var log testkit.SyncBuffer
 	old, err := claimVolume(t.Context(), v, clk, "old", "host-old :1", slog.New(slog.NewTextHandler(&log, nil)))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, old.release(context.Background()), "a lost claim is not released") }()

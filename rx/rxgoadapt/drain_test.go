@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/rx"
 	"github.com/meshrx/meshrx/rx/rxgoadapt"
 	"github.com/meshrx/meshrx/rx/rxtest"
@@ -30,7 +31,7 @@ func sendTo(t *testing.T, ch chan<- rxgo.Item, it rxgo.Item, what string) {
 func TestAnEndedSubscriptionDrainsAnRxGoSourceForAtMostItsBudget(t *testing.T) {
 	const budget = time.Second
 	clk := rxtest.NewClock()
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	// rxgo.FromChannel hands over ch itself: nothing on the rxgo side watches
 	// the subscription's context, and ch stays open.
 	ch := make(chan rxgo.Item)
@@ -61,7 +62,7 @@ func TestAnEndedSubscriptionDrainsAnRxGoSourceForAtMostItsBudget(t *testing.T) {
 func TestADrainEndsQuietlyWhenTheRxGoSourceClosesWithinItsBudget(t *testing.T) {
 	const budget = time.Second
 	clk := rxtest.NewClock()
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	ch := make(chan rxgo.Item)
 	src := rxgoadapt.FromRxGo(rxgo.FromChannel(ch),
 		rxgoadapt.WithClock(clk), rxgoadapt.WithDrainBudget(budget),
@@ -80,7 +81,7 @@ func TestADrainEndsQuietlyWhenTheRxGoSourceClosesWithinItsBudget(t *testing.T) {
 func TestTheDrainBudgetAlsoRunsOnAPlainClockMock(t *testing.T) {
 	const budget = time.Second
 	clk := clock.NewMock()
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	ch := make(chan rxgo.Item)
 	src := rxgoadapt.FromRxGo(rxgo.FromChannel(ch),
 		rxgoadapt.WithClock(clk), rxgoadapt.WithDrainBudget(budget),

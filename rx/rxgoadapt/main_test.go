@@ -1,9 +1,7 @@
 package rxgoadapt_test
 
 import (
-	"bytes"
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -80,23 +78,4 @@ func sendItems(items ...rxgo.Item) rxgo.Producer {
 			}
 		}
 	}
-}
-
-// syncBuffer is a log sink safe for the goroutine that writes the log and
-// the test that reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
