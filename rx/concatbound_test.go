@@ -186,6 +186,15 @@ func TestAReentrantConcatMapValueNeverWaitsForRoom(t *testing.T) {
 	// first completes on a goroutine of its own: the pump runs there and delivers 1,
 	// whose observer feeds the outer stream again.
 	go first.OnCompleted()
+	oe := requireOverflowWithoutWaiting(t, reentered, done)
+	assert.Equal(t, "ConcatMap", oe.Op)
+}
+
+// requireOverflowWithoutWaiting waits (bounded) for a re-entrant value to
+// have returned (reentered closed) and the stream to end (done), and
+// checks that it ended with an *OverflowError at QueueLimit.
+func requireOverflowWithoutWaiting(t *testing.T, reentered <-chan struct{}, done <-chan error) *rx.OverflowError {
+	t.Helper()
 	select {
 	case <-reentered:
 	case <-time.After(10 * time.Second):
@@ -199,8 +208,8 @@ func TestAReentrantConcatMapValueNeverWaitsForRoom(t *testing.T) {
 	}
 	var oe *rx.OverflowError
 	require.True(t, errors.As(err, &oe), "want an *OverflowError, got %v", err)
-	assert.Equal(t, "ConcatMap", oe.Op)
 	assert.Equal(t, rx.QueueLimit, oe.Limit)
+	return oe
 }
 
 // An outer stream that emits inside Subscribe (a synchronous source) more
@@ -287,20 +296,7 @@ func TestAValueFromInsideAnyInnersDeliveryNeverWaitsForRoom(t *testing.T) {
 			}
 			// The first slot's inner delivers on a goroutine of its own.
 			go running[0].OnNext(-7)
-			select {
-			case <-reentered:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the re-entrant value waited")
-			}
-			var err error
-			select {
-			case err = <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the stream did not end")
-			}
-			var oe *rx.OverflowError
-			require.True(t, errors.As(err, &oe), "want an *OverflowError, got %v", err)
-			assert.Equal(t, rx.QueueLimit, oe.Limit)
+			requireOverflowWithoutWaiting(t, reentered, done)
 		})
 	}
 }
