@@ -33,11 +33,11 @@ func (s State) String() string {
 	return "state(" + strconv.Itoa(int(s)) + ")"
 }
 
-// ParseState returns the State named s (case-insensitive).
+// ParseState returns the State named s (ASCII case-insensitive: EqualNames).
 func ParseState(s string) (State, error) {
 	names := stateNames()
 	for i, name := range names {
-		if strings.EqualFold(s, name) {
+		if EqualNames(s, name) {
 			return State(i), nil
 		}
 	}
