@@ -5,10 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -126,57 +122,4 @@ func TestIsGlobalAdminAnswersAsDecideAtTheAdminScopeForEverySpelling(t *testing.
 	// global admin.
 	assert.Equal(t, access.Denied, fs.IsGlobalAdmin(ctx, "aDmIn"))
 	assert.Equal(t, access.Allowed, fs.IsGlobalAdmin(ctx, "ops"))
-}
-
-// TestNoCodeInAuthFoldsWithUnicodeRules: no non-test file of auth or
-// auth/access calls a Unicode case mapping (strings.EqualFold, ToLower,
-// ToUpper, ToTitle; their bytes and unicode counterparts): names are folded
-// by mesh.EqualNames and mesh.FoldName (access, which imports nothing of
-// ours, by its equalNames and foldPartition), so a comparison added later
-// cannot slip past the table above.
-//
-// Negative control, run by hand: before the change it listed fold.go's four
-// strings.EqualFold calls and instancestore.go's strings.ToLower.
-func TestNoCodeInAuthFoldsWithUnicodeRules(t *testing.T) {
-	banned := map[string][]string{
-		"strings": {"EqualFold", "ToLower", "ToUpper", "ToTitle", "Title"},
-		"bytes":   {"EqualFold", "ToLower", "ToUpper", "ToTitle", "Title"},
-		"unicode": {"SimpleFold", "ToLower", "ToUpper", "ToTitle", "To"},
-	}
-	var files []string
-	for _, dir := range []string{".", "access"} {
-		got, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		require.NoError(t, err)
-		files = append(files, got...)
-	}
-	fset := token.NewFileSet()
-	var found []string
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
-		require.NoError(t, err)
-		ast.Inspect(f, func(n ast.Node) bool {
-			sel, ok := n.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
-			pkg, ok := sel.X.(*ast.Ident)
-			if ok && contains(banned[pkg.Name], sel.Sel.Name) {
-				found = append(found, fmt.Sprintf("%s: %s.%s", fset.Position(sel.Pos()), pkg.Name, sel.Sel.Name))
-			}
-			return true
-		})
-	}
-	assert.Empty(t, found, "compare names with mesh.EqualNames / mesh.FoldName")
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

@@ -17,7 +17,7 @@ var qualifiers = [...]string{"path", "namespace", "scope", "sort", "limit", "sel
 // the nearest known field when one is close (a typo), otherwise the
 // content property the user may have meant.
 func unknownField(name string, withQualifiers bool) (msg, suggestion string) {
-	if strings.HasPrefix(strings.ToLower(name), "content.") {
+	if strings.HasPrefix(FoldName(name), "content.") {
 		return fmt.Sprintf("field %q has an empty property name", name), ""
 	}
 	candidates := nodeFields[:]
@@ -25,9 +25,9 @@ func unknownField(name string, withQualifiers bool) (msg, suggestion string) {
 		candidates = append(candidates[:len(candidates):len(candidates)], qualifiers[:]...)
 	}
 	best, bestDist := "", 0
-	lower := strings.ToLower(name)
+	lower := FoldName(name)
 	for _, c := range candidates {
-		d := editDistance(lower, strings.ToLower(c))
+		d := editDistance(lower, FoldName(c))
 		if best == "" || d < bestDist {
 			best, bestDist = c, d
 		}

@@ -33,15 +33,15 @@ func (s State) String() string {
 	return "state(" + strconv.Itoa(int(s)) + ")"
 }
 
-// ParseState returns the State named s (case-insensitive); any other s is
-// an *ArgumentError.
+// ParseState returns the State named s (ASCII case-insensitive:
+// EqualNames); any other s is an *ArgumentError.
 func ParseState(s string) (State, error) { return parseState("mesh.ParseState", "s", s) }
 
 // parseState is ParseState for the function fn, whose argument arg held s.
 func parseState(fn, arg, s string) (State, error) {
 	names := stateNames()
 	for i, name := range names {
-		if strings.EqualFold(s, name) {
+		if EqualNames(s, name) {
 			return State(i), nil
 		}
 	}

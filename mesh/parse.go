@@ -142,7 +142,7 @@ func (p *parser) atBoundary() bool {
 // keywordAt reports whether the word kw (OR, AND) stands at the cursor.
 func (p *parser) keywordAt(kw string) bool {
 	end := p.pos + len(kw)
-	if end > len(p.src) || !strings.EqualFold(p.src[p.pos:end], kw) {
+	if end > len(p.src) || !EqualNames(p.src[p.pos:end], kw) {
 		return false
 	}
 	save := p.pos
@@ -290,7 +290,7 @@ func (p *parser) fieldName() (string, bool) {
 // would silently match nothing.
 func (p *parser) unnamedProperty() error {
 	rest := p.src[p.pos:]
-	if len(rest) < len("content.") || !strings.EqualFold(rest[:len("content.")], "content.") {
+	if len(rest) < len("content.") || !EqualNames(rest[:len("content.")], "content.") {
 		return nil
 	}
 	bad := -1
@@ -322,7 +322,7 @@ func isFieldChar(c byte, first bool) bool {
 }
 
 func (p *parser) fieldTerm(start int, name string, neg bool) (item, error) {
-	lower := strings.ToLower(name)
+	lower := FoldName(name)
 	valOff := p.pos
 	spec, err := p.parseValueSpec()
 	if err != nil {
@@ -766,7 +766,7 @@ func (b *builder) reserved(it item) error {
 	case "sort":
 		return b.sort(it.valOff, v)
 	case "limit":
-		if strings.EqualFold(v, "all") {
+		if EqualNames(v, "all") {
 			b.q.Limit = LimitAll
 			return nil
 		}
@@ -788,7 +788,7 @@ func (b *builder) reserved(it item) error {
 			b.q.Select = append(b.q.Select, field)
 		}
 	case "partitions":
-		if !strings.EqualFold(v, "all") {
+		if !EqualNames(v, "all") {
 			return b.errAt(it.valOff, "partitions: takes only all (partitions:all declares a mesh-wide read)")
 		}
 		b.q.AllPartitions = true
@@ -810,7 +810,7 @@ func (b *builder) checkPath(off int, path string) error {
 func (b *builder) sort(off int, v string) error {
 	field, desc := v, false
 	if i := strings.LastIndexByte(v, '-'); i >= 0 {
-		switch strings.ToLower(v[i+1:]) {
+		switch FoldName(v[i+1:]) {
 		case "asc":
 			field = v[:i]
 		case "desc":

@@ -114,7 +114,7 @@ func satelliteTable(segment string) (table string, ok bool) {
 	if !strings.HasPrefix(segment, "_") {
 		return "", false
 	}
-	switch strings.ToLower(segment) {
+	switch FoldName(segment) {
 	case "_access":
 		return "access", true
 	case "_notification":

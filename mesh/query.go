@@ -52,10 +52,10 @@ func (s Scope) String() string {
 	return "scope(" + strconv.Itoa(int(s)) + ")"
 }
 
-// ParseScope returns the scope named s (case-insensitive).
+// ParseScope returns the scope named s (ASCII case-insensitive: EqualNames).
 func ParseScope(s string) (Scope, bool) {
 	for i, name := range scopeNames() {
-		if strings.EqualFold(s, name) {
+		if EqualNames(s, name) {
 			return Scope(i), true
 		}
 	}
@@ -237,7 +237,7 @@ func quoteValue(v string) string {
 // a field, a keyword, a negation, a group or a path list.
 func quoteText(t string) string {
 	if t == "" || strings.ContainsAny(t, "():\"'\\") || strings.ContainsFunc(t, unicode.IsSpace) ||
-		strings.ContainsAny(t[:1], "-[") || strings.EqualFold(t, "or") || strings.EqualFold(t, "and") {
+		strings.ContainsAny(t[:1], "-[") || EqualNames(t, "or") || EqualNames(t, "and") {
 		return quote(t)
 	}
 	return t
@@ -298,7 +298,7 @@ func nodeField(lower string) (string, bool) {
 // error instead of a query that silently matches nothing. ok is false for an
 // unknown field and for a content property path with an empty segment.
 func canonicalField(name string) (field string, ok bool) {
-	lower := strings.ToLower(name)
+	lower := FoldName(name)
 	if f, ok := nodeField(lower); ok {
 		return f, true
 	}

@@ -101,3 +101,26 @@ func TestScopeAndOperatorNamesReadWell(t *testing.T) {
 	assert.Equal(t, "notLike", OpNotLike.String())
 	assert.Equal(t, "op(99)", Op(99).String())
 }
+
+// TestAScopeOrStateNameThatOnlyUnicodeFoldingMakesOneIsNone: scope and
+// state names are names (EqualNames: ASCII case only), so "ſubtree" and
+// "tranſient" (U+017F LONG S) are refused, in a query too, rather than read
+// as subtree and transient. Control: another ASCII case of each is it.
+// Negative control, run by hand: with strings.EqualFold in ParseScope and
+// ParseState (the code before), "ſubtree" was Subtree and "tranſient"
+// Transient.
+func TestAScopeOrStateNameThatOnlyUnicodeFoldingMakesOneIsNone(t *testing.T) {
+	_, ok := ParseScope("\u017Fubtree")
+	assert.False(t, ok)
+	_, err := Parse("path:acme scope:\u017Fubtree")
+	assert.ErrorContains(t, err, "unknown scope")
+	_, err = ParseState("tran\u017Fient")
+	assert.Error(t, err)
+
+	s, ok := ParseScope("SUBTREE")
+	assert.True(t, ok, "control")
+	assert.Equal(t, ScopeSubtree, s)
+	st, err := ParseState("Transient")
+	require.NoError(t, err, "control")
+	assert.Equal(t, "transient", st.String())
+}

@@ -2,6 +2,7 @@ package notifications_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -86,4 +87,25 @@ func TestTypesAreValidatedAndABlankTypeIsGeneral(t *testing.T) {
 	var invalid *notifications.InvalidError
 	require.True(t, errors.As(err, &invalid), "got %v", err)
 	assert.Equal(t, "type", invalid.Field)
+}
+
+// TestATypeNameThatOnlyUnicodeFoldingMakesATypeIsNoType: ParseType folds
+// ASCII case only (mesh.EqualNames), so "Syſtem" (U+017F LONG S) and
+// "Acce\u017F\u017FGranted" are refused like any unknown type.
+// Control: another ASCII case of the same names parses.
+// Negative control, run by hand: with strings.EqualFold in ParseType (the
+// code before), "Syſtem" parsed as System.
+func TestATypeNameThatOnlyUnicodeFoldingMakesATypeIsNoType(t *testing.T) {
+	for _, s := range []string{"Sy\u017Ftem", "Acce\u017F\u017FGranted"} {
+		require.True(t, strings.EqualFold(s, strings.ReplaceAll(s, "\u017F", "s")), "control: Unicode folding joins %q", s)
+		got, err := notifications.ParseType(s)
+		var invalid *notifications.InvalidError
+		assert.True(t, errors.As(err, &invalid), "%q: got %q, %v", s, got, err)
+	}
+	got, err := notifications.ParseType("SYSTEM")
+	require.NoError(t, err)
+	assert.Equal(t, notifications.System, got, "control")
+	got, err = notifications.ParseType("accessgranted")
+	require.NoError(t, err)
+	assert.Equal(t, notifications.AccessGranted, got, "control")
 }

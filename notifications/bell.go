@@ -493,12 +493,12 @@ func (b *bell) state() BellState {
 func stateOf(all []Notification) BellState {
 	slices.SortFunc(all, newestFirst)
 	var st BellState
-	index := map[string]int{} // lower-cased source → group
+	index := map[string]int{} // source, by mesh.FoldName → group
 	for _, n := range all {
 		if !n.IsRead {
 			st.Unread++
 		}
-		key := strings.ToLower(n.Source())
+		key := mesh.FoldName(n.Source())
 		gi, ok := index[key]
 		if !ok {
 			gi = len(st.Groups)
@@ -515,7 +515,7 @@ func stateOf(all []Notification) BellState {
 func newestFirst(a, b Notification) int {
 	return cmp.Or(
 		b.CreatedAt.Compare(a.CreatedAt),
-		strings.Compare(strings.ToLower(a.Addressee), strings.ToLower(b.Addressee)),
+		strings.Compare(mesh.FoldName(a.Addressee), mesh.FoldName(b.Addressee)),
 		strings.Compare(a.ID, b.ID),
 	)
 }

@@ -33,13 +33,14 @@ func Types() []Type {
 	return []Type{General, ApprovalRequired, ApprovalGiven, ApprovalRejected, AccessGranted, ChatReady, System}
 }
 
-// ParseType returns the Type named s, ignoring case; "" is General.
+// ParseType returns the Type named s, ignoring ASCII case (the name rule
+// of mesh.EqualNames: "Syſtem" is no type); "" is General.
 func ParseType(s string) (Type, error) {
 	if strings.TrimSpace(s) == "" {
 		return General, nil
 	}
 	for _, t := range Types() {
-		if strings.EqualFold(string(t), s) {
+		if mesh.EqualNames(string(t), s) {
 			return t, nil
 		}
 	}

@@ -154,7 +154,7 @@ func (s *Service) Create(ctx context.Context, n Notification, recipients ...stri
 
 	var nodes []mesh.Node
 	var errs []error
-	delivered := map[string]bool{} // lower-cased addressees
+	delivered := map[string]bool{} // addressees, by mesh.FoldName
 	for _, r := range recipients {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)
@@ -166,7 +166,7 @@ func (s *Service) Create(ctx context.Context, n Notification, recipients ...stri
 			s.log().Warn("notifications: recipient names no partition; delivering to Admin",
 				"recipient", r, "id", n.ID)
 		}
-		if delivered[strings.ToLower(addressee)] {
+		if delivered[mesh.FoldName(addressee)] {
 			continue
 		}
 		n.Recipient = r
@@ -175,12 +175,12 @@ func (s *Service) Create(ctx context.Context, n Notification, recipients ...stri
 			s.log().Warn("notifications: addressee refused the notification; delivering to Admin",
 				"addressee", addressee, "id", n.ID, "err", err)
 			addressee = Admin
-			if delivered[strings.ToLower(addressee)] {
+			if delivered[mesh.FoldName(addressee)] {
 				continue
 			}
 			node, err = s.deliver(ctx, n, addressee)
 		}
-		delivered[strings.ToLower(addressee)] = true
+		delivered[mesh.FoldName(addressee)] = true
 		if err != nil {
 			errs = append(errs, &DeliveryError{Addressee: addressee, Path: deliveryPath(addressee, n.ID), Err: err})
 			continue
@@ -233,7 +233,7 @@ func (s *Service) MarkRead(ctx context.Context, viewer, id string) error {
 		if err != nil {
 			return fmt.Errorf("notifications: mark %s read: %w", path, err)
 		}
-		if !ok || !strings.EqualFold(node.NodeType, NodeType) {
+		if !ok || !mesh.EqualNames(node.NodeType, NodeType) {
 			return &NotFoundError{Viewer: viewer, ID: id}
 		}
 		content, changed, err := withField(node.Content, "isRead", true)
@@ -314,7 +314,7 @@ func (s *Service) Prune(ctx context.Context, addressee string) (removed int, err
 		}
 		victims = victims[:0]
 		for _, n := range oldest {
-			if got, _ := mesh.SplitPath(n.Path); strings.EqualFold(got, ns) {
+			if got, _ := mesh.SplitPath(n.Path); mesh.EqualNames(got, ns) {
 				victims = append(victims, n)
 			}
 		}

@@ -575,10 +575,10 @@ func (e *tierError) Error() string {
 	return fmt.Sprintf("registry: invalid package tier %q: %s", e.Tier, e.Reason)
 }
 
-// canonicalTier trims and lower-cases a tier and checks that it is a plain
+// canonicalTier trims and lower-cases (ASCII only: mesh.FoldName) a tier and checks that it is a plain
 // plan id: up to 64 ASCII letters, digits, '.', '_' and '-'.
 func canonicalTier(tier string) (string, error) {
-	t := strings.ToLower(strings.TrimSpace(tier))
+	t := mesh.FoldName(strings.TrimSpace(tier))
 	if t == "" {
 		return "", nil
 	}

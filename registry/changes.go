@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/meshrx/meshrx/mesh"
@@ -35,7 +34,7 @@ func (s *ServedActivation) announce(rec landing.Record) {
 	}
 	key := moduleKey(rec.Module)
 	content, _ := json.Marshal(ModuleChange{Module: rec.Module, Record: rec.ID, State: string(rec.State), Replica: rec.Replica})
-	n := mesh.Node{Path: mesh.JoinPath(s.changesNS, strings.ToLower(rec.Module)), NodeType: ChangeNodeType, Name: rec.Module, Content: content}
+	n := mesh.Node{Path: mesh.JoinPath(s.changesNS, mesh.FoldName(rec.Module)), NodeType: ChangeNodeType, Name: rec.Module, Content: content}
 	ctx, cancel := s.stopped(s.changeBudget)
 	defer cancel()
 	_, err := s.changes.Put(ctx, n)
@@ -124,7 +123,7 @@ func (s *ServedActivation) onChange(attempt uint64, ch mesh.Change) {
 		if c.Replica == own {
 			continue // our own writes invalidated the snapshot as they returned
 		}
-		s.pending[strings.ToLower(c.Module)] = struct{}{}
+		s.pending[mesh.FoldName(c.Module)] = struct{}{}
 		added = true
 	}
 	s.mu.Unlock()

@@ -152,7 +152,7 @@ func tooLarge(limit int64) answer.Answer {
 // constant time (over digests, so the length does not leak either).
 func (s *Server) publishAuthorized(header string) bool {
 	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
+	if !ok || !mesh.EqualNames(scheme, "Bearer") {
 		return false
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -62,4 +63,22 @@ func TestAPublicationWhoseQueryDoesNotParseOrMisspellsAParameterIsRefusedAndLand
 	got := f.do(publishRequest("Acme.Crm", "?version=1.3.0&tier=pro", testPublishToken, archive))
 	require.Equal(t, http.StatusCreated, got.status, "control: %s", got.body)
 	assert.Equal(t, map[string]string{"Acme.Crm": "1.3.0"}, f.activation())
+}
+
+// A package tier is a plan id folded by the name rule (ASCII case only,
+// mesh.FoldName): a tier spelled with U+212A KELVIN SIGN is refused, not
+// read as the ASCII tier Unicode lower-casing makes of it ("\u212Aids" was
+// "kids"), and so is one with U+017F LONG S.
+// Control: another ASCII case of the tier is the tier.
+// Negative control, run by hand: with strings.ToLower in canonicalTier (the
+// code before), "\u212Aids" was accepted as "kids".
+func TestAPackageTierSpelledWithTheKelvinSignIsRefusedNotReadAsItsASCIIFold(t *testing.T) {
+	for _, tier := range []string{"\u212Aids", "ba\u017Fic"} {
+		got, err := canonicalTier(tier)
+		var refused *tierError
+		assert.True(t, errors.As(err, &refused), "%q: got %q, %v", tier, got, err)
+	}
+	got, err := canonicalTier(" KIDS ")
+	require.NoError(t, err)
+	assert.Equal(t, "kids", got, "control")
 }

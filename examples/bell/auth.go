@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/meshrx/meshrx/mesh"
 )
 
 // How the bell knows who is looking. The example issues one random token
@@ -97,7 +99,7 @@ func (a *accounts) sample(n int) string {
 // folded, the name rule), and returns its own spelling.
 func (a *accounts) known(user string) (string, bool) {
 	for u := range a.tokens {
-		if len(u) == len(user) && strings.EqualFold(u, user) && isASCII(user) {
+		if mesh.EqualNames(u, user) && isASCII(user) {
 			return u, true
 		}
 	}
@@ -187,7 +189,7 @@ func (a *accounts) who(r *http.Request) (string, authMethod) {
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, _ := strings.Cut(strings.TrimSpace(h), " ")
-		if len(scheme) == 6 && strings.EqualFold(scheme, "Bearer") {
+		if mesh.EqualNames(scheme, "Bearer") {
 			if u, ok := a.byToken(strings.TrimSpace(tok)); ok {
 				return u, bearerAuth
 			}

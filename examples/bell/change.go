@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"strconv"
-	"strings"
 	"unsafe"
 
+	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/notifications"
 )
 
@@ -156,7 +156,7 @@ func (c *frameCache) changeRest(buf *bytes.Buffer, viewer string, to notificatio
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(c.item(n, strings.EqualFold(n.Addressee, viewer)))
+		buf.Write(c.item(n, mesh.EqualNames(n.Addressee, viewer)))
 	}
 	buf.WriteString(`],"remove":[`)
 	for i, n := range remove {
@@ -172,12 +172,12 @@ func (c *frameCache) changeRest(buf *bytes.Buffer, viewer string, to notificatio
 	buf.WriteString("]}\n\n")
 }
 
-// notificationKey names a notification in a state: its addressee (without
-// case) and id.
+// notificationKey names a notification in a state: its addressee (ASCII
+// case folded: mesh.FoldName) and id.
 type notificationKey struct{ addressee, id string }
 
 func keyOf(n notifications.Notification) notificationKey {
-	return notificationKey{addressee: strings.ToLower(n.Addressee), id: n.ID}
+	return notificationKey{addressee: mesh.FoldName(n.Addressee), id: n.ID}
 }
 
 // diff returns the notifications of to that from does not hold as they
@@ -212,7 +212,7 @@ func diff(from, to notifications.BellState) (put, remove []notifications.Notific
 // ownedBy reports whether viewer is among addressees.
 func ownedBy(addressees []string, viewer string) bool {
 	for _, a := range addressees {
-		if strings.EqualFold(a, viewer) {
+		if mesh.EqualNames(a, viewer) {
 			return true
 		}
 	}

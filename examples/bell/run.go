@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -40,7 +39,7 @@ const demoAdmin = "ops"
 type demoAdmins map[string]bool
 
 func (d demoAdmins) IsGlobalAdmin(_ context.Context, user string) access.Decision {
-	if d[strings.ToLower(user)] {
+	if d[mesh.FoldName(user)] {
 		return access.Allowed
 	}
 	return access.Denied

@@ -254,7 +254,7 @@ func viewOf(viewer string, st notifications.BellState) bellView {
 		gv := groupView{Source: g.Source, Items: make([]itemView, 0, len(g.Items))}
 		for _, n := range g.Items {
 			gv.Items = append(gv.Items, itemView{Notification: n, Addressee: n.Addressee,
-				Own: strings.EqualFold(n.Addressee, viewer), Source: n.Source()})
+				Own: mesh.EqualNames(n.Addressee, viewer), Source: n.Source()})
 		}
 		v.Groups = append(v.Groups, gv)
 	}
@@ -292,7 +292,7 @@ func (s *server) send(w http.ResponseWriter, r *http.Request, sender string) {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid recipients: at most %d per notification", s.lim.recipients))
 			return
 		}
-		if strings.EqualFold(recipient, notifications.Admin) && isASCII(recipient) {
+		if mesh.EqualNames(recipient, notifications.Admin) {
 			// The Admin notifications: addressed by a global admin only.
 			if s.svc.Admins == nil || !s.svc.Admins.IsGlobalAdmin(ctx, sender).Allows() {
 				writeError(w, http.StatusForbidden, fmt.Sprintf("signed in as %s: only a global admin sends to %s", sender, notifications.Admin))

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/meshrx/meshrx/internal/sockbatch"
+	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/notifications"
 	"github.com/meshrx/meshrx/rx"
 )
@@ -675,7 +675,7 @@ func (c *frameCache) rest(buf *bytes.Buffer, viewer string, st notifications.Bel
 			if ii > 0 {
 				buf.WriteByte(',')
 			}
-			buf.Write(c.item(n, strings.EqualFold(n.Addressee, viewer)))
+			buf.Write(c.item(n, mesh.EqualNames(n.Addressee, viewer)))
 		}
 		buf.WriteString("]}")
 	}
@@ -686,7 +686,7 @@ func (c *frameCache) rest(buf *bytes.Buffer, viewer string, st notifications.Bel
 func ownAny(viewer string, groups []notifications.Group) bool {
 	for _, g := range groups {
 		for _, n := range g.Items {
-			if strings.EqualFold(n.Addressee, viewer) {
+			if mesh.EqualNames(n.Addressee, viewer) {
 				return true
 			}
 		}
@@ -700,7 +700,7 @@ func addresseesOf(groups []notifications.Group) []string {
 	var out []string
 	for _, g := range groups {
 		for _, n := range g.Items {
-			if !slices.ContainsFunc(out, func(a string) bool { return strings.EqualFold(a, n.Addressee) }) {
+			if !slices.ContainsFunc(out, func(a string) bool { return mesh.EqualNames(a, n.Addressee) }) {
 				out = append(out, n.Addressee)
 			}
 		}

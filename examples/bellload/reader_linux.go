@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -89,8 +88,8 @@ func (r *round) arrive() {
 // check reports how it, a stream's notification titled as r's, differs
 // from what r sent to viewer.
 func (r *round) check(it *bellstate.Item, viewer string) error {
-	own := !strings.EqualFold(r.addressee, adminAddressee)
-	if it.Message != r.message || !strings.EqualFold(it.Addressee, r.addressee) || it.Own != own ||
+	own := !bellstate.EqualNames(r.addressee, adminAddressee)
+	if it.Message != r.message || !bellstate.EqualNames(it.Addressee, r.addressee) || it.Own != own ||
 		it.Type != "General" || it.CreatedBy != senderName || it.IsRead || it.CreatedAt.IsZero() {
 		return fmt.Errorf("stream of %s: %q arrived as %+v, not as sent (to %s, message %q, by %s, unread)",
 			viewer, r.title, *it, r.addressee, r.message, senderName)

@@ -241,8 +241,11 @@ func (c *pollConn) exchange(req []byte, knownTag string, written func()) (a poll
 				return a, false, true, fmt.Errorf("%w: header line %q", errMalformed, h)
 			}
 			value = bytes.TrimSpace(value)
+			if !isHeaderName(name) {
+				return a, false, true, fmt.Errorf("%w: header name %q", errMalformed, name)
+			}
 			switch {
-			case bytes.EqualFold(name, []byte("Content-Length")):
+			case equalToken(name, "Content-Length"):
 				n, err := strconv.ParseInt(string(value), 10, 64)
 				if err != nil || n < 0 {
 					return a, false, true, fmt.Errorf("%w: Content-Length %q", errMalformed, value)
@@ -253,19 +256,19 @@ func (c *pollConn) exchange(req []byte, knownTag string, written func()) (a poll
 					return a, false, true, fmt.Errorf("%w: Content-Length %d and %d", errMalformed, length, n)
 				}
 				length = n
-			case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-				chunked = bytes.EqualFold(value, []byte("chunked"))
+			case equalToken(name, "Transfer-Encoding"):
+				chunked = equalToken(value, "chunked")
 				if !chunked {
 					return a, false, true, fmt.Errorf("%w: Transfer-Encoding %q", errMalformed, value)
 				}
-			case bytes.EqualFold(name, []byte("ETag")):
+			case equalToken(name, "ETag"):
 				if string(value) == knownTag {
 					a.etag = knownTag
 				} else {
 					a.etag = string(value)
 				}
-			case bytes.EqualFold(name, []byte("Connection")):
-				if bytes.EqualFold(value, []byte("close")) {
+			case equalToken(name, "Connection"):
+				if equalToken(value, "close") {
 					keep = false
 				}
 			}
@@ -330,4 +333,38 @@ func (c *pollConn) discardChunks() (int64, error) {
 			return total, fmt.Errorf("%w: no CRLF after a chunk", errMalformed)
 		}
 	}
+}
+
+// equalToken reports whether b is the HTTP token s in any ASCII case:
+// header names and tokens fold ASCII case only (RFC 9110, as net/http
+// reads them), not by Unicode rules, under which "chun\u212Aed" (KELVIN
+// SIGN) would be chunked.
+func equalToken(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// isHeaderName reports whether name is a non-empty run of printable ASCII
+// other than space, as every header name net/http accepts is.
+func isHeaderName(name []byte) bool {
+	for _, c := range name {
+		if c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return len(name) > 0
 }

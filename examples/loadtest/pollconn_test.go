@@ -344,3 +344,48 @@ func TestConflictingContentLengthsAreAMalformedAnswer(t *testing.T) {
 	require.NoError(t, s.err, "the poll after it is answered")
 	assert.Equal(t, int64(4), s.bytes)
 }
+
+// Header names and tokens are ASCII case-insensitive (RFC 9110), as
+// net/http reads them: "Transfer-Encoding: chun\u212Aed" (U+212A KELVIN
+// SIGN) is no chunked framing and "Tran\u017Ffer-Encoding" (U+017F LONG S)
+// no header name, so the pollers refuse both answers (that poll's error),
+// as net/http does, instead of reading chunks from them. Controls: net/http
+// refuses both; the poll after them is answered.
+// Negative control, run by hand: with bytes.EqualFold on the names and
+// tokens (the code before), the chun\u212Aed answer was read as 5 chunked
+// bytes with no error.
+func TestATransferEncodingThatOnlyUnicodeFoldingMakesChunkedIsAMalformedAnswer(t *testing.T) {
+	answers := []string{
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chun\u212Aed\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTran\u017Ffer-Encoding: chunked\r\nConnection: close\r\n\r\nhello",
+	}
+	for _, a := range answers {
+		resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(a)), nil)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		require.Error(t, err, "control: net/http refuses %q", a)
+	}
+	srv, _ := hijackServer(t, func(n int64) string {
+		if int(n) <= len(answers) {
+			return answers[n-1]
+		}
+		return ""
+	}, true)
+	clk := rxtest.NewClock()
+	l := load{url: srv.URL, key: "k", clk: clk}
+	target, err := parsePollTarget(srv.URL)
+	require.NoError(t, err)
+	pool := newPollConns(t.Context(), target, 1)
+	defer pool.closeIdle()
+	held := &pollerState{l: l, target: target, full: target.request("k", "", "")}
+	held.set("")
+
+	for _, a := range answers {
+		s := l.poll(t.Context(), pool, held, clk.Now())
+		assert.ErrorIs(t, s.err, errMalformed, "%q", a)
+	}
+	s := l.poll(t.Context(), pool, held, clk.Now())
+	require.NoError(t, s.err, "control: the poll after them is answered")
+	assert.Equal(t, int64(4), s.bytes)
+}

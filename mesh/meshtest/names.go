@@ -60,7 +60,7 @@ func (s *suite) securityCaseVariants(t testing.TB, svc mesh.Store) {
 		require.True(t, snap.Declares(mesh.PartitionAccessPolicyType), "a store gates the security types by default")
 		n := 0
 		for _, node := range snap.Nodes {
-			if strings.EqualFold(node.Path, "acme/Docs/_Policy") {
+			if mesh.EqualNames(node.Path, "acme/Docs/_Policy") {
 				n++
 			}
 		}

@@ -397,7 +397,7 @@ func (c *Client) Download(ctx context.Context, e IndexEntry) (io.ReadCloser, err
 	if err := landing.ValidateVersion(e.Version); err != nil {
 		return nil, err
 	}
-	want := strings.ToLower(strings.TrimSpace(e.SHA256))
+	want := landing.FoldName(strings.TrimSpace(e.SHA256))
 	if !isSHA256Hex(want) {
 		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: e.SHA256}
 	}
@@ -406,7 +406,7 @@ func (c *Client) Download(ctx context.Context, e IndexEntry) (io.ReadCloser, err
 	if err != nil {
 		return nil, err
 	}
-	if got := strings.ToLower(strings.TrimSpace(resp.Header.Get(BundleDigestHeader))); got != "" && got != want {
+	if got := landing.FoldName(strings.TrimSpace(resp.Header.Get(BundleDigestHeader))); got != "" && got != want {
 		_ = resp.Body.Close()
 		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: want, Got: got}
 	}
@@ -541,13 +541,15 @@ func sameOrigin(next func(*http.Request, []*http.Request) error) func(*http.Requ
 	}
 }
 
-// canonicalHost is u's host and port, the port made explicit.
+// canonicalHost is u's host and port, the port made explicit and the host
+// folded in ASCII case only, as DNS compares names (RFC 4343): a host
+// spelled with U+212A KELVIN SIGN is another origin.
 func canonicalHost(u *url.URL) string {
 	port := u.Port()
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
-	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+	return net.JoinHostPort(landing.FoldName(u.Hostname()), port)
 }
 
 // retryable says whether an attempt may pass if repeated: a transport

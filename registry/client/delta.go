@@ -79,7 +79,7 @@ func (h *heldIndex) apply(d IndexDelta, etag string) (*heldIndex, error) {
 	}
 	gone := make(map[string]bool, len(d.Removed))
 	for _, name := range d.Removed {
-		gone[strings.ToLower(name)] = true
+		gone[landing.FoldName(name)] = true
 	}
 	n := &heldIndex{etag: etag, entries: make([]IndexEntry, 0, len(h.entries)+len(ups)), leaves: make([][32]byte, 0, len(h.entries)+len(ups))}
 	clean := make([]bool, 0, cap(n.leaves))
@@ -100,7 +100,7 @@ func (h *heldIndex) apply(d IndexDelta, etag string) (*heldIndex, error) {
 			j++
 			continue
 		}
-		if gone[strings.ToLower(e.Plugin)] {
+		if gone[landing.FoldName(e.Plugin)] {
 			removed = true
 			continue
 		}

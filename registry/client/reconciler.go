@@ -17,6 +17,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/meshrx/meshrx/registry/landing"
 	"github.com/meshrx/meshrx/rx"
 )
 
@@ -375,11 +376,11 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 	// Names are compared without case, as the registry compares them.
 	listed := map[string]int{}
 	for _, e := range idx.Bundles {
-		listed[strings.ToLower(e.Plugin)]++
+		listed[landing.FoldName(e.Plugin)]++
 	}
 	reported := map[string]bool{}
 	for _, e := range idx.Bundles {
-		if n := listed[strings.ToLower(e.Plugin)]; n > 1 {
+		if n := listed[landing.FoldName(e.Plugin)]; n > 1 {
 			// Applying each in turn would flap between versions every poll.
 			if !reported[e.Plugin] {
 				reported[e.Plugin] = true
@@ -437,7 +438,7 @@ func (r *Reconciler) readInstalled(ctx context.Context) error {
 		if strings.TrimSpace(p) == "" {
 			return fail(errors.New("Reconciler.Installed lists a plugin with an empty name"))
 		}
-		key := strings.ToLower(p)
+		key := landing.FoldName(p)
 		if q, dup := folded[key]; dup {
 			a, b := min(p, q), max(p, q)
 			return fail(fmt.Errorf("Reconciler.Installed lists %q and %q, one plugin to the registry (names are compared without case)", a, b))
@@ -463,7 +464,7 @@ func appliedKey(applied map[string]string, plugin string) string {
 		return plugin
 	}
 	for k := range applied {
-		if strings.EqualFold(k, plugin) {
+		if landing.CompareNames(k, plugin) == 0 {
 			return k
 		}
 	}
@@ -476,14 +477,14 @@ func appliedKey(applied map[string]string, plugin string) string {
 func (r *Reconciler) noteMissing(idx Index, tag string, cfg reconcilerConfig) {
 	listed := make(map[string]bool, len(idx.Bundles))
 	for _, e := range idx.Bundles {
-		listed[strings.ToLower(e.Plugin)] = true
+		listed[landing.FoldName(e.Plugin)] = true
 	}
 	now := cfg.clk.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.missingTag = tag
 	for p, m := range r.missing {
-		if _, applied := r.status.Applied[p]; !applied || listed[strings.ToLower(p)] {
+		if _, applied := r.status.Applied[p]; !applied || listed[landing.FoldName(p)] {
 			if applied {
 				cfg.logger.Info("registry consumer: a plugin the index had left out is listed again; it is kept",
 					slog.String("plugin", p), slog.Duration("missingFor", now.Sub(m.since)))
@@ -492,7 +493,7 @@ func (r *Reconciler) noteMissing(idx Index, tag string, cfg reconcilerConfig) {
 		}
 	}
 	for p, v := range r.status.Applied {
-		if listed[strings.ToLower(p)] || r.missing[p] != nil {
+		if listed[landing.FoldName(p)] || r.missing[p] != nil {
 			continue
 		}
 		if r.missing == nil {
@@ -572,7 +573,7 @@ func (r *Reconciler) install(ctx context.Context, cfg reconcilerConfig, e IndexE
 	fail := func(step string, err error) error {
 		return &ReconcileError{Step: step, Plugin: e.Plugin, Version: e.Version, Err: budgetCause(ctx, err)}
 	}
-	want := strings.ToLower(strings.TrimSpace(e.SHA256))
+	want := landing.FoldName(strings.TrimSpace(e.SHA256))
 	if !isSHA256Hex(want) {
 		return fail("verify", &DigestError{Plugin: e.Plugin, Version: e.Version, Want: e.SHA256})
 	}

@@ -195,5 +195,10 @@ func foldName(s string) string {
 	return s
 }
 
+// FoldName is foldName for the packages that compare module names as the
+// landing does (registry/client): the key under which CompareNames reports
+// names equal.
+func FoldName(s string) string { return foldName(s) }
+
 // equalNames compares two names with the name rule (ASCII case folding).
 func equalNames(a, b string) bool { return len(a) == len(b) && foldName(a) == foldName(b) }

@@ -187,7 +187,7 @@ func parseStamp(s string) (time.Time, bool) {
 	if err != nil {
 		return time.Time{}, false
 	}
-	if _, err := hex.DecodeString(s[21:]); err != nil || strings.ToLower(s[21:]) != s[21:] {
+	if _, err := hex.DecodeString(s[21:]); err != nil || foldName(s[21:]) != s[21:] {
 		return time.Time{}, false
 	}
 	return time.Unix(0, int64(n)).UTC(), true

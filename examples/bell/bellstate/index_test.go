@@ -127,18 +127,29 @@ func TestValidationIsTheSameOnBothSidesOfTheIndexThreshold(t *testing.T) {
 	}
 }
 
-// A change removing "İnci"'s notification matches it as the bell keys
-// it: the bell lower-cases the addressee (strings.ToLower, "i̇nci") and
-// the client compares lower-cased forms. Negative control: comparing
-// with strings.EqualFold (as before), "İnci" does not match "i̇nci", the
-// notification stays, and the change is refused with a MismatchError.
-func TestARemoveMatchesAnAddresseeAsTheBellLowerCasesIt(t *testing.T) {
+// A change removing a notification matches its addressee as the bell
+// keys it (FoldName, mesh's name rule): in any ASCII case, and never a
+// spelling only Unicode lower-casing makes the same ("\u212Aate", KELVIN
+// SIGN, is not kate), which leaves kate's notification held and the change
+// refused with a MismatchError. Control: "KATE" removes it.
+// Negative control, run by hand: with strings.ToLower in keyOf, index and
+// sameLower (the code before), the "\u212Aate" remove took kate's
+// notification away.
+func TestARemoveMatchesAnAddresseeAsTheBellKeysIt(t *testing.T) {
+	remove := func(n int, addressee string) bellstate.Event {
+		return bellstate.Event{Name: "change", ID: "2", Data: []byte(fmt.Sprintf(`{"viewer":"ops","unread":%d,"count":%d,"put":[],"remove":[{"addressee":%q,"id":"x"}]}`,
+			n-1, n-1, addressee))}
+	}
 	for _, n := range []int{1, 100} { // searched, and indexed
 		var s bellstate.State
-		require.NoError(t, s.Apply(wholeOf(n-1, itemFor("İnci", "x")), nil))
-		ev := bellstate.Event{Name: "change", ID: "2", Data: []byte(fmt.Sprintf(`{"viewer":"ops","unread":%d,"count":%d,"put":[],"remove":[{"addressee":%q,"id":"x"}]}`,
-			n-1, n-1, strings.ToLower("İnci")))}
-		require.NoError(t, s.Apply(ev, nil), "%d notifications", n)
+		require.NoError(t, s.Apply(wholeOf(n-1, itemFor("kate", "x")), nil))
+		err := s.Apply(remove(n, "\u212Aate"), nil)
+		var mm *bellstate.MismatchError
+		assert.True(t, errors.As(err, &mm), "%d notifications: %v", n, err)
+
+		s = bellstate.State{}
+		require.NoError(t, s.Apply(wholeOf(n-1, itemFor("kate", "x")), nil))
+		require.NoError(t, s.Apply(remove(n, "KATE"), nil), "control, %d notifications", n)
 		assert.Nil(t, s.Find("tx"), "%d notifications", n)
 	}
 }

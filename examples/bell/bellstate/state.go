@@ -25,7 +25,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Item is a notification as a stream shows it.
@@ -48,51 +47,57 @@ type Item struct {
 	Source string `json:"source"`
 }
 
-// Key names a notification: its addressee (compared in lower case, as the
-// bell keys it: strings.ToLower) and id.
+// Key names a notification: its addressee (ASCII case folded, as the bell
+// keys it: FoldName, the name rule of mesh.FoldName) and id.
 type Key struct {
 	Addressee string `json:"addressee"`
 	ID        string `json:"id"`
 }
 
 // is reports whether it is the notification named by addressee and id
-// (the addressees compared in lower case), without allocating when they
-// are ASCII. The ids' last bytes are compared first: ids of one length
+// (the addressees compared by EqualNames), without allocating. The ids' last bytes are compared first: ids of one length
 // share long prefixes.
 func (it *Item) is(addressee, id string) bool {
 	n := len(id)
-	return len(it.ID) == n && (n == 0 || it.ID[n-1] == id[n-1]) && it.ID == id && sameLower(it.Addressee, addressee)
+	return len(it.ID) == n && (n == 0 || it.ID[n-1] == id[n-1]) && it.ID == id && EqualNames(it.Addressee, addressee)
 }
 
-// sameLower reports whether strings.ToLower(a) == strings.ToLower(b), the
-// bell's key for an addressee (examples/bell's keyOf). Not EqualFold:
-// that folds "İ" to neither "i" nor "i̇", so "İnci", which the bell keys
-// as "i̇nci", would not match its own key. ASCII strings are compared
-// without allocating.
-func sameLower(a, b string) bool {
-	if len(a) == len(b) {
-		ascii := true
-		for i := 0; i < len(a); i++ {
-			ca, cb := a[i], b[i]
-			if ca|cb >= utf8.RuneSelf {
-				ascii = false
-				break
-			}
-			if 'A' <= ca && ca <= 'Z' {
-				ca += 'a' - 'A'
-			}
-			if 'A' <= cb && cb <= 'Z' {
-				cb += 'a' - 'A'
-			}
-			if ca != cb {
-				return false
-			}
-		}
-		if ascii {
-			return true
+// EqualNames reports whether a and b are one name to the bell: equal under
+// ASCII case folding, every other byte only itself (mesh.EqualNames, which
+// this package, importing nothing of meshrx, repeats). Not Unicode folding:
+// it makes "\u212Aate" (KELVIN SIGN) kate, another user's name.
+func EqualNames(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
+			return false
 		}
 	}
-	return strings.ToLower(a) == strings.ToLower(b)
+	return true
+}
+
+// FoldName is the key under which EqualNames names are equal: 'A'–'Z'
+// lowered, every other byte as it is (mesh.FoldName).
+func FoldName(name string) string {
+	for i := 0; i < len(name); i++ {
+		if 'A' <= name[i] && name[i] <= 'Z' {
+			b := []byte(name)
+			for j := i; j < len(b); j++ {
+				b[j] = lowerASCII(b[j])
+			}
+			return string(b)
+		}
+	}
+	return name
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // Group is the notifications about one source, newest first.
@@ -166,7 +171,7 @@ type State struct {
 	id     uint64 // the last event applied; 0: a whole state is awaited
 	viewer string // whose state it is, as the whole state said
 	items  []*Item
-	at     map[Key]int // where items holds each (addressee in lower case); nil until it holds more than indexFrom
+	at     map[Key]int // where items holds each (addressee by FoldName); nil until it holds more than indexFrom
 	ids    idFilter    // the ids items may hold (while not indexed): most puts are new, and rule out the search
 	unread int
 	last   []*Item // what the last event applied put; read-only, maybe shared
@@ -344,7 +349,7 @@ type whole struct {
 type change struct {
 	unread, count int
 	put           []*Item
-	remove        []Key // addressees in lower case
+	remove        []Key // addressees by FoldName
 }
 
 // body makes the JSON object of rest, an event's data after its viewer.
@@ -393,7 +398,7 @@ func (c *Cache) change(rest []byte) (*change, error) {
 	}
 	ch := &change{unread: d.Unread, count: d.Count}
 	for _, k := range d.Remove {
-		ch.remove = append(ch.remove, Key{Addressee: strings.ToLower(k.Addressee), ID: k.ID})
+		ch.remove = append(ch.remove, Key{Addressee: FoldName(k.Addressee), ID: k.ID})
 	}
 	for _, raw := range d.Put {
 		it, err := c.item(raw)
@@ -429,14 +434,14 @@ func (c *Cache) item(raw json.RawMessage) (*Item, error) {
 const indexFrom = 64
 
 // keyOf is it's key in the index.
-func keyOf(it *Item) Key { return Key{Addressee: strings.ToLower(it.Addressee), ID: it.ID} }
+func keyOf(it *Item) Key { return Key{Addressee: FoldName(it.Addressee), ID: it.ID} }
 
 // index returns where the state holds the notification named by
-// addressee (compared in lower case) and id, or -1.
+// addressee (compared by EqualNames) and id, or -1.
 func (s *State) index(addressee, id string) int {
 	if len(s.at) > 0 || len(s.items) > indexFrom {
 		s.indexed()
-		if i, ok := s.at[Key{Addressee: strings.ToLower(addressee), ID: id}]; ok {
+		if i, ok := s.at[Key{Addressee: FoldName(addressee), ID: id}]; ok {
 			return i
 		}
 		return -1
@@ -518,14 +523,14 @@ func (s *State) Groups() []Group {
 	slices.SortFunc(all, func(a, b *Item) int {
 		return cmp.Or(
 			b.CreatedAt.Compare(a.CreatedAt),
-			strings.Compare(strings.ToLower(a.Addressee), strings.ToLower(b.Addressee)),
+			strings.Compare(FoldName(a.Addressee), FoldName(b.Addressee)),
 			strings.Compare(a.ID, b.ID),
 		)
 	})
 	var out []Group
 	index := map[string]int{}
 	for _, it := range all {
-		k := strings.ToLower(it.Source)
+		k := FoldName(it.Source)
 		gi, ok := index[k]
 		if !ok {
 			gi = len(out)

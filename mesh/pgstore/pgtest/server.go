@@ -284,7 +284,10 @@ func ping(ctx context.Context, dbURL string) error {
 func databaseName(label string) (string, error) {
 	var b strings.Builder
 	underscore := false
-	for _, r := range strings.ToLower(label) {
+	for _, r := range label {
+		if 'A' <= r && r <= 'Z' {
+			r += 'a' - 'A'
+		}
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
 			b.WriteRune(r)
 			underscore = false
