@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 )
 
@@ -130,16 +128,8 @@ func TestAnInstanceIdIsLowerCaseAtEveryWriteAndEveryRead(t *testing.T) {
 // Negative control, run by hand: with "Disable" taken out of the table, the
 // test failed naming Disable.
 func TestTheInstanceIdTablesNameEveryFunctionThatTakesOne(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	require.NoError(t, err)
-	fset := token.NewFileSet()
 	var found []string
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
-		require.NoError(t, err)
+	for _, f := range testkit.PackageFiles(t, ".") {
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || !fn.Name.IsExported() {

@@ -4,14 +4,13 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -34,32 +33,9 @@ func (u use) key() string { return u.file + " " + u.fn }
 // non-test Go files.
 func unicodeUses(t *testing.T, root string) []use {
 	var uses []use
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); path != root && err == nil {
-				return filepath.SkipDir // another module
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		uses = append(uses, usesIn(f, filepath.ToSlash(rel))...)
-		return nil
+	testkit.ModuleFiles(t, root, nil, func(file string, f *ast.File) {
+		uses = append(uses, usesIn(f, file)...)
 	})
-	require.NoError(t, err)
 	return uses
 }
 

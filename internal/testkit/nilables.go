@@ -2,9 +2,7 @@ package testkit
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,22 +25,7 @@ type NilableFunc struct {
 // checks its table against it.
 func NilableParams(t testing.TB, dir string, foreign map[string]bool) []NilableFunc {
 	t.Helper()
-	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
+	files := PackageFiles(t, dir)
 	// The package's own types: which can be nil.
 	local := map[string]ast.Expr{}
 	for _, f := range files {

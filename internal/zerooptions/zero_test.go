@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/internal/sockbatch"
+	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/meshrx/meshrx/mesh"
 	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/mesh/pgstore"
@@ -151,25 +151,8 @@ func exportedOptionsTypes(t *testing.T) []string {
 	_, err = os.Stat(filepath.Join(root, "go.mod"))
 	require.NoError(t, err, "the module root is two levels up")
 	var out []string
-	fset := token.NewFileSet()
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "examples") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		dir, _ := filepath.Rel(root, filepath.Dir(path))
+	testkit.ModuleFiles(t, root, func(dir string) bool { return dir == "examples" }, func(file string, f *ast.File) {
+		dir := path.Dir(file)
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
 			if !ok || gd.Tok != token.TYPE {
@@ -180,12 +163,10 @@ func exportedOptionsTypes(t *testing.T) []string {
 				name := ts.Name.Name
 				if _, isStruct := ts.Type.(*ast.StructType); isStruct && ts.Name.IsExported() &&
 					(strings.HasSuffix(name, "Options") || strings.HasSuffix(name, "Config")) {
-					out = append(out, filepath.ToSlash(dir)+"."+name)
+					out = append(out, dir+"."+name)
 				}
 			}
 		}
-		return nil
 	})
-	require.NoError(t, err)
 	return out
 }
