@@ -316,31 +316,18 @@ func TestConflictingContentLengthsAreAMalformedAnswer(t *testing.T) {
 		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\ncontent-length:  5\r\nConnection: close\r\n\r\nhello",
 		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhello",
 	}
-	srv, _ := hijackServer(t, func(n int64) string {
-		if int(n) <= len(answers) {
-			return answers[n-1]
-		}
-		return ""
-	}, true)
-	clk := rxtest.NewClock()
-	l := load{url: srv.URL, key: "k", clk: clk}
-	target, err := parsePollTarget(srv.URL)
-	require.NoError(t, err)
-	pool := newPollConns(t.Context(), target, 1)
-	defer pool.closeIdle()
-	held := &pollerState{l: l, target: target, full: target.request("k", "", "")}
-	held.set("")
+	poll := pollAnswers(t, answers)
 
-	s := l.poll(t.Context(), pool, held, clk.Now())
+	s := poll()
 	require.NoError(t, s.err, "the same length repeated")
 	assert.Equal(t, int64(5), s.bytes)
 
-	s = l.poll(t.Context(), pool, held, clk.Now())
+	s = poll()
 	assert.ErrorIs(t, s.err, errMalformed)
 	assert.ErrorContains(t, s.err, "Content-Length")
 	assert.True(t, s.failed())
 
-	s = l.poll(t.Context(), pool, held, clk.Now())
+	s = poll()
 	require.NoError(t, s.err, "the poll after it is answered")
 	assert.Equal(t, int64(4), s.bytes)
 }
@@ -366,6 +353,22 @@ func TestATransferEncodingThatOnlyUnicodeFoldingMakesChunkedIsAMalformedAnswer(t
 		}
 		require.Error(t, err, "control: net/http refuses %q", a)
 	}
+	poll := pollAnswers(t, answers)
+
+	for _, a := range answers {
+		s := poll()
+		assert.ErrorIs(t, s.err, errMalformed, "%q", a)
+	}
+	s := poll()
+	require.NoError(t, s.err, "control: the poll after them is answered")
+	assert.Equal(t, int64(4), s.bytes)
+}
+
+// pollAnswers starts a server that gives answers in turn, one per
+// connection, then the 4-byte answer hijackServer gives, and returns a
+// function that makes one poll on it as the pollers do (one kept
+// connection).
+func pollAnswers(t *testing.T, answers []string) func() sample {
 	srv, _ := hijackServer(t, func(n int64) string {
 		if int(n) <= len(answers) {
 			return answers[n-1]
@@ -377,15 +380,8 @@ func TestATransferEncodingThatOnlyUnicodeFoldingMakesChunkedIsAMalformedAnswer(t
 	target, err := parsePollTarget(srv.URL)
 	require.NoError(t, err)
 	pool := newPollConns(t.Context(), target, 1)
-	defer pool.closeIdle()
+	t.Cleanup(pool.closeIdle)
 	held := &pollerState{l: l, target: target, full: target.request("k", "", "")}
 	held.set("")
-
-	for _, a := range answers {
-		s := l.poll(t.Context(), pool, held, clk.Now())
-		assert.ErrorIs(t, s.err, errMalformed, "%q", a)
-	}
-	s := l.poll(t.Context(), pool, held, clk.Now())
-	require.NoError(t, s.err, "control: the poll after them is answered")
-	assert.Equal(t, int64(4), s.bytes)
+	return func() sample { return l.poll(t.Context(), pool, held, clk.Now()) }
 }
