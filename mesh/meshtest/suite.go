@@ -64,6 +64,7 @@ func (s *suite) checks() []check {
 		{"AValueOneStoreCannotHoldIsRefusedByEveryStore", s.unstorable},
 		{"APartitionNameIsASCIIAndNoOtherLetterReachesAnotherPartition", s.partitionNames},
 		{"APartitionNamePostgreSQLReservesOrTruncatesIsRefusedByEveryStore", s.reservedPartitionNames},
+		{"AQueryMatchesNonASCIICaseVariantsByTheQueryTextRuleInEveryStore", s.textCase},
 		{"SecurityNodesWhosePathsDifferOnlyInCaseAreBothMaterialised", s.securityCaseVariants},
 		{"EveryWriteOfAGatedTypeMovesTheSecurityVersionAndNoOtherWriteDoes", s.securityVersionMoves},
 		{"ASatelliteLivesInItsOwnersPartition", s.satellites},
