@@ -410,7 +410,7 @@ func (c *Client) Download(ctx context.Context, e IndexEntry) (io.ReadCloser, err
 		_ = resp.Body.Close()
 		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: want, Got: got}
 	}
-	return &verifiedBody{rc: resp.Body, h: sha256.New(), entry: e, want: want}, nil
+	return &verifiedBody{rc: resp.Body, h: sha256.New(), entry: e, want: want, size: resp.ContentLength}, nil
 }
 
 // verifiedBody hashes a download as it is read and ends it with a
@@ -420,6 +420,7 @@ type verifiedBody struct {
 	h     hash.Hash
 	entry IndexEntry
 	want  string
+	size  int64 // the Content-Length; -1 if none
 	err   error
 }
 

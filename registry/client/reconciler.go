@@ -86,8 +86,11 @@ type Reconciler struct {
 	// Prometheus gauges. Set is called with the Reconciler's lock held.
 	Gauges StatusGauges
 	// TempDir holds a bundle while it is checked; "" means os.TempDir().
+	// Where an open file can be removed (not Windows), the file has no
+	// name from the start, so a consumer killed mid-download leaves none.
 	TempDir string
-	// MaxBundleBytes refuses larger bundles. Default 256 MiB.
+	// MaxBundleBytes refuses larger bundles with a *BundleSizeError, one
+	// whose Content-Length says so before its body is read. Default 256 MiB.
 	MaxBundleBytes int64
 	// Polled, if set, is called on Run's goroutine after every poll with the
 	// status it left. The next poll's timer is already armed when it runs.
@@ -184,6 +187,22 @@ func (e *DigestError) Error() string {
 		return fmt.Sprintf("registry: the index lists %s@%s with no valid sha256 (%q); it cannot be verified", e.Plugin, e.Version, e.Want)
 	}
 	return fmt.Sprintf("registry: bundle %s@%s has sha256 %s, the index lists %s", e.Plugin, e.Version, e.Got, e.Want)
+}
+
+// BundleSizeError reports a bundle larger than the Reconciler's
+// MaxBundleBytes. One whose Content-Length says so is refused before its
+// body is read; one sent without it, once Limit+1 bytes have been read.
+type BundleSizeError struct {
+	Plugin, Version string
+	Limit           int64
+	Declared        int64 // its Content-Length; -1 when it declared none
+}
+
+func (e *BundleSizeError) Error() string {
+	if e.Declared < 0 {
+		return fmt.Sprintf("registry: bundle %s@%s is larger than the %d bytes allowed (Reconciler.MaxBundleBytes)", e.Plugin, e.Version, e.Limit)
+	}
+	return fmt.Sprintf("registry: bundle %s@%s declares %d bytes, more than the %d bytes allowed (Reconciler.MaxBundleBytes)", e.Plugin, e.Version, e.Declared, e.Limit)
 }
 
 // PollBudgetError is the cause of a poll cut off by its budget.
@@ -586,16 +605,25 @@ func (r *Reconciler) install(ctx context.Context, cfg reconcilerConfig, e IndexE
 		return fail("download", err)
 	}
 	defer body.Close()
+	if vb, ok := body.(*verifiedBody); ok && vb.size > cfg.maxBytes {
+		// Said before its body: nothing of it is read.
+		return fail("download", &BundleSizeError{Plugin: e.Plugin, Version: e.Version, Limit: cfg.maxBytes, Declared: vb.size})
+	}
 
 	// The bundle is kept aside until its digest is known: Apply never sees
-	// bytes that were not verified.
+	// bytes that were not verified. Its file loses its name at once (where
+	// an open file can be removed), so a consumer killed mid-download or
+	// mid-Apply leaves nothing in TempDir; elsewhere it is removed after.
 	f, err := os.CreateTemp(cfg.tempDir, "meshrx-bundle-*")
 	if err != nil {
 		return fail("download", err)
 	}
+	named := os.Remove(f.Name()) != nil
 	defer func() {
 		_ = f.Close()
-		_ = os.Remove(f.Name())
+		if named {
+			_ = os.Remove(f.Name())
+		}
 	}()
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(body, cfg.maxBytes+1))
@@ -606,7 +634,7 @@ func (r *Reconciler) install(ctx context.Context, cfg reconcilerConfig, e IndexE
 		return fail("download", err)
 	}
 	if n > cfg.maxBytes {
-		return fail("download", fmt.Errorf("the bundle is larger than %d bytes", cfg.maxBytes))
+		return fail("download", &BundleSizeError{Plugin: e.Plugin, Version: e.Version, Limit: cfg.maxBytes, Declared: -1})
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
 		return fail("verify", &DigestError{Plugin: e.Plugin, Version: e.Version, Want: want, Got: got})
