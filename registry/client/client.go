@@ -383,7 +383,8 @@ func (c *Client) accept(u string, idx Index, tag string) (Index, string, error) 
 }
 
 // Download opens the bundle an index entry lists. The caller reads and
-// closes it; reading is bounded by the download timeout. The stream is
+// closes it; reading is bounded by the download timeout, and a read that
+// fails (timed out, the connection dropped) is a *TransportError. The stream is
 // verified against the sha256 the entry lists: a stream whose bytes do not
 // match ends with a *DigestError instead of io.EOF, so a caller that reads
 // to the end never takes other bytes for the listed ones. An entry without
@@ -402,7 +403,7 @@ func (c *Client) Download(ctx context.Context, e IndexEntry) (io.ReadCloser, err
 		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: e.SHA256}
 	}
 	u := c.base.JoinPath(BundlesPath, e.Plugin, e.Version).String()
-	resp, _, err := c.get(ctx, c.download, u, nil, http.StatusOK)
+	resp, attempts, err := c.get(ctx, c.download, u, nil, http.StatusOK)
 	if err != nil {
 		return nil, err
 	}
@@ -410,18 +411,23 @@ func (c *Client) Download(ctx context.Context, e IndexEntry) (io.ReadCloser, err
 		_ = resp.Body.Close()
 		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: want, Got: got}
 	}
-	return &verifiedBody{rc: resp.Body, h: sha256.New(), entry: e, want: want, size: resp.ContentLength}, nil
+	return &verifiedBody{rc: resp.Body, h: sha256.New(), entry: e, want: want, size: resp.ContentLength, url: u, attempts: attempts}, nil
 }
 
 // verifiedBody hashes a download as it is read and ends it with a
-// *DigestError, not io.EOF, when the bytes are not the ones listed.
+// *DigestError, not io.EOF, when the bytes are not the ones listed, and
+// with a *TransportError naming the bundle's URL when the body cannot be
+// read to its end (it stalled past the download timeout, the connection
+// dropped, ctx ended).
 type verifiedBody struct {
-	rc    io.ReadCloser
-	h     hash.Hash
-	entry IndexEntry
-	want  string
-	size  int64 // the Content-Length; -1 if none
-	err   error
+	rc       io.ReadCloser
+	h        hash.Hash
+	entry    IndexEntry
+	want     string
+	size     int64 // the Content-Length; -1 if none
+	url      string
+	attempts int
+	err      error
 }
 
 func (b *verifiedBody) Read(p []byte) (int, error) {
@@ -434,6 +440,8 @@ func (b *verifiedBody) Read(p []byte) (int, error) {
 		if got := hex.EncodeToString(b.h.Sum(nil)); got != b.want {
 			err = &DigestError{Plugin: b.entry.Plugin, Version: b.entry.Version, Want: b.want, Got: got}
 		}
+	} else if err != nil {
+		err = &TransportError{URL: b.url, Attempts: b.attempts, Err: err}
 	}
 	if err != nil {
 		b.err = err
