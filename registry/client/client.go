@@ -309,7 +309,9 @@ func parseBaseURL(raw, setting, keySetting string) (*url.URL, error) {
 // replica's history) or the delta does not digest to what the registry
 // says, the Client fetches the whole index. A whole index whose entries do
 // not digest to its ETag is a *ResponseError; one whose ETag is not a
-// digest (a registry without deltas) is returned unverified.
+// digest (a registry without deltas) is returned unverified. An index or
+// delta over 64 MiB is a *ResponseError too, refused before its body is
+// read when its Content-Length says so.
 func (c *Client) Index(ctx context.Context, etag string) (Index, string, error) {
 	ifNoneMatch := etag
 	if h := c.held(); h != nil {
@@ -352,18 +354,32 @@ func (c *Client) fullIndex(ctx context.Context, etag string) (Index, string, err
 		}
 		return Index{}, etag, ErrNotModified
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIndexBytes+1))
+	body, err := readIndexBody(resp, u, attempts, "index")
 	if err != nil {
-		return Index{}, "", &TransportError{URL: u, Attempts: attempts, Err: err}
-	}
-	if len(body) > maxIndexBytes {
-		return Index{}, "", &ResponseError{URL: u, Reason: fmt.Sprintf("the index is larger than %d bytes", maxIndexBytes)}
+		return Index{}, "", err
 	}
 	var idx Index
 	if err := json.Unmarshal(body, &idx); err != nil {
 		return Index{}, "", &ResponseError{URL: u, Reason: "the index is not valid JSON", Err: err}
 	}
 	return c.accept(u, idx, resp.Header.Get("ETag"))
+}
+
+// readIndexBody reads an index or delta (what) of at most maxIndexBytes:
+// one whose Content-Length says it is larger is refused before its body is
+// read, and one sent without it once maxIndexBytes+1 bytes have been read.
+func readIndexBody(resp *http.Response, u string, attempts int, what string) ([]byte, error) {
+	if resp.ContentLength > maxIndexBytes {
+		return nil, &ResponseError{URL: u, Reason: fmt.Sprintf("the %s declares %d bytes, more than the %d bytes read", what, resp.ContentLength, maxIndexBytes)}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIndexBytes+1))
+	if err != nil {
+		return nil, &TransportError{URL: u, Attempts: attempts, Err: err}
+	}
+	if len(body) > maxIndexBytes {
+		return nil, &ResponseError{URL: u, Reason: fmt.Sprintf("the %s is larger than %d bytes", what, maxIndexBytes)}
+	}
+	return body, nil
 }
 
 // accept verifies a whole index against its ETag and holds it.
