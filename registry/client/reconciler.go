@@ -73,7 +73,8 @@ type Reconciler struct {
 	// next. Default 1m.
 	Interval time.Duration
 	// PollBudget bounds one poll, downloads and Apply calls included; when it
-	// runs out, the poll's context is cancelled. Default 10m.
+	// runs out, the poll's context is cancelled, and the entries not yet
+	// tried wait for the next poll (the status names the cut once). Default 10m.
 	PollBudget time.Duration
 	// Clock times the interval and the budget; nil means the real clock.
 	Clock clock.Clock
@@ -398,7 +399,17 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 		listed[landing.FoldName(e.Plugin)]++
 	}
 	reported := map[string]bool{}
-	for _, e := range idx.Bundles {
+	cut := false // the last failure was the poll's end
+	for i, e := range idx.Bundles {
+		if ctx.Err() != nil {
+			// The poll is cut off (or stopped): the rest wait for the next
+			// poll, and the cut is reported once, not once per entry left.
+			if !cut {
+				failures = append(failures, &ReconcileError{Step: "index",
+					Err: fmt.Errorf("%d entries left for the next poll: %w", len(idx.Bundles)-i, budgetCause(ctx, ctx.Err()))})
+			}
+			break
+		}
 		if n := listed[landing.FoldName(e.Plugin)]; n > 1 {
 			// Applying each in turn would flap between versions every poll.
 			if !reported[e.Plugin] {
@@ -417,6 +428,7 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 		}
 		if err := r.install(ctx, cfg, e); err != nil {
 			failures = append(failures, err)
+			cut = ctx.Err() != nil
 			continue
 		}
 		r.mu.Lock()
