@@ -17,8 +17,9 @@ import (
 // the client read 64 MiB to find out, every poll, and a body that then
 // stalled held the call for the whole attempt timeout (30 s by default).
 // Negative control, run by hand: without the declared-size check in
-// readIndexBody, both calls wait on the stalled body and the test's bounded
-// context ends them with a *TransportError.
+// readIndexBody, the delta call waits on the stalled body until the test's
+// bounded context ends it (15 s) with a *TransportError, and ErrorAs
+// *ResponseError fails.
 func TestAnIndexDeclaringMoreThanTheClientReadsIsRefusedBeforeItsBodyIsRead(t *testing.T) {
 	held := Index{Bundles: []IndexEntry{{Plugin: "Acme.Crm", Version: "1.0.0", SHA256: sha256Hex([]byte("x"))}}}
 	root := indexdigest.Root([][32]byte{leafOf(held.Bundles[0])})

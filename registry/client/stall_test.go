@@ -71,7 +71,7 @@ func TestAPublicationWithNoAnswerIsReportedAsAPost(t *testing.T) {
 // body)" or "unexpected EOF", which named neither the bundle nor the
 // registry. The cause is kept (a timeout is still a net.Error that says
 // so). Negative control, run by hand: without the wrapping in
-// verifiedBody.Read, ErrorAs *TransportError fails for both.
+// verifiedBody.Read, ErrorAs *TransportError fails on the stalled read.
 func TestADownloadThatStallsOrDropsMidBodyEndsWithATransportErrorNamingTheBundle(t *testing.T) {
 	const downloadTimeout = 200 * time.Millisecond
 	bundle := testkit.RandomBytes(100)
