@@ -29,6 +29,10 @@ const (
 	DefaultUninstallAfter = 15 * time.Minute
 )
 
+// maxReportedFailures bounds the failures LastError names; the rest are
+// counted.
+const maxReportedFailures = 10
+
 // maxUninstallsPerPoll bounds the uninstalls one poll makes; the rest are
 // made by the next polls.
 const maxUninstallsPerPoll = 16
@@ -147,7 +151,7 @@ type StatusGauges interface {
 // ReconcilerStatus is what a Reconciler's polls have left.
 type ReconcilerStatus struct {
 	Healthy      bool      // the last poll succeeded
-	LastError    string    // why the last poll failed; "" when healthy
+	LastError    string    // why the last poll failed (its first 10 failures, the rest counted); "" when healthy
 	FailingSince time.Time // when the current run of failures began; zero when healthy
 	LastSuccess  time.Time // when a poll last succeeded; zero if none has
 	// Applied maps each plugin to the version last applied.
@@ -675,9 +679,12 @@ func (r *Reconciler) mark(failures []error, cfg reconcilerConfig) ReconcilerStat
 		}
 		return st
 	}
-	msgs := make([]string, len(failures))
-	for i, err := range failures {
-		msgs[i] = err.Error()
+	msgs := make([]string, 0, min(len(failures), maxReportedFailures)+1)
+	for _, err := range failures[:min(len(failures), maxReportedFailures)] {
+		msgs = append(msgs, err.Error())
+	}
+	if n := len(failures) - maxReportedFailures; n > 0 {
+		msgs = append(msgs, fmt.Sprintf("and %d more failures", n))
 	}
 	entering := r.status.FailingSince.IsZero()
 	r.status.Healthy, r.status.LastError = false, strings.Join(msgs, "; ")
