@@ -309,7 +309,9 @@ func parseBaseURL(raw, setting, keySetting string) (*url.URL, error) {
 // replica's history) or the delta does not digest to what the registry
 // says, the Client fetches the whole index. A whole index whose entries do
 // not digest to its ETag is a *ResponseError; one whose ETag is not a
-// digest (a registry without deltas) is returned unverified.
+// digest (a registry without deltas) is returned unverified. An index or
+// delta over 64 MiB is a *ResponseError too, refused before its body is
+// read when its Content-Length says so.
 func (c *Client) Index(ctx context.Context, etag string) (Index, string, error) {
 	ifNoneMatch := etag
 	if h := c.held(); h != nil {
@@ -352,18 +354,32 @@ func (c *Client) fullIndex(ctx context.Context, etag string) (Index, string, err
 		}
 		return Index{}, etag, ErrNotModified
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIndexBytes+1))
+	body, err := readIndexBody(resp, u, attempts, "index")
 	if err != nil {
-		return Index{}, "", &TransportError{URL: u, Attempts: attempts, Err: err}
-	}
-	if len(body) > maxIndexBytes {
-		return Index{}, "", &ResponseError{URL: u, Reason: fmt.Sprintf("the index is larger than %d bytes", maxIndexBytes)}
+		return Index{}, "", err
 	}
 	var idx Index
 	if err := json.Unmarshal(body, &idx); err != nil {
 		return Index{}, "", &ResponseError{URL: u, Reason: "the index is not valid JSON", Err: err}
 	}
 	return c.accept(u, idx, resp.Header.Get("ETag"))
+}
+
+// readIndexBody reads an index or delta (what) of at most maxIndexBytes:
+// one whose Content-Length says it is larger is refused before its body is
+// read, and one sent without it once maxIndexBytes+1 bytes have been read.
+func readIndexBody(resp *http.Response, u string, attempts int, what string) ([]byte, error) {
+	if resp.ContentLength > maxIndexBytes {
+		return nil, &ResponseError{URL: u, Reason: fmt.Sprintf("the %s declares %d bytes, more than the %d bytes read", what, resp.ContentLength, maxIndexBytes)}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIndexBytes+1))
+	if err != nil {
+		return nil, &TransportError{URL: u, Attempts: attempts, Err: err}
+	}
+	if len(body) > maxIndexBytes {
+		return nil, &ResponseError{URL: u, Reason: fmt.Sprintf("the %s is larger than %d bytes", what, maxIndexBytes)}
+	}
+	return body, nil
 }
 
 // accept verifies a whole index against its ETag and holds it.
@@ -383,7 +399,8 @@ func (c *Client) accept(u string, idx Index, tag string) (Index, string, error) 
 }
 
 // Download opens the bundle an index entry lists. The caller reads and
-// closes it; reading is bounded by the download timeout. The stream is
+// closes it; reading is bounded by the download timeout, and a read that
+// fails (timed out, the connection dropped) is a *TransportError. The stream is
 // verified against the sha256 the entry lists: a stream whose bytes do not
 // match ends with a *DigestError instead of io.EOF, so a caller that reads
 // to the end never takes other bytes for the listed ones. An entry without
@@ -402,7 +419,7 @@ func (c *Client) Download(ctx context.Context, e IndexEntry) (io.ReadCloser, err
 		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: e.SHA256}
 	}
 	u := c.base.JoinPath(BundlesPath, e.Plugin, e.Version).String()
-	resp, _, err := c.get(ctx, c.download, u, nil, http.StatusOK)
+	resp, attempts, err := c.get(ctx, c.download, u, nil, http.StatusOK)
 	if err != nil {
 		return nil, err
 	}
@@ -410,17 +427,23 @@ func (c *Client) Download(ctx context.Context, e IndexEntry) (io.ReadCloser, err
 		_ = resp.Body.Close()
 		return nil, &DigestError{Plugin: e.Plugin, Version: e.Version, Want: want, Got: got}
 	}
-	return &verifiedBody{rc: resp.Body, h: sha256.New(), entry: e, want: want}, nil
+	return &verifiedBody{rc: resp.Body, h: sha256.New(), entry: e, want: want, size: resp.ContentLength, url: u, attempts: attempts}, nil
 }
 
 // verifiedBody hashes a download as it is read and ends it with a
-// *DigestError, not io.EOF, when the bytes are not the ones listed.
+// *DigestError, not io.EOF, when the bytes are not the ones listed, and
+// with a *TransportError naming the bundle's URL when the body cannot be
+// read to its end (it stalled past the download timeout, the connection
+// dropped, ctx ended).
 type verifiedBody struct {
-	rc    io.ReadCloser
-	h     hash.Hash
-	entry IndexEntry
-	want  string
-	err   error
+	rc       io.ReadCloser
+	h        hash.Hash
+	entry    IndexEntry
+	want     string
+	size     int64 // the Content-Length; -1 if none
+	url      string
+	attempts int
+	err      error
 }
 
 func (b *verifiedBody) Read(p []byte) (int, error) {
@@ -433,6 +456,8 @@ func (b *verifiedBody) Read(p []byte) (int, error) {
 		if got := hex.EncodeToString(b.h.Sum(nil)); got != b.want {
 			err = &DigestError{Plugin: b.entry.Plugin, Version: b.entry.Version, Want: b.want, Got: got}
 		}
+	} else if err != nil {
+		err = &TransportError{URL: b.url, Attempts: b.attempts, Err: err}
 	}
 	if err != nil {
 		b.err = err

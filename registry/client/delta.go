@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -146,12 +145,9 @@ func (c *Client) indexDelta(ctx context.Context, h *heldIndex, etag string) (Ind
 		}
 		return h.index(), h.etag, nil, true
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIndexBytes+1))
+	body, err := readIndexBody(resp, u.String(), attempts, "delta")
 	if err != nil {
-		return Index{}, "", &TransportError{URL: u.String(), Attempts: attempts, Err: err}, true
-	}
-	if len(body) > maxIndexBytes {
-		return Index{}, "", &ResponseError{URL: u.String(), Reason: fmt.Sprintf("the delta is larger than %d bytes", maxIndexBytes)}, true
+		return Index{}, "", err, true
 	}
 	tag := resp.Header.Get("ETag")
 	var next *heldIndex

@@ -29,6 +29,10 @@ const (
 	DefaultUninstallAfter = 15 * time.Minute
 )
 
+// maxReportedFailures bounds the failures LastError names; the rest are
+// counted.
+const maxReportedFailures = 10
+
 // maxUninstallsPerPoll bounds the uninstalls one poll makes; the rest are
 // made by the next polls.
 const maxUninstallsPerPoll = 16
@@ -73,7 +77,8 @@ type Reconciler struct {
 	// next. Default 1m.
 	Interval time.Duration
 	// PollBudget bounds one poll, downloads and Apply calls included; when it
-	// runs out, the poll's context is cancelled. Default 10m.
+	// runs out, the poll's context is cancelled, and the entries not yet
+	// tried wait for the next poll (the status names the cut once). Default 10m.
 	PollBudget time.Duration
 	// Clock times the interval and the budget; nil means the real clock.
 	Clock clock.Clock
@@ -86,8 +91,11 @@ type Reconciler struct {
 	// Prometheus gauges. Set is called with the Reconciler's lock held.
 	Gauges StatusGauges
 	// TempDir holds a bundle while it is checked; "" means os.TempDir().
+	// Where an open file can be removed (not Windows), the file has no
+	// name from the start, so a consumer killed mid-download leaves none.
 	TempDir string
-	// MaxBundleBytes refuses larger bundles. Default 256 MiB.
+	// MaxBundleBytes refuses larger bundles with a *BundleSizeError, one
+	// whose Content-Length says so before its body is read. Default 256 MiB.
 	MaxBundleBytes int64
 	// Polled, if set, is called on Run's goroutine after every poll with the
 	// status it left. The next poll's timer is already armed when it runs.
@@ -143,7 +151,7 @@ type StatusGauges interface {
 // ReconcilerStatus is what a Reconciler's polls have left.
 type ReconcilerStatus struct {
 	Healthy      bool      // the last poll succeeded
-	LastError    string    // why the last poll failed; "" when healthy
+	LastError    string    // why the last poll failed (its first 10 failures, the rest counted); "" when healthy
 	FailingSince time.Time // when the current run of failures began; zero when healthy
 	LastSuccess  time.Time // when a poll last succeeded; zero if none has
 	// Applied maps each plugin to the version last applied.
@@ -184,6 +192,22 @@ func (e *DigestError) Error() string {
 		return fmt.Sprintf("registry: the index lists %s@%s with no valid sha256 (%q); it cannot be verified", e.Plugin, e.Version, e.Want)
 	}
 	return fmt.Sprintf("registry: bundle %s@%s has sha256 %s, the index lists %s", e.Plugin, e.Version, e.Got, e.Want)
+}
+
+// BundleSizeError reports a bundle larger than the Reconciler's
+// MaxBundleBytes. One whose Content-Length says so is refused before its
+// body is read; one sent without it, once Limit+1 bytes have been read.
+type BundleSizeError struct {
+	Plugin, Version string
+	Limit           int64
+	Declared        int64 // its Content-Length; -1 when it declared none
+}
+
+func (e *BundleSizeError) Error() string {
+	if e.Declared < 0 {
+		return fmt.Sprintf("registry: bundle %s@%s is larger than the %d bytes allowed (Reconciler.MaxBundleBytes)", e.Plugin, e.Version, e.Limit)
+	}
+	return fmt.Sprintf("registry: bundle %s@%s declares %d bytes, more than the %d bytes allowed (Reconciler.MaxBundleBytes)", e.Plugin, e.Version, e.Declared, e.Limit)
 }
 
 // PollBudgetError is the cause of a poll cut off by its budget.
@@ -379,7 +403,17 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 		listed[landing.FoldName(e.Plugin)]++
 	}
 	reported := map[string]bool{}
-	for _, e := range idx.Bundles {
+	cut := false // the last failure was the poll's end
+	for i, e := range idx.Bundles {
+		if ctx.Err() != nil {
+			// The poll is cut off (or stopped): the rest wait for the next
+			// poll, and the cut is reported once, not once per entry left.
+			if !cut {
+				failures = append(failures, &ReconcileError{Step: "index",
+					Err: fmt.Errorf("%d entries left for the next poll: %w", len(idx.Bundles)-i, budgetCause(ctx, ctx.Err()))})
+			}
+			break
+		}
 		if n := listed[landing.FoldName(e.Plugin)]; n > 1 {
 			// Applying each in turn would flap between versions every poll.
 			if !reported[e.Plugin] {
@@ -398,6 +432,7 @@ func (r *Reconciler) reconcile(ctx context.Context, cfg reconcilerConfig) []erro
 		}
 		if err := r.install(ctx, cfg, e); err != nil {
 			failures = append(failures, err)
+			cut = ctx.Err() != nil
 			continue
 		}
 		r.mu.Lock()
@@ -586,16 +621,25 @@ func (r *Reconciler) install(ctx context.Context, cfg reconcilerConfig, e IndexE
 		return fail("download", err)
 	}
 	defer body.Close()
+	if vb, ok := body.(*verifiedBody); ok && vb.size > cfg.maxBytes {
+		// Said before its body: nothing of it is read.
+		return fail("download", &BundleSizeError{Plugin: e.Plugin, Version: e.Version, Limit: cfg.maxBytes, Declared: vb.size})
+	}
 
 	// The bundle is kept aside until its digest is known: Apply never sees
-	// bytes that were not verified.
+	// bytes that were not verified. Its file loses its name at once (where
+	// an open file can be removed), so a consumer killed mid-download or
+	// mid-Apply leaves nothing in TempDir; elsewhere it is removed after.
 	f, err := os.CreateTemp(cfg.tempDir, "meshrx-bundle-*")
 	if err != nil {
 		return fail("download", err)
 	}
+	named := os.Remove(f.Name()) != nil
 	defer func() {
 		_ = f.Close()
-		_ = os.Remove(f.Name())
+		if named {
+			_ = os.Remove(f.Name())
+		}
 	}()
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(body, cfg.maxBytes+1))
@@ -606,7 +650,7 @@ func (r *Reconciler) install(ctx context.Context, cfg reconcilerConfig, e IndexE
 		return fail("download", err)
 	}
 	if n > cfg.maxBytes {
-		return fail("download", fmt.Errorf("the bundle is larger than %d bytes", cfg.maxBytes))
+		return fail("download", &BundleSizeError{Plugin: e.Plugin, Version: e.Version, Limit: cfg.maxBytes, Declared: -1})
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
 		return fail("verify", &DigestError{Plugin: e.Plugin, Version: e.Version, Want: want, Got: got})
@@ -635,9 +679,12 @@ func (r *Reconciler) mark(failures []error, cfg reconcilerConfig) ReconcilerStat
 		}
 		return st
 	}
-	msgs := make([]string, len(failures))
-	for i, err := range failures {
-		msgs[i] = err.Error()
+	msgs := make([]string, 0, min(len(failures), maxReportedFailures)+1)
+	for _, err := range failures[:min(len(failures), maxReportedFailures)] {
+		msgs = append(msgs, err.Error())
+	}
+	if n := len(failures) - maxReportedFailures; n > 0 {
+		msgs = append(msgs, fmt.Sprintf("and %d more failures", n))
 	}
 	entering := r.status.FailingSince.IsZero()
 	r.status.Healthy, r.status.LastError = false, strings.Join(msgs, "; ")
