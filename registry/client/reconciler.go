@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -175,7 +176,17 @@ func (e *ReconcileError) Error() string {
 	if e.Plugin == "" {
 		return fmt.Sprintf("registry: %s: %v", e.Step, e.Err)
 	}
-	return fmt.Sprintf("registry: %s@%s: %s: %v", e.Plugin, e.Version, e.Step, e.Err)
+	return fmt.Sprintf("registry: %s@%s: %s: %v", shown(e.Plugin, landing.ValidateModuleName), shown(e.Version, landing.ValidateVersion), e.Step, e.Err)
+}
+
+// shown is s as an error names it: as it is when valid, quoted otherwise,
+// so that a name the index sent (a line break, a control character) cannot
+// forge a line of LastError or of the log that carries it.
+func shown(s string, valid func(string) error) string {
+	if valid(s) == nil {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 func (e *ReconcileError) Unwrap() error { return e.Err }

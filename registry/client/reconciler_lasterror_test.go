@@ -1,7 +1,9 @@
 package client
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,4 +30,21 @@ func TestLastErrorNamesTheFirstFailuresAndCountsTheRest(t *testing.T) {
 	assert.Equal(t, maxReportedFailures, strings.Count(st.LastError, "no valid sha256"), st.LastError)
 	assert.Contains(t, st.LastError, "Acme.P00@1.0.0", "the first failures are named")
 	assert.True(t, strings.HasSuffix(st.LastError, fmt.Sprintf("; and %d more failures", 30-maxReportedFailures)), st.LastError)
+}
+
+// A plugin name or version the index sent that is not one (a line break,
+// a control character) is quoted where a ReconcileError names it, so it
+// cannot forge a line of LastError or of the warning that carries it; a
+// valid name is shown as it is. Negative control, run by hand: with the
+// fields printed as they are (as before), the error held the forged line
+// "registry: other@1.0.0: apply: ok".
+func TestAReconcileErrorQuotesANameTheIndexSentThatIsNotOne(t *testing.T) {
+	forged := "evil\nregistry: other@1.0.0: apply: ok"
+	e := &ReconcileError{Plugin: forged, Version: "1.0.0\r", Step: "verify", Err: errors.New("the name is not valid")}
+	assert.NotContains(t, e.Error(), "\n")
+	assert.NotContains(t, e.Error(), "\r")
+	assert.Contains(t, e.Error(), strconv.Quote(forged))
+
+	ok := &ReconcileError{Plugin: "Acme.Charts", Version: "1.0.0", Step: "apply", Err: errors.New("x")}
+	assert.Equal(t, "registry: Acme.Charts@1.0.0: apply: x", ok.Error(), "control: a valid name is shown as it is")
 }
