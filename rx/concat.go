@@ -88,7 +88,8 @@ func (i *concatInner[T]) rxScope() *scope { return &i.sc }
 // QueueLimit whose inners do not complete at once). A producer that also
 // drives the inners to completion (a test pushing into a hot source, then
 // advancing the inners' virtual clock) must not push more than QueueLimit
-// values in between: it would wait for itself. ConcatAll and
+// values in between: it would wait for itself (one that has delivered a
+// value of a live inner on its goroutine fails the stream instead). ConcatAll and
 // SelectManyLimit queue alike.
 func ConcatMap[T, U any](src Observable[T], f func(T) Observable[U]) Observable[U] {
 	mustArg(f == nil, "ConcatMap", "function f")
