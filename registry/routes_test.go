@@ -3,10 +3,13 @@ package registry
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/token"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,13 +17,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshrx/meshrx/internal/testkit"
+	"github.com/meshrx/meshrx/mesh"
+	"github.com/meshrx/meshrx/mesh/memstore"
 	"github.com/meshrx/meshrx/registry/client"
+	"github.com/meshrx/meshrx/registry/landing"
+	"github.com/meshrx/meshrx/rx"
 )
 
 // The route table: every route Server.routes registers has a row, and every
@@ -39,17 +47,21 @@ type routeRow struct {
 	metrics bool   // served by MetricsHandler, not Handler
 	status  int    // the answer to a request with its credentials
 	body    bool   // whether the route reads a request body
+	// budget is the route's answer budget on the server's clock; zero for
+	// a route that reads nothing (answered whatever stalls).
+	budget time.Duration
 }
 
 func routeTable() []routeRow {
 	return []routeRow{
-		{route: routeIndex, method: http.MethodGet, path: client.IndexPath, auth: "key", status: http.StatusOK},
-		{route: routeBundle, method: http.MethodGet, path: client.BundlesPath + "/Acme.Crm/1.0.0", auth: "key", status: http.StatusOK},
-		{route: routePublish, method: http.MethodPost, path: client.BundlesPath + "/Acme.New", query: "version=1.0.%d", auth: "token", status: http.StatusCreated, body: true},
+		{route: routeIndex, method: http.MethodGet, path: client.IndexPath, auth: "key", status: http.StatusOK, budget: IndexBudget},
+		{route: routeBundle, method: http.MethodGet, path: client.BundlesPath + "/Acme.Crm/1.0.0", auth: "key", status: http.StatusOK, budget: DownloadBudget},
+		{route: routePublish, method: http.MethodPost, path: client.BundlesPath + "/Acme.New", query: "version=1.0.%d", auth: "token", status: http.StatusCreated, body: true,
+			budget: DownloadBudget + landing.CommitBudget + publishAnswerMargin},
 		{route: routeVersion, method: http.MethodGet, path: VersionPath, status: http.StatusOK},
 		{route: routeLive, method: http.MethodGet, path: LivePath, status: http.StatusOK},
-		{route: routeReady, method: http.MethodGet, path: ReadyPath, status: http.StatusOK},
-		{route: routeHealth, method: http.MethodGet, path: HealthPath, status: http.StatusOK},
+		{route: routeReady, method: http.MethodGet, path: ReadyPath, status: http.StatusOK, budget: healthBudget},
+		{route: routeHealth, method: http.MethodGet, path: HealthPath, status: http.StatusOK, budget: healthBudget},
 		{route: routeMetrics, method: http.MethodGet, path: MetricsPath, metrics: true, status: http.StatusOK},
 	}
 }
@@ -62,6 +74,10 @@ type routeTarget struct {
 	public, metrics *httptest.Server
 	key             string
 	hc              *http.Client
+	wrap            func(http.Handler) http.Handler
+	// stall, once stored true, makes every read and write of the mesh and
+	// of the volume wait until its caller gives up (see stallingStore).
+	stall *atomic.Bool
 
 	mu        sync.Mutex
 	published int // versions of Acme.New published so far
@@ -69,11 +85,19 @@ type routeTarget struct {
 
 func newRouteTarget(t *testing.T, wrap func(http.Handler) http.Handler) *routeTarget {
 	t.Helper()
-	f := newFixture(t, fixtureOptions{})
 	if wrap == nil {
 		wrap = func(h http.Handler) http.Handler { return h }
 	}
-	rt := &routeTarget{f: f, key: f.instance("acme", "pro", "Plugins/*")}
+	stall := &atomic.Bool{}
+	t.Cleanup(func() { stall.Store(false) })
+	store, err := memstore.New(memstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	f := newFixture(t, fixtureOptions{
+		store:  stallingStore{Store: store, stall: stall},
+		volume: func(v landing.Volume) landing.Volume { return stallingVolume{Volume: v, stall: stall} },
+	})
+	rt := &routeTarget{f: f, key: f.instance("acme", "pro", "Plugins/*"), wrap: wrap, stall: stall}
 	f.publish("Acme.Crm", "1.0.0", "")
 	rt.public = httptest.NewServer(wrap(f.server.Handler()))
 	t.Cleanup(rt.public.Close)
@@ -96,8 +120,9 @@ func (rt *routeTarget) base(row routeRow) string {
 
 // routeCall is a request to one row, varied by a rule.
 type routeCall struct {
-	method string // the row's when empty
-	path   string // the row's when empty
+	ctx    context.Context // the test's when nil
+	method string          // the row's when empty
+	path   string          // the row's when empty
 	host   string
 	noAuth bool
 }
@@ -134,7 +159,11 @@ func (rt *routeTarget) call(r reporter, row routeRow, c routeCall) (routeReply, 
 	if query != "" {
 		u += "?" + query
 	}
-	req, err := http.NewRequestWithContext(rt.f.t.Context(), method, u, body)
+	ctx := c.ctx
+	if ctx == nil {
+		ctx = rt.f.t.Context()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		r.Errorf("%s: building %s %s: %v", row.route, method, u, err)
 		return routeReply{}, false
@@ -204,6 +233,7 @@ func routeRules() []routeRule {
 		{"a Host header naming another host changes nothing", anyRoute, ruleHostIgnored, false},
 		{"a body it does not read is not waited for", func(row routeRow) bool { return !row.body }, ruleUnreadBody, true},
 		{"its answers are counted under its label", anyRoute, ruleCounted, false},
+		{"with everything it reads stalled it answers by its budget", anyRoute, ruleAnswersWhileEverythingStalls, false},
 	}
 }
 
@@ -388,6 +418,187 @@ func ruleCounted(r reporter, rt *routeTarget, row routeRow) {
 	}
 }
 
+// ruleAnswersWhileEverythingStalls: on a registry whose mesh and volume
+// stop answering (every read and write waits until its caller gives up),
+// a route that reads nothing answers as usual, and every other route
+// answers once its budget has passed on the server's clock: its own answer
+// if it had what it needed, else a 503 with Retry-After naming what it was
+// waiting on. A fresh registry, so no cache of an earlier rule answers
+// for the stalled reads.
+func ruleAnswersWhileEverythingStalls(r reporter, rt *routeTarget, row routeRow) {
+	r.Helper()
+	t := rt.f.t.(*testing.T)
+	fresh := newRouteTarget(t, rt.wrap)
+	fresh.stall.Store(true)
+	clk := fresh.f.clk
+	pending := clk.Pending()
+	replies := make(chan routeReply, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		got, _ := fresh.call(r, row, routeCall{ctx: ctx})
+		replies <- got
+	}()
+	bound := testkit.Bound
+	if _, control := r.(*collector); control {
+		bound = time.Second
+	}
+	if row.budget > 0 {
+		// The route's deadline is armed when the request arrives.
+		if err := clk.BlockUntil(pending+1, bound); err != nil {
+			r.Errorf("%s: %s %s with everything stalled: its deadline was never armed: %v", row.route, row.method, row.path, err)
+			cancel()
+			<-replies
+			return
+		}
+		clk.Advance(row.budget)
+	}
+	var got routeReply
+	select {
+	case got = <-replies:
+	case <-time.After(bound):
+		r.Errorf("%s: %s %s with everything stalled: no answer %s past its budget (%s)", row.route, row.method, row.path, bound, row.budget)
+		cancel()
+		<-replies
+		return
+	}
+	if got.status == row.status {
+		return
+	}
+	var body refusal
+	_ = json.Unmarshal(got.body, &body)
+	if row.budget == 0 || got.status != http.StatusServiceUnavailable || got.header.Get("Retry-After") == "" || len(body.WaitingOn) == 0 && body.Stage == "" {
+		r.Errorf("%s: %s %s with everything stalled: status %d, Retry-After %q, %s; want %d, or a 503 with Retry-After naming what it waited on",
+			row.route, row.method, row.path, got.status, got.header.Get("Retry-After"), got.body, row.status)
+	}
+}
+
+// stallingStore is the mesh; once stall is true every read never answers
+// and every write waits for its ctx, as a database that accepts
+// connections and then stops answering does.
+type stallingStore struct {
+	mesh.Store
+	stall *atomic.Bool
+}
+
+func (s stallingStore) Query(q string) rx.Observable[mesh.Change] {
+	return rx.Defer(func() rx.Observable[mesh.Change] {
+		if s.stall.Load() {
+			return rx.Never[mesh.Change]()
+		}
+		return s.Store.Query(q)
+	})
+}
+
+func (s stallingStore) Get(path string) rx.Observable[mesh.Node] {
+	return rx.Defer(func() rx.Observable[mesh.Node] {
+		if s.stall.Load() {
+			return rx.Never[mesh.Node]()
+		}
+		return s.Store.Get(path)
+	})
+}
+
+func (s stallingStore) wait(ctx context.Context) error {
+	if !s.stall.Load() {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s stallingStore) Put(ctx context.Context, n mesh.Node) (mesh.Node, error) {
+	if err := s.wait(ctx); err != nil {
+		return mesh.Node{}, err
+	}
+	return s.Store.Put(ctx, n)
+}
+
+func (s stallingStore) PutIfVersion(ctx context.Context, n mesh.Node, expected int64) (mesh.Node, error) {
+	if err := s.wait(ctx); err != nil {
+		return mesh.Node{}, err
+	}
+	return s.Store.PutIfVersion(ctx, n, expected)
+}
+
+func (s stallingStore) Delete(ctx context.Context, path string) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	return s.Store.Delete(ctx, path)
+}
+
+// stallingVolume is the volume; once stall is true every operation waits
+// for its ctx.
+type stallingVolume struct {
+	landing.Volume
+	stall *atomic.Bool
+}
+
+func (v stallingVolume) wait(ctx context.Context) error {
+	if !v.stall.Load() {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (v stallingVolume) MkdirAll(ctx context.Context, name string) error {
+	if err := v.wait(ctx); err != nil {
+		return err
+	}
+	return v.Volume.MkdirAll(ctx, name)
+}
+
+func (v stallingVolume) WriteFile(ctx context.Context, name string, data []byte) error {
+	if err := v.wait(ctx); err != nil {
+		return err
+	}
+	return v.Volume.WriteFile(ctx, name, data)
+}
+
+func (v stallingVolume) Rename(ctx context.Context, oldname, newname string) error {
+	if err := v.wait(ctx); err != nil {
+		return err
+	}
+	return v.Volume.Rename(ctx, oldname, newname)
+}
+
+func (v stallingVolume) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	if err := v.wait(ctx); err != nil {
+		return nil, err
+	}
+	return v.Volume.ReadDir(ctx, name)
+}
+
+func (v stallingVolume) ReadFile(ctx context.Context, name string, limit int64) ([]byte, error) {
+	if err := v.wait(ctx); err != nil {
+		return nil, err
+	}
+	return v.Volume.ReadFile(ctx, name, limit)
+}
+
+func (v stallingVolume) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+	if err := v.wait(ctx); err != nil {
+		return nil, err
+	}
+	return v.Volume.Stat(ctx, name)
+}
+
+func (v stallingVolume) RemoveAll(ctx context.Context, name string) error {
+	if err := v.wait(ctx); err != nil {
+		return err
+	}
+	return v.Volume.RemoveAll(ctx, name)
+}
+
+func (v stallingVolume) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	if err := v.wait(ctx); err != nil {
+		return nil, err
+	}
+	return v.Volume.Open(ctx, name)
+}
+
 func TestEveryRouteKeepsTheRouteRulesAgainstAnAttackersRequests(t *testing.T) {
 	rt := newRouteTarget(t, nil)
 	for _, rule := range routeRules() {
@@ -492,6 +703,19 @@ func TestTheRouteRulesCatchBrokenHandlers(t *testing.T) {
 				})
 			}
 		},
+	}
+	broken["with everything it reads stalled it answers by its budget"] = func(string) func(http.Handler) http.Handler {
+		// A middleware that reads the mesh before routing, with no
+		// budget of its own: the route's deadline is never armed.
+		return func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == client.IndexPath {
+					<-r.Context().Done()
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		}
 	}
 	for _, rule := range routeRules() {
 		t.Run(rule.name, func(t *testing.T) {
