@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"runtime/pprof"
 	"strings"
@@ -78,9 +79,54 @@ func do(t *testing.T, c *http.Client, method, u string, form url.Values, header 
 	return res, string(raw)
 }
 
+// signedInRequest is a request to a route that answers only a signed-in
+// user; pattern is the route's, as server.go registers it.
+type signedInRequest struct {
+	pattern      string
+	method, path string
+	form         url.Values
+}
+
+// signedInRequests are the requests TestEveryBellRouteRefusesARequestThatIsNotSignedIn
+// makes: at least one per route that needs a user.
+func signedInRequests() []signedInRequest {
+	return []signedInRequest{
+		{"GET /events", http.MethodGet, "/events", nil},
+		{"GET /events", http.MethodGet, "/events?viewer=ops", nil},
+		{"POST /read", http.MethodPost, "/read", url.Values{"id": {"x"}}},
+		{"POST /send", http.MethodPost, "/send", url.Values{"to": {"alice"}, "title": {"spoofed"}, "from": {"system"}}},
+		{"GET /whoami", http.MethodGet, "/whoami", nil},
+	}
+}
+
+// openBellRoutes answer anyone: the page itself and the sign-in link.
+var openBellRoutes = []string{"GET /{$}", "GET /login"}
+
+// TestEveryBellRouteIsSignedInOrDeclaredOpen reads server.go: every
+// pattern the bell's mux registers is either among the requests
+// TestEveryBellRouteRefusesARequestThatIsNotSignedIn makes or declared
+// open above. Negative control (run): with the /whoami row removed, this
+// failed naming "GET /whoami".
+func TestEveryBellRouteIsSignedInOrDeclaredOpen(t *testing.T) {
+	src, err := os.ReadFile("server.go")
+	require.NoError(t, err)
+	registered := regexp.MustCompile(`s\.mux\.HandleFunc\("([^"]+)"`).FindAllStringSubmatch(string(src), -1)
+	require.NotEmpty(t, registered, "found no s.mux.HandleFunc in server.go")
+	covered := map[string]bool{}
+	for _, r := range signedInRequests() {
+		covered[r.pattern] = true
+	}
+	for _, p := range openBellRoutes {
+		covered[p] = true
+	}
+	for _, m := range registered {
+		assert.True(t, covered[m[1]], "the bell registers %q, which is neither requested without a sign-in by TestEveryBellRouteRefusesARequestThatIsNotSignedIn nor declared open", m[1])
+	}
+}
+
 // TestEveryBellRouteRefusesARequestThatIsNotSignedIn: without a token or a
-// valid session, /events (whatever ?viewer= says), /read and /send are
-// 401, as are a wrong token and a forged or tampered cookie. Negative
+// valid session, /events (whatever ?viewer= says), /read, /send and
+// /whoami are 401, as are a wrong token and a forged or tampered cookie. Negative
 // control: the same requests with alice's token succeed. (Before, anyone
 // read any bell with ?viewer=, including ops's Admin notifications.)
 func TestEveryBellRouteRefusesARequestThatIsNotSignedIn(t *testing.T) {
@@ -106,15 +152,7 @@ func TestEveryBellRouteRefusesARequestThatIsNotSignedIn(t *testing.T) {
 		cookie(strings.Replace(aliceSession, "alice", "ops", 1)), // a tampered user
 		cookie(aliceSession + "0"),
 	} {
-		for _, r := range []struct {
-			method, path string
-			form         url.Values
-		}{
-			{http.MethodGet, "/events", nil},
-			{http.MethodGet, "/events?viewer=ops", nil},
-			{http.MethodPost, "/read", url.Values{"id": {"x"}}},
-			{http.MethodPost, "/send", url.Values{"to": {"alice"}, "title": {"spoofed"}, "from": {"system"}}},
-		} {
+		for _, r := range signedInRequests() {
 			res, body := do(t, anon, r.method, a.url+r.path, r.form, h)
 			assert.Equal(t, http.StatusUnauthorized, res.StatusCode, "%s %s with %v: %s", r.method, r.path, h, body)
 		}
