@@ -465,9 +465,16 @@ func ruleAnswersWhileEverythingStalls(r reporter, rt *routeTarget, row routeRow)
 	if got.status == row.status {
 		return
 	}
-	var body refusal
+	// What a 503 names: the stage the Deadline's refusal was waiting on,
+	// or the readiness checks that did not pass (a health route's own
+	// answer, when its probes' budgets ran out before the route's).
+	var body struct {
+		refusal
+		NotReady []checkResult `json:"notReady"`
+	}
 	_ = json.Unmarshal(got.body, &body)
-	if row.budget == 0 || got.status != http.StatusServiceUnavailable || got.header.Get("Retry-After") == "" || len(body.WaitingOn) == 0 && body.Stage == "" {
+	named := len(body.WaitingOn) > 0 || body.Stage != "" || len(body.NotReady) > 0 && body.NotReady[0].Check != ""
+	if row.budget == 0 || got.status != http.StatusServiceUnavailable || got.header.Get("Retry-After") == "" || !named {
 		r.Errorf("%s: %s %s with everything stalled: status %d, Retry-After %q, %s; want %d, or a 503 with Retry-After naming what it waited on",
 			row.route, row.method, row.path, got.status, got.header.Get("Retry-After"), got.body, row.status)
 	}
