@@ -7,7 +7,6 @@ import (
 	goparser "go/parser"
 	"go/token"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/internal/testkit"
 )
 
 // allowListCeiling is the number of shapes mesh/unanchored-queries.allow may
@@ -99,20 +100,6 @@ func queryLiterals(root string) ([]string, error) {
 	return out, err
 }
 
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "no go.mod above the test directory")
-		dir = parent
-	}
-}
-
 func TestTheAllowListNeverGrowsPastItsCeiling(t *testing.T) {
 	allow, err := DefaultAllowList()
 	require.NoError(t, err)
@@ -133,7 +120,7 @@ func TestTheAllowListNeverGrowsPastItsCeiling(t *testing.T) {
 func TestEveryAllowedShapeHasACaller(t *testing.T) {
 	allow, err := DefaultAllowList()
 	require.NoError(t, err)
-	literals, err := queryLiterals(moduleRoot(t))
+	literals, err := queryLiterals(testkit.ModuleRoot(t))
 	require.NoError(t, err)
 	assert.Empty(t, shapesWithoutCaller(allow, literals), "listed shapes that no query literal in the module produces; delete their lines")
 

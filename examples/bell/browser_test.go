@@ -13,6 +13,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/internal/testkit"
 )
 
 // Browser test settings.
@@ -212,27 +214,11 @@ func screenshot(t *testing.T, ctx context.Context, path string) {
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	if !filepath.IsAbs(path) {
-		path = filepath.Join(moduleRoot(t), path)
+		path = filepath.Join(testkit.ModuleRoot(t), path)
 	}
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, png, 0o644))
 	t.Logf("screenshot written to %s", path)
-}
-
-// moduleRoot returns the directory holding go.mod, above the test's working
-// directory.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "no go.mod above the working directory")
-		dir = parent
-	}
 }
 
 func atoi(t *testing.T, s string) int {

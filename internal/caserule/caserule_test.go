@@ -4,15 +4,14 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
 
-	"github.com/meshrx/meshrx/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/internal/testkit"
 )
 
 // banned are the case mappings of the standard library that follow Unicode
@@ -98,14 +97,6 @@ func recvName(e ast.Expr) string {
 	return "?"
 }
 
-func moduleRoot(t *testing.T) string {
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(root, "go.mod"))
-	require.NoError(t, err, "the module root is two levels up")
-	return root
-}
-
 // queryRule is why mesh's query matching may use Unicode case mapping.
 const queryRule = "the query language's text rule, not a name comparison: a query's values match node fields " +
 	"with strings.ToLower rune by rune and content keys with strings.EqualFold (Query.Matches); pgstore generates " +
@@ -180,7 +171,7 @@ var allowed = map[string]string{
 func TestNoCodeFoldsANameWithUnicodeRules(t *testing.T) {
 	used := map[string]bool{}
 	var found []string
-	for _, u := range unicodeUses(t, moduleRoot(t)) {
+	for _, u := range unicodeUses(t, testkit.ModuleRoot(t)) {
 		if _, ok := allowed[u.key()]; ok {
 			used[u.key()] = true
 			continue

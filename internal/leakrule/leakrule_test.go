@@ -2,10 +2,8 @@ package leakrule_test
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meshrx/meshrx/internal/testkit"
 )
 
 // verifiers are the calls that count as a leak check in a TestMain, by
@@ -30,47 +30,14 @@ var verifiers = map[string]string{
 // modules are left out.
 func unverified(t *testing.T, root string) []string {
 	t.Helper()
-	hasGo := map[string]bool{}
 	verified := map[string]bool{}
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if path == root {
-				return nil
-			}
-			if name := d.Name(); strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor" {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		dir := filepath.ToSlash(filepath.Dir(rel))
-		hasGo[dir] = true
-		if !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	testkit.ModuleTestFiles(t, root, nil, func(file string, f *ast.File) {
 		if testMainVerifies(f) {
-			verified[dir] = true
+			verified[path.Dir(file)] = true
 		}
-		return nil
 	})
-	require.NoError(t, err)
 	var missing []string
-	for dir := range hasGo {
+	for _, dir := range testkit.ModulePackageDirs(t, root, nil) {
 		if !verified[dir] {
 			missing = append(missing, dir)
 		}
@@ -116,16 +83,8 @@ func testMainVerifies(f *ast.File) bool {
 	return false
 }
 
-func moduleRoot(t *testing.T) string {
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(root, "go.mod"))
-	require.NoError(t, err, "the module root is two levels up")
-	return root
-}
-
 func TestEveryPackageOfTheModuleVerifiesItsTestsLeaveNoGoroutine(t *testing.T) {
-	assert.Empty(t, unverified(t, moduleRoot(t)), "packages whose tests never run goleak.VerifyTestMain (give each a TestMain that does)")
+	assert.Empty(t, unverified(t, testkit.ModuleRoot(t)), "packages whose tests never run goleak.VerifyTestMain (give each a TestMain that does)")
 }
 
 // TestTheLeakRuleFindsAPackageWithoutAVerifyingTestMain is the rule's

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"go/ast"
 	"go/token"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -146,10 +144,7 @@ func declaresSecurityTypes(t *testing.T, ctx context.Context, s mesh.Store) {
 // …Options or …Config, as "dir.Name" with dir relative to the module root.
 func exportedOptionsTypes(t *testing.T) []string {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(root, "go.mod"))
-	require.NoError(t, err, "the module root is two levels up")
+	root := testkit.ModuleRoot(t)
 	var out []string
 	testkit.ModuleFiles(t, root, func(dir string) bool { return dir == "examples" }, func(file string, f *ast.File) {
 		dir := path.Dir(file)
