@@ -397,6 +397,9 @@ func (v *Volume) list(ctx context.Context, name, prefix string, delimited bool, 
 	if limit > 0 {
 		in.MaxKeys = aws.Int32(limit)
 	}
+	// A store that answers a token it gave before would be listed for
+	// ever; one truncated without a token would pass for the whole listing.
+	seen := map[string]bool{}
 	for {
 		var out *s3.ListObjectsV2Output
 		err := v.call(ctx, "ListObjectsV2", name, prefix, func(ctx context.Context) error {
@@ -407,10 +410,18 @@ func (v *Volume) list(ctx context.Context, name, prefix string, delimited bool, 
 		if err != nil {
 			return err
 		}
-		if !page(out) || !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
+		if !page(out) || !aws.ToBool(out.IsTruncated) {
 			return nil
 		}
-		in.ContinuationToken = out.NextContinuationToken
+		token := aws.ToString(out.NextContinuationToken)
+		switch {
+		case token == "":
+			return &Error{Op: "ListObjectsV2", Key: prefix, Err: errors.New("the store said the listing is truncated but gave no continuation token")}
+		case seen[token]:
+			return &Error{Op: "ListObjectsV2", Key: prefix, Err: fmt.Errorf("the store repeated continuation token %q after %d pages: its listing would never end", token, len(seen)+1)}
+		}
+		seen[token] = true
+		in.ContinuationToken = &token
 	}
 }
 
