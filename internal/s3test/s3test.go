@@ -193,15 +193,16 @@ func (s *Server) Close() {
 }
 
 // Client returns an S3 client for the server: path-style addressing, the
-// test credentials, checksums only where the protocol requires them. Its
-// connections are closed by Close.
+// test credentials, checksums only where the protocol requires them, no
+// redirect followed (as s3volume.Open's). Its connections are closed by
+// Close.
 func (s *Server) Client() *s3.Client {
 	return s3.New(s3.Options{
 		Region:                     Region,
 		BaseEndpoint:               aws.String(s.URL),
 		UsePathStyle:               true,
 		Credentials:                credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
-		HTTPClient:                 &http.Client{Transport: s.tr},
+		HTTPClient:                 &http.Client{Transport: s.tr, CheckRedirect: noRedirect},
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
 	})
@@ -225,3 +226,6 @@ func (s *Server) Ping(ctx context.Context) error {
 	_, err := s.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.Bucket, MaxKeys: aws.Int32(1)})
 	return err
 }
+
+// noRedirect makes a client return a redirect as its answer.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

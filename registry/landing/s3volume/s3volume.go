@@ -63,7 +63,9 @@ const smallWrite = 1 << 20
 
 // Options configures an S3 volume.
 type Options struct {
-	// Client is the S3 client (required by New; Open builds it).
+	// Client is the S3 client (required by New; Open builds it). Its HTTP
+	// client should follow no redirect, as Open's does not (Go's turns a
+	// redirected PUT into a GET, whose 200 would pass for the write's).
 	Client *s3.Client
 	// Bucket holds the volume (required).
 	Bucket string
@@ -185,9 +187,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Volume, error) {
 		}
 	}
 	// A transport of its own, so that Close can end its idle connections.
+	// No redirect is followed: Go's client turns a redirected PUT into a
+	// GET, whose 200 the SDK would take for the write's, and would carry
+	// the request elsewhere. A redirect is the store's answer, an *Error.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64 // the read pool's requests reuse connections
-	cfg.HTTPClient = &http.Client{Transport: tr}
+	cfg.HTTPClient = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	opts.Client = s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
