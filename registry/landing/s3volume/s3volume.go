@@ -10,8 +10,8 @@
 // number of replicas exactly one succeeds. Rename is refused (ErrNoRename).
 //
 // Every request is bounded by Options.CallBudget on an injected clock; one
-// that trips it, or finds the store unreachable or answering 5xx (or 408 or
-// 429: call again later), is an *Error whose Unavailable method reports
+// that trips it, or finds the store unreachable, answering 5xx (or 408 or
+// 429: call again later) or cutting its answer short, is an *Error whose Unavailable method reports
 // true (landing.IsUnavailable), which the registry answers 503 with
 // Retry-After, naming its stage. Uploads stream (a seekable source as it
 // is, a stream of unknown length through a temporary file past 1 MiB);
@@ -228,8 +228,8 @@ type Error struct {
 	Status int    // the HTTP status answered, 0 when none arrived
 	Err    error
 	// Unavailable is true when the store was not reached, did not answer
-	// within the call budget, or answered 5xx, 408 or 429 (see the
-	// Unavailable method).
+	// within the call budget, answered 5xx, 408 or 429, or cut its 2xx
+	// answer short (see the Unavailable method).
 	IsUnavailable bool
 }
 
@@ -304,7 +304,10 @@ func (v *Volume) mapErr(ctx, cctx context.Context, op, name, key string, err err
 		return &fs.PathError{Op: op, Path: name, Err: fs.ErrExist}
 	}
 	// 408 and 429 are the store asking to be called again later, as 503 is.
-	unavailable := status == 0 || status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
+	// A 2xx answer that could not be read was cut short (or garbled) on
+	// its way: the store did not answer whole.
+	unavailable := status == 0 || status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests ||
+		status >= 200 && status < 300
 	return &Error{Op: op, Key: key, Status: status, Err: err, IsUnavailable: unavailable}
 }
 
