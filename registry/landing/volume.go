@@ -12,11 +12,15 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unicode"
 )
 
 // Volume is the file system a ModuleLanding works on: a local disk or a
 // shared volume. Names are slash-separated and relative to the volume's root
-// (the rules of [fs.ValidPath]). Every method is one file operation, one round
+// (the rules of [fs.ValidPath]) and hold no control character
+// ([unicode.IsControl]: an object store's listing cannot carry one); every
+// volume refuses another name with an error wrapping [fs.ErrInvalid],
+// before any I/O. Every method is one file operation, one round
 // trip on a network share, which is the unit the cost model and the tests
 // count. An implementation should give up when ctx is done; an operation that
 // cannot be interrupted once started must still honour ctx before it starts.
@@ -200,10 +204,18 @@ func (d *dirVolume) Close() error {
 	return r.Close()
 }
 
+// errBadName is a Volume's refusal of a name that is not one (see Volume).
+var errBadName = fmt.Errorf("%w: a volume name is a slash-separated relative path (fs.ValidPath) without control characters", fs.ErrInvalid)
+
+// validName reports whether name is a Volume's name.
+func validName(name string) bool {
+	return fs.ValidPath(name) && !strings.ContainsFunc(name, unicode.IsControl)
+}
+
 // do checks the name and ctx and runs op on the root.
 func (d *dirVolume) do(ctx context.Context, opName, name string, op func(r *os.Root) error) error {
-	if !fs.ValidPath(name) {
-		return &fs.PathError{Op: opName, Path: name, Err: fs.ErrInvalid}
+	if !validName(name) {
+		return &fs.PathError{Op: opName, Path: name, Err: errBadName}
 	}
 	if err := ctx.Err(); err != nil {
 		return &fs.PathError{Op: opName, Path: name, Err: err}
@@ -281,8 +293,8 @@ func (d *dirVolume) WriteFile(ctx context.Context, name string, data []byte) err
 }
 
 func (d *dirVolume) Rename(ctx context.Context, oldname, newname string) error {
-	if !fs.ValidPath(newname) {
-		return &fs.PathError{Op: "rename", Path: newname, Err: fs.ErrInvalid}
+	if !validName(newname) {
+		return &fs.PathError{Op: "rename", Path: newname, Err: errBadName}
 	}
 	return d.do(ctx, "rename", oldname, func(r *os.Root) error { return r.Rename(oldname, newname) })
 }

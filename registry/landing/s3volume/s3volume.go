@@ -38,6 +38,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -247,6 +248,16 @@ func (e *Error) Unwrap() error { return e.Err }
 // answer: landing.IsUnavailable, and the registry's 503.
 func (e *Error) Unavailable() bool { return e.IsUnavailable }
 
+// errBadName refuses a name that is not a volume's: not fs.ValidPath, or
+// holding a control character, which a listing (XML) cannot carry: it
+// would be listed as another name (U+FFFD), and never deleted by one.
+var errBadName = fmt.Errorf("%w: a volume name is a slash-separated relative path (fs.ValidPath) without control characters", fs.ErrInvalid)
+
+// validName reports whether name is a volume's name.
+func validName(name string) bool {
+	return fs.ValidPath(name) && !strings.ContainsFunc(name, unicode.IsControl)
+}
+
 // key maps a volume name to its object key.
 func (v *Volume) key(name string) string {
 	if name == "." {
@@ -266,8 +277,8 @@ func (v *Volume) dirPrefix(name string) string {
 // call runs one request on the call budget and maps its error: a missing
 // object is fs.ErrNotExist, everything else an *Error.
 func (v *Volume) call(ctx context.Context, op, name, key string, do func(ctx context.Context) error) error {
-	if !fs.ValidPath(name) {
-		return &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	if !validName(name) {
+		return &fs.PathError{Op: op, Path: name, Err: errBadName}
 	}
 	if err := ctx.Err(); err != nil {
 		return &fs.PathError{Op: op, Path: name, Err: err}
@@ -313,8 +324,8 @@ func (v *Volume) mapErr(ctx, cctx context.Context, op, name, key string, err err
 
 // MkdirAll checks name; an object store has no directories to create.
 func (v *Volume) MkdirAll(ctx context.Context, name string) error {
-	if !fs.ValidPath(name) {
-		return &fs.PathError{Op: "mkdirall", Path: name, Err: fs.ErrInvalid}
+	if !validName(name) {
+		return &fs.PathError{Op: "mkdirall", Path: name, Err: errBadName}
 	}
 	if err := ctx.Err(); err != nil {
 		return &fs.PathError{Op: "mkdirall", Path: name, Err: err}
@@ -392,6 +403,11 @@ func (v *Volume) WriteFrom(ctx context.Context, name string, r io.Reader) error 
 
 // Rename is refused: object storage has none (see ExclusiveVolume).
 func (v *Volume) Rename(ctx context.Context, oldname, newname string) error {
+	for _, name := range []string{oldname, newname} {
+		if !validName(name) {
+			return &fs.PathError{Op: "rename", Path: name, Err: errBadName}
+		}
+	}
 	return &fs.PathError{Op: "rename", Path: oldname, Err: ErrNoRename}
 }
 
@@ -597,8 +613,8 @@ func (v *Volume) RemoveAll(ctx context.Context, name string) error {
 // its answer starts; the stream is then bounded by ctx, and Close ends it.
 func (v *Volume) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	key := v.key(name)
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "GetObject", Path: name, Err: fs.ErrInvalid}
+	if !validName(name) {
+		return nil, &fs.PathError{Op: "GetObject", Path: name, Err: errBadName}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, &fs.PathError{Op: "GetObject", Path: name, Err: err}
