@@ -54,8 +54,9 @@ type Volume interface {
 // that is not one gets the bytes read whole and passed to WriteFile.
 type StreamingVolume interface {
 	Volume
-	// WriteFrom creates or truncates name and copies r into it. Like
-	// WriteFile it is not atomic.
+	// WriteFrom creates or truncates name and copies r into it, from
+	// where r stands (a seekable r already read in part writes its rest).
+	// Like WriteFile it is not atomic.
 	WriteFrom(ctx context.Context, name string, r io.Reader) error
 }
 

@@ -333,10 +333,11 @@ func (v *Volume) MkdirAll(ctx context.Context, name string) error {
 	return nil
 }
 
-func (v *Volume) put(ctx context.Context, name string, body io.ReadSeeker, size int64, ifNoneMatch bool) error {
+// put uploads size bytes of body from its offset start.
+func (v *Volume) put(ctx context.Context, name string, body io.ReadSeeker, start, size int64, ifNoneMatch bool) error {
 	key := v.key(name)
 	return v.call(ctx, "PutObject", name, key, func(ctx context.Context) error {
-		if _, err := body.Seek(0, io.SeekStart); err != nil {
+		if _, err := body.Seek(start, io.SeekStart); err != nil {
 			return err
 		}
 		in := &s3.PutObjectInput{Bucket: &v.bucket, Key: &key, Body: body, ContentLength: aws.Int64(size)}
@@ -350,7 +351,7 @@ func (v *Volume) put(ctx context.Context, name string, body io.ReadSeeker, size 
 
 // WriteFile writes name whole (a PUT: readers see it whole or not at all).
 func (v *Volume) WriteFile(ctx context.Context, name string, data []byte) error {
-	return v.put(ctx, name, bytes.NewReader(data), int64(len(data)), false)
+	return v.put(ctx, name, bytes.NewReader(data), 0, int64(len(data)), false)
 }
 
 // CreateExclusive creates name with a PUT carrying If-None-Match: *: the
@@ -359,33 +360,37 @@ func (v *Volume) WriteFile(ctx context.Context, name string, data []byte) error 
 // write in progress, which AWS S3 answers) is tried again on the same budget.
 func (v *Volume) CreateExclusive(ctx context.Context, name string, data []byte) error {
 	for range 3 {
-		err := v.put(ctx, name, bytes.NewReader(data), int64(len(data)), true)
+		err := v.put(ctx, name, bytes.NewReader(data), 0, int64(len(data)), true)
 		var ose *Error
 		if errors.As(err, &ose) && ose.Status == 409 && ctx.Err() == nil {
 			continue
 		}
 		return err
 	}
-	return v.put(ctx, name, bytes.NewReader(data), int64(len(data)), true)
+	return v.put(ctx, name, bytes.NewReader(data), 0, int64(len(data)), true)
 }
 
-// WriteFrom streams r to name. A seekable r (a bundle read from its spool
-// file) is uploaded as it is; otherwise up to 1 MiB is held in memory and a
-// longer stream is spooled to a temporary file first: never a whole bundle
-// in memory.
+// WriteFrom streams r, from where it stands, to name. A seekable r (a
+// bundle read from its spool file) is uploaded as it is; otherwise up to
+// 1 MiB is held in memory and a longer stream is spooled to a temporary
+// file first: never a whole bundle in memory.
 func (v *Volume) WriteFrom(ctx context.Context, name string, r io.Reader) error {
 	if rs, ok := r.(io.ReadSeeker); ok {
-		size, err := rs.Seek(0, io.SeekEnd)
+		start, err := rs.Seek(0, io.SeekCurrent)
+		var end int64
+		if err == nil {
+			end, err = rs.Seek(0, io.SeekEnd)
+		}
 		if err != nil {
 			return &fs.PathError{Op: "writefrom", Path: name, Err: err}
 		}
-		return v.put(ctx, name, rs, size, false)
+		return v.put(ctx, name, rs, start, max(0, end-start), false)
 	}
 	head := make([]byte, smallWrite+1)
 	n, err := io.ReadFull(ctxReader{ctx: ctx, r: r}, head)
 	switch {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return v.put(ctx, name, bytes.NewReader(head[:n]), int64(n), false)
+		return v.put(ctx, name, bytes.NewReader(head[:n]), 0, int64(n), false)
 	case err != nil:
 		return &fs.PathError{Op: "writefrom", Path: name, Err: err}
 	}
@@ -398,7 +403,7 @@ func (v *Volume) WriteFrom(ctx context.Context, name string, r io.Reader) error 
 	if err != nil {
 		return &fs.PathError{Op: "writefrom", Path: name, Err: err}
 	}
-	return v.put(ctx, name, f, size, false)
+	return v.put(ctx, name, f, 0, size, false)
 }
 
 // Rename is refused: object storage has none (see ExclusiveVolume).
