@@ -225,7 +225,7 @@ func (v *Volume) String() string { return "s3://" + v.bucket + "/" + v.prefix }
 // Error reports a request to the object store that failed.
 type Error struct {
 	Op     string // the S3 operation, e.g. "PutObject"
-	Key    string // the object's key (a prefix for a listing)
+	Key    string // the object's key (a prefix for a listing; "" is the bucket's root)
 	Status int    // the HTTP status answered, 0 when none arrived
 	Err    error
 	// Unavailable is true when the store was not reached, did not answer
@@ -239,7 +239,11 @@ func (e *Error) Error() string {
 	if e.Status != 0 {
 		status = fmt.Sprintf(" (HTTP %d)", e.Status)
 	}
-	return fmt.Sprintf("object store: %s %s%s: %v", e.Op, e.Key, status, e.Err)
+	key := e.Key
+	if key == "" { // a listing of a volume at the bucket's root
+		key = "(the bucket's root)"
+	}
+	return fmt.Sprintf("object store: %s %s%s: %v", e.Op, key, status, e.Err)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -285,3 +285,23 @@ func (c cannedStatus) RoundTrip(r *http.Request) (*http.Response, error) {
 		Header: http.Header{"Content-Type": {"application/xml"}}, Body: io.NopCloser(strings.NewReader(body)),
 	}, nil
 }
+
+// An error names what was waited on also when that is a listing of the
+// whole bucket (a volume without a prefix): the key was empty, and the
+// message named nothing ("ListObjectsV2  (HTTP 503)"). Negative control,
+// run by hand: without the case in Error, the message held no name.
+func TestAnErrorListingTheBucketsRootNamesIt(t *testing.T) {
+	srv := s3test.Start(t)
+	opts := srv.Client().Options()
+	opts.HTTPClient = &http.Client{Transport: cannedStatus(http.StatusServiceUnavailable)}
+	opts.RetryMaxAttempts = 1
+	v, err := New(Options{Client: s3.New(opts), Bucket: srv.Bucket})
+	require.NoError(t, err)
+	_, err = v.ReadDir(t.Context(), ".")
+	var se *Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "", se.Key)
+	assert.Contains(t, err.Error(), "object store: ListObjectsV2 (the bucket's root) (HTTP 503)")
+	_, err = v.ReadDir(t.Context(), "d")
+	assert.Contains(t, err.Error(), "object store: ListObjectsV2 d/ (HTTP 503)", "control: a prefix is named as it is")
+}
