@@ -637,8 +637,11 @@ func (v *Volume) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 		_ = out.Body.Close()
 	}
 	if err != nil {
+		// Mapped before the request's context ends: mapErr reads an ended
+		// sctx as the budget run out.
+		err = v.mapErr(ctx, sctx, "GetObject", name, key, err)
 		cancel(nil)
-		return nil, v.mapErr(ctx, sctx, "GetObject", name, key, err)
+		return nil, err
 	}
 	return &s3Body{ReadCloser: out.Body, cancel: cancel}, nil
 }

@@ -305,3 +305,29 @@ func TestAnErrorListingTheBucketsRootNamesIt(t *testing.T) {
 	_, err = v.ReadDir(t.Context(), "d")
 	assert.Contains(t, err.Error(), "object store: ListObjectsV2 d/ (HTTP 503)", "control: a prefix is named as it is")
 }
+
+// Open names the store's answer as ReadFile does: a refusal (403: the
+// credentials expired) is an *Error with its status, not unavailable; a
+// 503 is unavailable with its status; neither is a call budget run out.
+// Every failed Open was "no answer within the call budget", with no
+// status: an operator looked for a slow store while the credentials were
+// refused. Negative control, run by hand: with the request's context
+// ended before mapErr (as it was), every row failed with that message.
+func TestOpenNamesTheStoresAnswerNotABudgetRunOut(t *testing.T) {
+	srv := s3test.Start(t)
+	for status, unavailable := range map[int]bool{http.StatusForbidden: false, http.StatusServiceUnavailable: true} {
+		opts := srv.Client().Options()
+		opts.HTTPClient = &http.Client{Transport: cannedStatus(status)}
+		opts.RetryMaxAttempts = 1
+		v, err := New(Options{Client: s3.New(opts), Bucket: srv.Bucket})
+		require.NoError(t, err)
+		_, err = v.Open(t.Context(), "bundle.zip")
+		var se *Error
+		if assert.ErrorAs(t, err, &se, status) {
+			assert.Equal(t, status, se.Status)
+			assert.Equal(t, "bundle.zip", se.Key)
+		}
+		assert.NotContains(t, err.Error(), "call budget", status)
+		assert.Equal(t, unavailable, landing.IsUnavailable(err), "%d: %v", status, err)
+	}
+}
