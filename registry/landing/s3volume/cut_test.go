@@ -1,6 +1,7 @@
 package s3volume
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -74,5 +75,37 @@ func TestAnAnswerCutMidwayIsAnOutageNamingTheOperation(t *testing.T) {
 			srv.Intercept(nil)
 			require.NoError(t, row.call(v), "control: the store answering whole, the same call succeeds")
 		})
+	}
+}
+
+// A batch delete the store answers 200 with a per-key error is an *Error
+// naming the key; one asking to be called again later (SlowDown,
+// InternalError, ServiceUnavailable: AWS's per-key codes for a 503 or a
+// 500) is unavailable, as the same answer to a whole request is, and a
+// refusal (AccessDenied) is not. Every per-key error was not unavailable:
+// a journal trim meeting a store that throttled it failed as though the
+// store had refused it. Negative control, run by hand: without the codes
+// read, the SlowDown and InternalError rows were not unavailable.
+func TestABatchDeletesPerKeyErrorIsUnavailableWhenTheStoreAsksToBeCalledAgain(t *testing.T) {
+	ctx := t.Context()
+	for code, unavailable := range map[string]bool{"SlowDown": true, "InternalError": true, "ServiceUnavailable": true, "AccessDenied": false} {
+		srv := s3test.Start(t)
+		v := testVolume(t, srv, Options{Prefix: "p"})
+		require.NoError(t, v.WriteFile(ctx, "d/f", []byte("x")))
+		srv.Intercept(func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+			if r.Method != http.MethodPost || !r.URL.Query().Has("delete") {
+				next.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/xml")
+			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><DeleteResult><Error><Key>p/d/f</Key><Code>`+code+`</Code><Message>m</Message></Error></DeleteResult>`)
+		})
+		err := v.RemoveAll(ctx, "d")
+		var se *Error
+		if assert.ErrorAs(t, err, &se, code) {
+			assert.Equal(t, "DeleteObjects", se.Op, code)
+			assert.Equal(t, "p/d/f", se.Key, code)
+		}
+		assert.Equal(t, unavailable, landing.IsUnavailable(err), "%s: %v", code, err)
 	}
 }

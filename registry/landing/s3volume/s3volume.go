@@ -611,8 +611,11 @@ func (v *Volume) RemoveAll(ctx context.Context, name string) error {
 		}
 		if len(out.Errors) > 0 {
 			e := out.Errors[0]
+			code := aws.ToString(e.Code)
 			return &Error{Op: "DeleteObjects", Key: aws.ToString(e.Key),
-				Err: fmt.Errorf("%s: %s (and %d more)", aws.ToString(e.Code), aws.ToString(e.Message), len(out.Errors)-1)}
+				Err: fmt.Errorf("%s: %s (and %d more)", code, aws.ToString(e.Message), len(out.Errors)-1),
+				// A key's 503 or 500: call again later, as for a request.
+				IsUnavailable: code == "SlowDown" || code == "InternalError" || code == "ServiceUnavailable"}
 		}
 	}
 	return nil
