@@ -2,6 +2,7 @@ package landing
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -41,5 +42,32 @@ func TestWriteFromCopiesASeekableSourceFromWhereItStands(t *testing.T) {
 			require.NoError(t, err, name)
 			assert.Equal(t, "body", string(got), name)
 		}
+	})
+}
+
+// WriteFrom takes a source that claims to seek but cannot (an *os.File
+// on a pipe: its Seek fails) as the stream it is, on every streaming
+// volume. The S3 volume refused it ("illegal seek") where the directory
+// wrote it. Negative control, run by hand: with the Seek's failure
+// returned (as it was), the s3 row failed with "writefrom d/f: seek |0:
+// illegal seek".
+func TestWriteFromTakesAPipeAsAStreamOnEveryVolume(t *testing.T) {
+	forEachVolume(t, func(t *testing.T, k volumeKind) {
+		ctx := t.Context()
+		v := k.openVolume(t)
+		sv, ok := v.(StreamingVolume)
+		require.True(t, ok, "every volume of the table streams")
+		require.NoError(t, v.MkdirAll(ctx, "d"))
+		r, w, err := os.Pipe()
+		require.NoError(t, err)
+		defer r.Close()
+		go func() {
+			_, _ = io.WriteString(w, "through a pipe")
+			_ = w.Close()
+		}()
+		require.NoError(t, sv.WriteFrom(ctx, "d/f", r))
+		got, err := v.ReadFile(ctx, "d/f", 100)
+		require.NoError(t, err)
+		assert.Equal(t, "through a pipe", string(got))
 	})
 }

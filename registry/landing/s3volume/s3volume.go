@@ -378,17 +378,17 @@ func (v *Volume) CreateExclusive(ctx context.Context, name string, data []byte) 
 // bundle read from its spool file) is uploaded as it is; otherwise up to
 // 1 MiB is held in memory and a longer stream is spooled to a temporary
 // file first: never a whole bundle in memory.
+//
+// A reader whose Seek fails (an *os.File on a pipe) is read as a stream.
 func (v *Volume) WriteFrom(ctx context.Context, name string, r io.Reader) error {
 	if rs, ok := r.(io.ReadSeeker); ok {
-		start, err := rs.Seek(0, io.SeekCurrent)
-		var end int64
-		if err == nil {
-			end, err = rs.Seek(0, io.SeekEnd)
+		if start, err := rs.Seek(0, io.SeekCurrent); err == nil {
+			end, err := rs.Seek(0, io.SeekEnd)
+			if err != nil {
+				return &fs.PathError{Op: "writefrom", Path: name, Err: err}
+			}
+			return v.put(ctx, name, rs, start, max(0, end-start), false)
 		}
-		if err != nil {
-			return &fs.PathError{Op: "writefrom", Path: name, Err: err}
-		}
-		return v.put(ctx, name, rs, start, max(0, end-start), false)
 	}
 	head := make([]byte, smallWrite+1)
 	n, err := io.ReadFull(ctxReader{ctx: ctx, r: r}, head)
