@@ -119,8 +119,8 @@ func New(opts Options) (*Volume, error) {
 	}
 	prefix := strings.Trim(opts.Prefix, "/")
 	if prefix != "" {
-		if !fs.ValidPath(prefix) {
-			return nil, &OptionsError{Setting: "Options.Prefix", Problem: fmt.Sprintf("%q is not a slash-separated relative path", opts.Prefix)}
+		if !validName(prefix) {
+			return nil, &OptionsError{Setting: "Options.Prefix", Problem: fmt.Sprintf("%q is not a slash-separated relative path without control characters", opts.Prefix)}
 		}
 		prefix += "/"
 	}

@@ -331,3 +331,22 @@ func TestOpenNamesTheStoresAnswerNotABudgetRunOut(t *testing.T) {
 		assert.Equal(t, unavailable, landing.IsUnavailable(err), "%d: %v", status, err)
 	}
 }
+
+// A prefix is held to the rule of a volume's names: one holding a control
+// character is refused by New (and so by Open, whose URL's path it is)
+// with an *OptionsError, before any request; every key beneath it would
+// be listed as another (U+FFFD). Negative control, run by hand: with
+// fs.ValidPath alone (as it was), both were accepted.
+func TestAPrefixHoldingAControlCharacterIsRefused(t *testing.T) {
+	srv := s3test.Start(t)
+	_, err := New(Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "reg\x00istry"})
+	var oe *OptionsError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "Options.Prefix", oe.Setting)
+	_, err = Open(t.Context(), "s3://bucket/reg%0Aistry?endpoint="+srv.URL, Options{})
+	require.ErrorAs(t, err, &oe)
+	before := srv.Requests()
+	_, err = New(Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "reg istry/ü"})
+	require.NoError(t, err, "control: a space and a letter are a prefix")
+	assert.Equal(t, before, srv.Requests(), "no request")
+}
