@@ -11,9 +11,9 @@
 //
 // Every request is bounded by Options.CallBudget on an injected clock; one
 // that trips it, or finds the store unreachable, answering 5xx (or 408 or
-// 429: call again later) or cutting its answer short, is an *Error whose Unavailable method reports
-// true (landing.IsUnavailable), which the registry answers 503 with
-// Retry-After, naming its stage. Uploads stream (a seekable source as it
+// 429: call again later) or cutting its answer short, is an *Error whose
+// Unavailable method reports true (landing.IsUnavailable), which the
+// registry answers 503 with Retry-After, naming its stage. Uploads stream (a seekable source as it
 // is, a stream of unknown length through a temporary file past 1 MiB);
 // downloads stream the object's body.
 //
