@@ -79,6 +79,17 @@ type ExclusiveVolume interface {
 	CreateExclusive(ctx context.Context, name string, data []byte) error
 }
 
+// NameLimitedVolume is a Volume whose names hold at most MaxNameLen bytes:
+// an object store's key limit less its prefix (S3's keys hold 1,024). A
+// ModuleLanding on one refuses an archive with an entry whose name would
+// not fit beneath the longest generation directory, as an *ArchiveError,
+// before writing anything (CheckArchive too); on another Volume an entry
+// name holds up to 1,024 bytes.
+type NameLimitedVolume interface {
+	Volume
+	MaxNameLen() int
+}
+
 // ErrUnavailable may be wrapped by a volume error that says the volume
 // could not be reached or did not answer; see IsUnavailable.
 var ErrUnavailable = errors.New("the volume is unavailable")

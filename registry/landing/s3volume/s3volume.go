@@ -410,6 +410,14 @@ func (v *Volume) WriteFrom(ctx context.Context, name string, r io.Reader) error 
 	return v.put(ctx, name, f, 0, size, false)
 }
 
+// maxKeyLen is the longest object key S3 holds, in bytes.
+const maxKeyLen = 1024
+
+// MaxNameLen is the longest name the volume holds: S3's key limit less
+// the prefix (landing.NameLimitedVolume), so that a landing refuses an
+// archive whose files would not fit before writing any of them.
+func (v *Volume) MaxNameLen() int { return maxKeyLen - len(v.prefix) }
+
 // Rename is refused: object storage has none (see ExclusiveVolume).
 func (v *Volume) Rename(ctx context.Context, oldname, newname string) error {
 	for _, name := range []string{oldname, newname} {
