@@ -412,6 +412,10 @@ func read[T any](f *fencedVolume, call func() (T, error)) (T, error) {
 	return v, err
 }
 
+// MaxNameLen passes the store's key limit on (landing.NameLimitedVolume),
+// so that the landing refuses an archive whose files would not fit.
+func (f *fencedVolume) MaxNameLen() int { return f.c.v.MaxNameLen() }
+
 func (f *fencedVolume) MkdirAll(ctx context.Context, name string) error {
 	return f.write(ctx, func(ctx context.Context) error { return f.c.v.MkdirAll(ctx, name) })
 }

@@ -21,6 +21,16 @@ import (
 	"github.com/meshrx/meshrx/rx/rxtest"
 )
 
+// The fenced volume passes on what the landing asks of the S3 volume it
+// wraps: its exclusive creates, its streaming, and its name limit (an
+// archive whose files would not fit the store's keys is refused before
+// anything is written).
+var (
+	_ landing.ExclusiveVolume   = (*fencedVolume)(nil)
+	_ landing.StreamingVolume   = (*fencedVolume)(nil)
+	_ landing.NameLimitedVolume = (*fencedVolume)(nil)
+)
+
 func s3Env(t *testing.T) {
 	for _, kv := range s3test.Env() {
 		k, v, _ := strings.Cut(kv, "=")

@@ -16,7 +16,8 @@
 //
 // A Server can be stalled (every request hangs until its client gives
 // up, or until Resume) and stopped and started again on the same address
-// with its objects kept (an outage).
+// with its objects kept (an outage); Intercept puts a test's handler in
+// front of it, for the answers a real store gives that this one does not.
 package s3test
 
 import (
@@ -59,6 +60,8 @@ type Server struct {
 	entered  chan string   // receives the path of each request that stalls
 	requests int
 	tr       *http.Transport
+	// intercept, when set, receives every request before the S3 handler.
+	intercept func(w http.ResponseWriter, r *http.Request, next http.Handler)
 }
 
 // Start starts a server with bucket "meshrx" and stops it when the test ends.
@@ -90,7 +93,7 @@ func New(bucket string) (*Server, error) {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests++
-	stalled, entered := s.stalled, s.entered
+	stalled, entered, intercept := s.stalled, s.entered, s.intercept
 	s.mu.Unlock()
 	if stalled != nil {
 		select {
@@ -103,7 +106,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if intercept != nil {
+		intercept(w, r, s.handler)
+		return
+	}
 	s.handler.ServeHTTP(w, r)
+}
+
+// Intercept puts h in front of the S3 handler for every request from now
+// on (after a stall): h answers itself or calls next, with the request
+// as it arrived or changed, so that a test can give the answers a real
+// store gives that this one does not (a 503 without a body, a page of a
+// listing rewritten, a body cut short). nil removes it.
+func (s *Server) Intercept(h func(w http.ResponseWriter, r *http.Request, next http.Handler)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.intercept = h
 }
 
 // Requests is how many requests have arrived so far.
@@ -175,15 +193,16 @@ func (s *Server) Close() {
 }
 
 // Client returns an S3 client for the server: path-style addressing, the
-// test credentials, checksums only where the protocol requires them. Its
-// connections are closed by Close.
+// test credentials, checksums only where the protocol requires them, no
+// redirect followed (as s3volume.Open's). Its connections are closed by
+// Close.
 func (s *Server) Client() *s3.Client {
 	return s3.New(s3.Options{
 		Region:                     Region,
 		BaseEndpoint:               aws.String(s.URL),
 		UsePathStyle:               true,
 		Credentials:                credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
-		HTTPClient:                 &http.Client{Transport: s.tr},
+		HTTPClient:                 &http.Client{Transport: s.tr, CheckRedirect: noRedirect},
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
 	})
@@ -207,3 +226,6 @@ func (s *Server) Ping(ctx context.Context) error {
 	_, err := s.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.Bucket, MaxKeys: aws.Int32(1)})
 	return err
 }
+
+// noRedirect makes a client return a redirect as its answer.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -2,6 +2,7 @@ package landing
 
 import (
 	"archive/zip"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,6 +96,21 @@ type archiveLimits struct {
 	maxExpanded int64 // bytes of all entries, expanded
 	maxRatio    int64 // expanded/compressed, for one entry and for the whole archive ...
 	ratioFloor  int64 // ... once it expands past this many bytes
+	// maxEntryName bounds an entry's name in bytes: maxEntryNameLen, or
+	// less on a NameLimitedVolume (entryNameLimit); 0 is maxEntryNameLen.
+	maxEntryName int
+}
+
+// entryNameLimit is the longest entry name an archive may hold on v:
+// maxEntryNameLen, or less where v holds shorter names, so that every
+// entry fits beneath the longest generation directory of any module.
+func entryNameLimit(v Volume) int {
+	nv, ok := v.(NameLimitedVolume)
+	if !ok {
+		return maxEntryNameLen
+	}
+	longest := generationFilesDir(strings.Repeat("k", maxModuleNameLen), strings.Repeat("0", stampLen))
+	return max(1, min(maxEntryNameLen, nv.MaxNameLen()-len(longest)-1))
 }
 
 // Limits on entry names, below every common file system's.
@@ -135,7 +151,7 @@ func planArchive(archive io.ReaderAt, size int64, lim archiveLimits) (*archivePl
 		name := f.Name
 		isDir := strings.HasSuffix(name, "/")
 		clean := strings.TrimSuffix(name, "/")
-		if reason := checkEntryName(clean); reason != "" {
+		if reason := checkEntryName(clean, cmp.Or(lim.maxEntryName, maxEntryNameLen)); reason != "" {
 			return nil, &ArchiveError{Problem: ArchiveUnsafePath, Entry: name, Detail: reason}
 		}
 		mode := f.Mode()
@@ -193,12 +209,13 @@ func planArchive(archive io.ReaderAt, size int64, lim archiveLimits) (*archivePl
 
 // checkEntryName returns why a slash-separated entry name (without a trailing
 // slash) must not be written beneath the generation directory, or "".
-func checkEntryName(name string) string {
+// maxLen bounds its bytes.
+func checkEntryName(name string, maxLen int) string {
 	switch {
 	case name == "":
 		return "empty name"
-	case len(name) > maxEntryNameLen:
-		return fmt.Sprintf("name longer than %d bytes", maxEntryNameLen)
+	case len(name) > maxLen:
+		return fmt.Sprintf("name longer than %d bytes", maxLen)
 	case strings.HasPrefix(name, "/") || strings.HasPrefix(name, `\`) || hasDriveLetter(name):
 		return "absolute path"
 	case strings.Contains(name, `\`):

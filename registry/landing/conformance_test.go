@@ -105,7 +105,8 @@ func volumeConstructorsUnder(t *testing.T, root string) []string {
 		if err != nil || !d.IsDir() {
 			return err
 		}
-		if p != root && (strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || d.Name() == "testdata") {
+		if p != root && (strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || d.Name() == "testdata" ||
+			d.Name() == "volumetest") { // the table's own package: its KeepExclusive wraps a listed volume
 			return filepath.SkipDir
 		}
 		prefix := ""
@@ -142,6 +143,24 @@ func TestTheConformanceScanFindsAVolumeInAPackageAddedBesideS3volume(t *testing.
 	assert.Equal(t, []string{"DirVolume", "nfsvolume.Mount", "s3volume.New"}, volumeConstructorsUnder(t, root))
 }
 
+// A volume package that imports the landing and returns its interface
+// (landing.Volume, landing.ExclusiveVolume, a pointer to either) is found
+// too: the scan matched a bare type name only, so such a constructor was
+// missing from the table and no test said so. Negative control, run by
+// hand: without the selector case in constructorsIn, the three were not
+// found.
+func TestTheConformanceScanFindsAConstructorReturningTheLandingsVolumeInterface(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "gcsvolume"), 0o755))
+	src := "package gcsvolume\n\nimport \"github.com/meshrx/meshrx/registry/landing\"\n\n" +
+		"func New() (landing.Volume, error) { return nil, nil }\n\n" +
+		"func NewExclusive() landing.ExclusiveVolume { return nil }\n\n" +
+		"func NewPointer() *landing.StreamingVolume { return nil }\n\n" +
+		"func Options() landing.Options { return landing.Options{} }\n"
+	require.NoError(t, os.WriteFile(filepath.Join(root, "gcsvolume", "gcs.go"), []byte(src), 0o644))
+	assert.Equal(t, []string{"gcsvolume.New", "gcsvolume.NewExclusive", "gcsvolume.NewPointer"}, volumeConstructorsUnder(t, root))
+}
+
 func constructorsIn(t *testing.T, dir, prefix string) []string {
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
@@ -157,6 +176,9 @@ func constructorsIn(t *testing.T, dir, prefix string) []string {
 				typ := fn.Type.Results.List[0].Type
 				if star, ok := typ.(*ast.StarExpr); ok {
 					typ = star.X
+				}
+				if sel, ok := typ.(*ast.SelectorExpr); ok {
+					typ = sel.Sel // landing.Volume, from a package importing the landing
 				}
 				if id, ok := typ.(*ast.Ident); ok && strings.HasSuffix(id.Name, "Volume") {
 					out = append(out, prefix+fn.Name.Name)

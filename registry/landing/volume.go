@@ -12,11 +12,15 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unicode"
 )
 
 // Volume is the file system a ModuleLanding works on: a local disk or a
 // shared volume. Names are slash-separated and relative to the volume's root
-// (the rules of [fs.ValidPath]). Every method is one file operation, one round
+// (the rules of [fs.ValidPath]) and hold no control character
+// ([unicode.IsControl]: an object store's listing cannot carry one); every
+// volume refuses another name with an error wrapping [fs.ErrInvalid],
+// before any I/O. Every method is one file operation, one round
 // trip on a network share, which is the unit the cost model and the tests
 // count. An implementation should give up when ctx is done; an operation that
 // cannot be interrupted once started must still honour ctx before it starts.
@@ -50,8 +54,9 @@ type Volume interface {
 // that is not one gets the bytes read whole and passed to WriteFile.
 type StreamingVolume interface {
 	Volume
-	// WriteFrom creates or truncates name and copies r into it. Like
-	// WriteFile it is not atomic.
+	// WriteFrom creates or truncates name and copies r into it, from
+	// where r stands (a seekable r already read in part writes its rest).
+	// Like WriteFile it is not atomic.
 	WriteFrom(ctx context.Context, name string, r io.Reader) error
 }
 
@@ -72,6 +77,17 @@ type ExclusiveVolume interface {
 	// same moment: of concurrent creations of one name, exactly one
 	// succeeds.
 	CreateExclusive(ctx context.Context, name string, data []byte) error
+}
+
+// NameLimitedVolume is a Volume whose names hold at most MaxNameLen bytes:
+// an object store's key limit less its prefix (S3's keys hold 1,024). A
+// ModuleLanding on one refuses an archive with an entry whose name would
+// not fit beneath the longest generation directory, as an *ArchiveError,
+// before writing anything (CheckArchive too); on another Volume an entry
+// name holds up to 1,024 bytes.
+type NameLimitedVolume interface {
+	Volume
+	MaxNameLen() int
 }
 
 // ErrUnavailable may be wrapped by a volume error that says the volume
@@ -200,10 +216,18 @@ func (d *dirVolume) Close() error {
 	return r.Close()
 }
 
+// errBadName is a Volume's refusal of a name that is not one (see Volume).
+var errBadName = fmt.Errorf("%w: a volume name is a slash-separated relative path (fs.ValidPath) without control characters", fs.ErrInvalid)
+
+// validName reports whether name is a Volume's name.
+func validName(name string) bool {
+	return fs.ValidPath(name) && !strings.ContainsFunc(name, unicode.IsControl)
+}
+
 // do checks the name and ctx and runs op on the root.
 func (d *dirVolume) do(ctx context.Context, opName, name string, op func(r *os.Root) error) error {
-	if !fs.ValidPath(name) {
-		return &fs.PathError{Op: opName, Path: name, Err: fs.ErrInvalid}
+	if !validName(name) {
+		return &fs.PathError{Op: opName, Path: name, Err: errBadName}
 	}
 	if err := ctx.Err(); err != nil {
 		return &fs.PathError{Op: opName, Path: name, Err: err}
@@ -281,8 +305,8 @@ func (d *dirVolume) WriteFile(ctx context.Context, name string, data []byte) err
 }
 
 func (d *dirVolume) Rename(ctx context.Context, oldname, newname string) error {
-	if !fs.ValidPath(newname) {
-		return &fs.PathError{Op: "rename", Path: newname, Err: fs.ErrInvalid}
+	if !validName(newname) {
+		return &fs.PathError{Op: "rename", Path: newname, Err: errBadName}
 	}
 	return d.do(ctx, "rename", oldname, func(r *os.Root) error { return r.Rename(oldname, newname) })
 }

@@ -10,10 +10,10 @@
 // number of replicas exactly one succeeds. Rename is refused (ErrNoRename).
 //
 // Every request is bounded by Options.CallBudget on an injected clock; one
-// that trips it, or finds the store unreachable or answering 5xx (or 408 or
-// 429: call again later), is an *Error whose Unavailable method reports
-// true (landing.IsUnavailable), which the registry answers 503 with
-// Retry-After, naming its stage. Uploads stream (a seekable source as it
+// that trips it, or finds the store unreachable, answering 5xx (or 408 or
+// 429: call again later) or cutting its answer short, is an *Error whose
+// Unavailable method reports true (landing.IsUnavailable), which the
+// registry answers 503 with Retry-After, naming its stage. Uploads stream (a seekable source as it
 // is, a stream of unknown length through a temporary file past 1 MiB);
 // downloads stream the object's body.
 //
@@ -38,6 +38,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -63,7 +64,9 @@ const smallWrite = 1 << 20
 
 // Options configures an S3 volume.
 type Options struct {
-	// Client is the S3 client (required by New; Open builds it).
+	// Client is the S3 client (required by New; Open builds it). Its HTTP
+	// client should follow no redirect, as Open's does not (Go's turns a
+	// redirected PUT into a GET, whose 200 would pass for the write's).
 	Client *s3.Client
 	// Bucket holds the volume (required).
 	Bucket string
@@ -116,8 +119,8 @@ func New(opts Options) (*Volume, error) {
 	}
 	prefix := strings.Trim(opts.Prefix, "/")
 	if prefix != "" {
-		if !fs.ValidPath(prefix) {
-			return nil, &OptionsError{Setting: "Options.Prefix", Problem: fmt.Sprintf("%q is not a slash-separated relative path", opts.Prefix)}
+		if !validName(prefix) {
+			return nil, &OptionsError{Setting: "Options.Prefix", Problem: fmt.Sprintf("%q is not a slash-separated relative path without control characters", opts.Prefix)}
 		}
 		prefix += "/"
 	}
@@ -185,9 +188,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Volume, error) {
 		}
 	}
 	// A transport of its own, so that Close can end its idle connections.
+	// No redirect is followed: Go's client turns a redirected PUT into a
+	// GET, whose 200 the SDK would take for the write's, and would carry
+	// the request elsewhere. A redirect is the store's answer, an *Error.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64 // the read pool's requests reuse connections
-	cfg.HTTPClient = &http.Client{Transport: tr}
+	cfg.HTTPClient = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	opts.Client = s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
@@ -219,12 +225,12 @@ func (v *Volume) String() string { return "s3://" + v.bucket + "/" + v.prefix }
 // Error reports a request to the object store that failed.
 type Error struct {
 	Op     string // the S3 operation, e.g. "PutObject"
-	Key    string // the object's key (a prefix for a listing)
+	Key    string // the object's key (a prefix for a listing; "" is the bucket's root)
 	Status int    // the HTTP status answered, 0 when none arrived
 	Err    error
 	// Unavailable is true when the store was not reached, did not answer
-	// within the call budget, or answered 5xx, 408 or 429 (see the
-	// Unavailable method).
+	// within the call budget, answered 5xx, 408 or 429, or cut its 2xx
+	// answer short (see the Unavailable method).
 	IsUnavailable bool
 }
 
@@ -233,7 +239,11 @@ func (e *Error) Error() string {
 	if e.Status != 0 {
 		status = fmt.Sprintf(" (HTTP %d)", e.Status)
 	}
-	return fmt.Sprintf("object store: %s %s%s: %v", e.Op, e.Key, status, e.Err)
+	key := e.Key
+	if key == "" { // a listing of a volume at the bucket's root
+		key = "(the bucket's root)"
+	}
+	return fmt.Sprintf("object store: %s %s%s: %v", e.Op, key, status, e.Err)
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -241,6 +251,16 @@ func (e *Error) Unwrap() error { return e.Err }
 // Unavailable reports whether the store could not be reached or did not
 // answer: landing.IsUnavailable, and the registry's 503.
 func (e *Error) Unavailable() bool { return e.IsUnavailable }
+
+// errBadName refuses a name that is not a volume's: not fs.ValidPath, or
+// holding a control character, which a listing (XML) cannot carry: it
+// would be listed as another name (U+FFFD), and never deleted by one.
+var errBadName = fmt.Errorf("%w: a volume name is a slash-separated relative path (fs.ValidPath) without control characters", fs.ErrInvalid)
+
+// validName reports whether name is a volume's name.
+func validName(name string) bool {
+	return fs.ValidPath(name) && !strings.ContainsFunc(name, unicode.IsControl)
+}
 
 // key maps a volume name to its object key.
 func (v *Volume) key(name string) string {
@@ -261,8 +281,8 @@ func (v *Volume) dirPrefix(name string) string {
 // call runs one request on the call budget and maps its error: a missing
 // object is fs.ErrNotExist, everything else an *Error.
 func (v *Volume) call(ctx context.Context, op, name, key string, do func(ctx context.Context) error) error {
-	if !fs.ValidPath(name) {
-		return &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	if !validName(name) {
+		return &fs.PathError{Op: op, Path: name, Err: errBadName}
 	}
 	if err := ctx.Err(); err != nil {
 		return &fs.PathError{Op: op, Path: name, Err: err}
@@ -299,14 +319,17 @@ func (v *Volume) mapErr(ctx, cctx context.Context, op, name, key string, err err
 		return &fs.PathError{Op: op, Path: name, Err: fs.ErrExist}
 	}
 	// 408 and 429 are the store asking to be called again later, as 503 is.
-	unavailable := status == 0 || status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
+	// A 2xx answer that could not be read was cut short (or garbled) on
+	// its way: the store did not answer whole.
+	unavailable := status == 0 || status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests ||
+		status >= 200 && status < 300
 	return &Error{Op: op, Key: key, Status: status, Err: err, IsUnavailable: unavailable}
 }
 
 // MkdirAll checks name; an object store has no directories to create.
 func (v *Volume) MkdirAll(ctx context.Context, name string) error {
-	if !fs.ValidPath(name) {
-		return &fs.PathError{Op: "mkdirall", Path: name, Err: fs.ErrInvalid}
+	if !validName(name) {
+		return &fs.PathError{Op: "mkdirall", Path: name, Err: errBadName}
 	}
 	if err := ctx.Err(); err != nil {
 		return &fs.PathError{Op: "mkdirall", Path: name, Err: err}
@@ -314,10 +337,11 @@ func (v *Volume) MkdirAll(ctx context.Context, name string) error {
 	return nil
 }
 
-func (v *Volume) put(ctx context.Context, name string, body io.ReadSeeker, size int64, ifNoneMatch bool) error {
+// put uploads size bytes of body from its offset start.
+func (v *Volume) put(ctx context.Context, name string, body io.ReadSeeker, start, size int64, ifNoneMatch bool) error {
 	key := v.key(name)
 	return v.call(ctx, "PutObject", name, key, func(ctx context.Context) error {
-		if _, err := body.Seek(0, io.SeekStart); err != nil {
+		if _, err := body.Seek(start, io.SeekStart); err != nil {
 			return err
 		}
 		in := &s3.PutObjectInput{Bucket: &v.bucket, Key: &key, Body: body, ContentLength: aws.Int64(size)}
@@ -331,7 +355,7 @@ func (v *Volume) put(ctx context.Context, name string, body io.ReadSeeker, size 
 
 // WriteFile writes name whole (a PUT: readers see it whole or not at all).
 func (v *Volume) WriteFile(ctx context.Context, name string, data []byte) error {
-	return v.put(ctx, name, bytes.NewReader(data), int64(len(data)), false)
+	return v.put(ctx, name, bytes.NewReader(data), 0, int64(len(data)), false)
 }
 
 // CreateExclusive creates name with a PUT carrying If-None-Match: *: the
@@ -340,33 +364,37 @@ func (v *Volume) WriteFile(ctx context.Context, name string, data []byte) error 
 // write in progress, which AWS S3 answers) is tried again on the same budget.
 func (v *Volume) CreateExclusive(ctx context.Context, name string, data []byte) error {
 	for range 3 {
-		err := v.put(ctx, name, bytes.NewReader(data), int64(len(data)), true)
+		err := v.put(ctx, name, bytes.NewReader(data), 0, int64(len(data)), true)
 		var ose *Error
 		if errors.As(err, &ose) && ose.Status == 409 && ctx.Err() == nil {
 			continue
 		}
 		return err
 	}
-	return v.put(ctx, name, bytes.NewReader(data), int64(len(data)), true)
+	return v.put(ctx, name, bytes.NewReader(data), 0, int64(len(data)), true)
 }
 
-// WriteFrom streams r to name. A seekable r (a bundle read from its spool
-// file) is uploaded as it is; otherwise up to 1 MiB is held in memory and a
-// longer stream is spooled to a temporary file first: never a whole bundle
-// in memory.
+// WriteFrom streams r, from where it stands, to name. A seekable r (a
+// bundle read from its spool file) is uploaded as it is; otherwise up to
+// 1 MiB is held in memory and a longer stream is spooled to a temporary
+// file first: never a whole bundle in memory.
+//
+// A reader whose Seek fails (an *os.File on a pipe) is read as a stream.
 func (v *Volume) WriteFrom(ctx context.Context, name string, r io.Reader) error {
 	if rs, ok := r.(io.ReadSeeker); ok {
-		size, err := rs.Seek(0, io.SeekEnd)
-		if err != nil {
-			return &fs.PathError{Op: "writefrom", Path: name, Err: err}
+		if start, err := rs.Seek(0, io.SeekCurrent); err == nil {
+			end, err := rs.Seek(0, io.SeekEnd)
+			if err != nil {
+				return &fs.PathError{Op: "writefrom", Path: name, Err: err}
+			}
+			return v.put(ctx, name, rs, start, max(0, end-start), false)
 		}
-		return v.put(ctx, name, rs, size, false)
 	}
 	head := make([]byte, smallWrite+1)
 	n, err := io.ReadFull(ctxReader{ctx: ctx, r: r}, head)
 	switch {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return v.put(ctx, name, bytes.NewReader(head[:n]), int64(n), false)
+		return v.put(ctx, name, bytes.NewReader(head[:n]), 0, int64(n), false)
 	case err != nil:
 		return &fs.PathError{Op: "writefrom", Path: name, Err: err}
 	}
@@ -379,11 +407,24 @@ func (v *Volume) WriteFrom(ctx context.Context, name string, r io.Reader) error 
 	if err != nil {
 		return &fs.PathError{Op: "writefrom", Path: name, Err: err}
 	}
-	return v.put(ctx, name, f, size, false)
+	return v.put(ctx, name, f, 0, size, false)
 }
+
+// maxKeyLen is the longest object key S3 holds, in bytes.
+const maxKeyLen = 1024
+
+// MaxNameLen is the longest name the volume holds: S3's key limit less
+// the prefix (landing.NameLimitedVolume), so that a landing refuses an
+// archive whose files would not fit before writing any of them.
+func (v *Volume) MaxNameLen() int { return maxKeyLen - len(v.prefix) }
 
 // Rename is refused: object storage has none (see ExclusiveVolume).
 func (v *Volume) Rename(ctx context.Context, oldname, newname string) error {
+	for _, name := range []string{oldname, newname} {
+		if !validName(name) {
+			return &fs.PathError{Op: "rename", Path: name, Err: errBadName}
+		}
+	}
 	return &fs.PathError{Op: "rename", Path: oldname, Err: ErrNoRename}
 }
 
@@ -397,6 +438,9 @@ func (v *Volume) list(ctx context.Context, name, prefix string, delimited bool, 
 	if limit > 0 {
 		in.MaxKeys = aws.Int32(limit)
 	}
+	// A store that answers a token it gave before would be listed for
+	// ever; one truncated without a token would pass for the whole listing.
+	seen := map[string]bool{}
 	for {
 		var out *s3.ListObjectsV2Output
 		err := v.call(ctx, "ListObjectsV2", name, prefix, func(ctx context.Context) error {
@@ -407,10 +451,18 @@ func (v *Volume) list(ctx context.Context, name, prefix string, delimited bool, 
 		if err != nil {
 			return err
 		}
-		if !page(out) || !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
+		if !page(out) || !aws.ToBool(out.IsTruncated) {
 			return nil
 		}
-		in.ContinuationToken = out.NextContinuationToken
+		token := aws.ToString(out.NextContinuationToken)
+		switch {
+		case token == "":
+			return &Error{Op: "ListObjectsV2", Key: prefix, Err: errors.New("the store said the listing is truncated but gave no continuation token")}
+		case seen[token]:
+			return &Error{Op: "ListObjectsV2", Key: prefix, Err: fmt.Errorf("the store repeated continuation token %q after %d pages: its listing would never end", token, len(seen)+1)}
+		}
+		seen[token] = true
+		in.ContinuationToken = &token
 	}
 }
 
@@ -567,8 +619,11 @@ func (v *Volume) RemoveAll(ctx context.Context, name string) error {
 		}
 		if len(out.Errors) > 0 {
 			e := out.Errors[0]
+			code := aws.ToString(e.Code)
 			return &Error{Op: "DeleteObjects", Key: aws.ToString(e.Key),
-				Err: fmt.Errorf("%s: %s (and %d more)", aws.ToString(e.Code), aws.ToString(e.Message), len(out.Errors)-1)}
+				Err: fmt.Errorf("%s: %s (and %d more)", code, aws.ToString(e.Message), len(out.Errors)-1),
+				// A key's 503 or 500: call again later, as for a request.
+				IsUnavailable: code == "SlowDown" || code == "InternalError" || code == "ServiceUnavailable"}
 		}
 	}
 	return nil
@@ -578,8 +633,8 @@ func (v *Volume) RemoveAll(ctx context.Context, name string) error {
 // its answer starts; the stream is then bounded by ctx, and Close ends it.
 func (v *Volume) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	key := v.key(name)
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "GetObject", Path: name, Err: fs.ErrInvalid}
+	if !validName(name) {
+		return nil, &fs.PathError{Op: "GetObject", Path: name, Err: errBadName}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, &fs.PathError{Op: "GetObject", Path: name, Err: err}
@@ -593,8 +648,11 @@ func (v *Volume) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 		_ = out.Body.Close()
 	}
 	if err != nil {
+		// Mapped before the request's context ends: mapErr reads an ended
+		// sctx as the budget run out.
+		err = v.mapErr(ctx, sctx, "GetObject", name, key, err)
 		cancel(nil)
-		return nil, v.mapErr(ctx, sctx, "GetObject", name, key, err)
+		return nil, err
 	}
 	return &s3Body{ReadCloser: out.Body, cancel: cancel}, nil
 }

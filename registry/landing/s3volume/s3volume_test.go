@@ -285,3 +285,68 @@ func (c cannedStatus) RoundTrip(r *http.Request) (*http.Response, error) {
 		Header: http.Header{"Content-Type": {"application/xml"}}, Body: io.NopCloser(strings.NewReader(body)),
 	}, nil
 }
+
+// An error names what was waited on also when that is a listing of the
+// whole bucket (a volume without a prefix): the key was empty, and the
+// message named nothing ("ListObjectsV2  (HTTP 503)"). Negative control,
+// run by hand: without the case in Error, the message held no name.
+func TestAnErrorListingTheBucketsRootNamesIt(t *testing.T) {
+	srv := s3test.Start(t)
+	opts := srv.Client().Options()
+	opts.HTTPClient = &http.Client{Transport: cannedStatus(http.StatusServiceUnavailable)}
+	opts.RetryMaxAttempts = 1
+	v, err := New(Options{Client: s3.New(opts), Bucket: srv.Bucket})
+	require.NoError(t, err)
+	_, err = v.ReadDir(t.Context(), ".")
+	var se *Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "", se.Key)
+	assert.Contains(t, err.Error(), "object store: ListObjectsV2 (the bucket's root) (HTTP 503)")
+	_, err = v.ReadDir(t.Context(), "d")
+	assert.Contains(t, err.Error(), "object store: ListObjectsV2 d/ (HTTP 503)", "control: a prefix is named as it is")
+}
+
+// Open names the store's answer as ReadFile does: a refusal (403: the
+// credentials expired) is an *Error with its status, not unavailable; a
+// 503 is unavailable with its status; neither is a call budget run out.
+// Every failed Open was "no answer within the call budget", with no
+// status: an operator looked for a slow store while the credentials were
+// refused. Negative control, run by hand: with the request's context
+// ended before mapErr (as it was), every row failed with that message.
+func TestOpenNamesTheStoresAnswerNotABudgetRunOut(t *testing.T) {
+	srv := s3test.Start(t)
+	for status, unavailable := range map[int]bool{http.StatusForbidden: false, http.StatusServiceUnavailable: true} {
+		opts := srv.Client().Options()
+		opts.HTTPClient = &http.Client{Transport: cannedStatus(status)}
+		opts.RetryMaxAttempts = 1
+		v, err := New(Options{Client: s3.New(opts), Bucket: srv.Bucket})
+		require.NoError(t, err)
+		_, err = v.Open(t.Context(), "bundle.zip")
+		var se *Error
+		if assert.ErrorAs(t, err, &se, status) {
+			assert.Equal(t, status, se.Status)
+			assert.Equal(t, "bundle.zip", se.Key)
+		}
+		assert.NotContains(t, err.Error(), "call budget", status)
+		assert.Equal(t, unavailable, landing.IsUnavailable(err), "%d: %v", status, err)
+	}
+}
+
+// A prefix is held to the rule of a volume's names: one holding a control
+// character is refused by New (and so by Open, whose URL's path it is)
+// with an *OptionsError, before any request; every key beneath it would
+// be listed as another (U+FFFD). Negative control, run by hand: with
+// fs.ValidPath alone (as it was), both were accepted.
+func TestAPrefixHoldingAControlCharacterIsRefused(t *testing.T) {
+	srv := s3test.Start(t)
+	_, err := New(Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "reg\x00istry"})
+	var oe *OptionsError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "Options.Prefix", oe.Setting)
+	_, err = Open(t.Context(), "s3://bucket/reg%0Aistry?endpoint="+srv.URL, Options{})
+	require.ErrorAs(t, err, &oe)
+	before := srv.Requests()
+	_, err = New(Options{Client: srv.Client(), Bucket: srv.Bucket, Prefix: "reg istry/ü"})
+	require.NoError(t, err, "control: a space and a letter are a prefix")
+	assert.Equal(t, before, srv.Requests(), "no request")
+}
