@@ -43,6 +43,28 @@ func (e *BudgetError) Error() string {
 // wait, whatever the driver made of it.
 func (e *BudgetError) Unwrap() error { return context.DeadlineExceeded }
 
+// FeedDownError is why the change feed is down, as FeedDown sends it: the
+// cause the listener met (nil before its first connection), the
+// reconnections so far and the wait before the next attempt. It unwraps to
+// the cause.
+type FeedDownError struct {
+	Err        error
+	Reconnects int64
+	RetryIn    time.Duration
+}
+
+func (e *FeedDownError) Error() string {
+	switch {
+	case e.Err == nil:
+		return "pgstore: the change feed is not connected"
+	case e.RetryIn > 0:
+		return fmt.Sprintf("pgstore: the change feed is down, next attempt in %s: %v", e.RetryIn, e.Err)
+	}
+	return fmt.Sprintf("pgstore: the change feed is down: %v", e.Err)
+}
+
+func (e *FeedDownError) Unwrap() error { return e.Err }
+
 // OutcomeUnknownError reports a write whose statement was sent to the
 // database but whose answer did not come: its budget ran out (Err is then a
 // *BudgetError) or its connection broke after sending. PostgreSQL may have

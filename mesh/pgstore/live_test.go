@@ -183,6 +183,16 @@ func TestAListenerReconnectSendsResetNotASilentGap(t *testing.T) {
 	down := feed.await(t, "the feed to go down", func(f FeedState) bool { return !f.Connected })
 	assert.Error(t, down.Err, "the state says why the feed is down")
 	assert.Equal(t, MinReconnectDelay, down.RetryIn)
+	// FeedDown says it as a typed error, unwrapping to the cause. Negative
+	// control (run): FeedDown sending the cause itself, errors.As failed.
+	why := watchStream(t, "feed down", s.FeedDown())
+	last := why.await(t, "FeedDown's current state", func(error) bool { return true })
+	var fd *FeedDownError
+	if assert.ErrorAs(t, last, &fd, "FeedDown while the feed is down") {
+		assert.Equal(t, MinReconnectDelay, fd.RetryIn)
+		assert.ErrorIs(t, last, down.Err, "it unwraps to the cause the feed state names")
+		assert.Contains(t, last.Error(), "change feed is down")
+	}
 
 	// Written while nobody listens: no notice will ever carry it.
 	put(t, s, mesh.Node{Path: "acme/Docs/b", NodeType: "Article"})

@@ -433,20 +433,17 @@ func (s *Store) Feed() rx.Observable[FeedState] {
 }
 
 // FeedDown is Feed as a value per state: nil while the feed is connected,
-// why it is down while it is not (the form registry.ServerOptions.Feed and
-// other readiness checks take).
+// a *FeedDownError saying why while it is not (the form
+// registry.ServerOptions.Feed and other readiness checks take).
 func (s *Store) FeedDown() rx.Observable[error] {
 	if err := s.usable("FeedDown", nil, false); err != nil {
 		return rx.Throw[error](err)
 	}
 	return rx.Map(s.feed, func(f FeedState) error {
-		switch {
-		case f.Connected:
+		if f.Connected {
 			return nil
-		case f.Err != nil:
-			return f.Err
 		}
-		return errors.New("pgstore: the change feed is not connected")
+		return &FeedDownError{Err: f.Err, Reconnects: f.Reconnects, RetryIn: f.RetryIn}
 	})
 }
 
