@@ -144,6 +144,20 @@ func (e *TransportError) Error() string {
 
 func (e *TransportError) Unwrap() error { return e.Err }
 
+// RedirectLoopError reports a call whose redirects, all within the
+// registry's origin, did not end: it was given up after Redirects of them.
+// It is not retried.
+type RedirectLoopError struct {
+	Method    string // "" means GET
+	URL       string // the URL the call asked for
+	Last      string // where the last redirect pointed
+	Redirects int
+}
+
+func (e *RedirectLoopError) Error() string {
+	return fmt.Sprintf("registry: %s %s: redirect loop: stopped after %d redirects, the last to %s", cmp.Or(e.Method, http.MethodGet), e.URL, e.Redirects, e.Last)
+}
+
 // ResponseError reports an answer the client could not use.
 type ResponseError struct {
 	Method string // "" means GET
@@ -167,7 +181,8 @@ func (e *ResponseError) Unwrap() error { return e.Err }
 // waits before a retry for what the registry asked in Retry-After (capped).
 // Statuses other than 429 and 5xx are not retried. A redirect is followed
 // only within the registry's origin (scheme, host and port), so the key
-// goes nowhere else; any other is an *HTTPError with its 3xx. A Client is
+// goes nowhere else; any other is an *HTTPError with its 3xx, and redirects
+// that do not end are a *RedirectLoopError. A Client is
 // safe for concurrent use.
 type Client struct {
 	base         *url.URL
@@ -498,6 +513,11 @@ func (c *Client) get(ctx context.Context, rc *retryablehttp.Client, u string, he
 			he.URL = u
 			return nil, n, he
 		}
+		var le *RedirectLoopError
+		if errors.As(err, &le) {
+			le.URL = u
+			return nil, n, le
+		}
 		return nil, n, &TransportError{URL: u, Attempts: n, Err: err}
 	}
 	for _, s := range want {
@@ -537,6 +557,13 @@ func newRetrying(hc *http.Client, attemptTimeout time.Duration, attempts int, ma
 			return retryWait(lo, hi, attempt, resp, time.Now())
 		},
 		ErrorHandler: func(resp *http.Response, err error, attempts int) (*http.Response, error) {
+			var le *RedirectLoopError
+			if errors.As(err, &le) { // Go hands back the last 3xx with it
+				if resp != nil {
+					_ = resp.Body.Close()
+				}
+				return nil, le
+			}
 			if resp != nil {
 				return nil, httpErrorFrom(resp, "", attempts)
 			}
@@ -559,8 +586,8 @@ func sameOrigin(next func(*http.Request, []*http.Request) error) func(*http.Requ
 		if next != nil {
 			return next(req, via)
 		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects") // Go's default; retryablehttp does not retry it
+		if len(via) >= 10 { // Go's default
+			return &RedirectLoopError{Last: req.URL.Redacted(), Redirects: len(via)}
 		}
 		return nil
 	}
@@ -582,6 +609,9 @@ func canonicalHost(u *url.URL) string {
 // 500 is a deterministic failure the registry has logged; repeating it
 // would hit the same wall, so it is returned at once.
 func retryable(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if le := (*RedirectLoopError)(nil); errors.As(err, &le) {
+		return false, err
+	}
 	if err == nil && resp != nil && resp.StatusCode == http.StatusInternalServerError {
 		return false, nil
 	}

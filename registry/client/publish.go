@@ -144,6 +144,11 @@ func (c *Client) Publish(ctx context.Context, name, version, tier string, bundle
 			he.Method, he.URL = http.MethodPost, u.String()
 			return Published{}, publishRefusal(he, name, version)
 		}
+		var le *RedirectLoopError
+		if errors.As(err, &le) {
+			le.Method, le.URL = http.MethodPost, u.String()
+			return Published{}, le
+		}
 		return Published{}, &TransportError{Method: http.MethodPost, URL: u.String(), Attempts: n, Err: err}
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
