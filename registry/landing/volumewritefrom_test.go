@@ -19,10 +19,7 @@ import (
 func TestWriteFromCopiesASeekableSourceFromWhereItStands(t *testing.T) {
 	forEachVolume(t, func(t *testing.T, k volumeKind) {
 		ctx := t.Context()
-		v := k.openVolume(t)
-		sv, ok := v.(StreamingVolume)
-		require.True(t, ok, "every volume of the table streams")
-		require.NoError(t, v.MkdirAll(ctx, "d"))
+		v, sv := streamingVolumeWithDir(t, k, "d")
 		for name, src := range map[string]func() io.Reader{
 			"seekable": func() io.Reader {
 				r := strings.NewReader("head:body")
@@ -54,10 +51,7 @@ func TestWriteFromCopiesASeekableSourceFromWhereItStands(t *testing.T) {
 func TestWriteFromTakesAPipeAsAStreamOnEveryVolume(t *testing.T) {
 	forEachVolume(t, func(t *testing.T, k volumeKind) {
 		ctx := t.Context()
-		v := k.openVolume(t)
-		sv, ok := v.(StreamingVolume)
-		require.True(t, ok, "every volume of the table streams")
-		require.NoError(t, v.MkdirAll(ctx, "d"))
+		v, sv := streamingVolumeWithDir(t, k, "d")
 		r, w, err := os.Pipe()
 		require.NoError(t, err)
 		defer r.Close()
@@ -70,4 +64,15 @@ func TestWriteFromTakesAPipeAsAStreamOnEveryVolume(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "through a pipe", string(got))
 	})
+}
+
+// streamingVolumeWithDir opens k's volume, which streams (every volume of
+// the table does), and makes the directory dir on it.
+func streamingVolumeWithDir(t *testing.T, k volumeKind, dir string) (Volume, StreamingVolume) {
+	t.Helper()
+	v := k.openVolume(t)
+	sv, ok := v.(StreamingVolume)
+	require.True(t, ok, "every volume of the table streams")
+	require.NoError(t, v.MkdirAll(t.Context(), dir))
+	return v, sv
 }
