@@ -13,9 +13,9 @@
 // that trips it, or finds the store unreachable, answering 5xx (or 408 or
 // 429: call again later) or cutting its answer short, is an *Error whose
 // Unavailable method reports true (landing.IsUnavailable), which the
-// registry answers 503 with Retry-After, naming its stage. Uploads stream (a seekable source as it
-// is, a stream of unknown length through a temporary file past 1 MiB);
-// downloads stream the object's body.
+// registry answers 503 with Retry-After, naming its stage. Uploads stream
+// (a seekable source from where it stands, a stream of unknown length
+// through a temporary file past 1 MiB); downloads stream the object's body.
 //
 // The package does not import registry/landing: it implements its
 // interfaces (Go's are structural), so that the landing's own tests can run
