@@ -219,8 +219,16 @@ func TestAChainOfMapsAndFiltersOverASynchronousSourceHasAllsBodyCalledFromItsOwn
 func TestASynchronousSourceSubscribedWhileTheBodyRunsIsYieldedAfterTheBody(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	clk := rxtest.NewClock()
+	// sent is closed once the producer's OnNext has returned: until then
+	// Timeout counts the value as being forwarded, and a firing then
+	// restarts the bound instead of failing (the test advanced the clock
+	// before that and hung, 1 run in a few hundred under load).
+	sent := make(chan struct{})
 	first := rx.Create(func(ctx context.Context, o rx.Observer[int]) {
-		go o.OnNext(0) // handed over: the body runs in All's loop
+		go func() { // handed over: the body runs in All's loop
+			o.OnNext(0)
+			close(sent)
+		}()
 	})
 	src := rx.Catch(rx.Timeout(first, time.Second, clk), func(error) rx.Observable[int] {
 		return rx.Map(rx.Range(10, 3), func(v int) int { return v })
@@ -242,6 +250,11 @@ func TestASynchronousSourceSubscribedWhileTheBodyRunsIsYieldedAfterTheBody(t *te
 			deepest = max(deepest, depth)
 			vs = append(vs, v)
 			if v == 0 {
+				select {
+				case <-sent:
+				case <-time.After(deadlockBound):
+					t.Error("the producer's OnNext never returned")
+				}
 				clk.Advance(2 * time.Second)
 			}
 			depth--
